@@ -1,0 +1,173 @@
+//! The connector and task contracts, and the read side of offsets a task sees.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::{ConnectError, OffsetReadError};
+use crate::record::{RecordMetadata, SourceRecord};
+use crate::value::{ConnectMap, SourceOffset, SourcePartition};
+
+/// A connector or task configuration: Kafka Connect's string properties.
+pub type Config = BTreeMap<String, String>;
+
+/// A problem with one configuration key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value for config {key:?}: {message}")]
+pub struct ConfigIssue {
+    /// The key.
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// Reads the last **committed** offsets of the task's connector. Read-only.
+///
+/// Only offsets that the store has durably accepted are visible, never those of records still in
+/// flight. A partition with no stored offset reads as `None`: start from the configured initial
+/// position. A stored offset that cannot be decoded is an error, never `None`.
+///
+/// Implementations are safe to share between threads.
+#[async_trait]
+pub trait OffsetStorageReader: Send + Sync {
+    /// The committed offset of one partition, or `None` if none was ever committed.
+    async fn offset(&self, partition: &SourcePartition) -> Result<Option<SourceOffset>, OffsetReadError> {
+        let mut all = self.offsets(std::slice::from_ref(partition)).await?;
+        Ok(all.pop().and_then(|(_, offset)| offset))
+    }
+
+    /// The committed offsets of many partitions in one store read: one entry per requested partition,
+    /// in request order, `None` for those without a stored offset.
+    async fn offsets(
+        &self,
+        partitions: &[SourcePartition],
+    ) -> Result<Vec<(SourcePartition, Option<SourceOffset>)>, OffsetReadError>;
+}
+
+/// Typed lookups on any [`OffsetStorageReader`]: use the same partition type as in `poll()`.
+#[async_trait]
+pub trait OffsetStorageReaderExt: OffsetStorageReader {
+    /// The committed offset of a typed partition, converted to the offset type.
+    async fn offset_of<P, O>(&self, partition: &P) -> Result<Option<O>, OffsetReadError>
+    where
+        P: serde::Serialize + Sync,
+        O: serde::de::DeserializeOwned,
+    {
+        let map = ConnectMap::from_serde(partition).map_err(|e| OffsetReadError::InvalidPartition {
+            partition: "<typed partition>".to_owned(),
+            reason: e.to_string(),
+        })?;
+        match self.offset(&map).await? {
+            None => Ok(None),
+            Some(offset) => offset
+                .to_serde()
+                .map(Some)
+                .map_err(|source| OffsetReadError::Type { partition: map.to_string(), source }),
+        }
+    }
+
+    /// The committed offsets of typed partitions, in request order.
+    async fn offsets_of<P, O>(&self, partitions: &[P]) -> Result<Vec<(P, Option<O>)>, OffsetReadError>
+    where
+        P: serde::Serialize + Clone + Sync,
+        O: serde::de::DeserializeOwned,
+    {
+        let maps = partitions
+            .iter()
+            .map(ConnectMap::from_serde)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| OffsetReadError::InvalidPartition {
+                partition: "<typed partition>".to_owned(),
+                reason: e.to_string(),
+            })?;
+        let found = self.offsets(&maps).await?;
+        partitions
+            .iter()
+            .zip(found)
+            .map(|(p, (map, offset))| match offset {
+                None => Ok((p.clone(), None)),
+                Some(o) => o
+                    .to_serde()
+                    .map(|o| (p.clone(), Some(o)))
+                    .map_err(|source| OffsetReadError::Type { partition: map.to_string(), source }),
+            })
+            .collect()
+    }
+}
+
+impl<T: OffsetStorageReader + ?Sized> OffsetStorageReaderExt for T {}
+
+/// What the framework gives a task when it starts.
+pub trait SourceTaskContext: Send + Sync {
+    /// The task's configuration.
+    fn configs(&self) -> &Config;
+    /// The reader of the connector's committed offsets.
+    fn offset_storage_reader(&self) -> Arc<dyn OffsetStorageReader>;
+}
+
+/// A source task: reads one share of the connector's partitions.
+///
+/// Lifecycle: `start` → repeated `poll` → `stop`. The framework owns the task and calls these from one
+/// task loop, so they take `&mut self`. To stop a task the framework drops a pending `poll` future, so
+/// `poll` must be cancel-safe (lose nothing when dropped at an `.await`) and should return within about
+/// a second even when there is no data (an empty `Vec` is fine).
+#[async_trait]
+pub trait SourceTask: Send {
+    /// Starts the task: read the committed offsets from `context.offset_storage_reader()` and resume.
+    async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError>;
+
+    /// Returns the next records, possibly none.
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError>;
+
+    /// Called after every successful offset commit (also when there was nothing to commit).
+    /// Errors are logged and ignored.
+    async fn commit(&mut self) -> Result<(), ConnectError> {
+        Ok(())
+    }
+
+    /// Called when the sink acknowledged `record`; `metadata` is `None` when the record was dropped
+    /// (for example a delivery error tolerated by `errors.tolerance=all`). Errors are logged and ignored.
+    async fn commit_record(
+        &mut self,
+        _record: &SourceRecord,
+        _metadata: Option<&RecordMetadata>,
+    ) -> Result<(), ConnectError> {
+        Ok(())
+    }
+
+    /// Stops the task and releases its resources.
+    async fn stop(&mut self) -> Result<(), ConnectError>;
+}
+
+/// A source connector: validates its configuration and splits the work into task configurations.
+pub trait SourceConnector: Send + Sync {
+    /// The connector's version.
+    fn version(&self) -> String {
+        env!("CARGO_PKG_VERSION").to_owned()
+    }
+
+    /// Checks a configuration; returns one issue per bad key (empty = valid).
+    fn validate(&self, config: &Config) -> Vec<ConfigIssue>;
+
+    /// Splits the work into at most `max_tasks` task configurations.
+    ///
+    /// # Errors
+    /// The configuration cannot be split (it should have failed `validate`).
+    fn task_configs(&self, config: &Config, max_tasks: usize) -> Result<Vec<Config>, ConnectError>;
+
+    /// Creates a task; the framework then calls [`SourceTask::start`] with one of the task configs.
+    fn create_task(&self) -> Box<dyn SourceTask>;
+
+    /// Called before the framework alters or resets this connector's offsets (KIP-875). `None` offsets
+    /// are resets. Return `Ok(true)` if the connector confirms the change, `Ok(false)` (the default) if
+    /// it does not support or need confirming (the framework-managed offsets are still altered), or an
+    /// error to refuse the change.
+    fn alter_offsets(
+        &self,
+        _config: &Config,
+        _offsets: &[(SourcePartition, Option<SourceOffset>)],
+    ) -> Result<bool, ConnectError> {
+        Ok(false)
+    }
+}

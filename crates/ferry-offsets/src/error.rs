@@ -1,0 +1,121 @@
+//! Errors of the offset subsystem.
+
+use std::io;
+use std::path::PathBuf;
+
+/// An offset store failed. Every variant says which store and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// An I/O operation failed.
+    #[error("offset store {path}: {op} failed: {source}", path = path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// What was being done ("open", "append", "fdatasync", …).
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The store's content is damaged. Ferry refuses to open it rather than start from nothing.
+    #[error(
+        "offset store {path} is corrupt at byte {byte_offset}: {reason}. Ferry will not open it, \
+         because starting without these offsets would silently re-read or skip data. The file has not \
+         been modified. Keep a copy, then either restore it from a backup, or move it aside to start \
+         every connector from its initial position.",
+        path = path.display()
+    )]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// Where the damage starts.
+        byte_offset: u64,
+        /// What was found.
+        reason: String,
+    },
+    /// The file is not a Ferry offset store of a version this build reads.
+    #[error("offset store {path} is not usable: {reason}. The file has not been modified.", path = path.display())]
+    UnsupportedFormat {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// Another process holds the store.
+    #[error(
+        "offset store {path} is in use by another process (lock {lock} is held). Stop the other Ferry \
+         worker, or give this one another offset.storage.file.filename.",
+        path = path.display(), lock = lock.display()
+    )]
+    Locked {
+        /// The store file.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// An earlier write or fsync failed, so what is durable is unknown; the store refuses more work.
+    #[error(
+        "offset store {path} refuses writes after an earlier failure ({cause}); restart the worker to \
+         reopen and verify it",
+        path = path.display()
+    )]
+    Poisoned {
+        /// The store file.
+        path: PathBuf,
+        /// The first failure.
+        cause: String,
+    },
+    /// A store backend (broker, database) failed.
+    #[error("offset store {store}: {message}")]
+    Backend {
+        /// Which store.
+        store: String,
+        /// What failed.
+        message: String,
+        /// Whether trying again may succeed.
+        retriable: bool,
+    },
+}
+
+impl StoreError {
+    /// Whether trying the same operation again may succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            StoreError::Backend { retriable, .. } => *retriable,
+            StoreError::Io { source, .. } => matches!(
+                source.kind(),
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// An offset flush failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlushError {
+    /// Another flush of the same writer did not finish within the timeout.
+    #[error("offset flush of connector {connector:?} not started: another flush is still running after {waited_ms} ms")]
+    FlushInProgress {
+        /// The connector.
+        connector: String,
+        /// How long this flush waited.
+        waited_ms: u128,
+    },
+    /// No flush was begun, or it was cancelled before `flush` ran.
+    #[error("offset flush of connector {connector:?}: no flush in progress (call begin_flush first)")]
+    NotBegun {
+        /// The connector.
+        connector: String,
+    },
+    /// The store failed; the offsets were staged again and the next flush retries them.
+    #[error("offset flush of connector {connector:?} failed; the offsets will be retried: {source}")]
+    Store {
+        /// The connector.
+        connector: String,
+        /// The store's error.
+        #[source]
+        source: StoreError,
+    },
+}

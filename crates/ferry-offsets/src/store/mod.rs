@@ -1,0 +1,50 @@
+//! The backing-store contract every offset store implements.
+//!
+//! A store works on bytes in batches; serialization and the connector namespace happen once, in the
+//! writer. Every store passes the shared conformance suite (`conformance` feature).
+
+pub(crate) mod file;
+pub(crate) mod memory;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+
+/// One write of a batch: a value, or a tombstone (`value: None`) that removes the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetWrite {
+    /// Encoded key (`["connector",{partition}]`).
+    pub key: Vec<u8>,
+    /// Encoded offset, or `None` for a tombstone.
+    pub value: Option<Vec<u8>>,
+}
+
+/// A live offset as stored: raw key bytes as last written, and the value.
+pub type StoredOffset = (Vec<u8>, Vec<u8>);
+
+/// Where offsets live durably.
+///
+/// Contract, shared by every implementation and checked by the conformance suite:
+/// - Keys are compared **logically**: keys that decode to the same connector and partition (field
+///   order aside) are one key, and the last write in store order wins.
+/// - [`set`](Self::set) is atomic per batch and durable when it returns `Ok`: after a crash either the
+///   whole batch is visible or none of it. Later writes of a key in one batch win.
+/// - Reads see only what a completed `set` made durable.
+/// - A store never logs an error and carries on: it returns the error.
+#[async_trait]
+pub trait OffsetBackingStore: Send + Sync {
+    /// A short description for logs and errors (`file /var/lib/ferry/offsets`).
+    fn describe(&self) -> String;
+
+    /// The values of `keys`, aligned with `keys`: `None` where no live value exists.
+    async fn get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError>;
+
+    /// Durably applies a batch of writes, atomically.
+    async fn set(&self, batch: &[OffsetWrite]) -> Result<(), StoreError>;
+
+    /// The live offsets of one connector (its known partitions), in store order of their last write.
+    async fn connector_offsets(&self, connector: &str) -> Result<Vec<StoredOffset>, StoreError>;
+
+    /// Every live offset, in store order of the last write (for export and inspection).
+    async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError>;
+}
