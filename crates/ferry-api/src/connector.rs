@@ -22,6 +22,31 @@ pub struct ConfigIssue {
     pub message: String,
 }
 
+/// One configuration key a connector understands, for validation and documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigKey {
+    /// The key, e.g. `file`.
+    pub name: &'static str,
+    /// Whether the key must be set.
+    pub required: bool,
+    /// The default used when the key is absent, as text.
+    pub default: Option<&'static str>,
+    /// What the key does.
+    pub doc: &'static str,
+}
+
+impl ConfigKey {
+    /// A required key.
+    pub const fn required(name: &'static str, doc: &'static str) -> Self {
+        Self { name, required: true, default: None, doc }
+    }
+
+    /// An optional key with a default (`None`: absent means "not set").
+    pub const fn optional(name: &'static str, default: Option<&'static str>, doc: &'static str) -> Self {
+        Self { name, required: false, default, doc }
+    }
+}
+
 /// Reads the last **committed** offsets of the task's connector. Read-only.
 ///
 /// Only offsets that the store has durably accepted are visible, never those of records still in
@@ -147,7 +172,12 @@ pub trait SourceConnector: Send + Sync {
         env!("CARGO_PKG_VERSION").to_owned()
     }
 
-    /// Checks a configuration; returns one issue per bad key (empty = valid).
+    /// The connector-specific configuration keys it understands. The framework adds its own common keys
+    /// (`name`, `connector.class`, `tasks.max`, `errors.tolerance`, …) and rejects any other key.
+    fn config_keys(&self) -> Vec<ConfigKey>;
+
+    /// Checks a configuration; returns one issue per bad key (empty = valid). Required keys and
+    /// unknown keys are already checked by the framework against [`config_keys`](Self::config_keys).
     fn validate(&self, config: &Config) -> Vec<ConfigIssue>;
 
     /// Splits the work into at most `max_tasks` task configurations.

@@ -29,7 +29,7 @@ mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, OffsetStorageReader, OffsetStorageReaderExt, SourceConnector, SourceTask,
+    Config, ConfigIssue, ConfigKey, OffsetStorageReader, OffsetStorageReaderExt, SourceConnector, SourceTask,
     SourceTaskContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};

@@ -3,8 +3,9 @@
 //! The top level must be a struct or a map with string keys; each field must be a Kafka Connect
 //! primitive. `Option::None` and unit become null. Unsigned integers become the narrowest signed width
 //! that holds every value of their type (`u8` → int16, `u32` → int64); a `u64` above `i64::MAX` is
-//! rejected. Enum unit variants become their name as a string.
+//! rejected. Enum unit variants become their name as a string; `Vec<u8>` becomes bytes.
 
+use base64::Engine as _;
 use serde::de::{self, IntoDeserializer};
 use serde::ser::{self, Impossible, Serialize};
 
@@ -201,7 +202,7 @@ macro_rules! reject_nested {
 impl ser::Serializer for ValueSerializer {
     type Ok = Value;
     type Error = SerdeError;
-    type SerializeSeq = Impossible<Value, SerdeError>;
+    type SerializeSeq = BytesSerializer;
     type SerializeTuple = Impossible<Value, SerdeError>;
     type SerializeTupleStruct = Impossible<Value, SerdeError>;
     type SerializeTupleVariant = Impossible<Value, SerdeError>;
@@ -280,14 +281,94 @@ impl ser::Serializer for ValueSerializer {
     ) -> Result<Value, SerdeError> {
         Err(nested("an enum variant with data"))
     }
+    /// serde serializes `Vec<u8>` as a sequence: it becomes bytes; a sequence of anything else is a
+    /// list and rejected by [`BytesSerializer`].
+    fn serialize_seq(self, len: Option<usize>) -> Result<BytesSerializer, SerdeError> {
+        Ok(BytesSerializer(Vec::with_capacity(len.unwrap_or(0))))
+    }
     reject_nested! {
-        serialize_seq(Option<usize>) -> Self::SerializeSeq: "a list";
         serialize_tuple(usize) -> Self::SerializeTuple: "a tuple";
         serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct: "a tuple struct";
         serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant: "an enum variant with data";
         serialize_map(Option<usize>) -> Self::SerializeMap: "a nested map";
         serialize_struct(&'static str, usize) -> Self::SerializeStruct: "a nested struct";
         serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant: "an enum variant with data";
+    }
+}
+
+/// Collects the elements of a sequence as bytes; only `u8` elements are accepted. (An empty sequence
+/// of any type becomes empty bytes: serde gives no element type without an element.)
+struct BytesSerializer(Vec<u8>);
+
+impl ser::SerializeSeq for BytesSerializer {
+    type Ok = Value;
+    type Error = SerdeError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerdeError> {
+        self.0.push(value.serialize(ByteSerializer)?);
+        Ok(())
+    }
+    fn end(self) -> Result<Value, SerdeError> {
+        Ok(Value::Bytes(self.0))
+    }
+}
+
+/// Serializes one element of a byte sequence: a `u8`, or the error for a list.
+struct ByteSerializer;
+
+impl ser::Serializer for ByteSerializer {
+    type Ok = u8;
+    type Error = SerdeError;
+    type SerializeSeq = Impossible<u8, SerdeError>;
+    type SerializeTuple = Impossible<u8, SerdeError>;
+    type SerializeTupleStruct = Impossible<u8, SerdeError>;
+    type SerializeTupleVariant = Impossible<u8, SerdeError>;
+    type SerializeMap = Impossible<u8, SerdeError>;
+    type SerializeStruct = Impossible<u8, SerdeError>;
+    type SerializeStructVariant = Impossible<u8, SerdeError>;
+
+    fn serialize_u8(self, v: u8) -> Result<u8, SerdeError> {
+        Ok(v)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<u8, SerdeError> {
+        Err(nested("a list"))
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result<u8, SerdeError> {
+        Err(nested("a list"))
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<u8, SerdeError> {
+        Err(nested("a list"))
+    }
+    reject_nested! {
+        serialize_bool(bool) -> u8: "a list";
+        serialize_i8(i8) -> u8: "a list";
+        serialize_i16(i16) -> u8: "a list";
+        serialize_i32(i32) -> u8: "a list";
+        serialize_i64(i64) -> u8: "a list";
+        serialize_u16(u16) -> u8: "a list";
+        serialize_u32(u32) -> u8: "a list";
+        serialize_u64(u64) -> u8: "a list";
+        serialize_f32(f32) -> u8: "a list";
+        serialize_f64(f64) -> u8: "a list";
+        serialize_char(char) -> u8: "a list";
+        serialize_str(&str) -> u8: "a list";
+        serialize_bytes(&[u8]) -> u8: "a list";
+        serialize_none() -> u8: "a list";
+        serialize_unit() -> u8: "a list";
+        serialize_unit_struct(&'static str) -> u8: "a list";
+        serialize_unit_variant(&'static str, u32, &'static str) -> u8: "a list";
+        serialize_seq(Option<usize>) -> Self::SerializeSeq: "a list";
+        serialize_tuple(usize) -> Self::SerializeTuple: "a list";
+        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct: "a list";
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant: "a list";
+        serialize_map(Option<usize>) -> Self::SerializeMap: "a list";
+        serialize_struct(&'static str, usize) -> Self::SerializeStruct: "a list";
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant: "a list";
     }
 }
 
@@ -369,10 +450,17 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_> {
         }
     }
 
-    /// `Vec<u8>` asks for a sequence: hand it the bytes one by one.
+    /// `Vec<u8>` asks for a sequence: hand it the bytes one by one. Stored bytes read back as their
+    /// base64 string (as in Kafka Connect), so a string is decoded.
     fn deserialize_seq<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         match self.value {
             Value::Bytes(v) => visitor.visit_seq(de::value::SeqDeserializer::new(v.iter().copied())),
+            Value::String(s) => {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| {
+                    SerdeError(ValueError::new("", format!("expected bytes as a base64 string: {e}")))
+                })?;
+                visitor.visit_seq(de::value::SeqDeserializer::new(bytes.into_iter()))
+            }
             _ => self.deserialize_any(visitor),
         }
     }

@@ -62,6 +62,12 @@ impl SubmittedRecord {
         true
     }
 
+    /// The canonical key of the record's partition (see [`crate::canonical_partition`]); logically
+    /// equal partitions have equal keys.
+    pub fn partition_key(&self) -> &[u8] {
+        &self.queue_key
+    }
+
     /// Whether the record has been acknowledged.
     pub fn is_acked(&self) -> bool {
         self.state.acked.load(Ordering::Acquire)
@@ -129,7 +135,7 @@ impl AckTracker {
     }
 
     /// Takes the committable offsets: for every partition, pops its acknowledged prefix and reports
-    /// the offset of the last popped record (if it has one).
+    /// the offset of the last popped record that has one (null offsets are skipped).
     pub fn committable(&self) -> CommittableOffsets {
         let mut result = CommittableOffsets::default();
         let mut queues = self.queues();
@@ -138,7 +144,10 @@ impl AckTracker {
             while queue.records.front().is_some_and(|r| r.acked.load(Ordering::Acquire)) {
                 if let Some(r) = queue.records.pop_front() {
                     result.committable_records += 1;
-                    last = Some(r);
+                    // A null offset commits nothing itself, and must not hide an earlier one.
+                    if r.offset.is_some() {
+                        last = Some(r);
+                    }
                 }
             }
             if let Some(offset) = last.and_then(|r| r.offset.clone()) {

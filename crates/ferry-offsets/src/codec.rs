@@ -12,6 +12,7 @@ use std::fmt;
 
 use ferry_api::{ConnectMap, Value};
 use serde::de::{self, Deserializer as _};
+use serde_json::value::RawValue;
 
 use crate::json::{write_map, write_string};
 
@@ -112,9 +113,10 @@ pub(crate) fn is_canonical(raw_key: &[u8], key: &OffsetKey) -> bool {
     encode_key_with(&key.connector, key.partition.as_ref(), true) == raw_key
 }
 
-/// A deliberately loose form of a partition used only to explain a lookup miss: key names lower-cased,
-/// numbers and numeric strings reduced to one text (`1`, `1.0`, `"1"` all become `1`).
-pub(crate) fn loose_partition(partition: Option<&ConnectMap>) -> Option<Vec<(String, String)>> {
+/// A deliberately loose form of a partition, used only to explain a lookup miss: key names lower-cased,
+/// numbers and numeric strings reduced to one text (`1`, `1.0`, `"1"` all become `1`). Two partitions
+/// with equal loose forms but different [`canonical_partition`]s are a likely key mismatch.
+pub fn loose_partition(partition: Option<&ConnectMap>) -> Option<Vec<(String, String)>> {
     let map = partition?;
     let mut fields: Vec<(String, String)> = map
         .iter()
@@ -219,11 +221,39 @@ struct ValueSeed;
 
 impl<'de> de::DeserializeSeed<'de> for ValueSeed {
     type Value = Value;
+    /// Takes the value's JSON text first and parses numbers from it: serde_json would turn an integer
+    /// beyond 64 bits into a lossy float and may round a float off by one unit in the last place, and
+    /// stored offsets must read back exactly as written.
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
+        let raw: &'de RawValue = de::Deserialize::deserialize(d)?;
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'-' | b'0'..=b'9') => parse_number(text).map_err(de::Error::custom),
+            Some(b'[') => Err(de::Error::custom("nested lists are not allowed in partitions or offsets")),
+            Some(b'{') => Err(de::Error::custom("nested objects are not allowed in partitions or offsets")),
+            _ => serde_json::Deserializer::from_str(text)
+                .deserialize_any(self)
+                .map_err(de::Error::custom),
+        }
     }
 }
 
+/// A JSON number as Kafka Connect reads it: without a fraction or exponent a 64-bit integer (larger
+/// ones are rejected), otherwise a double, correctly rounded.
+fn parse_number(text: &str) -> Result<Value, String> {
+    if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Value::Float64(v)),
+            _ => Err(format!("number {text} is out of range")),
+        }
+    } else {
+        text.parse::<i64>()
+            .map(Value::Int64)
+            .map_err(|_| format!("integer {text} does not fit 64 bits"))
+    }
+}
+
+/// Reads the non-number primitives (numbers, lists and objects are handled from their text above).
 impl<'de> de::Visitor<'de> for ValueSeed {
     type Value = Value;
 
@@ -233,33 +263,13 @@ impl<'de> de::Visitor<'de> for ValueSeed {
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
         Ok(Value::Bool(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Int64(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        i64::try_from(v)
-            .map(Value::Int64)
-            .map_err(|_| E::custom(format_args!("integer {v} does not fit 64 bits")))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::Float64(v))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
         Ok(Value::String(v))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
-        Err(de::Error::custom("nested lists are not allowed in partitions or offsets"))
-    }
-    fn visit_map<A: de::MapAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
-        Err(de::Error::custom("nested objects are not allowed in partitions or offsets"))
     }
 }

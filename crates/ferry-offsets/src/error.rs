@@ -65,6 +65,21 @@ pub enum StoreError {
         /// The first failure.
         cause: String,
     },
+    /// One batch is too large to be written as one atomic unit. Nothing was written; the store is
+    /// still usable.
+    #[error(
+        "offset store {path}: a batch of {bytes} encoded bytes exceeds the limit of {limit} bytes for \
+         one atomic write; nothing was written. Flush more often so each batch carries fewer offsets.",
+        path = path.display()
+    )]
+    BatchTooLarge {
+        /// The store file.
+        path: PathBuf,
+        /// The encoded size of the batch (at least; counting stopped at the limit).
+        bytes: u64,
+        /// The largest batch the store accepts.
+        limit: u64,
+    },
     /// A store backend (broker, database) failed.
     #[error("offset store {store}: {message}")]
     Backend {

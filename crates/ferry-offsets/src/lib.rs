@@ -21,7 +21,9 @@ mod table;
 mod writer;
 
 pub use ack::{AckTracker, CommittableOffsets, SubmittedRecord};
-pub use codec::{CodecError, OffsetKey, canonical_partition, decode_key, decode_value, encode_key, encode_value};
+pub use codec::{
+    CodecError, OffsetKey, canonical_partition, decode_key, decode_value, encode_key, encode_value, loose_partition,
+};
 pub use error::{FlushError, StoreError};
 pub use reader::StoreOffsetReader;
 pub use store::file::{FileStore, FileStoreOptions};

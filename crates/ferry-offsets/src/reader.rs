@@ -10,6 +10,9 @@ use ferry_api::{ConnectMap, OffsetReadError, OffsetStorageReader, SourceOffset, 
 use crate::codec::{self, canonical_partition, decode_key, decode_value, encode_key};
 use crate::store::OffsetBackingStore;
 
+/// The loose form of a partition ([`codec::loose_partition`]).
+type LoosePartition = Vec<(String, String)>;
+
 /// Reads one connector's committed offsets from an [`OffsetBackingStore`].
 ///
 /// Semantics (Kafka Connect's, made strict): `None` for a partition with no offset; only what the store
@@ -44,20 +47,30 @@ impl StoreOffsetReader {
         }
     }
 
-    /// Logs a WARN for every missed partition that has a near-identical stored partition.
-    async fn warn_near_misses(&self, missed: &[&SourcePartition]) -> Result<(), OffsetReadError> {
-        let stored = self.store.connector_offsets(&self.connector).await.map_err(|e| self.store_error(&e))?;
+    /// Logs a WARN for every missed partition that has a near-identical stored partition. A diagnostic
+    /// only: if the store cannot list the connector's offsets, the lookup's answer still stands.
+    async fn warn_near_misses(&self, missed: &[&SourcePartition]) {
+        let stored = match self.store.connector_offsets(&self.connector).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                tracing::warn!(
+                    connector = %self.connector,
+                    error = %e,
+                    "could not check missed partitions for near-identical stored partitions"
+                );
+                return;
+            }
+        };
         if stored.is_empty() {
-            return Ok(());
+            return;
         }
-        let mut by_loose: HashMap<Vec<(String, String)>, Vec<(ConnectMap, Vec<u8>)>> = HashMap::new();
+        let mut by_loose: HashMap<LoosePartition, Vec<(ConnectMap, Vec<u8>)>> = HashMap::new();
         for (raw_key, value) in stored {
-            if let Ok(key) = decode_key(&raw_key) {
-                if let Some(loose) = codec::loose_partition(key.partition.as_ref()) {
-                    if let Some(partition) = key.partition {
-                        by_loose.entry(loose).or_default().push((partition, value));
-                    }
-                }
+            if let Ok(key) = decode_key(&raw_key)
+                && let Some(loose) = codec::loose_partition(key.partition.as_ref())
+                && let Some(partition) = key.partition
+            {
+                by_loose.entry(loose).or_default().push((partition, value));
             }
         }
         for partition in missed {
@@ -79,7 +92,6 @@ impl StoreOffsetReader {
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -111,7 +123,7 @@ impl OffsetStorageReader for StoreOffsetReader {
             result.push((partition.clone(), offset));
         }
         if !missed.is_empty() {
-            self.warn_near_misses(&missed).await?;
+            self.warn_near_misses(&missed).await;
         }
         Ok(result)
     }

@@ -19,6 +19,10 @@ struct Slot {
     seq: u64,
 }
 
+/// A slot with where it lives: `Some((connector, canonical partition))`, or `None` for an undecodable
+/// key.
+type LocatedSlot<'a> = (Option<(&'a str, &'a [u8])>, &'a Slot);
+
 /// Index of live offsets: connector → canonical partition → slot.
 #[derive(Debug, Default)]
 pub(crate) struct OffsetTable {
@@ -54,6 +58,12 @@ fn locate(raw_key: &[u8]) -> Location {
 impl OffsetTable {
     /// Applies one write: a value, or a tombstone (`None`).
     pub(crate) fn apply(&mut self, raw_key: &[u8], value: Option<&[u8]>) {
+        self.apply_sized(raw_key, value);
+    }
+
+    /// [`apply`](Self::apply), returning the length of the value the write replaced or removed (`None`
+    /// when the partition had no live value). Stores use it to track how many bytes are live.
+    pub(crate) fn apply_sized(&mut self, raw_key: &[u8], value: Option<&[u8]>) -> Option<usize> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let slot = value.map(|v| Slot { raw_key: None, value: v.into(), seq });
@@ -92,6 +102,7 @@ impl OffsetTable {
             (true, false) => self.live -= 1,
             _ => {}
         }
+        previous.map(|slot| slot.value.len())
     }
 
     /// The live value of the partition `raw_key` names, found logically.
@@ -121,7 +132,7 @@ impl OffsetTable {
 
     /// Every live offset as (raw key, value), in store order of the last write.
     pub(crate) fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut slots: Vec<(Option<(&str, &[u8])>, &Slot)> = Vec::with_capacity(self.live);
+        let mut slots: Vec<LocatedSlot<'_>> = Vec::with_capacity(self.live);
         for (connector, partitions) in &self.connectors {
             slots.extend(partitions.iter().map(|(c, s)| (Some((&**connector, &**c)), s)));
         }
@@ -138,6 +149,35 @@ impl OffsetTable {
                 (key, slot.value.to_vec())
             })
             .collect()
+    }
+
+    /// Calls `f(raw key, value)` for every live offset, in store order of the last write: the same
+    /// sequence as [`entries`](Self::entries) without copying each entry (for snapshots of large
+    /// stores). The key slice is only valid during the call.
+    pub(crate) fn visit_entries(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        let mut slots: Vec<LocatedSlot<'_>> = Vec::with_capacity(self.live);
+        for (connector, partitions) in &self.connectors {
+            slots.extend(partitions.iter().map(|(c, s)| (Some((&**connector, &**c)), s)));
+        }
+        slots.extend(self.undecodable.values().map(|s| (None, s)));
+        slots.sort_unstable_by_key(|(_, s)| s.seq);
+        let mut scratch = Vec::new();
+        for (loc, slot) in slots {
+            let key: &[u8] = match (loc, &slot.raw_key) {
+                (_, Some(raw)) => raw,
+                (Some((connector, canonical)), None) => {
+                    scratch.clear();
+                    scratch.push(b'[');
+                    crate::json::write_string(&mut scratch, connector);
+                    scratch.push(b',');
+                    scratch.extend_from_slice(canonical);
+                    scratch.push(b']');
+                    &scratch
+                }
+                (None, None) => &[],
+            };
+            f(key, &slot.value);
+        }
     }
 
     /// The number of live offsets.

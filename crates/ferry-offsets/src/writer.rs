@@ -25,6 +25,8 @@ struct State {
     staged: Staged,
     to_flush: Option<Staged>,
     flush_id: u64,
+    /// The flush slot between `begin_flush` and the start of `flush` (which then holds it until its
+    /// store write returns).
     permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -85,6 +87,10 @@ impl OffsetWriter {
             }
         };
         let mut state = self.state();
+        if state.to_flush.is_some() {
+            // A flush whose future was dropped without `cancel_flush`: treat it as cancelled.
+            Self::restage(&mut state);
+        }
         if state.staged.is_empty() {
             return Ok(false);
         }
@@ -97,12 +103,14 @@ impl OffsetWriter {
     /// Writes the snapshot taken by [`begin_flush`](Self::begin_flush) to the store, as one batch.
     /// Durable when it returns `Ok`. On a store error the snapshot is staged again under newer values.
     /// If the caller stops waiting (a timeout), it must call [`cancel_flush`](Self::cancel_flush).
+    /// While the store write runs, the flush slot stays taken even if the flush is cancelled, so a later
+    /// flush cannot overtake it (and have its newer offsets overwritten by the late write).
     ///
     /// # Errors
     /// [`FlushError::NotBegun`] without a begun flush; [`FlushError::Store`] when the store failed.
     pub async fn flush(&self) -> Result<(), FlushError> {
-        let (id, batch) = {
-            let state = self.state();
+        let (id, batch, _slot) = {
+            let mut state = self.state();
             let Some(to_flush) = &state.to_flush else {
                 return Err(FlushError::NotBegun { connector: self.connector.clone() });
             };
@@ -113,7 +121,7 @@ impl OffsetWriter {
                     value: offset.as_ref().map(encode_value),
                 })
                 .collect();
-            (state.flush_id, batch)
+            (state.flush_id, batch, state.permit.take())
         };
         let result = self.store.set(&batch).await;
         let mut state = self.state();
@@ -135,7 +143,9 @@ impl OffsetWriter {
     }
 
     /// Abandons the running flush: its snapshot is staged again under newer values, and a late
-    /// completion of it is ignored. Does nothing when no flush is running.
+    /// completion of it is ignored. If its store write is still running, the next
+    /// [`begin_flush`](Self::begin_flush) waits for it (up to its timeout). Does nothing when no flush
+    /// is running.
     pub fn cancel_flush(&self) {
         let mut state = self.state();
         if state.to_flush.is_some() {

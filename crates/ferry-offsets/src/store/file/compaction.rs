@@ -1,0 +1,271 @@
+//! Compaction: rewriting the store file as its live offsets only, while `set` keeps appending.
+//!
+//! The log grows with every flush; compaction drops superseded values and tombstones. It runs in the
+//! background once, after a `set`, the file exceeds both `compact_min_bytes` and `compact_ratio` ×
+//! the estimated compacted size (at most one compaction at a time), or synchronously from
+//! [`FileStore::compact`](super::FileStore::compact). Flushes wait only for the short final step.
+//!
+//! # Protocol and crash windows
+//!
+//! `F` is the store file, `T` is `F.compact-tmp`, `L0` the length of `F` when the snapshot is taken.
+//!
+//! 1. **Snapshot** (writer lock held, so no `set` is half done): encode every live offset, in store
+//!    order, as frames in memory; remember `L0`. Nothing on disk changes.
+//! 2. **Write `T`** (no lock; `set` keeps appending to `F` after `L0`): create `T` (truncating a stale
+//!    one), write the header and the snapshot frames, `fdatasync`.
+//!    *Crash:* `F` is intact and holds every acknowledged `set`. `T` is partial or complete but
+//!    unused; the next open removes it and logs an INFO.
+//! 3. **Catch up** (writer lock held from here on, so `set` waits): copy the frames appended to `F`
+//!    since the snapshot, bytes `[L0, len(F))`, to the end of `T`; `fdatasync` `T`. Replaying `T` now
+//!    gives exactly the state of `F`: the snapshot, then the same later frames in the same order.
+//!    *Crash:* as in 2.
+//! 4. **Rename `T` over `F`.** *Crash before the rename is durable:* the directory still names the old
+//!    `F`, complete; the next open removes `T`. *Crash after:* `F` names the new file, which was
+//!    complete and synced before the rename. Either way nothing acknowledged is lost.
+//! 5. **`fsync` the directory**, then switch the append handle to the new file and release the lock.
+//!    Later `set`s append to the new file. If the directory `fsync` fails the store is poisoned: the
+//!    rename might not survive a crash, and then every `set` acknowledged on the new file would vanish
+//!    with it.
+//!
+//! A failure before the rename leaves `F` untouched and the store fully usable: `T` is removed, a
+//! background compaction logs a WARN (nobody awaits it; the data is safe) and is tried again once the
+//! file has grown further, and [`FileStore::compact`](super::FileStore::compact) returns the error.
+//! Dropping the store cancels a background compaction still writing `T`.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::mem;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread;
+
+use super::format::{self, COMPACT_FRAME_BYTES, COMPACT_FRAME_WRITES, FrameBuilder, HEADER_LEN};
+use super::{Inner, lock, sync_dir};
+use crate::error::StoreError;
+
+/// Who asked for a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// A `set` crossed the thresholds; runs on its own thread.
+    Background,
+    /// [`FileStore::compact`](super::FileStore::compact).
+    Explicit,
+}
+
+/// How a compaction ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    /// The store was dropped while the compaction was writing.
+    Cancelled,
+}
+
+/// The live offsets, encoded, at one moment.
+struct Snapshot {
+    frames: Vec<Vec<u8>>,
+    /// Length of the store file when the snapshot was taken.
+    file_len: u64,
+    /// The writer's live-bytes estimate at that moment.
+    estimated_live: u64,
+    /// The exact live bytes of the snapshot.
+    exact_live: u64,
+}
+
+/// Starts a background compaction. The caller has set `compacting`.
+pub(super) fn spawn_background(inner: &Arc<Inner>) {
+    let worker = Arc::clone(inner);
+    let spawned = thread::Builder::new()
+        .name("ferry-offsets-compaction".to_owned())
+        .spawn(move || {
+            // Errors are reported inside `run`: nobody awaits this thread.
+            let _ = run(&worker, Trigger::Background);
+        });
+    match spawned {
+        Ok(handle) => {
+            let previous = inner.compactor_slot().replace(handle);
+            if let Some(previous) = previous {
+                // It finished its work (only one compaction runs at a time); reap the thread.
+                let _ = previous.join();
+            }
+        }
+        Err(e) => {
+            tracing::warn!(
+                path = %inner.path.display(),
+                error = %e,
+                "offset store: could not start a background compaction thread; the store keeps \
+                 appending and will try again after a later flush"
+            );
+            inner.finish_compaction(false);
+        }
+    }
+}
+
+/// Runs one full compaction. The caller has set `compacting`; this clears it, whatever happens.
+pub(super) fn run(inner: &Inner, trigger: Trigger) -> Result<(), StoreError> {
+    let tmp = lock::sidecar(&inner.path, ".compact-tmp");
+    let result = compact(inner, &tmp);
+    if !matches!(result, Ok(Outcome::Done)) {
+        // Before the rename, or the rename failed: `T` is garbage. If removing it fails too, the next
+        // open or compaction replaces it.
+        let _ = fs::remove_file(&tmp);
+    }
+    inner.finish_compaction(result.is_err() && trigger == Trigger::Background);
+    match (result, trigger) {
+        (Ok(_), _) => Ok(()),
+        (Err(e), Trigger::Explicit) => Err(e),
+        (Err(e), Trigger::Background) => {
+            if inner.poison.get().is_none() {
+                tracing::warn!(
+                    path = %inner.path.display(),
+                    error = %e,
+                    "offset store: background compaction failed; the store file is intact and flushes \
+                     continue, compaction will be tried again once the file has grown further"
+                );
+            }
+            Err(e)
+        }
+    }
+}
+
+fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreError> {
+    let snapshot = take_snapshot(inner)?;
+    let tmp_io = |op: &'static str| {
+        move |source: io::Error| StoreError::Io {
+            path: tmp_path.to_path_buf(),
+            op,
+            source,
+        }
+    };
+
+    // Phase 2: write T without holding the lock.
+    let mut tmp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp_path)
+        .map_err(tmp_io("create the compaction file"))?;
+    if let Ok(meta) = fs::metadata(&inner.path) {
+        tmp.set_permissions(meta.permissions())
+            .map_err(tmp_io("copy the store file's permissions"))?;
+    }
+    tmp.write_all(&format::encode_header())
+        .map_err(tmp_io("write the compaction file"))?;
+    let mut new_len = HEADER_LEN as u64;
+    for frame in &snapshot.frames {
+        if inner.cancel.load(Ordering::Relaxed) {
+            return Ok(Outcome::Cancelled);
+        }
+        tmp.write_all(frame)
+            .map_err(tmp_io("write the compaction file"))?;
+        new_len += frame.len() as u64;
+    }
+    drop(snapshot.frames);
+    tmp.sync_data()
+        .map_err(tmp_io("fdatasync the compaction file"))?;
+    if inner.cancel.load(Ordering::Relaxed) {
+        return Ok(Outcome::Cancelled);
+    }
+    #[cfg(test)]
+    inner.test_hooks.before_catch_up();
+
+    // Phase 3: catch up and switch, holding the writer lock.
+    let mut writer = inner.writer()?;
+    inner.check_poison()?;
+    let tail = writer.len - snapshot.file_len;
+    if tail > 0 {
+        let store_io = |op: &'static str| {
+            move |source: io::Error| StoreError::Io {
+                path: inner.path.clone(),
+                op,
+                source,
+            }
+        };
+        let mut old = File::open(&inner.path).map_err(store_io("reopen for compaction"))?;
+        old.seek(SeekFrom::Start(snapshot.file_len))
+            .map_err(store_io("seek for compaction"))?;
+        let copied = io::copy(&mut old.take(tail), &mut tmp)
+            .map_err(tmp_io("copy recent frames into the compaction file"))?;
+        if copied != tail {
+            return Err(StoreError::Io {
+                path: inner.path.clone(),
+                op: "copy recent frames into the compaction file",
+                source: io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "expected {tail} bytes after byte {}, read {copied}",
+                        snapshot.file_len
+                    ),
+                ),
+            });
+        }
+        tmp.sync_data()
+            .map_err(tmp_io("fdatasync the compaction file"))?;
+        new_len += tail;
+    }
+    fs::rename(tmp_path, &inner.path).map_err(|source| StoreError::Io {
+        path: tmp_path.to_path_buf(),
+        op: "rename the compaction file over the store file",
+        source,
+    })?;
+    // The new file is in place: appends must go to it from now on, whatever happens next.
+    let old_file = mem::replace(&mut writer.file, tmp);
+    drop(old_file);
+    let previous_len = writer.len;
+    writer.len = new_len;
+    writer.live_bytes =
+        (snapshot.exact_live + writer.live_bytes).saturating_sub(snapshot.estimated_live);
+    if let Err(source) = sync_dir(&inner.path) {
+        let e = StoreError::Io {
+            path: inner.path.clone(),
+            op: "fsync the directory after compaction",
+            source,
+        };
+        inner.poison(format!("{e}"));
+        return Err(e);
+    }
+    tracing::debug!(
+        path = %inner.path.display(),
+        before = previous_len,
+        after = new_len,
+        "offset store compacted"
+    );
+    Ok(Outcome::Done)
+}
+
+/// Phase 1: encodes the live offsets under the writer lock.
+fn take_snapshot(inner: &Inner) -> Result<Snapshot, StoreError> {
+    let writer = inner.writer()?;
+    inner.check_poison()?;
+    let table = inner.table_read()?;
+    let mut frames = Vec::new();
+    let mut builder = FrameBuilder::with_capacity(0);
+    let mut exact_live = 0u64;
+    let mut too_large = None;
+    table.visit_entries(|key, value| {
+        if builder.count() >= COMPACT_FRAME_WRITES || builder.payload_len() >= COMPACT_FRAME_BYTES {
+            frames.push(mem::replace(&mut builder, FrameBuilder::with_capacity(0)).finish());
+        }
+        exact_live += format::live_size(key.len(), value.len());
+        if let Err(e) = builder.push(key, Some(value)) {
+            // One offset larger than a frame: impossible, as it arrived in a frame; kept as an error.
+            too_large.get_or_insert(e);
+        }
+    });
+    if let Some(e) = too_large {
+        return Err(StoreError::BatchTooLarge {
+            path: inner.path.clone(),
+            bytes: e.bytes,
+            limit: format::MAX_PAYLOAD_LEN as u64,
+        });
+    }
+    if builder.count() > 0 {
+        frames.push(builder.finish());
+    }
+    Ok(Snapshot {
+        frames,
+        file_len: writer.len,
+        estimated_live: writer.live_bytes,
+        exact_live,
+    })
+}

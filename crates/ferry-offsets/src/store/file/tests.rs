@@ -1,0 +1,310 @@
+//! Unit tests that need to reach inside the store: injected write failures (poisoning) and a
+//! compaction paused at its catch-up step. Black-box tests live in `tests/file_store_*.rs`.
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::*;
+use crate::codec::{encode_key, encode_value};
+use ferry_api::ConnectMap;
+
+/// A failure to inject into the next `set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fault {
+    /// Half the frame is written, then the write fails.
+    Append,
+    /// The frame is written, then `fdatasync` fails.
+    Sync,
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+/// Test-only hooks inside the store.
+#[derive(Default)]
+pub(super) struct Hooks {
+    fault: Mutex<Option<Fault>>,
+    before_catch_up: Mutex<Option<Hook>>,
+}
+
+impl Hooks {
+    pub(super) fn take_fault(&self) -> Option<Fault> {
+        self.fault
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    pub(super) fn before_catch_up(&self) {
+        let hook = self
+            .before_catch_up
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    fn inject(&self, fault: Fault) {
+        *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = Some(fault);
+    }
+}
+
+fn key(p: i64) -> Vec<u8> {
+    let partition = ConnectMap::new()
+        .with("p", p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    encode_key("c", Some(&partition))
+}
+
+fn value(v: i64) -> Vec<u8> {
+    encode_value(
+        &ConnectMap::new()
+            .with("position", v)
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+fn put(p: i64, v: i64) -> OffsetWrite {
+    OffsetWrite {
+        key: key(p),
+        value: Some(value(v)),
+    }
+}
+
+fn open(path: &Path, options: FileStoreOptions) -> FileStore {
+    FileStore::open_with(path, options).unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+async fn get(store: &FileStore, p: i64) -> Option<Vec<u8>> {
+    let got = store
+        .get(&[key(p)])
+        .await
+        .unwrap_or_else(|e| panic!("get: {e}"));
+    got.into_iter().next().flatten()
+}
+
+async fn assert_poisoned(store: &FileStore) {
+    assert!(
+        matches!(store.get(&[key(0)]).await, Err(StoreError::Poisoned { .. })),
+        "get"
+    );
+    assert!(
+        matches!(
+            store.set(&[put(0, 9)]).await,
+            Err(StoreError::Poisoned { .. })
+        ),
+        "set"
+    );
+    assert!(
+        matches!(store.set(&[]).await, Err(StoreError::Poisoned { .. })),
+        "empty set"
+    );
+    assert!(
+        matches!(store.entries().await, Err(StoreError::Poisoned { .. })),
+        "entries"
+    );
+    assert!(
+        matches!(
+            store.connector_offsets("c").await,
+            Err(StoreError::Poisoned { .. })
+        ),
+        "connector"
+    );
+    assert!(
+        matches!(store.compact(), Err(StoreError::Poisoned { .. })),
+        "compact"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_append_poisons_and_reopen_drops_the_torn_frame() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("offsets");
+    let store = open(&path, FileStoreOptions::default());
+    store
+        .set(&[put(0, 1), put(1, 1)])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let good_len = std::fs::metadata(&path)
+        .map(|m| m.len())
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    store.inner.test_hooks.inject(Fault::Append);
+    let err = store.set(&[put(0, 2)]).await.err();
+    assert!(
+        matches!(err, Some(StoreError::Io { op: "append", .. })),
+        "{err:?}"
+    );
+    assert_poisoned(&store).await;
+    let message = store
+        .get(&[key(0)])
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        message.contains("injected append failure") && message.contains("restart"),
+        "{message}"
+    );
+    drop(store);
+
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(
+        get(&store, 0).await,
+        Some(value(1)),
+        "the failed batch is gone, the earlier one stays"
+    );
+    let len = std::fs::metadata(&path)
+        .map(|m| m.len())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(len, good_len, "the half-written frame was truncated");
+    store
+        .set(&[put(0, 3)])
+        .await
+        .unwrap_or_else(|e| panic!("a reopened store accepts writes: {e}"));
+}
+
+#[tokio::test]
+async fn a_failed_fdatasync_poisons() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("offsets");
+    let store = open(&path, FileStoreOptions::default());
+    store
+        .set(&[put(0, 1)])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    store.inner.test_hooks.inject(Fault::Sync);
+    let err = store.set(&[put(0, 2)]).await.err();
+    assert!(
+        matches!(
+            err,
+            Some(StoreError::Io {
+                op: "fdatasync",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_poisoned(&store).await;
+    drop(store);
+
+    // The frame reached the page cache, so it may be visible after a reopen: either outcome is allowed
+    // for a `set` that did not return Ok, and here it is the whole batch.
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(get(&store, 0).await, Some(value(2)));
+}
+
+#[tokio::test]
+async fn writes_during_a_compaction_are_carried_into_the_new_file() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("offsets");
+    let options = FileStoreOptions {
+        compact_min_bytes: 0,
+        compact_ratio: 1.0,
+    };
+    let store = open(&path, options.clone());
+
+    let (reached_tx, reached_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    *store
+        .inner
+        .test_hooks
+        .before_catch_up
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(move || {
+        let _ = reached_tx.send(());
+        let _ = go_rx.recv();
+    }));
+
+    let batch = |v: i64| (0..10).map(|p| put(p, v)).collect::<Vec<_>>();
+    store.set(&batch(1)).await.unwrap_or_else(|e| panic!("{e}"));
+    // Overwrites every partition: the file is now twice its live size, so this starts a compaction.
+    store.set(&batch(2)).await.unwrap_or_else(|e| panic!("{e}"));
+    // Generous bound so a stuck compaction fails the test instead of hanging it; not a timing check.
+    reached_rx
+        .recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("the compaction did not reach its catch-up step: {e}"));
+
+    // The snapshot is written; these land in the old file after it.
+    let late = [
+        put(0, 3),
+        OffsetWrite {
+            key: key(1),
+            value: None,
+        },
+        put(10, 1),
+    ];
+    store.set(&late).await.unwrap_or_else(|e| panic!("{e}"));
+    let before = std::fs::metadata(&path)
+        .map(|m| m.len())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = go_tx.send(());
+    {
+        // Wait for the compaction to finish.
+        let mut writer = store.inner.writer().unwrap_or_else(|e| panic!("{e}"));
+        while writer.compacting {
+            writer = store
+                .inner
+                .compaction_done
+                .wait(writer)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+    let after = std::fs::metadata(&path)
+        .map(|m| m.len())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        after < before,
+        "compaction shrank the file ({before} → {after} bytes)"
+    );
+    assert_eq!(get(&store, 0).await, Some(value(3)));
+    store
+        .set(&[put(11, 1)])
+        .await
+        .unwrap_or_else(|e| panic!("appends go to the new file: {e}"));
+    drop(store);
+
+    let store = open(&path, options);
+    assert_eq!(
+        get(&store, 0).await,
+        Some(value(3)),
+        "a write made during the compaction survives"
+    );
+    assert_eq!(
+        get(&store, 1).await,
+        None,
+        "a tombstone made during the compaction survives"
+    );
+    for p in 2..10 {
+        assert_eq!(get(&store, p).await, Some(value(2)), "partition {p}");
+    }
+    assert_eq!(get(&store, 10).await, Some(value(1)));
+    assert_eq!(
+        get(&store, 11).await,
+        Some(value(1)),
+        "a write after the switch survives"
+    );
+    assert_eq!(store.len(), 11);
+    assert!(!lock::sidecar(&path, ".compact-tmp").exists());
+}
+
+#[test]
+fn ratio_below_one_counts_as_one() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("offsets");
+    let store = open(
+        &path,
+        FileStoreOptions {
+            compact_min_bytes: 0,
+            compact_ratio: f64::NAN,
+        },
+    );
+    let writer = store.inner.writer().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !store.inner.wants_compaction(&writer),
+        "an empty, compact file never needs compaction"
+    );
+}
