@@ -1,0 +1,212 @@
+//! The FileStreamSource configuration, parsed once for `validate`, `task_configs` and the task.
+
+use ferry_api::{Config, ConfigIssue, ConfigKey};
+
+use super::TASK_FILES;
+use crate::config::{Issues, int_in_range, optional_string, required_string};
+
+pub(crate) const FILE: &str = "file";
+pub(crate) const FILES: &str = "files";
+pub(crate) const TOPIC: &str = "topic";
+pub(crate) const BATCH_SIZE: &str = "batch.size";
+pub(crate) const TRUNCATION_POLICY: &str = "file.truncation.policy";
+
+const DEFAULT_BATCH_SIZE: i64 = 2000;
+
+pub(crate) fn keys() -> Vec<ConfigKey> {
+    vec![
+        ConfigKey::optional(
+            FILE,
+            None,
+            "The file to read. Exactly one of `file` and `files` must be set.",
+        ),
+        ConfigKey::optional(
+            FILES,
+            None,
+            "A glob of files to read (e.g. `/var/log/app/*.log`), expanded when the tasks are configured and \
+             spread over up to `tasks.max` tasks. Exactly one of `file` and `files` must be set.",
+        ),
+        ConfigKey::required(TOPIC, "The topic to write the lines to."),
+        ConfigKey::optional(BATCH_SIZE, Some("2000"), "The most lines one poll returns."),
+        ConfigKey::optional(
+            TRUNCATION_POLICY,
+            Some("fail"),
+            "What to do when a file is shorter than the position to read from (truncated or replaced): `fail` \
+             the task, or `restart` reading that file from its beginning with a warning.",
+        ),
+    ]
+}
+
+/// What to do when a file became shorter than the position to read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TruncationPolicy {
+    /// Fail the task with an error explaining how to recover.
+    Fail,
+    /// Read the file again from byte 0, with a WARN.
+    Restart,
+}
+
+/// Where the files come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// `file`: one path.
+    File(String),
+    /// `files`: a glob pattern.
+    Glob(String),
+}
+
+/// A parsed connector configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct FileSourceConfig {
+    pub(crate) source: Source,
+    pub(crate) topic: String,
+    pub(crate) batch_size: usize,
+    pub(crate) policy: TruncationPolicy,
+}
+
+impl FileSourceConfig {
+    /// Parses a connector (or task) configuration; one issue per bad key. Does not touch the disk.
+    pub(crate) fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
+        let mut issues = Issues::default();
+        let file = optional_string(config, FILE, &mut issues);
+        let files = optional_string(config, FILES, &mut issues);
+        let source = match (file, files) {
+            (Some(file), None) => Some(Source::File(file)),
+            (None, Some(pattern)) => match glob::Pattern::new(&pattern) {
+                Ok(_) => Some(Source::Glob(pattern)),
+                Err(e) => {
+                    issues.push(
+                        FILES,
+                        format!("{pattern:?} is not a valid glob pattern: {e}"),
+                    );
+                    None
+                }
+            },
+            (Some(_), Some(_)) => {
+                issues.push(
+                    FILES,
+                    "set either `file` (one file) or `files` (a glob), not both",
+                );
+                None
+            }
+            (None, None) => {
+                if !issues.has(FILE) && !issues.has(FILES) {
+                    issues.push(
+                        FILE,
+                        "one of `file` (one file) or `files` (a glob) is required",
+                    );
+                }
+                None
+            }
+        };
+        let topic = required_string(config, TOPIC, &mut issues);
+        let batch_size = int_in_range(
+            config,
+            BATCH_SIZE,
+            Some(DEFAULT_BATCH_SIZE),
+            1,
+            i64::from(i32::MAX),
+            &mut issues,
+        );
+        let policy = match config
+            .get(TRUNCATION_POLICY)
+            .map(|p| p.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("fail") => Some(TruncationPolicy::Fail),
+            Some("restart") => Some(TruncationPolicy::Restart),
+            Some(other) => {
+                issues.push(
+                    TRUNCATION_POLICY,
+                    format!("{other:?} is not a policy: use `fail` or `restart`"),
+                );
+                None
+            }
+        };
+        let (Some(source), Some(topic), Some(batch_size), Some(policy)) =
+            (source, topic, batch_size, policy)
+        else {
+            return Err(issues.into_vec());
+        };
+        let batch_size = usize::try_from(batch_size).unwrap_or(usize::MAX);
+        issues.finish(|| Self {
+            source,
+            topic,
+            batch_size,
+            policy,
+        })
+    }
+}
+
+/// A task's configuration: the connector's plus its share of the files.
+#[derive(Debug, Clone)]
+pub(crate) struct FileTaskConfig {
+    pub(crate) files: Vec<String>,
+    pub(crate) topic: String,
+    pub(crate) batch_size: usize,
+    pub(crate) policy: TruncationPolicy,
+}
+
+impl FileTaskConfig {
+    /// Parses a task configuration made by `task_configs` (`task.files`); a configuration with `file`
+    /// and no `task.files` reads that one file.
+    pub(crate) fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
+        let base = FileSourceConfig::parse(config)?;
+        let files = match (config.get(TASK_FILES), &base.source) {
+            (Some(json), _) => serde_json::from_str::<Vec<String>>(json).map_err(|e| {
+                vec![ConfigIssue {
+                    key: TASK_FILES.to_owned(),
+                    message: format!("{json:?} is not a JSON array of file paths: {e}"),
+                }]
+            })?,
+            (None, Source::File(file)) => vec![file.clone()],
+            (None, Source::Glob(_)) => {
+                return Err(vec![ConfigIssue {
+                    key: TASK_FILES.to_owned(),
+                    message: "is missing: a task of a `files` glob needs its share of the files, which the \
+                              connector's task_configs sets"
+                        .to_owned(),
+                }]);
+            }
+        };
+        Ok(Self {
+            files,
+            topic: base.topic,
+            batch_size: base.batch_size,
+            policy: base.policy,
+        })
+    }
+}
+
+/// Expands a glob into the sorted, de-duplicated paths of the files (not directories) it matches.
+///
+/// # Errors
+/// The pattern is invalid, a directory cannot be read, or a matched path is not valid UTF-8 (it could
+/// not be stored as the partition's `filename`).
+pub(crate) fn expand_glob(pattern: &str) -> Result<Vec<String>, String> {
+    let paths =
+        glob::glob(pattern).map_err(|e| format!("{pattern:?} is not a valid glob pattern: {e}"))?;
+    let mut files = Vec::new();
+    for entry in paths {
+        let path = entry.map_err(|e| {
+            format!(
+                "cannot read {} while expanding {pattern:?}: {}; fix its permissions or narrow the pattern",
+                e.path().display(),
+                e.error()
+            )
+        })?;
+        if path.is_dir() {
+            continue;
+        }
+        let name = path.to_str().ok_or_else(|| {
+            format!(
+                "the matched path {} is not valid UTF-8; rename it or narrow the pattern",
+                path.display()
+            )
+        })?;
+        files.push(name.to_owned());
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}

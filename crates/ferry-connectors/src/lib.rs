@@ -1,0 +1,25 @@
+//! # ferry-connectors
+//!
+//! Ferry's built-in source connectors that need no server. They depend on `ferry-api` only.
+//!
+//! - [`FileStreamSourceConnector`]: Kafka Connect's file source (`file` or a `files` glob), tailing the
+//!   files, with byte-exact positions and detection of truncated or replaced files.
+//! - [`SequenceSourceConnector`]: a data generator of `{"partition": p, "seq": n}` records whose output
+//!   can be checked exactly for loss and duplicates, for crash tests and benchmarks.
+//!
+//! [`builtin_connectors`] maps their class names to constructors for the runtime's registry.
+
+#![deny(missing_docs)]
+
+mod config;
+mod file;
+mod registry;
+mod sequence;
+
+pub use file::{
+    FileOffset, FilePartition, FileStreamSourceConnector, FileStreamSourceTask, TASK_FILES,
+};
+pub use registry::{ConnectorFactory, builtin_connector, builtin_connectors};
+pub use sequence::{
+    SequenceOffset, SequencePartition, SequenceSourceConnector, SequenceSourceTask, TASK_PARTITIONS,
+};

@@ -1,0 +1,264 @@
+//! A connector configuration: Kafka Connect's connector properties file.
+
+use std::fmt;
+
+use ferry_api::{Config, SourceConnector};
+
+use super::error::{ConfigError, ConfigErrors};
+use super::hint::unknown_key_hint;
+use super::properties::Properties;
+use super::worker::location;
+
+/// `name`: the connector's unique name; offsets are stored under it. Required.
+pub const NAME: &str = "name";
+/// `connector.class`: which connector to run. Required.
+pub const CONNECTOR_CLASS: &str = "connector.class";
+/// `tasks.max`: the most tasks the connector may split into (default 1).
+pub const TASKS_MAX: &str = "tasks.max";
+/// `errors.tolerance`: `none` (default) fails the task on a delivery error; `all` skips the record.
+pub const ERRORS_TOLERANCE: &str = "errors.tolerance";
+
+/// Kafka Connect converter keys: accepted, with a WARN that they have no effect yet.
+const CONVERTER_KEYS: &[&str] = &["key.converter", "value.converter", "header.converter"];
+
+/// Every key the framework handles for all connectors, besides the connector's own keys.
+pub const COMMON_KEYS: &[&str] = &[
+    NAME,
+    CONNECTOR_CLASS,
+    TASKS_MAX,
+    ERRORS_TOLERANCE,
+    "key.converter",
+    "value.converter",
+    "header.converter",
+];
+
+/// `errors.tolerance`: what a task does when a record cannot be delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorTolerance {
+    /// `none` (default): the task fails.
+    #[default]
+    None,
+    /// `all`: the record is skipped (counted as delivered, its offset may be committed).
+    All,
+}
+
+/// One connector's configuration, checked against the connector's own keys.
+#[derive(Clone)]
+pub struct ConnectorConfig {
+    /// `name`.
+    pub name: String,
+    /// `connector.class`, as written (trimmed).
+    pub class: String,
+    /// `tasks.max` (default 1, at least 1).
+    pub tasks_max: usize,
+    /// `errors.tolerance` (default `none`).
+    pub errors_tolerance: ErrorTolerance,
+    /// Every key as given in the file, including `name` and `connector.class`; what the connector's
+    /// `validate` and `task_configs` receive.
+    pub props: Config,
+}
+
+/// Shows the keys, never the values of `props` (they may hold passwords).
+impl fmt::Debug for ConnectorConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectorConfig")
+            .field("name", &self.name)
+            .field("class", &self.class)
+            .field("tasks_max", &self.tasks_max)
+            .field("errors_tolerance", &self.errors_tolerance)
+            .field("props", &self.props.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ConnectorConfig {
+    /// Reads a connector configuration and creates its connector, reporting every problem at once.
+    ///
+    /// `resolve` maps a `connector.class` to a connector (`None`: unknown class). Checks, in order:
+    /// `name` and `connector.class` set; `tasks.max` an integer ≥ 1; `errors.tolerance` `none` or
+    /// `all`; every key a common key ([`COMMON_KEYS`]) or one of the connector's
+    /// [`config_keys`](SourceConnector::config_keys); the connector's required keys set; then the
+    /// connector's own [`validate`](SourceConnector::validate), whose issues carry the file and line.
+    /// Keys cannot be checked when the class is unknown, and `validate` runs only once every required
+    /// key is set. The converter keys are accepted with a WARN that they have no effect yet.
+    ///
+    /// # Errors
+    /// Every problem found, each naming the file, the key and its line.
+    pub fn from_properties(
+        props: &Properties,
+        resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
+        let mut errors = Vec::new();
+
+        let name = match props.get(NAME) {
+            None => {
+                errors.push(missing(
+                    props,
+                    NAME,
+                    "set it to the connector's unique name, e.g. name=local-file-source",
+                ));
+                None
+            }
+            Some(name) => match check_name(name) {
+                Ok(()) => Some(name.to_owned()),
+                Err(message) => {
+                    errors.push(invalid(props, NAME, message));
+                    None
+                }
+            },
+        };
+
+        let class = props.get(CONNECTOR_CLASS).map(str::trim);
+        let connector = match class {
+            None => {
+                let hint = "set it to the connector to run, e.g. connector.class=FileStreamSource";
+                errors.push(missing(props, CONNECTOR_CLASS, hint));
+                None
+            }
+            Some(class) => {
+                let connector = resolve(class);
+                if connector.is_none() {
+                    let message = "unknown connector class: no connector of this class is built into Ferry \
+                                   (the name or alias is case-sensitive)";
+                    errors.push(invalid(props, CONNECTOR_CLASS, message));
+                }
+                connector
+            }
+        };
+
+        let tasks_max = match props.get(TASKS_MAX) {
+            None => 1,
+            Some(text) => match text.trim().parse::<usize>() {
+                Ok(n) if n >= 1 && i32::try_from(n).is_ok() => n,
+                _ => {
+                    errors.push(invalid(
+                        props,
+                        TASKS_MAX,
+                        "must be a whole number from 1 to 2147483647 (default 1)",
+                    ));
+                    1
+                }
+            },
+        };
+
+        let errors_tolerance = match props
+            .get(ERRORS_TOLERANCE)
+            .map(|t| t.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("none") => ErrorTolerance::None,
+            Some("all") => ErrorTolerance::All,
+            Some(_) => {
+                errors.push(invalid(
+                    props,
+                    ERRORS_TOLERANCE,
+                    "accepted values: none (default), all",
+                ));
+                ErrorTolerance::None
+            }
+        };
+
+        for key in props.keys().filter(|k| CONVERTER_KEYS.contains(k)) {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = %key,
+                "{}: {key} has no effect yet (Ferry passes record keys and values as JSON); ignored",
+                location(props, key)
+            );
+        }
+
+        if let Some(connector) = &connector {
+            check_connector_keys(props, connector.as_ref(), &mut errors);
+        }
+
+        match (name, class, connector) {
+            (Some(name), Some(class), Some(connector)) if errors.is_empty() => Ok((
+                ConnectorConfig {
+                    name,
+                    class: class.to_owned(),
+                    tasks_max,
+                    errors_tolerance,
+                    props: props.to_config(),
+                },
+                connector,
+            )),
+            _ => Err(ConfigErrors::in_file_order(errors)),
+        }
+    }
+}
+
+/// Unknown keys, missing required keys, then (if all required keys are set) the connector's `validate`.
+fn check_connector_keys(
+    props: &Properties,
+    connector: &dyn SourceConnector,
+    errors: &mut Vec<ConfigError>,
+) {
+    let keys = connector.config_keys();
+    let accepted: Vec<&str> = COMMON_KEYS
+        .iter()
+        .copied()
+        .chain(keys.iter().map(|k| k.name))
+        .collect();
+    for key in props.keys().filter(|k| !accepted.contains(k)) {
+        errors.push(ConfigError::UnknownKey {
+            path: props.path().to_path_buf(),
+            key: key.to_owned(),
+            line: props.line_of(key),
+            hint: unknown_key_hint(key, accepted.iter().copied(), &accepted),
+        });
+    }
+    let mut all_required_set = true;
+    for key in keys
+        .iter()
+        .filter(|k| k.required && props.get(k.name).is_none())
+    {
+        all_required_set = false;
+        errors.push(missing(props, key.name, key.doc));
+    }
+    if all_required_set {
+        for issue in connector.validate(&props.to_config()) {
+            errors.push(ConfigError::Invalid {
+                path: props.path().to_path_buf(),
+                line: props.line_of(&issue.key),
+                value: props.get(&issue.key).map(str::to_owned),
+                key: issue.key,
+                message: issue.message,
+            });
+        }
+    }
+}
+
+/// Kafka Connect requires a non-empty name without control characters. Surrounding whitespace is
+/// refused too: offsets are stored under the exact name, so `"src "` and `"src"` would be two
+/// connectors with separate offsets.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.trim().is_empty() {
+        Err("must not be empty")
+    } else if name.chars().any(char::is_control) {
+        Err("must not contain control characters")
+    } else if name.trim() != name {
+        Err(
+            "has leading or trailing whitespace; offsets are stored under the exact name, so remove it",
+        )
+    } else {
+        Ok(())
+    }
+}
+
+fn missing(props: &Properties, key: &str, hint: &str) -> ConfigError {
+    ConfigError::Missing {
+        path: props.path().to_path_buf(),
+        key: key.to_owned(),
+        hint: hint.to_owned(),
+    }
+}
+
+fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
+    ConfigError::Invalid {
+        path: props.path().to_path_buf(),
+        key: key.to_owned(),
+        line: props.line_of(key),
+        value: props.get(key).map(str::to_owned),
+        message: message.to_owned(),
+    }
+}

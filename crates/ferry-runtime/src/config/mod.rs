@@ -1,0 +1,36 @@
+//! Worker and connector configuration in Kafka Connect's properties syntax and key names, so an
+//! existing `connect-standalone.properties` and connector file run unchanged where they can.
+//!
+//! [`Properties::load`] reads a file (keeping each key's line); [`WorkerConfig::from_properties`] and
+//! [`ConnectorConfig::from_properties`] turn it into typed settings and report every problem of the
+//! file at once as [`ConfigErrors`], each naming the file, key and line and saying what is accepted.
+//!
+//! ```
+//! use ferry_runtime::config::{Properties, SinkSpec, WorkerConfig};
+//!
+//! let props = Properties::parse(
+//!     "worker.properties",
+//!     b"offset.storage.file.filename=/tmp/connect.offsets\nsink=file:/tmp/records.jsonl\n",
+//! )?;
+//! let worker = WorkerConfig::from_properties(&props)?;
+//! assert_eq!(worker.sink, SinkSpec::File("/tmp/records.jsonl".into()));
+//! assert_eq!(worker.offset_flush_interval.as_millis(), 60_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod connector;
+mod error;
+mod hint;
+mod properties;
+mod worker;
+
+pub use connector::{
+    COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance, NAME,
+    TASKS_MAX,
+};
+pub use error::{ConfigError, ConfigErrors};
+pub use properties::Properties;
+pub use worker::{
+    OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE_FILE, SINK, SinkSpec,
+    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, WorkerConfig,
+};

@@ -1,0 +1,187 @@
+//! A properties file as Kafka Connect reads it, keeping each key's line for error messages.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use ferry_api::Config;
+use java_properties::{LineContent, PropertiesIter};
+
+use super::error::ConfigError;
+
+/// The keys and values of one properties file (`java.util.Properties` syntax), with 1-based lines.
+///
+/// Syntax as Java reads it: `#` and `!` comments, `key=value`, `key: value` and `key value`, `\` line
+/// continuations, `\uXXXX` and `\t \n \r \f` escapes. A key set twice keeps its last value (as in Java)
+/// and logs a WARN naming both lines.
+///
+/// Encoding: a file that is valid UTF-8 is read as UTF-8 (a leading byte-order mark is skipped);
+/// anything else as ISO-8859-1 (Windows-1252), Java's encoding for properties files. ASCII files —
+/// every file Kafka Connect reads correctly — read the same either way.
+///
+/// `Debug` shows the path and the keys, never the values (they may hold passwords).
+#[derive(Clone)]
+pub struct Properties {
+    path: PathBuf,
+    /// Key, value, 1-based line (0: unknown), in order of first appearance, each key once.
+    entries: Vec<(String, String, usize)>,
+}
+
+impl Properties {
+    /// Reads and parses a properties file.
+    ///
+    /// # Errors
+    /// [`ConfigError::Io`] if it cannot be read, [`ConfigError::Parse`] (with the line) for a malformed
+    /// `\uXXXX` escape.
+    pub fn load(path: impl AsRef<Path>) -> Result<Properties, ConfigError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Properties::parse(path, &bytes)
+    }
+
+    /// Parses properties text; `path_label` names it in messages.
+    ///
+    /// # Errors
+    /// [`ConfigError::Parse`] (with the line) for a malformed `\uXXXX` escape.
+    pub fn parse(path_label: impl Into<PathBuf>, text: &[u8]) -> Result<Properties, ConfigError> {
+        let path = path_label.into();
+        let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        let encoding = if std::str::from_utf8(text).is_ok() {
+            encoding_rs::UTF_8
+        } else {
+            encoding_rs::WINDOWS_1252
+        };
+        let mut properties = Properties {
+            path,
+            entries: Vec::new(),
+        };
+        for line in PropertiesIter::new_with_encoding(text, encoding) {
+            let line = line.map_err(|e| parse_error(&properties.path, &e))?;
+            let number = line.line_number();
+            if let LineContent::KVPair(key, value) = line.consume_content() {
+                properties.insert(key, value, number);
+            }
+        }
+        Ok(properties)
+    }
+
+    /// Properties from key/value pairs (a REST request body, a test); `path_label` names them in
+    /// messages. Lines are unknown.
+    pub fn from_pairs<K, V>(
+        path_label: impl Into<PathBuf>,
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Properties
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let mut properties = Properties {
+            path: path_label.into(),
+            entries: Vec::new(),
+        };
+        for (key, value) in pairs {
+            properties.insert(key.into(), value.into(), 0);
+        }
+        properties
+    }
+
+    fn insert(&mut self, key: String, value: String, line: usize) {
+        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(entry) => {
+                let path = self.path.display();
+                if line > 0 {
+                    tracing::warn!(
+                        file = %path,
+                        key = %key,
+                        "{path}:{line}: key {key:?} was already set on line {}; the last value (line {line}) is used",
+                        entry.2
+                    );
+                } else {
+                    tracing::warn!(file = %path, key = %key, "{path}: key {key:?} is set twice; the last value is used");
+                }
+                entry.1 = value;
+                entry.2 = line;
+            }
+            None => self.entries.push((key, value, line)),
+        }
+    }
+
+    /// The value of `key`, as written (Java's parsing strips the whitespace before a value, not after).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entry(key).map(|(_, value, _)| value.as_str())
+    }
+
+    /// The 1-based line `key` is set on (its last occurrence); `None` if unset or the line is unknown.
+    pub fn line_of(&self, key: &str) -> Option<usize> {
+        self.entry(key)
+            .map(|&(_, _, line)| line)
+            .filter(|&line| line > 0)
+    }
+
+    /// The keys, each once, in order of first appearance.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(key, _, _)| key.as_str())
+    }
+
+    /// The keys and values, in order of first appearance.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries
+            .iter()
+            .map(|(key, value, _)| (key.as_str(), value.as_str()))
+    }
+
+    /// How many distinct keys are set.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every key and value, as a connector configuration.
+    pub fn to_config(&self) -> Config {
+        self.iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// The file the properties came from (or the label given to [`Properties::from_pairs`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn entry(&self, key: &str) -> Option<&(String, String, usize)> {
+        self.entries.iter().find(|(k, _, _)| k == key)
+    }
+}
+
+impl fmt::Debug for Properties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Properties")
+            .field("path", &self.path)
+            .field("keys", &self.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn parse_error(path: &Path, e: &java_properties::PropertiesError) -> ConfigError {
+    let text = e.to_string();
+    // The crate appends " (line_number = N)"; the line is reported separately.
+    let message = text.split(" (line_number = ").next().unwrap_or(&text);
+    let message = if message.contains("\\uxxxx") {
+        format!(
+            "{message} A \\u escape needs exactly four hex digits (e.g. \\u00e9 for é); write \\\\u for a literal \\u."
+        )
+    } else {
+        message.to_owned()
+    };
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: e.line_number(),
+        message,
+    }
+}

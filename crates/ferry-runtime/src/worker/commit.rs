@@ -1,0 +1,76 @@
+//! One offset commit: take what the sink acknowledged, stage it, flush it within a deadline.
+//!
+//! Called every `offset.flush.interval.ms` by the task's own committer and once more at stop. Each task
+//! has its own writer, so commits of one task never wait for another task's. On failure or timeout the
+//! flush is cancelled, its offsets go back to the writer under newer ones, and the next commit retries.
+
+use std::time::{Duration, Instant};
+
+use ferry_offsets::{AckTracker, OffsetWriter};
+
+/// What a commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CommitOutcome {
+    /// Offsets were flushed durably.
+    Committed { partitions: usize, records: usize, elapsed: Duration },
+    /// Nothing new was acknowledged.
+    NothingToCommit,
+    /// The flush failed or timed out; it will be retried.
+    Failed(String),
+}
+
+/// Everything one commit needs.
+pub(crate) struct Committer {
+    pub(crate) task: String,
+    pub(crate) acks: AckTracker,
+    pub(crate) writer: std::sync::Arc<OffsetWriter>,
+    pub(crate) flush_timeout: Duration,
+}
+
+impl Committer {
+    pub(crate) async fn commit(&self) -> CommitOutcome {
+        let started = Instant::now();
+        let committable = self.acks.committable();
+        let records = committable.committable_records;
+        for (partition, offset) in committable.offsets {
+            self.writer.stage(partition, Some(offset));
+        }
+        let partitions = self.writer.staged_len();
+        let outcome = match self.writer.begin_flush(self.flush_timeout).await {
+            Ok(false) => CommitOutcome::NothingToCommit,
+            Ok(true) => {
+                let remaining = self.flush_timeout.saturating_sub(started.elapsed());
+                match tokio::time::timeout(remaining, self.writer.flush()).await {
+                    Ok(Ok(())) => CommitOutcome::Committed { partitions, records, elapsed: started.elapsed() },
+                    Ok(Err(e)) => CommitOutcome::Failed(e.to_string()),
+                    Err(_) => {
+                        self.writer.cancel_flush();
+                        CommitOutcome::Failed(format!(
+                            "flush did not complete within offset.flush.timeout.ms={} ms; cancelled, retrying next interval",
+                            self.flush_timeout.as_millis()
+                        ))
+                    }
+                }
+            }
+            Err(e) => CommitOutcome::Failed(e.to_string()),
+        };
+        match &outcome {
+            CommitOutcome::Committed { partitions, records, elapsed } => tracing::info!(
+                task = %self.task,
+                "committed offsets of {partitions} partitions ({records} records acknowledged since the last commit) in {elapsed:.1?}; {} records pending",
+                committable.pending_records
+            ),
+            CommitOutcome::NothingToCommit => tracing::debug!(
+                task = %self.task,
+                "nothing to commit; {} records pending acknowledgement",
+                committable.pending_records
+            ),
+            CommitOutcome::Failed(reason) => tracing::error!(
+                task = %self.task,
+                "offset commit failed: {reason}; {} records pending acknowledgement",
+                committable.pending_records
+            ),
+        }
+        outcome
+    }
+}

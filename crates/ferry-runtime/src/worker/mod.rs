@@ -1,0 +1,239 @@
+//! The worker: runs connectors' tasks against one offset store and one sink.
+
+mod commit;
+mod context;
+mod status;
+mod task;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_api::{Config, SourceConnector};
+use ferry_offsets::{AckTracker, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::sink::RecordSink;
+pub use status::{TaskState, TaskStatus};
+use status::StatusCell;
+use task::{TargetState, TaskRunner, TaskSettings};
+
+/// Worker-wide timing settings (Kafka Connect's names).
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// `offset.flush.interval.ms`: how often each task commits.
+    pub offset_flush_interval: Duration,
+    /// `offset.flush.timeout.ms`: the deadline of one commit, and of waiting for acks at stop.
+    pub offset_flush_timeout: Duration,
+    /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may take before it is cancelled.
+    pub task_shutdown_graceful_timeout: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            offset_flush_interval: Duration::from_millis(60_000),
+            offset_flush_timeout: Duration::from_millis(5_000),
+            task_shutdown_graceful_timeout: Duration::from_millis(5_000),
+        }
+    }
+}
+
+/// What the worker needs to run one connector.
+#[derive(Debug, Clone)]
+pub struct ConnectorSpec {
+    /// The connector name (the offsets namespace).
+    pub name: String,
+    /// `tasks.max`.
+    pub tasks_max: usize,
+    /// `errors.tolerance=all`.
+    pub tolerate_delivery_errors: bool,
+    /// The full connector configuration.
+    pub config: Config,
+}
+
+/// Why the worker refused a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// A connector of that name already runs.
+    #[error("connector {0:?} already exists")]
+    AlreadyExists(String),
+    /// No connector of that name.
+    #[error("connector {0:?} not found")]
+    NotFound(String),
+    /// The connector could not split its work into tasks.
+    #[error("connector {name:?} could not create its task configurations: {reason}")]
+    TaskConfigs {
+        /// The connector.
+        name: String,
+        /// The connector's error.
+        reason: String,
+    },
+}
+
+struct TaskHandle {
+    name: String,
+    control: watch::Sender<TargetState>,
+    join: Option<JoinHandle<()>>,
+    status: StatusCell,
+    store_reader: Arc<StoreOffsetReader>,
+}
+
+struct RunningConnector {
+    tasks: Vec<TaskHandle>,
+}
+
+/// Runs source tasks: start with committed offsets, deliver to the sink, commit what was acknowledged.
+pub struct Worker {
+    settings: WorkerSettings,
+    store: Arc<dyn OffsetBackingStore>,
+    sink: Arc<dyn RecordSink>,
+    connectors: Mutex<BTreeMap<String, RunningConnector>>,
+}
+
+impl Worker {
+    /// A worker over one store and one sink.
+    pub fn new(settings: WorkerSettings, store: Arc<dyn OffsetBackingStore>, sink: Arc<dyn RecordSink>) -> Self {
+        Self { settings, store, sink, connectors: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn connectors(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunningConnector>> {
+        self.connectors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a connector's tasks. Each task starts from the connector's committed offsets.
+    ///
+    /// # Errors
+    /// The name is taken, or the connector cannot create task configurations.
+    pub fn start_connector(&self, spec: ConnectorSpec, connector: &dyn SourceConnector) -> Result<(), WorkerError> {
+        if self.connectors().contains_key(&spec.name) {
+            return Err(WorkerError::AlreadyExists(spec.name));
+        }
+        let task_configs = connector
+            .task_configs(&spec.config, spec.tasks_max.max(1))
+            .map_err(|e| WorkerError::TaskConfigs { name: spec.name.clone(), reason: e.to_string() })?;
+        tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
+        let settings = TaskSettings {
+            flush_interval: self.settings.offset_flush_interval,
+            flush_timeout: self.settings.offset_flush_timeout,
+            tolerate_delivery_errors: spec.tolerate_delivery_errors,
+        };
+        let tasks = task_configs
+            .into_iter()
+            .enumerate()
+            .map(|(i, config)| self.spawn_task(&spec.name, i, config, connector, settings.clone()))
+            .collect();
+        self.connectors().insert(spec.name, RunningConnector { tasks });
+        Ok(())
+    }
+
+    fn spawn_task(
+        &self,
+        connector_name: &str,
+        index: usize,
+        config: Config,
+        connector: &dyn SourceConnector,
+        settings: TaskSettings,
+    ) -> TaskHandle {
+        let name = format!("{connector_name}-{index}");
+        let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
+        let looked_up = Arc::default();
+        let reader = Arc::new(context::TaskReader::new(name.clone(), store_reader.clone(), Arc::clone(&looked_up)));
+        let (control, control_rx) = watch::channel(TargetState::Running);
+        let status = StatusCell::new();
+        let runner = TaskRunner {
+            name: name.clone(),
+            task: connector.create_task(),
+            context: Arc::new(context::TaskContext { config, reader }),
+            store_reader: store_reader.clone(),
+            watch: context::PartitionWatch::new(name.clone(), looked_up),
+            sink: self.sink.clone(),
+            acks: AckTracker::new(),
+            writer: Arc::new(OffsetWriter::new(connector_name, self.store.clone())),
+            status: status.clone(),
+            control: control_rx,
+            settings,
+        };
+        let join = tokio::spawn(runner.run());
+        TaskHandle { name, control, join: Some(join), status, store_reader }
+    }
+
+    /// The status of each task of a connector, in task order.
+    pub fn task_statuses(&self, name: &str) -> Option<Vec<(String, TaskStatus)>> {
+        self.connectors()
+            .get(name)
+            .map(|c| c.tasks.iter().map(|t| (t.name.clone(), t.status.get())).collect())
+    }
+
+    /// The names of running connectors.
+    pub fn connector_names(&self) -> Vec<String> {
+        self.connectors().keys().cloned().collect()
+    }
+
+    /// Pauses (`true`) or resumes (`false`) a connector's tasks: a paused task does not poll, but its
+    /// deliveries and commits go on.
+    ///
+    /// # Errors
+    /// Unknown connector.
+    pub fn set_paused(&self, name: &str, paused: bool) -> Result<(), WorkerError> {
+        let connectors = self.connectors();
+        let connector = connectors.get(name).ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+        let target = if paused { TargetState::Paused } else { TargetState::Running };
+        for task in &connector.tasks {
+            task.control.send_if_modified(|t| {
+                let change = *t != TargetState::Stopped && *t != target;
+                if change {
+                    *t = target;
+                }
+                change
+            });
+        }
+        Ok(())
+    }
+
+    /// Stops a connector: each task waits for outstanding acknowledgements, commits and stops; a task
+    /// still running after `task.shutdown.graceful.timeout.ms` is cancelled without a final commit.
+    ///
+    /// # Errors
+    /// Unknown connector.
+    pub async fn stop_connector(&self, name: &str) -> Result<(), WorkerError> {
+        let connector = self.connectors().remove(name).ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+        let timeout = self.settings.task_shutdown_graceful_timeout;
+        let stops = connector.tasks.into_iter().map(|task| stop_task(task, timeout));
+        for stop in stops.collect::<Vec<_>>() {
+            stop.await;
+        }
+        Ok(())
+    }
+
+    /// Stops every connector, all tasks in parallel.
+    pub async fn shutdown(&self) {
+        let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors()).into_values().collect();
+        let timeout = self.settings.task_shutdown_graceful_timeout;
+        let handles: Vec<JoinHandle<()>> = all
+            .into_iter()
+            .flat_map(|c| c.tasks)
+            .map(|task| tokio::spawn(stop_task(task, timeout)))
+            .collect();
+        for handle in handles {
+            let _ = handle.await;
+        }
+    }
+}
+
+async fn stop_task(mut task: TaskHandle, timeout: Duration) {
+    task.control.send_replace(TargetState::Stopped);
+    let Some(mut join) = task.join.take() else { return };
+    if tokio::time::timeout(timeout, &mut join).await.is_err() {
+        join.abort();
+        task.store_reader.close();
+        tracing::error!(
+            task = %task.name,
+            "task did not stop within task.shutdown.graceful.timeout.ms={} ms and was cancelled: offsets acknowledged since its last commit were not committed, so those records will be delivered again after a restart",
+            timeout.as_millis()
+        );
+        task.status.set(TaskState::Stopped);
+    }
+}

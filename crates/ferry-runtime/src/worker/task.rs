@@ -1,0 +1,369 @@
+//! The loop that runs one source task.
+//!
+//! `start(context)` → repeated `poll` → each record is sent to the sink, then submitted to the
+//! [`AckTracker`]; a delivery watcher acknowledges it when the sink confirms delivery (and the loop
+//! calls `commit_record`). The task's own committer commits acknowledged offsets every
+//! `offset.flush.interval.ms`. On stop: wait for outstanding acknowledgements (bounded by
+//! `offset.flush.timeout.ms`), commit one last time, `stop()`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_api::{ConnectError, RecordMetadata, SourceRecord, SourceTask};
+use ferry_offsets::{AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord};
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::sink::{PendingDelivery, RecordSink, SinkError};
+use crate::worker::commit::{CommitOutcome, Committer};
+use crate::worker::context::{PartitionWatch, TaskContext};
+use crate::worker::status::{StatusCell, TaskState};
+
+/// What the worker wants a task to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TargetState {
+    Running,
+    Paused,
+    Stopped,
+}
+
+/// Per-task settings from the worker and connector configs.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskSettings {
+    pub(crate) flush_interval: Duration,
+    pub(crate) flush_timeout: Duration,
+    /// `errors.tolerance=all`: a failed delivery counts as delivered.
+    pub(crate) tolerate_delivery_errors: bool,
+}
+
+enum LoopEvent {
+    Delivered(Box<SourceRecord>, Option<RecordMetadata>),
+    Committed,
+}
+
+struct InFlight {
+    pending: PendingDelivery,
+    submitted: SubmittedRecord,
+    record: SourceRecord,
+}
+
+/// Set once when the task must fail; wakes the loop even while it waits in `poll`.
+#[derive(Default)]
+struct Failure {
+    reason: Mutex<Option<String>>,
+    wake: Notify,
+}
+
+impl Failure {
+    fn set(&self, reason: String) {
+        let mut slot = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(reason);
+        }
+        drop(slot);
+        self.wake.notify_one();
+    }
+    fn get(&self) -> Option<String> {
+        self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Exponential backoff for retriable errors: 100 ms doubling up to 10 s.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Self(Duration::from_millis(100))
+    }
+    fn next(&mut self) -> Duration {
+        let current = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(10));
+        current
+    }
+    fn reset(&mut self) {
+        self.0 = Duration::from_millis(100);
+    }
+}
+
+/// One task and everything its loop needs.
+pub(crate) struct TaskRunner {
+    pub(crate) name: String,
+    pub(crate) task: Box<dyn SourceTask>,
+    pub(crate) context: Arc<TaskContext>,
+    pub(crate) store_reader: Arc<StoreOffsetReader>,
+    pub(crate) watch: PartitionWatch,
+    pub(crate) sink: Arc<dyn RecordSink>,
+    pub(crate) acks: AckTracker,
+    pub(crate) writer: Arc<OffsetWriter>,
+    pub(crate) status: StatusCell,
+    pub(crate) control: watch::Receiver<TargetState>,
+    pub(crate) settings: TaskSettings,
+}
+
+impl TaskRunner {
+    /// Runs the task until it is stopped or fails.
+    pub(crate) async fn run(mut self) {
+        let context = self.context.clone();
+        if let Err(e) = self.task.start(context).await {
+            self.fail(format!("start() failed: {e}"));
+            self.stop_task().await;
+            return;
+        }
+        tracing::info!(task = %self.name, "task started");
+        let failure = Arc::new(Failure::default());
+        let (events_tx, mut events) = mpsc::unbounded_channel();
+        let (inflight_tx, inflight_rx) = mpsc::channel(65_536);
+        let watcher = tokio::spawn(watch_deliveries(
+            inflight_rx,
+            events_tx.clone(),
+            failure.clone(),
+            self.settings.tolerate_delivery_errors,
+            self.name.clone(),
+        ));
+        let committer = Arc::new(self.committer());
+        let (stop_committer_tx, stop_committer) = watch::channel(false);
+        let periodic = tokio::spawn(commit_periodically(
+            committer.clone(),
+            self.settings.flush_interval,
+            stop_committer,
+            events_tx,
+        ));
+
+        self.poll_until_stopped(&failure, &inflight_tx, &mut events).await;
+
+        // Stop: no new records; let the committer finish its current commit, then drain.
+        let _ = stop_committer_tx.send(true);
+        let _ = periodic.await;
+        drop(inflight_tx);
+        if !self.acks.await_all(self.settings.flush_timeout).await {
+            tracing::warn!(
+                task = %self.name,
+                "{} records were not acknowledged within offset.flush.timeout.ms={} ms; their offsets are not committed and they will be delivered again after a restart",
+                self.acks.unacked(),
+                self.settings.flush_timeout.as_millis()
+            );
+        }
+        watcher.abort();
+        self.handle_events(&mut events).await;
+        if let Some(reason) = failure.get() {
+            self.fail(reason);
+        }
+        let outcome = committer.commit().await;
+        if matches!(outcome, CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit) {
+            self.call_commit().await;
+        }
+        self.stop_task().await;
+    }
+
+    fn committer(&self) -> Committer {
+        Committer {
+            task: self.name.clone(),
+            acks: self.acks.clone(),
+            writer: self.writer.clone(),
+            flush_timeout: self.settings.flush_timeout,
+        }
+    }
+
+    async fn poll_until_stopped(
+        &mut self,
+        failure: &Failure,
+        inflight: &mpsc::Sender<InFlight>,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) {
+        let mut backoff = Backoff::new();
+        loop {
+            self.handle_events(events).await;
+            if let Some(reason) = failure.get() {
+                self.fail(reason);
+                return;
+            }
+            let target = *self.control.borrow_and_update();
+            match target {
+                TargetState::Stopped => return,
+                TargetState::Paused => {
+                    self.status.set(TaskState::Paused);
+                    tokio::select! {
+                        _ = self.control.changed() => {}
+                        _ = failure.wake.notified() => {}
+                        Some(event) = events.recv() => self.handle_event(event).await,
+                    }
+                    continue;
+                }
+                TargetState::Running => self.status.set(TaskState::Running),
+            }
+            let polled = tokio::select! {
+                biased;
+                _ = self.control.changed() => continue,
+                _ = failure.wake.notified() => continue,
+                polled = self.task.poll() => polled,
+            };
+            match polled {
+                Ok(records) => {
+                    backoff.reset();
+                    for record in records {
+                        if let Err(reason) = self.send(record, inflight, &mut backoff).await {
+                            failure.set(reason);
+                            break;
+                        }
+                    }
+                }
+                Err(e) if e.is_retriable() => {
+                    let delay = backoff.next();
+                    tracing::warn!(task = %self.name, "poll failed, retrying in {} ms: {e}", delay.as_millis());
+                    self.sleep_unless_stopped(delay).await;
+                }
+                Err(e) => {
+                    self.fail(format!("poll() failed: {}", describe(&e)));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
+    async fn send(
+        &mut self,
+        record: SourceRecord,
+        inflight: &mpsc::Sender<InFlight>,
+        backoff: &mut Backoff,
+    ) -> Result<(), String> {
+        loop {
+            match self.sink.send(&record).await {
+                Ok(pending) => {
+                    let submitted = self.submit(&record);
+                    let item = InFlight { pending, submitted, record };
+                    return inflight.send(item).await.map_err(|_| "the delivery watcher stopped".to_owned());
+                }
+                Err(e) if e.retriable => {
+                    let delay = backoff.next();
+                    tracing::warn!(task = %self.name, "sending a record failed, retrying in {} ms: {e}", delay.as_millis());
+                    if !self.sleep_unless_stopped(delay).await {
+                        // Stopping: the record was never accepted, so its offset is never committed;
+                        // it is polled again after a restart.
+                        return Ok(());
+                    }
+                }
+                Err(e) if self.settings.tolerate_delivery_errors => {
+                    tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
+                    self.submit(&record).ack();
+                    self.call_commit_record(&record, None).await;
+                    return Ok(());
+                }
+                Err(e) => return Err(refused(&e)),
+            }
+        }
+    }
+
+    fn submit(&mut self, record: &SourceRecord) -> SubmittedRecord {
+        let submitted = self.acks.submit(record.source_partition.clone(), record.source_offset.clone());
+        self.watch.observe(submitted.partition_key(), record.source_partition.as_ref());
+        submitted
+    }
+
+    /// Sleeps unless a stop arrives first; returns whether it slept the whole time.
+    async fn sleep_unless_stopped(&mut self, delay: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            _ = self.control.wait_for(|t| *t == TargetState::Stopped) => false,
+        }
+    }
+
+    async fn handle_events(&mut self, events: &mut mpsc::UnboundedReceiver<LoopEvent>) {
+        while let Ok(event) = events.try_recv() {
+            self.handle_event(event).await;
+        }
+    }
+
+    async fn handle_event(&mut self, event: LoopEvent) {
+        match event {
+            LoopEvent::Delivered(record, metadata) => self.call_commit_record(&record, metadata.as_ref()).await,
+            LoopEvent::Committed => self.call_commit().await,
+        }
+    }
+
+    async fn call_commit_record(&mut self, record: &SourceRecord, metadata: Option<&RecordMetadata>) {
+        if let Err(e) = self.task.commit_record(record, metadata).await {
+            tracing::warn!(task = %self.name, "commit_record() failed (ignored): {e}");
+        }
+    }
+
+    async fn call_commit(&mut self) {
+        if let Err(e) = self.task.commit().await {
+            tracing::warn!(task = %self.name, "commit() failed (ignored): {e}");
+        }
+    }
+
+    fn fail(&self, reason: String) {
+        tracing::error!(task = %self.name, "task failed: {reason}");
+        self.status.fail(reason);
+    }
+
+    async fn stop_task(&mut self) {
+        if let Err(e) = self.task.stop().await {
+            tracing::warn!(task = %self.name, "stop() failed: {e}");
+        }
+        self.store_reader.close();
+        self.status.set(TaskState::Stopped);
+        tracing::info!(task = %self.name, "task stopped ({})", self.status.get().state);
+    }
+}
+
+fn describe(e: &ConnectError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn refused(e: &SinkError) -> String {
+    format!("the sink refused a record and errors.tolerance=none: {e}")
+}
+
+/// Resolves deliveries in send order and acknowledges them.
+async fn watch_deliveries(
+    mut inflight: mpsc::Receiver<InFlight>,
+    events: mpsc::UnboundedSender<LoopEvent>,
+    failure: Arc<Failure>,
+    tolerate: bool,
+    task: String,
+) {
+    while let Some(InFlight { pending, submitted, record }) = inflight.recv().await {
+        match pending.await {
+            Ok(metadata) => {
+                submitted.ack();
+                let _ = events.send(LoopEvent::Delivered(Box::new(record), Some(metadata)));
+            }
+            Err(e) if tolerate => {
+                tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+                submitted.ack();
+                let _ = events.send(LoopEvent::Delivered(Box::new(record), None));
+            }
+            Err(e) => {
+                // Not acknowledged: this record's partition does not advance past it.
+                failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
+            }
+        }
+    }
+}
+
+/// Commits every `interval` until told to stop; never interrupts a commit in progress.
+async fn commit_periodically(
+    committer: Arc<Committer>,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<LoopEvent>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let outcome = committer.commit().await;
+        if matches!(outcome, CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit) {
+            let _ = events.send(LoopEvent::Committed);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! `ferry`: run source connectors standalone; inspect and edit their offsets.
+
+mod offsets;
+mod standalone;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Ferry: Kafka Connect–style source connectors that resume exactly where they left off.
+#[derive(Parser)]
+#[command(name = "ferry", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run connectors in one process (Kafka Connect's connect-standalone).
+    Standalone {
+        /// The worker properties file.
+        worker: PathBuf,
+        /// Connector properties files.
+        connectors: Vec<PathBuf>,
+    },
+    /// Inspect or edit committed offsets in the worker's offset store (refused while a worker runs).
+    Offsets {
+        #[command(subcommand)]
+        action: offsets::Action,
+    },
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal as _;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ferry: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Standalone { worker, connectors } => standalone::run(&worker, &connectors).await,
+            Command::Offsets { action } => offsets::run(action).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("ferry: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `ferry offsets list|get|set|reset`: work on the offset store directly, in Kafka Connect's
+//! `{"offsets":[{"partition":…,"offset":…}]}` shape. The store's lock refuses this while a worker runs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use ferry_api::{ConnectMap, OffsetStorageReader};
+use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key, encode_value};
+
+use crate::standalone::{load_worker, open_store};
+
+/// What to do with offsets.
+#[derive(Subcommand)]
+pub(crate) enum Action {
+    /// List every committed offset of a connector.
+    List(Target),
+    /// Show the committed offset of one partition.
+    Get {
+        #[command(flatten)]
+        target: Target,
+        /// The partition as JSON, e.g. '{"filename":"/tmp/in.txt"}'.
+        #[arg(long)]
+        partition: String,
+    },
+    /// Set the offset of one partition.
+    Set {
+        #[command(flatten)]
+        target: Target,
+        /// The partition as JSON.
+        #[arg(long)]
+        partition: String,
+        /// The offset as JSON, e.g. '{"position":0}'.
+        #[arg(long)]
+        offset: String,
+    },
+    /// Remove the offset of one partition, or of every partition of the connector.
+    Reset {
+        #[command(flatten)]
+        target: Target,
+        /// The partition as JSON; without it every partition of the connector is reset.
+        #[arg(long)]
+        partition: Option<String>,
+    },
+}
+
+#[derive(Args)]
+pub(crate) struct Target {
+    /// The worker properties file (names the offset store).
+    #[arg(long)]
+    worker: PathBuf,
+    /// The connector name.
+    #[arg(long)]
+    connector: String,
+}
+
+fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
+    decode_value(json.as_bytes()).map_err(|e| format!("--{what} {json}: {e}"))
+}
+
+fn entry(partition: Option<&ConnectMap>, offset: Option<&ConnectMap>) -> String {
+    let json = |m: Option<&ConnectMap>| m.map_or_else(|| "null".to_owned(), |m| String::from_utf8_lossy(&encode_value(m)).into_owned());
+    format!("{{\"partition\":{},\"offset\":{}}}", json(partition), json(offset))
+}
+
+fn print_offsets(entries: &[String]) {
+    println!("{{\"offsets\":[{}]}}", entries.join(","));
+}
+
+pub(crate) async fn run(action: Action) -> Result<(), String> {
+    let target = match &action {
+        Action::List(t) | Action::Get { target: t, .. } | Action::Set { target: t, .. } | Action::Reset { target: t, .. } => t,
+    };
+    let config = load_worker(&target.worker)?;
+    let store = open_store(&config).await?;
+    let connector = target.connector.clone();
+    match action {
+        Action::List(_) => {
+            let stored = store.connector_offsets(&connector).await.map_err(|e| e.to_string())?;
+            let mut entries = Vec::with_capacity(stored.len());
+            for (key, value) in stored {
+                let key = decode_key(&key).map_err(|e| e.to_string())?;
+                let offset = decode_value(&value)
+                    .map_err(|e| format!("the stored offset of a partition of {connector:?} cannot be decoded: {e}"))?;
+                entries.push(entry(key.partition.as_ref(), Some(&offset)));
+            }
+            print_offsets(&entries);
+        }
+        Action::Get { partition, .. } => {
+            let partition = parse_map("partition", &partition)?;
+            let reader = StoreOffsetReader::new(connector, store.clone());
+            let offset = reader.offset(&partition).await.map_err(|e| e.to_string())?;
+            print_offsets(&offset.map(|o| entry(Some(&partition), Some(&o))).into_iter().collect::<Vec<_>>());
+        }
+        Action::Set { partition, offset, .. } => {
+            let partition = parse_map("partition", &partition)?;
+            let offset = parse_map("offset", &offset)?;
+            let write = OffsetWrite { key: encode_key(&connector, Some(&partition)), value: Some(encode_value(&offset)) };
+            store.set(&[write]).await.map_err(|e| e.to_string())?;
+            print_offsets(&[entry(Some(&partition), Some(&offset))]);
+        }
+        Action::Reset { partition, .. } => {
+            let keys: Vec<Vec<u8>> = match partition {
+                Some(p) => vec![encode_key(&connector, Some(&parse_map("partition", &p)?))],
+                None => store
+                    .connector_offsets(&connector)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .map(|(key, _)| key)
+                    .collect(),
+            };
+            let batch: Vec<OffsetWrite> = keys.into_iter().map(|key| OffsetWrite { key, value: None }).collect();
+            store.set(&batch).await.map_err(|e| e.to_string())?;
+            eprintln!("reset {} partition(s) of connector {connector:?}", batch.len());
+            print_offsets(&[]);
+        }
+    }
+    Ok(())
+}
