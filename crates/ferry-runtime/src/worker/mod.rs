@@ -108,7 +108,9 @@ impl Worker {
     /// # Errors
     /// The name is taken, or the connector cannot create task configurations.
     pub fn start_connector(&self, spec: ConnectorSpec, connector: &dyn SourceConnector) -> Result<(), WorkerError> {
-        if self.connectors().contains_key(&spec.name) {
+        // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
+        let mut connectors = self.connectors();
+        if connectors.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         let task_configs = connector
@@ -125,7 +127,7 @@ impl Worker {
             .enumerate()
             .map(|(i, config)| self.spawn_task(&spec.name, i, config, connector, settings.clone()))
             .collect();
-        self.connectors().insert(spec.name, RunningConnector { tasks });
+        connectors.insert(spec.name, RunningConnector { tasks });
         Ok(())
     }
 
@@ -200,26 +202,23 @@ impl Worker {
     /// Unknown connector.
     pub async fn stop_connector(&self, name: &str) -> Result<(), WorkerError> {
         let connector = self.connectors().remove(name).ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-        let timeout = self.settings.task_shutdown_graceful_timeout;
-        let stops = connector.tasks.into_iter().map(|task| stop_task(task, timeout));
-        for stop in stops.collect::<Vec<_>>() {
-            stop.await;
-        }
+        stop_tasks(connector.tasks, self.settings.task_shutdown_graceful_timeout).await;
         Ok(())
     }
 
     /// Stops every connector, all tasks in parallel.
     pub async fn shutdown(&self) {
         let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors()).into_values().collect();
-        let timeout = self.settings.task_shutdown_graceful_timeout;
-        let handles: Vec<JoinHandle<()>> = all
-            .into_iter()
-            .flat_map(|c| c.tasks)
-            .map(|task| tokio::spawn(stop_task(task, timeout)))
-            .collect();
-        for handle in handles {
-            let _ = handle.await;
-        }
+        stop_tasks(all.into_iter().flat_map(|c| c.tasks), self.settings.task_shutdown_graceful_timeout).await;
+    }
+}
+
+/// Stops tasks in parallel: each one's graceful timeout runs from the same moment, and a slow task never
+/// delays the stop signal of the others.
+async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Duration) {
+    let handles: Vec<JoinHandle<()>> = tasks.into_iter().map(|task| tokio::spawn(stop_task(task, timeout))).collect();
+    for handle in handles {
+        let _ = handle.await;
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use ferry_api::{ConnectError, RecordMetadata, SourceRecord, SourceTask};
 use ferry_offsets::{AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord};
 use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::sink::{PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitOutcome, Committer};
@@ -44,6 +45,24 @@ struct InFlight {
     pending: PendingDelivery,
     submitted: SubmittedRecord,
     record: SourceRecord,
+}
+
+/// A spawned helper of the task loop, aborted when dropped: cancelling the loop (a task that did not
+/// stop in time) cancels its delivery watcher and committer too, so nothing of it lives on or commits.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What became of one record handed to [`TaskRunner::send`].
+enum Sent {
+    /// Accepted by the sink (or dropped under `errors.tolerance=all`).
+    Done,
+    /// Not accepted because the task is stopping: the rest of the batch must not be sent either.
+    Stopping,
 }
 
 /// Set once when the task must fail; wakes the loop even while it waits in `poll`.
@@ -104,7 +123,7 @@ impl TaskRunner {
     pub(crate) async fn run(mut self) {
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
-            self.fail(format!("start() failed: {e}"));
+            self.fail(format!("start() failed: {}", describe(&e)));
             self.stop_task().await;
             return;
         }
@@ -112,27 +131,27 @@ impl TaskRunner {
         let failure = Arc::new(Failure::default());
         let (events_tx, mut events) = mpsc::unbounded_channel();
         let (inflight_tx, inflight_rx) = mpsc::channel(65_536);
-        let watcher = tokio::spawn(watch_deliveries(
+        let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
             failure.clone(),
             self.settings.tolerate_delivery_errors,
             self.name.clone(),
-        ));
+        )));
         let committer = Arc::new(self.committer());
         let (stop_committer_tx, stop_committer) = watch::channel(false);
-        let periodic = tokio::spawn(commit_periodically(
+        let mut periodic = AbortOnDrop(tokio::spawn(commit_periodically(
             committer.clone(),
             self.settings.flush_interval,
             stop_committer,
             events_tx,
-        ));
+        )));
 
         self.poll_until_stopped(&failure, &inflight_tx, &mut events).await;
 
         // Stop: no new records; let the committer finish its current commit, then drain.
         let _ = stop_committer_tx.send(true);
-        let _ = periodic.await;
+        let _ = (&mut periodic.0).await;
         drop(inflight_tx);
         if !self.acks.await_all(self.settings.flush_timeout).await {
             tracing::warn!(
@@ -142,7 +161,8 @@ impl TaskRunner {
                 self.settings.flush_timeout.as_millis()
             );
         }
-        watcher.abort();
+        // Every acknowledged record's event is queued before its ack (see `deliver`), so none is lost.
+        drop(watcher);
         self.handle_events(&mut events).await;
         if let Some(reason) = failure.get() {
             self.fail(reason);
@@ -182,7 +202,8 @@ impl TaskRunner {
                 TargetState::Paused => {
                     self.status.set(TaskState::Paused);
                     tokio::select! {
-                        _ = self.control.changed() => {}
+                        // The worker dropped its handle: nobody can resume or stop us any more.
+                        changed = self.control.changed() => if changed.is_err() { return },
                         _ = failure.wake.notified() => {}
                         Some(event) = events.recv() => self.handle_event(event).await,
                     }
@@ -192,17 +213,31 @@ impl TaskRunner {
             }
             let polled = tokio::select! {
                 biased;
-                _ = self.control.changed() => continue,
+                changed = self.control.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 _ = failure.wake.notified() => continue,
                 polled = self.task.poll() => polled,
             };
+            // A poll may return at once without awaiting (an empty Vec is allowed): yield now and then,
+            // or such a task would never let its committer, its delivery watcher or other tasks run.
+            tokio::task::coop::consume_budget().await;
             match polled {
                 Ok(records) => {
                     backoff.reset();
                     for record in records {
-                        if let Err(reason) = self.send(record, inflight, &mut backoff).await {
-                            failure.set(reason);
-                            break;
+                        match self.send(record, inflight, &mut backoff).await {
+                            Ok(Sent::Done) => {}
+                            // The unsent record's offset must never be committed, so no later record
+                            // of the batch may be sent: they are all polled again after a restart.
+                            Ok(Sent::Stopping) => break,
+                            Err(reason) => {
+                                failure.set(reason);
+                                break;
+                            }
                         }
                     }
                 }
@@ -225,13 +260,14 @@ impl TaskRunner {
         record: SourceRecord,
         inflight: &mpsc::Sender<InFlight>,
         backoff: &mut Backoff,
-    ) -> Result<(), String> {
+    ) -> Result<Sent, String> {
         loop {
             match self.sink.send(&record).await {
                 Ok(pending) => {
                     let submitted = self.submit(&record);
                     let item = InFlight { pending, submitted, record };
-                    return inflight.send(item).await.map_err(|_| "the delivery watcher stopped".to_owned());
+                    inflight.send(item).await.map_err(|_| "the delivery watcher stopped".to_owned())?;
+                    return Ok(Sent::Done);
                 }
                 Err(e) if e.retriable => {
                     let delay = backoff.next();
@@ -239,14 +275,14 @@ impl TaskRunner {
                     if !self.sleep_unless_stopped(delay).await {
                         // Stopping: the record was never accepted, so its offset is never committed;
                         // it is polled again after a restart.
-                        return Ok(());
+                        return Ok(Sent::Stopping);
                     }
                 }
                 Err(e) if self.settings.tolerate_delivery_errors => {
                     tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
                     self.submit(&record).ack();
                     self.call_commit_record(&record, None).await;
-                    return Ok(());
+                    return Ok(Sent::Done);
                 }
                 Err(e) => return Err(refused(&e)),
             }
@@ -263,6 +299,7 @@ impl TaskRunner {
     async fn sleep_unless_stopped(&mut self, delay: Duration) -> bool {
         tokio::select! {
             _ = tokio::time::sleep(delay) => true,
+            // A closed channel (the worker is gone) counts as a stop.
             _ = self.control.wait_for(|t| *t == TargetState::Stopped) => false,
         }
     }
@@ -322,7 +359,9 @@ fn refused(e: &SinkError) -> String {
     format!("the sink refused a record and errors.tolerance=none: {e}")
 }
 
-/// Resolves deliveries in send order and acknowledges them.
+/// Resolves deliveries and acknowledges them. Deliveries are awaited concurrently, each acknowledged as
+/// soon as it resolves: a slow delivery must not hold back the acknowledgement of another partition's
+/// records (partitions are independent). Dropping (aborting) the watcher drops every pending delivery.
 async fn watch_deliveries(
     mut inflight: mpsc::Receiver<InFlight>,
     events: mpsc::UnboundedSender<LoopEvent>,
@@ -330,21 +369,46 @@ async fn watch_deliveries(
     tolerate: bool,
     task: String,
 ) {
-    while let Some(InFlight { pending, submitted, record }) = inflight.recv().await {
-        match pending.await {
-            Ok(metadata) => {
-                submitted.ack();
-                let _ = events.send(LoopEvent::Delivered(Box::new(record), Some(metadata)));
-            }
-            Err(e) if tolerate => {
-                tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
-                submitted.ack();
-                let _ = events.send(LoopEvent::Delivered(Box::new(record), None));
-            }
-            Err(e) => {
-                // Not acknowledged: this record's partition does not advance past it.
-                failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
-            }
+    let task: Arc<str> = task.into();
+    let mut deliveries = JoinSet::new();
+    loop {
+        tokio::select! {
+            item = inflight.recv() => match item {
+                Some(item) => {
+                    deliveries.spawn(deliver(item, events.clone(), failure.clone(), tolerate, task.clone()));
+                }
+                None => break,
+            },
+            Some(_) = deliveries.join_next(), if !deliveries.is_empty() => {}
+        }
+    }
+    while deliveries.join_next().await.is_some() {}
+}
+
+/// Awaits one delivery and acknowledges its record, or records the failure.
+async fn deliver(
+    item: InFlight,
+    events: mpsc::UnboundedSender<LoopEvent>,
+    failure: Arc<Failure>,
+    tolerate: bool,
+    task: Arc<str>,
+) {
+    let InFlight { pending, submitted, record } = item;
+    // The event is queued before the ack: once every record is acknowledged, a stopping task finds
+    // every `commit_record` event already queued.
+    match pending.await {
+        Ok(metadata) => {
+            let _ = events.send(LoopEvent::Delivered(Box::new(record), Some(metadata)));
+            submitted.ack();
+        }
+        Err(e) if tolerate => {
+            tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+            let _ = events.send(LoopEvent::Delivered(Box::new(record), None));
+            submitted.ack();
+        }
+        Err(e) => {
+            // Not acknowledged: this record's partition does not advance past it.
+            failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
         }
     }
 }

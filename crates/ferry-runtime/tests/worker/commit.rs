@@ -1,0 +1,232 @@
+//! The commit cycle: only acknowledged prefixes are committed, per partition; failures and timeouts
+//! are retried without losing offsets; one task's commits never wait for another's.
+
+use std::collections::BTreeSet;
+
+use ferry_runtime::TaskState;
+
+use crate::support::{Hang, Harness, Probe, TestConnector, TestStore, fast, record, records, settings, wait_log};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_acknowledged_prefixes_are_committed_per_partition() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.hold(&["a:2", "c:1"]);
+    h.start("commit", false, &probe);
+    // a:2 is held, so a:3 (acknowledged behind it) must not advance a; b and c are independent of a.
+    probe.push(vec![
+        record("a", 1),
+        record("a", 2),
+        record("a", 3),
+        record("b", 1),
+        record("b", 2),
+        record("c", 1),
+    ]);
+
+    h.wait_committed("commit", "a", 1).await;
+    h.wait_committed("commit", "b", 2).await;
+    // Two more whole commit cycles: still nothing past the gap, nothing for the unacknowledged c.
+    probe.wait_commits(2).await;
+    assert_eq!(
+        h.committed("commit", "a").await,
+        Some(1),
+        "a:3 is acknowledged but behind the unacknowledged a:2"
+    );
+    assert_eq!(h.committed("commit", "c").await, None, "c:1 is not acknowledged");
+
+    // Closing the gap commits the whole prefix at once: a jumps from 1 to 3.
+    h.sink.resolve("a:2");
+    h.wait_committed("commit", "a", 3).await;
+    h.sink.resolve("c:1");
+    h.wait_committed("commit", "c", 1).await;
+
+    // commit_record(record, Some(metadata)) exactly once for every delivered record.
+    let all = ["a:1", "a:2", "a:3", "b:1", "b:2", "c:1"];
+    crate::support::eventually("commit_record for every record", || {
+        all.iter().all(|k| probe.has_commit_record(k))
+    })
+    .await;
+    for key in all {
+        let calls = probe.commit_records_of(key);
+        assert_eq!(calls.len(), 1, "commit_record({key}) calls: {calls:?}");
+        let metadata = calls[0]
+            .as_ref()
+            .unwrap_or_else(|| panic!("{key} was delivered, so it has metadata"));
+        assert_eq!(metadata.topic, "test");
+    }
+    // task.commit() follows commits, and keeps following them.
+    let before = probe.commits();
+    assert!(before > 0, "task.commit() was never called");
+    probe.wait_commits(1).await;
+    assert_eq!(
+        h.sink.accepted().len(),
+        6,
+        "every record sent exactly once: {:?}",
+        h.sink.accepted()
+    );
+    assert_eq!(h.status("commit").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_and_commit_record_failures_are_logged_and_ignored() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    probe.fail_commit_calls.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.start("commitcall", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("commitcall", "a", 3).await;
+    probe.wait_commits(2).await;
+    wait_log(
+        "commitcall-0",
+        "WARN",
+        &["commit_record() failed", "injected commit_record() failure"],
+    )
+    .await;
+    wait_log(
+        "commitcall-0",
+        "WARN",
+        &["commit() failed", "injected commit() failure"],
+    )
+    .await;
+    probe.push(records("a", 4..=5));
+    h.wait_committed("commitcall", "a", 5).await;
+    assert_eq!(h.status("commitcall").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_store_keeps_the_task_running_and_loses_no_offset() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.store.fail_sets(true);
+    h.start("storefail", false, &probe);
+    probe.push(records("a", 1..=3));
+    crate::support::eventually("commit attempts to fail three times", || {
+        TestStore::count(&h.store.failed_sets) >= 3
+    })
+    .await;
+    assert_eq!(h.committed("storefail", "a").await, None);
+    assert_eq!(h.status("storefail").state, TaskState::Running);
+    wait_log(
+        "storefail-0",
+        "ERROR",
+        &["offset commit failed", "injected set failure"],
+    )
+    .await;
+
+    // More records while the store is down, then it recovers: the newest offset is committed.
+    probe.push(records("a", 4..=6));
+    crate::support::eventually("a:6 delivered", || probe.has_commit_record("a:6")).await;
+    h.store.fail_sets(false);
+    h.wait_committed("storefail", "a", 6).await;
+    assert_eq!(h.status("storefail").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_commit_is_cancelled_at_the_deadline_and_retried() {
+    let h = Harness::new(settings(25, 100, 10_000));
+    let probe = Probe::new();
+    h.store.hang_sets(Hang::All);
+    h.start("storehang", false, &probe);
+    probe.push(records("a", 1..=2));
+    // Each attempt hangs, is given up at offset.flush.timeout.ms, and a later one tries again.
+    crate::support::eventually("three hanging commit attempts, two of them abandoned", || {
+        TestStore::count(&h.store.hung_sets) >= 3 && TestStore::count(&h.store.abandoned_sets) >= 2
+    })
+    .await;
+    assert_eq!(h.committed("storehang", "a").await, None);
+    wait_log(
+        "storehang-0",
+        "ERROR",
+        &["offset commit failed", "offset.flush.timeout.ms=100"],
+    )
+    .await;
+    assert_eq!(h.status("storehang").state, TaskState::Running);
+
+    probe.push(vec![record("a", 3)]);
+    crate::support::eventually("a:3 delivered", || probe.has_commit_record("a:3")).await;
+    h.store.hang_sets(Hang::Nothing);
+    h.wait_committed("storehang", "a", 3).await;
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_never_wait_for_another_tasks_undelivered_records() {
+    let h = Harness::new(fast());
+    let (stuck, fine) = (Probe::new(), Probe::new());
+    // Everything of the "s" partition is held forever (until the end of the test).
+    h.sink.set_policy(|key, _| {
+        if key.starts_with("s:") {
+            crate::support::Plan::Hold
+        } else {
+            crate::support::Plan::Ack
+        }
+    });
+    h.start("stuckacks", false, &stuck);
+    h.start("fineacks", false, &fine);
+    stuck.push(records("s", 1..=3));
+    crate::support::eventually("s:3 sent", || h.sink.is_held("s:3")).await;
+    for n in 1..=3 {
+        fine.push(vec![record("f", n)]);
+        h.wait_committed("fineacks", "f", n).await;
+    }
+    assert_eq!(h.committed("stuckacks", "s").await, None);
+    for key in ["s:1", "s:2", "s:3"] {
+        h.sink.resolve(key);
+    }
+    h.wait_committed("stuckacks", "s", 3).await;
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_never_wait_for_another_connectors_hanging_store_write() {
+    // A long commit deadline: the stuck connector's write really hangs while the other commits.
+    let h = Harness::new(settings(25, 30_000, 10_000));
+    let (stuck, fine) = (Probe::new(), Probe::new());
+    h.store.hang_sets(Hang::Connector("stuckstore".to_owned()));
+    h.start("stuckstore", false, &stuck);
+    h.start("finestore", false, &fine);
+    stuck.push(records("s", 1..=2));
+    crate::support::eventually("the stuck connector's write hangs", || {
+        TestStore::count(&h.store.hung_sets) >= 1
+    })
+    .await;
+    for n in 1..=3 {
+        fine.push(vec![record("f", n)]);
+        h.wait_committed("finestore", "f", n).await;
+    }
+    assert_eq!(h.committed("stuckstore", "s").await, None);
+    h.store.hang_sets(Hang::Nothing);
+    h.wait_committed("stuckstore", "s", 2).await;
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_one_connector_commit_their_own_partitions() {
+    let h = Harness::new(fast());
+    let (one, two) = (Probe::new(), Probe::new());
+    h.start_with(
+        "twotasks",
+        false,
+        TestConnector::with_tasks(vec![one.clone(), two.clone()]),
+        2,
+    );
+    let names: BTreeSet<String> = h
+        .worker
+        .task_statuses("twotasks")
+        .expect("exists")
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["twotasks-0".to_owned(), "twotasks-1".to_owned()])
+    );
+    one.push(records("x", 1..=2));
+    two.push(records("y", 1..=4));
+    h.wait_committed("twotasks", "x", 2).await;
+    h.wait_committed("twotasks", "y", 4).await;
+    h.worker.shutdown().await;
+}

@@ -1,0 +1,243 @@
+//! Failures: delivery failures and refused sends under both `errors.tolerance` values, poll and start
+//! failures.
+
+use std::sync::atomic::Ordering;
+
+use ferry_api::ConnectError;
+use ferry_runtime::TaskState;
+
+use crate::support::{Harness, Plan, Probe, eventually, fast, record, records, settings, wait_log};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_without_tolerance_fails_the_task_and_blocks_its_partition() {
+    // A short commit deadline: at stop the task waits that long for the failed record's ack.
+    let h = Harness::new(settings(25, 300, 10_000));
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| {
+        if key == "a:2" {
+            Plan::FailDelivery("broker said no to a:2".into())
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("deliveryfail", false, &probe);
+    probe.push(vec![record("a", 1), record("a", 2), record("a", 3), record("b", 1)]);
+
+    h.wait_state("deliveryfail", TaskState::Failed).await;
+    let trace = h.status("deliveryfail").trace.expect("a FAILED task has a trace");
+    assert!(
+        trace.contains("broker said no to a:2") && trace.contains("errors.tolerance=none"),
+        "trace: {trace}"
+    );
+    // The task winds down by itself: final commit, then stop().
+    eventually("stop() after the failure", || probe.stops() == 1).await;
+    assert_eq!(
+        h.committed("deliveryfail", "a").await,
+        Some(1),
+        "a must not advance past the failed a:2"
+    );
+    assert_eq!(
+        h.committed("deliveryfail", "b").await,
+        Some(1),
+        "other partitions' acknowledged offsets are committed"
+    );
+    assert!(!probe.has_commit_record("a:2"), "a failed delivery is not committed");
+    assert_eq!(h.status("deliveryfail").state, TaskState::Failed, "a stop keeps FAILED");
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_with_tolerance_counts_as_delivered() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| match key {
+        "a:2" => Plan::FailDelivery("broker said no to a:2".into()),
+        "a:3" => Plan::Hold,
+        _ => Plan::Ack,
+    });
+    h.start("deliverytolerate", true, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("deliverytolerate", "a", 2).await;
+    eventually("commit_record(a:2)", || probe.has_commit_record("a:2")).await;
+    assert_eq!(
+        probe.commit_records_of("a:2"),
+        vec![None],
+        "a dropped record gets commit_record(record, None)"
+    );
+    assert!(probe.commit_records_of("a:1")[0].is_some());
+    wait_log(
+        "deliverytolerate-0",
+        "WARN",
+        &["delivery failed", "broker said no to a:2"],
+    )
+    .await;
+    h.sink.resolve("a:3");
+    h.wait_committed("deliverytolerate", "a", 3).await;
+    assert_eq!(h.status("deliverytolerate").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retriable_send_failure_is_retried_until_accepted() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, attempt| {
+        if key == "a:2" && attempt < 2 {
+            Plan::Refuse { retriable: true }
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("sendretry", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("sendretry", "a", 3).await;
+    assert_eq!(h.sink.attempts("a:2"), 3);
+    assert_eq!(
+        h.sink.accepted(),
+        ["a:1", "a:2", "a:3"],
+        "each record accepted once, in order"
+    );
+    for key in ["a:1", "a:2", "a:3"] {
+        eventually("commit_record", || probe.has_commit_record(key)).await;
+        assert_eq!(probe.commit_records_of(key).len(), 1);
+    }
+    wait_log(
+        "sendretry-0",
+        "WARN",
+        &["sending a record failed, retrying", "refused a:2"],
+    )
+    .await;
+    assert_eq!(h.status("sendretry").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_send_retries_does_not_skip_the_refused_record() {
+    let h = Harness::new(settings(25, 2_000, 10_000));
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| {
+        if key == "a:2" {
+            Plan::Refuse { retriable: true }
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("sendretrystop", false, &probe);
+    probe.push(records("a", 1..=3));
+    eventually("a:2 refused", || h.sink.attempts("a:2") >= 1).await;
+    h.wait_committed("sendretrystop", "a", 1).await;
+    h.stop("sendretrystop").await;
+    // a:2 was never accepted, so nothing after it may be: a:3 committed would lose a:2 for good.
+    assert!(
+        !h.sink.accepted().contains(&"a:3".to_owned()),
+        "accepted: {:?}",
+        h.sink.accepted()
+    );
+    assert_eq!(h.committed("sendretrystop", "a").await, Some(1));
+    assert_eq!(probe.stops(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_send_without_tolerance_fails_the_task() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| {
+        if key == "a:2" {
+            Plan::Refuse { retriable: false }
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("sendfatal", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_state("sendfatal", TaskState::Failed).await;
+    let trace = h.status("sendfatal").trace.expect("trace");
+    assert!(
+        trace.contains("refused a:2") && trace.contains("errors.tolerance=none"),
+        "trace: {trace}"
+    );
+    eventually("stop() after the failure", || probe.stops() == 1).await;
+    assert_eq!(h.committed("sendfatal", "a").await, Some(1));
+    assert_eq!(h.sink.accepted(), ["a:1"], "nothing after the refused record is sent");
+    assert!(!probe.has_commit_record("a:2"));
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_send_with_tolerance_drops_the_record() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| match key {
+        "a:2" => Plan::Refuse { retriable: false },
+        "a:3" => Plan::Hold,
+        _ => Plan::Ack,
+    });
+    h.start("sendtolerate", true, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("sendtolerate", "a", 2).await;
+    eventually("commit_record(a:2)", || probe.has_commit_record("a:2")).await;
+    assert_eq!(probe.commit_records_of("a:2"), vec![None]);
+    assert_eq!(h.sink.attempts("a:2"), 1, "a non-retriable refusal is not retried");
+    h.sink.resolve("a:3");
+    h.wait_committed("sendtolerate", "a", 3).await;
+    assert_eq!(h.status("sendtolerate").state, TaskState::Running);
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fatal_poll_failure_fails_the_task_with_its_reason() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.start("pollfatal", false, &probe);
+    probe.push(records("a", 1..=2));
+    h.wait_committed("pollfatal", "a", 2).await;
+    let cause = std::io::Error::other("EIO on /data/in.txt");
+    probe.push_error(ConnectError::fatal("cannot read the source file").with_source(cause));
+    h.wait_state("pollfatal", TaskState::Failed).await;
+    let trace = h.status("pollfatal").trace.expect("trace");
+    assert!(
+        trace.contains("cannot read the source file") && trace.contains("EIO on /data/in.txt"),
+        "trace: {trace}"
+    );
+    wait_log("pollfatal-0", "ERROR", &["task failed", "cannot read the source file"]).await;
+    eventually("stop()", || probe.stops() == 1).await;
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retriable_poll_failure_is_retried_and_records_keep_flowing() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.start("pollretry", false, &probe);
+    probe.push_error(ConnectError::retriable("source busy"));
+    probe.push_error(ConnectError::retriable("source busy"));
+    probe.push(records("a", 1..=2));
+    h.wait_committed("pollretry", "a", 2).await;
+    wait_log("pollretry-0", "WARN", &["poll failed, retrying", "source busy"]).await;
+    assert_eq!(h.status("pollretry").state, TaskState::Running);
+    probe.push(vec![record("a", 3)]);
+    h.wait_committed("pollretry", "a", 3).await;
+    h.worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_failure_fails_the_task_with_its_reason() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    let cause = std::io::Error::other("connection refused");
+    *crate::support::lock(&probe.start_error) = Some(ConnectError::fatal("cannot reach the source").with_source(cause));
+    h.start("startfail", false, &probe);
+    h.wait_state("startfail", TaskState::Failed).await;
+    let trace = h.status("startfail").trace.expect("trace");
+    assert!(
+        trace.contains("cannot reach the source") && trace.contains("connection refused"),
+        "trace: {trace}"
+    );
+    wait_log("startfail-0", "ERROR", &["task failed", "cannot reach the source"]).await;
+    assert_eq!(
+        probe.polls.load(Ordering::SeqCst),
+        0,
+        "a task that failed to start is never polled"
+    );
+    h.worker.shutdown().await;
+}

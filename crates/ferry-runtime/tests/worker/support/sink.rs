@@ -1,0 +1,162 @@
+//! A sink whose every send is decided by a policy, with deliveries the test resolves.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_api::{RecordMetadata, SourceRecord, async_trait};
+use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+use tokio::sync::oneshot;
+
+use super::{key_of, lock};
+
+/// What the sink does with one `send` of a record.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Accept and deliver at once.
+    Ack,
+    /// Accept; the delivery resolves when the test calls [`TestSink::resolve`] or [`TestSink::fail`].
+    Hold,
+    /// Accept; the delivery fails with this message.
+    FailDelivery(String),
+    /// Refuse the send itself.
+    Refuse {
+        /// Whether the refusal is retriable.
+        retriable: bool,
+    },
+}
+
+type Policy = Arc<dyn Fn(&str, usize) -> Plan + Send + Sync>;
+
+struct Held {
+    tx: oneshot::Sender<Delivery>,
+    metadata: RecordMetadata,
+}
+
+/// A sink whose every send is decided by a policy `(record key, attempt number from 0) -> Plan`.
+pub struct TestSink {
+    policy: Mutex<Policy>,
+    attempts: Mutex<HashMap<String, usize>>,
+    accepted: Mutex<Vec<String>>,
+    held: Mutex<HashMap<String, Held>>,
+    next_offset: AtomicI64,
+}
+
+impl TestSink {
+    /// A sink that delivers everything at once.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            policy: Mutex::new(Arc::new(|_, _| Plan::Ack)),
+            attempts: Mutex::new(HashMap::new()),
+            accepted: Mutex::new(Vec::new()),
+            held: Mutex::new(HashMap::new()),
+            next_offset: AtomicI64::new(0),
+        })
+    }
+
+    /// Replaces the policy for later sends.
+    pub fn set_policy(&self, policy: impl Fn(&str, usize) -> Plan + Send + Sync + 'static) {
+        *lock(&self.policy) = Arc::new(policy);
+    }
+
+    /// Holds the listed keys, delivers everything else at once.
+    pub fn hold(&self, keys: &[&str]) {
+        let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        self.set_policy(move |key, _| {
+            if keys.iter().any(|k| k == key) {
+                Plan::Hold
+            } else {
+                Plan::Ack
+            }
+        });
+    }
+
+    /// How many times `key` was sent (accepted or refused).
+    pub fn attempts(&self, key: &str) -> usize {
+        lock(&self.attempts).get(key).copied().unwrap_or(0)
+    }
+
+    /// Keys accepted by `send`, in order.
+    pub fn accepted(&self) -> Vec<String> {
+        lock(&self.accepted).clone()
+    }
+
+    /// Whether `key`'s delivery is held and still awaited by someone.
+    pub fn is_held(&self, key: &str) -> bool {
+        lock(&self.held).get(key).is_some_and(|h| !h.tx.is_closed())
+    }
+
+    /// Whether `key` was held and whoever awaited its delivery has dropped it.
+    pub fn is_abandoned(&self, key: &str) -> bool {
+        lock(&self.held).get(key).is_some_and(|h| h.tx.is_closed())
+    }
+
+    /// Delivers a held record.
+    pub fn resolve(&self, key: &str) {
+        let held = lock(&self.held)
+            .remove(key)
+            .unwrap_or_else(|| panic!("{key} is not held"));
+        let _ = held.tx.send(Ok(held.metadata));
+    }
+
+    /// Fails a held record's delivery.
+    pub fn fail(&self, key: &str, message: &str) {
+        let held = lock(&self.held)
+            .remove(key)
+            .unwrap_or_else(|| panic!("{key} is not held"));
+        let _ = held.tx.send(Err(sink_error(message, false)));
+    }
+}
+
+fn sink_error(message: &str, retriable: bool) -> SinkError {
+    SinkError {
+        sink: "test sink".to_owned(),
+        message: message.to_owned(),
+        retriable,
+    }
+}
+
+#[async_trait]
+impl RecordSink for TestSink {
+    fn describe(&self) -> String {
+        "test sink".to_owned()
+    }
+
+    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
+        let key = key_of(record);
+        let attempt = {
+            let mut attempts = lock(&self.attempts);
+            let n = attempts.entry(key.clone()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let policy = lock(&self.policy).clone();
+        let plan = policy(&key, attempt);
+        if let Plan::Refuse { retriable } = plan {
+            return Err(sink_error(&format!("refused {key} (attempt {attempt})"), retriable));
+        }
+        lock(&self.accepted).push(key.clone());
+        let metadata = RecordMetadata {
+            topic: record.topic.clone(),
+            partition: Some(0),
+            offset: Some(self.next_offset.fetch_add(1, Ordering::SeqCst)),
+        };
+        Ok(match plan {
+            Plan::Ack => PendingDelivery::ready(Ok(metadata)),
+            Plan::FailDelivery(message) => PendingDelivery::ready(Err(sink_error(&message, false))),
+            Plan::Hold | Plan::Refuse { .. } => {
+                let (tx, rx) = oneshot::channel();
+                lock(&self.held).insert(key, Held { tx, metadata });
+                PendingDelivery::new(async move {
+                    rx.await
+                        .unwrap_or_else(|_| Err(sink_error("the test dropped a held delivery", false)))
+                })
+            }
+        })
+    }
+
+    async fn flush(&self, _timeout: Duration) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
