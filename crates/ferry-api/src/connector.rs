@@ -38,12 +38,26 @@ pub struct ConfigKey {
 impl ConfigKey {
     /// A required key.
     pub const fn required(name: &'static str, doc: &'static str) -> Self {
-        Self { name, required: true, default: None, doc }
+        Self {
+            name,
+            required: true,
+            default: None,
+            doc,
+        }
     }
 
     /// An optional key with a default (`None`: absent means "not set").
-    pub const fn optional(name: &'static str, default: Option<&'static str>, doc: &'static str) -> Self {
-        Self { name, required: false, default, doc }
+    pub const fn optional(
+        name: &'static str,
+        default: Option<&'static str>,
+        doc: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            required: false,
+            default,
+            doc,
+        }
     }
 }
 
@@ -57,7 +71,10 @@ impl ConfigKey {
 #[async_trait]
 pub trait OffsetStorageReader: Send + Sync {
     /// The committed offset of one partition, or `None` if none was ever committed.
-    async fn offset(&self, partition: &SourcePartition) -> Result<Option<SourceOffset>, OffsetReadError> {
+    async fn offset(
+        &self,
+        partition: &SourcePartition,
+    ) -> Result<Option<SourceOffset>, OffsetReadError> {
         let mut all = self.offsets(std::slice::from_ref(partition)).await?;
         Ok(all.pop().and_then(|(_, offset)| offset))
     }
@@ -79,21 +96,28 @@ pub trait OffsetStorageReaderExt: OffsetStorageReader {
         P: serde::Serialize + Sync,
         O: serde::de::DeserializeOwned,
     {
-        let map = ConnectMap::from_serde(partition).map_err(|e| OffsetReadError::InvalidPartition {
-            partition: "<typed partition>".to_owned(),
-            reason: e.to_string(),
-        })?;
+        let map =
+            ConnectMap::from_serde(partition).map_err(|e| OffsetReadError::InvalidPartition {
+                partition: "<typed partition>".to_owned(),
+                reason: e.to_string(),
+            })?;
         match self.offset(&map).await? {
             None => Ok(None),
             Some(offset) => offset
                 .to_serde()
                 .map(Some)
-                .map_err(|source| OffsetReadError::Type { partition: map.to_string(), source }),
+                .map_err(|source| OffsetReadError::Type {
+                    partition: map.to_string(),
+                    source,
+                }),
         }
     }
 
     /// The committed offsets of typed partitions, in request order.
-    async fn offsets_of<P, O>(&self, partitions: &[P]) -> Result<Vec<(P, Option<O>)>, OffsetReadError>
+    async fn offsets_of<P, O>(
+        &self,
+        partitions: &[P],
+    ) -> Result<Vec<(P, Option<O>)>, OffsetReadError>
     where
         P: serde::Serialize + Clone + Sync,
         O: serde::de::DeserializeOwned,
@@ -115,7 +139,10 @@ pub trait OffsetStorageReaderExt: OffsetStorageReader {
                 Some(o) => o
                     .to_serde()
                     .map(|o| (p.clone(), Some(o)))
-                    .map_err(|source| OffsetReadError::Type { partition: map.to_string(), source }),
+                    .map_err(|source| OffsetReadError::Type {
+                        partition: map.to_string(),
+                        source,
+                    }),
             })
             .collect()
     }

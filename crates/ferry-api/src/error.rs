@@ -12,12 +12,19 @@ pub struct ValueError {
 impl ValueError {
     /// An error about the field `key` (empty when it concerns the whole map).
     pub fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { key: key.into(), reason: reason.into() }
+        Self {
+            key: key.into(),
+            reason: reason.into(),
+        }
     }
 
     /// Puts `key` in front of the key path (`outer.inner`), for errors raised below a field.
     pub(crate) fn with_key(mut self, key: &str) -> Self {
-        self.key = if self.key.is_empty() { key.to_owned() } else { format!("{key}.{}", self.key) };
+        self.key = if self.key.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{key}.{}", self.key)
+        };
         self
     }
 
@@ -48,7 +55,9 @@ impl fmt::Display for ValueError {
 pub enum OffsetReadError {
     /// The offset stored for a partition cannot be decoded. Ferry never treats this as "no offset":
     /// the task must not silently start over.
-    #[error("the offset stored for partition {partition} of connector {connector:?} cannot be decoded: {reason}; inspect it with `ferry offsets get` and fix or reset it")]
+    #[error(
+        "the offset stored for partition {partition} of connector {connector:?} cannot be decoded: {reason}; inspect it with `ferry offsets get` and fix or reset it"
+    )]
     Undecodable {
         /// The connector whose offsets were read.
         connector: String,
@@ -66,7 +75,9 @@ pub enum OffsetReadError {
         reason: String,
     },
     /// A stored offset does not fit the type the task asked for.
-    #[error("the offset stored for partition {partition} does not fit the requested type: {source}")]
+    #[error(
+        "the offset stored for partition {partition} does not fit the requested type: {source}"
+    )]
     Type {
         /// The partition.
         partition: String,
@@ -104,12 +115,20 @@ pub struct ConnectError {
 impl ConnectError {
     /// A fatal error: the task fails with this message.
     pub fn fatal(message: impl Into<String>) -> Self {
-        Self { message: message.into(), retriable: false, source: None }
+        Self {
+            message: message.into(),
+            retriable: false,
+            source: None,
+        }
     }
 
     /// A transient error: the runtime backs off and tries again.
     pub fn retriable(message: impl Into<String>) -> Self {
-        Self { message: message.into(), retriable: true, source: None }
+        Self {
+            message: message.into(),
+            retriable: true,
+            source: None,
+        }
     }
 
     /// Attaches the underlying cause.
@@ -126,8 +145,18 @@ impl ConnectError {
 
 impl From<OffsetReadError> for ConnectError {
     fn from(e: OffsetReadError) -> Self {
-        let retriable = matches!(e, OffsetReadError::Store { retriable: true, .. });
-        Self { message: e.to_string(), retriable, source: Some(Box::new(e)) }
+        let retriable = matches!(
+            e,
+            OffsetReadError::Store {
+                retriable: true,
+                ..
+            }
+        );
+        Self {
+            message: e.to_string(),
+            retriable,
+            source: Some(Box::new(e)),
+        }
     }
 }
 

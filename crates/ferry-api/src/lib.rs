@@ -25,15 +25,17 @@
 mod connector;
 mod error;
 mod record;
+mod schema;
 mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, ConfigKey, OffsetStorageReader, OffsetStorageReaderExt, SourceConnector, SourceTask,
-    SourceTaskContext,
+    Config, ConfigIssue, ConfigKey, OffsetStorageReader, OffsetStorageReaderExt, SourceConnector,
+    SourceTask, SourceTaskContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use record::{Header, RecordMetadata, SourceRecord};
+pub use schema::{Field, Schema, SchemaKind};
 pub use value::{ConnectMap, SourceOffset, SourcePartition, Value};
 
 /// Re-exported so connector crates use the same `async_trait` as the traits.

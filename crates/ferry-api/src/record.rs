@@ -1,6 +1,7 @@
 //! Records a source task produces.
 
 use crate::error::ValueError;
+use crate::schema::Schema;
 use crate::value::{ConnectMap, SourceOffset, SourcePartition};
 
 /// A record header.
@@ -28,8 +29,13 @@ pub struct SourceRecord {
     pub kafka_partition: Option<i32>,
     /// Record key as JSON; `None` for no key.
     pub key: Option<serde_json::Value>,
+    /// The Kafka Connect schema of the key; `None`: schemaless (the default).
+    pub key_schema: Option<Schema>,
     /// Record value as JSON; `None` for a null value.
     pub value: Option<serde_json::Value>,
+    /// The Kafka Connect schema of the value; `None`: schemaless (the default). Converters that write
+    /// schemas (`JsonConverter` with `schemas.enable=true`) write it with the value.
+    pub value_schema: Option<Schema>,
     /// Headers.
     pub headers: Vec<Header>,
     /// Timestamp in milliseconds since the epoch.
@@ -55,7 +61,7 @@ impl SourceRecord {
         ))
     }
 
-    /// A record from already built maps.
+    /// A record from already built maps, without key, schemas, headers or timestamp.
     pub fn from_maps(
         source_partition: Option<SourcePartition>,
         source_offset: Option<SourceOffset>,
@@ -68,7 +74,9 @@ impl SourceRecord {
             topic: topic.into(),
             kafka_partition: None,
             key: None,
+            key_schema: None,
             value,
+            value_schema: None,
             headers: Vec::new(),
             timestamp: None,
         }
@@ -77,6 +85,33 @@ impl SourceRecord {
     /// Sets the key, builder style.
     pub fn with_key(mut self, key: serde_json::Value) -> Self {
         self.key = Some(key);
+        self
+    }
+
+    /// Sets the key's schema, builder style.
+    pub fn with_key_schema(mut self, schema: Schema) -> Self {
+        self.key_schema = Some(schema);
+        self
+    }
+
+    /// Sets the value's schema, builder style.
+    pub fn with_value_schema(mut self, schema: Schema) -> Self {
+        self.value_schema = Some(schema);
+        self
+    }
+
+    /// Adds a header, builder style.
+    pub fn with_header(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.headers.push(Header {
+            key: key.into(),
+            value,
+        });
+        self
+    }
+
+    /// Sets the destination Kafka partition, builder style.
+    pub fn with_kafka_partition(mut self, partition: i32) -> Self {
+        self.kafka_partition = Some(partition);
         self
     }
 

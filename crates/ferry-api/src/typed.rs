@@ -136,7 +136,10 @@ impl ser::Serializer for MapSerializer {
         Err(top_level_error("an enum variant"))
     }
     fn serialize_map(self, _: Option<usize>) -> Result<FieldsSerializer, SerdeError> {
-        Ok(FieldsSerializer { map: ConnectMap::new(), pending_key: None })
+        Ok(FieldsSerializer {
+            map: ConnectMap::new(),
+            pending_key: None,
+        })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<FieldsSerializer, SerdeError> {
         self.serialize_map(None)
@@ -173,7 +176,11 @@ impl ser::SerializeMap for FieldsSerializer {
 impl ser::SerializeStruct for FieldsSerializer {
     type Ok = ConnectMap;
     type Error = SerdeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), SerdeError> {
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerdeError> {
         self.put(key.to_owned(), value)
     }
     fn end(self) -> Result<ConnectMap, SerdeError> {
@@ -187,7 +194,9 @@ struct ValueSerializer;
 fn nested(what: &str) -> SerdeError {
     SerdeError(ValueError::new(
         "",
-        format!("{what} is not allowed: values must be null, boolean, integer, float, string or bytes"),
+        format!(
+            "{what} is not allowed: values must be null, boolean, integer, float, string or bytes"
+        ),
     ))
 }
 
@@ -236,7 +245,10 @@ impl ser::Serializer for ValueSerializer {
     }
     fn serialize_u64(self, v: u64) -> Result<Value, SerdeError> {
         i64::try_from(v).map(Value::Int64).map_err(|_| {
-            SerdeError(ValueError::new("", format!("{v} does not fit a 64-bit signed integer")))
+            SerdeError(ValueError::new(
+                "",
+                format!("{v} does not fit a 64-bit signed integer"),
+            ))
         })
     }
     fn serialize_f32(self, v: f32) -> Result<Value, SerdeError> {
@@ -266,10 +278,19 @@ impl ser::Serializer for ValueSerializer {
     fn serialize_unit_struct(self, _: &'static str) -> Result<Value, SerdeError> {
         Ok(Value::Null)
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<Value, SerdeError> {
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<Value, SerdeError> {
         Ok(Value::String(variant.to_owned()))
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<Value, SerdeError> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<Value, SerdeError> {
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -332,7 +353,11 @@ impl ser::Serializer for ByteSerializer {
     fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<u8, SerdeError> {
         Err(nested("a list"))
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result<u8, SerdeError> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<u8, SerdeError> {
         Err(nested("a list"))
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -384,7 +409,10 @@ impl<'de> de::Deserializer<'de> for MapDeserializer<'_> {
     type Error = SerdeError;
 
     fn deserialize_any<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
-        visitor.visit_map(FieldsAccess { iter: self.map.iter(), pending: None })
+        visitor.visit_map(FieldsAccess {
+            iter: self.map.iter(),
+            pending: None,
+        })
     }
 
     serde::forward_to_deserialize_any! {
@@ -401,7 +429,10 @@ struct FieldsAccess<'a, I> {
 impl<'de, 'a, I: Iterator<Item = (&'a str, &'a Value)>> de::MapAccess<'de> for FieldsAccess<'a, I> {
     type Error = SerdeError;
 
-    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, SerdeError> {
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, SerdeError> {
         match self.iter.next() {
             Some((k, v)) => {
                 self.pending = Some((k, v));
@@ -411,7 +442,10 @@ impl<'de, 'a, I: Iterator<Item = (&'a str, &'a Value)>> de::MapAccess<'de> for F
         }
     }
 
-    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, SerdeError> {
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, SerdeError> {
         let (key, value) = self
             .pending
             .take()
@@ -454,11 +488,18 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_> {
     /// base64 string (as in Kafka Connect), so a string is decoded.
     fn deserialize_seq<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         match self.value {
-            Value::Bytes(v) => visitor.visit_seq(de::value::SeqDeserializer::new(v.iter().copied())),
+            Value::Bytes(v) => {
+                visitor.visit_seq(de::value::SeqDeserializer::new(v.iter().copied()))
+            }
             Value::String(s) => {
-                let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| {
-                    SerdeError(ValueError::new("", format!("expected bytes as a base64 string: {e}")))
-                })?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|e| {
+                        SerdeError(ValueError::new(
+                            "",
+                            format!("expected bytes as a base64 string: {e}"),
+                        ))
+                    })?;
                 visitor.visit_seq(de::value::SeqDeserializer::new(bytes.into_iter()))
             }
             _ => self.deserialize_any(visitor),
@@ -483,7 +524,10 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_> {
             Value::String(s) => visitor.visit_enum(s.as_str().into_deserializer()),
             other => Err(SerdeError(ValueError::new(
                 "",
-                format!("expected a variant name as a string, found {}", other.type_name()),
+                format!(
+                    "expected a variant name as a string, found {}",
+                    other.type_name()
+                ),
             ))),
         }
     }

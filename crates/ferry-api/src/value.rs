@@ -135,7 +135,11 @@ impl ConnectMap {
     ///
     /// # Errors
     /// A non-finite float, naming the key.
-    pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> Result<Self, ValueError> {
+    pub fn with(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<Value>,
+    ) -> Result<Self, ValueError> {
         self.insert(key, value)?;
         Ok(self)
     }
@@ -144,7 +148,11 @@ impl ConnectMap {
     ///
     /// # Errors
     /// A non-finite float, naming the key.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Value>) -> Result<(), ValueError> {
+    pub fn insert(
+        &mut self,
+        key: impl Into<String>,
+        value: impl Into<Value>,
+    ) -> Result<(), ValueError> {
         let key = key.into();
         let value = value.into();
         value.check(&key)?;

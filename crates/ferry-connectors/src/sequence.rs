@@ -1,15 +1,16 @@
 //! SequenceSource: a data generator with exactly checkable output, for crash tests and benchmarks.
 //!
 //! Each source partition `p` (`{"partition": p}`) emits the records `{"partition": p, "seq": n}` for
-//! `n = 0, 1, 2, …` with the offset `{"seq": n}`. After a restart a partition resumes at its committed
+//! `n = 0, 1, 2, …` (value schema: a struct of `partition` int32 and `seq` int64) with the offset
+//! `{"seq": n}`. After a restart a partition resumes at its committed
 //! `seq + 1`, so a consumer can check for loss (a gap) and duplicates (a repeat) per partition.
 
 use std::sync::Arc;
 
 use ferry_api::{
-    Config, ConfigIssue, ConfigKey, ConnectError, ConnectMap, OffsetStorageReaderExt,
-    SourceConnector, SourceOffset, SourcePartition, SourceRecord, SourceTask, SourceTaskContext,
-    async_trait,
+    Config, ConfigIssue, ConfigKey, ConnectError, ConnectMap, Field, OffsetStorageReaderExt,
+    Schema, SourceConnector, SourceOffset, SourcePartition, SourceRecord, SourceTask,
+    SourceTaskContext, async_trait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,14 @@ pub struct SequencePartition {
 pub struct SequenceOffset {
     /// The sequence number, from 0; a partition resumes at `seq + 1`.
     pub seq: i64,
+}
+
+/// The schema of every record value: a struct `{partition: int32, seq: int64}` (both required).
+fn value_schema() -> Schema {
+    Schema::unnamed_struct([
+        Field::new("partition", Schema::int32()),
+        Field::new("seq", Schema::int64()),
+    ])
 }
 
 /// A parsed configuration (connector or task).
@@ -94,6 +103,12 @@ impl SequenceSourceConnector {
     /// The connector.
     pub fn new() -> Self {
         Self
+    }
+
+    /// The schema of every record value: an unnamed struct `{partition: int32, seq: int64}`, both
+    /// fields required.
+    pub fn value_schema() -> Schema {
+        value_schema()
     }
 }
 
@@ -202,6 +217,8 @@ struct Running {
     batch_size: usize,
     limit: Option<i64>,
     sequences: Vec<Sequence>,
+    /// [`value_schema`], cloned into every record.
+    schema: Schema,
     /// The sequence the next record comes from.
     cursor: usize,
     /// An error met after some records of the same poll were taken; returned by the next poll.
@@ -258,7 +275,7 @@ impl Running {
                 continue;
             }
             exhausted_in_a_row = 0;
-            match Self::record(seq, &self.topic) {
+            match Self::record(seq, &self.topic, &self.schema) {
                 Ok(record) => out.push(record),
                 Err(e) if out.is_empty() => return Err(e),
                 Err(e) => {
@@ -272,7 +289,11 @@ impl Running {
     }
 
     /// The next record of `seq`, advancing it only on success.
-    fn record(seq: &mut Sequence, topic: &str) -> Result<SourceRecord, ConnectError> {
+    fn record(
+        seq: &mut Sequence,
+        topic: &str,
+        schema: &Schema,
+    ) -> Result<SourceRecord, ConnectError> {
         let n = seq.next;
         let offset = ConnectMap::from_serde(&SequenceOffset { seq: n })?;
         let next = n.checked_add(1).ok_or_else(|| {
@@ -283,12 +304,10 @@ impl Running {
         })?;
         let value = serde_json::json!({ "partition": seq.partition, "seq": n });
         seq.next = next;
-        Ok(SourceRecord::from_maps(
-            Some(seq.map.clone()),
-            Some(offset),
-            topic,
-            Some(value),
-        ))
+        Ok(
+            SourceRecord::from_maps(Some(seq.map.clone()), Some(offset), topic, Some(value))
+                .with_value_schema(schema.clone()),
+        )
     }
 }
 
@@ -340,6 +359,7 @@ impl SourceTask for SequenceSourceTask {
             batch_size: parsed.batch_size,
             limit: parsed.records_per_partition,
             sequences,
+            schema: value_schema(),
             cursor: 0,
             deferred: None,
         });

@@ -28,16 +28,25 @@ fn sizes() -> Vec<usize> {
 
 fn write(partition: usize, position: i64) -> OffsetWrite {
     let p = ConnectMap::new()
-        .with("filename", format!("/var/log/app/partition-{partition:07}.log"))
+        .with(
+            "filename",
+            format!("/var/log/app/partition-{partition:07}.log"),
+        )
         .unwrap_or_default();
-    let o = ConnectMap::new().with("position", position).unwrap_or_default();
-    OffsetWrite { key: encode_key(CONNECTOR, Some(&p)), value: Some(encode_value(&o)) }
+    let o = ConnectMap::new()
+        .with("position", position)
+        .unwrap_or_default();
+    OffsetWrite {
+        key: encode_key(CONNECTOR, Some(&p)),
+        value: Some(encode_value(&o)),
+    }
 }
 
 fn fill(store: &FileStore, rt: &tokio::runtime::Runtime, size: usize) {
     for chunk_start in (0..size).step_by(50_000) {
-        let batch: Vec<OffsetWrite> =
-            (chunk_start..(chunk_start + 50_000).min(size)).map(|p| write(p, 0)).collect();
+        let batch: Vec<OffsetWrite> = (chunk_start..(chunk_start + 50_000).min(size))
+            .map(|p| write(p, 0))
+            .collect();
         if let Err(e) = rt.block_on(store.set(&batch)) {
             panic!("filling the bench store failed: {e}");
         }
@@ -45,7 +54,11 @@ fn fill(store: &FileStore, rt: &tokio::runtime::Runtime, size: usize) {
 }
 
 fn bench_flush_and_open(c: &mut Criterion) {
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => panic!("tokio runtime: {e}"),
     };
@@ -62,39 +75,55 @@ fn bench_flush_and_open(c: &mut Criterion) {
         fill(&store, &rt, size);
 
         let mut group = c.benchmark_group(format!("flush/store={size}"));
-        group.sample_size(30).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+        group
+            .sample_size(30)
+            .measurement_time(Duration::from_secs(4))
+            .warm_up_time(Duration::from_secs(1));
         for changed in [1usize, 100, 10_000] {
             if changed > size {
                 continue;
             }
             let mut round: i64 = 0;
             let mut cursor = 0usize;
-            group.bench_with_input(BenchmarkId::new("file_store", changed), &changed, |b, &changed| {
-                b.iter(|| {
-                    round += 1;
-                    let batch: Vec<OffsetWrite> =
-                        (0..changed).map(|i| write((cursor + i * 7919) % size, round)).collect();
-                    cursor = (cursor + changed) % size;
-                    if let Err(e) = rt.block_on(store.set(&batch)) {
-                        panic!("flush failed: {e}");
-                    }
-                });
-            });
+            group.bench_with_input(
+                BenchmarkId::new("file_store", changed),
+                &changed,
+                |b, &changed| {
+                    b.iter(|| {
+                        round += 1;
+                        let batch: Vec<OffsetWrite> = (0..changed)
+                            .map(|i| write((cursor + i * 7919) % size, round))
+                            .collect();
+                        cursor = (cursor + changed) % size;
+                        if let Err(e) = rt.block_on(store.set(&batch)) {
+                            panic!("flush failed: {e}");
+                        }
+                    });
+                },
+            );
             // The floor: the same number of bytes appended to a plain file, then one fdatasync.
             let bytes: usize = (0..changed).map(|i| write(i, 1).key.len() + 16).sum();
             let floor_path = dir.path().join(format!("floor-{changed}"));
-            let mut floor = match OpenOptions::new().create(true).append(true).open(&floor_path) {
+            let mut floor = match OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&floor_path)
+            {
                 Ok(f) => f,
                 Err(e) => panic!("{e}"),
             };
             let buf = vec![b'x'; bytes];
-            group.bench_with_input(BenchmarkId::new("append_fdatasync_floor", changed), &changed, |b, _| {
-                b.iter(|| {
-                    if let Err(e) = floor.write_all(&buf).and_then(|()| floor.sync_data()) {
-                        panic!("floor write: {e}");
-                    }
-                });
-            });
+            group.bench_with_input(
+                BenchmarkId::new("append_fdatasync_floor", changed),
+                &changed,
+                |b, _| {
+                    b.iter(|| {
+                        if let Err(e) = floor.write_all(&buf).and_then(|()| floor.sync_data()) {
+                            panic!("floor write: {e}");
+                        }
+                    });
+                },
+            );
         }
         group.finish();
         if let Err(e) = store.compact() {
@@ -103,7 +132,10 @@ fn bench_flush_and_open(c: &mut Criterion) {
         drop(store);
 
         let mut group = c.benchmark_group("open");
-        group.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(5))
+            .warm_up_time(Duration::from_secs(1));
         group.bench_with_input(BenchmarkId::new("file_store", size), &size, |b, &size| {
             b.iter(|| match FileStore::open(&path) {
                 Ok(store) => assert_eq!(store.len(), size),

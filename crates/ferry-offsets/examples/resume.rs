@@ -38,11 +38,21 @@ struct SequenceTask {
 #[async_trait]
 impl SourceTask for SequenceTask {
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
-        let partitions: Vec<SequencePartition> = (0..2).map(|partition| SequencePartition { partition }).collect();
+        let partitions: Vec<SequencePartition> = (0..2)
+            .map(|partition| SequencePartition { partition })
+            .collect();
         let reader = context.offset_storage_reader();
         for (p, offset) in reader.offsets_of::<_, SequenceOffset>(&partitions).await? {
             let next = offset.map_or(0, |o| o.seq + 1);
-            println!("partition {}: {}", p.partition, if next == 0 { "no committed offset, starting at 0".to_owned() } else { format!("resuming at seq {next}") });
+            println!(
+                "partition {}: {}",
+                p.partition,
+                if next == 0 {
+                    "no committed offset, starting at 0".to_owned()
+                } else {
+                    format!("resuming at seq {next}")
+                }
+            );
             self.next.push(next);
         }
         Ok(())
@@ -55,9 +65,16 @@ impl SourceTask for SequenceTask {
         self.emitted += 1;
         let mut records = Vec::new();
         for (p, next) in self.next.iter_mut().enumerate() {
-            let partition = SequencePartition { partition: p as i32 };
+            let partition = SequencePartition {
+                partition: p as i32,
+            };
             let value = serde_json::json!({ "partition": p, "seq": *next });
-            records.push(SourceRecord::new(&partition, &SequenceOffset { seq: *next }, "sequence", value)?);
+            records.push(SourceRecord::new(
+                &partition,
+                &SequenceOffset { seq: *next },
+                "sequence",
+                value,
+            )?);
             *next += 1;
         }
         Ok(records)
@@ -85,7 +102,9 @@ impl SourceTaskContext for Context {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().unwrap_or_else(|| "ferry-example-offsets.ferry".to_owned());
+    let path = args
+        .next()
+        .unwrap_or_else(|| "ferry-example-offsets.ferry".to_owned());
     let per_run: i64 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(5);
 
     let store: Arc<dyn OffsetBackingStore> = Arc::new(FileStore::open(&path)?);
@@ -93,15 +112,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let writer = OffsetWriter::new(CONNECTOR, store.clone());
     let acks = AckTracker::new();
 
-    let mut task = SequenceTask { next: Vec::new(), per_run, emitted: 0 };
-    task.start(Arc::new(Context { config: Config::new(), reader: reader.clone() })).await?;
+    let mut task = SequenceTask {
+        next: Vec::new(),
+        per_run,
+        emitted: 0,
+    };
+    task.start(Arc::new(Context {
+        config: Config::new(),
+        reader: reader.clone(),
+    }))
+    .await?;
     loop {
         let records = task.poll().await?;
         if records.is_empty() {
             break;
         }
         for record in records {
-            let submitted = acks.submit(record.source_partition.clone(), record.source_offset.clone());
+            let submitted = acks.submit(
+                record.source_partition.clone(),
+                record.source_offset.clone(),
+            );
             // The "sink" is stdout: printing is delivery, so the record is acknowledged right after.
             println!("{}", record.value.unwrap_or_default());
             submitted.ack();

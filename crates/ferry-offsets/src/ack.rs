@@ -101,25 +101,45 @@ impl AckTracker {
     }
 
     /// Submits a record in poll order; acknowledge the returned handle on delivery.
-    pub fn submit(&self, partition: Option<SourcePartition>, offset: Option<SourceOffset>) -> SubmittedRecord {
+    pub fn submit(
+        &self,
+        partition: Option<SourcePartition>,
+        offset: Option<SourceOffset>,
+    ) -> SubmittedRecord {
         let key = canonical_partition(partition.as_ref());
-        let state = Arc::new(RecordState { offset, acked: AtomicBool::new(false) });
+        let state = Arc::new(RecordState {
+            offset,
+            acked: AtomicBool::new(false),
+        });
         self.shared.unacked.fetch_add(1, Ordering::AcqRel);
         let queue_key: Arc<[u8]> = key.as_slice().into();
         self.queues()
             .entry(key)
-            .or_insert_with(|| Queue { partition, records: VecDeque::new() })
+            .or_insert_with(|| Queue {
+                partition,
+                records: VecDeque::new(),
+            })
             .records
             .push_back(state.clone());
-        SubmittedRecord { queue_key, state, shared: self.shared.clone() }
+        SubmittedRecord {
+            queue_key,
+            state,
+            shared: self.shared.clone(),
+        }
     }
 
     /// Removes a record that was never sent (so it will be submitted again). Returns whether it was
     /// still tracked. Only the last occurrence is searched, as it is normally the newest.
     pub fn remove(&self, record: &SubmittedRecord) -> bool {
         let mut queues = self.queues();
-        let Some(queue) = queues.get_mut(&*record.queue_key) else { return false };
-        let Some(pos) = queue.records.iter().rposition(|r| Arc::ptr_eq(r, &record.state)) else {
+        let Some(queue) = queues.get_mut(&*record.queue_key) else {
+            return false;
+        };
+        let Some(pos) = queue
+            .records
+            .iter()
+            .rposition(|r| Arc::ptr_eq(r, &record.state))
+        else {
             return false;
         };
         queue.records.remove(pos);
@@ -141,7 +161,11 @@ impl AckTracker {
         let mut queues = self.queues();
         queues.retain(|_, queue| {
             let mut last = None;
-            while queue.records.front().is_some_and(|r| r.acked.load(Ordering::Acquire)) {
+            while queue
+                .records
+                .front()
+                .is_some_and(|r| r.acked.load(Ordering::Acquire))
+            {
                 if let Some(r) = queue.records.pop_front() {
                     result.committable_records += 1;
                     // A null offset commits nothing itself, and must not hide an earlier one.
@@ -157,7 +181,11 @@ impl AckTracker {
             if pending > 0 {
                 result.pending_records += pending;
                 result.pending_partitions += 1;
-                if result.largest_pending.as_ref().is_none_or(|(_, n)| pending > *n) {
+                if result
+                    .largest_pending
+                    .as_ref()
+                    .is_none_or(|(_, n)| pending > *n)
+                {
                     result.largest_pending = Some((queue.partition.clone(), pending));
                 }
             }

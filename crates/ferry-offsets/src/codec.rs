@@ -38,8 +38,16 @@ impl CodecError {
     fn new(what: &'static str, reason: impl fmt::Display, bytes: &[u8]) -> Self {
         const MAX: usize = 120;
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]).into_owned();
-        let preview = if bytes.len() > MAX { format!("{text}…") } else { text };
-        Self { what, reason: reason.to_string(), preview }
+        let preview = if bytes.len() > MAX {
+            format!("{text}…")
+        } else {
+            text
+        };
+        Self {
+            what,
+            reason: reason.to_string(),
+            preview,
+        }
     }
 
     /// What failed to decode and why.
@@ -161,9 +169,14 @@ impl<'de> de::Visitor<'de> for KeyVisitor {
             .next_element_seed(OptionalMap)?
             .ok_or_else(|| de::Error::invalid_length(1, &self))?;
         if seq.next_element::<de::IgnoredAny>()?.is_some() {
-            return Err(de::Error::custom("the key array has more than two elements"));
+            return Err(de::Error::custom(
+                "the key array has more than two elements",
+            ));
         }
-        Ok(OffsetKey { connector, partition: partition.map(|m| m.0) })
+        Ok(OffsetKey {
+            connector,
+            partition: partition.map(|m| m.0),
+        })
     }
 }
 
@@ -229,8 +242,12 @@ impl<'de> de::DeserializeSeed<'de> for ValueSeed {
         let text = raw.get();
         match text.as_bytes().first() {
             Some(b'-' | b'0'..=b'9') => parse_number(text).map_err(de::Error::custom),
-            Some(b'[') => Err(de::Error::custom("nested lists are not allowed in partitions or offsets")),
-            Some(b'{') => Err(de::Error::custom("nested objects are not allowed in partitions or offsets")),
+            Some(b'[') => Err(de::Error::custom(
+                "nested lists are not allowed in partitions or offsets",
+            )),
+            Some(b'{') => Err(de::Error::custom(
+                "nested objects are not allowed in partitions or offsets",
+            )),
             _ => serde_json::Deserializer::from_str(text)
                 .deserialize_any(self)
                 .map_err(de::Error::custom),

@@ -111,7 +111,9 @@ impl StoreError {
 #[non_exhaustive]
 pub enum FlushError {
     /// Another flush of the same writer did not finish within the timeout.
-    #[error("offset flush of connector {connector:?} not started: another flush is still running after {waited_ms} ms")]
+    #[error(
+        "offset flush of connector {connector:?} not started: another flush is still running after {waited_ms} ms"
+    )]
     FlushInProgress {
         /// The connector.
         connector: String,
@@ -119,13 +121,17 @@ pub enum FlushError {
         waited_ms: u128,
     },
     /// No flush was begun, or it was cancelled before `flush` ran.
-    #[error("offset flush of connector {connector:?}: no flush in progress (call begin_flush first)")]
+    #[error(
+        "offset flush of connector {connector:?}: no flush in progress (call begin_flush first)"
+    )]
     NotBegun {
         /// The connector.
         connector: String,
     },
     /// The store failed; the offsets were staged again and the next flush retries them.
-    #[error("offset flush of connector {connector:?} failed; the offsets will be retried: {source}")]
+    #[error(
+        "offset flush of connector {connector:?} failed; the offsets will be retried: {source}"
+    )]
     Store {
         /// The connector.
         connector: String,

@@ -14,6 +14,7 @@ mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+pub mod jackson;
 mod json;
 mod reader;
 mod store;
@@ -22,11 +23,13 @@ mod writer;
 
 pub use ack::{AckTracker, CommittableOffsets, SubmittedRecord};
 pub use codec::{
-    CodecError, OffsetKey, canonical_partition, decode_key, decode_value, encode_key, encode_value, loose_partition,
+    CodecError, OffsetKey, canonical_partition, decode_key, decode_value, encode_key, encode_value,
+    loose_partition,
 };
 pub use error::{FlushError, StoreError};
 pub use reader::StoreOffsetReader;
 pub use store::file::{FileStore, FileStoreOptions};
 pub use store::memory::MemoryStore;
 pub use store::{OffsetBackingStore, OffsetWrite, StoredOffset};
+pub use table::{LogOrder, OffsetTable};
 pub use writer::OffsetWriter;

@@ -31,7 +31,11 @@ pub struct StoreOffsetReader {
 impl StoreOffsetReader {
     /// A reader of `connector`'s offsets in `store`.
     pub fn new(connector: impl Into<String>, store: Arc<dyn OffsetBackingStore>) -> Self {
-        Self { connector: connector.into(), store, closed: AtomicBool::new(false) }
+        Self {
+            connector: connector.into(),
+            store,
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// Closes the reader (its task stopped or was cancelled); later calls fail.
@@ -74,7 +78,9 @@ impl StoreOffsetReader {
             }
         }
         for partition in missed {
-            let Some(loose) = codec::loose_partition(Some(partition)) else { continue };
+            let Some(loose) = codec::loose_partition(Some(partition)) else {
+                continue;
+            };
             let wanted = canonical_partition(Some(partition));
             for (similar, value) in by_loose.get(&loose).into_iter().flatten() {
                 if canonical_partition(Some(similar)) != wanted {
@@ -102,10 +108,19 @@ impl OffsetStorageReader for StoreOffsetReader {
         partitions: &[SourcePartition],
     ) -> Result<Vec<(SourcePartition, Option<SourceOffset>)>, OffsetReadError> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(OffsetReadError::Closed { connector: self.connector.clone() });
+            return Err(OffsetReadError::Closed {
+                connector: self.connector.clone(),
+            });
         }
-        let keys: Vec<Vec<u8>> = partitions.iter().map(|p| encode_key(&self.connector, Some(p))).collect();
-        let values = self.store.get(&keys).await.map_err(|e| self.store_error(&e))?;
+        let keys: Vec<Vec<u8>> = partitions
+            .iter()
+            .map(|p| encode_key(&self.connector, Some(p)))
+            .collect();
+        let values = self
+            .store
+            .get(&keys)
+            .await
+            .map_err(|e| self.store_error(&e))?;
         let mut result = Vec::with_capacity(partitions.len());
         let mut missed = Vec::new();
         for (partition, value) in partitions.iter().zip(values) {
@@ -114,11 +129,15 @@ impl OffsetStorageReader for StoreOffsetReader {
                     missed.push(partition);
                     None
                 }
-                Some(bytes) => Some(decode_value(&bytes).map_err(|e| OffsetReadError::Undecodable {
-                    connector: self.connector.clone(),
-                    partition: partition.to_string(),
-                    reason: e.to_string(),
-                })?),
+                Some(bytes) => {
+                    Some(
+                        decode_value(&bytes).map_err(|e| OffsetReadError::Undecodable {
+                            connector: self.connector.clone(),
+                            partition: partition.to_string(),
+                            reason: e.to_string(),
+                        })?,
+                    )
+                }
             };
             result.push((partition.clone(), offset));
         }

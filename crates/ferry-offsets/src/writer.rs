@@ -77,15 +77,16 @@ impl OffsetWriter {
     /// # Errors
     /// [`FlushError::FlushInProgress`] when an earlier flush is still running after `timeout`.
     pub async fn begin_flush(&self, timeout: Duration) -> Result<bool, FlushError> {
-        let permit = match tokio::time::timeout(timeout, self.flush_slot.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => permit,
-            _ => {
-                return Err(FlushError::FlushInProgress {
-                    connector: self.connector.clone(),
-                    waited_ms: timeout.as_millis(),
-                });
-            }
-        };
+        let permit =
+            match tokio::time::timeout(timeout, self.flush_slot.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                _ => {
+                    return Err(FlushError::FlushInProgress {
+                        connector: self.connector.clone(),
+                        waited_ms: timeout.as_millis(),
+                    });
+                }
+            };
         let mut state = self.state();
         if state.to_flush.is_some() {
             // A flush whose future was dropped without `cancel_flush`: treat it as cancelled.
@@ -112,7 +113,9 @@ impl OffsetWriter {
         let (id, batch, _slot) = {
             let mut state = self.state();
             let Some(to_flush) = &state.to_flush else {
-                return Err(FlushError::NotBegun { connector: self.connector.clone() });
+                return Err(FlushError::NotBegun {
+                    connector: self.connector.clone(),
+                });
             };
             let batch: Vec<OffsetWrite> = to_flush
                 .values()
@@ -137,7 +140,10 @@ impl OffsetWriter {
             }
             Err(source) => {
                 Self::restage(&mut state);
-                Err(FlushError::Store { connector: self.connector.clone(), source })
+                Err(FlushError::Store {
+                    connector: self.connector.clone(),
+                    source,
+                })
             }
         }
     }

@@ -11,7 +11,8 @@ use ferry_api::{
     SourceTaskContext, async_trait,
 };
 use ferry_runtime::config::{
-    ConfigError, ConfigErrors, ConnectorConfig, ErrorTolerance, Properties, SinkSpec, WorkerConfig,
+    ConfigError, ConfigErrors, ConnectorConfig, ConverterSpec, ErrorTolerance, OffsetStorageSpec,
+    Properties, SinkSpec, WorkerConfig,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -143,8 +144,8 @@ fn a_connect_standalone_file_parses() {
     let (logs, _guard) = Logs::capture();
     let worker = WorkerConfig::from_properties(&props).expect("valid worker config");
     assert_eq!(
-        worker.offset_storage_file,
-        PathBuf::from("/tmp/connect.offsets")
+        worker.offset_storage_file(),
+        Some(Path::new("/tmp/connect.offsets"))
     );
     assert_eq!(worker.offset_flush_interval, Duration::from_secs(10));
     assert_eq!(worker.offset_flush_timeout, Duration::from_secs(5));
@@ -157,11 +158,24 @@ fn a_connect_standalone_file_parses() {
         SinkSpec::File(PathBuf::from("/tmp/café\t.jsonl"))
     );
 
-    // Ignored Kafka Connect keys: one WARN each, naming file, line and key.
+    assert_eq!(
+        worker.value_converter,
+        ConverterSpec::Json {
+            schemas_enable: true
+        }
+    );
+
+    // Ignored Kafka Connect keys: one WARN each, naming file, line and key. The converters are read,
+    // but records go to a file, so they have no effect either.
     let logs = logs.text();
     assert_eq!(
         logs.matches("has no effect in this build").count(),
-        5,
+        1,
+        "{logs}"
+    );
+    assert_eq!(
+        logs.matches("has no effect with sink=file:").count(),
+        4,
         "{logs}"
     );
     assert!(
@@ -180,11 +194,17 @@ fn defaults_apply_when_keys_are_absent() {
     assert_eq!(
         worker,
         WorkerConfig {
-            offset_storage_file: PathBuf::from("offsets.dat"),
+            offset_storage: OffsetStorageSpec::File(PathBuf::from("offsets.dat")),
             offset_flush_interval: Duration::from_millis(60_000),
             offset_flush_timeout: Duration::from_millis(5_000),
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
             sink: SinkSpec::Stdout,
+            key_converter: ConverterSpec::Json {
+                schemas_enable: true
+            },
+            value_converter: ConverterSpec::Json {
+                schemas_enable: true
+            },
         }
     );
 }
@@ -200,7 +220,10 @@ fn relative_paths_stay_as_given_and_zero_grace_is_allowed() {
         ],
     );
     let worker = WorkerConfig::from_properties(&props).expect("valid");
-    assert_eq!(worker.offset_storage_file, PathBuf::from("data/offsets"));
+    assert_eq!(
+        worker.offset_storage_file(),
+        Some(Path::new("data/offsets"))
+    );
     assert_eq!(
         worker.sink,
         SinkSpec::File(PathBuf::from("out/records.jsonl"))
@@ -275,8 +298,8 @@ fn every_worker_problem_is_reported_at_once_with_file_key_and_line() {
                 offset.flush.interval.ms=soon\n\
                 offset.flush.timeout.ms=0\n\
                 offset.flush.interval=100\n\
-                sink=kafka\n\
-                bootstrap.servers=localhost:9092\n\
+                sink=kafka:x\n\
+                bootstrap.servers= \n\
                 colour=blue\n\
                 task.shutdown.graceful.timeout.ms=-1\n";
     let (_dir, path, props) = load("worker.properties", text.as_bytes());
@@ -315,18 +338,18 @@ fn every_worker_problem_is_reported_at_once_with_file_key_and_line() {
     let kafka = error_for(&errors, "bootstrap.servers");
     assert_names(kafka, &path, "bootstrap.servers", 6);
     assert!(
-        kafka.to_string().contains(
-            "the Kafka sink is not available in this build yet; use sink=file:PATH or sink=stdout"
-        ),
+        kafka
+            .to_string()
+            .contains("must list at least one broker, e.g. localhost:9092"),
         "{kafka}"
     );
 
     let unknown = error_for(&errors, "colour");
     assert_names(unknown, &path, "colour", 7);
     assert!(
-        unknown
-            .to_string()
-            .contains("accepted keys: offset.flush.interval.ms,"),
+        unknown.to_string().contains(
+            "accepted keys: bootstrap.servers, header.converter, key.converter, key.converter.*,"
+        ),
         "{unknown}"
     );
 
@@ -492,7 +515,10 @@ fn tolerance_tasks_and_converters() {
                 "value.converter",
                 "org.apache.kafka.connect.storage.StringConverter",
             ),
-            ("header.converter", "x"),
+            (
+                "header.converter",
+                "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+            ),
         ],
     );
     let (logs, _guard) = Logs::capture();
@@ -503,9 +529,12 @@ fn tolerance_tasks_and_converters() {
         (config.tasks_max, config.errors_tolerance),
         (4, ErrorTolerance::All)
     );
+    // The connector's value converter overrides the worker's; its key converter is the worker's.
+    assert_eq!(config.value_converter, Some(ConverterSpec::String));
+    assert_eq!(config.key_converter, None);
     assert_eq!(
-        logs.text().matches("has no effect yet").count(),
-        2,
+        logs.text().matches("has no effect").count(),
+        0,
         "{}",
         logs.text()
     );

@@ -46,7 +46,10 @@ fn init_logging() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ferry: cannot start the async runtime: {e}");
@@ -55,7 +58,9 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Standalone { worker, connectors } => standalone::run(&worker, &connectors).await,
+            Command::Standalone { worker, connectors } => {
+                standalone::run(&worker, &connectors).await
+            }
             Command::Offsets { action } => offsets::run(action).await,
         }
     });

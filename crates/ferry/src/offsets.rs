@@ -1,11 +1,16 @@
 //! `ferry offsets list|get|set|reset`: work on the offset store directly, in Kafka Connect's
-//! `{"offsets":[{"partition":…,"offset":…}]}` shape. The store's lock refuses this while a worker runs.
+//! `{"offsets":[{"partition":…,"offset":…}]}` shape, on the worker's offset store (`offset.storage`:
+//! the offsets file, whose lock refuses this while a worker runs, or the Kafka offsets topic, which
+//! cannot be locked: stop the connector first).
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use ferry_api::{ConnectMap, OffsetStorageReader};
-use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key, encode_value};
+use ferry_offsets::{
+    OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key, encode_value,
+};
+use ferry_runtime::config::OffsetStorageSpec;
 
 use crate::standalone::{load_worker, open_store};
 
@@ -58,8 +63,17 @@ fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
 }
 
 fn entry(partition: Option<&ConnectMap>, offset: Option<&ConnectMap>) -> String {
-    let json = |m: Option<&ConnectMap>| m.map_or_else(|| "null".to_owned(), |m| String::from_utf8_lossy(&encode_value(m)).into_owned());
-    format!("{{\"partition\":{},\"offset\":{}}}", json(partition), json(offset))
+    let json = |m: Option<&ConnectMap>| {
+        m.map_or_else(
+            || "null".to_owned(),
+            |m| String::from_utf8_lossy(&encode_value(m)).into_owned(),
+        )
+    };
+    format!(
+        "{{\"partition\":{},\"offset\":{}}}",
+        json(partition),
+        json(offset)
+    )
 }
 
 fn print_offsets(entries: &[String]) {
@@ -68,19 +82,39 @@ fn print_offsets(entries: &[String]) {
 
 pub(crate) async fn run(action: Action) -> Result<(), String> {
     let target = match &action {
-        Action::List(t) | Action::Get { target: t, .. } | Action::Set { target: t, .. } | Action::Reset { target: t, .. } => t,
+        Action::List(t)
+        | Action::Get { target: t, .. }
+        | Action::Set { target: t, .. }
+        | Action::Reset { target: t, .. } => t,
     };
     let config = load_worker(&target.worker)?;
     let store = open_store(&config).await?;
     let connector = target.connector.clone();
+    if matches!(config.offset_storage, OffsetStorageSpec::Kafka(_))
+        && matches!(action, Action::Set { .. } | Action::Reset { .. })
+    {
+        // A file store is locked while a worker uses it; a Kafka topic cannot be: a running task would
+        // not see the change and its next commit would overwrite it.
+        tracing::warn!(
+            "offsets in {} can be changed while a worker runs connector {connector:?}; stop it first (Kafka \
+             Connect requires the connector to be STOPPED), or its next commit overwrites this change",
+            store.describe()
+        );
+    }
     match action {
         Action::List(_) => {
-            let stored = store.connector_offsets(&connector).await.map_err(|e| e.to_string())?;
+            let stored = store
+                .connector_offsets(&connector)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut entries = Vec::with_capacity(stored.len());
             for (key, value) in stored {
                 let key = decode_key(&key).map_err(|e| e.to_string())?;
-                let offset = decode_value(&value)
-                    .map_err(|e| format!("the stored offset of a partition of {connector:?} cannot be decoded: {e}"))?;
+                let offset = decode_value(&value).map_err(|e| {
+                    format!(
+                        "the stored offset of a partition of {connector:?} cannot be decoded: {e}"
+                    )
+                })?;
                 entries.push(entry(key.partition.as_ref(), Some(&offset)));
             }
             print_offsets(&entries);
@@ -89,12 +123,22 @@ pub(crate) async fn run(action: Action) -> Result<(), String> {
             let partition = parse_map("partition", &partition)?;
             let reader = StoreOffsetReader::new(connector, store.clone());
             let offset = reader.offset(&partition).await.map_err(|e| e.to_string())?;
-            print_offsets(&offset.map(|o| entry(Some(&partition), Some(&o))).into_iter().collect::<Vec<_>>());
+            print_offsets(
+                &offset
+                    .map(|o| entry(Some(&partition), Some(&o)))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            );
         }
-        Action::Set { partition, offset, .. } => {
+        Action::Set {
+            partition, offset, ..
+        } => {
             let partition = parse_map("partition", &partition)?;
             let offset = parse_map("offset", &offset)?;
-            let write = OffsetWrite { key: encode_key(&connector, Some(&partition)), value: Some(encode_value(&offset)) };
+            let write = OffsetWrite {
+                key: encode_key(&connector, Some(&partition)),
+                value: Some(encode_value(&offset)),
+            };
             store.set(&[write]).await.map_err(|e| e.to_string())?;
             print_offsets(&[entry(Some(&partition), Some(&offset))]);
         }
@@ -109,9 +153,15 @@ pub(crate) async fn run(action: Action) -> Result<(), String> {
                     .map(|(key, _)| key)
                     .collect(),
             };
-            let batch: Vec<OffsetWrite> = keys.into_iter().map(|key| OffsetWrite { key, value: None }).collect();
+            let batch: Vec<OffsetWrite> = keys
+                .into_iter()
+                .map(|key| OffsetWrite { key, value: None })
+                .collect();
             store.set(&batch).await.map_err(|e| e.to_string())?;
-            eprintln!("reset {} partition(s) of connector {connector:?}", batch.len());
+            eprintln!(
+                "reset {} partition(s) of connector {connector:?}",
+                batch.len()
+            );
             print_offsets(&[]);
         }
     }

@@ -4,8 +4,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferry_api::SourceConnector;
+use ferry_kafka::{
+    KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSink, KafkaSinkConfig, RecordConverters,
+};
 use ferry_offsets::{FileStore, OffsetBackingStore};
-use ferry_runtime::config::{ConnectorConfig, ErrorTolerance, Properties, SinkSpec, WorkerConfig};
+use ferry_runtime::config::{
+    ConnectorConfig, ErrorTolerance, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
+};
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
 use ferry_runtime::{ConnectorSpec, Worker, WorkerSettings};
 
@@ -23,17 +28,101 @@ pub(crate) fn load_worker(path: &Path) -> Result<WorkerConfig, String> {
     WorkerConfig::from_properties(&props).map_err(|e| e.to_string())
 }
 
-/// Opens the worker's offset store; refuses a damaged or locked one without touching it.
-pub(crate) async fn open_store(config: &WorkerConfig) -> Result<Arc<FileStore>, String> {
-    let path = config.offset_storage_file.clone();
-    let store = tokio::task::spawn_blocking(move || FileStore::open(path))
-        .await
-        .map_err(|e| format!("opening the offset store panicked: {e}"))?
-        .map_err(|e| e.to_string())?;
-    Ok(Arc::new(store))
+/// Opens the worker's offset store (`offset.storage`): the offsets file, refused without being touched
+/// when damaged or locked; or the Kafka offsets topic, created compacted when missing and read to its
+/// end.
+pub(crate) async fn open_store(
+    config: &WorkerConfig,
+) -> Result<Arc<dyn OffsetBackingStore>, String> {
+    match &config.offset_storage {
+        OffsetStorageSpec::File(path) => {
+            let path = path.clone();
+            let store = tokio::task::spawn_blocking(move || FileStore::open(path))
+                .await
+                .map_err(|e| format!("opening the offset store panicked: {e}"))?
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(store))
+        }
+        OffsetStorageSpec::Kafka(spec) => {
+            let mut store_config =
+                KafkaOffsetStoreConfig::new(spec.bootstrap_servers.clone(), spec.topic.clone());
+            store_config.partitions = spec.partitions;
+            store_config.replication_factor = spec.replication_factor;
+            store_config.client_overrides = spec.client_overrides.to_vec();
+            let store = KafkaOffsetStore::open(store_config)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(store))
+        }
+    }
 }
 
-pub(crate) async fn run(worker_file: &Path, connector_files: &[std::path::PathBuf]) -> Result<(), String> {
+/// The worker's sink, and for the Kafka sink the shared producer connectors' sinks are made from.
+async fn open_sink(
+    config: &WorkerConfig,
+) -> Result<(Arc<dyn RecordSink>, Option<KafkaSink>), String> {
+    Ok(match &config.sink {
+        SinkSpec::File(path) => (
+            Arc::new(FileSink::open(path).await.map_err(|e| e.to_string())?),
+            None,
+        ),
+        SinkSpec::Stdout => (
+            Arc::new(StdoutSink::new().map_err(|e| e.to_string())?),
+            None,
+        ),
+        SinkSpec::Kafka {
+            bootstrap_servers,
+            producer_overrides,
+        } => {
+            let kafka = KafkaSink::new(&KafkaSinkConfig {
+                bootstrap_servers: bootstrap_servers.clone(),
+                producer_overrides: producer_overrides.clone(),
+                converters: RecordConverters::new(config.key_converter, config.value_converter),
+            })
+            .map_err(|e| e.to_string())?;
+            (Arc::new(kafka.clone()), Some(kafka))
+        }
+    })
+}
+
+/// The sink of one connector: the worker's, or for Kafka the shared producer with the connector's
+/// `key.converter` / `value.converter` where it sets them.
+fn connector_sink(
+    connector: &ConnectorConfig,
+    config: &WorkerConfig,
+    sink: &Arc<dyn RecordSink>,
+    kafka: Option<&KafkaSink>,
+) -> Arc<dyn RecordSink> {
+    let Some(kafka) = kafka else {
+        if connector.key_converter.is_some() || connector.value_converter.is_some() {
+            tracing::warn!(
+                connector = %connector.name,
+                "connector {:?}: key.converter / value.converter have no effect with sink={} (converters apply to \
+                 records sent to Kafka); ignored",
+                connector.name,
+                config.sink
+            );
+        }
+        return sink.clone();
+    };
+    let converters = RecordConverters::new(
+        connector.key_converter.unwrap_or(config.key_converter),
+        connector.value_converter.unwrap_or(config.value_converter),
+    );
+    tracing::info!(
+        connector = %connector.name,
+        "connector {:?}: keys converted with {}, values with {}",
+        connector.name,
+        converters.key.spec(),
+        converters.value.spec()
+    );
+    Arc::new(kafka.with_converters(converters))
+}
+
+pub(crate) async fn run(
+    worker_file: &Path,
+    connector_files: &[std::path::PathBuf],
+) -> Result<(), String> {
     // Everything is validated before anything starts.
     let config = load_worker(worker_file)?;
     let mut connectors = Vec::new();
@@ -41,8 +130,10 @@ pub(crate) async fn run(worker_file: &Path, connector_files: &[std::path::PathBu
     for file in connector_files {
         match Properties::load(file)
             .map_err(|e| e.to_string())
-            .and_then(|props| ConnectorConfig::from_properties(&props, resolve_connector).map_err(|e| e.to_string()))
-        {
+            .and_then(|props| {
+                ConnectorConfig::from_properties(&props, resolve_connector)
+                    .map_err(|e| e.to_string())
+            }) {
             Ok(parsed) => connectors.push(parsed),
             Err(e) => problems.push(e),
         }
@@ -53,15 +144,15 @@ pub(crate) async fn run(worker_file: &Path, connector_files: &[std::path::PathBu
     let mut names = std::collections::HashSet::new();
     for (c, _) in &connectors {
         if !names.insert(c.name.clone()) {
-            return Err(format!("two connector files use the name {:?}; names must be unique (they key the offsets)", c.name));
+            return Err(format!(
+                "two connector files use the name {:?}; names must be unique (they key the offsets)",
+                c.name
+            ));
         }
     }
 
     let store = open_store(&config).await?;
-    let sink: Arc<dyn RecordSink> = match &config.sink {
-        SinkSpec::File(path) => Arc::new(FileSink::open(path).await.map_err(|e| e.to_string())?),
-        SinkSpec::Stdout => Arc::new(StdoutSink::new().map_err(|e| e.to_string())?),
-    };
+    let (sink, kafka) = open_sink(&config).await?;
     tracing::info!(
         "ferry standalone: offsets in {}, records to {}, committing every {} ms",
         store.describe(),
@@ -73,22 +164,25 @@ pub(crate) async fn run(worker_file: &Path, connector_files: &[std::path::PathBu
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
     };
-    let store_dyn: Arc<dyn OffsetBackingStore> = store.clone();
-    let worker = Worker::new(settings, store_dyn, sink.clone());
+    // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must
+    // stop the worker cleanly, never kill the process by the default action.
+    let signals = StopSignals::listen()?;
+    let worker = Worker::new(settings, store.clone(), sink.clone());
     for (connector_config, connector) in &connectors {
+        let connector_sink = connector_sink(connector_config, &config, &sink, kafka.as_ref());
         let spec = ConnectorSpec {
             name: connector_config.name.clone(),
             tasks_max: connector_config.tasks_max,
             tolerate_delivery_errors: connector_config.errors_tolerance == ErrorTolerance::All,
             config: connector_config.props.clone(),
         };
-        if let Err(e) = worker.start_connector(spec, connector.as_ref()) {
+        if let Err(e) = worker.start_connector_with_sink(spec, connector.as_ref(), connector_sink) {
             worker.shutdown().await;
             return Err(e.to_string());
         }
     }
 
-    wait_for_signal().await?;
+    signals.wait().await;
     tracing::info!("stopping: waiting for outstanding records, committing offsets");
     worker.shutdown().await;
     if let Err(e) = sink.flush(config.offset_flush_timeout).await {
@@ -98,13 +192,27 @@ pub(crate) async fn run(worker_file: &Path, connector_files: &[std::path::PathBu
     Ok(())
 }
 
-async fn wait_for_signal() -> Result<(), String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot listen for SIGINT: {e}"))?;
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
+/// The SIGTERM and SIGINT listeners. A signal that arrives after [`StopSignals::listen`] is kept until
+/// [`StopSignals::wait`] takes it.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> Result<Self, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate())
+            .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
+        let int = signal(SignalKind::interrupt())
+            .map_err(|e| format!("cannot listen for SIGINT: {e}"))?;
+        Ok(Self { term, int })
     }
-    Ok(())
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => tracing::info!("SIGTERM received"),
+            _ = self.int.recv() => tracing::info!("SIGINT received"),
+        }
+    }
 }

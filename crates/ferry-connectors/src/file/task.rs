@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_api::{
-    ConnectError, OffsetStorageReaderExt, SourceRecord, SourceTask, SourceTaskContext, async_trait,
+    ConnectError, OffsetStorageReaderExt, Schema, SourceRecord, SourceTask, SourceTaskContext,
+    async_trait,
 };
 
 use super::config::{FileTaskConfig, TruncationPolicy};
@@ -60,7 +61,19 @@ impl Default for FileStreamSourceTask {
 
 impl Running {
     /// One synchronous round over the files. Never returns an error together with lost lines.
+    ///
+    /// Every record's value is the line as a string with Kafka Connect's `Schema.STRING_SCHEMA` (a
+    /// required string), as Kafka Connect's FileStreamSourceTask declares it; keys are null without a
+    /// schema.
     fn poll_now(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        let mut out = self.poll_lines()?;
+        for record in &mut out {
+            record.value_schema = Some(Schema::string());
+        }
+        Ok(out)
+    }
+
+    fn poll_lines(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
@@ -117,7 +130,7 @@ impl SourceTask for FileStreamSourceTask {
                 Some(FileOffset { position }) => u64::try_from(position).map_err(|_| {
                     ConnectError::fatal(format!(
                         "FileStreamSource: the committed offset of file {:?} has a negative position {position}; \
-                         reset it with `ferry offsets reset` (or set a valid one with `ferry offsets alter`)",
+                         reset it with `ferry offsets reset` (or set a valid one with `ferry offsets set`)",
                         partition.filename
                     ))
                 })?,

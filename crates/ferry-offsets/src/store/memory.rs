@@ -23,7 +23,9 @@ impl MemoryStore {
     fn table(&self) -> MutexGuard<'_, OffsetTable> {
         // A panic while holding the lock cannot leave the table half-updated (apply is one call per
         // write and the batch is applied under one guard), so a poisoned lock is still consistent.
-        self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.table
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -35,7 +37,10 @@ impl OffsetBackingStore for MemoryStore {
 
     async fn get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let table = self.table();
-        Ok(keys.iter().map(|k| table.get(k).map(<[u8]>::to_vec)).collect())
+        Ok(keys
+            .iter()
+            .map(|k| table.get(k).map(<[u8]>::to_vec))
+            .collect())
     }
 
     async fn set(&self, batch: &[OffsetWrite]) -> Result<(), StoreError> {

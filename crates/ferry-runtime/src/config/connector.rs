@@ -4,10 +4,10 @@ use std::fmt;
 
 use ferry_api::{Config, SourceConnector};
 
+use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::error::{ConfigError, ConfigErrors};
 use super::hint::unknown_key_hint;
 use super::properties::Properties;
-use super::worker::location;
 
 /// `name`: the connector's unique name; offsets are stored under it. Required.
 pub const NAME: &str = "name";
@@ -18,10 +18,8 @@ pub const TASKS_MAX: &str = "tasks.max";
 /// `errors.tolerance`: `none` (default) fails the task on a delivery error; `all` skips the record.
 pub const ERRORS_TOLERANCE: &str = "errors.tolerance";
 
-/// Kafka Connect converter keys: accepted, with a WARN that they have no effect yet.
-const CONVERTER_KEYS: &[&str] = &["key.converter", "value.converter", "header.converter"];
-
-/// Every key the framework handles for all connectors, besides the connector's own keys.
+/// Every key the framework handles for all connectors, besides the connector's own keys (and the
+/// converter settings `key.converter.*`, `value.converter.*`).
 pub const COMMON_KEYS: &[&str] = &[
     NAME,
     CONNECTOR_CLASS,
@@ -53,6 +51,10 @@ pub struct ConnectorConfig {
     pub tasks_max: usize,
     /// `errors.tolerance` (default `none`).
     pub errors_tolerance: ErrorTolerance,
+    /// `key.converter` (+ `key.converter.*`): overrides the worker's; `None` uses the worker's.
+    pub key_converter: Option<ConverterSpec>,
+    /// `value.converter` (+ `value.converter.*`): overrides the worker's; `None` uses the worker's.
+    pub value_converter: Option<ConverterSpec>,
     /// Every key as given in the file, including `name` and `connector.class`; what the connector's
     /// `validate` and `task_configs` receive.
     pub props: Config,
@@ -66,6 +68,8 @@ impl fmt::Debug for ConnectorConfig {
             .field("class", &self.class)
             .field("tasks_max", &self.tasks_max)
             .field("errors_tolerance", &self.errors_tolerance)
+            .field("key_converter", &self.key_converter)
+            .field("value_converter", &self.value_converter)
             .field("props", &self.props.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -80,7 +84,9 @@ impl ConnectorConfig {
     /// [`config_keys`](SourceConnector::config_keys); the connector's required keys set; then the
     /// connector's own [`validate`](SourceConnector::validate), whose issues carry the file and line.
     /// Keys cannot be checked when the class is unknown, and `validate` runs only once every required
-    /// key is set. The converter keys are accepted with a WARN that they have no effect yet.
+    /// key is set. `key.converter` / `value.converter` (with their `.*` settings) override the worker's
+    /// converters for this connector; settings without their class are ignored with a WARN, as Kafka
+    /// Connect ignores them.
     ///
     /// # Errors
     /// Every problem found, each naming the file, the key and its line.
@@ -158,14 +164,8 @@ impl ConnectorConfig {
             }
         };
 
-        for key in props.keys().filter(|k| CONVERTER_KEYS.contains(k)) {
-            tracing::warn!(
-                file = %props.path().display(),
-                key = %key,
-                "{}: {key} has no effect yet (Ferry passes record keys and values as JSON); ignored",
-                location(props, key)
-            );
-        }
+        let (key_converter, value_converter) =
+            converter::parse_converters(props, OrphanSettings::Ignore, &mut errors);
 
         if let Some(connector) = &connector {
             check_connector_keys(props, connector.as_ref(), &mut errors);
@@ -178,6 +178,8 @@ impl ConnectorConfig {
                     class: class.to_owned(),
                     tasks_max,
                     errors_tolerance,
+                    key_converter,
+                    value_converter,
                     props: props.to_config(),
                 },
                 connector,
@@ -199,7 +201,10 @@ fn check_connector_keys(
         .copied()
         .chain(keys.iter().map(|k| k.name))
         .collect();
-    for key in props.keys().filter(|k| !accepted.contains(k)) {
+    for key in props
+        .keys()
+        .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k))
+    {
         errors.push(ConfigError::UnknownKey {
             path: props.path().to_path_buf(),
             key: key.to_owned(),

@@ -174,7 +174,17 @@ fn shown(key: &str, value: Option<&str>) -> String {
 /// Whether a key's value must never appear in messages or `Debug` output.
 pub(crate) fn is_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["password", "secret", "token", "credential"]
-        .iter()
-        .any(|word| key.contains(word))
+    // `sasl.jaas.config` and `sasl.oauthbearer.config` embed credentials; `ssl.key.pem` is a private key.
+    [
+        "password",
+        "secret",
+        "token",
+        "credential",
+        "jaas",
+        "oauthbearer.config",
+        "key.pem",
+        "private",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
 }

@@ -19,6 +19,7 @@
 //! ```
 
 mod connector;
+mod converter;
 mod error;
 mod hint;
 mod properties;
@@ -28,9 +29,12 @@ pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance, NAME,
     TASKS_MAX,
 };
+pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use error::{ConfigError, ConfigErrors};
 pub use properties::Properties;
 pub use worker::{
-    OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE_FILE, SINK, SinkSpec,
-    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, WorkerConfig,
+    BOOTSTRAP_SERVERS, ClientOverrides, KafkaOffsetStorageSpec, OFFSET_FLUSH_INTERVAL_MS,
+    OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE, OFFSET_STORAGE_FILE, OFFSET_STORAGE_PARTITIONS,
+    OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC, OffsetStorageSpec, PRODUCER_PREFIX,
+    SINK, SinkSpec, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, WorkerConfig,
 };

@@ -12,7 +12,11 @@ use ferry_offsets::{AckTracker, OffsetWriter};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CommitOutcome {
     /// Offsets were flushed durably.
-    Committed { partitions: usize, records: usize, elapsed: Duration },
+    Committed {
+        partitions: usize,
+        records: usize,
+        elapsed: Duration,
+    },
     /// Nothing new was acknowledged.
     NothingToCommit,
     /// The flush failed or timed out; it will be retried.
@@ -41,7 +45,11 @@ impl Committer {
             Ok(true) => {
                 let remaining = self.flush_timeout.saturating_sub(started.elapsed());
                 match tokio::time::timeout(remaining, self.writer.flush()).await {
-                    Ok(Ok(())) => CommitOutcome::Committed { partitions, records, elapsed: started.elapsed() },
+                    Ok(Ok(())) => CommitOutcome::Committed {
+                        partitions,
+                        records,
+                        elapsed: started.elapsed(),
+                    },
                     Ok(Err(e)) => CommitOutcome::Failed(e.to_string()),
                     Err(_) => {
                         self.writer.cancel_flush();
@@ -55,7 +63,11 @@ impl Committer {
             Err(e) => CommitOutcome::Failed(e.to_string()),
         };
         match &outcome {
-            CommitOutcome::Committed { partitions, records, elapsed } => tracing::info!(
+            CommitOutcome::Committed {
+                partitions,
+                records,
+                elapsed,
+            } => tracing::info!(
                 task = %self.task,
                 "committed offsets of {partitions} partitions ({records} records acknowledged since the last commit) in {elapsed:.1?}; {} records pending",
                 committable.pending_records

@@ -36,7 +36,11 @@ pub(crate) struct PartitionWatch {
 
 impl PartitionWatch {
     pub(crate) fn new(task: String, looked_up: Arc<Mutex<LookedUp>>) -> Self {
-        Self { task, looked_up, seen: HashSet::new() }
+        Self {
+            task,
+            looked_up,
+            seen: HashSet::new(),
+        }
     }
 
     /// Called for every emitted record with its partition's canonical key; cheap after the first time.
@@ -49,7 +53,9 @@ impl PartitionWatch {
         if looked_up.canonical.contains(canonical) {
             return;
         }
-        let Some(loose) = loose_partition(partition) else { return };
+        let Some(loose) = loose_partition(partition) else {
+            return;
+        };
         if let (Some(similar), Some(emitted)) = (looked_up.loose.get(&loose), partition) {
             tracing::warn!(
                 task = %self.task,
@@ -72,8 +78,16 @@ pub(crate) struct TaskReader {
 }
 
 impl TaskReader {
-    pub(crate) fn new(task: String, inner: Arc<StoreOffsetReader>, looked_up: Arc<Mutex<LookedUp>>) -> Self {
-        Self { task, inner, looked_up }
+    pub(crate) fn new(
+        task: String,
+        inner: Arc<StoreOffsetReader>,
+        looked_up: Arc<Mutex<LookedUp>>,
+    ) -> Self {
+        Self {
+            task,
+            inner,
+            looked_up,
+        }
     }
 }
 
@@ -87,7 +101,9 @@ impl OffsetStorageReader for TaskReader {
         {
             let mut looked_up = self.looked_up.lock().unwrap_or_else(|p| p.into_inner());
             for partition in partitions {
-                looked_up.canonical.insert(canonical_partition(Some(partition)));
+                looked_up
+                    .canonical
+                    .insert(canonical_partition(Some(partition)));
                 if let Some(loose) = loose_partition(Some(partition)) {
                     looked_up.loose.insert(loose, partition.clone());
                 }
@@ -97,10 +113,18 @@ impl OffsetStorageReader for TaskReader {
         let verbose = found.len() <= MAX_RESUME_LINES;
         for (partition, offset) in &found {
             match (offset, verbose) {
-                (Some(o), true) => tracing::info!(task = %self.task, "partition {partition} resumes from committed offset {o}"),
-                (None, true) => tracing::info!(task = %self.task, "partition {partition} has no committed offset: starting from the initial position"),
-                (Some(o), false) => tracing::debug!(task = %self.task, "partition {partition} resumes from committed offset {o}"),
-                (None, false) => tracing::debug!(task = %self.task, "partition {partition} has no committed offset"),
+                (Some(o), true) => {
+                    tracing::info!(task = %self.task, "partition {partition} resumes from committed offset {o}")
+                }
+                (None, true) => {
+                    tracing::info!(task = %self.task, "partition {partition} has no committed offset: starting from the initial position")
+                }
+                (Some(o), false) => {
+                    tracing::debug!(task = %self.task, "partition {partition} resumes from committed offset {o}")
+                }
+                (None, false) => {
+                    tracing::debug!(task = %self.task, "partition {partition} has no committed offset")
+                }
             }
         }
         if !verbose {

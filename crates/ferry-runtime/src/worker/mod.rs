@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::sink::RecordSink;
-pub use status::{TaskState, TaskStatus};
 use status::StatusCell;
+pub use status::{TaskState, TaskStatus};
 use task::{TargetState, TaskRunner, TaskSettings};
 
 /// Worker-wide timing settings (Kafka Connect's names).
@@ -95,8 +95,17 @@ pub struct Worker {
 
 impl Worker {
     /// A worker over one store and one sink.
-    pub fn new(settings: WorkerSettings, store: Arc<dyn OffsetBackingStore>, sink: Arc<dyn RecordSink>) -> Self {
-        Self { settings, store, sink, connectors: Mutex::new(BTreeMap::new()) }
+    pub fn new(
+        settings: WorkerSettings,
+        store: Arc<dyn OffsetBackingStore>,
+        sink: Arc<dyn RecordSink>,
+    ) -> Self {
+        Self {
+            settings,
+            store,
+            sink,
+            connectors: Mutex::new(BTreeMap::new()),
+        }
     }
 
     fn connectors(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunningConnector>> {
@@ -107,7 +116,26 @@ impl Worker {
     ///
     /// # Errors
     /// The name is taken, or the connector cannot create task configurations.
-    pub fn start_connector(&self, spec: ConnectorSpec, connector: &dyn SourceConnector) -> Result<(), WorkerError> {
+    pub fn start_connector(
+        &self,
+        spec: ConnectorSpec,
+        connector: &dyn SourceConnector,
+    ) -> Result<(), WorkerError> {
+        let sink = self.sink.clone();
+        self.start_connector_with_sink(spec, connector, sink)
+    }
+
+    /// Starts a connector's tasks like [`Worker::start_connector`], sending its records to `sink`
+    /// instead of the worker's sink (e.g. a Kafka sink with the connector's own converters).
+    ///
+    /// # Errors
+    /// The name is taken, or the connector cannot create task configurations.
+    pub fn start_connector_with_sink(
+        &self,
+        spec: ConnectorSpec,
+        connector: &dyn SourceConnector,
+        sink: Arc<dyn RecordSink>,
+    ) -> Result<(), WorkerError> {
         // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
         let mut connectors = self.connectors();
         if connectors.contains_key(&spec.name) {
@@ -115,7 +143,10 @@ impl Worker {
         }
         let task_configs = connector
             .task_configs(&spec.config, spec.tasks_max.max(1))
-            .map_err(|e| WorkerError::TaskConfigs { name: spec.name.clone(), reason: e.to_string() })?;
+            .map_err(|e| WorkerError::TaskConfigs {
+                name: spec.name.clone(),
+                reason: e.to_string(),
+            })?;
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
         let settings = TaskSettings {
             flush_interval: self.settings.offset_flush_interval,
@@ -125,7 +156,9 @@ impl Worker {
         let tasks = task_configs
             .into_iter()
             .enumerate()
-            .map(|(i, config)| self.spawn_task(&spec.name, i, config, connector, settings.clone()))
+            .map(|(i, config)| {
+                self.spawn_task(&spec.name, i, config, connector, settings.clone(), &sink)
+            })
             .collect();
         connectors.insert(spec.name, RunningConnector { tasks });
         Ok(())
@@ -138,11 +171,16 @@ impl Worker {
         config: Config,
         connector: &dyn SourceConnector,
         settings: TaskSettings,
+        sink: &Arc<dyn RecordSink>,
     ) -> TaskHandle {
         let name = format!("{connector_name}-{index}");
         let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
         let looked_up = Arc::default();
-        let reader = Arc::new(context::TaskReader::new(name.clone(), store_reader.clone(), Arc::clone(&looked_up)));
+        let reader = Arc::new(context::TaskReader::new(
+            name.clone(),
+            store_reader.clone(),
+            Arc::clone(&looked_up),
+        ));
         let (control, control_rx) = watch::channel(TargetState::Running);
         let status = StatusCell::new();
         let runner = TaskRunner {
@@ -151,7 +189,7 @@ impl Worker {
             context: Arc::new(context::TaskContext { config, reader }),
             store_reader: store_reader.clone(),
             watch: context::PartitionWatch::new(name.clone(), looked_up),
-            sink: self.sink.clone(),
+            sink: sink.clone(),
             acks: AckTracker::new(),
             writer: Arc::new(OffsetWriter::new(connector_name, self.store.clone())),
             status: status.clone(),
@@ -159,14 +197,23 @@ impl Worker {
             settings,
         };
         let join = tokio::spawn(runner.run());
-        TaskHandle { name, control, join: Some(join), status, store_reader }
+        TaskHandle {
+            name,
+            control,
+            join: Some(join),
+            status,
+            store_reader,
+        }
     }
 
     /// The status of each task of a connector, in task order.
     pub fn task_statuses(&self, name: &str) -> Option<Vec<(String, TaskStatus)>> {
-        self.connectors()
-            .get(name)
-            .map(|c| c.tasks.iter().map(|t| (t.name.clone(), t.status.get())).collect())
+        self.connectors().get(name).map(|c| {
+            c.tasks
+                .iter()
+                .map(|t| (t.name.clone(), t.status.get()))
+                .collect()
+        })
     }
 
     /// The names of running connectors.
@@ -181,8 +228,14 @@ impl Worker {
     /// Unknown connector.
     pub fn set_paused(&self, name: &str, paused: bool) -> Result<(), WorkerError> {
         let connectors = self.connectors();
-        let connector = connectors.get(name).ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-        let target = if paused { TargetState::Paused } else { TargetState::Running };
+        let connector = connectors
+            .get(name)
+            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+        let target = if paused {
+            TargetState::Paused
+        } else {
+            TargetState::Running
+        };
         for task in &connector.tasks {
             task.control.send_if_modified(|t| {
                 let change = *t != TargetState::Stopped && *t != target;
@@ -201,22 +254,38 @@ impl Worker {
     /// # Errors
     /// Unknown connector.
     pub async fn stop_connector(&self, name: &str) -> Result<(), WorkerError> {
-        let connector = self.connectors().remove(name).ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-        stop_tasks(connector.tasks, self.settings.task_shutdown_graceful_timeout).await;
+        let connector = self
+            .connectors()
+            .remove(name)
+            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+        stop_tasks(
+            connector.tasks,
+            self.settings.task_shutdown_graceful_timeout,
+        )
+        .await;
         Ok(())
     }
 
     /// Stops every connector, all tasks in parallel.
     pub async fn shutdown(&self) {
-        let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors()).into_values().collect();
-        stop_tasks(all.into_iter().flat_map(|c| c.tasks), self.settings.task_shutdown_graceful_timeout).await;
+        let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors())
+            .into_values()
+            .collect();
+        stop_tasks(
+            all.into_iter().flat_map(|c| c.tasks),
+            self.settings.task_shutdown_graceful_timeout,
+        )
+        .await;
     }
 }
 
 /// Stops tasks in parallel: each one's graceful timeout runs from the same moment, and a slow task never
 /// delays the stop signal of the others.
 async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Duration) {
-    let handles: Vec<JoinHandle<()>> = tasks.into_iter().map(|task| tokio::spawn(stop_task(task, timeout))).collect();
+    let handles: Vec<JoinHandle<()>> = tasks
+        .into_iter()
+        .map(|task| tokio::spawn(stop_task(task, timeout)))
+        .collect();
     for handle in handles {
         let _ = handle.await;
     }
@@ -224,7 +293,9 @@ async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Durati
 
 async fn stop_task(mut task: TaskHandle, timeout: Duration) {
     task.control.send_replace(TargetState::Stopped);
-    let Some(mut join) = task.join.take() else { return };
+    let Some(mut join) = task.join.take() else {
+        return;
+    };
     if tokio::time::timeout(timeout, &mut join).await.is_err() {
         join.abort();
         task.store_reader.close();

@@ -47,7 +47,10 @@ pub(crate) struct StatusCell(Arc<RwLock<TaskStatus>>);
 
 impl StatusCell {
     pub(crate) fn new() -> Self {
-        Self(Arc::new(RwLock::new(TaskStatus { state: TaskState::Unassigned, trace: None })))
+        Self(Arc::new(RwLock::new(TaskStatus {
+            state: TaskState::Unassigned,
+            trace: None,
+        })))
     }
 
     pub(crate) fn get(&self) -> TaskStatus {
@@ -65,7 +68,10 @@ impl StatusCell {
     pub(crate) fn fail(&self, trace: String) {
         let mut status = self.0.write().unwrap_or_else(|p| p.into_inner());
         if status.state != TaskState::Failed {
-            *status = TaskStatus { state: TaskState::Failed, trace: Some(trace) };
+            *status = TaskStatus {
+                state: TaskState::Failed,
+                trace: Some(trace),
+            };
         }
     }
 }

@@ -82,7 +82,10 @@ impl Failure {
         self.wake.notify_one();
     }
     fn get(&self) -> Option<String> {
-        self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -147,7 +150,8 @@ impl TaskRunner {
             events_tx,
         )));
 
-        self.poll_until_stopped(&failure, &inflight_tx, &mut events).await;
+        self.poll_until_stopped(&failure, &inflight_tx, &mut events)
+            .await;
 
         // Stop: no new records; let the committer finish its current commit, then drain.
         let _ = stop_committer_tx.send(true);
@@ -168,7 +172,10 @@ impl TaskRunner {
             self.fail(reason);
         }
         let outcome = committer.commit().await;
-        if matches!(outcome, CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit) {
+        if matches!(
+            outcome,
+            CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
+        ) {
             self.call_commit().await;
         }
         self.stop_task().await;
@@ -265,8 +272,15 @@ impl TaskRunner {
             match self.sink.send(&record).await {
                 Ok(pending) => {
                     let submitted = self.submit(&record);
-                    let item = InFlight { pending, submitted, record };
-                    inflight.send(item).await.map_err(|_| "the delivery watcher stopped".to_owned())?;
+                    let item = InFlight {
+                        pending,
+                        submitted,
+                        record,
+                    };
+                    inflight
+                        .send(item)
+                        .await
+                        .map_err(|_| "the delivery watcher stopped".to_owned())?;
                     return Ok(Sent::Done);
                 }
                 Err(e) if e.retriable => {
@@ -290,8 +304,12 @@ impl TaskRunner {
     }
 
     fn submit(&mut self, record: &SourceRecord) -> SubmittedRecord {
-        let submitted = self.acks.submit(record.source_partition.clone(), record.source_offset.clone());
-        self.watch.observe(submitted.partition_key(), record.source_partition.as_ref());
+        let submitted = self.acks.submit(
+            record.source_partition.clone(),
+            record.source_offset.clone(),
+        );
+        self.watch
+            .observe(submitted.partition_key(), record.source_partition.as_ref());
         submitted
     }
 
@@ -312,12 +330,18 @@ impl TaskRunner {
 
     async fn handle_event(&mut self, event: LoopEvent) {
         match event {
-            LoopEvent::Delivered(record, metadata) => self.call_commit_record(&record, metadata.as_ref()).await,
+            LoopEvent::Delivered(record, metadata) => {
+                self.call_commit_record(&record, metadata.as_ref()).await
+            }
             LoopEvent::Committed => self.call_commit().await,
         }
     }
 
-    async fn call_commit_record(&mut self, record: &SourceRecord, metadata: Option<&RecordMetadata>) {
+    async fn call_commit_record(
+        &mut self,
+        record: &SourceRecord,
+        metadata: Option<&RecordMetadata>,
+    ) {
         if let Err(e) = self.task.commit_record(record, metadata).await {
             tracing::warn!(task = %self.name, "commit_record() failed (ignored): {e}");
         }
@@ -393,7 +417,11 @@ async fn deliver(
     tolerate: bool,
     task: Arc<str>,
 ) {
-    let InFlight { pending, submitted, record } = item;
+    let InFlight {
+        pending,
+        submitted,
+        record,
+    } = item;
     // The event is queued before the ack: once every record is acknowledged, a stopping task finds
     // every `commit_record` event already queued.
     match pending.await {
@@ -426,7 +454,10 @@ async fn commit_periodically(
             _ = stop.wait_for(|s| *s) => return,
         }
         let outcome = committer.commit().await;
-        if matches!(outcome, CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit) {
+        if matches!(
+            outcome,
+            CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
+        ) {
             let _ = events.send(LoopEvent::Committed);
         }
     }

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 
 use ferry_runtime::TaskState;
 
-use crate::support::{Hang, Harness, Probe, TestConnector, TestStore, fast, record, records, settings, wait_log};
+use crate::support::{
+    Hang, Harness, Probe, TestConnector, TestStore, fast, record, records, settings, wait_log,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_acknowledged_prefixes_are_committed_per_partition() {
@@ -32,7 +34,11 @@ async fn only_acknowledged_prefixes_are_committed_per_partition() {
         Some(1),
         "a:3 is acknowledged but behind the unacknowledged a:2"
     );
-    assert_eq!(h.committed("commit", "c").await, None, "c:1 is not acknowledged");
+    assert_eq!(
+        h.committed("commit", "c").await,
+        None,
+        "c:1 is not acknowledged"
+    );
 
     // Closing the gap commits the whole prefix at once: a jumps from 1 to 3.
     h.sink.resolve("a:2");
@@ -72,7 +78,9 @@ async fn only_acknowledged_prefixes_are_committed_per_partition() {
 async fn commit_and_commit_record_failures_are_logged_and_ignored() {
     let h = Harness::new(fast());
     let probe = Probe::new();
-    probe.fail_commit_calls.store(true, std::sync::atomic::Ordering::SeqCst);
+    probe
+        .fail_commit_calls
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     h.start("commitcall", false, &probe);
     probe.push(records("a", 1..=3));
     h.wait_committed("commitcall", "a", 3).await;
@@ -132,9 +140,13 @@ async fn a_hanging_commit_is_cancelled_at_the_deadline_and_retried() {
     h.start("storehang", false, &probe);
     probe.push(records("a", 1..=2));
     // Each attempt hangs, is given up at offset.flush.timeout.ms, and a later one tries again.
-    crate::support::eventually("three hanging commit attempts, two of them abandoned", || {
-        TestStore::count(&h.store.hung_sets) >= 3 && TestStore::count(&h.store.abandoned_sets) >= 2
-    })
+    crate::support::eventually(
+        "three hanging commit attempts, two of them abandoned",
+        || {
+            TestStore::count(&h.store.hung_sets) >= 3
+                && TestStore::count(&h.store.abandoned_sets) >= 2
+        },
+    )
     .await;
     assert_eq!(h.committed("storehang", "a").await, None);
     wait_log(

@@ -21,10 +21,18 @@ async fn a_failed_delivery_without_tolerance_fails_the_task_and_blocks_its_parti
         }
     });
     h.start("deliveryfail", false, &probe);
-    probe.push(vec![record("a", 1), record("a", 2), record("a", 3), record("b", 1)]);
+    probe.push(vec![
+        record("a", 1),
+        record("a", 2),
+        record("a", 3),
+        record("b", 1),
+    ]);
 
     h.wait_state("deliveryfail", TaskState::Failed).await;
-    let trace = h.status("deliveryfail").trace.expect("a FAILED task has a trace");
+    let trace = h
+        .status("deliveryfail")
+        .trace
+        .expect("a FAILED task has a trace");
     assert!(
         trace.contains("broker said no to a:2") && trace.contains("errors.tolerance=none"),
         "trace: {trace}"
@@ -41,8 +49,15 @@ async fn a_failed_delivery_without_tolerance_fails_the_task_and_blocks_its_parti
         Some(1),
         "other partitions' acknowledged offsets are committed"
     );
-    assert!(!probe.has_commit_record("a:2"), "a failed delivery is not committed");
-    assert_eq!(h.status("deliveryfail").state, TaskState::Failed, "a stop keeps FAILED");
+    assert!(
+        !probe.has_commit_record("a:2"),
+        "a failed delivery is not committed"
+    );
+    assert_eq!(
+        h.status("deliveryfail").state,
+        TaskState::Failed,
+        "a stop keeps FAILED"
+    );
     h.worker.shutdown().await;
 }
 
@@ -158,7 +173,11 @@ async fn a_refused_send_without_tolerance_fails_the_task() {
     );
     eventually("stop() after the failure", || probe.stops() == 1).await;
     assert_eq!(h.committed("sendfatal", "a").await, Some(1));
-    assert_eq!(h.sink.accepted(), ["a:1"], "nothing after the refused record is sent");
+    assert_eq!(
+        h.sink.accepted(),
+        ["a:1"],
+        "nothing after the refused record is sent"
+    );
     assert!(!probe.has_commit_record("a:2"));
     h.worker.shutdown().await;
 }
@@ -177,7 +196,11 @@ async fn a_refused_send_with_tolerance_drops_the_record() {
     h.wait_committed("sendtolerate", "a", 2).await;
     eventually("commit_record(a:2)", || probe.has_commit_record("a:2")).await;
     assert_eq!(probe.commit_records_of("a:2"), vec![None]);
-    assert_eq!(h.sink.attempts("a:2"), 1, "a non-retriable refusal is not retried");
+    assert_eq!(
+        h.sink.attempts("a:2"),
+        1,
+        "a non-retriable refusal is not retried"
+    );
     h.sink.resolve("a:3");
     h.wait_committed("sendtolerate", "a", 3).await;
     assert_eq!(h.status("sendtolerate").state, TaskState::Running);
@@ -199,7 +222,12 @@ async fn a_fatal_poll_failure_fails_the_task_with_its_reason() {
         trace.contains("cannot read the source file") && trace.contains("EIO on /data/in.txt"),
         "trace: {trace}"
     );
-    wait_log("pollfatal-0", "ERROR", &["task failed", "cannot read the source file"]).await;
+    wait_log(
+        "pollfatal-0",
+        "ERROR",
+        &["task failed", "cannot read the source file"],
+    )
+    .await;
     eventually("stop()", || probe.stops() == 1).await;
     h.worker.shutdown().await;
 }
@@ -213,7 +241,12 @@ async fn a_retriable_poll_failure_is_retried_and_records_keep_flowing() {
     probe.push_error(ConnectError::retriable("source busy"));
     probe.push(records("a", 1..=2));
     h.wait_committed("pollretry", "a", 2).await;
-    wait_log("pollretry-0", "WARN", &["poll failed, retrying", "source busy"]).await;
+    wait_log(
+        "pollretry-0",
+        "WARN",
+        &["poll failed, retrying", "source busy"],
+    )
+    .await;
     assert_eq!(h.status("pollretry").state, TaskState::Running);
     probe.push(vec![record("a", 3)]);
     h.wait_committed("pollretry", "a", 3).await;
@@ -225,7 +258,8 @@ async fn a_start_failure_fails_the_task_with_its_reason() {
     let h = Harness::new(fast());
     let probe = Probe::new();
     let cause = std::io::Error::other("connection refused");
-    *crate::support::lock(&probe.start_error) = Some(ConnectError::fatal("cannot reach the source").with_source(cause));
+    *crate::support::lock(&probe.start_error) =
+        Some(ConnectError::fatal("cannot reach the source").with_source(cause));
     h.start("startfail", false, &probe);
     h.wait_state("startfail", TaskState::Failed).await;
     let trace = h.status("startfail").trace.expect("trace");
@@ -233,7 +267,12 @@ async fn a_start_failure_fails_the_task_with_its_reason() {
         trace.contains("cannot reach the source") && trace.contains("connection refused"),
         "trace: {trace}"
     );
-    wait_log("startfail-0", "ERROR", &["task failed", "cannot reach the source"]).await;
+    wait_log(
+        "startfail-0",
+        "ERROR",
+        &["task failed", "cannot reach the source"],
+    )
+    .await;
     assert_eq!(
         probe.polls.load(Ordering::SeqCst),
         0,

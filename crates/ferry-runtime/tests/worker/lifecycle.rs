@@ -6,7 +6,8 @@ use std::time::Duration;
 use ferry_runtime::TaskState;
 
 use crate::support::{
-    Hang, Harness, Probe, TestConnector, TestStore, bounded, eventually, fast, record, records, settings, wait_log,
+    Hang, Harness, Probe, TestConnector, TestStore, bounded, eventually, fast, record, records,
+    settings, wait_log,
 };
 
 /// One hour: no periodic commit happens during a test, only the final one at stop.
@@ -22,14 +23,21 @@ async fn graceful_stop(name: &'static str, via_shutdown: bool) {
         probe.has_commit_record("a:1") && h.sink.is_held("b:1")
     })
     .await;
-    assert_eq!(h.committed(name, "a").await, None, "no periodic commit within an hour");
+    assert_eq!(
+        h.committed(name, "a").await,
+        None,
+        "no periodic commit within an hour"
+    );
 
     let worker = h.worker.clone();
     let stopping = tokio::spawn(async move {
         if via_shutdown {
             worker.shutdown().await;
         } else {
-            worker.stop_connector(name).await.expect("the connector exists");
+            worker
+                .stop_connector(name)
+                .await
+                .expect("the connector exists");
         }
     });
     // Outstanding deliveries hold the stop (up to offset.flush.timeout.ms = 30 s). Giving the stop some
@@ -41,7 +49,9 @@ async fn graceful_stop(name: &'static str, via_shutdown: bool) {
     );
     h.sink.resolve("a:2");
     h.sink.resolve("b:1");
-    bounded("the stop", stopping).await.expect("the stop did not panic");
+    bounded("the stop", stopping)
+        .await
+        .expect("the stop did not panic");
 
     assert_eq!(
         h.committed(name, "a").await,
@@ -121,7 +131,9 @@ async fn a_hanging_commit_at_stop_is_given_up_at_the_deadline() {
 async fn a_task_whose_stop_hangs_is_cancelled() {
     let h = Harness::new(settings(25, 2_000, 300));
     let probe = Probe::new();
-    probe.stop_hangs.store(true, std::sync::atomic::Ordering::SeqCst);
+    probe
+        .stop_hangs
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     h.start("stophangs", false, &probe);
     probe.push(records("a", 1..=2));
     h.wait_committed("stophangs", "a", 2).await;
@@ -175,7 +187,10 @@ async fn a_commit_running_when_its_task_is_cancelled_is_abandoned() {
     h.store.hang_sets(Hang::All);
     h.start("cancelcommit", false, &probe);
     probe.push(records("a", 1..=2));
-    eventually("a commit hangs", || TestStore::count(&h.store.hung_sets) >= 1).await;
+    eventually("a commit hangs", || {
+        TestStore::count(&h.store.hung_sets) >= 1
+    })
+    .await;
     h.stop("cancelcommit").await;
     wait_log("cancelcommit-0", "ERROR", &["was cancelled"]).await;
     // The commit is cancelled with its task rather than completing after the cancellation.
@@ -207,7 +222,10 @@ async fn stop_connector_stops_all_its_tasks_at_once() {
     let worker = h.worker.clone();
     let stopping = tokio::spawn(async move { worker.stop_connector("alltasks").await });
     // The first task waits for x:1; the second must not wait for the first.
-    eventually("the second task stops while the first waits", || quick.stops() == 1).await;
+    eventually("the second task stops while the first waits", || {
+        quick.stops() == 1
+    })
+    .await;
     assert_eq!(h.committed("alltasks", "y").await, Some(1));
     h.sink.resolve("x:1");
     bounded("the stop", stopping)
@@ -233,7 +251,10 @@ async fn a_paused_task_is_not_polled_but_its_commits_continue() {
     let polls = probe.polls();
     h.sink.resolve("a:2");
     h.wait_committed("pause", "a", 2).await;
-    eventually("commit_record(a:2) while paused", || probe.has_commit_record("a:2")).await;
+    eventually("commit_record(a:2) while paused", || {
+        probe.has_commit_record("a:2")
+    })
+    .await;
     probe.push(vec![record("a", 3)]);
     probe.wait_commits(3).await;
     assert_eq!(probe.polls(), polls, "a paused task is not polled");
@@ -279,7 +300,9 @@ fn a_task_polling_without_awaiting_does_not_starve_the_runtime() {
         runtime.block_on(async {
             let h = Harness::new(fast());
             let probe = Probe::new();
-            probe.busy_poll.store(true, std::sync::atomic::Ordering::SeqCst);
+            probe
+                .busy_poll
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             h.start("busypoll", false, &probe);
             probe.push(records("a", 1..=3));
             h.wait_committed("busypoll", "a", 3).await;

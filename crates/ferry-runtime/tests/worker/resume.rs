@@ -4,8 +4,8 @@ use ferry_api::{ConnectMap, SourcePartition};
 use ferry_offsets::MemoryStore;
 
 use crate::support::{
-    Harness, Probe, TestStore, eventually, fast, lock, offset, partition, record, record_in, records, task_logs,
-    wait_log,
+    Harness, Probe, TestStore, eventually, fast, lock, offset, partition, record, record_in,
+    records, task_logs, wait_log,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,16 +23,27 @@ async fn a_restarted_connector_resumes_from_its_committed_offsets() {
     let probe = Probe::new();
     probe.look_up(vec![partition("a"), partition("b")]);
     second.start("restart", false, &probe);
-    eventually("start() looked up its offsets", || lock(&probe.resumed).is_some()).await;
+    eventually("start() looked up its offsets", || {
+        lock(&probe.resumed).is_some()
+    })
+    .await;
     let resumed = lock(&probe.resumed).clone().expect("looked up");
-    assert_eq!(resumed, vec![(partition("a"), Some(offset(5))), (partition("b"), None)]);
+    assert_eq!(
+        resumed,
+        vec![(partition("a"), Some(offset(5))), (partition("b"), None)]
+    );
     wait_log(
         "restart-0",
         "INFO",
         &[r#"partition {"p":"a"} resumes from committed offset {"n":5}"#],
     )
     .await;
-    wait_log("restart-0", "INFO", &[r#"partition {"p":"b"} has no committed offset"#]).await;
+    wait_log(
+        "restart-0",
+        "INFO",
+        &[r#"partition {"p":"b"} has no committed offset"#],
+    )
+    .await;
 
     probe.push(vec![record("a", 6), record("b", 1)]);
     second.wait_committed("restart", "a", 6).await;
@@ -46,7 +57,11 @@ fn map(key: &str, value: impl Into<ferry_api::Value>) -> SourcePartition {
 
 /// Runs a task that looks up `looked_up` in `start()` and emits one record of `emitted`; returns the
 /// runtime's WARN lines about the task.
-async fn warnings_for(name: &str, looked_up: SourcePartition, emitted: SourcePartition) -> Vec<String> {
+async fn warnings_for(
+    name: &str,
+    looked_up: SourcePartition,
+    emitted: SourcePartition,
+) -> Vec<String> {
     let h = Harness::new(fast());
     let probe = Probe::new();
     probe.look_up(vec![looked_up]);
@@ -61,9 +76,9 @@ fn assert_mismatch_warned(warnings: &[String], emitted: &str, looked_up: &str) {
     let emitted = format!("emitted={emitted}");
     let looked_up = format!("looked_up={looked_up}");
     assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("never looked up") && w.contains(&emitted) && w.contains(&looked_up)),
+        warnings.iter().any(|w| w.contains("never looked up")
+            && w.contains(&emitted)
+            && w.contains(&looked_up)),
         "no mismatch WARN naming {emitted} and {looked_up}: {warnings:#?}"
     );
 }

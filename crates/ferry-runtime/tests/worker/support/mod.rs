@@ -12,7 +12,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use ferry_api::{Config, ConnectMap, OffsetStorageReader, SourceOffset, SourcePartition, SourceRecord, Value};
+use ferry_api::{
+    Config, ConnectMap, OffsetStorageReader, SourceOffset, SourcePartition, SourceRecord, Value,
+};
 use ferry_offsets::{MemoryStore, StoreOffsetReader};
 use ferry_runtime::{ConnectorSpec, TaskState, TaskStatus, Worker, WorkerSettings};
 use serde_json::json;
@@ -120,7 +122,11 @@ pub async fn committed(store: &MemoryStore, connector: &str, p: &str) -> Option<
 }
 
 /// The committed `n` of any partition map.
-pub async fn committed_in(store: &MemoryStore, connector: &str, source_partition: &SourcePartition) -> Option<i64> {
+pub async fn committed_in(
+    store: &MemoryStore,
+    connector: &str,
+    source_partition: &SourcePartition,
+) -> Option<i64> {
     let reader = StoreOffsetReader::new(connector, Arc::new(store.clone()));
     let found = reader
         .offset(source_partition)
@@ -145,7 +151,10 @@ pub async fn wait_committed(store: &MemoryStore, connector: &str, p: &str, n: i6
         }
         if last != now {
             // Offsets never go backwards nor jump past what the test expects.
-            assert!(now.is_none_or(|c| c < n), "{what}: found {now:?}, which is past {n}");
+            assert!(
+                now.is_none_or(|c| c < n),
+                "{what}: found {now:?}, which is past {n}"
+            );
             last = now;
         }
         assert!(
@@ -195,7 +204,11 @@ impl Harness {
         init_logs();
         let sink = TestSink::new();
         let worker = Arc::new(Worker::new(settings, store.clone(), sink.clone()));
-        Self { worker, store, sink }
+        Self {
+            worker,
+            store,
+            sink,
+        }
     }
 
     /// Starts connector `name` with a single task driven by `probe`.
@@ -204,25 +217,43 @@ impl Harness {
     }
 
     /// Starts a connector.
-    pub fn start_with(&self, name: &str, tolerate_delivery_errors: bool, connector: TestConnector, tasks_max: usize) {
+    pub fn start_with(
+        &self,
+        name: &str,
+        tolerate_delivery_errors: bool,
+        connector: TestConnector,
+        tasks_max: usize,
+    ) {
         let spec = ConnectorSpec {
             name: name.to_owned(),
             tasks_max,
             tolerate_delivery_errors,
             config: Config::new(),
         };
-        self.worker.start_connector(spec, &connector).expect("connector starts");
+        self.worker
+            .start_connector(spec, &connector)
+            .expect("connector starts");
     }
 
     /// The status of the connector's first task.
     pub fn status(&self, name: &str) -> TaskStatus {
-        let statuses = self.worker.task_statuses(name).expect("the connector exists");
-        statuses.first().expect("the connector has a task").1.clone()
+        let statuses = self
+            .worker
+            .task_statuses(name)
+            .expect("the connector exists");
+        statuses
+            .first()
+            .expect("the connector has a task")
+            .1
+            .clone()
     }
 
     /// Waits until the connector's first task is in `state`.
     pub async fn wait_state(&self, name: &str, state: TaskState) {
-        eventually(&format!("{name} task {state}"), || self.status(name).state == state).await;
+        eventually(&format!("{name} task {state}"), || {
+            self.status(name).state == state
+        })
+        .await;
     }
 
     /// The committed `n` of partition `p`.
@@ -237,9 +268,12 @@ impl Harness {
 
     /// Stops a connector, failing the test if that hangs.
     pub async fn stop(&self, name: &str) {
-        bounded(&format!("stop_connector({name})"), self.worker.stop_connector(name))
-            .await
-            .expect("the connector exists");
+        bounded(
+            &format!("stop_connector({name})"),
+            self.worker.stop_connector(name),
+        )
+        .await
+        .expect("the connector exists");
     }
 }
 
@@ -300,12 +334,15 @@ pub fn task_logs(task: &str, level: &str) -> Vec<String> {
 /// Waits until task `task` logged a `level` line containing every one of `parts`; returns it.
 pub async fn wait_log(task: &str, level: &str, parts: &[&str]) -> String {
     let mut found = None;
-    eventually(&format!("a {level} log of {task} containing {parts:?}"), || {
-        found = task_logs(task, level)
-            .into_iter()
-            .find(|l| parts.iter().all(|p| l.contains(p)));
-        found.is_some()
-    })
+    eventually(
+        &format!("a {level} log of {task} containing {parts:?}"),
+        || {
+            found = task_logs(task, level)
+                .into_iter()
+                .find(|l| parts.iter().all(|p| l.contains(p)));
+            found.is_some()
+        },
+    )
     .await;
     found.unwrap_or_default()
 }

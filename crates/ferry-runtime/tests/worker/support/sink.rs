@@ -134,7 +134,10 @@ impl RecordSink for TestSink {
         let policy = lock(&self.policy).clone();
         let plan = policy(&key, attempt);
         if let Plan::Refuse { retriable } = plan {
-            return Err(sink_error(&format!("refused {key} (attempt {attempt})"), retriable));
+            return Err(sink_error(
+                &format!("refused {key} (attempt {attempt})"),
+                retriable,
+            ));
         }
         lock(&self.accepted).push(key.clone());
         let metadata = RecordMetadata {
@@ -149,8 +152,9 @@ impl RecordSink for TestSink {
                 let (tx, rx) = oneshot::channel();
                 lock(&self.held).insert(key, Held { tx, metadata });
                 PendingDelivery::new(async move {
-                    rx.await
-                        .unwrap_or_else(|_| Err(sink_error("the test dropped a held delivery", false)))
+                    rx.await.unwrap_or_else(|_| {
+                        Err(sink_error("the test dropped a held delivery", false))
+                    })
                 })
             }
         })

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ferry_api::async_trait;
-use ferry_offsets::{MemoryStore, OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, decode_key};
+use ferry_offsets::{
+    MemoryStore, OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, decode_key,
+};
 use tokio::sync::watch;
 
 /// Which `set` batches hang.

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_api::{
-    Config, ConfigIssue, ConfigKey, ConnectError, RecordMetadata, SourceConnector, SourceOffset, SourcePartition,
-    SourceRecord, SourceTask, SourceTaskContext, async_trait,
+    Config, ConfigIssue, ConfigKey, ConnectError, RecordMetadata, SourceConnector, SourceOffset,
+    SourcePartition, SourceRecord, SourceTask, SourceTaskContext, async_trait,
 };
 use tokio::sync::mpsc;
 
@@ -74,12 +74,16 @@ impl Probe {
 
     /// The next poll returns these records (one batch).
     pub fn push(&self, records: Vec<SourceRecord>) {
-        self.feed_tx.send(Step::Records(records)).expect("task feed open");
+        self.feed_tx
+            .send(Step::Records(records))
+            .expect("task feed open");
     }
 
     /// The next poll fails with `error`.
     pub fn push_error(&self, error: ConnectError) {
-        self.feed_tx.send(Step::Fail(error)).expect("task feed open");
+        self.feed_tx
+            .send(Step::Fail(error))
+            .expect("task feed open");
     }
 
     /// `start()` will look up these partitions.
@@ -119,7 +123,10 @@ impl Probe {
     /// Waits for `n` more `commit()` calls than now: at least one whole commit cycle has run since.
     pub async fn wait_commits(&self, n: usize) {
         let target = self.commits() + n;
-        eventually(&format!("{target} task.commit() calls"), || self.commits() >= target).await;
+        eventually(&format!("{target} task.commit() calls"), || {
+            self.commits() >= target
+        })
+        .await;
     }
 }
 

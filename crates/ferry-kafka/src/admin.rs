@@ -1,0 +1,237 @@
+//! Topic administration for the offset store: create the offsets topic compacted, or check that an
+//! existing one is compacted.
+
+use std::time::{Duration, Instant};
+
+use ferry_offsets::StoreError;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::consumer::Consumer;
+use rdkafka::error::RDKafkaErrorCode;
+
+use crate::store::KafkaOffsetStoreConfig;
+use crate::store::error::{StoreConsumer, StoreContext, backend, is_retriable_code, kafka};
+
+/// What the topic's metadata says.
+pub(crate) enum TopicState {
+    /// The topic exists with this many partitions.
+    Exists(i32),
+    /// The broker does not know the topic.
+    Missing,
+}
+
+/// Looks the topic up. Blocking: call from a blocking thread. The consumer must not auto-create
+/// topics (its default), or the lookup itself would create a non-compacted topic.
+pub(crate) fn topic_state(
+    consumer: &StoreConsumer,
+    topic: &str,
+    timeout: Duration,
+    store: &str,
+) -> Result<TopicState, StoreError> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), timeout)
+        .map_err(|e| kafka(store, "fetching the offsets topic's metadata", &e))?;
+    let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
+        return Ok(TopicState::Missing);
+    };
+    match found.error() {
+        None if !found.partitions().is_empty() => {
+            Ok(TopicState::Exists(found.partitions().len() as i32))
+        }
+        None => Ok(TopicState::Missing),
+        Some(code) => match RDKafkaErrorCode::from(code) {
+            RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic => {
+                Ok(TopicState::Missing)
+            }
+            other => Err(backend(
+                store,
+                format!("the broker reports an error for the offsets topic's metadata: {other}"),
+                is_retriable_code(other),
+            )),
+        },
+    }
+}
+
+/// Waits until a just-created topic shows all its partitions in the metadata. Blocking.
+pub(crate) fn await_topic(
+    consumer: &StoreConsumer,
+    topic: &str,
+    timeout: Duration,
+    store: &str,
+) -> Result<i32, StoreError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match topic_state(
+            consumer,
+            topic,
+            remaining.max(Duration::from_millis(100)),
+            store,
+        ) {
+            Ok(TopicState::Exists(partitions)) => return Ok(partitions),
+            Ok(TopicState::Missing) | Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(TopicState::Missing) => {
+                return Err(backend(
+                    store,
+                    format!(
+                        "the offsets topic was created but did not appear in the metadata within {timeout:?}"
+                    ),
+                    true,
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Creates the offsets topic with `cleanup.policy=compact`. A topic created concurrently by another
+/// worker is fine (its policy is checked afterwards).
+pub(crate) async fn create_topic(
+    admin: &AdminClient<StoreContext>,
+    config: &KafkaOffsetStoreConfig,
+    store: &str,
+) -> Result<(), StoreError> {
+    let topic = NewTopic::new(
+        &config.topic,
+        config.partitions,
+        TopicReplication::Fixed(i32::from(config.replication_factor)),
+    )
+    .set("cleanup.policy", "compact");
+    let options = AdminOptions::new()
+        .operation_timeout(Some(config.timeout))
+        .request_timeout(Some(config.timeout));
+    let results = admin
+        .create_topics([&topic], &options)
+        .await
+        .map_err(|e| kafka(store, "creating the offsets topic", &e))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => {
+                return Err(backend(
+                    store,
+                    format!(
+                        "creating the offsets topic with {} partitions, replication factor {} and \
+                         cleanup.policy=compact failed: {code}. Create it yourself with cleanup.policy=compact, \
+                         or fix offset.storage.partitions / offset.storage.replication.factor (-1 uses the \
+                         broker's default)",
+                        config.partitions, config.replication_factor
+                    ),
+                    is_retriable_code(code),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the topic unless its `cleanup.policy` is exactly `compact`.
+pub(crate) async fn verify_compacted(
+    admin: &AdminClient<StoreContext>,
+    config: &KafkaOffsetStoreConfig,
+    store: &str,
+) -> Result<(), StoreError> {
+    let options = AdminOptions::new().request_timeout(Some(config.timeout));
+    let results = admin
+        .describe_configs([&ResourceSpecifier::Topic(&config.topic)], &options)
+        .await
+        .map_err(|e| {
+            kafka(
+                store,
+                "reading the offsets topic's configuration (DescribeConfigs)",
+                &e,
+            )
+        })?;
+    let resource = match results.into_iter().next() {
+        Some(Ok(resource)) => resource,
+        Some(Err(code)) => {
+            return Err(backend(
+                store,
+                format!(
+                    "reading the offsets topic's configuration (DescribeConfigs) failed: {code}. Ferry must see \
+                     cleanup.policy=compact before it trusts the topic with offsets; grant DescribeConfigs on \
+                     the topic"
+                ),
+                is_retriable_code(code),
+            ));
+        }
+        None => {
+            return Err(backend(
+                store,
+                "DescribeConfigs returned no result for the offsets topic",
+                true,
+            ));
+        }
+    };
+    let policy = resource
+        .get("cleanup.policy")
+        .and_then(|e| e.value.as_deref());
+    check_cleanup_policy(&config.topic, &config.bootstrap_servers, policy)
+        .map_err(|m| backend(store, m, false))
+}
+
+/// The policy check itself: exactly `compact` (Kafka Connect refuses `compact,delete` too, because
+/// deletion would drop offsets of partitions that are idle longer than `retention.ms`).
+pub(crate) fn check_cleanup_policy(
+    topic: &str,
+    bootstrap: &str,
+    policy: Option<&str>,
+) -> Result<(), String> {
+    let Some(policy) = policy else {
+        return Err(format!(
+            "the broker did not report cleanup.policy for topic {topic}, so Ferry cannot check that it is \
+             compacted; grant DescribeConfigs on the topic"
+        ));
+    };
+    let mut policies: Vec<&str> = policy
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    policies.sort_unstable();
+    policies.dedup();
+    if policies == ["compact"] {
+        return Ok(());
+    }
+    Err(format!(
+        "topic {topic} has cleanup.policy={policy}, but an offsets topic must have cleanup.policy=compact \
+         (exactly): with deletion the broker drops the offsets of partitions idle longer than retention.ms, and \
+         their connectors silently start over. Ferry will not use this topic. Either make it compacted \
+         (kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {topic} \
+         --add-config cleanup.policy=compact), or set offset.storage.topic to a topic that does not exist yet, \
+         which Ferry creates compacted"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exactly_compact_is_accepted() {
+        assert_eq!(check_cleanup_policy("t", "b:9092", Some("compact")), Ok(()));
+        assert_eq!(
+            check_cleanup_policy("t", "b:9092", Some(" compact ")),
+            Ok(())
+        );
+        for bad in ["delete", "compact,delete", "delete,compact", "", "Compact"] {
+            let err =
+                check_cleanup_policy("offsets", "b:9092", Some(bad)).expect_err("must be refused");
+            assert!(
+                err.contains(&format!("cleanup.policy={bad},")),
+                "{bad}: {err}"
+            );
+            assert!(
+                err.contains("topic offsets") && err.contains("--entity-name offsets"),
+                "{err}"
+            );
+            assert!(err.contains("--bootstrap-server b:9092"), "{err}");
+        }
+        assert!(
+            check_cleanup_policy("t", "b", None)
+                .expect_err("must be refused")
+                .contains("DescribeConfigs")
+        );
+    }
+}

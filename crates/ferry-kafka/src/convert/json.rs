@@ -1,0 +1,344 @@
+//! Kafka Connect's JsonConverter: schemas in Kafka Connect's JSON schema form, and payloads written
+//! as the schema says.
+//!
+//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…]}` where the
+//! parts are `"items"` (array), `"keys"`,`"values"` (map) or `"fields"` (struct: each field's own schema
+//! object followed by `"field":<name>`), in exactly that order — the order of Kafka Connect's
+//! `JsonConverter.asJsonSchema`. Type names: `int8` … `int64`, `float` (float32), `double` (float64),
+//! `boolean`, `string`, `bytes`, `array`, `map`, `struct`.
+//!
+//! A payload with a schema is checked against it and written as Kafka Connect writes the matching Java
+//! value: integers as digits (in the type's range), `float`/`double` like Java's `Float.toString` /
+//! `Double.toString` (so `1` for a double field is written `1.0`), bytes (a base64 string in the
+//! record) as standard base64, struct fields in schema order (unknown fields refused), maps with string
+//! keys as objects and other maps as arrays of `[key, value]` pairs. A null is allowed only where the
+//! schema is optional.
+
+use base64::Engine as _;
+use ferry_api::{Schema, SchemaKind};
+use serde_json::Value;
+
+use ferry_offsets::jackson::{write_f32, write_f64, write_string, write_value};
+
+/// Appends the schema's JSON form.
+pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) {
+    write_schema_object(out, schema, None);
+}
+
+fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) {
+    out.extend_from_slice(b"{\"type\":");
+    write_string(out, schema.type_name());
+    match &schema.kind {
+        SchemaKind::Array { items } => {
+            out.extend_from_slice(b",\"items\":");
+            write_schema(out, items);
+        }
+        SchemaKind::Map { keys, values } => {
+            out.extend_from_slice(b",\"keys\":");
+            write_schema(out, keys);
+            out.extend_from_slice(b",\"values\":");
+            write_schema(out, values);
+        }
+        SchemaKind::Struct { fields } => {
+            out.extend_from_slice(b",\"fields\":[");
+            for (i, f) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_schema_object(out, &f.schema, Some(&f.name));
+            }
+            out.push(b']');
+        }
+        _ => {}
+    }
+    out.extend_from_slice(if schema.optional {
+        b",\"optional\":true"
+    } else {
+        b",\"optional\":false"
+    });
+    if let Some(name) = &schema.name {
+        out.extend_from_slice(b",\"name\":");
+        write_string(out, name);
+    }
+    if let Some(version) = schema.version {
+        out.extend_from_slice(b",\"version\":");
+        out.extend_from_slice(version.to_string().as_bytes());
+    }
+    if let Some(doc) = &schema.doc {
+        out.extend_from_slice(b",\"doc\":");
+        write_string(out, doc);
+    }
+    if let Some(field) = field {
+        out.extend_from_slice(b",\"field\":");
+        write_string(out, field);
+    }
+    out.push(b'}');
+}
+
+/// Appends `value` (`None`: null) as the payload for `schema` (`None`: schemaless).
+///
+/// # Errors
+/// The value does not fit the schema: says where (`field "seq"`, `[2]`) and what was expected.
+pub(crate) fn write_payload(
+    out: &mut Vec<u8>,
+    schema: Option<&Schema>,
+    value: Option<&Value>,
+) -> Result<(), String> {
+    let mut path = Vec::new();
+    match schema {
+        None => {
+            write_value(out, value.unwrap_or(&Value::Null));
+            Ok(())
+        }
+        Some(schema) => write_with_schema(out, schema, value.unwrap_or(&Value::Null), &mut path)
+            .map_err(|message| match path.is_empty() {
+                true => message,
+                false => format!("{}: {message}", path.join("")),
+            }),
+    }
+}
+
+/// Writes `value` as `schema` says; on error `path` is left pointing at the failing part.
+fn write_with_schema(
+    out: &mut Vec<u8>,
+    schema: &Schema,
+    value: &Value,
+    path: &mut Vec<String>,
+) -> Result<(), String> {
+    if value.is_null() {
+        if schema.optional {
+            out.extend_from_slice(b"null");
+            return Ok(());
+        }
+        return Err(format!(
+            "null for a required {} (the schema is not optional and Ferry's schemas have no default values)",
+            schema.type_name()
+        ));
+    }
+    match &schema.kind {
+        SchemaKind::Int8 => write_int(out, value, i64::from(i8::MIN), i64::from(i8::MAX), "int8"),
+        SchemaKind::Int16 => write_int(
+            out,
+            value,
+            i64::from(i16::MIN),
+            i64::from(i16::MAX),
+            "int16",
+        ),
+        SchemaKind::Int32 => write_int(
+            out,
+            value,
+            i64::from(i32::MIN),
+            i64::from(i32::MAX),
+            "int32",
+        ),
+        SchemaKind::Int64 => write_int(out, value, i64::MIN, i64::MAX, "int64"),
+        SchemaKind::Float32 => {
+            let v = number(value, "float32")?;
+            // `as` rounds to the nearest f32; a finite f64 beyond f32's range becomes infinite.
+            #[allow(clippy::cast_possible_truncation)]
+            let f = v as f32;
+            if !f.is_finite() {
+                return Err(format!("{v} is outside the range of a float32"));
+            }
+            write_f32(out, f);
+            Ok(())
+        }
+        SchemaKind::Float64 => {
+            write_f64(out, number(value, "float64")?);
+            Ok(())
+        }
+        SchemaKind::Boolean => match value {
+            Value::Bool(b) => {
+                out.extend_from_slice(if *b { b"true" } else { b"false" });
+                Ok(())
+            }
+            other => Err(mismatch("a boolean", other)),
+        },
+        SchemaKind::String => match value {
+            Value::String(s) => {
+                write_string(out, s);
+                Ok(())
+            }
+            other => Err(mismatch("a string", other)),
+        },
+        SchemaKind::Bytes => match value {
+            Value::String(s) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|e| {
+                        format!("bytes must be a base64 string in the record; {s:?} is not ({e})")
+                    })?;
+                out.push(b'"');
+                out.extend_from_slice(
+                    base64::engine::general_purpose::STANDARD
+                        .encode(bytes)
+                        .as_bytes(),
+                );
+                out.push(b'"');
+                Ok(())
+            }
+            other => Err(mismatch("a base64 string (bytes)", other)),
+        },
+        SchemaKind::Array { items } => match value {
+            Value::Array(elements) => {
+                out.push(b'[');
+                for (i, element) in elements.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    path.push(format!("[{i}]"));
+                    write_with_schema(out, items, element, path)?;
+                    path.pop();
+                }
+                out.push(b']');
+                Ok(())
+            }
+            other => Err(mismatch("an array", other)),
+        },
+        SchemaKind::Map { keys, values } => write_map(out, keys, values, value, path),
+        SchemaKind::Struct { fields } => match value {
+            Value::Object(object) => {
+                if let Some(unknown) = object
+                    .keys()
+                    .find(|k| !fields.iter().any(|f| f.name == **k))
+                {
+                    let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                    return Err(format!(
+                        "field {unknown:?} is not in the struct schema (its fields: {})",
+                        known.join(", ")
+                    ));
+                }
+                out.push(b'{');
+                for (i, field) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_string(out, &field.name);
+                    out.push(b':');
+                    path.push(if path.is_empty() {
+                        format!("field {:?}", field.name)
+                    } else {
+                        format!(".{}", field.name)
+                    });
+                    write_with_schema(
+                        out,
+                        &field.schema,
+                        object.get(&field.name).unwrap_or(&Value::Null),
+                        path,
+                    )?;
+                    path.pop();
+                }
+                out.push(b'}');
+                Ok(())
+            }
+            other => Err(mismatch("an object (struct)", other)),
+        },
+    }
+}
+
+/// A map: an object when the keys are strings, else an array of `[key, value]` pairs. The record may
+/// hold a non-string-keyed map as an object (keys parsed as JSON: `{"1":"a"}` for int keys) or as an
+/// array of pairs.
+fn write_map(
+    out: &mut Vec<u8>,
+    keys: &Schema,
+    values: &Schema,
+    value: &Value,
+    path: &mut Vec<String>,
+) -> Result<(), String> {
+    let string_keys = matches!(keys.kind, SchemaKind::String);
+    let entries: Vec<(Value, &Value)> = match value {
+        Value::Object(object) => object
+            .iter()
+            .map(|(k, v)| {
+                let key = if string_keys {
+                    Value::String(k.clone())
+                } else {
+                    serde_json::from_str(k).unwrap_or_else(|_| Value::String(k.clone()))
+                };
+                (key, v)
+            })
+            .collect(),
+        Value::Array(pairs) if !string_keys => {
+            let mut entries = Vec::with_capacity(pairs.len());
+            for (i, pair) in pairs.iter().enumerate() {
+                match pair.as_array().map(Vec::as_slice) {
+                    Some([k, v]) => entries.push((k.clone(), v)),
+                    _ => return Err(format!("map entry [{i}] must be a [key, value] pair")),
+                }
+            }
+            entries
+        }
+        other => return Err(mismatch("an object (map)", other)),
+    };
+    out.push(if string_keys { b'{' } else { b'[' });
+    for (i, (key, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if string_keys {
+            path.push(format!("[{key}]"));
+            write_with_schema(out, keys, key, path)?;
+            out.push(b':');
+        } else {
+            out.push(b'[');
+            path.push(format!("[key {key}]"));
+            write_with_schema(out, keys, key, path)?;
+            out.push(b',');
+        }
+        write_with_schema(out, values, item, path)?;
+        if !string_keys {
+            out.push(b']');
+        }
+        path.pop();
+    }
+    out.push(if string_keys { b'}' } else { b']' });
+    Ok(())
+}
+
+fn write_int(
+    out: &mut Vec<u8>,
+    value: &Value,
+    min: i64,
+    max: i64,
+    type_name: &str,
+) -> Result<(), String> {
+    match value.as_i64() {
+        Some(v) if (min..=max).contains(&v) => {
+            out.extend_from_slice(v.to_string().as_bytes());
+            Ok(())
+        }
+        Some(v) => Err(format!(
+            "{v} is outside the range of an {type_name} ({min} to {max})"
+        )),
+        None => Err(mismatch(&format!("an integer ({type_name})"), value)),
+    }
+}
+
+fn number(value: &Value, type_name: &str) -> Result<f64, String> {
+    value
+        .as_f64()
+        .ok_or_else(|| mismatch(&format!("a number ({type_name})"), value))
+}
+
+fn mismatch(expected: &str, got: &Value) -> String {
+    let kind = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a floating-point number",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let mut shown = got.to_string();
+    if shown.len() > 60 {
+        let mut end = 57;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.truncate(end);
+        shown.push_str("...");
+    }
+    format!("expected {expected}, got {kind} {shown}")
+}

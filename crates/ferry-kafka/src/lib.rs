@@ -1,0 +1,19 @@
+//! # ferry-kafka
+//!
+//! Ferry and Kafka: the Kafka offset store ([`KafkaOffsetStore`], Kafka Connect's
+//! `offset.storage=kafka`, byte-compatible with its offsets topic); the Kafka sink ([`KafkaSink`],
+//! `sink=kafka`) and the converters it writes keys and values with ([`convert`]: Kafka Connect's
+//! JsonConverter, StringConverter and ByteArrayConverter).
+
+mod admin;
+pub mod convert;
+pub mod sink;
+mod store;
+
+pub use store::{
+    DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
+    java_murmur2, java_partition,
+};
+
+pub use convert::{ConvertError, Converter, RecordConverters};
+pub use sink::{KafkaSink, KafkaSinkConfig};

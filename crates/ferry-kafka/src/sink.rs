@@ -1,0 +1,488 @@
+//! The Kafka sink (`sink=kafka`): records produced to Kafka, acknowledged on the broker's
+//! acknowledgement.
+//!
+//! # Producer settings
+//!
+//! Ferry's defaults, then the worker's `producer.*` settings with the prefix removed (Kafka Connect's
+//! `producer.` prefix: `producer.linger.ms=5` → `linger.ms=5`), which may override any default:
+//!
+//! | setting | default | why |
+//! |---|---|---|
+//! | `bootstrap.servers` | the worker's `bootstrap.servers` | |
+//! | `acks` | `all` | a record counts as delivered once every in-sync replica has it |
+//! | `enable.idempotence` | `true` | retries neither duplicate nor reorder records |
+//! | `message.timeout.ms` | `0` (unbounded) | like Kafka Connect's `delivery.timeout.ms=Integer.MAX_VALUE`: while the brokers are away, records wait and are retried, never dropped; the task stops reading once the queue is full |
+//! | `partitioner` | `murmur2_random` | keyed records land on the partition Kafka's Java producer (and so Kafka Connect) picks |
+//! | `client.id` | `ferry-producer` | |
+//!
+//! Kafka Connect itself uses `enable.idempotence=false` with `max.in.flight.requests.per.connection=1`
+//! for ordering; Ferry keeps ordering with the idempotent producer instead, which also allows
+//! pipelining. Settings are librdkafka's (most Java producer names are accepted aliases, e.g.
+//! `linger.ms`, `delivery.timeout.ms`, `batch.size`); an unknown one fails when the sink is created,
+//! naming the `producer.` key.
+//!
+//! # Delivery
+//!
+//! [`RecordSink::send`] converts the key and value with the connector's converters (see
+//! [`crate::convert`]) and headers like Kafka Connect's `SimpleHeaderConverter`, sets the timestamp and
+//! the explicit partition when the record has them, and enqueues the record in librdkafka. The returned
+//! [`PendingDelivery`] resolves with the topic, partition and offset once the broker acknowledged the
+//! record, or with the delivery error (`retriable` as the Kafka error is). A full local queue
+//! (`queue.buffering.max.messages` / `.kbytes`) is retried briefly, then returned as a retriable error so
+//! the task backs off. A conversion failure is not retriable.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use ferry_api::{RecordMetadata, SourceRecord};
+use ferry_runtime::config::{ClientOverrides, PRODUCER_PREFIX};
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use rdkafka::ClientConfig;
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+
+use crate::convert::{RecordConverters, Role, header_value};
+
+/// Ferry's producer defaults (see the module docs), applied before `producer.*`.
+const DEFAULTS: &[(&str, &str)] = &[
+    ("acks", "all"),
+    ("enable.idempotence", "true"),
+    ("message.timeout.ms", "0"),
+    ("partitioner", "murmur2_random"),
+    ("client.id", "ferry-producer"),
+];
+
+/// How long `send` keeps retrying a full local queue before returning a retriable error.
+const QUEUE_FULL_PATIENCE: Duration = Duration::from_millis(200);
+/// The pause between those retries.
+const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
+
+/// What a [`KafkaSink`] is built from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KafkaSinkConfig {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// Producer settings (`producer.*` without the prefix), applied over Ferry's defaults.
+    pub producer_overrides: ClientOverrides,
+    /// The key and value converters of the records sent through this sink; other connectors' converters
+    /// are set with [`KafkaSink::with_converters`].
+    pub converters: RecordConverters,
+}
+
+impl KafkaSinkConfig {
+    /// A configuration with Ferry's defaults and the default converters (JsonConverter with schemas).
+    pub fn new(bootstrap_servers: impl Into<String>) -> Self {
+        Self {
+            bootstrap_servers: bootstrap_servers.into(),
+            producer_overrides: ClientOverrides::default(),
+            converters: RecordConverters::default(),
+        }
+    }
+
+    /// Adds a producer setting (without the `producer.` prefix), builder style.
+    pub fn with_producer_setting(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
+        self.producer_overrides.set(key, value);
+        self
+    }
+
+    /// Sets the converters, builder style.
+    pub fn with_converters(mut self, converters: RecordConverters) -> Self {
+        self.converters = converters;
+        self
+    }
+
+    /// The librdkafka settings: Ferry's defaults, then the overrides.
+    pub fn client_config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.bootstrap_servers);
+        for (key, value) in DEFAULTS {
+            config.set(*key, *value);
+        }
+        for (key, value) in self.producer_overrides.iter() {
+            config.set(key, value);
+        }
+        config
+    }
+}
+
+/// Shows the settings; secret producer settings show as `[hidden]`.
+impl fmt::Debug for KafkaSinkConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KafkaSinkConfig")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("producer_overrides", &self.producer_overrides)
+            .field("converters", &self.converters)
+            .finish()
+    }
+}
+
+/// Forwards librdkafka's logs and errors to `tracing`, naming the sink. Warning and error log lines, and
+/// client errors (a broker outage reports some at every reconnection attempt), are each logged at WARN
+/// at most once per [`WARN_INTERVAL`], with the number held back since; the others go to DEBUG.
+struct SinkContext {
+    sink: String,
+    /// For librdkafka's own warning and error log lines.
+    logs: Throttle,
+    /// For client errors (transport failures, all brokers down).
+    errors: Throttle,
+}
+
+/// The most often librdkafka's warnings and errors are logged at WARN.
+const WARN_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Lets one message through per interval and counts the others.
+#[derive(Default)]
+struct Throttle {
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+impl Throttle {
+    /// `Some(held back since the last one let through)` if a message may be logged now.
+    fn allow(&self) -> Option<u64> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (last, held) = &mut *state;
+        if last.is_some_and(|at| at.elapsed() < WARN_INTERVAL) {
+            *held += 1;
+            return None;
+        }
+        *last = Some(Instant::now());
+        Some(std::mem::take(held))
+    }
+}
+
+impl SinkContext {
+    fn warn(&self, throttle: &Throttle, message: std::fmt::Arguments<'_>) {
+        let sink = &self.sink;
+        match throttle.allow() {
+            Some(0) => tracing::warn!(target: "librdkafka", "{sink}: {message}"),
+            Some(held) => tracing::warn!(
+                target: "librdkafka",
+                "{sink}: {message} ({held} similar messages in the last {}s were logged at DEBUG)",
+                WARN_INTERVAL.as_secs()
+            ),
+            None => tracing::debug!(target: "librdkafka", "{sink}: {message}"),
+        }
+    }
+}
+
+impl ClientContext for SinkContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error
+            | RDKafkaLogLevel::Warning => {
+                self.warn(&self.logs, format_args!("librdkafka {fac}: {message}"))
+            }
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!(target: "librdkafka", "{}: librdkafka {fac}: {message}", self.sink)
+            }
+            RDKafkaLogLevel::Debug => {
+                tracing::debug!(target: "librdkafka", "{}: librdkafka {fac}: {message}", self.sink)
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        // Transport errors are expected while brokers are away; records wait and are retried.
+        self.warn(
+            &self.errors,
+            format_args!("{error}: {reason} (records wait in the producer and are retried until the brokers answer)"),
+        );
+    }
+}
+
+struct Shared {
+    producer: FutureProducer<SinkContext>,
+    describe: String,
+}
+
+/// Sends records to Kafka (see the [module docs](self)).
+///
+/// Cheap to clone with other converters ([`KafkaSink::with_converters`]): all clones share one producer.
+#[derive(Clone)]
+pub struct KafkaSink {
+    shared: Arc<Shared>,
+    converters: RecordConverters,
+}
+
+impl fmt::Debug for KafkaSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KafkaSink")
+            .field("sink", &self.shared.describe)
+            .field("converters", &self.converters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaSink {
+    /// Creates the producer. It connects in the background: an unreachable cluster shows as WARNs and
+    /// records waiting, not as an error here.
+    ///
+    /// # Errors
+    /// A producer setting librdkafka does not accept (naming the `producer.` key), or the producer
+    /// cannot be created.
+    pub fn new(config: &KafkaSinkConfig) -> Result<KafkaSink, SinkError> {
+        let describe = format!("kafka {}", config.bootstrap_servers);
+        let context = SinkContext {
+            sink: describe.clone(),
+            logs: Throttle::default(),
+            errors: Throttle::default(),
+        };
+        let producer: FutureProducer<SinkContext> = config
+            .client_config()
+            .create_with_context(context)
+            .map_err(|e| creation_error(&describe, config, &e))?;
+        Ok(KafkaSink {
+            shared: Arc::new(Shared { producer, describe }),
+            converters: config.converters,
+        })
+    }
+
+    /// This sink with other converters (a connector's `key.converter` / `value.converter`), sharing the
+    /// producer.
+    pub fn with_converters(&self, converters: RecordConverters) -> KafkaSink {
+        KafkaSink {
+            shared: Arc::clone(&self.shared),
+            converters,
+        }
+    }
+
+    /// The converters records of this handle are converted with.
+    pub fn converters(&self) -> RecordConverters {
+        self.converters
+    }
+
+    /// Records handed to librdkafka whose delivery has not been reported yet.
+    pub fn in_flight(&self) -> i32 {
+        self.shared.producer.in_flight_count()
+    }
+
+    fn error(&self, message: impl Into<String>, retriable: bool) -> SinkError {
+        SinkError {
+            sink: self.shared.describe.clone(),
+            message: message.into(),
+            retriable,
+        }
+    }
+}
+
+#[async_trait]
+impl RecordSink for KafkaSink {
+    fn describe(&self) -> String {
+        self.shared.describe.clone()
+    }
+
+    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
+        let key = self
+            .converters
+            .key
+            .convert(Role::Key, record.key_schema.as_ref(), record.key.as_ref())
+            .map_err(|e| self.error(format!("record for topic {}: {e}", record.topic), false))?;
+        let value = self
+            .converters
+            .value
+            .convert(
+                Role::Value,
+                record.value_schema.as_ref(),
+                record.value.as_ref(),
+            )
+            .map_err(|e| self.error(format!("record for topic {}: {e}", record.topic), false))?;
+        let header_values: Vec<Option<Vec<u8>>> = record
+            .headers
+            .iter()
+            .map(|h| header_value(&h.value))
+            .collect();
+
+        let mut waited = Duration::ZERO;
+        let delivery = loop {
+            let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+            for (header, value) in record.headers.iter().zip(&header_values) {
+                headers = headers.insert(Header {
+                    key: header.key.as_str(),
+                    value: value.as_deref(),
+                });
+            }
+            let mut out: FutureRecord<'_, [u8], [u8]> =
+                FutureRecord::to(&record.topic).headers(headers);
+            if let Some(key) = &key {
+                out = out.key(key.as_slice());
+            }
+            if let Some(value) = &value {
+                out = out.payload(value.as_slice());
+            }
+            if let Some(partition) = record.kafka_partition {
+                out = out.partition(partition);
+            }
+            if let Some(timestamp) = record.timestamp {
+                out = out.timestamp(timestamp);
+            }
+            match self.shared.producer.send_result(out) {
+                Ok(delivery) => break delivery,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _))
+                    if waited < QUEUE_FULL_PATIENCE =>
+                {
+                    tokio::time::sleep(QUEUE_FULL_PAUSE).await;
+                    waited += QUEUE_FULL_PAUSE;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    return Err(self.error(
+                        format!(
+                            "the producer's queue is full ({} records waiting for the brokers; \
+                             queue.buffering.max.messages / queue.buffering.max.kbytes); the task backs off and \
+                             retries",
+                            self.in_flight()
+                        ),
+                        true,
+                    ));
+                }
+                Err((e, _)) => {
+                    let retriable = is_retriable(&e);
+                    return Err(self.error(
+                        format!("cannot send a record to topic {}: {e}", record.topic),
+                        retriable,
+                    ));
+                }
+            }
+        };
+        let sink = self.shared.describe.clone();
+        let topic = record.topic.clone();
+        Ok(PendingDelivery::new(async move {
+            match delivery.await {
+                Ok(Ok(delivered)) => Ok(RecordMetadata {
+                    topic,
+                    partition: Some(delivered.partition),
+                    offset: Some(delivered.offset),
+                }),
+                Ok(Err((e, _))) => Err(SinkError {
+                    sink,
+                    message: format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
+                    retriable: is_retriable(&e),
+                }),
+                Err(_) => Err(SinkError {
+                    sink,
+                    message: format!(
+                        "the producer was closed before the broker acknowledged a record for topic {topic}; \
+                         it was not committed and is sent again after a restart"
+                    ),
+                    retriable: true,
+                }),
+            }
+        }))
+    }
+
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
+        let shared = Arc::clone(&self.shared);
+        let flushed = tokio::task::spawn_blocking(move || shared.producer.flush(timeout))
+            .await
+            .map_err(|e| self.error(format!("flushing the producer failed: {e}"), false))?;
+        match flushed {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.error(
+                format!(
+                    "{} records were still waiting for the brokers' acknowledgement after {timeout:?} ({e})",
+                    self.in_flight()
+                ),
+                true,
+            )),
+        }
+    }
+}
+
+/// Whether a produce error may go away by retrying: the Kafka error codes whose Java exceptions are
+/// `RetriableException`s (leadership moves, unavailable replicas, timeouts, unknown topic), plus
+/// librdkafka's local transport and queue errors. Size, authorization, invalid-record and
+/// configuration errors are not.
+pub fn is_retriable(error: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    let Some(code) = error.rdkafka_error_code() else {
+        return matches!(error, KafkaError::Canceled);
+    };
+    matches!(
+        code,
+        C::BrokerTransportFailure
+            | C::Resolve
+            | C::MessageTimedOut
+            | C::AllBrokersDown
+            | C::OperationTimedOut
+            | C::TimedOutQueue
+            | C::QueueFull
+            | C::UnknownTopic
+            | C::UnknownTopicOrPartition
+            | C::LeaderNotAvailable
+            | C::NotLeaderForPartition
+            | C::RequestTimedOut
+            | C::BrokerNotAvailable
+            | C::ReplicaNotAvailable
+            | C::NetworkException
+            | C::InvalidMessage
+            | C::NotEnoughReplicas
+            | C::NotEnoughReplicasAfterAppend
+            | C::KafkaStorageError
+            | C::FencedLeaderEpoch
+            | C::UnknownLeaderEpoch
+            | C::OffsetNotAvailable
+            | C::PreferredLeaderNotAvailable
+            | C::EligibleLeadersNotAvailable
+            | C::ThrottlingQuotaExceeded
+            | C::PurgeQueue
+            | C::PurgeInflight
+    )
+}
+
+fn delivery_hint(error: &KafkaError) -> &'static str {
+    match error.rdkafka_error_code() {
+        Some(RDKafkaErrorCode::MessageTimedOut) => {
+            " (not acknowledged within message.timeout.ms; Ferry's default 0 waits without limit — check \
+             producer.message.timeout.ms / producer.delivery.timeout.ms, that the topic exists and the brokers \
+             are reachable)"
+        }
+        Some(RDKafkaErrorCode::UnknownTopic | RDKafkaErrorCode::UnknownTopicOrPartition) => {
+            " (the topic does not exist; create it, or enable auto-creation on the brokers)"
+        }
+        Some(RDKafkaErrorCode::UnknownPartition) => {
+            " (the record names a partition the topic does not have)"
+        }
+        Some(RDKafkaErrorCode::MessageSizeTooLarge) => {
+            " (the record is larger than the topic's max.message.bytes or the producer's message.max.bytes)"
+        }
+        Some(RDKafkaErrorCode::TopicAuthorizationFailed) => {
+            " (the producer's principal may not write to the topic)"
+        }
+        _ => "",
+    }
+}
+
+/// A producer that cannot be created: an invalid setting names its `producer.` key when it came from
+/// the overrides.
+fn creation_error(sink: &str, config: &KafkaSinkConfig, error: &KafkaError) -> SinkError {
+    let message = match error {
+        KafkaError::ClientConfig(_, description, key, _) => {
+            let origin = if config.producer_overrides.get(key).is_some() {
+                format!("{PRODUCER_PREFIX}{key}")
+            } else {
+                key.clone()
+            };
+            format!(
+                "invalid producer setting {origin}: {description} (Ferry's producer is librdkafka; see its \
+                 CONFIGURATION.md for the settings it accepts)"
+            )
+        }
+        other => format!("cannot create the Kafka producer: {other}"),
+    };
+    SinkError {
+        sink: sink.to_owned(),
+        message,
+        retriable: false,
+    }
+}

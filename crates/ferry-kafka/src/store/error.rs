@@ -1,0 +1,148 @@
+//! Turning client failures into [`StoreError`]s that say what failed and what to do.
+
+use ferry_offsets::StoreError;
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+/// The store's clients' context: librdkafka's asynchronous client errors (a broker connection
+/// dropped, all brokers down) are logged at WARN with the store's name — librdkafka retries them, and
+/// the store's operations return their own errors when they fail. End-of-partition events are
+/// expected (the reader asks for them) and not logged at all; rust-rdkafka would otherwise log each at
+/// ERROR.
+#[derive(Debug, Clone)]
+pub(crate) struct StoreContext {
+    pub(crate) store: String,
+}
+
+impl ClientContext for StoreContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if matches!(
+            error.rdkafka_error_code(),
+            Some(RDKafkaErrorCode::PartitionEOF)
+        ) {
+            return;
+        }
+        tracing::warn!(store = %self.store, "offset store client: {error}: {reason}");
+    }
+}
+
+impl ConsumerContext for StoreContext {}
+
+/// The consumer type of the store.
+pub(crate) type StoreConsumer = BaseConsumer<StoreContext>;
+
+/// `kafka topic T at B`: how the store names itself in logs and errors.
+pub(crate) fn describe(topic: &str, bootstrap_servers: &str) -> String {
+    format!("kafka topic {topic} at {bootstrap_servers}")
+}
+
+/// A [`StoreError::Backend`] of the store named `store`.
+pub(crate) fn backend(store: &str, message: impl Into<String>, retriable: bool) -> StoreError {
+    StoreError::Backend {
+        store: store.to_owned(),
+        message: message.into(),
+        retriable,
+    }
+}
+
+/// A [`StoreError::Backend`] for a failed client call: `what` failed, the client's error, and whether a
+/// retry may succeed.
+pub(crate) fn kafka(store: &str, what: &str, error: &KafkaError) -> StoreError {
+    let retriable = is_retriable(error);
+    let hint = if retriable {
+        "this is usually temporary (brokers unreachable or electing a leader); check that the brokers in \
+         bootstrap.servers are running and reachable, the operation will be retried"
+    } else {
+        "this will not resolve by retrying; check the topic, the client settings and the broker's ACLs"
+    };
+    backend(store, format!("{what} failed: {error}; {hint}"), retriable)
+}
+
+/// Whether an error code is worth retrying: the broker is unreachable, busy or moving leadership.
+pub(crate) fn is_retriable_code(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        code,
+        C::BrokerTransportFailure
+            | C::Resolve
+            | C::MessageTimedOut
+            | C::AllBrokersDown
+            | C::OperationTimedOut
+            | C::TimedOutQueue
+            | C::QueueFull
+            | C::UnknownPartition
+            | C::UnknownTopic
+            | C::UnknownTopicOrPartition
+            | C::LeaderNotAvailable
+            | C::NotLeaderForPartition
+            | C::RequestTimedOut
+            | C::BrokerNotAvailable
+            | C::ReplicaNotAvailable
+            | C::NetworkException
+            | C::NotEnoughReplicas
+            | C::NotEnoughReplicasAfterAppend
+            | C::CoordinatorNotAvailable
+            | C::NotCoordinator
+            | C::FencedLeaderEpoch
+            | C::UnknownLeaderEpoch
+            | C::OffsetNotAvailable
+            | C::PreferredLeaderNotAvailable
+            | C::EligibleLeadersNotAvailable
+            | C::ThrottlingQuotaExceeded
+            | C::PurgeQueue
+    )
+}
+
+/// Whether a client error is worth retrying (see [`is_retriable_code`]).
+pub(crate) fn is_retriable(error: &KafkaError) -> bool {
+    match error {
+        KafkaError::Canceled => true,
+        other => other.rdkafka_error_code().is_some_and(is_retriable_code),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_and_leadership_errors_are_retriable_config_errors_are_not() {
+        assert!(is_retriable(&KafkaError::MessageProduction(
+            RDKafkaErrorCode::MessageTimedOut
+        )));
+        assert!(is_retriable(&KafkaError::MessageProduction(
+            RDKafkaErrorCode::NotEnoughReplicas
+        )));
+        assert!(is_retriable(&KafkaError::MetadataFetch(
+            RDKafkaErrorCode::AllBrokersDown
+        )));
+        assert!(!is_retriable(&KafkaError::MessageProduction(
+            RDKafkaErrorCode::MessageSizeTooLarge
+        )));
+        assert!(!is_retriable(&KafkaError::MessageProduction(
+            RDKafkaErrorCode::TopicAuthorizationFailed
+        )));
+        assert!(!is_retriable(&KafkaError::ClientCreation(
+            "bad config".to_owned()
+        )));
+    }
+
+    #[test]
+    fn errors_name_the_store_and_what_to_do() {
+        let store = describe("connect-offsets", "k1:9092");
+        assert_eq!(store, "kafka topic connect-offsets at k1:9092");
+        let err = kafka(
+            &store,
+            "sending 3 offset records",
+            &KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut),
+        );
+        assert!(err.is_retriable());
+        let text = err.to_string();
+        assert!(
+            text.starts_with("offset store kafka topic connect-offsets at k1:9092: sending 3 offset records failed"),
+            "{text}"
+        );
+        assert!(text.contains("bootstrap.servers"), "{text}");
+    }
+}

@@ -1,0 +1,313 @@
+//! Reading the offsets topic into memory: the whole topic at start, then to the current end before
+//! every read.
+//!
+//! Blocking (librdkafka's consumer API is synchronous): the store calls this from a blocking thread.
+//!
+//! "The end" is the end offset of every partition (its high watermark, or last stable offset because
+//! the consumer reads committed data only) fetched at the start of a read. A partition is read when
+//! the consumer's position — which librdkafka moves past transaction markers too — reaches it.
+//! Compaction can leave a partition with no record below its end offset (its last records were
+//! superseded or were tombstones past `delete.retention.ms`); librdkafka then reports the end of the
+//! partition without moving the position. Such an end-of-partition event is trusted once no record of
+//! the partition followed it for [`EOF_GRACE`]: a stale event from before the end offsets were fetched
+//! is always followed by the records it predates within one fetch.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ferry_offsets::{LogOrder, OffsetTable, StoreError};
+use rdkafka::Message;
+use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaError;
+use rdkafka::message::BorrowedMessage;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+use super::error::{StoreConsumer, backend, kafka};
+
+/// How long an end-of-partition event must stand, unfollowed by records, before it counts.
+const EOF_GRACE: Duration = Duration::from_secs(1);
+/// A progress line at least this often during a long read…
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
+/// …or after this many records.
+const PROGRESS_RECORDS: u64 = 100_000;
+
+/// The consumer, positioned somewhere in the topic, and the offsets it has read so far.
+pub(crate) struct OffsetLog {
+    consumer: StoreConsumer,
+    /// Asks for start and end offsets (ListOffsets) over its own connections: a broker answers the
+    /// requests of one connection in order, so on the consumer's connection the question would wait
+    /// behind its pending fetch (up to `fetch.wait.max.ms`) on every read.
+    offsets_client: Arc<StoreConsumer>,
+    topic: String,
+    store: String,
+    timeout: Duration,
+    /// Per partition: every offset below has been read.
+    next: Vec<i64>,
+    table: OffsetTable,
+    /// Records read since the store was opened (shared with the store, readable without the lock).
+    records: Arc<AtomicU64>,
+}
+
+/// What a read did, for the store's log lines.
+pub(crate) struct ReadSummary {
+    /// Records read.
+    pub(crate) records: u64,
+    /// How long it took.
+    pub(crate) elapsed: Duration,
+}
+
+impl OffsetLog {
+    /// Assigns every partition of `topic` from its beginning (no group, no commits). Reads nothing.
+    pub(crate) fn new(
+        consumer: StoreConsumer,
+        offsets_client: Arc<StoreConsumer>,
+        topic: &str,
+        partitions: i32,
+        store: &str,
+        timeout: Duration,
+    ) -> Result<Self, StoreError> {
+        let mut log = Self {
+            consumer,
+            offsets_client,
+            topic: topic.to_owned(),
+            store: store.to_owned(),
+            timeout,
+            next: vec![0; usize::try_from(partitions).unwrap_or(0)],
+            table: OffsetTable::default(),
+            records: Arc::new(AtomicU64::new(0)),
+        };
+        // Where each partition starts: nothing below the log start offset is left to read.
+        log.next = log.list_offsets(
+            Offset::Beginning,
+            "fetching the offsets topic's start offsets",
+        )?;
+        let mut assignment = TopicPartitionList::with_capacity(log.next.len());
+        for partition in 0..partitions {
+            assignment
+                .add_partition_offset(topic, partition, Offset::Beginning)
+                .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
+        }
+        log.consumer
+            .assign(&assignment)
+            .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
+        Ok(log)
+    }
+
+    /// The offsets read so far.
+    pub(crate) fn table(&self) -> &OffsetTable {
+        &self.table
+    }
+
+    /// The count of records read since the store was opened, shared.
+    pub(crate) fn records(&self) -> Arc<AtomicU64> {
+        self.records.clone()
+    }
+
+    /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,
+    /// `Offset::Beginning` for the start offsets.
+    fn list_offsets(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
+        let mut request = TopicPartitionList::with_capacity(self.next.len());
+        for partition in 0..self.next.len() as i32 {
+            request
+                .add_partition_offset(&self.topic, partition, which)
+                .map_err(|e| kafka(&self.store, what, &e))?;
+        }
+        let answer = self
+            .offsets_client
+            .offsets_for_times(request, self.timeout)
+            .map_err(|e| kafka(&self.store, what, &e))?;
+        let mut offsets = vec![0; self.next.len()];
+        for element in answer.elements() {
+            element.error().map_err(|e| kafka(&self.store, what, &e))?;
+            let slot = usize::try_from(element.partition())
+                .ok()
+                .and_then(|p| offsets.get_mut(p))
+                .ok_or_else(|| {
+                    backend(
+                        &self.store,
+                        format!(
+                            "{what}: the broker answered for unknown partition {}",
+                            element.partition()
+                        ),
+                        true,
+                    )
+                })?;
+            *slot = match element.offset() {
+                Offset::Offset(offset) => offset,
+                other => {
+                    return Err(backend(
+                        &self.store,
+                        format!(
+                            "{what}: the broker answered {other:?} for partition {}",
+                            element.partition()
+                        ),
+                        true,
+                    ));
+                }
+            };
+        }
+        Ok(offsets)
+    }
+
+    /// Reads every partition up to its end offset as of now. Returns what was read.
+    pub(crate) fn read_to_end(&mut self) -> Result<ReadSummary, StoreError> {
+        let started = Instant::now();
+        let ends = self.list_offsets(Offset::End, "fetching the offsets topic's end offsets")?;
+        let expected: i64 = ends
+            .iter()
+            .zip(&self.next)
+            .map(|(end, next)| (end - next).max(0))
+            .sum();
+        let mut eof_at: Vec<Option<Instant>> = vec![None; ends.len()];
+        let mut records = 0u64;
+        let mut last_progress = Instant::now();
+        let (mut last_report, mut reported_records) = (Instant::now(), 0u64);
+        let mut last_error: Option<KafkaError> = None;
+        // Which partition is still behind is checked every CHECK_EVERY records while records stream
+        // in (reading a few records past the end is harmless: they are real records, in order), and
+        // after every other event.
+        const CHECK_EVERY: u64 = 1024;
+        let mut behind = self.first_behind(&ends, &mut eof_at);
+        while let Some(lagging) = behind {
+            let mut check = true;
+            match self.consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(message)) => {
+                    if let Some(p) = Self::apply(&mut self.table, &mut self.next, &message) {
+                        eof_at[p] = None;
+                    }
+                    records += 1;
+                    last_progress = Instant::now();
+                    check = records.is_multiple_of(CHECK_EVERY);
+                }
+                Some(Err(KafkaError::PartitionEOF(partition))) => {
+                    if let Some(at) = usize::try_from(partition)
+                        .ok()
+                        .and_then(|p| eof_at.get_mut(p))
+                    {
+                        at.get_or_insert_with(Instant::now);
+                    }
+                }
+                Some(Err(error)) => last_error = Some(error),
+                None => {
+                    if self.sync_positions()? {
+                        last_progress = Instant::now();
+                    }
+                }
+            }
+            if records - reported_records >= PROGRESS_RECORDS
+                || last_report.elapsed() >= PROGRESS_INTERVAL
+            {
+                tracing::info!(
+                    topic = %self.topic,
+                    "read {records} of ~{expected} offset records from topic {} ({:.0?} so far)",
+                    self.topic,
+                    started.elapsed()
+                );
+                (last_report, reported_records) = (Instant::now(), records);
+            }
+            if last_progress.elapsed() > self.timeout {
+                let p = lagging as usize;
+                let cause = last_error.map_or_else(
+                    || "no client error reported".to_owned(),
+                    |e| format!("last client error: {e}"),
+                );
+                return Err(backend(
+                    &self.store,
+                    format!(
+                        "reading the offsets topic to its end made no progress for {:?}: partition {lagging} is \
+                         at offset {} of {} after {records} of ~{expected} records ({cause}). Check that the \
+                         brokers are reachable and that this worker may read the topic; the read will be retried",
+                        self.timeout, self.next[p], ends[p]
+                    ),
+                    true,
+                ));
+            }
+            if check {
+                behind = self.first_behind(&ends, &mut eof_at);
+            }
+        }
+        self.records.fetch_add(records, Ordering::Relaxed);
+        Ok(ReadSummary {
+            records,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// The first partition not yet read up to `ends`; marks partitions whose end-of-partition event
+    /// has stood for [`EOF_GRACE`] as read.
+    fn first_behind(&mut self, ends: &[i64], eof_at: &mut [Option<Instant>]) -> Option<i32> {
+        let mut first = None;
+        for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
+            if *next >= *end {
+                continue;
+            }
+            if eof_at[p].is_some_and(|at| at.elapsed() >= EOF_GRACE) {
+                tracing::debug!(
+                    topic = %self.topic,
+                    partition = p,
+                    "partition {p} has no records from offset {next} to its end offset {end} (removed by compaction)"
+                );
+                *next = *end;
+                continue;
+            }
+            first.get_or_insert(p as i32);
+        }
+        first
+    }
+
+    /// Moves `next` up to the consumer's positions (which pass transaction markers). Returns whether
+    /// any partition moved.
+    fn sync_positions(&mut self) -> Result<bool, StoreError> {
+        let positions = self
+            .consumer
+            .position()
+            .map_err(|e| kafka(&self.store, "reading the consumer's positions", &e))?;
+        let mut moved = false;
+        for element in positions.elements() {
+            if let (Offset::Offset(position), Some(next)) = (
+                element.offset(),
+                usize::try_from(element.partition())
+                    .ok()
+                    .and_then(|p| self.next.get_mut(p)),
+            ) && position > *next
+            {
+                *next = position;
+                moved = true;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Applies one record: a null value is a tombstone, a null key is skipped. Returns its partition.
+    fn apply(
+        table: &mut OffsetTable,
+        next: &mut [i64],
+        message: &BorrowedMessage<'_>,
+    ) -> Option<usize> {
+        let partition = usize::try_from(message.partition()).ok()?;
+        if let Some(next) = next.get_mut(partition) {
+            *next = (*next).max(message.offset() + 1);
+        }
+        match message.key() {
+            None => tracing::warn!(
+                topic = message.topic(),
+                partition = message.partition(),
+                offset = message.offset(),
+                "skipping a record with a null key in the offsets topic (not an offset record)"
+            ),
+            Some(key) => {
+                let order = message.timestamp().to_millis().unwrap_or(i64::MIN);
+                table.apply_at(
+                    key,
+                    message.payload(),
+                    LogOrder {
+                        lane: message.partition(),
+                        order,
+                    },
+                );
+            }
+        }
+        Some(partition)
+    }
+}

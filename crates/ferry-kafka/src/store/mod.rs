@@ -1,0 +1,388 @@
+//! [`KafkaOffsetStore`]: Kafka Connect's `offset.storage=kafka` store, an [`OffsetBackingStore`] kept in
+//! a compacted Kafka topic, byte-compatible with the offsets topic Kafka Connect writes.
+//!
+//! # Contract
+//!
+//! - **Format.** One record per offset: key `["connector",{partition}]`, value `{offset}` or null (a
+//!   tombstone), exactly the bytes the writer encodes. Records are partitioned like Kafka's Java client
+//!   (murmur2 of the key), so Ferry and Kafka Connect put a key on the same partition.
+//! - **Durability.** [`set`](OffsetBackingStore::set) returns `Ok` once every record of the batch is
+//!   acknowledged by all in-sync replicas (`acks=all`, idempotent producer). It fails if any record
+//!   fails. A batch is *not* atomic: after a failure some of its records may be durable. For offsets
+//!   this is safe — each record is a committed position of its own source partition — and it is what
+//!   Kafka Connect does without exactly-once.
+//! - **Visibility.** The in-memory view learns only from the topic: a write is visible once it is in
+//!   the log. Every read first reads every partition to its current end, so a store sees the writes
+//!   another worker's store made durable before the read began (read-your-writes across workers).
+//! - **Ordering.** Within a Kafka partition the log order wins. Logically equal keys with different
+//!   bytes (field order) can sit on different partitions; between those the newer record timestamp
+//!   wins ([`ferry_offsets::OffsetTable::apply_at`]). A store stamps its batches with strictly
+//!   increasing timestamps, so its own successive writes order correctly; writers on different hosts
+//!   rely on their clocks. Inside one batch, logically equal keys with different bytes are not ordered
+//!   across partitions ([`ferry_offsets::OffsetWriter`] never sends such a batch).
+//! - **Tombstones** remove a partition; the partitions a connector knows are the live ones in the
+//!   topic. Known limitation: a tombstone removes only the key bytes it was written with. If a
+//!   partition was also written under other bytes (another field order) on another Kafka partition,
+//!   that older record stays in the topic; the store ignores it while the newer tombstone exists, but
+//!   once the broker's compaction drops the tombstone (`delete.retention.ms`, default 24 h) a restart
+//!   would see the older record again. Kafka Connect, which compares keys as bytes, has no such case.
+//! - **Partitions** are looked up once, at open. Partitions added to the topic later are read after a
+//!   restart (as in Kafka Connect); adding partitions to an offsets topic moves keys to other
+//!   partitions, which the timestamp ordering above resolves on that restart.
+//! - **Dropping** the store closes its clients, which blocks the dropping thread briefly (a few hundred
+//!   ms, longer with records still in flight).
+//!
+//! Thread-safe: reads share one consumer under a lock and run on blocking threads; writes go through
+//! one producer.
+
+mod config;
+pub(crate) mod error;
+mod log;
+mod partition;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset};
+use rdkafka::ClientConfig;
+use rdkafka::admin::AdminClient;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+
+pub use config::{DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStoreConfig};
+pub use partition::{java_murmur2, java_partition};
+
+use crate::admin::{self, TopicState};
+use error::{StoreConsumer, StoreContext, backend, describe, is_retriable, kafka};
+use log::OffsetLog;
+
+/// An [`OffsetBackingStore`] in a compacted Kafka topic (`offset.storage.topic`). See the module
+/// documentation for its guarantees.
+pub struct KafkaOffsetStore {
+    describe: String,
+    topic: String,
+    /// The producer; replaced by a fresh one after a failed batch (see [`KafkaOffsetStore::renew_producer`]).
+    producer: Mutex<FutureProducer<StoreContext>>,
+    producer_config: ClientConfig,
+    log: Arc<Mutex<OffsetLog>>,
+    records_read: Arc<AtomicU64>,
+    /// The timestamp of the last batch sent, so the next one is strictly newer.
+    last_timestamp: AtomicI64,
+}
+
+impl std::fmt::Debug for KafkaOffsetStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaOffsetStore")
+            .field("store", &self.describe)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs blocking client work off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    store: &str,
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        backend(
+            store,
+            format!("the offset store's reader thread failed: {e}"),
+            false,
+        )
+    })?
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl KafkaOffsetStore {
+    /// Opens the store: creates the topic (compacted, `partitions` × `replication_factor`) if it is
+    /// missing, refuses an existing topic whose `cleanup.policy` is not exactly `compact`, then reads the
+    /// whole topic into memory (logging progress for large topics) before returning.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`]: the configuration is invalid, the topic is not compacted, or the
+    /// brokers did not answer within `config.timeout` (retriable).
+    pub async fn open(config: KafkaOffsetStoreConfig) -> Result<Self, StoreError> {
+        let store = describe(&config.topic, &config.bootstrap_servers);
+        config.validate().map_err(|m| backend(&store, m, false))?;
+        let context = StoreContext {
+            store: store.clone(),
+        };
+        let admin: AdminClient<StoreContext> = config
+            .admin()
+            .create_with_context(context.clone())
+            .map_err(|e| kafka(&store, "creating the admin client", &e))?;
+        // Answers metadata and ListOffsets requests; the reading consumer has connections of its own.
+        let offsets_client: Arc<StoreConsumer> = Arc::new(
+            config
+                .consumer()
+                .create_with_context(context.clone())
+                .map_err(|e| kafka(&store, "creating the consumer", &e))?,
+        );
+
+        let (c, topic, timeout, s) = (
+            offsets_client.clone(),
+            config.topic.clone(),
+            config.timeout,
+            store.clone(),
+        );
+        let existing =
+            blocking(&store, move || admin::topic_state(&c, &topic, timeout, &s)).await?;
+        if let TopicState::Missing = existing {
+            tracing::info!(
+                topic = %config.topic,
+                "creating offsets topic {} ({} partitions, replication factor {}, cleanup.policy=compact)",
+                config.topic,
+                config.partitions,
+                config.replication_factor
+            );
+            admin::create_topic(&admin, &config, &store).await?;
+        }
+        admin::verify_compacted(&admin, &config, &store).await?;
+        let partitions = match existing {
+            TopicState::Exists(partitions) => partitions,
+            TopicState::Missing => {
+                let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
+                blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?
+            }
+        };
+        // Dropping a client joins its threads: not on the async runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || drop(admin)).await;
+
+        let producer_config = config.producer();
+        let producer: FutureProducer<StoreContext> = producer_config
+            .create_with_context(context.clone())
+            .map_err(|e| kafka(&store, "creating the producer", &e))?;
+        let consumer: StoreConsumer = config
+            .consumer()
+            .create_with_context(context)
+            .map_err(|e| kafka(&store, "creating the consumer", &e))?;
+        let (topic, s) = (config.topic.clone(), store.clone());
+        let log = blocking(&store, move || {
+            let mut log = OffsetLog::new(consumer, offsets_client, &topic, partitions, &s, timeout)?;
+            let read = log.read_to_end()?;
+            tracing::info!(
+                topic = %topic,
+                "read {} offset records ({} live offsets) from topic {topic} ({partitions} partitions) in {:.1?}",
+                read.records,
+                log.table().len(),
+                read.elapsed
+            );
+            Ok(log)
+        })
+        .await?;
+        Ok(Self {
+            describe: store,
+            topic: config.topic,
+            producer: Mutex::new(producer),
+            producer_config,
+            records_read: log.records(),
+            log: Arc::new(Mutex::new(log)),
+            last_timestamp: AtomicI64::new(0),
+        })
+    }
+
+    /// Reads every partition to its current end, then answers `query` from the offsets read.
+    async fn read<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&ferry_offsets::OffsetTable) -> T + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let log = self.log.clone();
+        let store = self.describe.clone();
+        blocking(&self.describe, move || {
+            // A panic during a read leaves the table consistent (records are applied one by one), so a
+            // poisoned lock is still usable.
+            let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+            let read = log.read_to_end()?;
+            if read.elapsed > Duration::from_secs(2) {
+                let (records, elapsed) = (read.records, read.elapsed);
+                tracing::info!(store = %store, "caught up with {records} offset records in {elapsed:.1?}");
+            }
+            Ok(query(log.table()))
+        })
+        .await
+    }
+
+    /// A timestamp strictly newer than the previous batch's, and not older than the clock.
+    fn batch_timestamp(&self) -> i64 {
+        let now = now_millis();
+        let previous = self.last_timestamp.fetch_max(now, Ordering::AcqRel);
+        if previous >= now {
+            // Same millisecond (or the clock went back): one past the previous batch.
+            self.last_timestamp.fetch_add(1, Ordering::AcqRel) + 1
+        } else {
+            now
+        }
+    }
+
+    fn producer(&self) -> FutureProducer<StoreContext> {
+        self.producer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the producer after a failed batch. An idempotent producer whose records timed out or
+    /// failed may be left in a state it cannot leave by itself (librdkafka's fatal idempotence errors
+    /// require a new producer, and some brokers reject its sequence numbers after a restart); a new
+    /// producer gets a new producer id. The old one is dropped on a blocking thread (dropping flushes).
+    async fn renew_producer(&self) {
+        match self
+            .producer_config
+            .create_with_context::<_, FutureProducer<StoreContext>>(StoreContext {
+                store: self.describe.clone(),
+            }) {
+            Ok(fresh) => {
+                let old = std::mem::replace(
+                    &mut *self.producer.lock().unwrap_or_else(PoisonError::into_inner),
+                    fresh,
+                );
+                let _ = tokio::task::spawn_blocking(move || drop(old)).await;
+            }
+            // Keep the old producer; the next batch tries again.
+            Err(e) => {
+                tracing::warn!(store = %self.describe, error = %e, "could not create a new offset producer")
+            }
+        }
+    }
+
+    /// Records read from the topic since the store was opened (for tests and metrics).
+    pub fn records_read(&self) -> u64 {
+        self.records_read.load(Ordering::Relaxed)
+    }
+}
+
+/// Waits for one delivery; returns the error text of a failed one.
+async fn delivered(future: DeliveryFuture) -> Result<(), (String, bool)> {
+    match future.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((error, _))) => Err((error.to_string(), is_retriable(&error))),
+        Err(_canceled) => Err((
+            "the producer was shut down before the broker answered".to_owned(),
+            true,
+        )),
+    }
+}
+
+#[async_trait]
+impl OffsetBackingStore for KafkaOffsetStore {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let keys = keys.to_vec();
+        self.read(move |table| {
+            keys.iter()
+                .map(|k| table.get(k).map(<[u8]>::to_vec))
+                .collect()
+        })
+        .await
+    }
+
+    /// Sends one record per write and waits until every one is acknowledged. The in-memory view is
+    /// not updated here: it learns the writes from the topic on the next read.
+    async fn set(&self, batch: &[OffsetWrite]) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let timestamp = self.batch_timestamp();
+        let producer = self.producer();
+        let result = self.send_all(&producer, batch, timestamp).await;
+        if result.is_err() {
+            drop(producer);
+            self.renew_producer().await;
+        }
+        result
+    }
+
+    async fn connector_offsets(&self, connector: &str) -> Result<Vec<StoredOffset>, StoreError> {
+        let connector = connector.to_owned();
+        self.read(move |table| table.connector_entries(&connector))
+            .await
+    }
+
+    async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError> {
+        self.read(|table| table.entries()).await
+    }
+}
+
+impl KafkaOffsetStore {
+    /// Sends one record per write, all stamped `timestamp`, and waits for every delivery.
+    async fn send_all(
+        &self,
+        producer: &FutureProducer<StoreContext>,
+        batch: &[OffsetWrite],
+        timestamp: i64,
+    ) -> Result<(), StoreError> {
+        let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(batch.len());
+        let mut failures: Vec<(String, bool)> = Vec::new();
+        for write in batch {
+            loop {
+                let mut record = FutureRecord::<[u8], [u8]>::to(&self.topic)
+                    .key(&write.key[..])
+                    .timestamp(timestamp);
+                if let Some(value) = &write.value {
+                    record = record.payload(&value[..]);
+                }
+                match producer.send_result(record) {
+                    Ok(future) => {
+                        pending.push_back(future);
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                        // The producer's queue is full: wait for the oldest delivery, then try again.
+                        match pending.pop_front() {
+                            Some(oldest) => {
+                                if let Err(failure) = delivered(oldest).await {
+                                    failures.push(failure);
+                                }
+                            }
+                            None => tokio::time::sleep(Duration::from_millis(10)).await,
+                        }
+                    }
+                    Err((error, _)) => {
+                        // Not sent. Wait for what was sent, so no delivery outlives the call, then fail.
+                        for future in pending {
+                            let _ = delivered(future).await;
+                        }
+                        return Err(kafka(
+                            &self.describe,
+                            &format!("sending {} offset records", batch.len()),
+                            &error,
+                        ));
+                    }
+                }
+            }
+        }
+        for future in pending {
+            if let Err(failure) = delivered(future).await {
+                failures.push(failure);
+            }
+        }
+        match failures.first() {
+            None => Ok(()),
+            Some((first, _)) => {
+                let retriable = failures.iter().all(|(_, r)| *r);
+                Err(backend(
+                    &self.describe,
+                    format!(
+                        "{} of {} offset records were not acknowledged by the brokers (first error: {first}); \
+                         the flush failed and will be retried. Check that the brokers in bootstrap.servers are \
+                         running and that the topic accepts writes",
+                        failures.len(),
+                        batch.len()
+                    ),
+                    retriable,
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `key.converter`, `value.converter`, `header.converter` and their settings (`value.converter.schemas.enable`).
+//!
+//! Kafka Connect's converter classes, by full or simple class name:
+//!
+//! | class | settings (`<role>.converter.<setting>`) |
+//! |---|---|
+//! | `org.apache.kafka.connect.json.JsonConverter` | `schemas.enable` (default `true`); `schemas.cache.size`, `decimal.format`, `replace.null.with.default` accepted (no effect: Ferry's schemas have no decimals, defaults or cache) |
+//! | `org.apache.kafka.connect.storage.StringConverter` | `converter.encoding` (`UTF-8` only) |
+//! | `org.apache.kafka.connect.converters.ByteArrayConverter` | none |
+//!
+//! `header.converter` accepts `org.apache.kafka.connect.storage.SimpleHeaderConverter` (the default)
+//! only. The worker's converters default to `JsonConverter` with `schemas.enable=true`, as in Kafka
+//! Connect's `connect-standalone.properties`. A connector that sets `value.converter` uses that class
+//! with the connector's own `value.converter.*` settings (the worker's are not inherited), as in Kafka
+//! Connect.
+
+use std::fmt;
+
+use super::error::ConfigError;
+use super::hint::unknown_key_hint;
+use super::properties::Properties;
+use super::worker::location;
+
+/// `key.converter`: how record keys become bytes in Kafka.
+pub const KEY_CONVERTER: &str = "key.converter";
+/// `value.converter`: how record values become bytes in Kafka.
+pub const VALUE_CONVERTER: &str = "value.converter";
+/// `header.converter`: how header values become bytes in Kafka (`SimpleHeaderConverter` only).
+pub const HEADER_CONVERTER: &str = "header.converter";
+
+const JSON_CLASS: &str = "org.apache.kafka.connect.json.JsonConverter";
+const STRING_CLASS: &str = "org.apache.kafka.connect.storage.StringConverter";
+const BYTE_ARRAY_CLASS: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
+const SIMPLE_HEADER_CLASS: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
+
+const SCHEMAS_ENABLE: &str = "schemas.enable";
+const ENCODING: &str = "converter.encoding";
+/// JsonConverter settings that are accepted and have no effect in Ferry.
+const JSON_NO_EFFECT: &[&str] = &[
+    "schemas.cache.size",
+    "decimal.format",
+    "replace.null.with.default",
+];
+/// Every converter setting Ferry knows, for "did you mean" hints.
+const ALL_SETTINGS: &[&str] = &[
+    SCHEMAS_ENABLE,
+    ENCODING,
+    "schemas.cache.size",
+    "decimal.format",
+    "replace.null.with.default",
+];
+
+/// A converter: how a record's key or value (JSON, with an optional Kafka Connect schema) becomes the
+/// bytes of a Kafka record. Only records sent to Kafka are converted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConverterSpec {
+    /// `org.apache.kafka.connect.json.JsonConverter`: JSON text; with `schemas_enable`, Kafka Connect's
+    /// `{"schema":…,"payload":…}` envelope.
+    Json {
+        /// `schemas.enable` (default `true`).
+        schemas_enable: bool,
+    },
+    /// `org.apache.kafka.connect.storage.StringConverter`: a string as its UTF-8 text.
+    String,
+    /// `org.apache.kafka.connect.converters.ByteArrayConverter`: bytes as they are.
+    ByteArray,
+}
+
+impl Default for ConverterSpec {
+    /// `JsonConverter` with `schemas.enable=true`, as in `connect-standalone.properties`.
+    fn default() -> Self {
+        ConverterSpec::Json {
+            schemas_enable: true,
+        }
+    }
+}
+
+impl ConverterSpec {
+    /// Kafka Connect's class name.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            ConverterSpec::Json { .. } => JSON_CLASS,
+            ConverterSpec::String => STRING_CLASS,
+            ConverterSpec::ByteArray => BYTE_ARRAY_CLASS,
+        }
+    }
+
+    /// The converter of a class name: the full Kafka Connect name or the simple class name.
+    fn from_class(class: &str) -> Option<Self> {
+        let simple = |full: &'static str| full.rsplit('.').next().unwrap_or(full);
+        let is = |full: &'static str| class == full || class == simple(full);
+        if is(JSON_CLASS) {
+            Some(ConverterSpec::Json {
+                schemas_enable: true,
+            })
+        } else if is(STRING_CLASS) {
+            Some(ConverterSpec::String)
+        } else if is(BYTE_ARRAY_CLASS) {
+            Some(ConverterSpec::ByteArray)
+        } else {
+            None
+        }
+    }
+}
+
+/// `JsonConverter schemas.enable=true`, `StringConverter`, `ByteArrayConverter`.
+impl fmt::Display for ConverterSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConverterSpec::Json { schemas_enable } => {
+                write!(f, "JsonConverter schemas.enable={schemas_enable}")
+            }
+            ConverterSpec::String => f.write_str("StringConverter"),
+            ConverterSpec::ByteArray => f.write_str("ByteArrayConverter"),
+        }
+    }
+}
+
+/// Whether `key` is a converter key or setting (`value.converter`, `key.converter.schemas.enable`,
+/// `header.converter`), handled by [`parse_converters`].
+pub(crate) fn is_converter_key(key: &str) -> bool {
+    key == KEY_CONVERTER
+        || key == VALUE_CONVERTER
+        || key == HEADER_CONVERTER
+        || key.starts_with("key.converter.")
+        || key.starts_with("value.converter.")
+}
+
+/// The converter keys a file sets, in file order (for "has no effect" warnings).
+pub(crate) fn converter_keys(props: &Properties) -> Vec<&str> {
+    props.keys().filter(|k| is_converter_key(k)).collect()
+}
+
+/// The key and value converters a file configures: `None` for a role whose class is not set.
+///
+/// Settings of a role whose class is not set are reported by `orphan_settings` (the worker applies
+/// them to the default class; a connector ignores them, as Kafka Connect does). Problems are pushed to
+/// `errors`, each naming the key and line.
+pub(crate) fn parse_converters(
+    props: &Properties,
+    orphan_settings: OrphanSettings,
+    errors: &mut Vec<ConfigError>,
+) -> (Option<ConverterSpec>, Option<ConverterSpec>) {
+    check_header_converter(props, errors);
+    (
+        parse_role(props, KEY_CONVERTER, orphan_settings, errors),
+        parse_role(props, VALUE_CONVERTER, orphan_settings, errors),
+    )
+}
+
+/// What to do with `value.converter.*` settings when `value.converter` itself is not set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OrphanSettings {
+    /// Worker: they configure the default converter (JsonConverter).
+    ApplyToDefault,
+    /// Connector: the worker's converter is used with the worker's settings; these are ignored with a
+    /// WARN (Kafka Connect ignores them too).
+    Ignore,
+}
+
+fn parse_role(
+    props: &Properties,
+    role: &str,
+    orphans: OrphanSettings,
+    errors: &mut Vec<ConfigError>,
+) -> Option<ConverterSpec> {
+    let prefix = format!("{role}.");
+    let settings: Vec<&str> = props.keys().filter(|k| k.starts_with(&prefix)).collect();
+    let (class_set, mut spec) = match props.get(role).map(str::trim) {
+        None => (false, ConverterSpec::default()),
+        Some(class) => match ConverterSpec::from_class(class) {
+            Some(spec) => (true, spec),
+            None => {
+                errors.push(invalid(
+                    props,
+                    role,
+                    format!(
+                        "unknown converter class; accepted: {JSON_CLASS}, {STRING_CLASS}, {BYTE_ARRAY_CLASS} \
+                         (or their simple names, e.g. JsonConverter)"
+                    ),
+                ));
+                return None;
+            }
+        },
+    };
+    if !class_set && orphans == OrphanSettings::Ignore {
+        for key in settings {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = %key,
+                "{}: {key} has no effect without {role} in the same file (the worker's {role} is used with \
+                 the worker's settings, as in Kafka Connect); ignored",
+                location(props, key)
+            );
+        }
+        return None;
+    }
+    for key in settings {
+        let setting = &key[prefix.len()..];
+        let value = props.get(key).unwrap_or_default().trim();
+        match (setting, &mut spec) {
+            (SCHEMAS_ENABLE, ConverterSpec::Json { schemas_enable }) => match java_bool(value) {
+                Some(enabled) => *schemas_enable = enabled,
+                None => errors.push(invalid(
+                    props,
+                    key,
+                    "must be true or false (default true)".to_owned(),
+                )),
+            },
+            (ENCODING, ConverterSpec::String) => {
+                if !matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") {
+                    errors.push(invalid(
+                        props,
+                        key,
+                        "Ferry's StringConverter writes UTF-8 only; remove the key or set it to UTF-8".to_owned(),
+                    ));
+                }
+            }
+            (s, ConverterSpec::Json { .. }) if JSON_NO_EFFECT.contains(&s) => tracing::warn!(
+                file = %props.path().display(),
+                key = %key,
+                "{}: {key} has no effect in Ferry (its schemas have no decimals, defaults or schema cache); ignored",
+                location(props, key)
+            ),
+            (s, _) if ALL_SETTINGS.contains(&s) => tracing::warn!(
+                file = %props.path().display(),
+                key = %key,
+                "{}: {key} is not a setting of {} ({role}); ignored",
+                location(props, key),
+                spec.class_name()
+            ),
+            (s, _) => {
+                let candidates: Vec<String> = ALL_SETTINGS
+                    .iter()
+                    .map(|c| format!("{prefix}{c}"))
+                    .collect();
+                let hint = unknown_key_hint(
+                    key,
+                    candidates.iter().map(String::as_str),
+                    &[
+                        &format!("{prefix}{SCHEMAS_ENABLE}"),
+                        &format!("{prefix}{ENCODING}"),
+                    ],
+                );
+                errors.push(ConfigError::UnknownKey {
+                    path: props.path().to_path_buf(),
+                    key: key.to_owned(),
+                    line: props.line_of(key),
+                    hint: format!("{s:?} is not a converter setting Ferry knows; {hint}"),
+                });
+            }
+        }
+    }
+    Some(spec)
+}
+
+fn check_header_converter(props: &Properties, errors: &mut Vec<ConfigError>) {
+    if let Some(class) = props.get(HEADER_CONVERTER).map(str::trim)
+        && class != SIMPLE_HEADER_CLASS
+        && class != "SimpleHeaderConverter"
+    {
+        errors.push(invalid(
+            props,
+            HEADER_CONVERTER,
+            format!(
+                "Ferry converts headers like {SIMPLE_HEADER_CLASS} only (a string header as its text, any other \
+                 value as JSON); remove the key or set it to that class"
+            ),
+        ));
+    }
+}
+
+/// Java's `ConfigDef` boolean: `true` or `false`, any case.
+pub(crate) fn java_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+fn invalid(props: &Properties, key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        path: props.path().to_path_buf(),
+        key: key.to_owned(),
+        line: props.line_of(key),
+        value: props.get(key).map(str::to_owned),
+        message,
+    }
+}

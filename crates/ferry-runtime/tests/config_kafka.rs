@@ -1,0 +1,503 @@
+//! Worker and connector keys for Kafka: `bootstrap.servers`, `sink=kafka`, `producer.*`, converters,
+//! `offset.storage=kafka`.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+use ferry_api::{
+    Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceRecord, SourceTask,
+    SourceTaskContext, async_trait,
+};
+use ferry_runtime::config::{
+    ClientOverrides, ConfigError, ConfigErrors, ConnectorConfig, ConverterSpec,
+    KafkaOffsetStorageSpec, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
+};
+
+fn props(pairs: &[(&str, &str)]) -> Properties {
+    Properties::from_pairs("worker.properties", pairs.iter().copied())
+}
+
+fn worker(pairs: &[(&str, &str)]) -> WorkerConfig {
+    WorkerConfig::from_properties(&props(pairs))
+        .unwrap_or_else(|e| panic!("valid worker config refused:\n{e}"))
+}
+
+fn worker_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
+    match WorkerConfig::from_properties(&props(pairs)) {
+        Ok(config) => panic!("config should be refused: {config:?}"),
+        Err(errors) => errors,
+    }
+}
+
+/// The one error about `key`, as text.
+fn error_for(errors: &ConfigErrors, key: &str) -> String {
+    let found: Vec<&ConfigError> = errors.iter().filter(|e| e.key() == Some(key)).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one error for {key:?} in:\n{errors}"
+    );
+    found[0].to_string()
+}
+
+const FILE: (&str, &str) = ("offset.storage.file.filename", "/tmp/o");
+const JSON_WITH_SCHEMAS: ConverterSpec = ConverterSpec::Json {
+    schemas_enable: true,
+};
+
+/// Captures WARN logs of the current thread while the guard lives.
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let writer = SharedBuf(Arc::clone(&buffer));
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish();
+        (Logs(buffer), tracing::subscriber::set_default(subscriber))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
+    }
+}
+
+#[derive(Clone)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sink
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bootstrap_servers_makes_kafka_the_default_sink_with_json_converters() {
+    let config = worker(&[FILE, ("bootstrap.servers", " k1:9092,k2:9092 ")]);
+    assert_eq!(
+        config.sink,
+        SinkSpec::Kafka {
+            bootstrap_servers: "k1:9092,k2:9092".to_owned(),
+            producer_overrides: ClientOverrides::default(),
+        }
+    );
+    assert_eq!(config.sink.to_string(), "kafka k1:9092,k2:9092");
+    assert_eq!(
+        (config.key_converter, config.value_converter),
+        (JSON_WITH_SCHEMAS, JSON_WITH_SCHEMAS)
+    );
+    assert_eq!(
+        config.offset_storage,
+        OffsetStorageSpec::File("/tmp/o".into())
+    );
+}
+
+#[test]
+fn sink_kafka_needs_bootstrap_servers() {
+    let errors = worker_errors(&[FILE, ("sink", "kafka")]);
+    assert!(
+        error_for(&errors, "sink").contains("sink=kafka needs bootstrap.servers"),
+        "{errors}"
+    );
+    let explicit = worker(&[FILE, ("sink", "kafka"), ("bootstrap.servers", "k:9092")]);
+    assert!(matches!(explicit.sink, SinkSpec::Kafka { .. }));
+    let errors = worker_errors(&[FILE, ("bootstrap.servers", "")]);
+    assert!(
+        error_for(&errors, "bootstrap.servers").contains("at least one broker"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn an_explicit_file_sink_wins_and_producer_settings_then_warn() {
+    let (logs, _guard) = Logs::capture();
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("sink", "file:/tmp/out.jsonl"),
+        ("producer.linger.ms", "5"),
+        ("value.converter", "StringConverter"),
+    ]);
+    assert_eq!(config.sink, SinkSpec::File("/tmp/out.jsonl".into()));
+    let logs = logs.text();
+    assert!(
+        logs.contains("producer.linger.ms has no effect with sink=file:/tmp/out.jsonl"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("value.converter has no effect with sink=file:/tmp/out.jsonl"),
+        "{logs}"
+    );
+}
+
+#[test]
+fn producer_settings_pass_through_without_the_prefix_and_hide_secrets() {
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("producer.linger.ms", " 5 "),
+        ("producer.sasl.password", "hunter2"),
+        ("producer.compression.type", "lz4"),
+    ]);
+    let SinkSpec::Kafka {
+        producer_overrides, ..
+    } = &config.sink
+    else {
+        panic!("not a Kafka sink: {:?}", config.sink);
+    };
+    assert_eq!(
+        producer_overrides.iter().collect::<Vec<_>>(),
+        vec![
+            ("linger.ms", "5"),
+            ("sasl.password", "hunter2"),
+            ("compression.type", "lz4")
+        ]
+    );
+    let debug = format!("{config:?}");
+    assert!(
+        !debug.contains("hunter2") && debug.contains("sasl.password"),
+        "{debug}"
+    );
+    let errors = worker_errors(&[FILE, ("bootstrap.servers", "k:9092"), ("producer.", "x")]);
+    assert!(
+        error_for(&errors, "producer.").contains("names no producer setting"),
+        "{errors}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Offset storage
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn offset_storage_kafka_needs_a_topic_and_no_file() {
+    let (logs, _guard) = Logs::capture();
+    let config = worker(&[
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage", "kafka"),
+        ("offset.storage.topic", "connect-offsets"),
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.password", "hunter2"),
+    ]);
+    assert_eq!(
+        config.offset_storage,
+        OffsetStorageSpec::Kafka(KafkaOffsetStorageSpec {
+            bootstrap_servers: "k:9092".to_owned(),
+            topic: "connect-offsets".to_owned(),
+            partitions: 25,
+            replication_factor: 3,
+            client_overrides: ClientOverrides::from_pairs([
+                ("security.protocol", "SASL_SSL"),
+                ("sasl.password", "hunter2")
+            ]),
+        })
+    );
+    assert_eq!(config.offset_storage_file(), None);
+    assert!(!format!("{config:?}").contains("hunter2"));
+    assert_eq!(
+        config.offset_storage.to_string(),
+        "kafka topic connect-offsets on k:9092"
+    );
+    assert!(logs.text().is_empty(), "{}", logs.text());
+
+    let config = worker(&[
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage", "KAFKA"),
+        ("offset.storage.topic", "o"),
+        ("offset.storage.partitions", "1"),
+        ("offset.storage.replication.factor", "-1"),
+        FILE,
+    ]);
+    let OffsetStorageSpec::Kafka(spec) = config.offset_storage else {
+        panic!("not Kafka");
+    };
+    assert_eq!((spec.partitions, spec.replication_factor), (1, -1));
+    assert!(
+        logs.text()
+            .contains("offset.storage.file.filename has no effect with offset.storage=kafka"),
+        "{}",
+        logs.text()
+    );
+}
+
+#[test]
+fn offset_storage_kafka_problems_are_reported_together() {
+    let errors = worker_errors(&[
+        ("offset.storage", "kafka"),
+        ("offset.storage.partitions", "0"),
+        ("offset.storage.replication.factor", "0"),
+    ]);
+    assert_eq!(errors.len(), 4, "{errors}");
+    assert!(
+        error_for(&errors, "offset.storage").contains("needs bootstrap.servers"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "offset.storage.topic").contains("missing required key"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "offset.storage.partitions").contains("1 or more (default 25)"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "offset.storage.replication.factor")
+            .contains("-1 for the broker's default"),
+        "{errors}"
+    );
+    let errors = worker_errors(&[
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage", "kafka"),
+        ("offset.storage.topic", "bad topic"),
+    ]);
+    assert!(
+        error_for(&errors, "offset.storage.topic").contains("must be a Kafka topic name"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn kafka_offset_settings_without_offset_storage_kafka_are_refused() {
+    let errors = worker_errors(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage.topic", "connect-offsets"),
+    ]);
+    assert!(
+        error_for(&errors, "offset.storage.topic").contains("set offset.storage=kafka"),
+        "{errors}"
+    );
+    let errors = worker_errors(&[FILE, ("offset.storage", "zookeeper")]);
+    assert!(
+        error_for(&errors, "offset.storage").contains("accepted values: file"),
+        "{errors}"
+    );
+    // The file is required only with file storage, and says how to use Kafka instead.
+    let errors = worker_errors(&[("bootstrap.servers", "k:9092")]);
+    assert!(
+        error_for(&errors, "offset.storage.file.filename").contains("offset.storage=kafka"),
+        "{errors}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Converters
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn worker_converters_by_full_or_simple_class_name_with_settings() {
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        (
+            "key.converter",
+            "org.apache.kafka.connect.json.JsonConverter",
+        ),
+        ("key.converter.schemas.enable", " FALSE "),
+        ("value.converter", "ByteArrayConverter"),
+        ("header.converter", "SimpleHeaderConverter"),
+    ]);
+    assert_eq!(
+        config.key_converter,
+        ConverterSpec::Json {
+            schemas_enable: false
+        }
+    );
+    assert_eq!(config.value_converter, ConverterSpec::ByteArray);
+    // Settings of the default class apply to it.
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("value.converter.schemas.enable", "false"),
+    ]);
+    assert_eq!(
+        config.value_converter,
+        ConverterSpec::Json {
+            schemas_enable: false
+        }
+    );
+    assert_eq!(config.key_converter, JSON_WITH_SCHEMAS);
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        (
+            "value.converter",
+            "org.apache.kafka.connect.storage.StringConverter",
+        ),
+        ("value.converter.converter.encoding", "utf8"),
+    ]);
+    assert_eq!(config.value_converter, ConverterSpec::String);
+    assert_eq!(
+        config.value_converter.class_name(),
+        "org.apache.kafka.connect.storage.StringConverter"
+    );
+}
+
+#[test]
+fn converter_problems_name_the_key() {
+    let errors = worker_errors(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("key.converter", "io.confluent.connect.avro.AvroConverter"),
+        ("value.converter.schemas.enable", "yes"),
+        ("value.converter.schemas.enabel", "true"),
+        ("header.converter", "JsonConverter"),
+    ]);
+    assert_eq!(errors.len(), 4, "{errors}");
+    assert!(
+        error_for(&errors, "key.converter").contains("unknown converter class; accepted:"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "value.converter.schemas.enable").contains("must be true or false"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "value.converter.schemas.enabel")
+            .contains("did you mean \"value.converter.schemas.enable\"?"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "header.converter").contains("SimpleHeaderConverter only"),
+        "{errors}"
+    );
+    let errors = worker_errors(&[
+        FILE,
+        ("value.converter", "StringConverter"),
+        ("value.converter.converter.encoding", "ISO-8859-1"),
+    ]);
+    assert!(
+        error_for(&errors, "value.converter.converter.encoding").contains("UTF-8 only"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn settings_of_another_class_warn() {
+    let (logs, _guard) = Logs::capture();
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("value.converter", "StringConverter"),
+        ("value.converter.schemas.enable", "true"),
+        ("key.converter.schemas.cache.size", "10"),
+    ]);
+    assert_eq!(config.value_converter, ConverterSpec::String);
+    let logs = logs.text();
+    assert!(
+        logs.contains(
+            "value.converter.schemas.enable is not a setting of org.apache.kafka.connect.storage.StringConverter"
+        ),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("key.converter.schemas.cache.size has no effect in Ferry"),
+        "{logs}"
+    );
+}
+
+struct Source;
+
+impl SourceConnector for Source {
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::required("topic", "the topic")]
+    }
+    fn validate(&self, _config: &Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+    fn task_configs(&self, config: &Config, _max: usize) -> Result<Vec<Config>, ConnectError> {
+        Ok(vec![config.clone()])
+    }
+    fn create_task(&self) -> Box<dyn SourceTask> {
+        Box::new(Task)
+    }
+}
+
+struct Task;
+
+#[async_trait]
+impl SourceTask for Task {
+    async fn start(&mut self, _context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
+        Ok(())
+    }
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        Ok(Vec::new())
+    }
+    async fn stop(&mut self) -> Result<(), ConnectError> {
+        Ok(())
+    }
+}
+
+fn connector(pairs: &[(&str, &str)]) -> Result<ConnectorConfig, ConfigErrors> {
+    let mut all = vec![
+        ("name", "src"),
+        ("connector.class", "Source"),
+        ("topic", "t"),
+    ];
+    all.extend_from_slice(pairs);
+    ConnectorConfig::from_properties(
+        &Properties::from_pairs("connector.properties", all),
+        |class| (class == "Source").then(|| Box::new(Source) as Box<dyn SourceConnector>),
+    )
+    .map(|(config, _)| config)
+}
+
+#[test]
+fn a_connector_overrides_the_workers_converters_with_its_own_settings() {
+    let Ok(config) = connector(&[
+        ("value.converter", "JsonConverter"),
+        ("value.converter.schemas.enable", "false"),
+        ("key.converter", "StringConverter"),
+    ]) else {
+        panic!("valid converter overrides refused");
+    };
+    assert_eq!(
+        config.value_converter,
+        Some(ConverterSpec::Json {
+            schemas_enable: false
+        })
+    );
+    assert_eq!(config.key_converter, Some(ConverterSpec::String));
+    // The connector's JsonConverter starts from Kafka Connect's default, not the worker's settings.
+    let Ok(config) = connector(&[("value.converter", "JsonConverter")]) else {
+        panic!("refused");
+    };
+    assert_eq!(config.value_converter, Some(JSON_WITH_SCHEMAS));
+}
+
+#[test]
+fn connector_settings_without_their_class_are_ignored_with_a_warning() {
+    let (logs, _guard) = Logs::capture();
+    let Ok(config) = connector(&[("value.converter.schemas.enable", "false")]) else {
+        panic!("refused");
+    };
+    assert_eq!(config.value_converter, None);
+    let logs = logs.text();
+    assert!(
+        logs.contains(
+            "value.converter.schemas.enable has no effect without value.converter in the same file"
+        ),
+        "{logs}"
+    );
+    let Err(errors) = connector(&[("value.converter", "AvroConverter")]) else {
+        panic!("an unknown converter class was accepted");
+    };
+    assert!(
+        error_for(&errors, "value.converter").contains("unknown converter class"),
+        "{errors}"
+    );
+}
