@@ -65,13 +65,17 @@ impl StatusCell {
         }
     }
 
-    pub(crate) fn fail(&self, trace: String) {
+    /// Marks the task FAILED with `trace`; returns `false` if it had already failed (the first reason
+    /// is kept).
+    pub(crate) fn fail(&self, trace: String) -> bool {
         let mut status = self.0.write().unwrap_or_else(|p| p.into_inner());
-        if status.state != TaskState::Failed {
-            *status = TaskStatus {
-                state: TaskState::Failed,
-                trace: Some(trace),
-            };
+        if status.state == TaskState::Failed {
+            return false;
         }
+        *status = TaskStatus {
+            state: TaskState::Failed,
+            trace: Some(trace),
+        };
+        true
     }
 }

@@ -354,8 +354,10 @@ impl TaskRunner {
     }
 
     fn fail(&self, reason: String) {
-        tracing::error!(task = %self.name, "task failed: {reason}");
-        self.status.fail(reason);
+        let message = format!("task failed: {reason}");
+        if self.status.fail(reason) {
+            tracing::error!(task = %self.name, "{message}");
+        }
     }
 
     async fn stop_task(&mut self) {
