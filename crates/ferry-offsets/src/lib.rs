@@ -19,6 +19,7 @@ mod json;
 mod reader;
 mod store;
 mod table;
+pub mod transfer;
 mod writer;
 
 pub use ack::{AckTracker, CommittableOffsets, SubmittedRecord};
@@ -30,6 +31,6 @@ pub use error::{FlushError, StoreError};
 pub use reader::StoreOffsetReader;
 pub use store::file::{FileStore, FileStoreOptions};
 pub use store::memory::MemoryStore;
-pub use store::{OffsetBackingStore, OffsetWrite, StoredOffset};
+pub use store::{OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord};
 pub use table::{LogOrder, OffsetTable};
 pub use writer::OffsetWriter;

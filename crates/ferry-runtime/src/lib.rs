@@ -3,8 +3,14 @@
 //! The worker that runs source tasks: it starts each task with its connector's committed offsets,
 //! sends its records to a [`sink::RecordSink`], acknowledges them on delivery, and commits offsets
 //! only for what was acknowledged, every `offset.flush.interval.ms` and once more at stop.
+//!
+//! Over the worker, the [`herder`] keeps connectors' configurations and target states (Kafka Connect's
+//! standalone herder, with KIP-875 offset management), and [`rest`] serves Kafka Connect's REST API.
 
 pub mod config;
+pub mod herder;
+pub mod metrics;
+pub mod rest;
 pub mod sink;
 mod worker;
 

@@ -12,7 +12,7 @@ use ferry_api::{
 };
 use ferry_runtime::config::{
     ConfigError, ConfigErrors, ConnectorConfig, ConverterSpec, ErrorTolerance, OffsetStorageSpec,
-    Properties, SinkSpec, WorkerConfig,
+    Properties, RestConfig, SinkSpec, WorkerConfig,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +205,8 @@ fn defaults_apply_when_keys_are_absent() {
             value_converter: ConverterSpec::Json {
                 schemas_enable: true
             },
+            rest: RestConfig::default(),
+            connectors_file: PathBuf::from("offsets.dat.connectors.json"),
         }
     );
 }
@@ -348,7 +350,8 @@ fn every_worker_problem_is_reported_at_once_with_file_key_and_line() {
     assert_names(unknown, &path, "colour", 7);
     assert!(
         unknown.to_string().contains(
-            "accepted keys: bootstrap.servers, header.converter, key.converter, key.converter.*,"
+            "accepted keys: bootstrap.servers, ferry.connectors.file, header.converter, key.converter, \
+             key.converter.*, listeners,"
         ),
         "{unknown}"
     );

@@ -18,11 +18,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run connectors in one process (Kafka Connect's connect-standalone).
+    /// Run connectors in one process with Kafka Connect's REST API (Kafka Connect's
+    /// connect-standalone).
     Standalone {
         /// The worker properties file.
         worker: PathBuf,
-        /// Connector properties files.
+        /// Connector properties files (none: connectors are created over the REST API).
         connectors: Vec<PathBuf>,
     },
     /// Inspect or edit committed offsets in the worker's offset store (refused while a worker runs).
@@ -58,14 +59,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Standalone { worker, connectors } => {
-                standalone::run(&worker, &connectors).await
-            }
+            Command::Standalone { worker, connectors } => standalone::run(&worker, &connectors)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Offsets { action } => offsets::run(action).await,
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(message) => {
             eprintln!("ferry: {message}");
             ExitCode::from(2)

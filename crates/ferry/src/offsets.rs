@@ -1,9 +1,14 @@
 //! `ferry offsets list|get|set|reset`: work on the offset store directly, in Kafka Connect's
 //! `{"offsets":[{"partition":…,"offset":…}]}` shape, on the worker's offset store (`offset.storage`:
 //! the offsets file, whose lock refuses this while a worker runs, or the Kafka offsets topic, which
-//! cannot be locked: stop the connector first).
+//! cannot be locked: stop the connector first). `export`, `import` ([`transfer`]) and `doctor`
+//! ([`doctor`]) move offsets between stores and check a store.
+
+mod doctor;
+mod transfer;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use ferry_api::{ConnectMap, OffsetStorageReader};
@@ -46,6 +51,13 @@ pub(crate) enum Action {
         #[arg(long)]
         partition: Option<String>,
     },
+    /// Print every offset (or one connector's) as a versioned JSON document, for `import`.
+    Export(transfer::ExportArgs),
+    /// Write the offsets of an `export` document or of a Kafka Connect offsets-topic dump, all or
+    /// nothing.
+    Import(transfer::ImportArgs),
+    /// Check the store for partition-key mismatches and undecodable records; exits 1 when it finds any.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Args)]
@@ -80,8 +92,12 @@ fn print_offsets(entries: &[String]) {
     println!("{{\"offsets\":[{}]}}", entries.join(","));
 }
 
-pub(crate) async fn run(action: Action) -> Result<(), String> {
+/// Runs one `ferry offsets` command; the exit code is 0 unless `doctor` found a likely mismatch.
+pub(crate) async fn run(action: Action) -> Result<ExitCode, String> {
     let target = match &action {
+        Action::Export(args) => return transfer::export(args).await,
+        Action::Import(args) => return transfer::import(args).await,
+        Action::Doctor(args) => return doctor::run(args).await,
         Action::List(t)
         | Action::Get { target: t, .. }
         | Action::Set { target: t, .. }
@@ -102,6 +118,7 @@ pub(crate) async fn run(action: Action) -> Result<(), String> {
         );
     }
     match action {
+        Action::Export(_) | Action::Import(_) | Action::Doctor(_) => {}
         Action::List(_) => {
             let stored = store
                 .connector_offsets(&connector)
@@ -165,5 +182,5 @@ pub(crate) async fn run(action: Action) -> Result<(), String> {
             print_offsets(&[]);
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
-//! `ferry standalone WORKER.properties CONNECTOR.properties...`
+//! `ferry standalone WORKER.properties [CONNECTOR.properties...]`: the worker, its herder and its REST
+//! API (Kafka Connect's connect-standalone).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,10 +10,12 @@ use ferry_kafka::{
 };
 use ferry_offsets::{FileStore, OffsetBackingStore};
 use ferry_runtime::config::{
-    ConnectorConfig, ErrorTolerance, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
+    ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
 };
+use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, SinkFactory};
+use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
-use ferry_runtime::{ConnectorSpec, Worker, WorkerSettings};
+use ferry_runtime::{Worker, WorkerSettings};
 
 /// Finds a built-in connector by `connector.class`.
 pub(crate) fn resolve_connector(class: &str) -> Option<Box<dyn SourceConnector>> {
@@ -150,41 +153,66 @@ pub(crate) async fn run(
             ));
         }
     }
+    // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
+    let connectors_file = ConnectorsFile::new(&config.connectors_file);
+    let stored = connectors_file.load()?;
+    // Bound before anything is created: a taken port refuses the start with nothing changed.
+    let rest = RestServer::bind(&config.rest).await?;
 
     let store = open_store(&config).await?;
     let (sink, kafka) = open_sink(&config).await?;
     tracing::info!(
-        "ferry standalone: offsets in {}, records to {}, committing every {} ms",
+        "ferry standalone: offsets in {}, records to {}, committing every {} ms; connectors created over \
+         REST are kept in {}",
         store.describe(),
         sink.describe(),
-        config.offset_flush_interval.as_millis()
+        config.offset_flush_interval.as_millis(),
+        connectors_file.path().display()
     );
     let settings = WorkerSettings {
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        ..WorkerSettings::default()
     };
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must
     // stop the worker cleanly, never kill the process by the default action.
     let signals = StopSignals::listen()?;
     let worker = Worker::new(settings, store.clone(), sink.clone());
-    for (connector_config, connector) in &connectors {
-        let connector_sink = connector_sink(connector_config, &config, &sink, kafka.as_ref());
-        let spec = ConnectorSpec {
-            name: connector_config.name.clone(),
-            tasks_max: connector_config.tasks_max,
-            tolerate_delivery_errors: connector_config.errors_tolerance == ErrorTolerance::All,
-            config: connector_config.props.clone(),
-        };
-        if let Err(e) = worker.start_connector_with_sink(spec, connector.as_ref(), connector_sink) {
-            worker.shutdown().await;
-            return Err(e.to_string());
-        }
+    let sink_for: SinkFactory = {
+        let (config, sink) = (config.clone(), sink.clone());
+        Arc::new(move |connector: &ConnectorConfig| {
+            connector_sink(connector, &config, &sink, kafka.as_ref())
+        })
+    };
+    let plugins = ferry_connectors::builtin_connectors()
+        .into_iter()
+        .map(|(names, make)| Plugin::new(names.iter().copied(), make))
+        .collect();
+    let herder = Arc::new(Herder::new(
+        worker,
+        store.clone(),
+        plugins,
+        sink_for,
+        rest.worker_id(),
+        connectors_file,
+    ));
+    let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
+    if let Err(e) = herder.start(command_line, stored).await {
+        herder.shutdown().await;
+        return Err(e);
     }
+    let (stop_rest, rest_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = rest.serve(herder.clone(), async move {
+        let _ = rest_stopped.await;
+    });
 
     signals.wait().await;
+    // No request may change a connector while the worker stops: requests in progress finish first.
+    let _ = stop_rest.send(());
+    let _ = server.await;
     tracing::info!("stopping: waiting for outstanding records, committing offsets");
-    worker.shutdown().await;
+    herder.shutdown().await;
     if let Err(e) = sink.flush(config.offset_flush_timeout).await {
         tracing::warn!("sink flush at exit failed: {e}");
     }

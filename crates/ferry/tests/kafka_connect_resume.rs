@@ -99,6 +99,7 @@ fn file_source_resumes_from_the_position_kafka_connect_stored() {
     let worker = ws.properties(
         "worker.properties",
         &[
+            ("listeners", "http://127.0.0.1:0"),
             ("bootstrap.servers", &bootstrap),
             ("offset.storage", "kafka"),
             ("offset.storage.topic", OFFSETS_TOPIC),

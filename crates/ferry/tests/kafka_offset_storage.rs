@@ -38,6 +38,7 @@ fn offsets_in_a_kafka_topic_survive_stops_and_kills() {
     let worker = ws.properties(
         "worker.properties",
         &[
+            ("listeners", "http://127.0.0.1:0"),
             ("bootstrap.servers", &bootstrap),
             ("offset.storage", "kafka"),
             ("offset.storage.topic", OFFSETS_TOPIC),

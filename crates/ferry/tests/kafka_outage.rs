@@ -44,6 +44,7 @@ fn a_broker_outage_delays_delivery_and_commits_but_loses_nothing() {
     let worker = ws.properties(
         "worker.properties",
         &[
+            ("listeners", "http://127.0.0.1:0"),
             ("bootstrap.servers", &bootstrap),
             (
                 "offset.storage.file.filename",

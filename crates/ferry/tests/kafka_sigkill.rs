@@ -88,6 +88,7 @@ fn file_to_kafka_resumes_from_the_committed_position_after_every_sigkill() {
     let worker = ws.properties(
         "worker.properties",
         &[
+            ("listeners", "http://127.0.0.1:0"),
             ("bootstrap.servers", &bootstrap),
             ("offset.storage.file.filename", &path_str(&offsets)),
             ("offset.flush.interval.ms", "250"),

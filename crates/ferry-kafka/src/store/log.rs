@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ferry_offsets::{LogOrder, OffsetTable, StoreError};
+use ferry_offsets::{LogOrder, OffsetTable, StoreError, StoredRecord};
 use rdkafka::Message;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
@@ -47,6 +47,19 @@ pub(crate) struct OffsetLog {
     table: OffsetTable,
     /// Records read since the store was opened (shared with the store, readable without the lock).
     records: Arc<AtomicU64>,
+    /// Every record read, raw, when recording ([`OffsetLog::record_history`]).
+    history: Option<Vec<RawRecord>>,
+}
+
+/// One record as read from the topic, for [`OffsetLog::into_history`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawRecord {
+    /// The Kafka partition (lane).
+    pub(crate) partition: i32,
+    /// The record timestamp (ms).
+    pub(crate) timestamp: i64,
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Option<Vec<u8>>,
 }
 
 /// What a read did, for the store's log lines.
@@ -76,6 +89,7 @@ impl OffsetLog {
             next: vec![0; usize::try_from(partitions).unwrap_or(0)],
             table: OffsetTable::default(),
             records: Arc::new(AtomicU64::new(0)),
+            history: None,
         };
         // Where each partition starts: nothing below the log start offset is left to read.
         log.next = log.list_offsets(
@@ -92,6 +106,23 @@ impl OffsetLog {
             .assign(&assignment)
             .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
         Ok(log)
+    }
+
+    /// Keeps every record read from now on, raw, for [`into_history`](Self::into_history).
+    pub(crate) fn record_history(mut self) -> Self {
+        self.history = Some(Vec::new());
+        self
+    }
+
+    /// The records kept by [`record_history`](Self::record_history), in store order
+    /// ([`merge_lanes`]).
+    pub(crate) fn into_history(self) -> Vec<StoredRecord> {
+        merge_lanes(self.history.unwrap_or_default())
+    }
+
+    /// The client that answers ListOffsets requests (shared, so a second log needs no new one).
+    pub(crate) fn offsets_client(&self) -> Arc<StoreConsumer> {
+        self.offsets_client.clone()
     }
 
     /// The offsets read so far.
@@ -173,7 +204,12 @@ impl OffsetLog {
             let mut check = true;
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
-                    if let Some(p) = Self::apply(&mut self.table, &mut self.next, &message) {
+                    if let Some(p) = Self::apply(
+                        &mut self.table,
+                        &mut self.next,
+                        self.history.as_mut(),
+                        &message,
+                    ) {
                         eof_at[p] = None;
                     }
                     records += 1;
@@ -283,6 +319,7 @@ impl OffsetLog {
     fn apply(
         table: &mut OffsetTable,
         next: &mut [i64],
+        history: Option<&mut Vec<RawRecord>>,
         message: &BorrowedMessage<'_>,
     ) -> Option<usize> {
         let partition = usize::try_from(message.partition()).ok()?;
@@ -298,6 +335,14 @@ impl OffsetLog {
             ),
             Some(key) => {
                 let order = message.timestamp().to_millis().unwrap_or(i64::MIN);
+                if let Some(history) = history {
+                    history.push(RawRecord {
+                        partition: message.partition(),
+                        timestamp: order,
+                        key: key.to_vec(),
+                        value: message.payload().map(<[u8]>::to_vec),
+                    });
+                }
                 table.apply_at(
                     key,
                     message.payload(),
@@ -309,5 +354,57 @@ impl OffsetLog {
             }
         }
         Some(partition)
+    }
+}
+
+/// Orders the records of several lanes (Kafka partitions) as the store applies them: each lane in its
+/// own (offset) order, and across lanes by timestamp, the lower partition first on equal timestamps.
+/// `records` holds each lane's records in lane order.
+pub(crate) fn merge_lanes(records: Vec<RawRecord>) -> Vec<StoredRecord> {
+    let mut lanes: std::collections::BTreeMap<i32, std::collections::VecDeque<RawRecord>> =
+        std::collections::BTreeMap::new();
+    let total = records.len();
+    for record in records {
+        lanes.entry(record.partition).or_default().push_back(record);
+    }
+    let mut merged = Vec::with_capacity(total);
+    loop {
+        let next = lanes
+            .iter()
+            .filter_map(|(lane, queue)| queue.front().map(|r| (r.timestamp, *lane)))
+            .min();
+        let Some(record) = next.and_then(|(_, lane)| lanes.get_mut(&lane)?.pop_front()) else {
+            break;
+        };
+        merged.push((record.key, record.value));
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(partition: i32, timestamp: i64, key: &str, value: Option<&str>) -> RawRecord {
+        RawRecord {
+            partition,
+            timestamp,
+            key: key.as_bytes().to_vec(),
+            value: value.map(|v| v.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn lanes_merge_by_timestamp_and_keep_their_own_order() {
+        let merged = merge_lanes(vec![
+            raw(3, 100, "a", Some("1")),
+            raw(3, 50, "b", Some("2")), // a clock behind: stays after "a" in its lane
+            raw(1, 60, "c", None),
+            raw(1, 200, "d", Some("4")),
+            raw(0, 100, "e", Some("5")),
+        ]);
+        let keys: Vec<&[u8]> = merged.iter().map(|(k, _)| &k[..]).collect();
+        assert_eq!(keys, [&b"c"[..], b"e", b"a", b"b", b"d"]);
+        assert_eq!(merged[0].1, None, "tombstones are kept");
     }
 }

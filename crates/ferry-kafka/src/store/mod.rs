@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset};
+use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, StoredRecord};
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -68,6 +68,8 @@ pub struct KafkaOffsetStore {
     producer: Mutex<FutureProducer<StoreContext>>,
     producer_config: ClientConfig,
     log: Arc<Mutex<OffsetLog>>,
+    /// For [`OffsetBackingStore::history`], which reads the topic again with a consumer of its own.
+    history_reader: HistoryReader,
     records_read: Arc<AtomicU64>,
     /// The timestamp of the last batch sent, so the next one is strictly newer.
     last_timestamp: AtomicI64,
@@ -79,6 +81,15 @@ impl std::fmt::Debug for KafkaOffsetStore {
             .field("store", &self.describe)
             .finish_non_exhaustive()
     }
+}
+
+/// What reading the whole topic again takes.
+struct HistoryReader {
+    consumer_config: ClientConfig,
+    /// The log's ListOffsets client, shared.
+    offsets_client: Arc<StoreConsumer>,
+    partitions: i32,
+    timeout: Duration,
 }
 
 /// Runs blocking client work off the async runtime's threads.
@@ -160,8 +171,8 @@ impl KafkaOffsetStore {
         let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
             .map_err(|e| kafka(&store, "creating the producer", &e))?;
-        let consumer: StoreConsumer = config
-            .consumer()
+        let consumer_config = config.consumer();
+        let consumer: StoreConsumer = consumer_config
             .create_with_context(context)
             .map_err(|e| kafka(&store, "creating the consumer", &e))?;
         let (topic, s) = (config.topic.clone(), store.clone());
@@ -184,6 +195,12 @@ impl KafkaOffsetStore {
             producer: Mutex::new(producer),
             producer_config,
             records_read: log.records(),
+            history_reader: HistoryReader {
+                consumer_config,
+                offsets_client: log.offsets_client(),
+                partitions,
+                timeout,
+            },
             log: Arc::new(Mutex::new(log)),
             last_timestamp: AtomicI64::new(0),
         })
@@ -311,6 +328,35 @@ impl OffsetBackingStore for KafkaOffsetStore {
 
     async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError> {
         self.read(|table| table.entries()).await
+    }
+
+    /// Every record in the topic (what the broker's compaction has not removed), raw, read from the
+    /// beginning of every partition by a consumer of its own: each partition in its log order, and
+    /// across partitions by record timestamp, as the store applies them.
+    async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        let offsets_client = self.history_reader.offsets_client.clone();
+        let consumer_config = self.history_reader.consumer_config.clone();
+        let (partitions, timeout) = (self.history_reader.partitions, self.history_reader.timeout);
+        let (topic, store) = (self.topic.clone(), self.describe.clone());
+        blocking(&self.describe, move || {
+            let consumer: StoreConsumer = consumer_config
+                .create_with_context(StoreContext {
+                    store: store.clone(),
+                })
+                .map_err(|e| kafka(&store, "creating the history consumer", &e))?;
+            let mut log = OffsetLog::new(
+                consumer,
+                offsets_client,
+                &topic,
+                partitions,
+                &store,
+                timeout,
+            )?
+            .record_history();
+            log.read_to_end()?;
+            Ok(log.into_history())
+        })
+        .await
     }
 }
 

@@ -22,6 +22,10 @@ pub struct OffsetWrite {
 /// A live offset as stored: raw key bytes as last written, and the value.
 pub type StoredOffset = (Vec<u8>, Vec<u8>);
 
+/// One record of a store's raw history: key bytes as written, and the value bytes or `None` for a
+/// tombstone.
+pub type StoredRecord = (Vec<u8>, Option<Vec<u8>>);
+
 /// Where offsets live durably.
 ///
 /// Contract, shared by every implementation and checked by the conformance suite:
@@ -47,4 +51,20 @@ pub trait OffsetBackingStore: Send + Sync {
 
     /// Every live offset, in store order of the last write (for export and inspection).
     async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError>;
+
+    /// Every record the store still holds, raw and unmerged, in store order, tombstones included (for
+    /// diagnostics such as `ferry offsets doctor`): unlike [`entries`](Self::entries), writes of one
+    /// partition under different key bytes (field order, number spelling) are all there, as written.
+    ///
+    /// What "still holds" means is the store's: a log store returns what compaction has not dropped
+    /// yet. The default, for stores that keep no history, is [`entries`](Self::entries) as live
+    /// values.
+    async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        Ok(self
+            .entries()
+            .await?
+            .into_iter()
+            .map(|(key, value)| (key, Some(value)))
+            .collect())
+    }
 }

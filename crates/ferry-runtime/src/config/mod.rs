@@ -23,6 +23,7 @@ mod converter;
 mod error;
 mod hint;
 mod properties;
+mod rest;
 mod worker;
 
 pub use connector::{
@@ -30,8 +31,13 @@ pub use connector::{
     TASKS_MAX,
 };
 pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub(crate) use error::is_secret;
 pub use error::{ConfigError, ConfigErrors};
 pub use properties::Properties;
+pub use rest::{
+    CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_PORT, RestConfig,
+    Secret,
+};
 pub use worker::{
     BOOTSTRAP_SERVERS, ClientOverrides, KafkaOffsetStorageSpec, OFFSET_FLUSH_INTERVAL_MS,
     OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE, OFFSET_STORAGE_FILE, OFFSET_STORAGE_PARTITIONS,

@@ -9,6 +9,7 @@ use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::error::{ConfigError, ConfigErrors, is_secret};
 use super::hint::unknown_key_hint;
 use super::properties::Properties;
+use super::rest::{self, RestConfig};
 
 /// `offset.storage.file.filename`: where the standalone worker stores source offsets. Required with
 /// `offset.storage=file` (the default).
@@ -78,9 +79,6 @@ const IGNORED_KEYS: &[&str] = &[
     "internal.key.converter",
     "internal.value.converter",
     "plugin.path",
-    "listeners",
-    "rest.port",
-    "rest.host.name",
 ];
 
 /// The standalone worker's configuration.
@@ -102,6 +100,12 @@ pub struct WorkerConfig {
     pub key_converter: ConverterSpec,
     /// `value.converter` (+ `value.converter.*`), default JsonConverter with `schemas.enable=true`.
     pub value_converter: ConverterSpec,
+    /// The REST server: `listeners` (default `http://127.0.0.1:8083`) and `rest.auth.token`.
+    pub rest: RestConfig,
+    /// `ferry.connectors.file`: where connectors created or changed over REST are kept (default
+    /// `<offset.storage.file.filename>.connectors.json`, or `ferry-connectors.json` with
+    /// `offset.storage=kafka`).
+    pub connectors_file: PathBuf,
 }
 
 impl WorkerConfig {
@@ -302,8 +306,11 @@ impl fmt::Display for OffsetStorageSpec {
 impl WorkerConfig {
     /// Reads the worker configuration, reporting every problem of the file at once.
     ///
-    /// Unknown keys are errors, except Kafka Connect's plugin and REST keys (`plugin.path`,
-    /// `listeners`, …), which are accepted with a WARN that they have no effect. `producer.*` keys go to
+    /// Unknown keys are errors, except Kafka Connect's plugin and internal converter keys
+    /// (`plugin.path`, …), which are accepted with a WARN that they have no effect. The REST keys
+    /// (`listeners`, `rest.auth.token`, the deprecated `rest.host.name` / `rest.port` fallbacks) and
+    /// `ferry.connectors.file` are read into [`WorkerConfig::rest`] and
+    /// [`WorkerConfig::connectors_file`]. `producer.*` keys go to
     /// the Kafka producer as they are (librdkafka checks them when the producer is created);
     /// `security.*`, `sasl.*` and `ssl.*` to the Kafka offset store's clients.
     ///
@@ -316,7 +323,8 @@ impl WorkerConfig {
         let mut client_settings = ClientOverrides::default();
         for key in props.keys() {
             let line = props.line_of(key);
-            if KEYS.contains(&key) || converter::is_converter_key(key) {
+            if KEYS.contains(&key) || rest::KEYS.contains(&key) || converter::is_converter_key(key)
+            {
                 continue;
             }
             if let Some(setting) = key.strip_prefix(PRODUCER_PREFIX) {
@@ -335,13 +343,19 @@ impl WorkerConfig {
                 tracing::warn!(
                     file = %path.display(),
                     key = %key,
-                    "{}: {key} has no effect in this build (Ferry has no plugin path, REST listener or \
-                     internal converter settings); ignored",
+                    "{}: {key} has no effect in this build (Ferry has no plugin path or internal converter \
+                     settings); ignored",
                     location(props, key)
                 );
             } else {
-                let candidates = KEYS.iter().chain(IGNORED_KEYS).copied();
-                let listed: Vec<&str> = KEYS.iter().chain(PREFIXED_KEYS).copied().collect();
+                let candidates = KEYS.iter().chain(rest::KEYS).chain(IGNORED_KEYS).copied();
+                // The deprecated rest.host.name / rest.port are accepted but not advertised.
+                let listed: Vec<&str> = KEYS
+                    .iter()
+                    .chain(rest::LISTED_KEYS)
+                    .chain(PREFIXED_KEYS)
+                    .copied()
+                    .collect();
                 errors.push(ConfigError::UnknownKey {
                     path: path.to_path_buf(),
                     key: key.to_owned(),
@@ -391,6 +405,8 @@ impl WorkerConfig {
             &mut errors,
         );
         let sink = sink(props, bootstrap_servers, producer_overrides, &mut errors);
+        let rest = rest::rest_config(props, &mut errors);
+        let connectors_file = rest::connectors_file(props, offset_storage.as_ref(), &mut errors);
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::ApplyToDefault, &mut errors);
         if !matches!(sink, SinkSpec::Kafka { .. }) {
@@ -414,6 +430,8 @@ impl WorkerConfig {
                 sink,
                 key_converter: key_converter.unwrap_or_default(),
                 value_converter: value_converter.unwrap_or_default(),
+                rest,
+                connectors_file,
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
         }

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use ferry_offsets::{AckTracker, OffsetWriter};
 
+use crate::metrics::TaskMetrics;
+
 /// What a commit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CommitOutcome {
@@ -29,6 +31,7 @@ pub(crate) struct Committer {
     pub(crate) acks: AckTracker,
     pub(crate) writer: std::sync::Arc<OffsetWriter>,
     pub(crate) flush_timeout: Duration,
+    pub(crate) metrics: std::sync::Arc<TaskMetrics>,
 }
 
 impl Committer {
@@ -62,6 +65,11 @@ impl Committer {
             }
             Err(e) => CommitOutcome::Failed(e.to_string()),
         };
+        match &outcome {
+            CommitOutcome::Committed { elapsed, .. } => self.metrics.commit_succeeded(*elapsed),
+            CommitOutcome::NothingToCommit => self.metrics.commit_skipped(),
+            CommitOutcome::Failed(_) => self.metrics.commit_failed(),
+        }
         match &outcome {
             CommitOutcome::Committed {
                 partitions,

@@ -14,8 +14,9 @@ use ferry_offsets::{AckTracker, OffsetBackingStore, OffsetWriter, StoreOffsetRea
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
-use status::StatusCell;
+pub(crate) use status::StatusCell;
 pub use status::{TaskState, TaskStatus};
 use task::{TargetState, TaskRunner, TaskSettings};
 
@@ -28,6 +29,9 @@ pub struct WorkerSettings {
     pub offset_flush_timeout: Duration,
     /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may take before it is cancelled.
     pub task_shutdown_graceful_timeout: Duration,
+    /// Where the worker's tasks and store record their metrics ([`Worker::metrics`]). The default is a
+    /// fresh registry; pass a shared one to render several workers' series together.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for WorkerSettings {
@@ -36,6 +40,7 @@ impl Default for WorkerSettings {
             offset_flush_interval: Duration::from_millis(60_000),
             offset_flush_timeout: Duration::from_millis(5_000),
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
+            metrics: Arc::default(),
         }
     }
 }
@@ -71,6 +76,14 @@ pub enum WorkerError {
         /// The connector's error.
         reason: String,
     },
+    /// The connector has no task of that number.
+    #[error("connector {connector:?} has no task {task}")]
+    TaskNotFound {
+        /// The connector.
+        connector: String,
+        /// The task number.
+        task: usize,
+    },
 }
 
 struct TaskHandle {
@@ -79,10 +92,25 @@ struct TaskHandle {
     join: Option<JoinHandle<()>>,
     status: StatusCell,
     store_reader: Arc<StoreOffsetReader>,
+    /// Keeps the task's metric series rendered until the handle is dropped (after the task stopped);
+    /// `None` for a placeholder that runs nothing.
+    _metrics: Option<TaskSeries>,
 }
 
 struct RunningConnector {
     tasks: Vec<TaskHandle>,
+    /// Each task's configuration, in task order (kept to restart a task).
+    task_configs: Vec<Config>,
+    launch: Launch,
+}
+
+/// What every task of a connector starts with.
+#[derive(Clone)]
+struct Launch {
+    settings: TaskSettings,
+    sink: Arc<dyn RecordSink>,
+    /// What a (re)started task is told to do: run or stay paused.
+    target: TargetState,
 }
 
 /// Runs source tasks: start with committed offsets, deliver to the sink, commit what was acknowledged.
@@ -94,18 +122,25 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A worker over one store and one sink.
+    /// A worker over one store and one sink. The store is wrapped in a [`MeteredStore`] recording into
+    /// `settings.metrics`.
     pub fn new(
         settings: WorkerSettings,
         store: Arc<dyn OffsetBackingStore>,
         sink: Arc<dyn RecordSink>,
     ) -> Self {
+        let store = Arc::new(MeteredStore::new(store, &settings.metrics));
         Self {
             settings,
             store,
             sink,
             connectors: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.settings.metrics.clone()
     }
 
     fn connectors(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunningConnector>> {
@@ -136,9 +171,7 @@ impl Worker {
         connector: &dyn SourceConnector,
         sink: Arc<dyn RecordSink>,
     ) -> Result<(), WorkerError> {
-        // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
-        let mut connectors = self.connectors();
-        if connectors.contains_key(&spec.name) {
+        if self.connectors().contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         let task_configs = connector
@@ -147,20 +180,56 @@ impl Worker {
                 name: spec.name.clone(),
                 reason: e.to_string(),
             })?;
+        self.start_connector_tasks(spec, task_configs, connector, sink, false)
+    }
+
+    /// Starts a connector's tasks with task configurations made beforehand (by
+    /// [`SourceConnector::task_configs`]), sending records to `sink`; with `paused` the tasks start
+    /// (read their offsets) but do not poll until [`Worker::set_paused`] resumes them.
+    ///
+    /// # Errors
+    /// The name is taken.
+    pub fn start_connector_tasks(
+        &self,
+        spec: ConnectorSpec,
+        task_configs: Vec<Config>,
+        connector: &dyn SourceConnector,
+        sink: Arc<dyn RecordSink>,
+        paused: bool,
+    ) -> Result<(), WorkerError> {
+        // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
+        let mut connectors = self.connectors();
+        if connectors.contains_key(&spec.name) {
+            return Err(WorkerError::AlreadyExists(spec.name));
+        }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
         let settings = TaskSettings {
             flush_interval: self.settings.offset_flush_interval,
             flush_timeout: self.settings.offset_flush_timeout,
             tolerate_delivery_errors: spec.tolerate_delivery_errors,
         };
+        let launch = Launch {
+            settings,
+            sink,
+            target: if paused {
+                TargetState::Paused
+            } else {
+                TargetState::Running
+            },
+        };
         let tasks = task_configs
-            .into_iter()
+            .iter()
             .enumerate()
-            .map(|(i, config)| {
-                self.spawn_task(&spec.name, i, config, connector, settings.clone(), &sink)
-            })
+            .map(|(i, config)| self.spawn_task(&spec.name, i, config.clone(), connector, &launch))
             .collect();
-        connectors.insert(spec.name, RunningConnector { tasks });
+        connectors.insert(
+            spec.name,
+            RunningConnector {
+                tasks,
+                task_configs,
+                launch,
+            },
+        );
         Ok(())
     }
 
@@ -170,8 +239,7 @@ impl Worker {
         index: usize,
         config: Config,
         connector: &dyn SourceConnector,
-        settings: TaskSettings,
-        sink: &Arc<dyn RecordSink>,
+        launch: &Launch,
     ) -> TaskHandle {
         let name = format!("{connector_name}-{index}");
         let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
@@ -181,20 +249,28 @@ impl Worker {
             store_reader.clone(),
             Arc::clone(&looked_up),
         ));
-        let (control, control_rx) = watch::channel(TargetState::Running);
+        let (control, control_rx) = watch::channel(launch.target);
         let status = StatusCell::new();
+        let acks = AckTracker::new();
+        let metrics = self.settings.metrics.register_task(
+            connector_name,
+            index,
+            acks.clone(),
+            status.clone(),
+        );
         let runner = TaskRunner {
             name: name.clone(),
             task: connector.create_task(),
             context: Arc::new(context::TaskContext { config, reader }),
             store_reader: store_reader.clone(),
             watch: context::PartitionWatch::new(name.clone(), looked_up),
-            sink: sink.clone(),
-            acks: AckTracker::new(),
+            sink: launch.sink.clone(),
+            acks,
+            metrics: metrics.task().clone(),
             writer: Arc::new(OffsetWriter::new(connector_name, self.store.clone())),
             status: status.clone(),
             control: control_rx,
-            settings,
+            settings: launch.settings.clone(),
         };
         let join = tokio::spawn(runner.run());
         TaskHandle {
@@ -203,6 +279,7 @@ impl Worker {
             join: Some(join),
             status,
             store_reader,
+            _metrics: Some(metrics),
         }
     }
 
@@ -227,15 +304,16 @@ impl Worker {
     /// # Errors
     /// Unknown connector.
     pub fn set_paused(&self, name: &str, paused: bool) -> Result<(), WorkerError> {
-        let connectors = self.connectors();
+        let mut connectors = self.connectors();
         let connector = connectors
-            .get(name)
+            .get_mut(name)
             .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
         let target = if paused {
             TargetState::Paused
         } else {
             TargetState::Running
         };
+        connector.launch.target = target;
         for task in &connector.tasks {
             task.control.send_if_modified(|t| {
                 let change = *t != TargetState::Stopped && *t != target;
@@ -250,19 +328,90 @@ impl Worker {
 
     /// Stops a connector: each task waits for outstanding acknowledgements, commits and stops; a task
     /// still running after `task.shutdown.graceful.timeout.ms` is cancelled without a final commit.
+    /// Returns each task's final status, in task order; the worker then forgets the connector.
     ///
     /// # Errors
     /// Unknown connector.
-    pub async fn stop_connector(&self, name: &str) -> Result<(), WorkerError> {
+    pub async fn stop_connector(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(String, TaskStatus)>, WorkerError> {
         let connector = self
             .connectors()
             .remove(name)
             .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+        let statuses: Vec<(String, StatusCell)> = connector
+            .tasks
+            .iter()
+            .map(|t| (t.name.clone(), t.status.clone()))
+            .collect();
         stop_tasks(
             connector.tasks,
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
+        Ok(statuses
+            .into_iter()
+            .map(|(name, status)| (name, status.get()))
+            .collect())
+    }
+
+    /// Restarts one task: it stops as in [`Worker::stop_connector`] (final commit included), then a
+    /// new instance made by `connector` starts with the same task configuration, from the committed
+    /// offsets, paused if the connector is paused.
+    ///
+    /// # Errors
+    /// Unknown connector or task.
+    pub async fn restart_task(
+        &self,
+        name: &str,
+        index: usize,
+        connector: &dyn SourceConnector,
+    ) -> Result<(), WorkerError> {
+        let (old, config, launch) = {
+            let mut connectors = self.connectors();
+            let running = connectors
+                .get_mut(name)
+                .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
+            let (Some(slot), Some(config)) = (
+                running.tasks.get_mut(index),
+                running.task_configs.get(index),
+            ) else {
+                return Err(WorkerError::TaskNotFound {
+                    connector: name.to_owned(),
+                    task: index,
+                });
+            };
+            // Until the new instance runs, the slot reports UNASSIGNED.
+            let placeholder = TaskHandle {
+                name: slot.name.clone(),
+                control: watch::channel(TargetState::Stopped).0,
+                join: None,
+                status: StatusCell::new(),
+                store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
+                _metrics: None,
+            };
+            let old = std::mem::replace(slot, placeholder);
+            (old, config.clone(), running.launch.clone())
+        };
+        tracing::info!(task = %old.name, "restarting task");
+        stop_task(old, self.settings.task_shutdown_graceful_timeout).await;
+        let new = self.spawn_task(name, index, config, connector, &launch);
+        let orphan = match self
+            .connectors()
+            .get_mut(name)
+            .and_then(|running| running.tasks.get_mut(index))
+        {
+            Some(slot) => {
+                *slot = new;
+                None
+            }
+            // Stopped meanwhile: the new instance must not outlive its connector.
+            None => Some(new),
+        };
+        if let Some(orphan) = orphan {
+            stop_task(orphan, self.settings.task_shutdown_graceful_timeout).await;
+        }
         Ok(())
     }
 

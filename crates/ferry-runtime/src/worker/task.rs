@@ -14,6 +14,7 @@ use ferry_offsets::{AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::metrics::TaskMetrics;
 use crate::sink::{PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
@@ -115,6 +116,7 @@ pub(crate) struct TaskRunner {
     pub(crate) watch: PartitionWatch,
     pub(crate) sink: Arc<dyn RecordSink>,
     pub(crate) acks: AckTracker,
+    pub(crate) metrics: Arc<TaskMetrics>,
     pub(crate) writer: Arc<OffsetWriter>,
     pub(crate) status: StatusCell,
     pub(crate) control: watch::Receiver<TargetState>,
@@ -140,6 +142,7 @@ impl TaskRunner {
             failure.clone(),
             self.settings.tolerate_delivery_errors,
             self.name.clone(),
+            self.metrics.clone(),
         )));
         let committer = Arc::new(self.committer());
         let (stop_committer_tx, stop_committer) = watch::channel(false);
@@ -187,6 +190,7 @@ impl TaskRunner {
             acks: self.acks.clone(),
             writer: self.writer.clone(),
             flush_timeout: self.settings.flush_timeout,
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -235,6 +239,7 @@ impl TaskRunner {
             match polled {
                 Ok(records) => {
                     backoff.reset();
+                    self.metrics.polled(records.len());
                     for record in records {
                         match self.send(record, inflight, &mut backoff).await {
                             Ok(Sent::Done) => {}
@@ -294,7 +299,9 @@ impl TaskRunner {
                 }
                 Err(e) if self.settings.tolerate_delivery_errors => {
                     tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
-                    self.submit(&record).ack();
+                    let submitted = self.submit(&record);
+                    self.metrics.acknowledged();
+                    submitted.ack();
                     self.call_commit_record(&record, None).await;
                     return Ok(Sent::Done);
                 }
@@ -394,6 +401,7 @@ async fn watch_deliveries(
     failure: Arc<Failure>,
     tolerate: bool,
     task: String,
+    metrics: Arc<TaskMetrics>,
 ) {
     let task: Arc<str> = task.into();
     let mut deliveries = JoinSet::new();
@@ -401,7 +409,7 @@ async fn watch_deliveries(
         tokio::select! {
             item = inflight.recv() => match item {
                 Some(item) => {
-                    deliveries.spawn(deliver(item, events.clone(), failure.clone(), tolerate, task.clone()));
+                    deliveries.spawn(deliver(item, events.clone(), failure.clone(), tolerate, task.clone(), metrics.clone()));
                 }
                 None => break,
             },
@@ -418,6 +426,7 @@ async fn deliver(
     failure: Arc<Failure>,
     tolerate: bool,
     task: Arc<str>,
+    metrics: Arc<TaskMetrics>,
 ) {
     let InFlight {
         pending,
@@ -429,11 +438,15 @@ async fn deliver(
     match pending.await {
         Ok(metadata) => {
             let _ = events.send(LoopEvent::Delivered(Box::new(record), Some(metadata)));
+            // Counted before the ack: once nothing is outstanding, the count is final.
+            metrics.acknowledged();
             submitted.ack();
         }
         Err(e) if tolerate => {
             tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
             let _ = events.send(LoopEvent::Delivered(Box::new(record), None));
+            // Counted before the ack: once nothing is outstanding, the count is final.
+            metrics.acknowledged();
             submitted.ack();
         }
         Err(e) => {

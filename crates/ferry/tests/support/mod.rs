@@ -94,6 +94,8 @@ impl Workspace {
         let sink = format!("file:{}", self.sink_path().display());
         let interval = flush_interval_ms.to_string();
         let mut entries = vec![
+            // A free port: tests run side by side, and 8083 may be taken.
+            ("listeners", "http://127.0.0.1:0"),
             ("offset.storage.file.filename", offsets.as_str()),
             ("sink", sink.as_str()),
             ("offset.flush.interval.ms", interval.as_str()),
@@ -324,6 +326,20 @@ impl Ferry {
                 thread::sleep(poll);
             }
         }
+    }
+
+    /// Waits for the REST API's `REST API listening on http://HOST:PORT` log line; returns the URL.
+    pub fn rest_url(&mut self) -> String {
+        let log = self.wait_for_log("REST API listening on http://");
+        let start = log
+            .find("REST API listening on http://")
+            .expect("the line was found")
+            + "REST API listening on ".len();
+        log[start..]
+            .split_whitespace()
+            .next()
+            .expect("a URL follows")
+            .to_owned()
     }
 
     /// Waits until the log contains `needle`; returns the whole log.

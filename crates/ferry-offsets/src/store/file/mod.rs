@@ -35,7 +35,7 @@ use std::thread::JoinHandle;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::store::{OffsetBackingStore, OffsetWrite, StoredOffset};
+use crate::store::{OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord};
 use crate::table::OffsetTable;
 use compaction::Trigger;
 use format::{FRAME_HEADER_LEN, FRAME_OVERHEAD, HEADER_LEN};
@@ -341,9 +341,36 @@ impl OffsetBackingStore for FileStore {
         self.inner.check_poison()?;
         Ok(self.inner.table_read()?.entries())
     }
+
+    /// Every write in the log since the last compaction, in file order, tombstones included (a
+    /// compaction keeps only the live offsets). Re-reads the file; `set`s wait meanwhile.
+    async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        self.inner.check_poison()?;
+        let inner = Arc::clone(&self.inner);
+        if tokio::runtime::Handle::try_current().is_err() {
+            return inner.history();
+        }
+        tokio::task::spawn_blocking(move || inner.history())
+            .await
+            .map_err(|e| StoreError::Io {
+                path: self.inner.path.clone(),
+                op: "read the history",
+                source: io::Error::other(format!("the blocking read task failed: {e}")),
+            })?
+    }
 }
 
 impl Inner {
+    /// The blocking half of `history`: holding the writer lock, so that no `set` appends and no
+    /// compaction replaces the file meanwhile, re-reads its valid prefix.
+    fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        let writer = self.writer()?;
+        self.check_poison()?;
+        let records = replay::history(&self.path, writer.len);
+        drop(writer);
+        records
+    }
+
     /// The blocking half of `set`: append, `fdatasync`, apply, maybe start a compaction.
     fn append(self: &Arc<Self>, frame: &[u8]) -> Result<(), StoreError> {
         let mut writer = self.writer()?;

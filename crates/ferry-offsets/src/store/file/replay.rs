@@ -23,6 +23,7 @@ use super::format::{
     self, FORMAT_VERSION, FRAME_HEADER_LEN, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN,
 };
 use crate::error::StoreError;
+use crate::store::StoredRecord;
 use crate::table::OffsetTable;
 
 /// Read buffer for replay.
@@ -78,11 +79,6 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
             source,
         }
     };
-    let corrupt = |byte_offset: u64, reason: String| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        byte_offset,
-        reason,
-    };
     let file_len = file.metadata().map_err(io_err("read the file size"))?.len();
     if file_len == 0 {
         return Err(StoreError::UnsupportedFormat {
@@ -95,35 +91,111 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
         });
     }
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+    check_file_header(path, &mut reader, file_len)?;
+    let mut table = OffsetTable::default();
+    let mut live_bytes = 0u64;
+    let scanned = scan_frames(path, &mut reader, file_len, |key, value| {
+        live_bytes = apply_write(&mut table, live_bytes, key, value);
+    })?;
+    Ok(Replayed {
+        table,
+        live_bytes,
+        valid_len: scanned.valid_len,
+        torn: scanned.torn,
+    })
+}
 
+/// Every write in the first `len` bytes of the store file at `path`, in file order, tombstones
+/// included. `len` must be the length of the file's valid prefix (header and complete frames), read
+/// while no `set` or compaction can change the file. Only reads.
+pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreError> {
+    let file = File::open(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        op: "open for reading its history",
+        source,
+    })?;
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file).take(len);
+    check_file_header(path, &mut reader, len)?;
+    let mut records = Vec::new();
+    let scanned = scan_frames(path, &mut reader, len, |key, value| {
+        records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
+    })?;
+    match scanned.torn {
+        None => Ok(records),
+        // The store's own valid prefix does not read back: the file changed under the store.
+        Some(torn) => Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            byte_offset: torn.offset,
+            reason: format!(
+                "reading the store's history found {} at byte {}, inside what the store had \
+                 already checked and written (was the file changed by another program?)",
+                torn.reason, torn.offset
+            ),
+        }),
+    }
+}
+
+/// Reads and checks the file header (`file_len` is the file's length, at least 1).
+fn check_file_header(path: &Path, reader: &mut impl Read, file_len: u64) -> Result<(), StoreError> {
     let head_len = file_len.min(HEADER_LEN as u64) as usize;
     let mut head = [0u8; HEADER_LEN];
     reader
         .read_exact(&mut head[..head_len])
-        .map_err(io_err("read the file header"))?;
+        .map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            op: "read the file header",
+            source,
+        })?;
     match format::check_header(&head[..head_len]) {
-        Ok(()) => {}
-        Err(HeaderError::NotAStore(reason)) => {
-            return Err(StoreError::UnsupportedFormat {
-                path: path.to_path_buf(),
-                reason: format!("it is not a Ferry offset store: {reason}"),
-            });
-        }
-        Err(HeaderError::Version(version)) => {
-            return Err(StoreError::UnsupportedFormat {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "it is a Ferry offset store of format version {version}, but this build of Ferry \
-                     reads only version {FORMAT_VERSION}; open it with the Ferry release that wrote it \
-                     (or a newer one)"
-                ),
-            });
-        }
-        Err(HeaderError::Damaged { at, reason }) => return Err(corrupt(at, reason)),
+        Ok(()) => Ok(()),
+        Err(HeaderError::NotAStore(reason)) => Err(StoreError::UnsupportedFormat {
+            path: path.to_path_buf(),
+            reason: format!("it is not a Ferry offset store: {reason}"),
+        }),
+        Err(HeaderError::Version(version)) => Err(StoreError::UnsupportedFormat {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is a Ferry offset store of format version {version}, but this build of Ferry \
+                 reads only version {FORMAT_VERSION}; open it with the Ferry release that wrote it \
+                 (or a newer one)"
+            ),
+        }),
+        Err(HeaderError::Damaged { at, reason }) => Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            byte_offset: at,
+            reason,
+        }),
     }
+}
 
-    let mut table = OffsetTable::default();
-    let mut live_bytes = 0u64;
+/// Where a scan of the frames stopped.
+struct Scanned {
+    /// Length of the valid prefix: header and complete frames.
+    valid_len: u64,
+    /// The torn final write, if any.
+    torn: Option<TornTail>,
+}
+
+/// Reads the frames that follow the header, up to `file_len`, calling `on_write` for every write in
+/// file order. `reader` is positioned right after the header.
+fn scan_frames(
+    path: &Path,
+    reader: &mut impl Read,
+    file_len: u64,
+    mut on_write: impl FnMut(&[u8], Option<&[u8]>),
+) -> Result<Scanned, StoreError> {
+    let io_err = |op: &'static str| {
+        move |source: io::Error| StoreError::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    };
+    let corrupt = |byte_offset: u64, reason: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        byte_offset,
+        reason,
+    };
     let mut pos = HEADER_LEN as u64;
     let mut payload = Vec::new();
     let torn = loop {
@@ -147,7 +219,7 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
             .map_err(io_err("read a frame header"))?;
         let Some(header) = format::decode_frame_header(&header_bytes) else {
             let after = remaining - FRAME_HEADER_LEN as u64;
-            if rest_is_zero(&mut reader).map_err(io_err("read the end of the file"))? {
+            if rest_is_zero(reader).map_err(io_err("read the end of the file"))? {
                 let reason = if header_bytes.iter().all(|b| *b == 0) {
                     "a zero-filled tail (the file was extended but the data never reached the disk)"
                         .to_owned()
@@ -215,13 +287,11 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
             )
         })?;
         for (key, value) in writes {
-            live_bytes = apply_write(&mut table, live_bytes, key, value);
+            on_write(key, value);
         }
         pos = end;
     };
-    Ok(Replayed {
-        table,
-        live_bytes,
+    Ok(Scanned {
         valid_len: pos,
         torn,
     })

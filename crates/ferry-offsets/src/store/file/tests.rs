@@ -308,3 +308,69 @@ fn ratio_below_one_counts_as_one() {
         "an empty, compact file never needs compaction"
     );
 }
+
+#[tokio::test]
+async fn history_returns_every_raw_write_in_file_order_until_compaction() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("offsets");
+    let ab = br#"["c",{"a":1,"b":2}]"#.to_vec();
+    let ba = br#"["c",{"b":2,"a":1}]"#.to_vec();
+    let store = open(&path, FileStoreOptions::default());
+    let batches = [
+        vec![put(1, 10), put(2, 20)],
+        vec![OffsetWrite {
+            key: ab.clone(),
+            value: Some(b"{\"x\":1}".to_vec()),
+        }],
+        vec![
+            OffsetWrite {
+                key: ba.clone(),
+                value: Some(b"{\"x\":2}".to_vec()),
+            },
+            OffsetWrite {
+                key: key(2),
+                value: None,
+            },
+        ],
+    ];
+    for batch in &batches {
+        store.set(batch).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let expected: Vec<StoredRecord> = batches
+        .iter()
+        .flatten()
+        .map(|w| (w.key.clone(), w.value.clone()))
+        .collect();
+    assert_eq!(
+        store.history().await.unwrap_or_else(|e| panic!("{e}")),
+        expected
+    );
+    assert_eq!(
+        store
+            .entries()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len(),
+        2,
+        "the field-order variants are one live partition"
+    );
+    // After a reopen the same history; after a compaction only the live offsets, as live values.
+    drop(store);
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(
+        store.history().await.unwrap_or_else(|e| panic!("{e}")),
+        expected
+    );
+    store.compact().unwrap_or_else(|e| panic!("{e}"));
+    let live: Vec<StoredRecord> = store
+        .entries()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
+    assert_eq!(
+        store.history().await.unwrap_or_else(|e| panic!("{e}")),
+        live
+    );
+}

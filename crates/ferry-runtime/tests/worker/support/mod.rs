@@ -175,6 +175,7 @@ pub fn settings(interval_ms: u64, timeout_ms: u64, graceful_ms: u64) -> WorkerSe
         offset_flush_interval: Duration::from_millis(interval_ms),
         offset_flush_timeout: Duration::from_millis(timeout_ms),
         task_shutdown_graceful_timeout: Duration::from_millis(graceful_ms),
+        ..WorkerSettings::default()
     }
 }
 

@@ -1,0 +1,439 @@
+//! The export document: writing it from a store's entries, and reading it back, validated.
+
+use std::collections::BTreeSet;
+
+use ferry_api::ConnectMap;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::{
+    ImportError, ImportPlan, ImportRecord, InputFormat, Origin, PlanBuilder, Problem, preview,
+    same_map,
+};
+use crate::codec::{canonical_partition, decode_key, decode_value, encode_key, encode_value};
+use crate::store::StoredOffset;
+
+/// The `format` of the document.
+pub const DOCUMENT_FORMAT: &str = "ferry-offsets";
+/// The only `version` this build writes and reads.
+pub const DOCUMENT_VERSION: u64 = 1;
+
+/// Top-level fields of a version 1 document.
+const FIELDS: &[&str] = &["format", "version", "source", "exported_at", "offsets"];
+
+/// An export document, ready to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportDocument {
+    /// The JSON text, one entry per line, ending with a newline.
+    pub text: String,
+    /// Offsets in the document.
+    pub offsets: usize,
+    /// Connectors in the document.
+    pub connectors: usize,
+    /// Stored records left out because they cannot be decoded (an import would refuse them).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A stored record the export left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The key, as text (shortened).
+    pub key: String,
+    /// Why it cannot be exported.
+    pub reason: String,
+}
+
+/// Writes the document for `entries` (a store's live offsets), sorted by connector and key bytes so
+/// two exports of the same offsets are equal whatever the store. `source` describes the store,
+/// `exported_at` is an RFC 3339 time.
+pub fn export_document(
+    source: &str,
+    exported_at: &str,
+    entries: Vec<StoredOffset>,
+) -> ExportDocument {
+    let mut decoded = Vec::with_capacity(entries.len());
+    let mut skipped = Vec::new();
+    for (key, value) in entries {
+        match export_entry(&key, &value) {
+            Ok(entry) => decoded.push(entry),
+            Err(reason) => skipped.push(Skipped {
+                key: preview(&key),
+                reason,
+            }),
+        }
+    }
+    decoded.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let connectors: BTreeSet<&str> = decoded.iter().map(|(c, ..)| c.as_str()).collect();
+    let connectors = connectors.len();
+    let mut text = String::with_capacity(256 + decoded.len() * 160);
+    text.push_str("{\n");
+    text.push_str(&format!(
+        "  \"format\": {},\n",
+        json_string(DOCUMENT_FORMAT)
+    ));
+    text.push_str(&format!("  \"version\": {DOCUMENT_VERSION},\n"));
+    text.push_str(&format!("  \"source\": {},\n", json_string(source)));
+    text.push_str(&format!(
+        "  \"exported_at\": {},\n",
+        json_string(exported_at)
+    ));
+    if decoded.is_empty() {
+        text.push_str("  \"offsets\": []\n}\n");
+    } else {
+        text.push_str("  \"offsets\": [\n");
+        let lines: Vec<String> = decoded
+            .iter()
+            .map(|(_, _, line)| format!("    {line}"))
+            .collect();
+        text.push_str(&lines.join(",\n"));
+        text.push_str("\n  ]\n}\n");
+    }
+    ExportDocument {
+        text,
+        offsets: decoded.len(),
+        connectors,
+        skipped,
+    }
+}
+
+/// One entry line: (connector, key bytes, JSON), or why the record cannot be exported.
+fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, Vec<u8>, String), String> {
+    let decoded = decode_key(key).map_err(|e| e.to_string())?;
+    let offset = decode_value(value).map_err(|e| e.to_string())?;
+    // Both decoded as JSON, so both are UTF-8.
+    let key_text = std::str::from_utf8(key).map_err(|e| format!("the key is not UTF-8: {e}"))?;
+    let value_text =
+        std::str::from_utf8(value).map_err(|e| format!("the value is not UTF-8: {e}"))?;
+    let partition = decoded.partition.as_ref().map_or_else(
+        || "null".to_owned(),
+        |p| String::from_utf8_lossy(&encode_value(p)).into_owned(),
+    );
+    let line = format!(
+        "{{\"connector\":{},\"partition\":{partition},\"offset\":{},\"key\":{},\"value\":{}}}",
+        json_string(&decoded.connector),
+        String::from_utf8_lossy(&encode_value(&offset)),
+        json_string(key_text),
+        json_string(value_text),
+    );
+    Ok((decoded.connector, key.to_vec(), line))
+}
+
+fn json_string(s: &str) -> String {
+    // Serializing a str cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// One entry as written. A field given as `null` is `Some(None)`; a missing one is `None`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    #[serde(default)]
+    connector: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    partition: Option<Option<Box<RawValue>>>,
+    #[serde(default, deserialize_with = "present")]
+    offset: Option<Option<Box<RawValue>>>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    value: Option<Option<String>>,
+}
+
+/// Distinguishes a field present as `null` from a missing one.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Reads a document: the header first (so an unknown version is refused before anything else), then
+/// every entry.
+pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
+    let not_json = |e: serde_json::Error| {
+        ImportError::Unreadable(format!(
+            "the input starts like a Ferry offsets document (a JSON object) but is not valid JSON: {e}"
+        ))
+    };
+    let fields: std::collections::BTreeMap<String, IgnoredAny> =
+        serde_json::from_str(text).map_err(not_json)?;
+    let top: TopBorrowed<'_> = serde_json::from_str(text).map_err(not_json)?;
+    check_header(&top, &fields)?;
+    let Some(entries) = top.offsets else {
+        return Err(ImportError::Unreadable(
+            "the document has no \"offsets\" array".to_owned(),
+        ));
+    };
+    let lines = LineIndex::new(text);
+    let mut builder = PlanBuilder::default();
+    let mut problems = Vec::new();
+    for (i, raw) in entries.iter().enumerate() {
+        let origin = Origin::Entry {
+            index: i + 1,
+            line: lines.line_of(text, raw.get()),
+        };
+        match parse_entry(raw.get()) {
+            Ok((key, value, connector, partition, offset)) => {
+                let record = ImportRecord {
+                    origin,
+                    key,
+                    value,
+                    connector,
+                    partition,
+                    offset,
+                };
+                let name = record.connector.clone();
+                if let Some(earlier) = builder.upsert(record) {
+                    problems.push(Problem {
+                        origin: Some(origin),
+                        message: format!(
+                            "the same partition of connector {name:?} as {earlier} (a document has one \
+                             entry per partition; keys that differ only in field order are one \
+                             partition)"
+                        ),
+                    });
+                }
+            }
+            Err(message) => problems.push(Problem {
+                origin: Some(origin),
+                message,
+            }),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ImportError::Invalid(problems));
+    }
+    Ok(ImportPlan {
+        format: InputFormat::Ferry,
+        records: builder.records,
+        superseded: 0,
+    })
+}
+
+/// The top level of a document, fields kept raw so each is checked with its own message; the entries
+/// borrow from the input, so each entry's position (its line) is known.
+#[derive(Deserialize)]
+struct TopBorrowed<'a> {
+    format: Option<&'a RawValue>,
+    version: Option<&'a RawValue>,
+    source: Option<&'a RawValue>,
+    exported_at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    offsets: Option<Vec<&'a RawValue>>,
+}
+
+fn check_header(
+    top: &TopBorrowed<'_>,
+    fields: &std::collections::BTreeMap<String, IgnoredAny>,
+) -> Result<(), ImportError> {
+    let format: Option<String> = top.format.and_then(|f| serde_json::from_str(f.get()).ok());
+    if format.as_deref() != Some(DOCUMENT_FORMAT) {
+        return Err(ImportError::Unreadable(format!(
+            "the input is a JSON object but not a Ferry offsets document: its \"format\" is {} where \
+             {DOCUMENT_FORMAT:?} was expected (to import a Kafka Connect offsets topic, give its \
+             key<TAB>value dump, or force the format with --format)",
+            top.format.map_or("missing", |f| f.get())
+        )));
+    }
+    let Some(version) = top.version else {
+        return Err(ImportError::Unreadable(
+            "the document has no \"version\"".to_owned(),
+        ));
+    };
+    if version.get().parse::<u64>() != Ok(DOCUMENT_VERSION) {
+        return Err(ImportError::UnsupportedVersion {
+            found: version.get().to_owned(),
+        });
+    }
+    let unknown: Vec<&str> = fields
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !FIELDS.contains(k))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ImportError::Unreadable(format!(
+            "the document has unknown top-level field(s) {unknown:?}; version {DOCUMENT_VERSION} has \
+             only {FIELDS:?}"
+        )));
+    }
+    for (name, field) in [("source", top.source), ("exported_at", top.exported_at)] {
+        if let Some(field) = field
+            && !field.get().starts_with('"')
+        {
+            return Err(ImportError::Unreadable(format!(
+                "the document's \"{name}\" is {} where a string was expected",
+                field.get()
+            )));
+        }
+    }
+    Ok(())
+}
+
+type ParsedEntry = (
+    Vec<u8>,
+    Option<Vec<u8>>,
+    String,
+    Option<ConnectMap>,
+    Option<ConnectMap>,
+);
+
+/// Validates one entry: the bytes to write and their decoded forms, or what is wrong.
+fn parse_entry(text: &str) -> Result<ParsedEntry, String> {
+    if !text.starts_with('{') {
+        // serde would read an array as the fields in declaration order.
+        return Err(format!(
+            "not a valid offset entry: a JSON object was expected, found {}",
+            super::preview(text.as_bytes())
+        ));
+    }
+    let entry: Entry = serde_json::from_str(text).map_err(|e| {
+        let e = e.to_string();
+        // serde's own text (line/column are of the entry, not the document: dropped).
+        let e = e.split(" at line ").next().unwrap_or(&e).to_owned();
+        format!("not a valid offset entry: {e}")
+    })?;
+    let (key, connector, partition) = entry_key(&entry)?;
+    let (value, offset) = entry_value(&entry)?;
+    Ok((key, value, connector, partition, offset))
+}
+
+/// The key: `key` verbatim when given (checked against `connector` and `partition` when those are
+/// given too), else encoded from `connector` and `partition`.
+fn entry_key(entry: &Entry) -> Result<(Vec<u8>, String, Option<ConnectMap>), String> {
+    let partition = match &entry.partition {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(raw)) => Some(Some(decode_value(raw.get().as_bytes()).map_err(|e| {
+            format!(
+                "\"partition\" must be an object of Kafka Connect values or null: {}",
+                e.reason()
+            )
+        })?)),
+    };
+    match &entry.key {
+        Some(key) => {
+            let decoded = decode_key(key.as_bytes())
+                .map_err(|e| format!("\"key\" is not a Kafka Connect offset key: {e}"))?;
+            if let Some(connector) = &entry.connector
+                && *connector != decoded.connector
+            {
+                return Err(format!(
+                    "\"connector\" is {connector:?} but \"key\" names connector {:?}; edit both or \
+                     remove \"key\"",
+                    decoded.connector
+                ));
+            }
+            if let Some(partition) = &partition
+                && canonical_partition(partition.as_ref())
+                    != canonical_partition(decoded.partition.as_ref())
+            {
+                return Err(format!(
+                    "\"partition\" is {} but \"key\" holds partition {}; edit both or remove \"key\"",
+                    map_text(partition.as_ref()),
+                    map_text(decoded.partition.as_ref())
+                ));
+            }
+            Ok((
+                key.as_bytes().to_vec(),
+                decoded.connector,
+                decoded.partition,
+            ))
+        }
+        None => {
+            let Some(connector) = &entry.connector else {
+                return Err("no \"key\" and no \"connector\": one of them is required".to_owned());
+            };
+            let Some(partition) = partition else {
+                return Err(
+                    "no \"key\" and no \"partition\": give the partition (an object, or null)"
+                        .to_owned(),
+                );
+            };
+            Ok((
+                encode_key(connector, partition.as_ref()),
+                connector.clone(),
+                partition,
+            ))
+        }
+    }
+}
+
+/// The value: `value` verbatim when given (checked against `offset` when given too), else encoded
+/// from `offset`; `None` is a tombstone.
+fn entry_value(entry: &Entry) -> Result<(Option<Vec<u8>>, Option<ConnectMap>), String> {
+    let offset = match &entry.offset {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(raw)) => Some(Some(decode_value(raw.get().as_bytes()).map_err(|e| {
+            format!(
+                "\"offset\" must be an object of Kafka Connect values, or null to remove the offset: {}",
+                e.reason()
+            )
+        })?)),
+    };
+    match &entry.value {
+        Some(value) => {
+            let decoded = match value {
+                Some(text) => Some(decode_value(text.as_bytes()).map_err(|e| {
+                    format!("\"value\" is not a Kafka Connect offset: {e}")
+                })?),
+                None => None,
+            };
+            if let Some(offset) = &offset {
+                let agree = match (offset, &decoded) {
+                    (Some(a), Some(b)) => same_map(a, b),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !agree {
+                    return Err(format!(
+                        "\"offset\" is {} but \"value\" holds {}; edit both or remove \"value\"",
+                        map_text(offset.as_ref()),
+                        map_text(decoded.as_ref())
+                    ));
+                }
+            }
+            Ok((value.as_ref().map(|v| v.as_bytes().to_vec()), decoded))
+        }
+        None => match offset {
+            None => Err(
+                "no \"offset\" (or \"value\"): give the offset, or null to remove the partition's offset"
+                    .to_owned(),
+            ),
+            Some(offset) => Ok((offset.as_ref().map(encode_value), offset)),
+        },
+    }
+}
+
+fn map_text(map: Option<&ConnectMap>) -> String {
+    map.map_or_else(
+        || "null".to_owned(),
+        |m| String::from_utf8_lossy(&encode_value(m)).into_owned(),
+    )
+}
+
+/// Line numbers of byte positions in the input.
+struct LineIndex {
+    /// Byte offset of the start of every line after the first.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        Self {
+            starts: text
+                .bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1)
+                .collect(),
+        }
+    }
+
+    /// The 1-based line where `part`, a slice of `text`, starts (1 if it is not a slice of `text`).
+    fn line_of(&self, text: &str, part: &str) -> usize {
+        let offset = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        if offset > text.len() {
+            return 1;
+        }
+        self.starts.partition_point(|&start| start <= offset) + 1
+    }
+}

@@ -1,0 +1,331 @@
+//! Moving offsets between stores and checking them: the versioned export document, the Kafka Connect
+//! offsets-topic dump, and the doctor's analysis. Pure: no store and no I/O here, so every rule is
+//! unit-tested; the `ferry offsets export|import|doctor` commands read and write the stores.
+//!
+//! # The export document (`"format":"ferry-offsets"`, version 1)
+//!
+//! ```json
+//! {
+//!   "format": "ferry-offsets",
+//!   "version": 1,
+//!   "source": "file /var/lib/ferry/offsets",
+//!   "exported_at": "2025-03-01T12:00:00Z",
+//!   "offsets": [
+//!     {"connector":"src","partition":{"filename":"/in.txt"},"offset":{"position":42},"key":"[\"src\",{\"filename\":\"/in.txt\"}]","value":"{\"position\":42}"}
+//!   ]
+//! }
+//! ```
+//!
+//! `key` and `value` are the stored bytes as JSON strings, verbatim: an import writes exactly these
+//! bytes, so keys stay byte-identical to what Kafka Connect (or another writer) wrote, whatever their
+//! field order or number spelling. `connector`, `partition` and `offset` are the decoded forms, for
+//! people. An entry may leave out `key` (then it is encoded from `connector` and `partition`) or
+//! `value` (encoded from `offset`); when both forms are present they must agree, so an edit of one
+//! and not the other is refused rather than guessed. `offset: null` (or `value: null`) is a tombstone:
+//! the import removes that partition's offset. One entry per partition.
+//!
+//! # The Kafka Connect dump
+//!
+//! One record per line, `key<TAB>value`, as `kafka-console-consumer --property print.key=true` prints
+//! an offsets topic; a value `null` is a tombstone. Later lines win (they are later records of the
+//! topic); lines of one partition with different key bytes (field order) count as one partition,
+//! and the last line's bytes are written. Empty lines and lines starting with `#` are skipped.
+//!
+//! # Validation
+//!
+//! [`parse_import`] checks the whole input before anything is written: every key must decode as a
+//! Kafka Connect offset key and every value as an offset map or a tombstone. Every problem is
+//! reported with its entry or line; an input with any problem yields no writes at all.
+
+mod doctor;
+mod document;
+mod dump;
+mod time;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+use ferry_api::ConnectMap;
+
+use crate::codec::canonical_partition;
+use crate::store::OffsetWrite;
+
+pub use doctor::{
+    ConnectorHealth, DoctorReport, KeyVariant, KeyVariants, LivePartition, NearDuplicate,
+    Undecodable, diagnose,
+};
+pub use document::{DOCUMENT_FORMAT, DOCUMENT_VERSION, ExportDocument, Skipped, export_document};
+pub use time::rfc3339_utc;
+
+/// The format of an import input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Ferry's export document.
+    Ferry,
+    /// A Kafka Connect offsets topic printed as `key<TAB>value` lines.
+    KafkaConnectDump,
+}
+
+impl fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputFormat::Ferry => "Ferry offsets document",
+            InputFormat::KafkaConnectDump => "Kafka Connect offsets dump",
+        })
+    }
+}
+
+/// Where a record of an import input came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Entry `index` (1-based) of a document's `offsets`, starting on `line` (1-based).
+    Entry {
+        /// 1-based position in `offsets`.
+        index: usize,
+        /// 1-based line of the input where the entry starts.
+        line: usize,
+    },
+    /// A line (1-based) of a dump.
+    Line(usize),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Entry { index, line } => write!(f, "entry {index} (line {line})"),
+            Origin::Line(line) => write!(f, "line {line}"),
+        }
+    }
+}
+
+/// One validated write of an import: the exact bytes to write and their decoded forms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportRecord {
+    /// Where it came from.
+    pub origin: Origin,
+    /// The key bytes to write.
+    pub key: Vec<u8>,
+    /// The value bytes to write; `None` writes a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// The connector (decoded from the key).
+    pub connector: String,
+    /// The partition (decoded from the key; `None` is the null partition).
+    pub partition: Option<ConnectMap>,
+    /// The offset (decoded from the value; `None` for a tombstone).
+    pub offset: Option<ConnectMap>,
+}
+
+/// A whole import input, validated: exactly what the import writes, one record per partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportPlan {
+    /// The format the input was read as.
+    pub format: InputFormat,
+    /// The writes, in input order of each partition's first appearance.
+    pub records: Vec<ImportRecord>,
+    /// Dump lines replaced by a later line of the same partition (always 0 for a document).
+    pub superseded: usize,
+}
+
+impl ImportPlan {
+    /// The writes as one store batch.
+    pub fn writes(&self) -> Vec<OffsetWrite> {
+        self.records
+            .iter()
+            .map(|r| OffsetWrite {
+                key: r.key.clone(),
+                value: r.value.clone(),
+            })
+            .collect()
+    }
+
+    /// Counts for the import's summary line.
+    pub fn summary(&self) -> ImportSummary {
+        let offsets = self.records.iter().filter(|r| r.value.is_some()).count();
+        let connectors: BTreeSet<&str> =
+            self.records.iter().map(|r| r.connector.as_str()).collect();
+        ImportSummary {
+            offsets,
+            tombstones: self.records.len() - offsets,
+            connectors: connectors.len(),
+        }
+    }
+}
+
+/// What an import writes, counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// Offsets written.
+    pub offsets: usize,
+    /// Tombstones written (partitions whose offset is removed).
+    pub tombstones: usize,
+    /// Connectors concerned.
+    pub connectors: usize,
+}
+
+impl fmt::Display for ImportSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "{} for {}, {}",
+            plural(self.offsets, "offset", "offsets"),
+            plural(self.connectors, "connector", "connectors"),
+            plural(self.tombstones, "tombstone", "tombstones"),
+        )
+    }
+}
+
+/// One problem found in an import input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The entry or line; `None` for the input as a whole.
+    pub origin: Option<Origin>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.origin {
+            Some(origin) => write!(f, "{origin}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Problems shown in an error message; the rest are counted.
+const SHOWN_PROBLEMS: usize = 20;
+
+/// Why an import input was refused. Nothing may be written when parsing fails.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// The input as a whole cannot be read (empty, not UTF-8, not JSON, not a Ferry document).
+    #[error("{0}")]
+    Unreadable(String),
+    /// A Ferry document of a version this build does not read.
+    #[error(
+        "the document is version {found} of the {DOCUMENT_FORMAT:?} format, but this build of Ferry \
+         reads only version {DOCUMENT_VERSION}; import it with the Ferry release that exported it (or a \
+         newer one)"
+    )]
+    UnsupportedVersion {
+        /// The version found, as written.
+        found: String,
+    },
+    /// Entries or lines that are not valid offsets.
+    #[error("{}", render_problems(.0))]
+    Invalid(Vec<Problem>),
+}
+
+fn render_problems(problems: &[Problem]) -> String {
+    let lines = problems
+        .iter()
+        .any(|p| matches!(p.origin, Some(Origin::Line(_))));
+    let what = match (lines, problems.len()) {
+        (true, 1) => "line",
+        (true, _) => "lines",
+        (false, 1) => "entry",
+        (false, _) => "entries",
+    };
+    let mut out = format!("{} invalid {what}:", problems.len());
+    for problem in problems.iter().take(SHOWN_PROBLEMS) {
+        out.push_str("\n  ");
+        out.push_str(&problem.to_string());
+    }
+    if problems.len() > SHOWN_PROBLEMS {
+        out.push_str(&format!(
+            "\n  … and {} more",
+            problems.len() - SHOWN_PROBLEMS
+        ));
+    }
+    out
+}
+
+/// Guesses the format of an input: a Ferry document is a JSON object (`{`); a dump line starts with a
+/// key array (`[`), possibly after comment lines.
+pub fn detect_format(text: &str) -> InputFormat {
+    match text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .as_bytes()
+        .first()
+    {
+        Some(b'{') => InputFormat::Ferry,
+        _ => InputFormat::KafkaConnectDump,
+    }
+}
+
+/// Parses and validates a whole import input, as `format` or, when `None`, as [`detect_format`]
+/// guesses.
+///
+/// # Errors
+/// The input is unreadable, of an unsupported version, or has invalid entries; every invalid entry is
+/// listed. The caller must then write nothing.
+pub fn parse_import(input: &[u8], format: Option<InputFormat>) -> Result<ImportPlan, ImportError> {
+    let text = std::str::from_utf8(input).map_err(|e| {
+        ImportError::Unreadable(format!(
+            "the input is not UTF-8 text (invalid byte at offset {})",
+            e.valid_up_to()
+        ))
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Err(ImportError::Unreadable(
+            "the input is empty: there is nothing to import".to_owned(),
+        ));
+    }
+    match format.unwrap_or_else(|| detect_format(text)) {
+        InputFormat::Ferry => document::parse(text),
+        InputFormat::KafkaConnectDump => dump::parse(text),
+    }
+}
+
+/// The logical identity of a partition: connector and canonical partition.
+type PartitionId = (String, Vec<u8>);
+
+fn partition_id(connector: &str, partition: Option<&ConnectMap>) -> PartitionId {
+    (connector.to_owned(), canonical_partition(partition))
+}
+
+/// Whether two maps are logically equal (field order and integer width aside).
+fn same_map(a: &ConnectMap, b: &ConnectMap) -> bool {
+    canonical_partition(Some(a)) == canonical_partition(Some(b))
+}
+
+/// Index of the record of each partition in a plan being built.
+#[derive(Default)]
+struct PlanBuilder {
+    records: Vec<ImportRecord>,
+    index: HashMap<PartitionId, usize>,
+}
+
+impl PlanBuilder {
+    /// Adds `record`; returns the origin of an earlier record of the same partition, which it
+    /// replaced.
+    fn upsert(&mut self, record: ImportRecord) -> Option<Origin> {
+        let id = partition_id(&record.connector, record.partition.as_ref());
+        match self.index.get(&id) {
+            Some(&at) => Some(std::mem::replace(&mut self.records[at], record).origin),
+            None => {
+                self.index.insert(id, self.records.len());
+                self.records.push(record);
+                None
+            }
+        }
+    }
+}
+
+/// Text of bytes for messages, shortened.
+fn preview(bytes: &[u8]) -> String {
+    const MAX: usize = 200;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]).into_owned();
+    if bytes.len() > MAX {
+        format!("{text}…")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,324 @@
+//! The REST server's worker keys: `listeners` (with Kafka Connect's deprecated `rest.host.name` /
+//! `rest.port` fallbacks), `rest.auth.token`, and where REST-created connectors are kept
+//! (`ferry.connectors.file`).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use super::error::ConfigError;
+use super::properties::Properties;
+use super::worker::{OffsetStorageSpec, location};
+
+/// `listeners`: where the REST API listens, `http://HOST:PORT` (comma-separated for several).
+/// Default `http://127.0.0.1:8083`: loopback only unless configured.
+pub const LISTENERS: &str = "listeners";
+/// `rest.host.name` (Kafka Connect, deprecated): the host of the REST listener when `listeners` is not
+/// set.
+pub const REST_HOST_NAME: &str = "rest.host.name";
+/// `rest.port` (Kafka Connect, deprecated): the port of the REST listener when `listeners` is not set.
+pub const REST_PORT: &str = "rest.port";
+/// `rest.auth.token` (Ferry-only key): when set, every REST request must carry
+/// `Authorization: Bearer <token>`.
+pub const REST_AUTH_TOKEN: &str = "rest.auth.token";
+/// `ferry.connectors.file` (Ferry-only key): the JSON file keeping connectors created or changed over
+/// REST. Default `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`,
+/// `ferry-connectors.json` in the working directory with `offset.storage=kafka`.
+pub const CONNECTORS_FILE: &str = "ferry.connectors.file";
+
+const DEFAULT_HOST: &str = "127.0.0.1";
+const DEFAULT_PORT: u16 = 8083;
+const KAFKA_DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
+
+/// The REST keys, for the worker's list of accepted keys.
+pub(crate) const KEYS: &[&str] = &[
+    LISTENERS,
+    REST_HOST_NAME,
+    REST_PORT,
+    REST_AUTH_TOKEN,
+    CONNECTORS_FILE,
+];
+
+/// The REST keys listed in "accepted keys" hints (the deprecated ones are left out).
+pub(crate) const LISTED_KEYS: &[&str] = &[LISTENERS, REST_AUTH_TOKEN, CONNECTORS_FILE];
+
+/// One REST listener, `http://HOST:PORT`. Port 0 asks the OS for a free port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    /// The host name or IP address to bind (`0.0.0.0` for `http://:PORT`, as in Kafka Connect).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+}
+
+impl fmt::Display for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "http://[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "http://{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A secret setting: `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// A secret holding `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that compares it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[hidden]")
+    }
+}
+
+/// The REST server's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestConfig {
+    /// `listeners` (default `http://127.0.0.1:8083`).
+    pub listeners: Vec<Listener>,
+    /// `rest.auth.token`: the bearer token every request must carry; `None`: no authentication.
+    pub auth_token: Option<Secret>,
+}
+
+impl Default for RestConfig {
+    fn default() -> Self {
+        Self {
+            listeners: vec![Listener {
+                host: DEFAULT_HOST.to_owned(),
+                port: DEFAULT_PORT,
+            }],
+            auth_token: None,
+        }
+    }
+}
+
+/// Reads the REST keys; problems go to `errors`.
+pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
+    let mut config = RestConfig::default();
+    let deprecated: Vec<&str> = [REST_HOST_NAME, REST_PORT]
+        .into_iter()
+        .filter(|k| props.get(k).is_some())
+        .collect();
+    match props.get(LISTENERS) {
+        Some(text) => {
+            match parse_listeners(text) {
+                Ok(listeners) => config.listeners = listeners,
+                Err(message) => errors.push(invalid(props, LISTENERS, &message)),
+            }
+            for key in deprecated {
+                tracing::warn!(
+                    key = %key,
+                    "{}: {key} is ignored because listeners is set (Kafka Connect ignores it too)",
+                    location(props, key)
+                );
+            }
+        }
+        None if !deprecated.is_empty() => {
+            let host = props
+                .get(REST_HOST_NAME)
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .unwrap_or(DEFAULT_HOST);
+            let port = match props.get(REST_PORT).map(str::trim) {
+                None => DEFAULT_PORT,
+                Some(text) => text.parse::<u16>().unwrap_or_else(|_| {
+                    errors.push(invalid(
+                        props,
+                        REST_PORT,
+                        "must be a port number, 0 to 65535",
+                    ));
+                    DEFAULT_PORT
+                }),
+            };
+            config.listeners = vec![Listener {
+                host: host.trim_matches(['[', ']']).to_owned(),
+                port,
+            }];
+            tracing::warn!(
+                "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
+                 (set listeners instead)",
+                location(props, deprecated[0]),
+                config.listeners[0]
+            );
+        }
+        None => {}
+    }
+    match props.get(REST_AUTH_TOKEN).map(str::trim) {
+        None => {}
+        Some("") => errors.push(invalid(
+            props,
+            REST_AUTH_TOKEN,
+            "must not be empty; remove the key to serve the REST API without authentication",
+        )),
+        Some(token) => config.auth_token = Some(Secret::new(token)),
+    }
+    config
+}
+
+/// `ferry.connectors.file`, or its default next to the offsets file (or in the working directory).
+pub(crate) fn connectors_file(
+    props: &Properties,
+    storage: Option<&OffsetStorageSpec>,
+    errors: &mut Vec<ConfigError>,
+) -> PathBuf {
+    match props.get(CONNECTORS_FILE).map(str::trim) {
+        Some("") => {
+            errors.push(invalid(
+                props,
+                CONNECTORS_FILE,
+                "must name a file, e.g. /var/lib/ferry/connectors.json",
+            ));
+            PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE)
+        }
+        Some(path) => PathBuf::from(path),
+        None => match storage {
+            Some(OffsetStorageSpec::File(offsets)) => {
+                let mut name = OsString::from(offsets.as_os_str());
+                name.push(".connectors.json");
+                PathBuf::from(name)
+            }
+            _ => PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE),
+        },
+    }
+}
+
+/// Parses `http://HOST:PORT[,http://HOST:PORT…]`.
+fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
+    let listeners: Vec<Listener> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(parse_listener)
+        .collect::<Result<_, _>>()?;
+    if listeners.is_empty() {
+        return Err("must name at least one listener, e.g. http://127.0.0.1:8083".to_owned());
+    }
+    Ok(listeners)
+}
+
+fn parse_listener(text: &str) -> Result<Listener, String> {
+    let lower = text.to_ascii_lowercase();
+    let rest = if lower.starts_with("http://") {
+        &text["http://".len()..]
+    } else if lower.starts_with("https://") {
+        return Err(format!(
+            "{text}: https listeners are not supported (Ferry serves plain HTTP); use http://HOST:PORT \
+             behind a TLS-terminating proxy"
+        ));
+    } else {
+        return Err(format!(
+            "{text}: a listener is http://HOST:PORT, e.g. http://127.0.0.1:8083"
+        ));
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| format!("{text}: an IPv6 address needs a closing ']'"))?;
+        let port = after
+            .strip_prefix(':')
+            .ok_or_else(|| format!("{text}: the port is missing, e.g. http://[::1]:8083"))?;
+        (host, port)
+    } else {
+        rest.rsplit_once(':')
+            .ok_or_else(|| format!("{text}: the port is missing, e.g. http://127.0.0.1:8083"))?
+    };
+    if host.contains(['/', '@', '?', '#']) {
+        return Err(format!(
+            "{text}: a listener is http://HOST:PORT, without path, user or query"
+        ));
+    }
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| format!("{text}: the port must be a number from 0 to 65535"))?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Ok(Listener {
+        host: host.to_owned(),
+        port,
+    })
+}
+
+fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
+    ConfigError::Invalid {
+        path: props.path().to_path_buf(),
+        key: key.to_owned(),
+        line: props.line_of(key),
+        value: props.get(key).map(str::to_owned),
+        message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listeners_parse_as_kafka_connect_writes_them() {
+        let one = |t: &str| parse_listeners(t).map(|mut l| l.remove(0));
+        assert_eq!(
+            one("http://127.0.0.1:8083"),
+            Ok(Listener {
+                host: "127.0.0.1".into(),
+                port: 8083
+            })
+        );
+        assert_eq!(one("HTTP://:0").map(|l| l.host), Ok("0.0.0.0".to_owned()));
+        assert_eq!(
+            one("http://[::1]:9/").map(|l| l.to_string()),
+            Ok("http://[::1]:9".to_owned())
+        );
+        assert_eq!(
+            parse_listeners("http://a:1, http://b:2").map(|l| l.len()),
+            Ok(2)
+        );
+        assert!(one("https://x:1").is_err_and(|e| e.contains("not supported")));
+        assert!(one("http://x").is_err_and(|e| e.contains("port is missing")));
+        assert!(one("x:1").is_err());
+        assert!(one("http://x:99999").is_err());
+        assert!(parse_listeners(" , ").is_err());
+    }
+
+    fn read(pairs: &[(&str, &str)]) -> (RestConfig, usize) {
+        let props = Properties::from_pairs("w", pairs.iter().copied());
+        let mut errors = Vec::new();
+        let config = rest_config(&props, &mut errors);
+        (config, errors.len())
+    }
+
+    #[test]
+    fn deprecated_host_and_port_are_a_fallback_for_listeners() {
+        let (config, errors) = read(&[("rest.port", "9000")]);
+        assert_eq!(
+            (config.listeners[0].to_string(), errors),
+            ("http://127.0.0.1:9000".into(), 0)
+        );
+        let (config, _) = read(&[("rest.host.name", "0.0.0.0"), ("rest.port", "1")]);
+        assert_eq!(config.listeners[0].to_string(), "http://0.0.0.0:1");
+        let (config, _) = read(&[("listeners", "http://localhost:2"), ("rest.port", "1")]);
+        assert_eq!(config.listeners[0].to_string(), "http://localhost:2");
+        assert_eq!(read(&[("rest.port", "x")]).1, 1);
+        assert_eq!(read(&[("rest.auth.token", " ")]).1, 1);
+        assert_eq!(read(&[]).0, RestConfig::default());
+    }
+
+    #[test]
+    fn the_token_never_shows_in_debug() {
+        let config = RestConfig {
+            auth_token: Some(Secret::new("s3cret")),
+            ..RestConfig::default()
+        };
+        assert!(!format!("{config:?}").contains("s3cret"));
+    }
+}

@@ -1,0 +1,484 @@
+//! The standalone herder: what Kafka Connect's `StandaloneHerder` does, over Ferry's [`Worker`].
+//!
+//! It keeps every connector's configuration and **target state** — `RUNNING`, `PAUSED` or `STOPPED`
+//! (tasks removed, configuration kept) — and derives the connector's state: `FAILED` (with its reason)
+//! when the connector cannot make task configurations. It answers the REST API's questions in Kafka
+//! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`Herder::alter_offsets`],
+//! [`Herder::reset_offsets`]).
+//!
+//! Connectors created or changed over REST are kept in the [connectors file](ConnectorsFile), so they
+//! survive a restart; connectors from command-line properties files are never written there (on a name
+//! collision the command-line file wins, with a WARN). Every change is checked first and written to
+//! the file before it takes effect, so a request that fails changes nothing.
+//!
+//! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
+
+pub mod entities;
+mod file;
+mod lifecycle;
+mod offsets;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ferry_api::{Config, SourceConnector};
+use ferry_offsets::OffsetBackingStore;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::config::{ConnectorConfig, ErrorTolerance};
+use crate::sink::RecordSink;
+use crate::worker::{ConnectorSpec, TaskState, Worker};
+use entities::{
+    ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
+    TaskStateInfo,
+};
+pub use file::{ConnectorsFile, StoredConnector};
+pub use offsets::OffsetInput;
+use validate::Plugins;
+pub use validate::{ConnectorMaker, Plugin};
+
+/// What a connector is asked to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum TargetState {
+    /// Tasks run.
+    Running,
+    /// Tasks exist but do not poll (deliveries and commits go on).
+    Paused,
+    /// No tasks; the configuration is kept. Offsets can be altered only in this state.
+    Stopped,
+}
+
+/// Why the herder refused a request; each maps to Kafka Connect's HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HerderError {
+    /// 404: no such connector or task.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409: the connector already exists.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// 400: the request is invalid (bad configuration, wrong state, rejected offsets).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 500: the request was valid but could not be carried out (an I/O error).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl HerderError {
+    /// The HTTP status Kafka Connect answers with.
+    pub fn status(&self) -> u16 {
+        match self {
+            HerderError::NotFound(_) => 404,
+            HerderError::AlreadyExists(_) => 409,
+            HerderError::BadRequest(_) => 400,
+            HerderError::Internal(_) => 500,
+        }
+    }
+}
+
+/// Makes the sink of one connector (the worker's, or a Kafka producer with the connector's own
+/// converters).
+pub type SinkFactory = Arc<dyn Fn(&ConnectorConfig) -> Arc<dyn RecordSink> + Send + Sync>;
+
+/// Where a connector's configuration came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A properties file on the command line: never written to the connectors file.
+    CommandLine,
+    /// Created (or loaded back) through REST: kept in the connectors file.
+    Rest,
+}
+
+/// One connector the herder knows.
+struct Entry {
+    config: Config,
+    target: TargetState,
+    origin: Origin,
+    /// The task configurations of the running (or paused) tasks; empty when stopped or failed.
+    task_configs: Vec<Config>,
+    /// Why the connector is FAILED.
+    failure: Option<String>,
+}
+
+struct State {
+    connectors: BTreeMap<String, Entry>,
+    /// The connectors file's content (what was last written).
+    stored: BTreeMap<String, StoredConnector>,
+}
+
+/// The standalone herder. See the [module documentation](self).
+pub struct Herder {
+    worker: Worker,
+    store: Arc<dyn OffsetBackingStore>,
+    plugins: Plugins,
+    sink_for: SinkFactory,
+    worker_id: String,
+    file: ConnectorsFile,
+    state: Mutex<State>,
+}
+
+impl Herder {
+    /// A herder running connectors on `worker`, whose offsets are in `store`. `worker_id` is reported
+    /// in statuses (`host:port` of the REST listener, as in Kafka Connect).
+    pub fn new(
+        worker: Worker,
+        store: Arc<dyn OffsetBackingStore>,
+        plugins: Vec<Plugin>,
+        sink_for: SinkFactory,
+        worker_id: impl Into<String>,
+        file: ConnectorsFile,
+    ) -> Self {
+        Self {
+            worker,
+            store,
+            plugins: Plugins::new(plugins),
+            sink_for,
+            worker_id: worker_id.into(),
+            file,
+            state: Mutex::new(State {
+                connectors: BTreeMap::new(),
+                stored: BTreeMap::new(),
+            }),
+        }
+    }
+
+    /// The worker.
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    /// The worker id reported in statuses.
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// Starts the command-line connectors (already checked) and the connectors of the connectors file
+    /// (`stored`, as [`ConnectorsFile::load`] read them). A stored connector whose name a command-line
+    /// file also uses is not started (WARN); one whose configuration is no longer valid is FAILED.
+    ///
+    /// # Errors
+    /// A command-line connector cannot make its task configurations (as before the herder existed, the
+    /// worker refuses to start; call [`Herder::shutdown`] then).
+    pub async fn start(
+        &self,
+        command_line: Vec<Config>,
+        stored: BTreeMap<String, StoredConnector>,
+    ) -> Result<(), String> {
+        let mut state = self.lock().await;
+        for config in command_line {
+            let Some(name) = config.get(crate::config::NAME).cloned() else {
+                continue;
+            };
+            let mut entry = Entry::new(config, TargetState::Running, Origin::CommandLine);
+            self.launch(&name, &mut entry);
+            if let Some(reason) = &entry.failure {
+                return Err(format!("connector {name:?}: {reason}"));
+            }
+            state.connectors.insert(name, entry);
+        }
+        for (name, connector) in &stored {
+            if state.connectors.contains_key(name) {
+                tracing::warn!(
+                    connector = %name,
+                    "connector {name:?} is defined both in a properties file on the command line and in {} \
+                     (created over REST); the command-line file wins, the stored one is left as it is",
+                    self.file.path().display()
+                );
+                continue;
+            }
+            tracing::info!(
+                connector = %name,
+                "connector {name:?} restored from {} ({:?})",
+                self.file.path().display(),
+                connector.state
+            );
+            let mut entry = Entry::new(connector.config.clone(), connector.state, Origin::Rest);
+            self.launch(name, &mut entry);
+            state.connectors.insert(name.clone(), entry);
+        }
+        state.stored = stored;
+        Ok(())
+    }
+
+    /// Stops every connector's tasks (final commits included).
+    pub async fn shutdown(&self) {
+        let _state = self.lock().await;
+        self.worker.shutdown().await;
+    }
+
+    /// The names of all connectors.
+    pub async fn connectors(&self) -> Vec<String> {
+        self.lock().await.connectors.keys().cloned().collect()
+    }
+
+    /// A connector's configuration.
+    ///
+    /// # Errors
+    /// 404: unknown connector.
+    pub async fn connector_config(&self, name: &str) -> Result<Config, HerderError> {
+        let state = self.lock().await;
+        Ok(entry(&state, name)?.config.clone())
+    }
+
+    /// `GET /connectors/{name}`.
+    ///
+    /// # Errors
+    /// 404: unknown connector.
+    pub async fn connector_info(&self, name: &str) -> Result<ConnectorInfo, HerderError> {
+        let state = self.lock().await;
+        Ok(info(name, entry(&state, name)?))
+    }
+
+    /// `GET /connectors/{name}/status`.
+    ///
+    /// # Errors
+    /// 404: unknown connector.
+    pub async fn connector_status(&self, name: &str) -> Result<ConnectorStateInfo, HerderError> {
+        let state = self.lock().await;
+        self.status_of(&state, name)
+            .ok_or_else(|| HerderError::NotFound(format!("No status found for connector {name}")))
+    }
+
+    /// `GET /connectors/{name}/tasks/{task}/status`.
+    ///
+    /// # Errors
+    /// 404: unknown connector or task.
+    pub async fn task_status(&self, name: &str, task: usize) -> Result<TaskStateInfo, HerderError> {
+        let state = self.lock().await;
+        self.status_of(&state, name)
+            .and_then(|s| s.tasks.into_iter().find(|t| t.id == task))
+            .ok_or_else(|| HerderError::NotFound(format!("No status found for task {name}-{task}")))
+    }
+
+    /// `GET /connectors/{name}/tasks`.
+    ///
+    /// # Errors
+    /// 404: unknown connector.
+    pub async fn task_configs(&self, name: &str) -> Result<Vec<TaskInfo>, HerderError> {
+        let state = self.lock().await;
+        let entry = entry(&state, name)?;
+        Ok(entry
+            .task_configs
+            .iter()
+            .enumerate()
+            .map(|(task, config)| TaskInfo {
+                id: TaskId {
+                    connector: name.to_owned(),
+                    task,
+                },
+                config: config.clone(),
+            })
+            .collect())
+    }
+
+    /// `GET /connector-plugins`.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.plugins.infos()
+    }
+
+    /// `PUT /connector-plugins/{plugin}/config/validate`.
+    ///
+    /// # Errors
+    /// 400: no or a mismatching `connector.class`, or an unknown class.
+    pub fn validate(&self, plugin: &str, config: &Config) -> Result<ConfigInfos, HerderError> {
+        validate::validate(&self.plugins, plugin, config)
+    }
+
+    async fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().await
+    }
+
+    fn status_of(&self, state: &State, name: &str) -> Option<ConnectorStateInfo> {
+        let entry = state.connectors.get(name)?;
+        let connector = match (&entry.failure, entry.target) {
+            (Some(trace), _) => self.state_info("FAILED", Some(trace.clone())),
+            (None, TargetState::Running) => self.state_info("RUNNING", None),
+            (None, TargetState::Paused) => self.state_info("PAUSED", None),
+            (None, TargetState::Stopped) => self.state_info("STOPPED", None),
+        };
+        let tasks = self
+            .worker
+            .task_statuses(name)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(id, (_, status))| TaskStateInfo {
+                id,
+                state: status.state.to_string(),
+                worker_id: self.worker_id.clone(),
+                trace: status.trace.filter(|_| status.state == TaskState::Failed),
+            })
+            .collect();
+        Some(ConnectorStateInfo {
+            name: name.to_owned(),
+            connector,
+            tasks,
+            kind: "source",
+        })
+    }
+
+    fn state_info(&self, state: &str, trace: Option<String>) -> StateInfo {
+        StateInfo {
+            state: state.to_owned(),
+            worker_id: self.worker_id.clone(),
+            trace,
+        }
+    }
+
+    /// Makes the connector's task configurations and starts its tasks (paused if its target is
+    /// PAUSED); nothing when STOPPED. A connector that cannot make task configurations is FAILED.
+    fn launch(&self, name: &str, entry: &mut Entry) {
+        entry.task_configs.clear();
+        entry.failure = None;
+        if entry.target == TargetState::Stopped {
+            return;
+        }
+        match self.plan(name, &entry.config) {
+            Err(reason) => self.fail(name, entry, reason),
+            Ok((config, connector, task_configs)) => {
+                let spec = ConnectorSpec {
+                    name: name.to_owned(),
+                    tasks_max: config.tasks_max,
+                    tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
+                    config: config.props.clone(),
+                };
+                let sink = (self.sink_for)(&config);
+                let paused = entry.target == TargetState::Paused;
+                match self.worker.start_connector_tasks(
+                    spec,
+                    task_configs.clone(),
+                    connector.as_ref(),
+                    sink,
+                    paused,
+                ) {
+                    Ok(()) => entry.task_configs = task_configs,
+                    Err(e) => self.fail(name, entry, e.to_string()),
+                }
+            }
+        }
+    }
+
+    fn fail(&self, name: &str, entry: &mut Entry, reason: String) {
+        tracing::error!(connector = %name, "connector {name:?} failed: {reason}");
+        entry.failure = Some(reason);
+    }
+
+    /// The checked configuration, a connector instance and its task configurations; `Err` is the
+    /// reason the connector is FAILED.
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &self,
+        name: &str,
+        config: &Config,
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>, Vec<Config>), String> {
+        let (config, connector) =
+            validate::check(&self.plugins, name, config).map_err(|e| e.to_string())?;
+        let task_configs = connector
+            .task_configs(&config.props, config.tasks_max.max(1))
+            .map_err(|e| format!("the connector could not create its task configurations: {e}"))?;
+        Ok((config, connector, task_configs))
+    }
+
+    /// Stops the connector's tasks, if it has any.
+    async fn halt(&self, name: &str, entry: &mut Entry) {
+        entry.task_configs.clear();
+        if let Ok(finals) = self.worker.stop_connector(name).await {
+            for (task, status) in finals {
+                if status.state == TaskState::Failed {
+                    tracing::info!(%task, "task stopped; it had failed: {}", status.trace.unwrap_or_default());
+                }
+            }
+        }
+    }
+
+    /// Writes the connectors file with `name` set to `change` (`None`: removed), before the change
+    /// takes effect; on failure nothing changes.
+    async fn persist(
+        &self,
+        state: &mut State,
+        name: &str,
+        change: Option<StoredConnector>,
+    ) -> Result<(), HerderError> {
+        let mut stored = state.stored.clone();
+        match change {
+            Some(connector) => stored.insert(name.to_owned(), connector),
+            None => stored.remove(name),
+        };
+        if stored == state.stored {
+            return Ok(());
+        }
+        let file = self.file.clone();
+        let written = stored.clone();
+        tokio::task::spawn_blocking(move || file.save(&written))
+            .await
+            .map_err(|e| {
+                HerderError::Internal(format!("writing the connectors file panicked: {e}"))
+            })?
+            .map_err(HerderError::Internal)?;
+        state.stored = stored;
+        Ok(())
+    }
+
+    /// Persists a REST connector's configuration and target state (command-line connectors are not
+    /// written).
+    async fn persist_entry(
+        &self,
+        state: &mut State,
+        name: &str,
+        config: &Config,
+        origin: Origin,
+        target: TargetState,
+    ) -> Result<(), HerderError> {
+        if origin == Origin::CommandLine {
+            tracing::info!(
+                connector = %name,
+                "connector {name:?} comes from a properties file on the command line: this change lasts until \
+                 the worker restarts"
+            );
+            return Ok(());
+        }
+        let stored = StoredConnector {
+            config: config.clone(),
+            state: target,
+        };
+        self.persist(state, name, Some(stored)).await
+    }
+}
+
+impl Entry {
+    fn new(config: Config, target: TargetState, origin: Origin) -> Self {
+        Self {
+            config,
+            target,
+            origin,
+            task_configs: Vec::new(),
+            failure: None,
+        }
+    }
+}
+
+fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
+    state.connectors.get(name).ok_or_else(|| not_found(name))
+}
+
+fn not_found(name: &str) -> HerderError {
+    HerderError::NotFound(format!("Connector {name} not found"))
+}
+
+fn info(name: &str, entry: &Entry) -> ConnectorInfo {
+    ConnectorInfo {
+        name: name.to_owned(),
+        config: entry.config.clone(),
+        tasks: (0..entry.task_configs.len())
+            .map(|task| TaskId {
+                connector: name.to_owned(),
+                task,
+            })
+            .collect(),
+        kind: "source",
+    }
+}

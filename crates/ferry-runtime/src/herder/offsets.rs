@@ -1,0 +1,225 @@
+//! KIP-875: reading, altering and resetting a connector's offsets.
+//!
+//! Reading works in any state. Altering and resetting need the connector STOPPED with no tasks (so no
+//! task commits over the change). The given offsets are normalized by a JSON round trip (integers come
+//! back as 64-bit, as a task reads them), handed to the connector's
+//! [`alter_offsets`](ferry_api::SourceConnector::alter_offsets) hook — which may refuse them, and
+//! then nothing is written — and written to the offset store in one batch (a `null` offset is a
+//! tombstone). A connector resumed afterwards starts from the new offsets: its tasks read them at
+//! start.
+
+use ferry_api::{ConnectMap, SourceOffset, SourcePartition};
+use ferry_offsets::{OffsetWrite, decode_key, decode_value, encode_key, encode_value};
+use serde_json::value::RawValue;
+
+use super::entities::{ConnectorOffset, ConnectorOffsets, Message};
+use super::{Herder, HerderError, State, TargetState, not_found};
+use crate::config::CONNECTOR_CLASS;
+
+/// One entry of a `PATCH /connectors/{name}/offsets` body, as received.
+#[derive(Debug, Clone)]
+pub struct OffsetInput {
+    /// The partition (a JSON object).
+    pub partition: serde_json::Value,
+    /// The offset (a JSON object), or `null` to remove the partition's offset.
+    pub offset: serde_json::Value,
+}
+
+impl Herder {
+    /// `GET /connectors/{name}/offsets`: every partition's committed offset.
+    ///
+    /// # Errors
+    /// 404: unknown connector; 500: the store cannot be read or holds undecodable offsets.
+    pub async fn connector_offsets(&self, name: &str) -> Result<ConnectorOffsets, HerderError> {
+        let state = self.lock().await;
+        if !state.connectors.contains_key(name) {
+            return Err(not_found(name));
+        }
+        let stored = self.store.connector_offsets(name).await.map_err(|e| {
+            HerderError::Internal(format!(
+                "Failed to read the offsets of connector {name}: {e}"
+            ))
+        })?;
+        let mut offsets = Vec::with_capacity(stored.len());
+        for (key, value) in stored {
+            let undecodable = |e: ferry_offsets::CodecError| {
+                HerderError::Internal(format!(
+                    "Failed to read the offsets of connector {name}: {e}"
+                ))
+            };
+            let partition = decode_key(&key).map_err(undecodable)?.partition;
+            let offset = decode_value(&value).map_err(undecodable)?;
+            offsets.push(ConnectorOffset {
+                partition: raw(partition.as_ref().map(encode_value))?,
+                offset: raw(Some(encode_value(&offset)))?,
+            });
+        }
+        Ok(ConnectorOffsets { offsets })
+    }
+
+    /// `PATCH /connectors/{name}/offsets`: sets (or, for a `null` offset, removes) the offsets of the
+    /// given partitions; other partitions keep theirs.
+    ///
+    /// # Errors
+    /// 404: unknown connector; 400: not STOPPED, an entry is not a partition/offset map, or the
+    /// connector refuses the offsets (nothing is written); 500: the store write failed.
+    pub async fn alter_offsets(
+        &self,
+        name: &str,
+        entries: Vec<OffsetInput>,
+    ) -> Result<Message, HerderError> {
+        let state = self.lock().await;
+        self.check_stopped(&state, name)?;
+        if entries.is_empty() {
+            return Err(HerderError::BadRequest(
+                "Partitions / offsets need to be provided for an alter offsets request".to_owned(),
+            ));
+        }
+        let normalized = entries
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| normalize(i, entry))
+            .collect::<Result<Vec<_>, _>>()?;
+        let confirmed = self.call_hook(&state, name, &normalized)?;
+        let batch: Vec<OffsetWrite> = normalized
+            .iter()
+            .map(|(partition, offset)| OffsetWrite {
+                key: encode_key(name, Some(partition)),
+                value: offset.as_ref().map(encode_value),
+            })
+            .collect();
+        self.write(name, &batch).await?;
+        tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} altered over REST", batch.len());
+        Ok(message(confirmed, "altered"))
+    }
+
+    /// `DELETE /connectors/{name}/offsets`: removes the offsets of every partition of the connector.
+    ///
+    /// # Errors
+    /// 404: unknown connector; 400: not STOPPED or the connector refuses (nothing is written); 500: the
+    /// store cannot be read or written.
+    pub async fn reset_offsets(&self, name: &str) -> Result<Message, HerderError> {
+        let state = self.lock().await;
+        self.check_stopped(&state, name)?;
+        let stored = self.store.connector_offsets(name).await.map_err(|e| {
+            HerderError::Internal(format!(
+                "Failed to read the offsets of connector {name}: {e}"
+            ))
+        })?;
+        // The connector sees the partitions it can be shown; every stored key gets its tombstone.
+        let resets: Vec<(SourcePartition, Option<SourceOffset>)> = stored
+            .iter()
+            .filter_map(|(key, _)| decode_key(key).ok()?.partition)
+            .map(|partition| (partition, None))
+            .collect();
+        let confirmed = self.call_hook(&state, name, &resets)?;
+        let batch: Vec<OffsetWrite> = stored
+            .into_iter()
+            .map(|(key, _)| OffsetWrite { key, value: None })
+            .collect();
+        self.write(name, &batch).await?;
+        tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} reset over REST", batch.len());
+        Ok(message(confirmed, "reset"))
+    }
+
+    fn check_stopped(&self, state: &State, name: &str) -> Result<(), HerderError> {
+        let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
+        if entry.target != TargetState::Stopped || self.worker.task_statuses(name).is_some() {
+            return Err(HerderError::BadRequest(format!(
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done \
+                 for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+            )));
+        }
+        Ok(())
+    }
+
+    fn call_hook(
+        &self,
+        state: &State,
+        name: &str,
+        offsets: &[(SourcePartition, Option<SourceOffset>)],
+    ) -> Result<bool, HerderError> {
+        let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
+        let class = entry.config.get(CONNECTOR_CLASS).map_or("", |c| c.trim());
+        let connector = self.plugins.resolve(class).ok_or_else(|| {
+            HerderError::Internal(format!(
+                "Failed to modify offsets for source connector {name}: its connector class {class:?} is unknown"
+            ))
+        })?;
+        connector
+            .alter_offsets(&entry.config, offsets)
+            .map_err(|e| HerderError::BadRequest(chain(&e)))
+    }
+
+    async fn write(&self, name: &str, batch: &[OffsetWrite]) -> Result<(), HerderError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.store.set(batch).await.map_err(|e| {
+            HerderError::Internal(format!(
+                "Failed to modify offsets for source connector {name}: {e}"
+            ))
+        })
+    }
+}
+
+/// An entry's partition and offset as a task would read them back from the store.
+fn normalize(
+    index: usize,
+    entry: &OffsetInput,
+) -> Result<(SourcePartition, Option<SourceOffset>), HerderError> {
+    let map = |what: &str, value: &serde_json::Value| -> Result<ConnectMap, HerderError> {
+        if !value.is_object() {
+            return Err(HerderError::BadRequest(format!(
+                "offsets[{index}].{what} must be a JSON object of primitive values, not {value}"
+            )));
+        }
+        decode_value(value.to_string().as_bytes()).map_err(|e| {
+            HerderError::BadRequest(format!(
+                "offsets[{index}].{what} is not a valid Kafka Connect {what}: {}",
+                e.reason()
+            ))
+        })
+    };
+    let partition = map("partition", &entry.partition)?;
+    let offset = match &entry.offset {
+        serde_json::Value::Null => None,
+        value => Some(map("offset", value)?),
+    };
+    Ok((partition, offset))
+}
+
+fn raw(bytes: Option<Vec<u8>>) -> Result<Box<RawValue>, HerderError> {
+    let text = bytes.map_or_else(
+        || "null".to_owned(),
+        |b| String::from_utf8_lossy(&b).into_owned(),
+    );
+    RawValue::from_string(text)
+        .map_err(|e| HerderError::Internal(format!("cannot encode an offset as JSON: {e}")))
+}
+
+/// Kafka Connect's answer to an offsets change the connector confirmed (`true`) or did not.
+fn message(confirmed: bool, done: &str) -> Message {
+    let message = if confirmed {
+        format!("The offsets for this connector have been {done} successfully")
+    } else {
+        format!(
+            "The Connect framework-managed offsets for this connector have been {done} successfully. However, if \
+             this connector manages offsets externally, they will need to be manually {done} in the system that \
+             the connector uses."
+        )
+    };
+    Message { message }
+}
+
+/// An error with its causes.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

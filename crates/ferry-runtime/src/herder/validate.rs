@@ -1,0 +1,427 @@
+//! Connector plugins and configuration checks: the same checks as a connector properties file
+//! ([`ConnectorConfig::from_properties`], including the connector's own `validate`), reported as Kafka
+//! Connect reports them over REST — a `400` listing every error, or a `ConfigInfos` document.
+
+use std::sync::Arc;
+
+use ferry_api::{Config, SourceConnector};
+
+use super::HerderError;
+use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
+use crate::config::{
+    CONNECTOR_CLASS, ConfigError, ConnectorConfig, ERRORS_TOLERANCE, HEADER_CONVERTER,
+    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_secret,
+};
+
+/// Makes a connector instance.
+pub type ConnectorMaker = Arc<dyn Fn() -> Box<dyn SourceConnector> + Send + Sync>;
+
+/// A connector plugin: the class names it answers to and how to make one.
+#[derive(Clone)]
+pub struct Plugin {
+    names: Vec<String>,
+    make: ConnectorMaker,
+}
+
+impl Plugin {
+    /// A plugin answering to `names` (exact match); the first name containing a `.` (a Java class
+    /// name) is the one listed, else the first.
+    pub fn new<N: Into<String>>(
+        names: impl IntoIterator<Item = N>,
+        make: impl Fn() -> Box<dyn SourceConnector> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            names: names.into_iter().map(Into::into).collect(),
+            make: Arc::new(make),
+        }
+    }
+
+    /// The class name shown in `GET /connector-plugins`.
+    pub fn class(&self) -> &str {
+        self.names
+            .iter()
+            .find(|n| n.contains('.'))
+            .or_else(|| self.names.first())
+            .map_or("", String::as_str)
+    }
+}
+
+/// The connector plugins a herder knows.
+#[derive(Clone, Default)]
+pub(crate) struct Plugins(Vec<Plugin>);
+
+impl Plugins {
+    pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
+        Self(plugins)
+    }
+
+    /// A new connector of `class` (exact match of any of its names).
+    pub(crate) fn resolve(&self, class: &str) -> Option<Box<dyn SourceConnector>> {
+        self.0
+            .iter()
+            .find(|p| p.names.iter().any(|n| n == class))
+            .map(|p| (p.make)())
+    }
+
+    pub(crate) fn infos(&self) -> Vec<PluginInfo> {
+        self.0
+            .iter()
+            .map(|p| PluginInfo {
+                class: p.class().to_owned(),
+                kind: "source",
+                version: (p.make)().version(),
+            })
+            .collect()
+    }
+
+    /// Kafka Connect's message for an unknown class.
+    fn unknown(&self, class: &str) -> HerderError {
+        let available: Vec<&str> = self.0.iter().map(Plugin::class).collect();
+        HerderError::BadRequest(format!(
+            "Failed to find any class that implements Connector and which name matches {class}, available \
+             connectors are: {}",
+            available.join(", ")
+        ))
+    }
+}
+
+/// Checks a connector configuration received over REST (or kept in the connectors file) and makes its
+/// connector.
+///
+/// # Errors
+/// `400` with Kafka Connect's messages: no `connector.class`, an unknown class, or the list of every
+/// invalid key.
+pub(crate) fn check(
+    plugins: &Plugins,
+    name: &str,
+    config: &Config,
+) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), HerderError> {
+    let class = connector_class(config)?;
+    if plugins.resolve(class).is_none() {
+        return Err(plugins.unknown(class));
+    }
+    let props = Properties::from_pairs(format!("connector {name}"), config.clone());
+    ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)).map_err(|errors| {
+        let messages: Vec<String> = errors.iter().map(|e| describe(e).1).collect();
+        HerderError::BadRequest(format!(
+            "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also \
+             find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
+            messages.len(),
+            messages.join("\n")
+        ))
+    })
+}
+
+/// `PUT /connector-plugins/{plugin}/config/validate`.
+///
+/// # Errors
+/// `400` when `connector.class` is missing, does not match `plugin`, or names no known connector.
+pub(crate) fn validate(
+    plugins: &Plugins,
+    plugin: &str,
+    config: &Config,
+) -> Result<ConfigInfos, HerderError> {
+    if let Some(included) = config.get(CONNECTOR_CLASS)
+        && !normalized(included).ends_with(normalized(plugin))
+    {
+        return Err(HerderError::BadRequest(format!(
+            "Included connector type {included} does not match request type {plugin}"
+        )));
+    }
+    let class = connector_class(config)?;
+    let connector = plugins
+        .resolve(class.trim())
+        .ok_or_else(|| plugins.unknown(class))?;
+    let props = Properties::from_pairs("validate request", config.clone());
+    let mut errors: Vec<(Option<String>, String)> =
+        match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors
+                .iter()
+                // As in Kafka Connect, a configuration being validated need not name its connector.
+                .filter(|e| !matches!(e, ConfigError::Missing { key, .. } if key == NAME))
+                .map(describe)
+                .collect(),
+        };
+    // The connector's own checks are skipped above while a required key is missing; a validation
+    // reports every key's problems at once, as Kafka Connect's does.
+    let missing_required = errors
+        .iter()
+        .any(|(_, m)| m.starts_with("Missing required configuration"));
+    if missing_required {
+        for issue in connector.validate(config) {
+            if !errors
+                .iter()
+                .any(|(k, _)| k.as_deref() == Some(issue.key.as_str()))
+            {
+                let error = ConfigError::Invalid {
+                    path: props.path().to_path_buf(),
+                    value: config.get(&issue.key).cloned(),
+                    key: issue.key,
+                    line: None,
+                    message: issue.message,
+                };
+                errors.push(describe(&error));
+            }
+        }
+    }
+    Ok(config_infos(class, config, connector.as_ref(), &errors))
+}
+
+fn connector_class(config: &Config) -> Result<&str, HerderError> {
+    config
+        .get(CONNECTOR_CLASS)
+        .map(|c| c.trim())
+        .ok_or_else(|| {
+            HerderError::BadRequest(format!(
+                "Connector config {} contains no connector type",
+                java_map(config)
+            ))
+        })
+}
+
+/// Kafka Connect's plugin-name rule: `FooConnector` and `Foo` are the same plugin.
+fn normalized(name: &str) -> &str {
+    match name.strip_suffix("Connector") {
+        Some(stripped) if !stripped.is_empty() => stripped,
+        _ => name,
+    }
+}
+
+/// `{k=v, k2=v2}` as Java prints a map, with secret values hidden.
+fn java_map(config: &Config) -> String {
+    let entries: Vec<String> = config
+        .iter()
+        .map(|(k, v)| {
+            if is_secret(k) {
+                format!("{k}=[hidden]")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
+/// The key of a problem and Kafka Connect's wording of it.
+fn describe(error: &ConfigError) -> (Option<String>, String) {
+    let key = error.key().map(str::to_owned);
+    let message = match error {
+        ConfigError::Invalid {
+            key,
+            value,
+            message,
+            ..
+        } => match value {
+            Some(_) if is_secret(key) => {
+                format!("Invalid value [hidden] for configuration {key}: {message}")
+            }
+            Some(value) => format!("Invalid value {value} for configuration {key}: {message}"),
+            None => format!("Invalid configuration {key}: {message}"),
+        },
+        ConfigError::Missing { key, hint, .. } => {
+            format!("Missing required configuration \"{key}\" which has no default value. {hint}")
+        }
+        ConfigError::UnknownKey { key, hint, .. } => {
+            format!("Unknown configuration \"{key}\" (Ferry refuses keys it does not use): {hint}")
+        }
+        other => other.to_string(),
+    };
+    (key, message)
+}
+
+/// A framework key's definition: (name, type, required, default, importance, doc, group, order,
+/// width, display name).
+type CommonKey = (
+    &'static str,
+    &'static str,
+    bool,
+    Option<&'static str>,
+    &'static str,
+    &'static str,
+    &'static str,
+    i32,
+    &'static str,
+    &'static str,
+);
+
+const COMMON: &[CommonKey] = &[
+    (
+        NAME,
+        "STRING",
+        true,
+        None,
+        "HIGH",
+        "Globally unique name to use for this connector; its offsets are stored under it.",
+        "Common",
+        1,
+        "MEDIUM",
+        "Connector name",
+    ),
+    (
+        CONNECTOR_CLASS,
+        "STRING",
+        true,
+        None,
+        "HIGH",
+        "Name or alias of the class for this connector.",
+        "Common",
+        2,
+        "LONG",
+        "Connector class",
+    ),
+    (
+        TASKS_MAX,
+        "INT",
+        false,
+        Some("1"),
+        "HIGH",
+        "Maximum number of tasks to use for this connector.",
+        "Common",
+        3,
+        "SHORT",
+        "Tasks max",
+    ),
+    (
+        KEY_CONVERTER,
+        "CLASS",
+        false,
+        None,
+        "LOW",
+        "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record keys). Overrides the worker's.",
+        "Common",
+        5,
+        "SHORT",
+        "Key converter class",
+    ),
+    (
+        VALUE_CONVERTER,
+        "CLASS",
+        false,
+        None,
+        "LOW",
+        "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record values). Overrides the worker's.",
+        "Common",
+        6,
+        "SHORT",
+        "Value converter class",
+    ),
+    (
+        HEADER_CONVERTER,
+        "CLASS",
+        false,
+        None,
+        "LOW",
+        "HeaderConverter class (only SimpleHeaderConverter).",
+        "Common",
+        7,
+        "SHORT",
+        "Header converter class",
+    ),
+    (
+        ERRORS_TOLERANCE,
+        "STRING",
+        false,
+        Some("none"),
+        "MEDIUM",
+        "Behavior for tolerating errors during delivery: 'none' fails the task, 'all' skips the record.",
+        "Error Handling",
+        2,
+        "SHORT",
+        "Error Tolerance",
+    ),
+];
+
+fn config_infos(
+    class: &str,
+    config: &Config,
+    connector: &dyn SourceConnector,
+    errors: &[(Option<String>, String)],
+) -> ConfigInfos {
+    let mut definitions: Vec<ConfigKeyInfo> = COMMON
+        .iter()
+        .map(
+            |&(name, kind, required, default, importance, doc, group, order, width, display)| {
+                ConfigKeyInfo {
+                    name: name.to_owned(),
+                    kind,
+                    required,
+                    default_value: default.map(str::to_owned),
+                    importance,
+                    documentation: doc.to_owned(),
+                    group: Some(group),
+                    order,
+                    width,
+                    display_name: display.to_owned(),
+                    dependents: Vec::new(),
+                }
+            },
+        )
+        .collect();
+    definitions.extend(
+        connector
+            .config_keys()
+            .into_iter()
+            .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
+    );
+    // Keys with errors that no definition covers (unknown keys) get an entry of their own.
+    for key in errors.iter().filter_map(|(k, _)| k.as_deref()) {
+        if !definitions.iter().any(|d| d.name == key) {
+            definitions.push(plain_key(key, false, None, "Not a key of this connector."));
+        }
+    }
+    let configs: Vec<ConfigInfo> = definitions
+        .into_iter()
+        .map(|definition| {
+            let key_errors: Vec<String> = errors
+                .iter()
+                .filter(|(k, _)| k.as_deref() == Some(definition.name.as_str()))
+                .map(|(_, m)| m.clone())
+                .collect();
+            let value = config
+                .get(&definition.name)
+                .map(|v| {
+                    if is_secret(&definition.name) {
+                        "[hidden]".to_owned()
+                    } else {
+                        v.clone()
+                    }
+                })
+                .or_else(|| definition.default_value.clone());
+            ConfigInfo {
+                value: ConfigValueInfo {
+                    name: definition.name.clone(),
+                    value,
+                    recommended_values: Vec::new(),
+                    errors: key_errors,
+                    visible: true,
+                },
+                definition,
+            }
+        })
+        .collect();
+    let error_count = configs.iter().map(|c| c.value.errors.len()).sum::<usize>()
+        + errors.iter().filter(|(k, _)| k.is_none()).count();
+    ConfigInfos {
+        name: class.to_owned(),
+        error_count,
+        groups: vec!["Common".to_owned(), "Error Handling".to_owned()],
+        configs,
+    }
+}
+
+fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> ConfigKeyInfo {
+    ConfigKeyInfo {
+        name: name.to_owned(),
+        kind: "STRING",
+        required,
+        default_value: default.map(str::to_owned),
+        importance: if required { "HIGH" } else { "MEDIUM" },
+        documentation: doc.to_owned(),
+        group: None,
+        order: -1,
+        width: "NONE",
+        display_name: name.to_owned(),
+        dependents: Vec::new(),
+    }
+}

@@ -1,0 +1,224 @@
+//! `Worker::metrics().render()` against a running worker over a `MemoryStore` (behind the worker tests'
+//! failure-injecting wrapper) and a sink whose deliveries the test controls: per-task record and
+//! commit series, outstanding records, store latency, and series going away with their connector.
+
+// The worker tests' support, shared; this binary uses only part of what it re-exports.
+#[allow(unused_imports)]
+#[path = "worker/support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use ferry_runtime::metrics::Metrics;
+use ferry_runtime::{Worker, WorkerSettings};
+use support::{Harness, Probe, TestConnector, TestSink, TestStore, eventually, fast, partition};
+
+/// One scrape.
+struct Scrape(String);
+
+impl Scrape {
+    fn of(worker: &Worker) -> Self {
+        let text = worker.metrics().render();
+        check_shape(&text);
+        Self(text)
+    }
+
+    /// The value of the series `name{labels}`, if present.
+    fn get(&self, name: &str, labels: &str) -> Option<f64> {
+        let prefix = format!("{name}{{{labels}}} ");
+        self.0.lines().find_map(|l| {
+            l.strip_prefix(&prefix)
+                .map(|v| v.parse().expect("sample values parse"))
+        })
+    }
+
+    /// A per-task series of task `task` of `connector`; 0 when absent.
+    fn task(&self, name: &str, connector: &str, task: usize) -> f64 {
+        self.get(name, &format!("connector=\"{connector}\",task=\"{task}\""))
+            .unwrap_or(0.0)
+    }
+
+    fn store(&self, name: &str) -> f64 {
+        self.get(name, "store=\"test store\"").unwrap_or(0.0)
+    }
+}
+
+/// Every line is a `# HELP`/`# TYPE` comment or `name[{labels}] value` with a parsable value (the full
+/// format check is the crate's unit test).
+fn check_shape(text: &str) {
+    for line in text.lines() {
+        if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value: {line:?}"));
+        assert!(
+            value == "+Inf" || value.parse::<f64>().is_ok(),
+            "bad value in {line:?}"
+        );
+        assert!(
+            series.starts_with("ferry_") && (!series.contains('{') || series.ends_with('}')),
+            "bad series in {line:?}"
+        );
+    }
+}
+
+const POLLED: &str = "ferry_source_records_polled_total";
+const ACKED: &str = "ferry_source_records_acknowledged_total";
+const OUTSTANDING: &str = "ferry_source_records_outstanding";
+const COMMITS: &str = "ferry_offset_commits_total";
+const FAILURES: &str = "ferry_offset_commit_failures_total";
+const LAST: &str = "ferry_offset_commit_last_duration_seconds";
+const DURATION_COUNT: &str = "ferry_offset_commit_duration_seconds_count";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_acks_commits_and_store_calls_are_counted_per_task() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    probe.look_up(vec![partition("a")]);
+    h.start("metered", false, &probe);
+
+    probe.push(support::records("a", 1..=5));
+    h.wait_committed("metered", "a", 5).await;
+    let w = &h.worker;
+    eventually(
+        "5 polled, 5 acknowledged, none outstanding, a commit",
+        || {
+            let s = Scrape::of(w);
+            s.task(POLLED, "metered", 0) == 5.0
+                && s.task(ACKED, "metered", 0) == 5.0
+                && s.task(OUTSTANDING, "metered", 0) == 0.0
+                && s.task(COMMITS, "metered", 0) >= 1.0
+                && s.task(DURATION_COUNT, "metered", 0) >= 1.0
+        },
+    )
+    .await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(FAILURES, "metered", 0), 0.0, "{}", s.0);
+    assert!(s.task(LAST, "metered", 0) > 0.0, "{}", s.0);
+    assert_eq!(
+        s.get(
+            "ferry_task_state",
+            r#"connector="metered",task="0",state="RUNNING""#
+        ),
+        Some(1.0)
+    );
+    assert!(s.store("ferry_offset_store_set_duration_seconds_count") >= 1.0);
+    assert!(
+        s.store("ferry_offset_store_get_duration_seconds_count") >= 1.0,
+        "start() looked up a partition"
+    );
+    assert_eq!(
+        s.get(
+            "ferry_offset_store_errors_total",
+            r#"store="test store",operation="set""#
+        ),
+        Some(0.0)
+    );
+
+    // A record the sink holds stays outstanding across commits.
+    h.sink.hold(&["b:1"]);
+    probe.push(vec![support::record("b", 1)]);
+    eventually("b:1 polled and outstanding", || {
+        let s = Scrape::of(w);
+        s.task(POLLED, "metered", 0) == 6.0 && s.task(OUTSTANDING, "metered", 0) == 1.0
+    })
+    .await;
+    probe.wait_commits(2).await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(OUTSTANDING, "metered", 0), 1.0, "{}", s.0);
+    assert_eq!(s.task(ACKED, "metered", 0), 5.0, "{}", s.0);
+
+    h.sink.resolve("b:1");
+    eventually("b:1 acknowledged", || {
+        let s = Scrape::of(w);
+        s.task(ACKED, "metered", 0) == 6.0 && s.task(OUTSTANDING, "metered", 0) == 0.0
+    })
+    .await;
+
+    // Stopping the connector removes its series once its tasks are gone; the store's stay.
+    h.stop("metered").await;
+    let s = Scrape::of(w);
+    assert!(!s.0.contains("connector=\"metered\""), "{}", s.0);
+    assert!(s.store("ferry_offset_store_set_duration_seconds_count") >= 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_commits_are_counted_and_not_timed() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.store.fail_sets(true);
+    h.start("failing", false, &probe);
+    probe.push(support::records("a", 1..=3));
+    let w = &h.worker;
+    eventually("commit failures and store set errors", || {
+        let s = Scrape::of(w);
+        s.task(ACKED, "failing", 0) == 3.0
+            && s.task(FAILURES, "failing", 0) >= 2.0
+            && s.get(
+                "ferry_offset_store_errors_total",
+                r#"store="test store",operation="set""#,
+            )
+            .is_some_and(|v| v >= 2.0)
+    })
+    .await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(COMMITS, "failing", 0), 0.0, "{}", s.0);
+    assert_eq!(s.task(DURATION_COUNT, "failing", 0), 0.0, "{}", s.0);
+    assert_eq!(s.task(LAST, "failing", 0), 0.0, "{}", s.0);
+
+    h.store.fail_sets(false);
+    h.wait_committed("failing", "a", 3).await;
+    eventually("a successful commit", || {
+        Scrape::of(w).task(COMMITS, "failing", 0) >= 1.0
+    })
+    .await;
+    h.worker.shutdown().await;
+    assert!(!Scrape::of(w).0.contains("connector=\"failing\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_task_has_its_own_series_and_a_shared_registry_is_used() {
+    support::init_logs();
+    let metrics = Arc::new(Metrics::new());
+    let settings = WorkerSettings {
+        metrics: metrics.clone(),
+        ..fast()
+    };
+    let store = TestStore::new();
+    let worker = Arc::new(Worker::new(settings, store, TestSink::new()));
+    assert!(Arc::ptr_eq(&worker.metrics(), &metrics));
+
+    let probes = vec![Probe::new(), Probe::new()];
+    let spec = ferry_runtime::ConnectorSpec {
+        name: "two".to_owned(),
+        tasks_max: 2,
+        tolerate_delivery_errors: false,
+        config: ferry_api::Config::new(),
+    };
+    worker
+        .start_connector(spec, &TestConnector::with_tasks(probes.clone()))
+        .expect("connector starts");
+    probes[0].push(support::records("x", 1..=2));
+    probes[1].push(support::records("y", 1..=3));
+    eventually("each task's own counts", || {
+        let s = Scrape::of(&worker);
+        s.task(POLLED, "two", 0) + s.task(POLLED, "two", 1) == 5.0
+            && s.task(ACKED, "two", 0) + s.task(ACKED, "two", 1) == 5.0
+    })
+    .await;
+    let s = Scrape::of(&worker);
+    let mut polled = [s.task(POLLED, "two", 0), s.task(POLLED, "two", 1)];
+    polled.sort_by(f64::total_cmp);
+    assert_eq!(polled, [2.0, 3.0], "{}", s.0);
+    assert_eq!(
+        metrics
+            .render()
+            .matches("ferry_source_records_polled_total{")
+            .count(),
+        2
+    );
+    worker.shutdown().await;
+    assert!(!metrics.render().contains("connector=\"two\""));
+}

@@ -1,0 +1,37 @@
+//! `ferry offsets doctor`: reads a store's raw history and reports partition-key mismatches (see
+//! [`ferry_offsets::transfer::diagnose`]). Exit status 1 when it finds a likely mismatch, 0 otherwise.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use ferry_offsets::transfer;
+
+use crate::standalone::{load_worker, open_store};
+
+#[derive(Args)]
+pub(crate) struct DoctorArgs {
+    /// The worker properties file (names the offset store).
+    #[arg(long)]
+    worker: PathBuf,
+}
+
+pub(super) async fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
+    let config = load_worker(&args.worker)?;
+    let store = open_store(&config).await?;
+    let history = store.history().await.map_err(|e| e.to_string())?;
+    let live = store.entries().await.map_err(|e| e.to_string())?;
+    let report = transfer::diagnose(&history, &live);
+    let text = format!("offset store: {}\n{report}", store.describe());
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("writing the report to standard output failed: {e}"))?;
+    Ok(if report.findings() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

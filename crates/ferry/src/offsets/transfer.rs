@@ -1,0 +1,217 @@
+//! `ferry offsets export` and `ferry offsets import`: offsets out of one store and into another (file
+//! or Kafka, whichever the worker file names), byte-exact. The document and the dump format are
+//! [`ferry_offsets::transfer`]'s.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Args, ValueEnum};
+use ferry_offsets::transfer::{self, ImportPlan, InputFormat};
+use ferry_offsets::{OffsetBackingStore, OffsetWrite};
+use ferry_runtime::config::OffsetStorageSpec;
+
+use crate::standalone::{load_worker, open_store};
+
+#[derive(Args)]
+pub(crate) struct ExportArgs {
+    /// The worker properties file (names the offset store).
+    #[arg(long)]
+    worker: PathBuf,
+    /// Export only this connector's offsets.
+    #[arg(long)]
+    connector: Option<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The worker properties file (names the offset store written to).
+    #[arg(long)]
+    worker: PathBuf,
+    /// An `export` document, or a Kafka Connect offsets topic printed as key<TAB>value lines
+    /// (kafka-console-consumer --property print.key=true); `-` reads standard input.
+    file: PathBuf,
+    /// The input's format (detected by default: a JSON object is a Ferry document).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Check the input and tell what would be written, without writing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// `ferry offsets export`'s JSON document.
+    Ferry,
+    /// key<TAB>value lines of a Kafka Connect offsets topic.
+    KafkaConnectDump,
+}
+
+impl From<FormatArg> for InputFormat {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Ferry => InputFormat::Ferry,
+            FormatArg::KafkaConnectDump => InputFormat::KafkaConnectDump,
+        }
+    }
+}
+
+pub(super) async fn export(args: &ExportArgs) -> Result<ExitCode, String> {
+    let config = load_worker(&args.worker)?;
+    let store = open_store(&config).await?;
+    let entries = match &args.connector {
+        Some(connector) => store.connector_offsets(connector).await,
+        None => store.entries().await,
+    }
+    .map_err(|e| e.to_string())?;
+    let document = transfer::export_document(
+        &store.describe(),
+        &transfer::rfc3339_utc(SystemTime::now()),
+        entries,
+    );
+    for skipped in &document.skipped {
+        tracing::warn!(
+            "not exported: the record with key {} cannot be decoded ({}); `ferry offsets doctor` \
+             lists such records",
+            skipped.key,
+            skipped.reason
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(document.text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("writing the document to standard output failed: {e}"))?;
+    eprintln!(
+        "exported {} of {} from {}{}",
+        plural(document.offsets, "offset", "offsets"),
+        plural(document.connectors, "connector", "connectors"),
+        store.describe(),
+        match document.skipped.len() {
+            0 => String::new(),
+            n => format!(
+                " ({} skipped)",
+                plural(n, "undecodable record", "undecodable records")
+            ),
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn import(args: &ImportArgs) -> Result<ExitCode, String> {
+    let config = load_worker(&args.worker)?;
+    let name = args.file.display().to_string();
+    // The whole input is checked before the store is even opened: nothing is written on any error.
+    let input = read_input(&args.file)?;
+    let plan = transfer::parse_import(&input, args.format.map(InputFormat::from))
+        .map_err(|e| format!("{name}: {e}\nnothing was written"))?;
+    let summary = plan.summary();
+    let superseded = match plan.superseded {
+        0 => String::new(),
+        n => format!(
+            "; {} replaced by later lines of the same partition",
+            plural(n, "earlier line was", "earlier lines were")
+        ),
+    };
+    let store = open_store(&config).await?;
+    if args.dry_run {
+        eprintln!(
+            "dry run: {name} ({}) is valid; importing it into {} would write {summary}{superseded}",
+            plan.format,
+            store.describe()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let kafka = matches!(config.offset_storage, OffsetStorageSpec::Kafka(_));
+    if kafka {
+        eprintln!(
+            "note: {} is a Kafka topic: the {} records are sent as one batch, but a batch is not \
+             atomic across records. If the import fails part-way some records may be written; run it \
+             again (an import writes the same bytes each time). Stop the connectors first: a running \
+             task's next commit overwrites imported offsets.",
+            store.describe(),
+            plan.records.len()
+        );
+    }
+    let writes = plan.writes();
+    store.set(&writes).await.map_err(|e| {
+        let outcome = if kafka {
+            "some records of the batch may have been written; run the import again"
+        } else {
+            "nothing was written"
+        };
+        format!(
+            "importing {name} into {} failed: {e}\n{outcome}",
+            store.describe()
+        )
+    })?;
+    verify(store.as_ref(), &plan, &writes).await?;
+    eprintln!(
+        "imported {name} ({}) into {}: {summary} written{superseded}",
+        plan.format,
+        store.describe()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the input file, or standard input for `-`.
+fn read_input(path: &Path) -> Result<Vec<u8>, String> {
+    if path == Path::new("-") {
+        let mut input = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut input)
+            .map_err(|e| format!("reading standard input failed: {e}"))?;
+        return Ok(input);
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Reads every imported partition back: each must hold exactly the bytes written (a tombstone: no
+/// offset). A difference means another writer changed the store meanwhile.
+async fn verify(
+    store: &dyn OffsetBackingStore,
+    plan: &ImportPlan,
+    writes: &[OffsetWrite],
+) -> Result<(), String> {
+    let keys: Vec<Vec<u8>> = writes.iter().map(|w| w.key.clone()).collect();
+    let read = store
+        .get(&keys)
+        .await
+        .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
+    let differ: Vec<String> = plan
+        .records
+        .iter()
+        .zip(&read)
+        .filter(|(record, got)| record.value != **got)
+        .map(|(record, got)| {
+            format!(
+                "  {} ({}): wrote {}, read back {}",
+                String::from_utf8_lossy(&record.key),
+                record.origin,
+                text(record.value.as_deref()),
+                text(got.as_deref())
+            )
+        })
+        .collect();
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the import was written, but {} read back differently (is another worker writing to {}?):\n{}",
+        plural(differ.len(), "partition", "partitions"),
+        store.describe(),
+        differ.join("\n")
+    ))
+}
+
+fn text(value: Option<&[u8]>) -> String {
+    value.map_or_else(
+        || "no offset".to_owned(),
+        |v| String::from_utf8_lossy(v).into_owned(),
+    )
+}
+
+pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
