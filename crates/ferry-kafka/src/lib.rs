@@ -7,6 +7,7 @@
 
 mod admin;
 pub mod convert;
+mod retriable;
 pub mod sink;
 mod store;
 
@@ -16,4 +17,5 @@ pub use store::{
 };
 
 pub use convert::{ConvertError, Converter, RecordConverters};
+pub use retriable::{is_retriable, is_retriable_code};
 pub use sink::{KafkaSink, KafkaSinkConfig};

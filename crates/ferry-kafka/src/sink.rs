@@ -35,6 +35,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+pub use crate::retriable::is_retriable;
 use async_trait::async_trait;
 use ferry_api::{RecordMetadata, SourceRecord};
 use ferry_runtime::config::{ClientOverrides, PRODUCER_PREFIX};
@@ -397,47 +398,6 @@ impl RecordSink for KafkaSink {
             )),
         }
     }
-}
-
-/// Whether a produce error may go away by retrying: the Kafka error codes whose Java exceptions are
-/// `RetriableException`s (leadership moves, unavailable replicas, timeouts, unknown topic), plus
-/// librdkafka's local transport and queue errors. Size, authorization, invalid-record and
-/// configuration errors are not.
-pub fn is_retriable(error: &KafkaError) -> bool {
-    use RDKafkaErrorCode as C;
-    let Some(code) = error.rdkafka_error_code() else {
-        return matches!(error, KafkaError::Canceled);
-    };
-    matches!(
-        code,
-        C::BrokerTransportFailure
-            | C::Resolve
-            | C::MessageTimedOut
-            | C::AllBrokersDown
-            | C::OperationTimedOut
-            | C::TimedOutQueue
-            | C::QueueFull
-            | C::UnknownTopic
-            | C::UnknownTopicOrPartition
-            | C::LeaderNotAvailable
-            | C::NotLeaderForPartition
-            | C::RequestTimedOut
-            | C::BrokerNotAvailable
-            | C::ReplicaNotAvailable
-            | C::NetworkException
-            | C::InvalidMessage
-            | C::NotEnoughReplicas
-            | C::NotEnoughReplicasAfterAppend
-            | C::KafkaStorageError
-            | C::FencedLeaderEpoch
-            | C::UnknownLeaderEpoch
-            | C::OffsetNotAvailable
-            | C::PreferredLeaderNotAvailable
-            | C::EligibleLeadersNotAvailable
-            | C::ThrottlingQuotaExceeded
-            | C::PurgeQueue
-            | C::PurgeInflight
-    )
 }
 
 fn delivery_hint(error: &KafkaError) -> &'static str {

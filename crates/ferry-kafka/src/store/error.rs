@@ -59,48 +59,7 @@ pub(crate) fn kafka(store: &str, what: &str, error: &KafkaError) -> StoreError {
     backend(store, format!("{what} failed: {error}; {hint}"), retriable)
 }
 
-/// Whether an error code is worth retrying: the broker is unreachable, busy or moving leadership.
-pub(crate) fn is_retriable_code(code: RDKafkaErrorCode) -> bool {
-    use RDKafkaErrorCode as C;
-    matches!(
-        code,
-        C::BrokerTransportFailure
-            | C::Resolve
-            | C::MessageTimedOut
-            | C::AllBrokersDown
-            | C::OperationTimedOut
-            | C::TimedOutQueue
-            | C::QueueFull
-            | C::UnknownPartition
-            | C::UnknownTopic
-            | C::UnknownTopicOrPartition
-            | C::LeaderNotAvailable
-            | C::NotLeaderForPartition
-            | C::RequestTimedOut
-            | C::BrokerNotAvailable
-            | C::ReplicaNotAvailable
-            | C::NetworkException
-            | C::NotEnoughReplicas
-            | C::NotEnoughReplicasAfterAppend
-            | C::CoordinatorNotAvailable
-            | C::NotCoordinator
-            | C::FencedLeaderEpoch
-            | C::UnknownLeaderEpoch
-            | C::OffsetNotAvailable
-            | C::PreferredLeaderNotAvailable
-            | C::EligibleLeadersNotAvailable
-            | C::ThrottlingQuotaExceeded
-            | C::PurgeQueue
-    )
-}
-
-/// Whether a client error is worth retrying (see [`is_retriable_code`]).
-pub(crate) fn is_retriable(error: &KafkaError) -> bool {
-    match error {
-        KafkaError::Canceled => true,
-        other => other.rdkafka_error_code().is_some_and(is_retriable_code),
-    }
-}
+pub(crate) use crate::retriable::{is_retriable, is_retriable_code};
 
 #[cfg(test)]
 mod tests {
