@@ -96,12 +96,10 @@ impl OffsetLog {
             Offset::Beginning,
             "fetching the offsets topic's start offsets",
         )?;
-        // Assign those exact offsets: with `Offset::Beginning` the fresh consumer first resolves the
-        // logical offset itself, which costs about half a second before the first fetch.
         let mut assignment = TopicPartitionList::with_capacity(log.next.len());
-        for (partition, start) in (0..partitions).zip(&log.next) {
+        for partition in 0..partitions {
             assignment
-                .add_partition_offset(topic, partition, Offset::Offset(*start))
+                .add_partition_offset(topic, partition, Offset::Beginning)
                 .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
         }
         log.consumer
