@@ -1,7 +1,7 @@
 //! `ferry offsets list|get|set|reset`: work on the offset store directly, in Kafka Connect's
 //! `{"offsets":[{"partition":…,"offset":…}]}` shape, on the worker's offset store (`offset.storage`:
-//! the offsets file, whose lock refuses this while a worker runs, or the Kafka offsets topic, which
-//! cannot be locked: stop the connector first). `export`, `import` ([`transfer`]) and `doctor`
+//! the offsets file, whose lock refuses this while a worker runs, or the Kafka offsets topic or the
+//! PostgreSQL offsets table, which cannot be locked: stop the connector first). `export`, `import` ([`transfer`]) and `doctor`
 //! ([`doctor`]) move offsets between stores and check a store.
 
 mod doctor;
@@ -106,11 +106,13 @@ pub(crate) async fn run(action: Action) -> Result<ExitCode, String> {
     let config = load_worker(&target.worker)?;
     let store = open_store(&config).await?;
     let connector = target.connector.clone();
-    if matches!(config.offset_storage, OffsetStorageSpec::Kafka(_))
-        && matches!(action, Action::Set { .. } | Action::Reset { .. })
+    if matches!(
+        config.offset_storage,
+        OffsetStorageSpec::Kafka(_) | OffsetStorageSpec::Postgres(_)
+    ) && matches!(action, Action::Set { .. } | Action::Reset { .. })
     {
-        // A file store is locked while a worker uses it; a Kafka topic cannot be: a running task would
-        // not see the change and its next commit would overwrite it.
+        // A file store is locked while a worker uses it; a Kafka topic or a PostgreSQL table is not: a
+        // running task would not see the change and its next commit would overwrite it.
         tracing::warn!(
             "offsets in {} can be changed while a worker runs connector {connector:?}; stop it first (Kafka \
              Connect requires the connector to be STOPPED), or its next commit overwrites this change",

@@ -9,6 +9,7 @@ use ferry_kafka::{
     KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSink, KafkaSinkConfig, RecordConverters,
 };
 use ferry_offsets::{FileStore, OffsetBackingStore};
+use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 use ferry_runtime::config::{
     ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
 };
@@ -17,9 +18,18 @@ use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
 use ferry_runtime::{Worker, WorkerSettings};
 
+/// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
+/// PostgresSource (`PostgresSource`, `io.confluent.connect.jdbc.JdbcSourceConnector`).
+pub(crate) fn connector_plugins()
+-> Vec<(&'static [&'static str], ferry_connectors::ConnectorFactory)> {
+    let mut plugins = ferry_connectors::builtin_connectors();
+    plugins.extend(ferry_postgres::source::connectors());
+    plugins
+}
+
 /// Finds a built-in connector by `connector.class`.
 pub(crate) fn resolve_connector(class: &str) -> Option<Box<dyn SourceConnector>> {
-    ferry_connectors::builtin_connectors()
+    connector_plugins()
         .into_iter()
         .find(|(names, _)| names.contains(&class))
         .map(|(_, make)| make())
@@ -32,8 +42,8 @@ pub(crate) fn load_worker(path: &Path) -> Result<WorkerConfig, String> {
 }
 
 /// Opens the worker's offset store (`offset.storage`): the offsets file, refused without being touched
-/// when damaged or locked; or the Kafka offsets topic, created compacted when missing and read to its
-/// end.
+/// when damaged or locked; the Kafka offsets topic, created compacted when missing and read to its
+/// end; or the PostgreSQL offsets table, created when missing and refused when it has another shape.
 pub(crate) async fn open_store(
     config: &WorkerConfig,
 ) -> Result<Arc<dyn OffsetBackingStore>, String> {
@@ -53,6 +63,14 @@ pub(crate) async fn open_store(
             store_config.replication_factor = spec.replication_factor;
             store_config.client_overrides = spec.client_overrides.to_vec();
             let store = KafkaOffsetStore::open(store_config)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(store))
+        }
+        OffsetStorageSpec::Postgres(spec) => {
+            let store_config =
+                PostgresOffsetStoreConfig::new(spec.url.expose()).with_table(spec.table.clone());
+            let store = PostgresOffsetStore::open(store_config)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(Arc::new(store))
@@ -185,7 +203,7 @@ pub(crate) async fn run(
             connector_sink(connector, &config, &sink, kafka.as_ref())
         })
     };
-    let plugins = ferry_connectors::builtin_connectors()
+    let plugins = connector_plugins()
         .into_iter()
         .map(|(names, make)| Plugin::new(names.iter().copied(), make))
         .collect();

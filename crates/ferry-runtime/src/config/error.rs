@@ -167,7 +167,10 @@ fn shown(key: &str, value: Option<&str>) -> String {
     match value {
         None => "invalid".to_owned(),
         Some(_) if is_secret(key) => "invalid value [hidden] for".to_owned(),
-        Some(value) => format!("invalid value {value:?} for"),
+        Some(value) => format!(
+            "invalid value {:?} for",
+            super::postgres::shown_value(key, value)
+        ),
     }
 }
 

@@ -22,6 +22,7 @@ mod connector;
 mod converter;
 mod error;
 mod hint;
+mod postgres;
 mod properties;
 mod rest;
 mod worker;
@@ -33,6 +34,10 @@ pub use connector::{
 pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub(crate) use error::is_secret;
 pub use error::{ConfigError, ConfigErrors};
+pub use postgres::{
+    DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_TABLE,
+    OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec, PostgresUrl,
+};
 pub use properties::Properties;
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_PORT, RestConfig,

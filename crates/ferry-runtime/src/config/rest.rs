@@ -23,7 +23,7 @@ pub const REST_PORT: &str = "rest.port";
 pub const REST_AUTH_TOKEN: &str = "rest.auth.token";
 /// `ferry.connectors.file` (Ferry-only key): the JSON file keeping connectors created or changed over
 /// REST. Default `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`,
-/// `ferry-connectors.json` in the working directory with `offset.storage=kafka`.
+/// `ferry-connectors.json` in the working directory with `offset.storage=kafka` or `postgres`.
 pub const CONNECTORS_FILE: &str = "ferry.connectors.file";
 
 const DEFAULT_HOST: &str = "127.0.0.1";

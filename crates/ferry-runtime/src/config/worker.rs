@@ -8,6 +8,10 @@ use std::time::Duration;
 use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::error::{ConfigError, ConfigErrors, is_secret};
 use super::hint::unknown_key_hint;
+use super::postgres::{
+    OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec,
+    postgres_storage,
+};
 use super::properties::Properties;
 use super::rest::{self, RestConfig};
 
@@ -26,7 +30,7 @@ pub const SINK: &str = "sink";
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `producer.`: settings of the producer that sends records (`producer.linger.ms` → `linger.ms`).
 pub const PRODUCER_PREFIX: &str = "producer.";
-/// `offset.storage` (Ferry-only key): `file` (default) or `kafka`.
+/// `offset.storage` (Ferry-only key): `file` (default), `kafka` or `postgres`.
 pub const OFFSET_STORAGE: &str = "offset.storage";
 /// `offset.storage.topic`: the compacted topic holding offsets; required with `offset.storage=kafka`.
 pub const OFFSET_STORAGE_TOPIC: &str = "offset.storage.topic";
@@ -55,6 +59,8 @@ const KEYS: &[&str] = &[
     OFFSET_STORAGE_TOPIC,
     OFFSET_STORAGE_PARTITIONS,
     OFFSET_STORAGE_REPLICATION_FACTOR,
+    OFFSET_STORAGE_POSTGRES_URL,
+    OFFSET_STORAGE_POSTGRES_TABLE,
     converter::KEY_CONVERTER,
     converter::VALUE_CONVERTER,
     converter::HEADER_CONVERTER,
@@ -104,7 +110,7 @@ pub struct WorkerConfig {
     pub rest: RestConfig,
     /// `ferry.connectors.file`: where connectors created or changed over REST are kept (default
     /// `<offset.storage.file.filename>.connectors.json`, or `ferry-connectors.json` with
-    /// `offset.storage=kafka`).
+    /// `offset.storage=kafka` or `postgres`).
     pub connectors_file: PathBuf,
 }
 
@@ -113,7 +119,7 @@ impl WorkerConfig {
     pub fn offset_storage_file(&self) -> Option<&std::path::Path> {
         match &self.offset_storage {
             OffsetStorageSpec::File(path) => Some(path),
-            OffsetStorageSpec::Kafka(_) => None,
+            OffsetStorageSpec::Kafka(_) | OffsetStorageSpec::Postgres(_) => None,
         }
     }
 }
@@ -271,6 +277,9 @@ pub enum OffsetStorageSpec {
     File(PathBuf),
     /// `kafka`: a compacted Kafka topic, byte-compatible with Kafka Connect's offsets topic.
     Kafka(KafkaOffsetStorageSpec),
+    /// `postgres`: a PostgreSQL table, one row per partition (`offset.storage.postgres.url`,
+    /// `offset.storage.postgres.table`).
+    Postgres(PostgresOffsetStorageSpec),
 }
 
 /// The settings of `offset.storage=kafka`.
@@ -299,6 +308,14 @@ impl fmt::Display for OffsetStorageSpec {
                 "kafka topic {} on {}",
                 spec.topic, spec.bootstrap_servers
             ),
+            OffsetStorageSpec::Postgres(spec) => {
+                write!(
+                    f,
+                    "postgres table {} at {}",
+                    spec.table,
+                    spec.url.redacted()
+                )
+            }
         }
     }
 }
@@ -501,44 +518,61 @@ fn offset_storage(
         OFFSET_STORAGE_PARTITIONS,
         OFFSET_STORAGE_REPLICATION_FACTOR,
     ];
-    match props
+    let postgres_keys = [OFFSET_STORAGE_POSTGRES_URL, OFFSET_STORAGE_POSTGRES_TABLE];
+    // Keys of another store than the chosen one are errors: the file would not mean what it says.
+    let foreign = |keys: &[&str], owner: &str, chosen: &str, errors: &mut Vec<ConfigError>| {
+        for key in keys.iter().filter(|k| props.get(k).is_some()) {
+            errors.push(invalid(
+                props,
+                key,
+                &format!(
+                    "is a setting of offset.storage={owner}, but offsets are stored in {chosen}; set \
+                     offset.storage={owner} to keep them there, or remove this key"
+                ),
+            ));
+        }
+    };
+    let storage = props
         .get(OFFSET_STORAGE)
-        .map(|s| s.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        None | Some("file") => {
-            for key in kafka_keys.iter().filter(|k| props.get(k).is_some()) {
-                errors.push(invalid(
-                    props,
-                    key,
-                    "is a setting of offset.storage=kafka, but offsets are stored in a file \
-                     (offset.storage=file, the default); set offset.storage=kafka to keep them in a Kafka \
-                     topic, or remove this key",
-                ));
-            }
-            match props.get(OFFSET_STORAGE_FILE).map(str::trim) {
-                None => {
-                    errors.push(ConfigError::Missing {
+        .map(|s| s.trim().to_ascii_lowercase());
+    let chosen = match storage.as_deref() {
+        None | Some("file") => "a file (offset.storage=file, the default)",
+        Some("kafka") => "a Kafka topic (offset.storage=kafka)",
+        Some("postgres") => "a PostgreSQL table (offset.storage=postgres)",
+        Some(_) => "",
+    };
+    if !chosen.is_empty() {
+        if storage.as_deref() != Some("kafka") {
+            foreign(&kafka_keys, "kafka", chosen, errors);
+        }
+        if storage.as_deref() != Some("postgres") {
+            foreign(&postgres_keys, "postgres", chosen, errors);
+        }
+    }
+    match storage.as_deref() {
+        None | Some("file") => match props.get(OFFSET_STORAGE_FILE).map(str::trim) {
+            None => {
+                errors.push(ConfigError::Missing {
                         path: props.path().to_path_buf(),
                         key: OFFSET_STORAGE_FILE.to_owned(),
                         hint: "set it to the file where source offsets are stored, e.g. \
                                offset.storage.file.filename=/var/lib/ferry/connect.offsets (or keep offsets \
-                               in Kafka with offset.storage=kafka and offset.storage.topic)"
+                               in Kafka with offset.storage=kafka and offset.storage.topic, or in \
+                               PostgreSQL with offset.storage=postgres and offset.storage.postgres.url)"
                             .to_owned(),
                     });
-                    None
-                }
-                Some("") => {
-                    errors.push(invalid(
-                        props,
-                        OFFSET_STORAGE_FILE,
-                        "must name a file, e.g. /var/lib/ferry/connect.offsets",
-                    ));
-                    None
-                }
-                Some(file) => Some(OffsetStorageSpec::File(PathBuf::from(file))),
+                None
             }
-        }
+            Some("") => {
+                errors.push(invalid(
+                    props,
+                    OFFSET_STORAGE_FILE,
+                    "must name a file, e.g. /var/lib/ferry/connect.offsets",
+                ));
+                None
+            }
+            Some(file) => Some(OffsetStorageSpec::File(PathBuf::from(file))),
+        },
         Some("kafka") => {
             if props.get(OFFSET_STORAGE_FILE).is_some() {
                 tracing::warn!(
@@ -601,11 +635,23 @@ fn offset_storage(
                 client_overrides: client_settings,
             }))
         }
+        Some("postgres") => {
+            if props.get(OFFSET_STORAGE_FILE).is_some() {
+                tracing::warn!(
+                    file = %props.path().display(),
+                    key = OFFSET_STORAGE_FILE,
+                    "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=postgres; ignored",
+                    location(props, OFFSET_STORAGE_FILE)
+                );
+            }
+            postgres_storage(props, errors).map(OffsetStorageSpec::Postgres)
+        }
         Some(_) => {
             errors.push(invalid(
                 props,
                 OFFSET_STORAGE,
-                "accepted values: file (default; offset.storage.file.filename), kafka (offset.storage.topic)",
+                "accepted values: file (default; offset.storage.file.filename), kafka \
+                 (offset.storage.topic), postgres (offset.storage.postgres.url)",
             ));
             None
         }
@@ -675,7 +721,9 @@ fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
         path: props.path().to_path_buf(),
         key: key.to_owned(),
         line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
+        value: props
+            .get(key)
+            .map(|value| super::postgres::shown_value(key, value)),
         message: message.to_owned(),
     }
 }

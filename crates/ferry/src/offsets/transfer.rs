@@ -1,5 +1,5 @@
-//! `ferry offsets export` and `ferry offsets import`: offsets out of one store and into another (file
-//! or Kafka, whichever the worker file names), byte-exact. The document and the dump format are
+//! `ferry offsets export` and `ferry offsets import`: offsets out of one store and into another (file,
+//! Kafka or PostgreSQL, whichever the worker file names), byte-exact. The document and the dump format are
 //! [`ferry_offsets::transfer`]'s.
 
 use std::io::{Read, Write};

@@ -1,0 +1,506 @@
+//! The PostgresSource configuration (Kafka Connect JDBC source names), parsed once for `validate`,
+//! `task_configs` and the task's `start`.
+
+use std::fmt;
+use std::time::Duration;
+
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError};
+
+use super::url::{ConnectionSpec, parse_connection};
+
+pub(crate) const CONNECTION_URL: &str = "connection.url";
+pub(crate) const CONNECTION_USER: &str = "connection.user";
+pub(crate) const CONNECTION_PASSWORD: &str = "connection.password";
+pub(crate) const MODE: &str = "mode";
+pub(crate) const INCREMENTING_COLUMN: &str = "incrementing.column.name";
+pub(crate) const TIMESTAMP_COLUMN: &str = "timestamp.column.name";
+pub(crate) const TABLE_WHITELIST: &str = "table.whitelist";
+pub(crate) const QUERY: &str = "query";
+pub(crate) const TOPIC_PREFIX: &str = "topic.prefix";
+pub(crate) const POLL_INTERVAL_MS: &str = "poll.interval.ms";
+pub(crate) const BATCH_MAX_ROWS: &str = "batch.max.rows";
+pub(crate) const TIMESTAMP_INITIAL: &str = "timestamp.initial";
+pub(crate) const TIMESTAMP_DELAY_MS: &str = "timestamp.delay.interval.ms";
+/// The task-config key holding a task's share of the tables: a JSON array of `[schema, table]`.
+pub const TASK_TABLES: &str = "task.tables";
+
+const DEFAULT_POLL_INTERVAL_MS: i64 = 5000;
+const DEFAULT_BATCH_MAX_ROWS: i64 = 100;
+/// `timestamp.initial=-1`: start at the database's current time.
+pub(crate) const TIMESTAMP_INITIAL_CURRENT: i64 = -1;
+
+pub(crate) fn keys() -> Vec<ConfigKey> {
+    vec![
+        ConfigKey::required(
+            CONNECTION_URL,
+            "The database: jdbc:postgresql://host:port/database (parameters user, password, sslmode=disable|prefer, \
+             connectTimeout, ApplicationName, currentSchema, options) or postgresql://host:port/database.",
+        ),
+        ConfigKey::optional(CONNECTION_USER, None, "The database user."),
+        ConfigKey::optional(
+            CONNECTION_PASSWORD,
+            None,
+            "The database user's password (never logged).",
+        ),
+        ConfigKey::required(
+            MODE,
+            "How rows are detected: bulk (the whole table every poll.interval.ms, no offsets), incrementing \
+             (new rows by a strictly increasing column), timestamp (new and updated rows by a timestamp column) or \
+             timestamp+incrementing (both: new and updated rows, with a unique position for each).",
+        ),
+        ConfigKey::optional(
+            INCREMENTING_COLUMN,
+            Some(""),
+            "The strictly increasing integer column (modes incrementing and timestamp+incrementing).",
+        ),
+        ConfigKey::optional(
+            TIMESTAMP_COLUMN,
+            Some(""),
+            "The timestamp or timestamptz column (modes timestamp and timestamp+incrementing); a comma-separated \
+             list uses the first non-null one (COALESCE).",
+        ),
+        ConfigKey::optional(
+            TABLE_WHITELIST,
+            Some(""),
+            "The tables to read, comma-separated: schema.table or table (schema public). Exactly one of \
+             table.whitelist and query must be set.",
+        ),
+        ConfigKey::optional(
+            QUERY,
+            Some(""),
+            "A SELECT to read instead of tables; the mode's WHERE and ORDER BY are applied around it. Its \
+             records go to the topic topic.prefix, its offsets to the partition {\"query\":\"query\"}.",
+        ),
+        ConfigKey::required(
+            TOPIC_PREFIX,
+            "Topic of a table: this prefix plus the table's name; with query: the topic itself.",
+        ),
+        ConfigKey::optional(
+            POLL_INTERVAL_MS,
+            Some("5000"),
+            "How long to wait after reading a table to the end before querying it again, in ms.",
+        ),
+        ConfigKey::optional(
+            BATCH_MAX_ROWS,
+            Some("100"),
+            "The most rows one poll returns (rows are fetched this many at a time).",
+        ),
+        ConfigKey::optional(
+            TIMESTAMP_INITIAL,
+            None,
+            "Where a table without a stored offset starts in the timestamp modes, in ms since the Unix epoch; \
+             -1: the database's current time. Unset: from the beginning.",
+        ),
+        ConfigKey::optional(
+            TIMESTAMP_DELAY_MS,
+            Some("0"),
+            "The timestamp modes read only rows whose timestamp is older than the database's time minus this \
+             delay, in ms, so that transactions still open at that time can commit first. A row that commits \
+             after the position passed its timestamp is never read.",
+        ),
+    ]
+}
+
+/// How rows are detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Bulk,
+    Incrementing,
+    Timestamp,
+    TimestampIncrementing,
+}
+
+impl Mode {
+    pub(crate) fn uses_incrementing(self) -> bool {
+        matches!(self, Mode::Incrementing | Mode::TimestampIncrementing)
+    }
+
+    pub(crate) fn uses_timestamp(self) -> bool {
+        matches!(self, Mode::Timestamp | Mode::TimestampIncrementing)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Bulk => "bulk",
+            Mode::Incrementing => "incrementing",
+            Mode::Timestamp => "timestamp",
+            Mode::TimestampIncrementing => "timestamp+incrementing",
+        }
+    }
+}
+
+/// A table: schema and name, exactly as in the catalog (case-sensitive; quoted in SQL).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct TableId {
+    pub(crate) schema: String,
+    pub(crate) table: String,
+}
+
+/// `schema.table`, unquoted: the JDBC source's `table` partition value.
+impl fmt::Display for TableId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.schema, self.table)
+    }
+}
+
+/// What is read: tables or one query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    Tables(Vec<TableId>),
+    Query(String),
+}
+
+/// A parsed connector (or task) configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceConfig {
+    pub(crate) connection: ConnectionSpec,
+    pub(crate) mode: Mode,
+    pub(crate) incrementing_column: Option<String>,
+    pub(crate) timestamp_columns: Vec<String>,
+    pub(crate) source: Source,
+    pub(crate) topic_prefix: String,
+    pub(crate) poll_interval: Duration,
+    pub(crate) batch_max_rows: usize,
+    pub(crate) timestamp_initial: Option<i64>,
+    pub(crate) timestamp_delay: Duration,
+}
+
+/// Collects one issue per bad key.
+#[derive(Default)]
+struct Issues(Vec<ConfigIssue>);
+
+impl Issues {
+    fn push(&mut self, key: &str, message: impl Into<String>) {
+        self.0.push(ConfigIssue {
+            key: key.to_owned(),
+            message: message.into(),
+        });
+    }
+}
+
+/// The trimmed value of `key`; `None` when absent or blank.
+fn text<'a>(config: &'a Config, key: &str) -> Option<&'a str> {
+    config.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
+}
+
+fn int(
+    config: &Config,
+    key: &str,
+    default: Option<i64>,
+    min: i64,
+    issues: &mut Issues,
+) -> Option<i64> {
+    let Some(raw) = config.get(key) else {
+        return default;
+    };
+    match raw.trim().parse::<i64>() {
+        Ok(v) if v >= min => Some(v),
+        Ok(v) => {
+            issues.push(key, format!("{v} is too small: must be at least {min}"));
+            None
+        }
+        Err(_) => {
+            issues.push(key, format!("{raw:?} is not an integer"));
+            None
+        }
+    }
+}
+
+/// A comma-separated list, trimmed, without empty entries.
+fn list(value: Option<&str>) -> Vec<String> {
+    value
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl SourceConfig {
+    /// Parses a connector configuration; one issue per bad key. Does not touch the network.
+    pub(crate) fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
+        let mut issues = Issues::default();
+        let connection = match text(config, CONNECTION_URL) {
+            None => {
+                issues.push(
+                    CONNECTION_URL,
+                    "is required, e.g. jdbc:postgresql://localhost:5432/mydb",
+                );
+                None
+            }
+            Some(url) => match parse_connection(
+                url,
+                text(config, CONNECTION_USER),
+                config.get(CONNECTION_PASSWORD).map(String::as_str),
+            ) {
+                Ok(spec) => Some(spec),
+                Err(message) => {
+                    issues.push(CONNECTION_URL, message);
+                    None
+                }
+            },
+        };
+        let mode = match text(config, MODE) {
+            None => {
+                issues.push(
+                    MODE,
+                    "is required: bulk, incrementing, timestamp or timestamp+incrementing",
+                );
+                None
+            }
+            Some("bulk") => Some(Mode::Bulk),
+            Some("incrementing") => Some(Mode::Incrementing),
+            Some("timestamp") => Some(Mode::Timestamp),
+            Some("timestamp+incrementing") => Some(Mode::TimestampIncrementing),
+            Some(other) => {
+                issues.push(
+                    MODE,
+                    format!("{other:?} is not a mode: use bulk, incrementing, timestamp or timestamp+incrementing"),
+                );
+                None
+            }
+        };
+        let incrementing_column = text(config, INCREMENTING_COLUMN).map(str::to_owned);
+        let timestamp_columns = list(text(config, TIMESTAMP_COLUMN));
+        if let Some(mode) = mode {
+            if mode.uses_incrementing() && incrementing_column.is_none() {
+                issues.push(
+                    INCREMENTING_COLUMN,
+                    format!(
+                        "is required with mode={}: name the strictly increasing integer column",
+                        mode.name()
+                    ),
+                );
+            }
+            if mode.uses_timestamp() && timestamp_columns.is_empty() {
+                issues.push(
+                    TIMESTAMP_COLUMN,
+                    format!(
+                        "is required with mode={}: name the timestamp column",
+                        mode.name()
+                    ),
+                );
+            }
+        }
+        let tables = text(config, TABLE_WHITELIST);
+        let query = text(config, QUERY);
+        let source = match (tables, query) {
+            (Some(_), Some(_)) => {
+                issues.push(QUERY, "set either table.whitelist or query, not both");
+                None
+            }
+            (None, None) => {
+                issues.push(
+                    TABLE_WHITELIST,
+                    "set table.whitelist (the tables to read) or query",
+                );
+                None
+            }
+            (Some(tables), None) => match parse_tables(tables) {
+                Ok(t) => Some(Source::Tables(t)),
+                Err(message) => {
+                    issues.push(TABLE_WHITELIST, message);
+                    None
+                }
+            },
+            (None, Some(query)) => {
+                let query = query.trim_end_matches(';').trim();
+                Some(Source::Query(query.to_owned()))
+            }
+        };
+        let topic_prefix = match config.get(TOPIC_PREFIX) {
+            None => {
+                issues.push(
+                    TOPIC_PREFIX,
+                    "is required: the topic of a table is this prefix plus its name",
+                );
+                None
+            }
+            Some(p) if p.trim().is_empty() && matches!(source, Some(Source::Query(_))) => {
+                issues.push(
+                    TOPIC_PREFIX,
+                    "must not be empty with query: it is the topic of the query's records",
+                );
+                None
+            }
+            Some(p) => Some(p.trim().to_owned()),
+        };
+        let poll = int(
+            config,
+            POLL_INTERVAL_MS,
+            Some(DEFAULT_POLL_INTERVAL_MS),
+            1,
+            &mut issues,
+        );
+        let batch = int(
+            config,
+            BATCH_MAX_ROWS,
+            Some(DEFAULT_BATCH_MAX_ROWS),
+            1,
+            &mut issues,
+        );
+        let initial = int(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
+        let delay = int(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
+        if !issues.0.is_empty() {
+            return Err(issues.0);
+        }
+        match (connection, mode, source, topic_prefix, poll, batch, delay) {
+            (
+                Some(connection),
+                Some(mode),
+                Some(source),
+                Some(topic_prefix),
+                Some(poll),
+                Some(batch),
+                Some(delay),
+            ) => Ok(Self {
+                connection,
+                mode,
+                incrementing_column: incrementing_column.filter(|_| mode.uses_incrementing()),
+                timestamp_columns: if mode.uses_timestamp() {
+                    timestamp_columns
+                } else {
+                    Vec::new()
+                },
+                source,
+                topic_prefix,
+                poll_interval: Duration::from_millis(u64::try_from(poll).unwrap_or(1)),
+                batch_max_rows: usize::try_from(batch).unwrap_or(usize::MAX),
+                timestamp_initial: initial,
+                timestamp_delay: Duration::from_millis(u64::try_from(delay).unwrap_or(0)),
+            }),
+            _ => Err(issues.0),
+        }
+    }
+
+    /// Parses a task configuration: the connector's, with the task's share of the tables in
+    /// [`TASK_TABLES`] (absent: every table of `table.whitelist`).
+    pub(crate) fn parse_task(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
+        let mut parsed = Self::parse(config)?;
+        if let (Some(json), Source::Tables(_)) = (config.get(TASK_TABLES), &parsed.source) {
+            let tables: Vec<TableId> = serde_json::from_str(json).map_err(|e| {
+                vec![ConfigIssue {
+                    key: TASK_TABLES.to_owned(),
+                    message: format!("is not the JSON list of tables task_configs makes: {e}"),
+                }]
+            })?;
+            parsed.source = Source::Tables(tables);
+        }
+        Ok(parsed)
+    }
+}
+
+/// Parses `table.whitelist`: `schema.table` or `table` (schema `public`); either part may be
+/// double-quoted (`"My Schema"."Orders"`), quotes inside doubled.
+pub(crate) fn parse_tables(text: &str) -> Result<Vec<TableId>, String> {
+    let mut tables = Vec::new();
+    for entry in list(Some(text)) {
+        let parts = split_identifier(&entry)?;
+        let table = match parts.as_slice() {
+            [table] => TableId {
+                schema: "public".to_owned(),
+                table: table.clone(),
+            },
+            [schema, table] => TableId {
+                schema: schema.clone(),
+                table: table.clone(),
+            },
+            _ => {
+                return Err(format!(
+                    "{entry:?} is not a table name: use schema.table or table (a database name cannot be given \
+                     here; it is part of connection.url)"
+                ));
+            }
+        };
+        if tables.contains(&table) {
+            return Err(format!("lists the table {table} twice"));
+        }
+        tables.push(table);
+    }
+    if tables.is_empty() {
+        return Err("names no table".to_owned());
+    }
+    Ok(tables)
+}
+
+/// Splits `a.b` into its identifiers, honouring double quotes.
+fn split_identifier(text: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                current.push('"');
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if current.is_empty() => {
+                quoted = true;
+                was_quoted = true;
+            }
+            ('.', false) => {
+                if current.is_empty() && !was_quoted {
+                    return Err(format!("{text:?} has an empty name part"));
+                }
+                parts.push(std::mem::take(&mut current));
+                was_quoted = false;
+            }
+            (c, _) => current.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!("{text:?} has an unclosed double quote"));
+    }
+    if current.is_empty() && !was_quoted {
+        return Err(format!("{text:?} has an empty name part"));
+    }
+    parts.push(current);
+    Ok(parts)
+}
+
+/// The issues of a configuration the connector cannot run with, as a fatal error.
+pub(crate) fn invalid_config(what: &str, issues: &[ConfigIssue]) -> ConnectError {
+    let list = issues
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    ConnectError::fatal(format!(
+        "PostgresSource: invalid {what}: {list}; fix the connector configuration (check it with its validate)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names() {
+        assert_eq!(
+            parse_tables("orders, sales.items ,\"My Schema\".\"Odd\"\"Name\""),
+            Ok(vec![
+                TableId {
+                    schema: "public".into(),
+                    table: "orders".into()
+                },
+                TableId {
+                    schema: "sales".into(),
+                    table: "items".into()
+                },
+                TableId {
+                    schema: "My Schema".into(),
+                    table: "Odd\"Name".into()
+                },
+            ])
+        );
+        assert!(parse_tables("a.b.c").is_err());
+        assert!(parse_tables("a..b").is_err());
+        assert!(parse_tables("t, public.t").is_err());
+        assert!(parse_tables("\"open").is_err());
+        assert!(parse_tables(" , ").is_err());
+    }
+}

@@ -1,0 +1,141 @@
+//! PostgresSource: Kafka Connect's JDBC source connector for PostgreSQL.
+//!
+//! Class names: `PostgresSource`, and `io.confluent.connect.jdbc.JdbcSourceConnector` (its
+//! `connection.url` must be `jdbc:postgresql://…`), so a Kafka Connect JDBC source configuration for
+//! PostgreSQL runs unchanged. Configuration keys, partitions, offsets and queries are the JDBC
+//! source's:
+//!
+//! - `mode=incrementing`: `WHERE inc > ? ORDER BY inc`, offset `{"incrementing":N}`;
+//! - `mode=timestamp`: `WHERE ts > ? AND ts < now - delay ORDER BY ts`, offset
+//!   `{"timestamp_nanos":ns,"timestamp":ms}`;
+//! - `mode=timestamp+incrementing`: `WHERE ts < now - delay AND ((ts = ? AND inc > ?) OR ts > ?)
+//!   ORDER BY ts, inc`, offset with all three fields;
+//! - `mode=bulk`: the whole table every `poll.interval.ms`, no offsets (a restart reads it all again).
+//!
+//! Partitions are `{"protocol":"1","table":"schema.table"}` per table (at start the legacy
+//! `{"table":"table"}` is looked up too, in the same `offsets()` call, for offsets written by JDBC
+//! source versions before protocol 1) and `{"query":"query"}` with `query`. Each record's offset is
+//! the position right after its row, so a restart resumes after the last committed row.
+//!
+//! Late rows: the timestamp modes only read rows older than the database's current time minus
+//! `timestamp.delay.interval.ms`. A row whose timestamp is older than the stored position when it
+//! becomes visible (a transaction that committed late, or a timestamp set in the past) is never read;
+//! the delay should cover the longest transaction that writes the table.
+//!
+//! A database that cannot be reached, or a connection lost while reading, fails the task with a message
+//! naming the server and the cause; the task does not retry by itself. Restart it once the database is
+//! back: it resumes from its committed offsets.
+
+mod config;
+mod conn;
+mod decode;
+mod offset;
+mod sql;
+mod task;
+mod time;
+mod url;
+
+use ferry_api::{
+    Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceOffset, SourcePartition,
+    SourceTask,
+};
+
+pub use config::TASK_TABLES;
+pub use offset::{
+    JdbcOffset, LegacyTablePartition, PROTOCOL_VERSION, QueryPartition, TablePartition,
+};
+pub use task::PostgresSourceTask;
+
+use config::{Source, SourceConfig, invalid_config};
+
+/// The class names PostgresSource answers to.
+pub const CLASS_NAMES: &[&str] = &[
+    "PostgresSource",
+    "io.confluent.connect.jdbc.JdbcSourceConnector",
+];
+
+/// The PostgresSource connector. See the [module documentation](self).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PostgresSourceConnector;
+
+impl PostgresSourceConnector {
+    /// The connector.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+fn make() -> Box<dyn SourceConnector> {
+    Box::new(PostgresSourceConnector::new())
+}
+
+/// Makes a connector instance.
+pub type ConnectorFactory = fn() -> Box<dyn SourceConnector>;
+
+/// The connectors of this module for a runtime's registry: class names and constructor.
+pub fn connectors() -> Vec<(&'static [&'static str], ConnectorFactory)> {
+    vec![(CLASS_NAMES, make)]
+}
+
+impl SourceConnector for PostgresSourceConnector {
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        config::keys()
+    }
+
+    /// One issue per bad key; never connects (an unreachable database fails the task instead).
+    fn validate(&self, config: &Config) -> Vec<ConfigIssue> {
+        SourceConfig::parse(config).err().unwrap_or_default()
+    }
+
+    /// Spreads the tables round-robin over `min(tasks.max, tables)` tasks (in [`TASK_TABLES`]); a
+    /// query runs in one task.
+    fn task_configs(&self, config: &Config, max_tasks: usize) -> Result<Vec<Config>, ConnectError> {
+        let parsed = SourceConfig::parse(config)
+            .map_err(|issues| invalid_config("connector configuration", &issues))?;
+        let tables = match parsed.source {
+            Source::Query(_) => return Ok(vec![config.clone()]),
+            Source::Tables(tables) => tables,
+        };
+        let tasks = max_tasks.clamp(1, tables.len());
+        let mut shares = vec![Vec::new(); tasks];
+        for (i, table) in tables.into_iter().enumerate() {
+            shares[i % tasks].push(table);
+        }
+        shares
+            .into_iter()
+            .map(|share| {
+                let json = serde_json::to_string(&share).map_err(|e| {
+                    ConnectError::fatal(format!(
+                        "PostgresSource: cannot encode a task's tables: {e}"
+                    ))
+                })?;
+                let mut task = config.clone();
+                task.insert(TASK_TABLES.to_owned(), json);
+                Ok(task)
+            })
+            .collect()
+    }
+
+    fn create_task(&self) -> Box<dyn SourceTask> {
+        Box::new(PostgresSourceTask::new())
+    }
+
+    /// Accepts resets (null offsets) of any partition, and offsets that fit the configured mode:
+    /// `{"incrementing":N}`, `{"timestamp":ms,"timestamp_nanos":ns}` (nanos optional, within the second)
+    /// or all three, integers, under a JDBC source partition. `mode=bulk` keeps no offsets and accepts
+    /// only resets.
+    fn alter_offsets(
+        &self,
+        config: &Config,
+        offsets: &[(SourcePartition, Option<SourceOffset>)],
+    ) -> Result<bool, ConnectError> {
+        let parsed = SourceConfig::parse(config)
+            .map_err(|issues| invalid_config("connector configuration", &issues))?;
+        for (partition, offset) in offsets {
+            if let Some(offset) = offset {
+                offset::validate_alter(parsed.mode, partition, offset)?;
+            }
+        }
+        Ok(true)
+    }
+}

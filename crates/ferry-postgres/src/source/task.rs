@@ -1,0 +1,599 @@
+//! The PostgresSource task: resumes each table from one offsets read and reads it round after round.
+//!
+//! A *round* reads one table (or the query) once, like Kafka Connect's JDBC `TableQuerier`: in a
+//! read-only transaction it declares a cursor over the mode's `SELECT` (bounds fixed when the round
+//! starts) and fetches `batch.max.rows` rows per poll until the cursor is exhausted; then the table
+//! waits `poll.interval.ms` and the table due next gets a round. Rows are emitted in the cursor's
+//! order and every record carries the offset right after its row.
+//!
+//! Cancel safety: the task's position only moves when a poll returns records. While a poll awaits the
+//! database the connection's state is marked unknown; if that poll is dropped, the next poll rolls the
+//! transaction back and starts the round again from the last returned row, so nothing is lost or
+//! returned twice (in `bulk` mode the round restarts from the top).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry_api::{
+    ConnectError, ConnectMap, SourceOffset, SourcePartition, SourceRecord, SourceTask,
+    SourceTaskContext, async_trait,
+};
+use tokio_postgres::Row;
+use tokio_postgres::types::{ToSql, Type};
+
+use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
+use super::conn::{Db, connect};
+use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
+use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
+use super::sql::{self, SourceItem};
+use super::time::Micros;
+
+/// The longest an idle poll waits before returning an empty batch.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+
+/// Reads a share of a PostgresSource connector's tables (or its query).
+pub struct PostgresSourceTask {
+    running: Option<Running>,
+}
+
+impl PostgresSourceTask {
+    /// A task; it connects when started.
+    pub fn new() -> Self {
+        Self { running: None }
+    }
+}
+
+impl Default for PostgresSourceTask {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The state of the connection's transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No transaction.
+    Idle,
+    /// A round's cursor is open; `exhausted`: its last fetch returned fewer rows than asked.
+    Open { exhausted: bool },
+    /// A database call was interrupted (its poll was dropped): roll back before anything else.
+    Unknown,
+}
+
+/// One table (or the query) and where it stands.
+struct Querier {
+    /// `table public.orders` or `query`, for messages.
+    name: String,
+    /// The struct schema's name: the table's name (none for a query).
+    struct_name: Option<String>,
+    partition: SourcePartition,
+    topic: String,
+    /// The mode's SELECT with its parameters.
+    select: String,
+    /// Where the next round starts: after the last row returned.
+    cursor: Cursor,
+    /// When the next round may start.
+    next_due: Instant,
+    shape: Option<RowShape>,
+}
+
+struct Running {
+    mode: Mode,
+    batch: usize,
+    poll_interval: Duration,
+    delay: Duration,
+    incrementing_column: Option<String>,
+    timestamp_columns: Vec<String>,
+    db: Db,
+    queriers: Vec<Querier>,
+    /// The querier whose round is open.
+    active: Option<usize>,
+    phase: Phase,
+}
+
+#[async_trait]
+impl SourceTask for PostgresSourceTask {
+    async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
+        let config = SourceConfig::parse_task(context.configs())
+            .map_err(|issues| invalid_config("task configuration", &issues))?;
+        if !config.connection.ignored.is_empty() {
+            tracing::warn!(
+                "PostgresSource: connection.url parameters not supported by Ferry and ignored: {}",
+                config.connection.ignored.join(", ")
+            );
+        }
+        let db = connect(&config.connection).await?;
+        let items = sql::items(&config.source);
+        let stored = read_offsets(&context, &config).await?;
+        let initial = initial_cursor(&config, &db).await?;
+        let now = Instant::now();
+        let mut queriers = Vec::with_capacity(items.len());
+        for (item, stored) in items.iter().zip(stored) {
+            let (name, struct_name, partition, topic) = match item {
+                SourceItem::Table(t) => (
+                    format!("table {t}"),
+                    Some(t.table.clone()),
+                    ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+                    format!("{}{}", config.topic_prefix, t.table),
+                ),
+                SourceItem::Query(_) => (
+                    "query".to_owned(),
+                    None,
+                    ConnectMap::from_serde(&QueryPartition::default())?,
+                    config.topic_prefix.clone(),
+                ),
+            };
+            let cursor = match stored {
+                Some((found_under, offset)) => {
+                    let cursor = to_cursor(&offset).map_err(|m| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                        ))
+                    })?;
+                    tracing::info!(
+                        "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+                    );
+                    cursor
+                }
+                None => {
+                    if config.mode != Mode::Bulk {
+                        tracing::info!(
+                            "PostgresSource: {name} has no stored offset; it starts {}",
+                            describe_start(config.mode, &initial)
+                        );
+                    }
+                    initial
+                }
+            };
+            let select = sql::select(
+                config.mode,
+                item,
+                config.incrementing_column.as_deref(),
+                &config.timestamp_columns,
+            );
+            tracing::debug!("PostgresSource: {name} reads with: {select}");
+            queriers.push(Querier {
+                name,
+                struct_name,
+                partition,
+                topic,
+                select,
+                cursor,
+                next_due: now,
+                shape: None,
+            });
+        }
+        self.running = Some(Running {
+            mode: config.mode,
+            batch: config.batch_max_rows,
+            poll_interval: config.poll_interval,
+            delay: config.timestamp_delay,
+            incrementing_column: config.incrementing_column,
+            timestamp_columns: config.timestamp_columns,
+            db,
+            queriers,
+            active: None,
+            phase: Phase::Idle,
+        });
+        Ok(())
+    }
+
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        let Some(running) = self.running.as_mut() else {
+            return Err(ConnectError::fatal(
+                "PostgresSource: poll() called before start() or after stop()",
+            ));
+        };
+        running.poll().await
+    }
+
+    async fn stop(&mut self) -> Result<(), ConnectError> {
+        // Closing the connection makes the server roll back an open round.
+        if let Some(running) = self.running.take() {
+            running.db.close().await;
+        }
+        Ok(())
+    }
+}
+
+/// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
+/// legacy one (the first stored wins); the query partition in query mode. Nothing in bulk mode.
+/// Returns, per item, the stored offset and the partition it was found under.
+async fn read_offsets(
+    context: &Arc<dyn SourceTaskContext>,
+    config: &SourceConfig,
+) -> Result<Vec<Option<(SourcePartition, SourceOffset)>>, ConnectError> {
+    let items = sql::items(&config.source).len();
+    if config.mode == Mode::Bulk {
+        return Ok(vec![None; items]);
+    }
+    let (partitions, per_item) = match &config.source {
+        Source::Tables(tables) => (lookup_partitions(tables)?, 2),
+        Source::Query(_) => (vec![ConnectMap::from_serde(&QueryPartition::default())?], 1),
+    };
+    let reader = context.offset_storage_reader();
+    let found = reader.offsets(&partitions).await.map_err(|e| {
+        let retriable = matches!(
+            e,
+            ferry_api::OffsetReadError::Store {
+                retriable: true,
+                ..
+            }
+        );
+        let message = format!(
+            "PostgresSource: reading the committed offsets of {} partition(s) failed: {e}",
+            partitions.len()
+        );
+        if retriable {
+            ConnectError::retriable(message)
+        } else {
+            ConnectError::fatal(message)
+        }
+    })?;
+    if found.len() != partitions.len() {
+        return Err(ConnectError::fatal(format!(
+            "PostgresSource: the offset reader answered {} entries for {} partitions",
+            found.len(),
+            partitions.len()
+        )));
+    }
+    Ok(found
+        .chunks(per_item)
+        .map(|candidates| {
+            candidates
+                .iter()
+                .find_map(|(p, o)| o.as_ref().map(|o| (p.clone(), o.clone())))
+        })
+        .collect())
+}
+
+/// A stored offset as a cursor (missing fields: the JDBC source's defaults).
+fn to_cursor(offset: &SourceOffset) -> Result<Cursor, String> {
+    let decoded = decode_offset(offset)?;
+    let timestamp = match decoded.timestamp {
+        Some(ms) => Some(Micros::from_offset(ms, decoded.timestamp_nanos)?),
+        None => None,
+    };
+    Ok(Cursor {
+        timestamp,
+        incrementing: decoded.incrementing,
+    })
+}
+
+/// The position of a table without stored offset: incrementing -1 (rows with a value above -1) and
+/// `timestamp.initial` (-1: the database's current time; unset: the Unix epoch).
+async fn initial_cursor(config: &SourceConfig, db: &Db) -> Result<Cursor, ConnectError> {
+    let timestamp = match config.timestamp_initial {
+        _ if !config.mode.uses_timestamp() => None,
+        None => None,
+        Some(TIMESTAMP_INITIAL_CURRENT) => Some(database_now(db).await?),
+        Some(ms) => Some(Micros::from_millis(ms)),
+    };
+    Ok(Cursor {
+        timestamp,
+        incrementing: None,
+    })
+}
+
+fn describe_start(mode: Mode, initial: &Cursor) -> String {
+    match (mode.uses_timestamp(), initial.timestamp) {
+        (true, Some(ts)) => format!("at timestamp.initial {}", ts.to_iso(true)),
+        (true, None) => "from the beginning (timestamp.initial is not set)".to_owned(),
+        (false, _) => "from the beginning (incrementing values above -1)".to_owned(),
+    }
+}
+
+/// The database's current time (`now()`: the start of the current transaction, if any).
+async fn database_now(db: &Db) -> Result<Micros, ConnectError> {
+    let row = db
+        .client
+        .query_one("SELECT now()", &[])
+        .await
+        .map_err(|e| db.error("reading the database's current time", &e))?;
+    let bytes = raw(&row, 0)
+        .map_err(|m| ConnectError::fatal(format!("PostgresSource: now(): {m}")))?
+        .ok_or_else(|| ConnectError::fatal("PostgresSource: now() returned null"))?;
+    timestamp_value(&Type::TIMESTAMPTZ, bytes)
+        .map_err(|m| ConnectError::fatal(format!("PostgresSource: now(): {m}")))
+}
+
+impl Running {
+    async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        if self.phase == Phase::Unknown {
+            // A poll was dropped while it waited for the database: start that round again.
+            self.db
+                .client
+                .batch_execute("ROLLBACK")
+                .await
+                .map_err(|e| self.db.error("rolling back an interrupted read", &e))?;
+            self.phase = Phase::Idle;
+            self.active = None;
+        }
+        if let (Phase::Open { exhausted: true }, Some(active)) = (self.phase, self.active) {
+            self.phase = Phase::Unknown;
+            self.db
+                .client
+                .batch_execute("COMMIT")
+                .await
+                .map_err(|e| self.db.error("ending a read", &e))?;
+            self.phase = Phase::Idle;
+            self.active = None;
+            self.queriers[active].next_due = Instant::now() + self.poll_interval;
+        }
+        let index = match (self.phase, self.active) {
+            (Phase::Open { .. }, Some(active)) => active,
+            _ => {
+                let Some((index, due)) = self
+                    .queriers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, q)| (i, q.next_due))
+                    .min_by_key(|(_, due)| *due)
+                else {
+                    tokio::time::sleep(IDLE_WAIT).await;
+                    return Ok(Vec::new());
+                };
+                let now = Instant::now();
+                if due > now {
+                    tokio::time::sleep((due - now).min(IDLE_WAIT)).await;
+                    return Ok(Vec::new());
+                }
+                self.phase = Phase::Unknown;
+                self.begin_round(index).await?;
+                self.active = Some(index);
+                self.phase = Phase::Open { exhausted: false };
+                index
+            }
+        };
+        self.phase = Phase::Unknown;
+        let rows = {
+            let db = &self.db;
+            db.client
+                .query_typed(&sql::fetch(self.batch), &[])
+                .await
+                .map_err(|e| db.error(&format!("reading {}", self.queriers[index].name), &e))?
+        };
+        let records = self.records(index, &rows).await?;
+        self.phase = Phase::Open {
+            exhausted: rows.len() < self.batch,
+        };
+        Ok(records)
+    }
+
+    /// Opens a round: a read-only transaction and the cursor over the mode's SELECT.
+    async fn begin_round(&mut self, index: usize) -> Result<(), ConnectError> {
+        let db = &self.db;
+        let querier = &self.queriers[index];
+        let name = &querier.name;
+        db.client
+            .batch_execute("BEGIN READ ONLY")
+            .await
+            .map_err(|e| db.error(&format!("starting a read of {name}"), &e))?;
+        let end = if self.mode.uses_timestamp() {
+            let now = database_now(db).await?;
+            let delay = i64::try_from(self.delay.as_micros()).unwrap_or(i64::MAX);
+            Some(Micros(now.0.saturating_sub(delay)))
+        } else {
+            None
+        };
+        let declare = sql::declare(&querier.select);
+        let statement = db
+            .client
+            .prepare(&declare)
+            .await
+            .map_err(|e| db.error(&format!("preparing the query of {name}"), &e))?;
+        let cursor = querier.cursor;
+        let begin = cursor
+            .timestamp
+            .unwrap_or(Micros::UNIX_EPOCH)
+            .to_system_time();
+        let end = end.unwrap_or(Micros::UNIX_EPOCH).to_system_time();
+        let inc = cursor.incrementing.unwrap_or(-1);
+        let params: Vec<&(dyn ToSql + Sync)> = match self.mode {
+            Mode::Bulk => vec![],
+            Mode::Incrementing => vec![&inc],
+            Mode::Timestamp => vec![&begin, &end],
+            Mode::TimestampIncrementing => vec![&end, &begin, &inc],
+        };
+        if self.mode.uses_timestamp() {
+            let types = statement.params();
+            // $1 and $2 are timestamps in both timestamp modes.
+            if let Some(bad) = types
+                .iter()
+                .take(2)
+                .find(|t| !matches!(**t, Type::TIMESTAMP | Type::TIMESTAMPTZ))
+            {
+                return Err(ConnectError::fatal(format!(
+                    "PostgresSource: {name}: timestamp.column.name {:?} has type {}; it must be timestamp or \
+                     timestamptz",
+                    self.timestamp_columns.join(","),
+                    bad.name()
+                )));
+            }
+        }
+        db.client
+            .execute(&statement, &params)
+            .await
+            .map_err(|e| db.error(&format!("querying {name}"), &e))?;
+        tracing::debug!(
+            "PostgresSource: {name}: round started at {:?}",
+            querier.cursor
+        );
+        Ok(())
+    }
+
+    /// Turns fetched rows into records and moves the querier's cursor past them.
+    async fn records(
+        &mut self,
+        index: usize,
+        rows: &[Row],
+    ) -> Result<Vec<SourceRecord>, ConnectError> {
+        let Some(first) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let columns = first.columns();
+        if !self.queriers[index]
+            .shape
+            .as_ref()
+            .is_some_and(|s| s.fits(columns))
+        {
+            let not_null = self.not_null(columns).await?;
+            let querier = &mut self.queriers[index];
+            let shape =
+                RowShape::new(columns, &not_null, querier.struct_name.as_deref()).map_err(|m| {
+                    ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name))
+                })?;
+            if !shape.skipped.is_empty() {
+                let list: Vec<String> = shape
+                    .skipped
+                    .iter()
+                    .map(|(n, t)| format!("{n} ({t})"))
+                    .collect();
+                tracing::warn!(
+                    "PostgresSource: {}: columns of unsupported types are left out of the records: {}; cast them \
+                     (e.g. to text) in a query to keep them",
+                    querier.name,
+                    list.join(", ")
+                );
+            }
+            if shape.schema.is_none() {
+                tracing::info!(
+                    "PostgresSource: {}: json/jsonb columns are written as JSON, which no Kafka Connect schema \
+                     describes; its records have no value schema",
+                    querier.name
+                );
+            }
+            querier.shape = Some(shape);
+        }
+        let inc_index = self.column_index(columns, self.incrementing_column.as_deref(), index)?;
+        let ts_indexes = self
+            .timestamp_columns
+            .iter()
+            .map(|c| {
+                self.column_index(columns, Some(c), index)
+                    .map(Option::unwrap_or_default)
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        let mode = self.mode;
+        let querier = &mut self.queriers[index];
+        let Some(shape) = querier.shape.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let mut cursor = querier.cursor;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let fail =
+                |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
+            let value = shape.value(row).map_err(fail)?;
+            if let Some(i) = inc_index {
+                let bytes = raw(row, i).map_err(fail)?.ok_or_else(|| {
+                    fail(format!(
+                        "a row has a null incrementing column {:?}",
+                        self.incrementing_column.as_deref().unwrap_or_default()
+                    ))
+                })?;
+                let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {
+                    fail(format!(
+                        "incrementing.column.name {:?}: {m}",
+                        columns[i].name()
+                    ))
+                })?;
+                cursor.incrementing = Some(v);
+            }
+            if mode.uses_timestamp() {
+                let mut found = None;
+                for &i in &ts_indexes {
+                    if let Some(bytes) = raw(row, i).map_err(fail)? {
+                        found = Some(timestamp_value(columns[i].type_(), bytes).map_err(|m| {
+                            fail(format!(
+                                "timestamp.column.name {:?}: {m}",
+                                columns[i].name()
+                            ))
+                        })?);
+                        break;
+                    }
+                }
+                cursor.timestamp =
+                    Some(found.ok_or_else(|| {
+                        fail("a row has null in every timestamp column".to_owned())
+                    })?);
+            }
+            let offset = match mode {
+                Mode::Bulk => None,
+                _ => Some(ConnectMap::from_serde(&cursor.to_offset())?),
+            };
+            let mut record = SourceRecord::from_maps(
+                Some(querier.partition.clone()),
+                offset,
+                querier.topic.clone(),
+                Some(value),
+            );
+            record.value_schema = shape.schema.clone();
+            out.push(record);
+        }
+        querier.cursor = cursor;
+        Ok(out)
+    }
+
+    /// The index of the cursor column `name` in the result (`None` when no name is given).
+    fn column_index(
+        &self,
+        columns: &[tokio_postgres::Column],
+        name: Option<&str>,
+        index: usize,
+    ) -> Result<Option<usize>, ConnectError> {
+        let Some(name) = name else { return Ok(None) };
+        columns
+            .iter()
+            .position(|c| c.name() == name)
+            .map(Some)
+            .ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "PostgresSource: {}: the column {name:?} is not in the result (columns: {})",
+                    self.queriers[index].name,
+                    columns
+                        .iter()
+                        .map(|c| c.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// Which result columns come from `NOT NULL` table columns: by (table oid, column number).
+    async fn not_null(
+        &self,
+        columns: &[tokio_postgres::Column],
+    ) -> Result<HashMap<(u32, i16), bool>, ConnectError> {
+        let mut tables: Vec<u32> = columns.iter().filter_map(|c| c.table_oid()).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        if tables.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = self
+            .db
+            .client
+            .query(
+                "SELECT attrelid, attnum, attnotnull FROM pg_catalog.pg_attribute WHERE attrelid = ANY($1) \
+                 AND attnum > 0",
+                &[&tables],
+            )
+            .await
+            .map_err(|e| self.db.error("reading which columns are NOT NULL", &e))?;
+        let mut out = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let (Ok(table), Ok(column), Ok(not_null)) = (
+                row.try_get::<_, u32>(0),
+                row.try_get::<_, i16>(1),
+                row.try_get::<_, bool>(2),
+            ) else {
+                continue;
+            };
+            out.insert((table, column), not_null);
+        }
+        Ok(out)
+    }
+}

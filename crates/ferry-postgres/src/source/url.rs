@@ -1,0 +1,357 @@
+//! `connection.url`: a PostgreSQL JDBC URL (`jdbc:postgresql://host:port/db?user=…&password=…`) or a
+//! libpq URL (`postgresql://…`), turned into a tokio-postgres configuration.
+//!
+//! Accepted JDBC forms, as the PostgreSQL JDBC driver reads them: `jdbc:postgresql:db`,
+//! `jdbc:postgresql:/`, `jdbc:postgresql://host/db`, `jdbc:postgresql://host:port/db`,
+//! `jdbc:postgresql://host1:port1,host2:port2/db` and `jdbc:postgresql://[::1]:5432/db`, with the
+//! query parameters `user`, `password`, `sslmode` (`disable`, `allow`, `prefer`), `connectTimeout`
+//! (seconds), `ApplicationName`, `currentSchema` and `options`. Other parameters are ignored with a
+//! warning at task start. Values are percent-decoded.
+
+use std::fmt;
+use std::time::Duration;
+
+use tokio_postgres::config::{Host, SslMode};
+
+/// The default port of PostgreSQL.
+const DEFAULT_PORT: u16 = 5432;
+/// How long a connection attempt may take when the URL does not say (`connectTimeout`): the JDBC
+/// driver's default.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where and how to connect. `Debug` and `Display` show the server and user, never the password.
+#[derive(Clone)]
+pub(crate) struct ConnectionSpec {
+    pub(crate) config: tokio_postgres::Config,
+    /// URL parameters that were ignored, by name.
+    pub(crate) ignored: Vec<String>,
+}
+
+impl fmt::Debug for ConnectionSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ConnectionSpec({self})")
+    }
+}
+
+/// `PostgreSQL at 127.0.0.1:5432/test as user postgres`.
+impl fmt::Display for ConnectionSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ports = self.config.get_ports();
+        let hosts: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                let port = ports
+                    .get(i)
+                    .or_else(|| ports.first())
+                    .copied()
+                    .unwrap_or(DEFAULT_PORT);
+                match host {
+                    Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                    Host::Tcp(name) => format!("{name}:{port}"),
+                    Host::Unix(path) => format!("{}:{port}", path.display()),
+                }
+            })
+            .collect();
+        write!(
+            f,
+            "PostgreSQL at {}/{} as user {}",
+            hosts.join(","),
+            self.config.get_dbname().unwrap_or("<default database>"),
+            self.config.get_user().unwrap_or("<none>")
+        )
+    }
+}
+
+/// Parses `connection.url` and applies `connection.user` / `connection.password`.
+///
+/// # Errors
+/// What is wrong, in words fit for a config issue (never containing the password).
+pub(crate) fn parse_connection(
+    url: &str,
+    user: Option<&str>,
+    password: Option<&str>,
+) -> Result<ConnectionSpec, String> {
+    let url = url.trim();
+    let mut spec = if let Some(rest) = url.strip_prefix("jdbc:postgresql:") {
+        parse_jdbc(rest)?
+    } else if url.starts_with("postgresql://") || url.starts_with("postgres://") {
+        let config = url.parse::<tokio_postgres::Config>().map_err(|e| {
+            format!("is not a valid PostgreSQL URL ({e}); use jdbc:postgresql://host:port/database")
+        })?;
+        ConnectionSpec {
+            config,
+            ignored: Vec::new(),
+        }
+    } else if url.starts_with("jdbc:") {
+        let scheme = url.split(':').take(2).collect::<Vec<_>>().join(":");
+        return Err(format!(
+            "{scheme}: is not supported: Ferry's JDBC source reads PostgreSQL only; use \
+             jdbc:postgresql://host:port/database"
+        ));
+    } else {
+        return Err(
+            "must be a PostgreSQL JDBC URL like jdbc:postgresql://host:port/database (or a libpq URL \
+             postgresql://host:port/database)"
+                .to_owned(),
+        );
+    };
+    merge_credential(&mut spec.config, Credential::User, user)?;
+    merge_credential(&mut spec.config, Credential::Password, password)?;
+    if spec.config.get_user().is_none() {
+        return Err("names no user: set connection.user (or user=… in the URL)".to_owned());
+    }
+    if spec.config.get_hosts().is_empty() {
+        spec.config.host("localhost");
+    }
+    if spec.config.get_connect_timeout().is_none() {
+        spec.config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+    }
+    if matches!(spec.config.get_ssl_mode(), SslMode::Require) {
+        return Err(
+            "asks for TLS (sslmode=require), which Ferry's PostgreSQL client does not support yet; use \
+             sslmode=disable or prefer, or a TLS-terminating proxy"
+                .to_owned(),
+        );
+    }
+    if spec.config.get_application_name().is_none() {
+        spec.config.application_name("ferry PostgresSource");
+    }
+    Ok(spec)
+}
+
+#[derive(Clone, Copy)]
+enum Credential {
+    User,
+    Password,
+}
+
+/// Sets the user or password from its connector config unless the URL already set a different one.
+fn merge_credential(
+    config: &mut tokio_postgres::Config,
+    which: Credential,
+    value: Option<&str>,
+) -> Result<(), String> {
+    let Some(value) = value else { return Ok(()) };
+    match which {
+        Credential::User => match config.get_user() {
+            Some(existing) if existing != value => Err(format!(
+                "sets user={existing} while connection.user is {value}; set the user in one place"
+            )),
+            _ => {
+                config.user(value);
+                Ok(())
+            }
+        },
+        Credential::Password => match config.get_password() {
+            Some(existing) if existing != value.as_bytes() => Err(
+                "sets a password different from connection.password; set the password in one place"
+                    .to_owned(),
+            ),
+            _ => {
+                config.password(value);
+                Ok(())
+            }
+        },
+    }
+}
+
+/// Parses what follows `jdbc:postgresql:`.
+fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
+    let (location, query) = match rest.split_once('?') {
+        Some((l, q)) => (l, Some(q)),
+        None => (rest, None),
+    };
+    let mut config = tokio_postgres::Config::new();
+    let database = if let Some(authority_and_path) = location.strip_prefix("//") {
+        let (authority, path) = match authority_and_path.split_once('/') {
+            Some((a, p)) => (a, p),
+            None => (authority_and_path, ""),
+        };
+        for host in authority.split(',').filter(|h| !h.is_empty()) {
+            let (name, port) = split_host_port(host)?;
+            config.host(name);
+            config.port(port);
+        }
+        path
+    } else {
+        // jdbc:postgresql:database or jdbc:postgresql:/ — localhost.
+        location.trim_start_matches('/')
+    };
+    let database = percent_decode(database)?;
+    if !database.is_empty() {
+        config.dbname(database);
+    }
+    let mut ignored = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value)?;
+        match key {
+            "user" => {
+                config.user(value);
+            }
+            "password" => {
+                config.password(value);
+            }
+            "sslmode" => {
+                let mode = match value.as_str() {
+                    "disable" => SslMode::Disable,
+                    "allow" | "prefer" => SslMode::Prefer,
+                    other => {
+                        return Err(format!(
+                            "sets sslmode={other}, but Ferry's PostgreSQL client does not support TLS yet; \
+                             use sslmode=disable or prefer, or a TLS-terminating proxy"
+                        ));
+                    }
+                };
+                config.ssl_mode(mode);
+            }
+            "ssl" if value == "false" => {
+                config.ssl_mode(SslMode::Disable);
+            }
+            "ssl" => {
+                return Err(
+                    "sets ssl=true, but Ferry's PostgreSQL client does not support TLS yet; remove it or \
+                     use a TLS-terminating proxy"
+                        .to_owned(),
+                );
+            }
+            "connectTimeout" | "loginTimeout" => {
+                let seconds: u64 = value.parse().map_err(|_| {
+                    format!("sets {key}={value}, which is not a whole number of seconds")
+                })?;
+                if seconds > 0 {
+                    config.connect_timeout(Duration::from_secs(seconds));
+                }
+            }
+            "ApplicationName" => {
+                config.application_name(value);
+            }
+            "currentSchema" => {
+                config.options(format!("-c search_path={}", value.replace(' ', "\\ ")));
+            }
+            "options" => {
+                config.options(value);
+            }
+            other => ignored.push(other.to_owned()),
+        }
+    }
+    Ok(ConnectionSpec { config, ignored })
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`.
+fn split_host_port(text: &str) -> Result<(String, u16), String> {
+    let (name, port) = if let Some(v6) = text.strip_prefix('[') {
+        let (name, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("has an unclosed IPv6 address [{v6}"))?;
+        (name, after.strip_prefix(':'))
+    } else {
+        match text.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (text, None),
+        }
+    };
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("has an invalid port {p:?} (a number from 1 to 65535)"))?,
+    };
+    if name.is_empty() {
+        return Err("has an empty host name".to_owned());
+    }
+    Ok((percent_decode(name)?, port))
+}
+
+/// Decodes `%XX` escapes (and keeps `+` as is, as the JDBC driver does).
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| "has an invalid %-escape".to_owned())?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "has %-escapes that are not UTF-8".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> ConnectionSpec {
+        match parse_connection(url, Some("postgres"), None) {
+            Ok(spec) => spec,
+            Err(e) => panic!("{url}: {e}"),
+        }
+    }
+
+    #[test]
+    fn jdbc_urls() {
+        let spec =
+            parse("jdbc:postgresql://127.0.0.1:5433/test?password=s%40cret&connectTimeout=3");
+        assert_eq!(spec.config.get_hosts(), &[Host::Tcp("127.0.0.1".into())]);
+        assert_eq!(spec.config.get_ports(), &[5433]);
+        assert_eq!(spec.config.get_dbname(), Some("test"));
+        assert_eq!(spec.config.get_password(), Some(&b"s@cret"[..]));
+        assert_eq!(
+            spec.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        assert_eq!(
+            spec.to_string(),
+            "PostgreSQL at 127.0.0.1:5433/test as user postgres"
+        );
+        assert!(!format!("{spec:?}").contains("s@cret"));
+
+        let spec = parse("jdbc:postgresql://db.example/app");
+        assert_eq!(spec.config.get_ports(), &[5432]);
+        let spec = parse("jdbc:postgresql://a:1,b/app?tcpKeepAlive=true");
+        assert_eq!(spec.config.get_ports(), &[1, 5432]);
+        assert_eq!(spec.ignored, vec!["tcpKeepAlive".to_owned()]);
+        let spec = parse("jdbc:postgresql://[::1]:6000/app");
+        assert_eq!(spec.config.get_hosts(), &[Host::Tcp("::1".into())]);
+        assert_eq!(
+            spec.to_string(),
+            "PostgreSQL at [::1]:6000/app as user postgres"
+        );
+        let spec = parse("jdbc:postgresql:app");
+        assert_eq!(spec.config.get_hosts(), &[Host::Tcp("localhost".into())]);
+        assert_eq!(spec.config.get_dbname(), Some("app"));
+        let spec = parse("postgresql://postgres@localhost:5432/app");
+        assert_eq!(spec.config.get_user(), Some("postgres"));
+        let e = parse_connection("postgresql://u@localhost/app", Some("other"), None);
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn bad_urls() {
+        for (url, fragment) in [
+            ("jdbc:mysql://localhost/db", "jdbc:mysql: is not supported"),
+            ("http://x", "must be a PostgreSQL JDBC URL"),
+            ("jdbc:postgresql://h:99999/db", "invalid port"),
+            ("jdbc:postgresql://h/db?sslmode=require", "TLS"),
+            ("jdbc:postgresql://h/db?password=%zz", "%-escape"),
+        ] {
+            match parse_connection(url, Some("u"), None) {
+                Ok(_) => panic!("{url} was accepted"),
+                Err(e) => assert!(e.contains(fragment), "{url}: {e}"),
+            }
+        }
+        let e = parse_connection("jdbc:postgresql://h/db", None, None).err();
+        assert!(e.is_some_and(|e| e.contains("connection.user")));
+    }
+}

@@ -1,0 +1,306 @@
+//! Support for the PostgresSource tests against the real PostgreSQL at 127.0.0.1:5432 (database
+//! `test`, user `postgres`, trust authentication): a client, tables that drop themselves, a task
+//! context with a memory offset store written through the real `OffsetWriter`, and poll helpers.
+
+#![allow(dead_code)] // each test file uses a different part
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferry_api::{
+    Config, ConnectError, OffsetReadError, OffsetStorageReader, SourceConnector, SourceOffset,
+    SourcePartition, SourceRecord, SourceTask, SourceTaskContext, async_trait,
+};
+use ferry_offsets::{MemoryStore, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use ferry_postgres::source::PostgresSourceConnector;
+use tokio_postgres::{Client, NoTls};
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+pub const CONNECTOR: &str = "pg-source";
+/// The test database as a JDBC URL.
+pub const JDBC_URL: &str = "jdbc:postgresql://127.0.0.1:5432/test";
+const LIBPQ: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+
+/// A client of the test database; its connection runs on the current runtime.
+pub async fn client() -> Result<Client, Box<dyn std::error::Error>> {
+    let (client, connection) = tokio_postgres::connect(LIBPQ, NoTls).await.map_err(|e| {
+        format!(
+            "cannot connect to the test PostgreSQL at 127.0.0.1:5432 ({e}); start it with \
+             `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`"
+        )
+    })?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// A unique table name for one test.
+pub fn unique_name(test: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "ferry_src_{test}_{}_{}_{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A table (in schema `public`) dropped when the guard is dropped, even when the test panics.
+pub struct Table {
+    pub name: String,
+}
+
+impl Table {
+    /// Creates `name` with the column definitions `columns` (SQL).
+    pub async fn create(
+        client: &Client,
+        test: &str,
+        columns: &str,
+    ) -> Result<Table, Box<dyn std::error::Error>> {
+        let name = unique_name(test);
+        client
+            .batch_execute(&format!("CREATE TABLE public.{name} ({columns})"))
+            .await?;
+        Ok(Table { name })
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // Bounded: a task that was never stopped may still hold a lock on the table.
+        let sql = format!(
+            "SET lock_timeout = '10s'; DROP TABLE IF EXISTS public.{}",
+            self.name
+        );
+        // A thread of its own: Drop may run inside a runtime, which cannot be blocked on.
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if let Ok((client, connection)) = tokio_postgres::connect(LIBPQ, NoTls).await {
+                    tokio::spawn(connection);
+                    let _ = client.batch_execute(&sql).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A config from `key=value` pairs.
+pub fn config(pairs: &[(&str, &str)]) -> Config {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// A connector config for `table` in `mode`, polling every 50 ms, plus `extra` (which override).
+pub fn table_config(table: &str, mode: &str, extra: &[(&str, &str)]) -> Config {
+    let mut config = config(&[
+        ("connection.url", JDBC_URL),
+        ("connection.user", "postgres"),
+        ("mode", mode),
+        ("table.whitelist", table),
+        ("topic.prefix", "pg-"),
+        ("poll.interval.ms", "50"),
+    ]);
+    for (k, v) in extra {
+        config.insert((*k).to_owned(), (*v).to_owned());
+    }
+    config
+}
+
+/// A [`StoreOffsetReader`] that counts its `offsets()` calls and remembers what was asked.
+pub struct CountingReader {
+    inner: StoreOffsetReader,
+    calls: AtomicUsize,
+    asked: std::sync::Mutex<Vec<Vec<SourcePartition>>>,
+}
+
+impl CountingReader {
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The partitions of each call, in order.
+    pub fn asked(&self) -> Vec<Vec<SourcePartition>> {
+        self.asked.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl OffsetStorageReader for CountingReader {
+    async fn offsets(
+        &self,
+        partitions: &[SourcePartition],
+    ) -> Result<Vec<(SourcePartition, Option<SourceOffset>)>, OffsetReadError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push(partitions.to_vec());
+        }
+        self.inner.offsets(partitions).await
+    }
+}
+
+struct TestContext {
+    config: Config,
+    reader: Arc<CountingReader>,
+}
+
+impl SourceTaskContext for TestContext {
+    fn configs(&self) -> &Config {
+        &self.config
+    }
+
+    fn offset_storage_reader(&self) -> Arc<dyn OffsetStorageReader> {
+        self.reader.clone()
+    }
+}
+
+/// One connector's offsets in a memory store, written through the real [`OffsetWriter`].
+#[derive(Clone, Default)]
+pub struct Offsets {
+    store: MemoryStore,
+}
+
+impl Offsets {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn store(&self) -> Arc<dyn OffsetBackingStore> {
+        Arc::new(self.store.clone())
+    }
+
+    /// Writes and flushes offsets, as the runtime's committer would.
+    pub async fn write(
+        &self,
+        entries: Vec<(SourcePartition, Option<SourceOffset>)>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let writer = OffsetWriter::new(CONNECTOR, self.store());
+        for (partition, offset) in entries {
+            writer.stage(Some(partition), offset);
+        }
+        if writer.begin_flush(Duration::from_secs(5)).await? {
+            writer.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Commits the offsets of `records` (the last per partition wins), as after their acks.
+    pub async fn commit(&self, records: &[SourceRecord]) -> Result<(), Box<dyn std::error::Error>> {
+        let entries = records
+            .iter()
+            .filter(|r| r.source_offset.is_some())
+            .map(|r| {
+                (
+                    r.source_partition.clone().unwrap_or_default(),
+                    r.source_offset.clone(),
+                )
+            })
+            .collect();
+        self.write(entries).await
+    }
+
+    /// The committed offset of `partition`.
+    pub async fn get(
+        &self,
+        partition: &SourcePartition,
+    ) -> Result<Option<SourceOffset>, Box<dyn std::error::Error>> {
+        let reader = StoreOffsetReader::new(CONNECTOR, self.store());
+        Ok(reader.offset(partition).await?)
+    }
+
+    /// A started task of the PostgresSource connector with `config` (a task config), and its reader.
+    pub async fn start(
+        &self,
+        config: Config,
+    ) -> Result<(Box<dyn SourceTask>, Arc<CountingReader>), ConnectError> {
+        let reader = Arc::new(CountingReader {
+            inner: StoreOffsetReader::new(CONNECTOR, self.store()),
+            calls: AtomicUsize::new(0),
+            asked: std::sync::Mutex::new(Vec::new()),
+        });
+        let mut task = PostgresSourceConnector::new().create_task();
+        task.start(Arc::new(TestContext {
+            config,
+            reader: reader.clone(),
+        }))
+        .await?;
+        Ok((task, reader))
+    }
+}
+
+/// Polls until `n` records arrived (fails after 20 s), returning exactly what the polls returned.
+pub async fn poll_n(
+    task: &mut dyn SourceTask,
+    n: usize,
+) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    while out.len() < n {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "only {} of {n} records arrived: {:?}",
+                out.len(),
+                values(&out)
+            )
+            .into());
+        }
+        out.extend(task.poll().await?);
+    }
+    Ok(out)
+}
+
+/// Polls for `duration` and returns everything.
+pub async fn poll_for(
+    task: &mut dyn SourceTask,
+    duration: Duration,
+) -> Result<Vec<SourceRecord>, ConnectError> {
+    let deadline = Instant::now() + duration;
+    let mut out = Vec::new();
+    while Instant::now() < deadline {
+        out.extend(task.poll().await?);
+    }
+    Ok(out)
+}
+
+/// The record values as JSON.
+pub fn values(records: &[SourceRecord]) -> Vec<serde_json::Value> {
+    records
+        .iter()
+        .map(|r| r.value.clone().unwrap_or(serde_json::Value::Null))
+        .collect()
+}
+
+/// The integer field `key` of each record's value.
+pub fn ids(records: &[SourceRecord], key: &str) -> Vec<i64> {
+    records
+        .iter()
+        .map(|r| {
+            r.value
+                .as_ref()
+                .and_then(|v| v.get(key))
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(i64::MIN)
+        })
+        .collect()
+}
+
+/// A record's offset as text (`{"incrementing":3}`), or `<none>`.
+pub fn offset_text(record: &SourceRecord) -> String {
+    record
+        .source_offset
+        .as_ref()
+        .map_or_else(|| "<none>".to_owned(), ToString::to_string)
+}
