@@ -34,6 +34,7 @@ pub use connector::{
 pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub(crate) use error::is_secret;
 pub use error::{ConfigError, ConfigErrors};
+pub(crate) use postgres::shown_value;
 pub use postgres::{
     DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_TABLE,
     OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec, PostgresUrl,

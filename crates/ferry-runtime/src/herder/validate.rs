@@ -10,7 +10,7 @@ use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
 use crate::config::{
     CONNECTOR_CLASS, ConfigError, ConnectorConfig, ERRORS_TOLERANCE, HEADER_CONVERTER,
-    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_secret,
+    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_secret, shown_value,
 };
 
 /// Makes a connector instance.
@@ -196,7 +196,7 @@ fn java_map(config: &Config) -> String {
             if is_secret(k) {
                 format!("{k}=[hidden]")
             } else {
-                format!("{k}={v}")
+                format!("{k}={}", shown_value(k, v))
             }
         })
         .collect();
@@ -216,7 +216,10 @@ fn describe(error: &ConfigError) -> (Option<String>, String) {
             Some(_) if is_secret(key) => {
                 format!("Invalid value [hidden] for configuration {key}: {message}")
             }
-            Some(value) => format!("Invalid value {value} for configuration {key}: {message}"),
+            Some(value) => format!(
+                "Invalid value {} for configuration {key}: {message}",
+                shown_value(key, value)
+            ),
             None => format!("Invalid configuration {key}: {message}"),
         },
         ConfigError::Missing { key, hint, .. } => {
@@ -384,7 +387,7 @@ fn config_infos(
                     if is_secret(&definition.name) {
                         "[hidden]".to_owned()
                     } else {
-                        v.clone()
+                        shown_value(&definition.name, v)
                     }
                 })
                 .or_else(|| definition.default_value.clone());
@@ -423,5 +426,34 @@ fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> Co
         width: "NONE",
         display_name: name.to_owned(),
         dependents: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_connection_urls_are_reported_without_their_password() {
+        let error = ConfigError::Invalid {
+            path: "rest".into(),
+            key: "connection.url".to_owned(),
+            line: None,
+            value: Some("jdbc:postgresql://db:5432/app?user=u&password=hunter2".to_owned()),
+            message: "bad host".to_owned(),
+        };
+        let (_, message) = describe(&error);
+        assert!(!message.contains("hunter2"), "{message}");
+        assert!(message.contains("connection.url"), "{message}");
+
+        let config = Config::from([(
+            "connection.url".to_owned(),
+            "postgresql://u:hunter2@db/app".to_owned(),
+        )]);
+        assert!(
+            !java_map(&config).contains("hunter2"),
+            "{}",
+            java_map(&config)
+        );
     }
 }
