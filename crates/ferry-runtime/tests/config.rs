@@ -1,9 +1,11 @@
 //! Worker and connector configs: Kafka Connect's properties syntax, defaults, and errors that name the
 //! file, key and line — all of a file's problems at once.
 
-use std::io::{self, Write};
+mod log_capture;
+use log_capture::Logs;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_api::{
@@ -53,42 +55,6 @@ fn assert_names(error: &ConfigError, path: &Path, key: &str, line: usize) {
     assert!(message.contains(&format!("{key:?}")), "no key in {message}");
     assert_eq!(error.line(), Some(line), "{message}");
     assert_eq!(error.path(), path);
-}
-
-/// Captures WARN logs of the current thread while the guard lives.
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let writer = SharedBuf(Arc::clone(&buffer));
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || writer.clone())
-            .finish();
-        (Logs(buffer), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-}
-
-#[derive(Clone)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 //! Worker and connector keys for Kafka: `bootstrap.servers`, `sink=kafka`, `producer.*`, converters,
 //! `offset.storage=kafka`.
 
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+mod log_capture;
+use log_capture::Logs;
+
+use std::sync::Arc;
 
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceRecord, SourceTask,
@@ -44,42 +46,6 @@ const FILE: (&str, &str) = ("offset.storage.file.filename", "/tmp/o");
 const JSON_WITH_SCHEMAS: ConverterSpec = ConverterSpec::Json {
     schemas_enable: true,
 };
-
-/// Captures WARN logs of the current thread while the guard lives.
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let writer = SharedBuf(Arc::clone(&buffer));
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || writer.clone())
-            .finish();
-        (Logs(buffer), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-}
-
-#[derive(Clone)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sink

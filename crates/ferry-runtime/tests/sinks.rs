@@ -1,6 +1,9 @@
 //! The file and stdout sinks: exact JSON lines, acknowledgement only after the write, order, crash
 //! repair on open, flush, poisoning after a failed write.
 
+mod log_capture;
+use log_capture::{Logs, SharedBuf};
+
 use std::future::Future as _;
 use std::io::{self, Write};
 use std::path::Path;
@@ -59,42 +62,6 @@ async fn poll_once(delivery: &mut PendingDelivery) -> Option<Delivery> {
         })
     }))
     .await
-}
-
-/// Captures log output of the current thread while the guard lives.
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let writer = SharedBuf(Arc::clone(&buffer));
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || writer.clone())
-            .finish();
-        (Logs(buffer), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-}
-
-#[derive(Clone)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 const GOLDEN_FILE_STREAM: &str = concat!(
