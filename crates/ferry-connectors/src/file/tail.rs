@@ -13,6 +13,8 @@ use super::{FileOffset, FilePartition};
 
 /// How many bytes one `read` asks for.
 const CHUNK: usize = 64 * 1024;
+/// Most records reserved at once for a poll's batch (more grow it as usual).
+const MAX_RESERVE: usize = 4096;
 
 /// What the truncation check is about, for the error message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +271,11 @@ impl TailedFile {
                 }
             };
             let value = serde_json::Value::String(String::from_utf8_lossy(line).into_owned());
+            if out.capacity() == 0 {
+                // Records are large (hundreds of bytes): growing the batch by doubling would copy it
+                // several times over.
+                out.reserve_exact(budget.min(MAX_RESERVE));
+            }
             out.push(SourceRecord::from_maps(
                 Some(self.partition.clone()),
                 Some(offset),

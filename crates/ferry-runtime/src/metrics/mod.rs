@@ -153,7 +153,14 @@ impl TaskMetrics {
 
     /// One record was acknowledged.
     pub(crate) fn acknowledged(&self) {
-        self.acknowledged.fetch_add(1, Ordering::Relaxed);
+        self.acknowledged_many(1);
+    }
+
+    /// `n` records were acknowledged.
+    pub(crate) fn acknowledged_many(&self, n: usize) {
+        if n > 0 {
+            self.acknowledged.fetch_add(n as u64, Ordering::Relaxed);
+        }
     }
 
     /// A commit flushed offsets durably in `elapsed`.

@@ -12,11 +12,19 @@
 //!
 //! The output never contains a raw newline, so one record is exactly one line.
 
-use ferry_api::{ConnectMap, SourceRecord};
+use std::io::Write as _;
+
+use ferry_api::{ConnectMap, SourceRecord, Value};
+use ferry_offsets::jackson;
+
+/// The bytes of a line besides its values (field names, brackets, separators: 90) and room for a
+/// timestamp.
+const FRAME_LEN: usize = 104;
 
 /// Formats `record` as one JSON line, including the terminating `\n`.
 pub fn record_json_line(record: &SourceRecord) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
+    // Sized up front: a line is formatted per record, and growing it would reallocate it twice.
+    let mut out = Vec::with_capacity(estimated_len(record));
     out.extend_from_slice(b"{\"topic\":");
     write_json(&mut out, &record.topic);
     out.extend_from_slice(b",\"key\":");
@@ -65,9 +73,187 @@ fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     }
 }
 
+/// Writes `map` as [`ferry_offsets::encode_value`] does (Kafka Connect's JsonConverter bytes), without
+/// its intermediate buffers; a map holding bytes (base64) is left to `encode_value` itself.
 fn write_map(out: &mut Vec<u8>, map: Option<&ConnectMap>) {
-    match map {
-        Some(map) => out.extend_from_slice(&ferry_offsets::encode_value(map)),
-        None => out.extend_from_slice(b"null"),
+    let Some(map) = map else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    if map.iter().any(|(_, v)| matches!(v, Value::Bytes(_))) {
+        out.extend_from_slice(&ferry_offsets::encode_value(map));
+        return;
+    }
+    out.push(b'{');
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_jackson_string(out, key);
+        out.push(b':');
+        match value {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(true) => out.extend_from_slice(b"true"),
+            Value::Bool(false) => out.extend_from_slice(b"false"),
+            // Writing into a Vec cannot fail.
+            Value::Int8(v) => drop(write!(out, "{v}")),
+            Value::Int16(v) => drop(write!(out, "{v}")),
+            Value::Int32(v) => drop(write!(out, "{v}")),
+            Value::Int64(v) => drop(write!(out, "{v}")),
+            Value::Float32(v) => jackson::write_f32(out, *v),
+            Value::Float64(v) => jackson::write_f64(out, *v),
+            Value::String(s) => write_jackson_string(out, s),
+            // Handled above.
+            Value::Bytes(_) => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b'}');
+}
+
+/// Appends `s` exactly as [`jackson::write_string`] does, copying runs of bytes that need no escape
+/// at once (that one pushes byte by byte, and a file path is written into every line).
+fn write_jackson_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0A => b"\\n",
+            0x0C => b"\\f",
+            0x0D => b"\\r",
+            0x00..=0x1F => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run..i]);
+        if escape.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xF)]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+        run = i + 1;
+    }
+    out.extend_from_slice(&bytes[run..]);
+    out.push(b'"');
+}
+
+/// About the length of the record's line: exact for string values and plain maps, a guess otherwise.
+fn estimated_len(record: &SourceRecord) -> usize {
+    fn json_len(value: Option<&serde_json::Value>) -> usize {
+        match value {
+            None => 4,
+            Some(serde_json::Value::String(s)) => s.len() + 2,
+            Some(_) => 64,
+        }
+    }
+    fn map_len(map: Option<&ConnectMap>) -> usize {
+        map.map_or(4, |map| {
+            map.iter()
+                .map(|(key, value)| {
+                    key.len()
+                        + match value {
+                            Value::String(s) => s.len() + 2,
+                            _ => 20,
+                        }
+                        + 4
+                })
+                .sum::<usize>()
+                + 2
+        })
+    }
+    FRAME_LEN
+        + record.topic.len()
+        + json_len(record.key.as_ref())
+        + json_len(record.value.as_ref())
+        + record
+            .headers
+            .iter()
+            .map(|h| h.key.len() + json_len(Some(&h.value)) + 20)
+            .sum::<usize>()
+        + map_len(record.source_partition.as_ref())
+        + map_len(record.source_offset.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_are_written_exactly_as_the_offset_codec_writes_them() {
+        let maps = [
+            Ok(ConnectMap::new()),
+            ConnectMap::new()
+                .with("filename", "/var/log/a \"b\"\\c\u{1}\n.log")
+                .and_then(|m| m.with("position", 9_007_199_254_740_993_i64)),
+            ConnectMap::new()
+                .with("z", 1_i8)
+                .and_then(|m| m.with("a", -2_i16))
+                .and_then(|m| m.with("m", i32::MIN))
+                .and_then(|m| m.with("f", 1.0e10_f64))
+                .and_then(|m| m.with("g", 0.1_f32))
+                .and_then(|m| m.with("t", true))
+                .and_then(|m| m.with("n", Value::Null))
+                .and_then(|m| m.with("u", "ünïcödé/€")),
+            ConnectMap::new()
+                .with("bytes", Value::Bytes(vec![0, 255, 7]))
+                .and_then(|m| m.with("x", 1.5_f64)),
+        ];
+        for map in maps {
+            let map = map.expect("a valid map");
+            let mut out = Vec::new();
+            write_map(&mut out, Some(&map));
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&ferry_offsets::encode_value(&map)),
+            );
+        }
+        let mut out = Vec::new();
+        write_map(&mut out, None);
+        assert_eq!(out, b"null");
+    }
+
+    #[test]
+    fn strings_are_escaped_exactly_as_jackson_escapes_them() {
+        let mut samples: Vec<String> = (0u8..=0x7F).map(|b| char::from(b).to_string()).collect();
+        samples.push((0u8..=0x7F).map(char::from).collect());
+        samples.push("/var/log/app-1.log".to_owned());
+        samples.push("ünïcödé € \u{10FFFF} \\\"\n".to_owned());
+        samples.push(String::new());
+        for sample in samples {
+            let (mut ours, mut theirs) = (b"x".to_vec(), b"x".to_vec());
+            write_jackson_string(&mut ours, &sample);
+            jackson::write_string(&mut theirs, &sample);
+            assert_eq!(ours, theirs, "{sample:?}");
+        }
+    }
+
+    #[test]
+    fn the_estimate_is_close_for_a_file_line() {
+        let partition = ConnectMap::new()
+            .with("filename", "/var/log/app.log")
+            .expect("partition");
+        let offset = ConnectMap::new()
+            .with("position", 123_456_i64)
+            .expect("offset");
+        let record = SourceRecord::from_maps(
+            Some(partition),
+            Some(offset),
+            "lines",
+            Some(serde_json::Value::String("x".repeat(120))),
+        );
+        let line = record_json_line(&record);
+        let estimate = estimated_len(&record);
+        assert!(
+            estimate >= line.len() && estimate < line.len() + 64,
+            "estimate {estimate}, line {}",
+            line.len()
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 mod commit;
 mod context;
+mod deliveries;
 mod status;
 mod task;
 

@@ -7,17 +7,19 @@
 //! `offset.flush.timeout.ms`), commit one last time, `stop()`.
 
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use ferry_api::{ConnectError, RecordMetadata, SourceRecord, SourceTask};
 use ferry_offsets::{AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
-use crate::sink::{PendingDelivery, RecordSink, SinkError};
+use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
+use crate::worker::deliveries::DeliverySet;
 use crate::worker::status::{StatusCell, TaskState};
 
 /// What the worker wants a task to do.
@@ -37,16 +39,26 @@ pub(crate) struct TaskSettings {
     pub(crate) tolerate_delivery_errors: bool,
 }
 
+/// Records the watcher found delivered together: each with its metadata (`None`: failed and tolerated).
+type Delivered = Vec<(Box<SourceRecord>, Option<RecordMetadata>)>;
+
 enum LoopEvent {
-    Delivered(Box<SourceRecord>, Option<RecordMetadata>),
+    Delivered(Delivered),
     Committed,
 }
 
 struct InFlight {
     pending: PendingDelivery,
     submitted: SubmittedRecord,
-    record: SourceRecord,
+    /// Boxed once when polled: it moves through the channel, the watcher and the loop's events.
+    record: Box<SourceRecord>,
 }
+
+/// A record whose delivery resolved: its ack handle, the record, and the outcome.
+type Resolved = ((SubmittedRecord, Box<SourceRecord>), Delivery);
+
+/// Most records the delivery watcher takes from its channel at a time.
+const WATCH_BATCH: usize = 1024;
 
 /// A spawned helper of the task loop, aborted when dropped: cancelling the loop (a task that did not
 /// stop in time) cancels its delivery watcher and committer too, so nothing of it lives on or commits.
@@ -241,7 +253,7 @@ impl TaskRunner {
                     backoff.reset();
                     self.metrics.polled(records.len());
                     for record in records {
-                        match self.send(record, inflight, &mut backoff).await {
+                        match self.send(Box::new(record), inflight, &mut backoff).await {
                             Ok(Sent::Done) => {}
                             // The unsent record's offset must never be committed, so no later record
                             // of the batch may be sent: they are all polled again after a restart.
@@ -269,7 +281,7 @@ impl TaskRunner {
     /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
     async fn send(
         &mut self,
-        record: SourceRecord,
+        record: Box<SourceRecord>,
         inflight: &mpsc::Sender<InFlight>,
         backoff: &mut Backoff,
     ) -> Result<Sent, String> {
@@ -337,8 +349,10 @@ impl TaskRunner {
 
     async fn handle_event(&mut self, event: LoopEvent) {
         match event {
-            LoopEvent::Delivered(record, metadata) => {
-                self.call_commit_record(&record, metadata.as_ref()).await
+            LoopEvent::Delivered(delivered) => {
+                for (record, metadata) in delivered {
+                    self.call_commit_record(&record, metadata.as_ref()).await;
+                }
             }
             LoopEvent::Committed => self.call_commit().await,
         }
@@ -394,7 +408,9 @@ fn refused(e: &SinkError) -> String {
 
 /// Resolves deliveries and acknowledges them. Deliveries are awaited concurrently, each acknowledged as
 /// soon as it resolves: a slow delivery must not hold back the acknowledgement of another partition's
-/// records (partitions are independent). Dropping (aborting) the watcher drops every pending delivery.
+/// records (partitions are independent). All of them are polled from this one task (see
+/// [`DeliverySet`]); the deliveries found resolved together are reported to the loop as one event.
+/// Dropping (aborting) the watcher drops every pending delivery.
 async fn watch_deliveries(
     mut inflight: mpsc::Receiver<InFlight>,
     events: mpsc::UnboundedSender<LoopEvent>,
@@ -403,56 +419,88 @@ async fn watch_deliveries(
     task: String,
     metrics: Arc<TaskMetrics>,
 ) {
-    let task: Arc<str> = task.into();
-    let mut deliveries = JoinSet::new();
+    let mut set = DeliverySet::new();
+    let mut received = Vec::with_capacity(WATCH_BATCH);
+    let mut resolved = Vec::new();
+    let mut open = true;
     loop {
-        tokio::select! {
-            item = inflight.recv() => match item {
-                Some(item) => {
-                    deliveries.spawn(deliver(item, events.clone(), failure.clone(), tolerate, task.clone(), metrics.clone()));
+        std::future::poll_fn(|cx| {
+            loop {
+                let mut took = false;
+                if open {
+                    match inflight.poll_recv_many(cx, &mut received, WATCH_BATCH) {
+                        Poll::Ready(0) => open = false,
+                        Poll::Ready(_) => {
+                            took = true;
+                            for InFlight {
+                                pending,
+                                submitted,
+                                record,
+                            } in received.drain(..)
+                            {
+                                set.push((submitted, record), pending);
+                            }
+                        }
+                        Poll::Pending => {}
+                    }
                 }
-                None => break,
-            },
-            Some(_) = deliveries.join_next(), if !deliveries.is_empty() => {}
+                set.poll_resolved(cx, &mut resolved);
+                if !resolved.is_empty() || (!open && set.is_empty()) {
+                    return Poll::Ready(());
+                }
+                // Pending only once both the channel and the set have registered a wake-up.
+                if !took {
+                    return Poll::Pending;
+                }
+            }
+        })
+        .await;
+        if !resolved.is_empty() {
+            acknowledge(&mut resolved, &events, &failure, tolerate, &task, &metrics);
+        }
+        if !open && set.is_empty() {
+            return;
         }
     }
-    while deliveries.join_next().await.is_some() {}
 }
 
-/// Awaits one delivery and acknowledges its record, or records the failure.
-async fn deliver(
-    item: InFlight,
-    events: mpsc::UnboundedSender<LoopEvent>,
-    failure: Arc<Failure>,
+/// Acknowledges resolved deliveries, or records the failure.
+fn acknowledge(
+    resolved: &mut Vec<Resolved>,
+    events: &mpsc::UnboundedSender<LoopEvent>,
+    failure: &Failure,
     tolerate: bool,
-    task: Arc<str>,
-    metrics: Arc<TaskMetrics>,
+    task: &str,
+    metrics: &TaskMetrics,
 ) {
-    let InFlight {
-        pending,
-        submitted,
-        record,
-    } = item;
-    // The event is queued before the ack: once every record is acknowledged, a stopping task finds
+    let mut delivered: Delivered = Vec::with_capacity(resolved.len());
+    let mut acks = Vec::with_capacity(resolved.len());
+    for ((submitted, record), outcome) in resolved.drain(..) {
+        match outcome {
+            Ok(metadata) => {
+                delivered.push((record, Some(metadata)));
+                acks.push(submitted);
+            }
+            Err(e) if tolerate => {
+                tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+                delivered.push((record, None));
+                acks.push(submitted);
+            }
+            Err(e) => {
+                // Not acknowledged: this record's partition does not advance past it.
+                failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
+            }
+        }
+    }
+    // The event is queued before the acks: once every record is acknowledged, a stopping task finds
     // every `commit_record` event already queued.
-    match pending.await {
-        Ok(metadata) => {
-            let _ = events.send(LoopEvent::Delivered(Box::new(record), Some(metadata)));
-            // Counted before the ack: once nothing is outstanding, the count is final.
-            metrics.acknowledged();
-            submitted.ack();
-        }
-        Err(e) if tolerate => {
-            tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
-            let _ = events.send(LoopEvent::Delivered(Box::new(record), None));
-            // Counted before the ack: once nothing is outstanding, the count is final.
-            metrics.acknowledged();
-            submitted.ack();
-        }
-        Err(e) => {
-            // Not acknowledged: this record's partition does not advance past it.
-            failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
-        }
+    if !delivered.is_empty() {
+        let _ = events.send(LoopEvent::Delivered(delivered));
+    }
+    // Counted before the acks: once nothing is outstanding, the count is final.
+    metrics.acknowledged_many(acks.len());
+    for submitted in acks {
+        submitted.ack();
     }
 }
 
