@@ -1,0 +1,162 @@
+//! End to end: the data path through a real Ferry worker (task loop, delivery watcher, AckTracker,
+//! committer, FileStore) side by side with the same data moved without Ferry.
+//!
+//! 1. [`sequence`]: SequenceSource → a discarding sink, offsets on (the worker) vs off (the same task
+//!    and sink in a bare poll → send → await loop): what the offset machinery costs per record.
+//! 2. [`file`]: FileStreamSource → file sink vs a plain buffered line copy with one fsync.
+//! 3. [`kafka`]: FileStreamSource → Kafka vs a plain rdkafka producer sending the same lines.
+//!
+//! Contenders alternate run by run ([`rounds`]), so a change in the machine's load (the machine is
+//! shared) hits both alike. Every file the cases write is under `plan.work_dir` and removed after its
+//! run; the inputs are removed when the case is done.
+
+mod discard;
+mod file;
+mod kafka;
+mod lines;
+mod sequence;
+mod worker;
+
+use std::time::Duration;
+
+use crate::measure::human_duration;
+use crate::results::{Case, Work};
+use crate::{BenchResult, Plan};
+
+/// Timed runs per contender.
+const RUNS: usize = 3;
+/// Past this, a case stops after the round that took it (a long run is already a stable number).
+const LONG_RUN: Duration = Duration::from_secs(60);
+
+/// Runs the end-to-end cases; the Kafka case only with a broker.
+pub fn run(
+    plan: &Plan,
+    runtime: &tokio::runtime::Runtime,
+    bootstrap: Option<&str>,
+) -> BenchResult<Vec<Case>> {
+    let mut cases = vec![
+        sequence::case(runtime, &plan.work_dir, plan.sequence_records, RUNS)?,
+        file::case(runtime, &plan.work_dir, plan.file_bytes, RUNS)?,
+    ];
+    if let Some(bootstrap) = bootstrap {
+        cases.push(kafka::case(
+            runtime,
+            &plan.work_dir,
+            bootstrap,
+            plan.kafka_file_bytes,
+            RUNS,
+        )?);
+    }
+    Ok(cases)
+}
+
+/// One contender of a case as [`rounds`] runs it.
+pub(crate) struct Runner<'a> {
+    pub(crate) name: &'static str,
+    /// The work of one run (the rate printed with each run).
+    pub(crate) work: Work,
+    /// One timed run; the argument is the round (from 1), for names of per-run files and topics.
+    pub(crate) run: Box<dyn FnMut(usize) -> BenchResult<Duration> + 'a>,
+}
+
+/// Runs every contender once per round, in order, for `runs` rounds (fewer if a round has a run
+/// longer than [`LONG_RUN`]), printing each run. Returns each contender's samples.
+pub(crate) fn rounds(
+    label: &str,
+    runs: usize,
+    contenders: &mut [Runner<'_>],
+) -> BenchResult<Vec<Vec<Duration>>> {
+    let mut samples = vec![Vec::with_capacity(runs); contenders.len()];
+    for round in 1..=runs {
+        let mut longest = Duration::ZERO;
+        for (contender, out) in contenders.iter_mut().zip(&mut samples) {
+            let took = (contender.run)(round)?;
+            eprintln!(
+                "  {label} run {round}/{runs}: {}: {} ({})",
+                contender.name,
+                human_duration(took.as_secs_f64()),
+                rate(contender.work, took)
+            );
+            longest = longest.max(took);
+            out.push(took);
+        }
+        if longest > LONG_RUN && round < runs {
+            eprintln!(
+                "  {label}: a run took over {}s; stopping after {round} round(s)",
+                LONG_RUN.as_secs()
+            );
+            break;
+        }
+    }
+    Ok(samples)
+}
+
+/// `123 456 records/s` or `88.2 MiB/s` (bytes when the work has bytes).
+fn rate(work: Work, took: Duration) -> String {
+    let secs = took.as_secs_f64();
+    if work.bytes > 0 {
+        format!("{:.1} MiB/s", work.bytes as f64 / secs / f64::from(1 << 20))
+    } else {
+        format!("{:.0} records/s", work.records as f64 / secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Contender;
+
+    fn assert_sane(case: &Case, names: [&str; 2], work: Work) {
+        let got: Vec<&str> = case.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, names, "{}", case.name);
+        assert_eq!(case.reference, names[1]);
+        for Contender {
+            name,
+            stats,
+            work: w,
+            ..
+        } in &case.contenders
+        {
+            assert_eq!(stats.samples.len(), 1, "{name}");
+            let w = w.unwrap_or_else(|| panic!("{name} has no work"));
+            assert_eq!((w.records, w.bytes), (work.records, work.bytes), "{name}");
+            let secs = stats.median();
+            assert!(secs.is_finite() && secs > 0.0, "{name}: {secs}");
+            assert!(w.records as f64 / secs > 0.0, "{name}");
+        }
+        assert!(case.time_ratio(names[0]).is_some_and(f64::is_finite));
+    }
+
+    /// Cases 1 and 2 with tiny sizes and one run: they must still run, count right and time sanely.
+    #[test]
+    fn sequence_and_file_cases_run_and_count() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let dir = tempfile::tempdir().expect("temp dir");
+
+        let case = sequence::case(&runtime, dir.path(), 4_000, 1).expect("sequence case");
+        assert_sane(
+            &case,
+            [sequence::FERRY, sequence::PLAIN],
+            Work {
+                records: 4_000,
+                bytes: 0,
+            },
+        );
+
+        let case = file::case(&runtime, dir.path(), 256 << 10, 1).expect("file case");
+        let ferry = case.contenders[0].work.expect("work");
+        assert!(ferry.bytes > (256 << 10) - 200 && ferry.bytes <= 256 << 10);
+        assert!(ferry.records > ferry.bytes / 152 && ferry.records < ferry.bytes / 100);
+        assert_sane(&case, [file::FERRY, file::PLAIN], ferry);
+
+        // Everything a case wrote is gone.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("read the temp dir")
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}

@@ -1,0 +1,326 @@
+//! `ferry-bench`: Ferry's offset machinery and data path measured side by side with the hardware floor
+//! and with what a user would otherwise pick, in one run; writes `docs/benchmarks.md`, the flush plot
+//! and the raw results as JSON. Run it through `scripts/bench` (release build, broker started here).
+
+mod e2e;
+mod kafka;
+mod machine;
+mod measure;
+mod memory;
+mod offsets;
+mod plot;
+mod report;
+mod results;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+
+use crate::results::Results;
+
+/// Errors of the bench: what failed, as a sentence.
+pub type BenchResult<T> = Result<T, String>;
+
+/// The sections of the suite, in run order.
+pub const SECTIONS: [&str; 5] = ["flush", "startup", "lookup", "e2e", "memory"];
+
+#[derive(Parser)]
+#[command(
+    name = "ferry-bench",
+    about = "Ferry side by side with the fdatasync floor, SQLite, a Kafka Connect-style full rewrite, plain rdkafka and a plain copy"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Shrink every size (a smoke run: its numbers are not results and the report says so).
+    #[arg(long)]
+    quick: bool,
+    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, memory).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where to write the report.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    out: PathBuf,
+    /// Where to write the flush plot (PNG); the report links it by file name.
+    #[arg(long, default_value = "docs/benchmarks-flush.png")]
+    plot: PathBuf,
+    /// Where to write the raw results (JSON).
+    #[arg(long, default_value = "docs/benchmarks.json")]
+    json: PathBuf,
+    /// Directory for the stores and files the benches write (default: the system's temp dir).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Skip the Kafka cases (no broker is started).
+    #[arg(long)]
+    no_kafka: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Re-render the report and plot from a results JSON file, without measuring.
+    Render {
+        /// The results file a run wrote.
+        #[arg(default_value = "docs/benchmarks.json")]
+        json: PathBuf,
+        /// Where to write the report.
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        out: PathBuf,
+        /// Where to write the plot.
+        #[arg(long, default_value = "docs/benchmarks-flush.png")]
+        plot: PathBuf,
+    },
+    /// Internal: load a store in a fresh process and print its peak RSS (used by the memory section).
+    #[command(hide = true)]
+    RssProbe {
+        /// What to load: `file-store`, `hashmap` or `baseline`.
+        what: String,
+        /// The file store (or, for `hashmap`, the file store whose entries to copy).
+        path: PathBuf,
+    },
+}
+
+/// Sizes and counts of one run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// A smoke run with shrunk sizes.
+    pub quick: bool,
+    /// Stored partitions of the flush cases.
+    pub store_sizes: Vec<usize>,
+    /// Changed partitions per flush.
+    pub changed: Vec<usize>,
+    /// Offsets loaded in the start-up, lookup and memory cases.
+    pub load_size: usize,
+    /// Partitions looked up with one `offsets()` call.
+    pub lookup_count: usize,
+    /// SequenceSource records per end-to-end run.
+    pub sequence_records: u64,
+    /// Size of the FileStreamSource input for file → file.
+    pub file_bytes: u64,
+    /// Size of the FileStreamSource input for file → Kafka.
+    pub kafka_file_bytes: u64,
+    /// About how long each contender of a flush case is timed.
+    pub flush_budget: std::time::Duration,
+    /// Where the benches write.
+    pub work_dir: PathBuf,
+    sections: BTreeSet<String>,
+    /// Whether the Kafka cases run.
+    pub kafka: bool,
+}
+
+impl Plan {
+    fn new(args: &RunArgs, work_dir: PathBuf) -> BenchResult<Self> {
+        for section in &args.only {
+            if !SECTIONS.contains(&section.as_str()) {
+                return Err(format!(
+                    "--only {section:?}: no such section (sections: {})",
+                    SECTIONS.join(", ")
+                ));
+            }
+        }
+        let sections = if args.only.is_empty() {
+            SECTIONS.iter().map(|s| (*s).to_owned()).collect()
+        } else {
+            args.only.iter().cloned().collect()
+        };
+        let plan = if args.quick {
+            Self {
+                quick: true,
+                store_sizes: vec![1_000, 10_000],
+                changed: vec![1, 100, 1_000],
+                load_size: 20_000,
+                lookup_count: 1_000,
+                sequence_records: 40_000,
+                file_bytes: 4 << 20,
+                kafka_file_bytes: 1 << 20,
+                flush_budget: std::time::Duration::from_millis(100),
+                work_dir,
+                sections,
+                kafka: !args.no_kafka,
+            }
+        } else {
+            Self {
+                quick: false,
+                store_sizes: vec![1_000, 100_000, 1_000_000],
+                changed: vec![1, 100, 10_000],
+                load_size: 1_000_000,
+                lookup_count: 10_000,
+                sequence_records: 2_000_000,
+                file_bytes: 1 << 30,
+                kafka_file_bytes: 64 << 20,
+                flush_budget: std::time::Duration::from_secs(2),
+                work_dir,
+                sections,
+                kafka: !args.no_kafka,
+            }
+        };
+        Ok(plan)
+    }
+
+    /// Whether `section` runs.
+    pub fn runs(&self, section: &str) -> bool {
+        self.sections.contains(section)
+    }
+}
+
+/// The allocator the `ferry` binary ships with, so both sides of every comparison run on what users get.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Some(Command::Render { json, out, plot }) => render_from(&json, &out, &plot),
+        Some(Command::RssProbe { what, path }) => memory::probe(&what, &path),
+        None => run(&cli.run),
+    };
+    if let Err(e) = outcome {
+        eprintln!("ferry-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &RunArgs) -> BenchResult<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let temp = match &args.work_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create the work dir {}: {e}", dir.display()))?;
+            tempfile::tempdir_in(dir)
+        }
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| format!("cannot create a temp work dir: {e}"))?;
+    let plan = Plan::new(args, temp.path().to_owned())?;
+    let started = Instant::now();
+    let machine = machine::describe(&plan.work_dir);
+    eprintln!(
+        "ferry-bench{}: {} ({} CPUs), work dir {} on {}",
+        if plan.quick { " --quick" } else { "" },
+        machine.cpu,
+        machine.cpus,
+        plan.work_dir.display(),
+        machine.disk
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+
+    let mut results = Results {
+        machine,
+        quick: plan.quick,
+        flush: Vec::new(),
+        startup: Vec::new(),
+        lookup: Vec::new(),
+        end_to_end: Vec::new(),
+        memory: Vec::new(),
+        skipped: Vec::new(),
+        wall_seconds: 0.0,
+    };
+    // One broker for every Kafka case; dropping it stops it.
+    let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e")) {
+        match ferry_testkit::TansuBroker::start() {
+            Ok(broker) => Some(broker),
+            Err(e) => {
+                let why = format!("Kafka cases not run: the tansu broker did not start ({e})");
+                eprintln!("{why}");
+                results.skipped.push(why);
+                None
+            }
+        }
+    } else {
+        if !plan.kafka {
+            results
+                .skipped
+                .push("Kafka cases not run (--no-kafka)".to_owned());
+        }
+        None
+    };
+    let bootstrap = broker.as_ref().map(|b| b.bootstrap_servers());
+
+    if plan.runs("flush") {
+        eprintln!("\n== flush ==");
+        results.flush = offsets::flush::run(&plan, &runtime)?;
+    }
+    if plan.runs("startup") {
+        eprintln!("\n== start-up ==");
+        results
+            .startup
+            .extend(offsets::startup::run(&plan, &runtime)?);
+        if let Some(bootstrap) = &bootstrap {
+            results
+                .startup
+                .push(runtime.block_on(kafka::startup(&plan, bootstrap))?);
+        }
+    }
+    if plan.runs("lookup") {
+        eprintln!("\n== lookup ==");
+        results.lookup = offsets::lookup::run(&plan, &runtime)?;
+    }
+    if plan.runs("e2e") {
+        eprintln!("\n== end to end ==");
+        results.end_to_end = e2e::run(&plan, &runtime, bootstrap.as_deref())?;
+    }
+    if plan.runs("memory") {
+        eprintln!("\n== memory ==");
+        results.memory = memory::run(&plan, &runtime)?;
+    }
+    drop(broker);
+    results.wall_seconds = started.elapsed().as_secs_f64();
+    write_outputs(&results, &args.out, &args.plot, &args.json)?;
+    eprintln!(
+        "\nferry-bench: done in {:.0?}; wrote {}, {} and {}",
+        started.elapsed(),
+        args.out.display(),
+        args.plot.display(),
+        args.json.display()
+    );
+    Ok(())
+}
+
+fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> BenchResult<()> {
+    for path in [out, plot, json] {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+    }
+    let text = serde_json::to_string_pretty(results).map_err(|e| format!("results JSON: {e}"))?;
+    std::fs::write(json, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    plot::flush_latency(results, plot)?;
+    let plot_name = plot
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::write(out, report::render(results, &plot_name))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(())
+}
+
+fn render_from(json: &Path, out: &Path, plot: &Path) -> BenchResult<()> {
+    let text = std::fs::read_to_string(json)
+        .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
+    let results: Results = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not a results file of this ferry-bench: {e}",
+            json.display()
+        )
+    })?;
+    write_outputs(&results, out, plot, json)
+}

@@ -1,0 +1,102 @@
+//! The offsets every store case uses: Kafka Connect's bytes for a file source's partitions,
+//! `["bench",{"filename":"/var/log/app/partition-0000042.log"}]` → `{"position":N}`.
+
+use ferry_api::ConnectMap;
+use ferry_offsets::{OffsetWrite, encode_key, encode_value};
+
+/// The connector every fixture offset belongs to.
+pub const CONNECTOR: &str = "bench";
+
+/// The source partition of fixture entry `i`.
+pub fn partition(i: usize) -> ConnectMap {
+    let mut map = ConnectMap::new();
+    // Only a non-finite float can be refused; a string never is.
+    let _ = map.insert("filename", format!("/var/log/app/partition-{i:07}.log"));
+    map
+}
+
+/// The offset key bytes of entry `i`.
+pub fn key(i: usize) -> Vec<u8> {
+    encode_key(CONNECTOR, Some(&partition(i)))
+}
+
+/// The offset value bytes `{"position":position}`.
+pub fn value(position: i64) -> Vec<u8> {
+    let mut map = ConnectMap::new();
+    // Only a non-finite float can be refused; an integer never is.
+    let _ = map.insert("position", position);
+    encode_value(&map)
+}
+
+/// Which entries the `round`-th flush of `changed` partitions in a store of `size` touches: spread
+/// over the whole store (a stride coprime with the sizes used), different each round.
+pub fn changed_entries(size: usize, changed: usize, round: usize) -> impl Iterator<Item = usize> {
+    let start = round.wrapping_mul(changed);
+    (0..changed).map(move |i| (start + i).wrapping_mul(7919) % size)
+}
+
+/// The stores of `size` offsets that the start-up, lookup and memory sections load, built once per run.
+pub struct Loaded {
+    /// Ferry's file store.
+    pub ferry: std::path::PathBuf,
+    /// The SQLite database.
+    pub sqlite: std::path::PathBuf,
+    /// The full-rewrite file.
+    pub rewrite: std::path::PathBuf,
+}
+
+/// Builds (or finds, when an earlier section built them) the three stores of `size` offsets under
+/// `dir`.
+pub fn loaded(
+    dir: &std::path::Path,
+    size: usize,
+    runtime: &tokio::runtime::Runtime,
+) -> crate::BenchResult<Loaded> {
+    use ferry_offsets::OffsetBackingStore;
+
+    let loaded = Loaded {
+        ferry: dir.join("offsets.ferry"),
+        sqlite: dir.join("offsets.sqlite"),
+        rewrite: dir.join("offsets.rewrite"),
+    };
+    let done = dir.join("complete");
+    if done.exists() {
+        return Ok(loaded);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let started = std::time::Instant::now();
+    let ferry = ferry_offsets::FileStore::open(&loaded.ferry).map_err(|e| e.to_string())?;
+    let mut sqlite = super::sqlite::SqliteStore::open(&loaded.sqlite)?;
+    let mut rewrite = super::rewrite::RewriteStore::new(&loaded.rewrite);
+    const CHUNK: usize = 50_000;
+    for start in (0..size).step_by(CHUNK) {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..(start + CHUNK).min(size))
+            .map(|i| (key(i), value(i as i64)))
+            .collect();
+        let batch: Vec<OffsetWrite> = entries
+            .iter()
+            .map(|(k, v)| OffsetWrite {
+                key: k.clone(),
+                value: Some(v.clone()),
+            })
+            .collect();
+        runtime
+            .block_on(ferry.set(&batch))
+            .map_err(|e| format!("filling {}: {e}", loaded.ferry.display()))?;
+        sqlite.flush(&entries)?;
+        for (k, v) in entries {
+            rewrite.flush_later(k, v);
+        }
+    }
+    rewrite.flush(&[])?;
+    // A store as a long-running worker leaves it: compacted, one frame per live offset.
+    ferry.compact().map_err(|e| e.to_string())?;
+    drop(ferry);
+    std::fs::write(&done, b"").map_err(|e| format!("cannot write {}: {e}", done.display()))?;
+    eprintln!(
+        "  {} offsets written to a FileStore, SQLite and a rewrite file in {:.1?}",
+        crate::measure::human_count(size as u64),
+        started.elapsed()
+    );
+    Ok(loaded)
+}

@@ -1,0 +1,153 @@
+//! What one run of the suite measured: the data behind `docs/benchmarks.md` and its plot, also written
+//! as JSON so a report can be re-rendered or compared without running again.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The timings of one contender in one case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stats {
+    /// Every timed run, in seconds, in the order they ran.
+    pub samples: Vec<f64>,
+}
+
+impl Stats {
+    /// Stats over `samples`.
+    pub fn from_durations(samples: &[Duration]) -> Self {
+        Self {
+            samples: samples.iter().map(Duration::as_secs_f64).collect(),
+        }
+    }
+
+    /// The median run, in seconds (the mean of the middle two for an even count).
+    pub fn median(&self) -> f64 {
+        let mut sorted = self.samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        match sorted.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => sorted[n / 2],
+            n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        }
+    }
+
+    /// The fastest run, in seconds.
+    pub fn min(&self) -> f64 {
+        self.samples.iter().copied().fold(f64::NAN, f64::min)
+    }
+
+    /// The slowest run, in seconds.
+    pub fn max(&self) -> f64 {
+        self.samples.iter().copied().fold(f64::NAN, f64::max)
+    }
+}
+
+/// How much work one timed run did, for rates (records/s, bytes/s).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Work {
+    /// Records moved (0 when not applicable).
+    pub records: u64,
+    /// Bytes moved (input bytes for the data path; 0 when not applicable).
+    pub bytes: u64,
+}
+
+/// One contender of a case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Contender {
+    /// Who ran, e.g. "Ferry FileStore" or "fdatasync floor".
+    pub name: String,
+    /// Its timed runs.
+    pub stats: Stats,
+    /// The work of each run, when the case compares rates.
+    pub work: Option<Work>,
+    /// A measured quantity that is not a time (peak RSS bytes for memory cases).
+    pub quantity: Option<f64>,
+}
+
+impl Contender {
+    /// A timed contender.
+    pub fn timed(name: impl Into<String>, samples: &[Duration], work: Option<Work>) -> Self {
+        Self {
+            name: name.into(),
+            stats: Stats::from_durations(samples),
+            work,
+            quantity: None,
+        }
+    }
+}
+
+/// One case: several contenders doing the same work, the first being Ferry and `reference` naming the
+/// one ratios are taken against.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Case {
+    /// Short name, e.g. "store 1 000 000, 100 changed".
+    pub name: String,
+    /// The name of the contender ratios are computed against.
+    pub reference: String,
+    /// Every contender, Ferry first.
+    pub contenders: Vec<Contender>,
+    /// Store size for flush cases (the plot's x axis).
+    pub store_size: Option<u64>,
+    /// Changed partitions per flush for flush cases.
+    pub changed: Option<u64>,
+}
+
+impl Case {
+    /// The contender called `name`.
+    pub fn contender(&self, name: &str) -> Option<&Contender> {
+        self.contenders.iter().find(|c| c.name == name)
+    }
+
+    /// `name`'s median time divided by the reference's (how many times slower; < 1 is faster).
+    pub fn time_ratio(&self, name: &str) -> Option<f64> {
+        let c = self.contender(name)?;
+        let r = self.contender(&self.reference)?;
+        Some(c.stats.median() / r.stats.median())
+    }
+}
+
+/// The machine the run measured, as the report states it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model from /proc/cpuinfo.
+    pub cpu: String,
+    /// Logical CPUs available to the process.
+    pub cpus: usize,
+    /// Total memory from /proc/meminfo, in bytes.
+    pub memory_bytes: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// The file system type and device of the directory the benches wrote to.
+    pub disk: String,
+    /// Load average when the run started.
+    pub load_at_start: String,
+    /// `rustc --version` of the toolchain that built the bench.
+    pub rustc: String,
+    /// When the run started (UTC, RFC 3339).
+    pub started_at: String,
+    /// The git commit measured, when known.
+    pub commit: String,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// The machine.
+    pub machine: Machine,
+    /// Whether sizes were shrunk (`--quick`): such a run is a smoke test, not a result.
+    pub quick: bool,
+    /// Flush latency per store size and changed count.
+    pub flush: Vec<Case>,
+    /// Loading every offset at start-up.
+    pub startup: Vec<Case>,
+    /// `offsets()` after load.
+    pub lookup: Vec<Case>,
+    /// The data path, with and without Ferry.
+    pub end_to_end: Vec<Case>,
+    /// Peak RSS with the offsets loaded.
+    pub memory: Vec<Case>,
+    /// Sections that did not run, and why (e.g. no broker).
+    pub skipped: Vec<String>,
+    /// Wall time of the whole run, in seconds.
+    pub wall_seconds: f64,
+}
