@@ -58,7 +58,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("client.id", "ferry-producer"),
 ];
 
-/// How long `send` keeps retrying a full local queue before returning a retriable error.
+/// How long `send` keeps retrying a full local queue *without any delivery completing* before returning
+/// a retriable error. While deliveries complete, a full queue is back-pressure (the brokers are slower
+/// than the source) and `send` keeps waiting, like a plain producer waiting for its oldest delivery.
 const QUEUE_FULL_PATIENCE: Duration = Duration::from_millis(200);
 /// The pause between those retries.
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
@@ -306,6 +308,7 @@ impl RecordSink for KafkaSink {
             .collect();
 
         let mut waited = Duration::ZERO;
+        let mut in_flight = self.in_flight();
         let delivery = loop {
             let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
             for (header, value) in record.headers.iter().zip(&header_values) {
@@ -334,7 +337,14 @@ impl RecordSink for KafkaSink {
                     if waited < QUEUE_FULL_PATIENCE =>
                 {
                     tokio::time::sleep(QUEUE_FULL_PAUSE).await;
-                    waited += QUEUE_FULL_PAUSE;
+                    let now = self.in_flight();
+                    if now < in_flight {
+                        // Deliveries are completing: the queue drains, keep waiting.
+                        waited = Duration::ZERO;
+                    } else {
+                        waited += QUEUE_FULL_PAUSE;
+                    }
+                    in_flight = now;
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                     return Err(self.error(
