@@ -95,27 +95,7 @@ async fn produce_fixture(bootstrap: &str, topic: &str, count: usize) -> BenchRes
     let mut last_report = Instant::now();
     for i in 0..count {
         let (key, value) = (fixture::key(i), fixture::value(i as i64));
-        loop {
-            let record = FutureRecord::to(topic).key(&key[..]).payload(&value[..]);
-            match producer.send_result(record) {
-                Ok(future) => {
-                    pending.push_back(future);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    match pending.pop_front() {
-                        Some(oldest) => delivered(oldest, topic).await?,
-                        None => tokio::time::sleep(Duration::from_millis(5)).await,
-                    }
-                }
-                Err((e, _)) => return Err(format!("producing the fixture {topic}: {e}")),
-            }
-        }
-        while pending.len() > 50_000 {
-            if let Some(oldest) = pending.pop_front() {
-                delivered(oldest, topic).await?;
-            }
-        }
+        send(&producer, &mut pending, topic, Some(&key), &value).await?;
         if last_report.elapsed() >= Duration::from_secs(10) {
             eprintln!("  producing {topic}: {i}/{count} sent");
             last_report = Instant::now();
@@ -140,7 +120,44 @@ async fn produce_fixture(bootstrap: &str, topic: &str, count: usize) -> BenchRes
     Ok(())
 }
 
-async fn delivered(future: DeliveryFuture, topic: &str) -> BenchResult<()> {
+/// Sends one record with a plain producer, adding its delivery to `pending`. A full local queue waits
+/// for the oldest delivery (what a plain producer loop does); at most 50 000 deliveries stay pending.
+pub async fn send(
+    producer: &FutureProducer,
+    pending: &mut VecDeque<DeliveryFuture>,
+    topic: &str,
+    key: Option<&[u8]>,
+    value: &[u8],
+) -> BenchResult<()> {
+    loop {
+        let mut record = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        match producer.send_result(record) {
+            Ok(future) => {
+                pending.push_back(future);
+                break;
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                match pending.pop_front() {
+                    Some(oldest) => delivered(oldest, topic).await?,
+                    None => tokio::time::sleep(Duration::from_millis(1)).await,
+                }
+            }
+            Err((e, _)) => return Err(format!("plain producer to {topic}: {e}")),
+        }
+    }
+    while pending.len() > 50_000 {
+        if let Some(oldest) = pending.pop_front() {
+            delivered(oldest, topic).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Awaits one delivery of a plain producer.
+pub async fn delivered(future: DeliveryFuture, topic: &str) -> BenchResult<()> {
     match future.await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err((e, _))) => Err(format!("a record to {topic} was not delivered: {e}")),

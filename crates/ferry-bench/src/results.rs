@@ -93,6 +93,31 @@ pub struct Case {
 }
 
 impl Case {
+    /// Ferry against one reference, with the samples of each (`samples[0]` Ferry's) and the work of
+    /// every run.
+    pub fn pair(
+        name: String,
+        ferry: &str,
+        reference: &str,
+        samples: &[Vec<Duration>],
+        work: Work,
+    ) -> Self {
+        let contender = |who: &str, i: usize| {
+            Contender::timed(
+                who,
+                samples.get(i).map_or(&[][..], Vec::as_slice),
+                Some(work),
+            )
+        };
+        Self {
+            name,
+            reference: reference.to_owned(),
+            contenders: vec![contender(ferry, 0), contender(reference, 1)],
+            store_size: None,
+            changed: None,
+        }
+    }
+
     /// The contender called `name`.
     pub fn contender(&self, name: &str) -> Option<&Contender> {
         self.contenders.iter().find(|c| c.name == name)

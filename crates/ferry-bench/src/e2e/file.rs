@@ -26,7 +26,7 @@ use super::worker::{FLUSH_INTERVAL, RunDir, connector_config, offset_field, open
 use super::{Runner, rounds};
 use crate::BenchResult;
 use crate::measure::{human_bytes, human_count};
-use crate::results::{Case, Contender, Work};
+use crate::results::{Case, Work};
 
 pub const FERRY: &str = "Ferry worker → FileSink";
 pub const PLAIN: &str = "plain buffered copy";
@@ -71,8 +71,8 @@ pub fn case(
     std::fs::remove_file(&input_path)
         .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
     let samples = samples?;
-    Ok(Case {
-        name: format!(
+    Ok(Case::pair(
+        format!(
             "FileStreamSource {} ({} lines of {}–{} B) → file; Ferry: FileSink JSON lines, fdatasync per \
              batch, FileStore, offset.flush.interval.ms={}; copy: the lines, one fsync",
             human_bytes(input.bytes as f64),
@@ -81,14 +81,11 @@ pub fn case(
             lines::MAX_LINE,
             FLUSH_INTERVAL.as_millis()
         ),
-        reference: PLAIN.to_owned(),
-        contenders: vec![
-            Contender::timed(FERRY, &samples[0], Some(work)),
-            Contender::timed(PLAIN, &samples[1], Some(work)),
-        ],
-        store_size: None,
-        changed: None,
-    })
+        FERRY,
+        PLAIN,
+        &samples,
+        work,
+    ))
 }
 
 fn ferry_run(

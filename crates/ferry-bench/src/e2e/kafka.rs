@@ -24,8 +24,7 @@ use std::time::{Duration, Instant};
 use ferry_connectors::FileStreamSourceConnector;
 use ferry_kafka::{Converter, KafkaSink, KafkaSinkConfig, RecordConverters};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::{ClientConfig, Message};
 
@@ -33,9 +32,9 @@ use super::lines::{self, Input};
 use super::worker::{FLUSH_INTERVAL, RunDir, connector_config, offset_field, open_store};
 use super::{Runner, rounds};
 use crate::BenchResult;
-use crate::kafka::{create_topic, end_offsets};
+use crate::kafka::{create_topic, delivered, end_offsets, send};
 use crate::measure::{human_bytes, human_count};
-use crate::results::{Case, Contender, Work};
+use crate::results::{Case, Work};
 
 pub const FERRY: &str = "Ferry worker → KafkaSink";
 pub const PLAIN: &str = "plain rdkafka producer";
@@ -90,8 +89,8 @@ pub fn case(
     std::fs::remove_file(&input_path)
         .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
     let samples = samples?;
-    Ok(Case {
-        name: format!(
+    Ok(Case::pair(
+        format!(
             "FileStreamSource {} ({} lines of {}–{} B) → Kafka topic of {PARTITIONS} partition (tansu on this \
              machine), value = the line (StringConverter), acks=all, idempotent; Ferry: FileStore, \
              offset.flush.interval.ms={}",
@@ -101,14 +100,11 @@ pub fn case(
             lines::MAX_LINE,
             FLUSH_INTERVAL.as_millis()
         ),
-        reference: PLAIN.to_owned(),
-        contenders: vec![
-            Contender::timed(FERRY, &samples[0], Some(work)),
-            Contender::timed(PLAIN, &samples[1], Some(work)),
-        ],
-        store_size: None,
-        changed: None,
-    })
+        FERRY,
+        PLAIN,
+        &samples,
+        work,
+    ))
 }
 
 /// What every run of the case shares.
@@ -243,38 +239,12 @@ async fn produce_lines(producer: &FutureProducer, path: &Path, topic: &str) -> B
         if reader.read_until(b'\n', &mut line).map_err(reading)? == 0 {
             break;
         }
-        let value = strip_terminator(&line);
-        loop {
-            let record = FutureRecord::<[u8], [u8]>::to(topic).payload(value);
-            match producer.send_result(record) {
-                Ok(future) => {
-                    pending.push_back(future);
-                    break;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    match pending.pop_front() {
-                        Some(oldest) => delivered(oldest, topic).await?,
-                        None => tokio::time::sleep(Duration::from_millis(1)).await,
-                    }
-                }
-                Err((e, _)) => return Err(format!("plain producer to {topic}: {e}")),
-            }
-        }
+        send(producer, &mut pending, topic, None, strip_terminator(&line)).await?;
     }
     for future in pending {
         delivered(future, topic).await?;
     }
     Ok(())
-}
-
-async fn delivered(future: DeliveryFuture, topic: &str) -> BenchResult<()> {
-    match future.await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err((e, _))) => Err(format!("plain producer: a line to {topic} failed: {e}")),
-        Err(_) => Err(format!(
-            "plain producer: went away before the delivery report of a line to {topic}"
-        )),
-    }
 }
 
 /// A line without `\n` or `\r\n`, as FileStreamSource emits it.

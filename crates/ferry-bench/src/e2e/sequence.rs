@@ -30,7 +30,7 @@ use super::worker::{FLUSH_INTERVAL, RunDir, connector_config, offset_field, open
 use super::{Runner, rounds};
 use crate::BenchResult;
 use crate::measure::human_count;
-use crate::results::{Case, Contender, Work};
+use crate::results::{Case, Work};
 
 pub const FERRY: &str = "Ferry worker (offsets on)";
 pub const PLAIN: &str = "same loop, offsets off";
@@ -79,21 +79,18 @@ pub fn case(
         },
     ];
     let samples = rounds("sequence", runs, &mut contenders)?;
-    Ok(Case {
-        name: format!(
+    Ok(Case::pair(
+        format!(
             "SequenceSource {} records ({PARTITIONS} partitions, batch.size 1000) → discarding sink; \
              offsets on: FileStore, offset.flush.interval.ms={}",
             human_count(total),
             FLUSH_INTERVAL.as_millis()
         ),
-        reference: PLAIN.to_owned(),
-        contenders: vec![
-            Contender::timed(FERRY, &samples[0], Some(work)),
-            Contender::timed(PLAIN, &samples[1], Some(work)),
-        ],
-        store_size: None,
-        changed: None,
-    })
+        FERRY,
+        PLAIN,
+        &samples,
+        work,
+    ))
 }
 
 fn ferry_run(
