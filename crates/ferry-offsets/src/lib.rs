@@ -16,6 +16,7 @@ pub mod conformance;
 mod error;
 pub mod jackson;
 mod json;
+mod key_scan;
 mod reader;
 mod store;
 mod table;
