@@ -80,7 +80,7 @@ enum Command {
     /// Internal: load a store in a fresh process and print its peak RSS (used by the memory section).
     #[command(hide = true)]
     RssProbe {
-        /// What to load: `file-store`, `hashmap` or `baseline`.
+        /// What to load: `file-store`, `hashmap`, `sqlite`, `read-file` or `baseline`.
         what: String,
         /// The file store (or, for `hashmap`, the file store whose entries to copy).
         path: PathBuf,

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use ferry_offsets::FileStore;
 
 use crate::offsets::rewrite::RewriteStore;
-use crate::offsets::{FERRY, fixture};
+use crate::offsets::sqlite::SqliteStore;
+use crate::offsets::{FERRY, SQLITE, fixture};
 use crate::results::{Case, Contender, Stats};
 use crate::{BenchResult, Plan};
 
@@ -27,9 +28,14 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
     for (name, what, path) in [
         (format!("{FERRY} open"), "file-store", &loaded.ferry),
         (HASHMAP.to_owned(), "hashmap", &loaded.rewrite),
+        (
+            format!("{SQLITE} rows in a HashMap"),
+            "sqlite",
+            &loaded.sqlite,
+        ),
         (BASELINE.to_owned(), "baseline", &loaded.ferry),
     ] {
-        let (peak, took) = run_probe(what, path)?;
+        let Probe { peak, took, .. } = run_probe(what, path)?;
         eprintln!(
             "  peak RSS, {name}: {}",
             crate::measure::human_bytes(peak as f64)
@@ -54,8 +60,18 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
     }])
 }
 
-/// Runs one probe process; returns its peak RSS in bytes and its load time.
-fn run_probe(what: &str, path: &Path) -> BenchResult<(u64, Duration)> {
+/// What one probe process measured.
+pub struct Probe {
+    /// Peak RSS, in bytes.
+    pub peak: u64,
+    /// How long loading took.
+    pub took: Duration,
+    /// Entries (or bytes, for `read-file`) loaded.
+    pub loaded: u64,
+}
+
+/// Runs one probe process loading `what` from `path`.
+pub fn run_probe(what: &str, path: &Path) -> BenchResult<Probe> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let output = Command::new(&exe)
         .arg("rss-probe")
@@ -77,28 +93,51 @@ fn run_probe(what: &str, path: &Path) -> BenchResult<(u64, Duration)> {
             .find_map(|w| w.strip_prefix(name)?.parse().ok())
             .ok_or_else(|| format!("rss-probe {what} printed no {name}: {stdout:?}"))
     };
-    Ok((
-        field("peak_rss_bytes=")?,
-        Duration::from_nanos(field("load_nanos=")?),
-    ))
+    Ok(Probe {
+        peak: field("peak_rss_bytes=")?,
+        took: Duration::from_nanos(field("load_nanos=")?),
+        loaded: field("loaded=")?,
+    })
 }
 
 /// The probe: load `what` from `path`, then print the peak RSS and load time.
 pub fn probe(what: &str, path: &Path) -> BenchResult<()> {
     let started = Instant::now();
-    let held: Box<dyn std::any::Any> = match what {
-        "file-store" => Box::new(FileStore::open(path).map_err(|e| e.to_string())?),
-        "hashmap" => Box::new(RewriteStore::load(path)?),
-        "baseline" => Box::new(()),
+    let (held, loaded): (Box<dyn std::any::Any>, usize) = match what {
+        "file-store" => {
+            let store = FileStore::open(path).map_err(|e| e.to_string())?;
+            let len = store.len();
+            (Box::new(store), len)
+        }
+        "hashmap" => {
+            let map = RewriteStore::load(path)?;
+            let len = map.len();
+            (Box::new(map), len)
+        }
+        "sqlite" => {
+            let map = SqliteStore::open(path)?.load_all()?;
+            let len = map.len();
+            (Box::new(map), len)
+        }
+        "read-file" => {
+            let bytes =
+                std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+            let len = bytes.len();
+            (Box::new(bytes), len)
+        }
+        "baseline" => (Box::new(()), 0),
         other => {
             return Err(format!(
-                "rss-probe: unknown {other:?} (file-store, hashmap, baseline)"
+                "rss-probe: unknown {other:?} (file-store, hashmap, sqlite, read-file, baseline)"
             ));
         }
     };
     let took = started.elapsed();
     let peak = peak_rss_bytes()?;
-    println!("peak_rss_bytes={peak} load_nanos={}", took.as_nanos());
+    println!(
+        "peak_rss_bytes={peak} load_nanos={} loaded={loaded}",
+        took.as_nanos()
+    );
     drop(held);
     Ok(())
 }

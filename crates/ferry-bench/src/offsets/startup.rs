@@ -1,15 +1,14 @@
-//! Start-up: loading every offset of a store of `plan.load_size` (warm page cache). Ferry opens its
+//! Start-up: loading every offset of a store of `plan.load_size`, each load in a fresh process (as a
+//! worker starting up: no memory the allocator already holds), with a warm page cache. Ferry opens its
 //! file store (replay into the in-memory index); SQLite reads every row into a map; Kafka Connect's
 //! standalone store reads its rewritten file into a map; the floor reads the file store's bytes.
 
-use std::time::Instant;
+use std::path::Path;
+use std::time::Duration;
 
-use ferry_offsets::FileStore;
-
-use super::rewrite::RewriteStore;
-use super::sqlite::SqliteStore;
 use super::{FERRY, REWRITE, SQLITE, fixture};
-use crate::measure::{human_count, time_runs};
+use crate::measure::{human_count, human_duration};
+use crate::memory::run_probe;
 use crate::results::{Case, Contender, Work};
 use crate::{BenchResult, Plan};
 
@@ -21,62 +20,78 @@ const RUNS: usize = 5;
 pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Case>> {
     let size = plan.load_size;
     let loaded = fixture::loaded(&plan.work_dir.join("loaded"), size, runtime)?;
-    let label = |who: &str| format!("load {} offsets, {who}", human_count(size as u64));
-    let ferry = time_runs(&label(FERRY), 1, RUNS, || {
-        let started = Instant::now();
-        let store = FileStore::open(&loaded.ferry).map_err(|e| e.to_string())?;
-        let took = started.elapsed();
-        check_count(FERRY, store.len(), size)?;
-        Ok(took)
-    })?;
-    let sqlite = time_runs(&label(SQLITE), 1, RUNS, || {
-        let started = Instant::now();
-        let store = SqliteStore::open(&loaded.sqlite)?;
-        let all = store.load_all()?;
-        let took = started.elapsed();
-        check_count(SQLITE, all.len(), size)?;
-        Ok(took)
-    })?;
-    let rewrite = time_runs(&label(REWRITE), 1, RUNS, || {
-        let started = Instant::now();
-        let all = RewriteStore::load(&loaded.rewrite)?;
-        let took = started.elapsed();
-        check_count(REWRITE, all.len(), size)?;
-        Ok(took)
-    })?;
-    let floor = time_runs(&label(READ_FLOOR), 1, RUNS, || {
-        let started = Instant::now();
-        let bytes = std::fs::read(&loaded.ferry)
-            .map_err(|e| format!("reading {}: {e}", loaded.ferry.display()))?;
-        let took = started.elapsed();
-        drop(bytes);
-        Ok(took)
-    })?;
+    let ferry_bytes = std::fs::metadata(&loaded.ferry)
+        .map_err(|e| format!("{}: {e}", loaded.ferry.display()))?
+        .len();
+    // (name, probe kind, file, what the probe must report as loaded)
+    let contenders: [(String, &str, &Path, u64); 4] = [
+        (
+            format!("{FERRY} open"),
+            "file-store",
+            &loaded.ferry,
+            size as u64,
+        ),
+        (
+            format!("{SQLITE} full scan"),
+            "sqlite",
+            &loaded.sqlite,
+            size as u64,
+        ),
+        (
+            format!("{REWRITE} load"),
+            "hashmap",
+            &loaded.rewrite,
+            size as u64,
+        ),
+        (
+            READ_FLOOR.to_owned(),
+            "read-file",
+            &loaded.ferry,
+            ferry_bytes,
+        ),
+    ];
+    // One untimed round warms the page cache; then the contenders take turns.
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); contenders.len()];
+    for round in 0..=RUNS {
+        for ((name, kind, path, expected), samples) in contenders.iter().zip(&mut samples) {
+            let probe = run_probe(kind, path)?;
+            if probe.loaded != *expected {
+                return Err(format!(
+                    "{name} loaded {} (offsets or bytes), expected {expected}",
+                    probe.loaded
+                ));
+            }
+            if round > 0 {
+                samples.push(probe.took);
+            }
+        }
+    }
     let work = Some(Work {
         records: size as u64,
         bytes: 0,
     });
+    let contenders: Vec<Contender> = contenders
+        .iter()
+        .zip(&samples)
+        .map(|((name, ..), samples)| Contender::timed(name.clone(), samples, work))
+        .collect();
+    eprintln!(
+        "  load {} offsets in a fresh process: {}",
+        human_count(size as u64),
+        contenders
+            .iter()
+            .map(|c| format!("{} {}", c.name, human_duration(c.stats.median())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(vec![Case {
         name: format!(
-            "{} offsets from a local store (warm page cache)",
+            "{} offsets from a local store, each load in a fresh process (warm page cache)",
             human_count(size as u64)
         ),
         reference: format!("{SQLITE} full scan"),
-        contenders: vec![
-            Contender::timed(format!("{FERRY} open"), &ferry, work),
-            Contender::timed(format!("{SQLITE} full scan"), &sqlite, work),
-            Contender::timed(format!("{REWRITE} load"), &rewrite, work),
-            Contender::timed(READ_FLOOR, &floor, work),
-        ],
+        contenders,
         store_size: Some(size as u64),
         changed: None,
     }])
-}
-
-fn check_count(who: &str, got: usize, want: usize) -> BenchResult<()> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!("{who} loaded {got} offsets, expected {want}"))
-    }
 }
