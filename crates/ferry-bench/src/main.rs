@@ -294,15 +294,24 @@ fn run(args: &RunArgs) -> BenchResult<()> {
 }
 
 fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> BenchResult<()> {
-    for path in [out, plot, json] {
+    if let Some(parent) = json.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(results).map_err(|e| format!("results JSON: {e}"))?;
+    std::fs::write(json, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    write_report(results, out, plot)
+}
+
+/// The report and the plot of `results` (the JSON is not touched).
+fn write_report(results: &Results, out: &Path, plot: &Path) -> BenchResult<()> {
+    for path in [out, plot] {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
     }
-    let text = serde_json::to_string_pretty(results).map_err(|e| format!("results JSON: {e}"))?;
-    std::fs::write(json, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     plot::flush_latency(results, plot)?;
     let plot_name = plot
         .file_name()
@@ -322,5 +331,5 @@ fn render_from(json: &Path, out: &Path, plot: &Path) -> BenchResult<()> {
             json.display()
         )
     })?;
-    write_outputs(&results, out, plot, json)
+    write_report(&results, out, plot)
 }

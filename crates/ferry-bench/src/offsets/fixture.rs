@@ -52,8 +52,6 @@ pub fn loaded(
     size: usize,
     runtime: &tokio::runtime::Runtime,
 ) -> crate::BenchResult<Loaded> {
-    use ferry_offsets::OffsetBackingStore;
-
     let loaded = Loaded {
         ferry: dir.join("offsets.ferry"),
         sqlite: dir.join("offsets.sqlite"),
@@ -68,27 +66,14 @@ pub fn loaded(
     let ferry = ferry_offsets::FileStore::open(&loaded.ferry).map_err(|e| e.to_string())?;
     let mut sqlite = super::sqlite::SqliteStore::open(&loaded.sqlite)?;
     let mut rewrite = super::rewrite::RewriteStore::new(&loaded.rewrite);
-    const CHUNK: usize = 50_000;
-    for start in (0..size).step_by(CHUNK) {
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..(start + CHUNK).min(size))
-            .map(|i| (key(i), value(i as i64)))
-            .collect();
-        let batch: Vec<OffsetWrite> = entries
-            .iter()
-            .map(|(k, v)| OffsetWrite {
-                key: k.clone(),
-                value: Some(v.clone()),
-            })
-            .collect();
-        runtime
-            .block_on(ferry.set(&batch))
-            .map_err(|e| format!("filling {}: {e}", loaded.ferry.display()))?;
-        sqlite.flush(&entries)?;
-        for (k, v) in entries {
-            rewrite.flush_later(k, v);
-        }
-    }
-    rewrite.flush(&[])?;
+    fill(
+        &ferry,
+        &mut sqlite,
+        &mut rewrite,
+        size,
+        |i| i as i64,
+        runtime,
+    )?;
     // A store as a long-running worker leaves it: compacted, one frame per live offset.
     ferry.compact().map_err(|e| e.to_string())?;
     drop(ferry);
@@ -99,4 +84,43 @@ pub fn loaded(
         started.elapsed()
     );
     Ok(loaded)
+}
+
+/// Writes entries `0..size` (entry `i` at `position(i)`) into the three stores, in chunks, untimed.
+pub fn fill(
+    ferry: &ferry_offsets::FileStore,
+    sqlite: &mut super::sqlite::SqliteStore,
+    rewrite: &mut super::rewrite::RewriteStore,
+    size: usize,
+    position: impl Fn(usize) -> i64,
+    runtime: &tokio::runtime::Runtime,
+) -> crate::BenchResult<()> {
+    use ferry_offsets::OffsetBackingStore;
+
+    const CHUNK: usize = 50_000;
+    for start in (0..size).step_by(CHUNK) {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..(start + CHUNK).min(size))
+            .map(|i| (key(i), value(position(i))))
+            .collect();
+        runtime
+            .block_on(ferry.set(&writes(&entries)))
+            .map_err(|e| format!("filling {}: {e}", ferry.path().display()))?;
+        sqlite.flush(&entries)?;
+        for (k, v) in entries {
+            rewrite.flush_later(k, v);
+        }
+    }
+    // The rewrite store writes its whole map at each flush: one flush at the end.
+    rewrite.flush(&[])
+}
+
+/// The store writes of `entries`.
+pub fn writes(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<OffsetWrite> {
+    entries
+        .iter()
+        .map(|(key, value)| OffsetWrite {
+            key: key.clone(),
+            value: Some(value.clone()),
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry_offsets::{FileStore, OffsetBackingStore, OffsetWrite};
+use ferry_offsets::{FileStore, OffsetBackingStore};
 
 use super::rewrite::RewriteStore;
 use super::sqlite::SqliteStore;
@@ -16,8 +16,6 @@ use crate::measure::{human_count, human_duration};
 use crate::results::{Case, Contender};
 use crate::{BenchResult, Plan};
 
-/// Entries per write while filling a store (untimed).
-const FILL_CHUNK: usize = 50_000;
 const MIN_RUNS: usize = 5;
 const MAX_RUNS: usize = 40;
 
@@ -56,23 +54,7 @@ impl Stores {
         let ferry = FileStore::open(&ferry_path).map_err(|e| e.to_string())?;
         let mut sqlite = SqliteStore::open(&dir.join("offsets.sqlite"))?;
         let mut rewrite = RewriteStore::new(&dir.join("offsets.rewrite"));
-        for start in (0..size).step_by(FILL_CHUNK) {
-            let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..(start + FILL_CHUNK).min(size))
-                .map(|i| (fixture::key(i), fixture::value(0)))
-                .collect();
-            runtime
-                .block_on(ferry.set(&writes(&entries)))
-                .map_err(|e| format!("filling {}: {e}", ferry_path.display()))?;
-            sqlite.flush(&entries)?;
-            // The rewrite store writes its whole map at each flush: fill it with one flush at the end.
-            if start + FILL_CHUNK >= size {
-                rewrite.flush(&entries)?;
-            } else {
-                for (key, value) in entries {
-                    rewrite.flush_later(key, value);
-                }
-            }
-        }
+        fixture::fill(&ferry, &mut sqlite, &mut rewrite, size, |_| 0, runtime)?;
         let floor_path = dir.join("floor.log");
         let floor = OpenOptions::new()
             .create(true)
@@ -163,7 +145,7 @@ impl Stores {
         let entries = self.next_entries(size, changed);
         match who {
             FERRY => {
-                let batch = writes(&entries);
+                let batch = fixture::writes(&entries);
                 let started = Instant::now();
                 runtime
                     .block_on(self.ferry.set(&batch))
@@ -194,14 +176,4 @@ impl Stores {
             }
         }
     }
-}
-
-fn writes(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<OffsetWrite> {
-    entries
-        .iter()
-        .map(|(key, value)| OffsetWrite {
-            key: key.clone(),
-            value: Some(value.clone()),
-        })
-        .collect()
 }
