@@ -18,7 +18,7 @@ use ferry_offsets::{
 use tempfile::TempDir;
 
 const HEADER_LEN: u64 = 32;
-const FRAME_HEADER_LEN: u64 = 12;
+const FRAME_HEADER_LEN: u64 = 20;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -230,11 +230,12 @@ fn assert_corrupt_at(err: &StoreError, path: &Path, offset: u64) {
     );
 }
 
-/// A frame with valid checksums around `payload`.
-fn frame(payload: &[u8]) -> Vec<u8> {
+/// A frame with sequence number `seq` and valid checksums around `payload`.
+fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
     let header_crc = crc32c::crc32c(&out);
     out.extend_from_slice(&header_crc.to_le_bytes());
     out.extend_from_slice(payload);
@@ -287,13 +288,34 @@ fn zero_filled_tail_is_truncated() {
 }
 
 #[test]
-fn complete_last_frame_with_a_bad_payload_checksum_is_truncated() {
+fn complete_last_frame_with_an_unwritten_sector_is_truncated() {
+    // Sector-aligned zeros inside the last frame: its length reached the disk, one sector did not.
+    let f = fixture(5);
+    let mut bytes = read(&f.path);
+    let payload_start = f.boundaries[4] + FRAME_HEADER_LEN;
+    let sector = payload_start.div_ceil(512) * 512;
+    assert!(
+        sector < f.boundaries[5],
+        "the last frame crosses a sector boundary after its header"
+    );
+    let end = (sector + 512).min(f.boundaries[5]);
+    bytes[sector as usize..end as usize].fill(0);
+    write(&f.path, &bytes);
+    assert_holds_batch(&open_repaired(&f.path, f.boundaries[4]), 3);
+}
+
+#[test]
+fn bit_rot_in_a_complete_last_frame_is_refused_not_truncated() {
+    // Every byte of the last frame is there, one bit flipped: the frame was written (perhaps
+    // acknowledged) and damaged afterwards. Dropping it would lose a flush while claiming none was.
     let f = fixture(3);
     let mut bytes = read(&f.path);
     let last = bytes.len() - 3;
     bytes[last] ^= 0x40;
     write(&f.path, &bytes);
-    assert_holds_batch(&open_repaired(&f.path, f.boundaries[2]), 1);
+    let err = open_refused(&f.path);
+    assert_corrupt_at(&err, &f.path, f.boundaries[2]);
+    assert!(err.to_string().contains("not a torn final write"), "{err}");
 }
 
 #[test]
@@ -356,6 +378,7 @@ fn absurd_frame_length_is_refused() {
     let mut header = Vec::new();
     header.extend_from_slice(&(3u32 << 30).to_le_bytes());
     header.extend_from_slice(&0u32.to_le_bytes());
+    header.extend_from_slice(&3u64.to_le_bytes());
     let crc = crc32c::crc32c(&header);
     header.extend_from_slice(&crc.to_le_bytes());
     header.extend_from_slice(&[1u8; 64]);
@@ -373,7 +396,7 @@ fn payload_that_does_not_parse_is_refused_even_at_the_tail() {
     payload.extend_from_slice(&1u32.to_le_bytes());
     payload.extend_from_slice(&100u32.to_le_bytes());
     payload.extend_from_slice(b"abc");
-    append(&f.path, &frame(&payload));
+    append(&f.path, &frame(3, &payload));
     let err = open_refused(&f.path);
     assert_corrupt_at(&err, &f.path, f.boundaries[2]);
     assert!(err.to_string().contains("does not parse"), "{err}");
@@ -402,7 +425,7 @@ fn truncated_file_header_is_refused() {
 fn unknown_format_version_is_refused() {
     let f = fixture(1);
     let mut bytes = read(&f.path);
-    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    bytes[8..10].copy_from_slice(&3u16.to_le_bytes());
     let crc = crc32c::crc32c(&bytes[..28]);
     bytes[28..32].copy_from_slice(&crc.to_le_bytes());
     write(&f.path, &bytes);
@@ -411,7 +434,7 @@ fn unknown_format_version_is_refused() {
         matches!(err, StoreError::UnsupportedFormat { .. }),
         "{err:?}"
     );
-    assert!(err.to_string().contains("format version 2"), "{err}");
+    assert!(err.to_string().contains("format version 3"), "{err}");
 }
 
 #[test]

@@ -27,6 +27,15 @@
 //!    rename might not survive a crash, and then every `set` acknowledged on the new file would vanish
 //!    with it.
 //!
+//! # Sequence numbers
+//!
+//! Frame sequence numbers never repeat and never go back (see [`format`](super::format)). If the
+//! next frame appended to `F` at the snapshot would get `n`, the snapshot's `k` frames get
+//! `n..n+k` (`T`'s header says its first frame is `n`), and the frames copied in step 3, which got
+//! `n, n+1, …` in `F`, are renumbered to follow the snapshot: their headers are rewritten (with their
+//! CRCs), their payloads copied unchanged. After the switch the next frame gets a number above every
+//! number either file used, so no frame of the old file, copied into the new one, fits its sequence.
+//!
 //! A failure before the rename leaves `F` untouched and the store fully usable: `T` is removed, a
 //! background compaction logs a WARN (nobody awaits it; the data is safe) and is tried again once the
 //! file has grown further, and [`FileStore::compact`](super::FileStore::compact) returns the error.
@@ -39,7 +48,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread;
 
-use super::format::{self, COMPACT_FRAME_BYTES, COMPACT_FRAME_WRITES, FrameBuilder, HEADER_LEN};
+use super::format::{
+    self, COMPACT_FRAME_BYTES, COMPACT_FRAME_WRITES, FRAME_HEADER_LEN, FileHeader, FrameBuilder,
+    HEADER_LEN,
+};
 use super::{Inner, lock, sync_dir};
 use crate::error::StoreError;
 
@@ -69,6 +81,8 @@ struct Snapshot {
     estimated_live: u64,
     /// The exact live bytes of the snapshot.
     exact_live: u64,
+    /// The sequence number of the snapshot's first frame.
+    first_seq: u64,
 }
 
 /// Starts a background compaction. The caller has set `compacting`.
@@ -149,7 +163,7 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
         tmp.set_permissions(meta.permissions())
             .map_err(tmp_io("copy the store file's permissions"))?;
     }
-    tmp.write_all(&format::encode_header())
+    tmp.write_all(&format::encode_header(snapshot.first_seq))
         .map_err(tmp_io("write the compaction file"))?;
     let mut new_len = HEADER_LEN as u64;
     for frame in &snapshot.frames {
@@ -160,6 +174,7 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
             .map_err(tmp_io("write the compaction file"))?;
         new_len += frame.len() as u64;
     }
+    let mut next_seq = snapshot.first_seq + snapshot.frames.len() as u64;
     drop(snapshot.frames);
     tmp.sync_data()
         .map_err(tmp_io("fdatasync the compaction file"))?;
@@ -184,21 +199,7 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
         let mut old = File::open(&inner.path).map_err(store_io("reopen for compaction"))?;
         old.seek(SeekFrom::Start(snapshot.file_len))
             .map_err(store_io("seek for compaction"))?;
-        let copied = io::copy(&mut old.take(tail), &mut tmp)
-            .map_err(tmp_io("copy recent frames into the compaction file"))?;
-        if copied != tail {
-            return Err(StoreError::Io {
-                path: inner.path.clone(),
-                op: "copy recent frames into the compaction file",
-                source: io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "expected {tail} bytes after byte {}, read {copied}",
-                        snapshot.file_len
-                    ),
-                ),
-            });
-        }
+        next_seq = copy_renumbered(inner, &mut old.take(tail), &mut tmp, next_seq)?;
         tmp.sync_data()
             .map_err(tmp_io("fdatasync the compaction file"))?;
         new_len += tail;
@@ -213,6 +214,7 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
     drop(old_file);
     let previous_len = writer.len;
     writer.len = new_len;
+    writer.next_seq = next_seq;
     writer.live_bytes =
         (snapshot.exact_live + writer.live_bytes).saturating_sub(snapshot.estimated_live);
     if let Err(source) = sync_dir(&inner.path) {
@@ -238,13 +240,15 @@ fn take_snapshot(inner: &Inner) -> Result<Snapshot, StoreError> {
     let writer = inner.writer()?;
     inner.check_poison()?;
     let table = inner.table_read()?;
+    let first_seq = writer.next_seq;
     let mut frames = Vec::new();
     let mut builder = FrameBuilder::with_capacity(0);
     let mut exact_live = 0u64;
     let mut too_large = None;
     table.visit_entries(|key, value| {
         if builder.count() >= COMPACT_FRAME_WRITES || builder.payload_len() >= COMPACT_FRAME_BYTES {
-            frames.push(mem::replace(&mut builder, FrameBuilder::with_capacity(0)).finish());
+            let seq = first_seq + frames.len() as u64;
+            frames.push(mem::replace(&mut builder, FrameBuilder::with_capacity(0)).finish(seq));
         }
         exact_live += format::live_size(key.len(), value.len());
         if let Err(e) = builder.push(key, Some(value)) {
@@ -260,12 +264,74 @@ fn take_snapshot(inner: &Inner) -> Result<Snapshot, StoreError> {
         });
     }
     if builder.count() > 0 {
-        frames.push(builder.finish());
+        let seq = first_seq + frames.len() as u64;
+        frames.push(builder.finish(seq));
     }
     Ok(Snapshot {
         frames,
         file_len: writer.len,
         estimated_live: writer.live_bytes,
         exact_live,
+        first_seq,
     })
+}
+
+/// Phase 3's copy: the frames `old` holds (appended to the store file since the snapshot, complete
+/// and synced, as the writer lock is held) go to `tmp` numbered from `next_seq` on; returns the
+/// number after the last. Only the frame headers are rewritten.
+fn copy_renumbered(
+    inner: &Inner,
+    old: &mut impl Read,
+    tmp: &mut File,
+    mut next_seq: u64,
+) -> Result<u64, StoreError> {
+    let failed = |reason: String| StoreError::Io {
+        path: inner.path.clone(),
+        op: "copy recent frames into the compaction file",
+        source: io::Error::new(io::ErrorKind::InvalidData, reason),
+    };
+    let current = FileHeader {
+        version: format::FORMAT_VERSION,
+        first_seq: None,
+    };
+    loop {
+        let mut header = [0u8; FRAME_HEADER_LEN];
+        match read_full(old, &mut header) {
+            Ok(0) => return Ok(next_seq),
+            Ok(FRAME_HEADER_LEN) => {}
+            Ok(n) => return Err(failed(format!("a frame header ends after {n} bytes"))),
+            Err(e) => return Err(failed(format!("reading a frame header: {e}"))),
+        }
+        let Some(decoded) = format::decode_frame_header(current, &header) else {
+            return Err(failed(
+                "a frame this store appended has a damaged header".to_owned(),
+            ));
+        };
+        format::stamp_seq(&mut header, next_seq);
+        next_seq += 1;
+        tmp.write_all(&header)
+            .map_err(|e| failed(format!("writing a frame header: {e}")))?;
+        let payload_len = u64::from(decoded.payload_len);
+        let copied = io::copy(&mut old.take(payload_len), tmp)
+            .map_err(|e| failed(format!("copying a payload: {e}")))?;
+        if copied != payload_len {
+            return Err(failed(format!(
+                "a payload of {payload_len} bytes ends after {copied}"
+            )));
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }

@@ -1,33 +1,53 @@
-//! The on-disk format of the file store, version 1: pure encoding and decoding, no I/O.
+//! The on-disk format of the file store, version 2 (written) and version 1 (still read): pure
+//! encoding and decoding, no I/O.
 //!
 //! ```text
-//! file    = header frame*
-//! header  = magic "FERRYOFS" (8) | version u16 LE = 1 (2) | reserved, zero (18) | crc32c u32 LE (4)
-//!           32 bytes; the CRC covers the first 28 bytes. Version-1 readers ignore the reserved bytes
-//!           (they are still covered by the CRC); a change of meaning gets a new version number.
-//! frame   = payload_len u32 LE | payload_crc u32 LE | header_crc u32 LE | payload
-//!           header_crc = crc32c of the first 8 bytes; payload_crc = crc32c of the payload;
-//!           payload_len <= 1 GiB.
-//! payload = count u32 LE | write{count}
-//! write   = key_len u32 LE | key | value_len u32 LE | value
-//!           value_len = 0xFFFF_FFFF marks a tombstone (no value bytes follow).
+//! file      = header frame*
+//! header    = magic "FERRYOFS" (8) | version u16 LE (2) | rest (18) | crc32c u32 LE (4)
+//!             32 bytes in every version; the CRC covers the first 28 bytes, and is checked before
+//!             the version is believed (a damaged version field is damage, not another release).
+//!             version 1: rest = reserved, zero (18)
+//!             version 2: rest = first_seq u64 LE (8) | reserved, zero (10)
+//! frame v2  = payload_len u32 LE | payload_crc u32 LE | seq u64 LE | header_crc u32 LE | payload
+//!             header_crc = crc32c of the first 16 bytes. The first frame's seq is the header's
+//!             first_seq, every later frame's is its predecessor's + 1.
+//! frame v1  = payload_len u32 LE | payload_crc u32 LE | header_crc u32 LE | payload
+//!             header_crc = crc32c of the first 8 bytes.
+//!             In both: payload_crc = crc32c of the payload; payload_len <= 1 GiB.
+//! payload   = count u32 LE | write{count}
+//! write     = key_len u32 LE | key | value_len u32 LE | value
+//!             value_len = 0xFFFF_FFFF marks a tombstone (no value bytes follow).
 //! ```
 //!
 //! One frame is one `set` batch: the unit of atomicity. A frame is valid only if both its CRCs match
 //! and its payload parses completely, so a frame is either applied whole or not at all. Compaction
 //! writes the live offsets as ordinary frames (of at most [`COMPACT_FRAME_WRITES`] writes each).
 //! All integers are little-endian.
+//!
+//! The sequence number (version 2) makes every frame's place in the log part of the frame: a copy of
+//! an earlier frame appended to the file, or a frame lost from the middle, breaks the chain and the
+//! open is refused, instead of silently moving offsets back. Sequence numbers never repeat within a
+//! store's life: compaction numbers the new file's frames after every number the old file used (see
+//! [`compaction`](super::compaction)).
+//!
+//! A version-1 file is read as it is. A writable open upgrades it at once by compacting it into a
+//! version-2 file (the ordinary crash-safe compaction; see [`FileStore::open`](super::FileStore::open)),
+//! so frames are only ever appended to version-2 files; a read-only open leaves it version 1.
 
 use crate::store::OffsetWrite;
 
 /// The first 8 bytes of every store file.
 pub(super) const MAGIC: [u8; 8] = *b"FERRYOFS";
-/// The format version this build writes and reads.
-pub(super) const FORMAT_VERSION: u16 = 1;
+/// The format version this build writes.
+pub(super) const FORMAT_VERSION: u16 = 2;
+/// The oldest format version this build reads.
+pub(super) const OLDEST_VERSION: u16 = 1;
 /// Length of the file header.
 pub(super) const HEADER_LEN: usize = 32;
-/// Length of a frame header.
-pub(super) const FRAME_HEADER_LEN: usize = 12;
+/// Length of a version-2 frame header.
+pub(super) const FRAME_HEADER_LEN: usize = 20;
+/// Length of a version-1 frame header.
+pub(super) const FRAME_HEADER_LEN_V1: usize = 12;
 /// The largest payload a frame may declare; anything larger is damage, not data.
 pub(super) const MAX_PAYLOAD_LEN: usize = 1 << 30;
 /// `value_len` of a tombstone.
@@ -40,18 +60,42 @@ pub(super) const FRAME_OVERHEAD: usize = FRAME_HEADER_LEN + 4;
 pub(super) const COMPACT_FRAME_WRITES: u32 = 65_536;
 /// Payload bytes after which compaction starts a new frame.
 pub(super) const COMPACT_FRAME_BYTES: usize = 16 << 20;
+/// How many of the 8 magic bytes may differ for the file to count as a damaged Ferry store rather
+/// than another program's file.
+const MAGIC_DAMAGE_MAX: usize = 2;
 
 /// Where Java serialization streams start (Kafka Connect's standalone offsets file).
 pub(super) const JAVA_SERIALIZATION_MAGIC: [u8; 2] = [0xAC, 0xED];
 
-/// The file header of a new store.
-pub(super) fn encode_header() -> [u8; HEADER_LEN] {
+/// The file header of a new version-2 store whose first frame will carry `first_seq`.
+pub(super) fn encode_header(first_seq: u64) -> [u8; HEADER_LEN] {
     let mut header = [0u8; HEADER_LEN];
     header[..8].copy_from_slice(&MAGIC);
     header[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[10..18].copy_from_slice(&first_seq.to_le_bytes());
     let crc = crc32c::crc32c(&header[..HEADER_LEN - 4]);
     header[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
     header
+}
+
+/// What a valid file header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileHeader {
+    /// The format version ([`OLDEST_VERSION`]..=[`FORMAT_VERSION`]).
+    pub version: u16,
+    /// The sequence number of the first frame (version 2); `None` for version 1.
+    pub first_seq: Option<u64>,
+}
+
+impl FileHeader {
+    /// Length of a frame header in this file.
+    pub(super) fn frame_header_len(self) -> usize {
+        if self.version == 1 {
+            FRAME_HEADER_LEN_V1
+        } else {
+            FRAME_HEADER_LEN
+        }
+    }
 }
 
 /// Why a file header was refused.
@@ -59,7 +103,7 @@ pub(super) fn encode_header() -> [u8; HEADER_LEN] {
 pub(super) enum HeaderError {
     /// Not a Ferry store at all (another program's file).
     NotAStore(String),
-    /// A Ferry store of another format version.
+    /// A Ferry store of another format version (its header checksum matches).
     Version(u16),
     /// A Ferry store whose header is damaged, from byte `at` on.
     Damaged {
@@ -71,7 +115,11 @@ pub(super) enum HeaderError {
 }
 
 /// Checks the file header. `bytes` holds the first `min(file length, HEADER_LEN)` bytes.
-pub(super) fn check_header(bytes: &[u8]) -> Result<(), HeaderError> {
+///
+/// Order matters: the magic says whose file it is (a few damaged magic bytes are damage, named by
+/// offset; a different magic is another program's file), then the checksum says whether the header
+/// can be believed, and only then is the version read.
+pub(super) fn check_header(bytes: &[u8]) -> Result<FileHeader, HeaderError> {
     if bytes.starts_with(&JAVA_SERIALIZATION_MAGIC) {
         return Err(HeaderError::NotAStore(
             "it starts with the Java serialization magic 0xACED, so it is most likely a Kafka Connect \
@@ -82,11 +130,29 @@ pub(super) fn check_header(bytes: &[u8]) -> Result<(), HeaderError> {
         ));
     }
     let magic_len = bytes.len().min(MAGIC.len());
-    if bytes[..magic_len] != MAGIC[..magic_len] {
-        return Err(HeaderError::NotAStore(format!(
-            "it does not start with Ferry's magic bytes \"FERRYOFS\" (it starts with {})",
-            hex_preview(bytes)
-        )));
+    let differing: Vec<usize> = (0..magic_len).filter(|&i| bytes[i] != MAGIC[i]).collect();
+    if let Some(&first) = differing.first() {
+        if magic_len < MAGIC.len() || differing.len() > MAGIC_DAMAGE_MAX {
+            return Err(HeaderError::NotAStore(format!(
+                "it does not start with Ferry's magic bytes \"FERRYOFS\" (it starts with {}, \
+                 differing from byte {first} on)",
+                hex_preview(bytes)
+            )));
+        }
+        let found: Vec<String> = differing
+            .iter()
+            .map(|&i| format!("byte {i} is {:#04x} instead of {:#04x}", bytes[i], MAGIC[i]))
+            .collect();
+        return Err(HeaderError::Damaged {
+            at: first as u64,
+            reason: format!(
+                "the magic bytes \"FERRYOFS\" that start every store file are damaged ({}); the \
+                 other {} magic bytes match, so this is a damaged Ferry store, not another program's \
+                 file",
+                found.join(", "),
+                MAGIC.len() - differing.len()
+            ),
+        });
     }
     if bytes.len() < HEADER_LEN {
         return Err(HeaderError::Damaged {
@@ -98,20 +164,28 @@ pub(super) fn check_header(bytes: &[u8]) -> Result<(), HeaderError> {
         });
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != FORMAT_VERSION {
-        return Err(HeaderError::Version(version));
-    }
     let stored = read_u32(bytes, HEADER_LEN - 4);
     let computed = crc32c::crc32c(&bytes[..HEADER_LEN - 4]);
     if stored != computed {
         return Err(HeaderError::Damaged {
             at: 0,
             reason: format!(
-                "file header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+                "file header checksum mismatch (stored {stored:#010x}, computed {computed:#010x}), so \
+                 none of the header can be trusted (its version field reads {version})"
             ),
         });
     }
-    Ok(())
+    match version {
+        1 => Ok(FileHeader {
+            version,
+            first_seq: None,
+        }),
+        FORMAT_VERSION => Ok(FileHeader {
+            version,
+            first_seq: Some(read_u64(bytes, 10)),
+        }),
+        other => Err(HeaderError::Version(other)),
+    }
 }
 
 fn hex_preview(bytes: &[u8]) -> String {
@@ -125,6 +199,12 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(word)
 }
 
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
 /// A batch does not fit one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FrameTooLarge {
@@ -132,7 +212,7 @@ pub(super) struct FrameTooLarge {
     pub bytes: u64,
 }
 
-/// Builds one frame in memory: push writes, then [`finish`](Self::finish).
+/// Builds one version-2 frame in memory: push writes, then [`finish`](Self::finish).
 #[derive(Debug)]
 pub(super) struct FrameBuilder {
     buf: Vec<u8>,
@@ -182,20 +262,28 @@ impl FrameBuilder {
         self.buf.len() - FRAME_HEADER_LEN
     }
 
-    /// The complete frame: header and payload.
-    pub(super) fn finish(mut self) -> Vec<u8> {
+    /// The complete frame, header and payload, with sequence number `seq` (which
+    /// [`stamp_seq`] may change later).
+    pub(super) fn finish(mut self, seq: u64) -> Vec<u8> {
         self.buf[FRAME_HEADER_LEN..FRAME_OVERHEAD].copy_from_slice(&self.count.to_le_bytes());
         let payload_len = self.payload_len() as u32;
         let payload_crc = crc32c::crc32c(&self.buf[FRAME_HEADER_LEN..]);
         self.buf[0..4].copy_from_slice(&payload_len.to_le_bytes());
         self.buf[4..8].copy_from_slice(&payload_crc.to_le_bytes());
-        let header_crc = crc32c::crc32c(&self.buf[0..8]);
-        self.buf[8..12].copy_from_slice(&header_crc.to_le_bytes());
+        stamp_seq(&mut self.buf, seq);
         self.buf
     }
 }
 
-/// Encodes one `set` batch as one frame.
+/// Sets the sequence number of the version-2 frame (or frame header) in `frame`, and its header CRC.
+pub(super) fn stamp_seq(frame: &mut [u8], seq: u64) {
+    frame[8..16].copy_from_slice(&seq.to_le_bytes());
+    let header_crc = crc32c::crc32c(&frame[0..16]);
+    frame[16..20].copy_from_slice(&header_crc.to_le_bytes());
+}
+
+/// Encodes one `set` batch as one frame. Its sequence number is set later, with [`stamp_seq`], when
+/// its place in the file is known.
 pub(super) fn encode_batch(batch: &[OffsetWrite]) -> Result<Vec<u8>, FrameTooLarge> {
     let payload: usize = batch
         .iter()
@@ -210,7 +298,7 @@ pub(super) fn encode_batch(batch: &[OffsetWrite]) -> Result<Vec<u8>, FrameTooLar
     for write in batch {
         frame.push(&write.key, write.value.as_deref())?;
     }
-    Ok(frame.finish())
+    Ok(frame.finish(0))
 }
 
 /// A frame header whose CRC matched.
@@ -220,14 +308,19 @@ pub(super) struct FrameHeader {
     pub payload_len: u32,
     /// The payload's CRC32C.
     pub payload_crc: u32,
+    /// The frame's sequence number; `None` in a version-1 file.
+    pub seq: Option<u64>,
 }
 
-/// Parses a frame header; `None` when its CRC does not match.
-pub(super) fn decode_frame_header(bytes: &[u8; FRAME_HEADER_LEN]) -> Option<FrameHeader> {
-    let stored = read_u32(bytes, 8);
-    (crc32c::crc32c(&bytes[..8]) == stored).then(|| FrameHeader {
+/// Parses a frame header of `file`'s version (`bytes` is [`FileHeader::frame_header_len`] long);
+/// `None` when its CRC does not match.
+pub(super) fn decode_frame_header(file: FileHeader, bytes: &[u8]) -> Option<FrameHeader> {
+    let crc_at = file.frame_header_len() - 4;
+    let stored = read_u32(bytes, crc_at);
+    (crc32c::crc32c(&bytes[..crc_at]) == stored).then(|| FrameHeader {
         payload_len: read_u32(bytes, 0),
         payload_crc: read_u32(bytes, 4),
+        seq: (file.version != 1).then(|| read_u64(bytes, 8)),
     })
 }
 
@@ -323,10 +416,14 @@ mod tests {
         }
     }
 
+    const V2: FileHeader = FileHeader {
+        version: 2,
+        first_seq: Some(1),
+    };
+
     fn header_of(frame: &[u8]) -> FrameHeader {
-        let mut h = [0u8; FRAME_HEADER_LEN];
-        h.copy_from_slice(&frame[..FRAME_HEADER_LEN]);
-        decode_frame_header(&h).unwrap_or_else(|| panic!("header CRC must match"))
+        decode_frame_header(V2, &frame[..FRAME_HEADER_LEN])
+            .unwrap_or_else(|| panic!("header CRC must match"))
     }
 
     #[test]
@@ -345,6 +442,7 @@ mod tests {
         ];
         let frame = encode_batch(&batch).unwrap_or_else(|e| panic!("{e:?}"));
         let header = header_of(&frame);
+        assert_eq!(header.seq, Some(0));
         assert_eq!(header.payload_len as usize, frame.len() - FRAME_HEADER_LEN);
         let payload = &frame[FRAME_HEADER_LEN..];
         assert_eq!(header.payload_crc, crc32c::crc32c(payload));
@@ -380,18 +478,29 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e:?}"));
         }
         assert_eq!(builder.count(), 2);
-        assert_eq!(Ok(builder.finish()), encode_batch(&batch));
+        assert_eq!(Ok(builder.finish(0)), encode_batch(&batch));
     }
 
     #[test]
     fn damaged_frame_header_is_detected() {
         let mut frame = encode_batch(&[put("a", "1")]).unwrap_or_else(|e| panic!("{e:?}"));
-        frame[0] ^= 1;
-        let mut h = [0u8; FRAME_HEADER_LEN];
-        h.copy_from_slice(&frame[..FRAME_HEADER_LEN]);
-        assert_eq!(decode_frame_header(&h), None);
+        stamp_seq(&mut frame, 41);
         assert_eq!(
-            decode_frame_header(&[0; FRAME_HEADER_LEN]),
+            header_of(&frame).seq,
+            Some(41),
+            "the seq is stamped, CRC and all"
+        );
+        for bit in [0, 8 * 8 + 3] {
+            let mut damaged = frame.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                decode_frame_header(V2, &damaged[..FRAME_HEADER_LEN]),
+                None,
+                "bit {bit} (length or seq) is covered by the header CRC"
+            );
+        }
+        assert_eq!(
+            decode_frame_header(V2, &[0; FRAME_HEADER_LEN]),
             None,
             "zeros are not a header"
         );
@@ -425,8 +534,14 @@ mod tests {
 
     #[test]
     fn header_checks() {
-        let header = encode_header();
-        assert_eq!(check_header(&header), Ok(()));
+        let header = encode_header(7);
+        assert_eq!(
+            check_header(&header),
+            Ok(FileHeader {
+                version: 2,
+                first_seq: Some(7)
+            })
+        );
         assert!(
             matches!(check_header(&[0xAC, 0xED, 0x00, 0x05]), Err(HeaderError::NotAStore(r)) if r.contains("Kafka Connect"))
         );
@@ -438,14 +553,40 @@ mod tests {
             check_header(&header[..20]),
             Err(HeaderError::Damaged { at: 20, .. })
         ));
-        let mut v2 = header;
-        v2[8] = 2;
-        assert_eq!(check_header(&v2), Err(HeaderError::Version(2)));
+        let mut v3 = header;
+        v3[8] = 3;
+        let crc = crc32c::crc32c(&v3[..HEADER_LEN - 4]);
+        v3[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(check_header(&v3), Err(HeaderError::Version(3)));
+        let mut flipped_version = header;
+        flipped_version[9] ^= 0x10;
+        assert!(
+            matches!(check_header(&flipped_version), Err(HeaderError::Damaged { at: 0, reason }) if reason.contains("checksum")),
+            "a damaged version field is damage, not another release"
+        );
         let mut bad_crc = header;
         bad_crc[20] = 1;
         assert!(matches!(
             check_header(&bad_crc),
             Err(HeaderError::Damaged { at: 0, .. })
         ));
+        let mut bad_magic = header;
+        bad_magic[5] ^= 0x04;
+        assert!(
+            matches!(check_header(&bad_magic), Err(HeaderError::Damaged { at: 5, reason }) if reason.contains("byte 5")),
+            "a damaged magic byte is named by its offset"
+        );
+        let mut v1 = [0u8; HEADER_LEN];
+        v1[..8].copy_from_slice(&MAGIC);
+        v1[8] = 1;
+        let crc = crc32c::crc32c(&v1[..HEADER_LEN - 4]);
+        v1[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            check_header(&v1),
+            Ok(FileHeader {
+                version: 1,
+                first_seq: None
+            })
+        );
     }
 }

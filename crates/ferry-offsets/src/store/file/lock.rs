@@ -6,9 +6,15 @@
 //! `FileStore` in the same process — fails at once with [`StoreError::Locked`] instead of waiting. The
 //! operating system releases the lock when the holder exits, however it exits, so a crash never
 //! leaves a stale lock behind.
+//!
+//! A read-only open ([`acquire_shared`]) creates nothing: it takes a shared lock on `<file>.lock` if
+//! that file exists and can be opened for reading, so it is refused while a writer holds the store
+//! (and a writer is refused while it reads), and takes no lock otherwise. Going without is safe: a
+//! read-only store writes nothing, and at worst reads a state a writer is about to extend.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
@@ -45,5 +51,38 @@ pub(super) fn acquire(path: &Path) -> Result<File, StoreError> {
             op: "lock the lock file",
             source,
         }),
+    }
+}
+
+/// Takes a shared lock for a read-only open if the lock file exists and can be read; `None` if it
+/// cannot (see the module docs). Creates nothing.
+pub(super) fn acquire_shared(path: &Path) -> Result<Option<File>, StoreError> {
+    let lock = sidecar(path, ".lock");
+    let file = match File::open(&lock) {
+        Ok(file) => file,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: lock,
+                op: "open the lock file for reading",
+                source,
+            });
+        }
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: path.to_path_buf(),
+            lock,
+        }),
+        // A file system without locks: read without one.
+        Err(TryLockError::Error(_)) => Ok(None),
     }
 }

@@ -6,11 +6,15 @@
 //!
 //! - appends one checksummed frame per `set` and `fdatasync`s it once, so a flush costs what it
 //!   writes, never what the store holds ([`format`](mod@format) documents the bytes);
+//! - numbers its frames, so a copied or lost frame is found, not applied ([`format`](mod@format));
 //! - on open, drops only a torn final write (a `set` that never returned `Ok`) and refuses any other
-//!   damage without touching the file ([`replay`]);
+//!   damage, bit rot in the last frame included, without touching the file ([`replay`]);
+//! - opens version-1 files (no sequence numbers) and upgrades them to version 2 with one compaction
+//!   on the first writable open;
 //! - compacts by writing a new file and renaming it into place, with every crash window written down
 //!   ([`compaction`]);
-//! - allows one opener at a time ([`lock`]);
+//! - allows one opener at a time ([`lock`]), or any number of read-only openers
+//!   ([`FileStore::open_read_only`]), which change nothing on disk;
 //! - refuses all work after a failed write or `fdatasync`, because what is durable is then unknown.
 //!
 //! Creating a store writes the header to `<file>.create-tmp`, syncs it, renames it to `<file>` and
@@ -103,8 +107,11 @@ struct Inner {
     compactor: Mutex<Option<JoinHandle<()>>>,
     #[cfg(test)]
     test_hooks: tests::Hooks,
-    /// Held for the store's lifetime; dropped last.
-    _lock: File,
+    /// Opened with [`FileStore::open_read_only`]: every write is refused.
+    read_only: bool,
+    /// Held for the store's lifetime; dropped last. A read-only store may hold none (see
+    /// [`lock`]).
+    _lock: Option<File>,
 }
 
 struct Writer {
@@ -118,6 +125,8 @@ struct Writer {
     compacting: bool,
     /// After a failed background compaction: do not try again before the file reaches this length.
     retry_at: u64,
+    /// The sequence number of the next frame appended.
+    next_seq: u64,
 }
 
 impl FileStore {
@@ -197,14 +206,105 @@ impl FileStore {
         for suffix in [".compact-tmp", ".create-tmp"] {
             remove_stale(&lock::sidecar(&path, suffix))?;
         }
+        let version = replayed.header.version;
+        let store = Self::assemble(path, options, file, replayed, false, Some(lock));
+        if version < format::FORMAT_VERSION {
+            // Frames are appended only to files of the current version: upgrade by compacting, which
+            // is crash-safe like any compaction (a crash leaves the old file, read again next time).
+            store.compact()?;
+            tracing::info!(
+                path = %store.path().display(),
+                "offset store {}: upgraded from format version {version} to {}",
+                store.path().display(),
+                format::FORMAT_VERSION
+            );
+        }
+        Ok(store)
+    }
+
+    /// Opens the store at `path` for reading only, changing nothing on disk. Blocking.
+    ///
+    /// For commands that only look (`ferry offsets list`, `get`, `export`, `doctor`): the file and
+    /// its directory may be read-only. Unlike [`open_with`](Self::open_with) it creates no store (a
+    /// missing file is an error), no lock file, truncates no torn final write (it is reported with a
+    /// WARN and left for the next writable open to drop), removes no leftover temporary file and
+    /// does not upgrade an older format version. If `<file>.lock` exists and can be opened, a shared
+    /// lock is taken on it, so the store cannot be read while a worker holds it; otherwise no lock is
+    /// taken (the file is then read as it is, which is safe: nothing is written). Every write
+    /// ([`set`](OffsetBackingStore::set), [`compact`](Self::compact)) is refused.
+    ///
+    /// # Errors
+    /// As [`open_with`](Self::open_with); a missing file is [`StoreError::Io`] with
+    /// [`io::ErrorKind::NotFound`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if path.file_name().is_none() {
+            return Err(StoreError::Io {
+                path,
+                op: "open read-only",
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the path does not name a file",
+                ),
+            });
+        }
+        let lock = lock::acquire_shared(&path)?;
+        let file = File::open(&path).map_err(|source| StoreError::Io {
+            op: "open read-only",
+            source: if source.kind() == io::ErrorKind::NotFound {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "there is no offset store file at this path (a read-only command does not create \
+                     one; check offset.storage.file.filename)",
+                )
+            } else {
+                source
+            },
+            path: path.clone(),
+        })?;
+        let replayed = replay::replay(&path, &file)?;
+        if let Some(torn) = &replayed.torn {
+            tracing::warn!(
+                path = %path.display(),
+                byte_offset = torn.offset,
+                torn_bytes = torn.dropped,
+                reason = %torn.reason,
+                "offset store {}: ends with a torn final write of {} bytes at byte {}: {}. Opened \
+                 read-only, so it is left in place and ignored; the next writable open drops it (its \
+                 flush never completed)",
+                path.display(),
+                torn.dropped,
+                torn.offset,
+                torn.reason,
+            );
+        }
+        Ok(Self::assemble(
+            path,
+            FileStoreOptions::default(),
+            file,
+            replayed,
+            true,
+            lock,
+        ))
+    }
+
+    fn assemble(
+        path: PathBuf,
+        options: FileStoreOptions,
+        file: File,
+        replayed: replay::Replayed,
+        read_only: bool,
+        lock: Option<File>,
+    ) -> Self {
         let writer = Writer {
             file,
             len: replayed.valid_len,
             live_bytes: replayed.live_bytes,
             compacting: false,
             retry_at: 0,
+            next_seq: replayed.next_seq,
         };
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
                 path,
                 options,
@@ -216,9 +316,10 @@ impl FileStore {
                 compactor: Mutex::new(None),
                 #[cfg(test)]
                 test_hooks: tests::Hooks::default(),
+                read_only,
                 _lock: lock,
             }),
-        })
+        }
     }
 
     /// Compacts the file now, waiting for a running background compaction first. Blocking. The
@@ -229,7 +330,7 @@ impl FileStore {
     /// failed (the store file is then untouched and the store still usable), or if the directory
     /// could not be synced after the rename (the store is then poisoned).
     pub fn compact(&self) -> Result<(), StoreError> {
-        self.inner.check_poison()?;
+        self.inner.check_writable("compact")?;
         {
             let mut writer = self.inner.writer()?;
             while writer.compacting {
@@ -304,7 +405,7 @@ impl OffsetBackingStore for FileStore {
     /// Durable when it returns `Ok`: one frame appended, then one `fdatasync`, then applied in memory.
     /// An empty batch writes nothing.
     async fn set(&self, batch: &[OffsetWrite]) -> Result<(), StoreError> {
-        self.inner.check_poison()?;
+        self.inner.check_writable("append")?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -316,9 +417,9 @@ impl OffsetBackingStore for FileStore {
         let inner = Arc::clone(&self.inner);
         if tokio::runtime::Handle::try_current().is_err() {
             // Polled outside tokio (another executor): no blocking pool to move the work to.
-            return Inner::append(&inner, &frame);
+            return Inner::append(&inner, frame);
         }
-        match tokio::task::spawn_blocking(move || Inner::append(&inner, &frame)).await {
+        match tokio::task::spawn_blocking(move || Inner::append(&inner, frame)).await {
             Ok(result) => result,
             Err(e) if e.is_panic() => {
                 self.inner.poison(format!("the write task panicked: {e}"));
@@ -372,11 +473,13 @@ impl Inner {
     }
 
     /// The blocking half of `set`: append, `fdatasync`, apply, maybe start a compaction.
-    fn append(self: &Arc<Self>, frame: &[u8]) -> Result<(), StoreError> {
+    fn append(self: &Arc<Self>, mut frame: Vec<u8>) -> Result<(), StoreError> {
         let mut writer = self.writer()?;
         self.check_poison()?;
         let at = writer.len;
-        if let Err((op, source)) = self.write_durably(&mut writer.file, frame) {
+        let seq = writer.next_seq;
+        format::stamp_seq(&mut frame, seq);
+        if let Err((op, source)) = self.write_durably(&mut writer.file, &frame) {
             self.poison(format!(
                 "{op} of a {}-byte batch at byte {at} failed: {source}",
                 frame.len()
@@ -388,6 +491,8 @@ impl Inner {
             });
         }
         writer.len += frame.len() as u64;
+        // u64 sequence numbers do not run out: one per flush.
+        writer.next_seq = seq.saturating_add(1);
         let writes = match format::decode_payload(&frame[FRAME_HEADER_LEN..]) {
             Ok(writes) => writes,
             Err(e) => {
@@ -476,6 +581,21 @@ impl Inner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Refuses `op` on a read-only or poisoned store.
+    fn check_writable(&self, op: &'static str) -> Result<(), StoreError> {
+        if self.read_only {
+            return Err(StoreError::Io {
+                path: self.path.clone(),
+                op,
+                source: io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the store was opened read-only",
+                ),
+            });
+        }
+        self.check_poison()
+    }
+
     fn check_poison(&self) -> Result<(), StoreError> {
         match self.poison.get() {
             None => Ok(()),
@@ -519,7 +639,7 @@ fn create(path: &Path) -> Result<File, StoreError> {
         .truncate(true)
         .open(&tmp)
         .map_err(tmp_io("create the new store file"))?;
-    file.write_all(&format::encode_header())
+    file.write_all(&format::encode_header(1))
         .and_then(|()| file.sync_all())
         .map_err(tmp_io("write the new store file"))?;
     drop(file);

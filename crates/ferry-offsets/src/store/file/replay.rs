@@ -2,25 +2,51 @@
 //!
 //! Only one kind of damage is expected and repaired: the tail of the file, when the process or the
 //! machine stopped while the last `set` was being appended. That `set` never returned `Ok` (it returns
-//! after its `fdatasync`), so dropping it loses nothing that was acknowledged. The tail counts as torn
-//! when, and only when, it is one of:
+//! after its `fdatasync`), so dropping it loses nothing that was acknowledged.
 //!
-//! - fewer bytes than a frame header;
-//! - a frame header whose CRC does not match, followed only by zero bytes (a zero-filled tail, or a
-//!   header cut by a page that never reached the disk);
-//! - a frame header whose CRC matches but whose payload runs past the end of the file;
-//! - a complete frame ending exactly at the end of the file whose payload CRC does not match.
+//! # What a torn append can leave, and what it cannot
+//!
+//! An append is one `write` of the whole frame at the end of the file, then one `fdatasync`; `set`
+//! returns `Ok` only after the `fdatasync`. Until then the kernel may have put any subset of the
+//! frame's sectors on disk, and the file's length may already cover sectors that never got there.
+//! Sectors are the unit (512 bytes, aligned to the file offset: disks write a sector whole or not at
+//! all), and a sector that never reached the disk reads as zeros (the file systems Ferry supports
+//! expose unwritten blocks of a file as zeros; one that exposes stale old data makes such a crash
+//! fail closed below, never silently lose data). So after a crash the last frame is, window by window:
+//!
+//! 1. *Before any of it reached the disk*: the file ends at the previous frame, or is followed by
+//!    zeros (length extended, data not written).
+//! 2. *Header sector missing*: fewer bytes than a frame header, or a header that reads as zeros or
+//!    fails its CRC, followed only by zeros.
+//! 3. *Header written, later sectors missing, length not extended over them*: a valid header whose
+//!    payload runs past the end of the file.
+//! 4. *Header written, length extended, some later sector missing*: a valid header, the declared
+//!    length ending exactly at the end of the file, a payload CRC that does not match, and at least
+//!    one whole sector of the payload (from the first sector boundary after the header on) reading
+//!    as zeros. A sector holding any header byte was written, or the header CRC would fail.
+//! 5. *Everything written*: a valid frame (the `set` may or may not have returned `Ok`).
+//!
+//! The tail counts as torn when, and only when, it has one of the shapes 1 to 4. A complete last
+//! frame whose payload CRC fails although none of its sectors reads as zeros fits no window: every
+//! sector of it was written, so its bytes changed after they were written. That is bit rot in a
+//! frame that may hold an acknowledged flush, and it is refused like damage anywhere else. The
+//! price is that a frame whose payload legitimately holds 512 zero bytes on a sector boundary, and is
+//! then damaged, is taken for a torn write; Ferry's own offsets are JSON text and never contain zero
+//! bytes runs that long.
 //!
 //! Anything else is damage Ferry did not cause and cannot explain: the open is refused with
-//! [`StoreError::Corrupt`] and the file is left exactly as it was. Replay only reads; the caller
-//! truncates a torn tail after the whole file has been checked.
+//! [`StoreError::Corrupt`] and the file is left exactly as it was. This includes a frame whose
+//! sequence number does not follow its predecessor's (version 2): a copy of an earlier frame appended
+//! to the file has valid checksums, but applying it would move offsets back. Replay only reads; the
+//! caller truncates a torn tail after the whole file has been checked (or, opening read-only, only
+//! reports it).
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use super::format::{
-    self, FORMAT_VERSION, FRAME_HEADER_LEN, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN,
+    self, FORMAT_VERSION, FileHeader, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN, OLDEST_VERSION,
 };
 use crate::error::StoreError;
 use crate::store::StoredRecord;
@@ -28,6 +54,8 @@ use crate::table::OffsetTable;
 
 /// Read buffer for replay.
 const READ_BUFFER: usize = 1 << 20;
+/// The unit a disk writes whole or not at all; see the module docs.
+pub(super) const SECTOR: u64 = 512;
 
 /// The state a store file replays to.
 #[derive(Debug)]
@@ -40,6 +68,11 @@ pub(super) struct Replayed {
     pub valid_len: u64,
     /// The torn final write to truncate, if any.
     pub torn: Option<TornTail>,
+    /// What the file header says.
+    pub header: FileHeader,
+    /// The sequence number the next appended frame gets (1 for a version-1 file: its upgrade
+    /// numbers frames from 1).
+    pub next_seq: u64,
 }
 
 /// A torn final write found at the end of the file.
@@ -91,10 +124,10 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
         });
     }
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    check_file_header(path, &mut reader, file_len)?;
+    let header = check_file_header(path, &mut reader, file_len)?;
     let mut table = OffsetTable::default();
     let mut live_bytes = 0u64;
-    let scanned = scan_frames(path, &mut reader, file_len, |key, value| {
+    let scanned = scan_frames(path, header, &mut reader, file_len, |key, value| {
         live_bytes = apply_write(&mut table, live_bytes, key, value);
     })?;
     Ok(Replayed {
@@ -102,6 +135,8 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
         live_bytes,
         valid_len: scanned.valid_len,
         torn: scanned.torn,
+        header,
+        next_seq: scanned.next_seq.unwrap_or(1),
     })
 }
 
@@ -115,9 +150,9 @@ pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreE
         source,
     })?;
     let mut reader = BufReader::with_capacity(READ_BUFFER, file).take(len);
-    check_file_header(path, &mut reader, len)?;
+    let header = check_file_header(path, &mut reader, len)?;
     let mut records = Vec::new();
-    let scanned = scan_frames(path, &mut reader, len, |key, value| {
+    let scanned = scan_frames(path, header, &mut reader, len, |key, value| {
         records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
     })?;
     match scanned.torn {
@@ -136,7 +171,11 @@ pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreE
 }
 
 /// Reads and checks the file header (`file_len` is the file's length, at least 1).
-fn check_file_header(path: &Path, reader: &mut impl Read, file_len: u64) -> Result<(), StoreError> {
+fn check_file_header(
+    path: &Path,
+    reader: &mut impl Read,
+    file_len: u64,
+) -> Result<FileHeader, StoreError> {
     let head_len = file_len.min(HEADER_LEN as u64) as usize;
     let mut head = [0u8; HEADER_LEN];
     reader
@@ -146,26 +185,25 @@ fn check_file_header(path: &Path, reader: &mut impl Read, file_len: u64) -> Resu
             op: "read the file header",
             source,
         })?;
-    match format::check_header(&head[..head_len]) {
-        Ok(()) => Ok(()),
-        Err(HeaderError::NotAStore(reason)) => Err(StoreError::UnsupportedFormat {
+    format::check_header(&head[..head_len]).map_err(|e| match e {
+        HeaderError::NotAStore(reason) => StoreError::UnsupportedFormat {
             path: path.to_path_buf(),
             reason: format!("it is not a Ferry offset store: {reason}"),
-        }),
-        Err(HeaderError::Version(version)) => Err(StoreError::UnsupportedFormat {
+        },
+        HeaderError::Version(version) => StoreError::UnsupportedFormat {
             path: path.to_path_buf(),
             reason: format!(
                 "it is a Ferry offset store of format version {version}, but this build of Ferry \
-                 reads only version {FORMAT_VERSION}; open it with the Ferry release that wrote it \
-                 (or a newer one)"
+                 reads only versions {OLDEST_VERSION} to {FORMAT_VERSION}; open it with the Ferry \
+                 release that wrote it (or a newer one)"
             ),
-        }),
-        Err(HeaderError::Damaged { at, reason }) => Err(StoreError::Corrupt {
+        },
+        HeaderError::Damaged { at, reason } => StoreError::Corrupt {
             path: path.to_path_buf(),
             byte_offset: at,
             reason,
-        }),
-    }
+        },
+    })
 }
 
 /// Where a scan of the frames stopped.
@@ -174,12 +212,15 @@ struct Scanned {
     valid_len: u64,
     /// The torn final write, if any.
     torn: Option<TornTail>,
+    /// The sequence number a frame appended after the valid prefix must carry (version 2).
+    next_seq: Option<u64>,
 }
 
 /// Reads the frames that follow the header, up to `file_len`, calling `on_write` for every write in
 /// file order. `reader` is positioned right after the header.
 fn scan_frames(
     path: &Path,
+    file: FileHeader,
     reader: &mut impl Read,
     file_len: u64,
     mut on_write: impl FnMut(&[u8], Option<&[u8]>),
@@ -196,6 +237,8 @@ fn scan_frames(
         byte_offset,
         reason,
     };
+    let frame_header_len = file.frame_header_len();
+    let mut next_seq = file.first_seq;
     let mut pos = HEADER_LEN as u64;
     let mut payload = Vec::new();
     let torn = loop {
@@ -208,17 +251,18 @@ fn scan_frames(
             dropped: remaining,
             reason,
         };
-        if remaining < FRAME_HEADER_LEN as u64 {
+        if remaining < frame_header_len as u64 {
             break Some(torn_here(format!(
-                "an incomplete frame header ({remaining} of {FRAME_HEADER_LEN} bytes)"
+                "an incomplete frame header ({remaining} of {frame_header_len} bytes)"
             )));
         }
-        let mut header_bytes = [0u8; FRAME_HEADER_LEN];
+        let mut header_bytes = [0u8; format::FRAME_HEADER_LEN];
+        let header_bytes = &mut header_bytes[..frame_header_len];
         reader
-            .read_exact(&mut header_bytes)
+            .read_exact(header_bytes)
             .map_err(io_err("read a frame header"))?;
-        let Some(header) = format::decode_frame_header(&header_bytes) else {
-            let after = remaining - FRAME_HEADER_LEN as u64;
+        let Some(header) = format::decode_frame_header(file, header_bytes) else {
+            let after = remaining - frame_header_len as u64;
             if rest_is_zero(reader).map_err(io_err("read the end of the file"))? {
                 let reason = if header_bytes.iter().all(|b| *b == 0) {
                     "a zero-filled tail (the file was extended but the data never reached the disk)"
@@ -248,7 +292,20 @@ fn scan_frames(
                 ),
             ));
         }
-        let available = remaining - FRAME_HEADER_LEN as u64;
+        // Checked before anything else about the frame: a frame out of sequence is never a torn write.
+        let following = match (header.seq, next_seq) {
+            (Some(seq), Some(expected)) if seq != expected => {
+                return Err(corrupt(pos, out_of_sequence(pos, seq, expected)));
+            }
+            (Some(seq), Some(_)) => Some(seq.checked_add(1).ok_or_else(|| {
+                corrupt(
+                    pos,
+                    format!("the frame at byte {pos} has sequence number {seq}, the last there is"),
+                )
+            })?),
+            _ => next_seq,
+        };
+        let available = remaining - frame_header_len as u64;
         if payload_len > available {
             break Some(torn_here(format!(
                 "the last frame declares {payload_len} payload bytes but only {available} were written"
@@ -259,12 +316,25 @@ fn scan_frames(
         reader
             .read_exact(&mut payload)
             .map_err(io_err("read a frame payload"))?;
-        let end = pos + FRAME_HEADER_LEN as u64 + payload_len;
+        let payload_start = pos + frame_header_len as u64;
+        let end = payload_start + payload_len;
         if crc32c::crc32c(&payload) != header.payload_crc {
             if end == file_len {
-                break Some(torn_here(
-                    "the last frame's payload checksum does not match (its write was cut short)"
-                        .to_owned(),
+                if let Some(zeros) = unwritten_sector(&payload, payload_start) {
+                    break Some(torn_here(format!(
+                        "the last frame's payload checksum does not match and its sector at byte \
+                         {zeros} reads as zeros (its write was cut short before reaching the disk)"
+                    )));
+                }
+                return Err(corrupt(
+                    pos,
+                    format!(
+                        "the payload checksum of the last frame, at byte {pos} ({payload_len} payload \
+                         bytes, ending exactly at the end of the file), does not match although every \
+                         sector of it was written (none reads as zeros), so this is not a torn final \
+                         write: the frame was damaged after it was written, and it may hold an \
+                         acknowledged flush"
+                    ),
                 ));
             }
             return Err(corrupt(
@@ -290,10 +360,43 @@ fn scan_frames(
             on_write(key, value);
         }
         pos = end;
+        next_seq = following;
     };
     Ok(Scanned {
         valid_len: pos,
         torn,
+        next_seq,
+    })
+}
+
+/// Why a frame's sequence number is refused.
+fn out_of_sequence(pos: u64, seq: u64, expected: u64) -> String {
+    let what = if seq < expected {
+        "it is a copy of an earlier frame (or the file was pieced together from several): \
+         applying it would move offsets back to an earlier state"
+            .to_owned()
+    } else {
+        format!(
+            "{} frame(s) before it are missing (or the file was pieced together from several)",
+            seq - expected
+        )
+    };
+    format!(
+        "the frame at byte {pos} has sequence number {seq}, but the frame in this place must have \
+         {expected}; {what}"
+    )
+}
+
+/// The file offset of the first sector, starting at or after `payload_start`, whose bytes in
+/// `payload` (which starts at file offset `payload_start`) are all zero: a sector of a torn write
+/// that never reached the disk. See the module docs.
+pub(super) fn unwritten_sector(payload: &[u8], payload_start: u64) -> Option<u64> {
+    let first = payload_start.div_ceil(SECTOR) * SECTOR;
+    let end = payload_start + payload.len() as u64;
+    (first..end).step_by(SECTOR as usize).find(|&sector| {
+        let from = (sector - payload_start) as usize;
+        let to = ((sector + SECTOR).min(end) - payload_start) as usize;
+        payload[from..to].iter().all(|b| *b == 0)
     })
 }
 
@@ -310,5 +413,42 @@ fn rest_is_zero(reader: &mut impl Read) -> io::Result<bool> {
         if chunk[..n].iter().any(|b| *b != 0) {
             return Ok(false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_zero_sectors_after_the_header_count_as_unwritten() {
+        // Payload at file offset 1000: sectors start at 1024 (payload index 24) and 1536 (536).
+        let mut payload = vec![7u8; 700];
+        assert_eq!(unwritten_sector(&payload, 1000), None);
+        payload[..24].fill(0);
+        assert_eq!(
+            unwritten_sector(&payload, 1000),
+            None,
+            "shares a sector with the header"
+        );
+        payload[536..].fill(0);
+        assert_eq!(
+            unwritten_sector(&payload, 1000),
+            Some(1536),
+            "the last, partial sector"
+        );
+        payload[536..].fill(7);
+        payload[24..536].fill(0);
+        assert_eq!(
+            unwritten_sector(&payload, 1000),
+            Some(1024),
+            "a whole sector"
+        );
+        payload[300] = 1;
+        assert_eq!(
+            unwritten_sector(&payload, 1000),
+            None,
+            "one byte was written"
+        );
     }
 }
