@@ -3,19 +3,24 @@
 //! the offsets file, whose lock refuses this while a worker runs, or the Kafka offsets topic or the
 //! PostgreSQL offsets table, which cannot be locked: stop the connector first). `export`, `import` ([`transfer`]) and `doctor`
 //! ([`doctor`]) move offsets between stores and check a store.
+//!
+//! The commands that only read (`list`, `get`, `export`, `doctor`) open a file store read-only
+//! ([`open_store_read_only`]): they create, truncate and lock nothing, and work on a read-only file.
 
 mod doctor;
 mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use ferry_api::{ConnectMap, OffsetStorageReader};
 use ferry_offsets::{
-    OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key, encode_value,
+    FileStore, OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value,
+    encode_key, encode_value,
 };
-use ferry_runtime::config::OffsetStorageSpec;
+use ferry_runtime::config::{OffsetStorageSpec, WorkerConfig};
 
 use crate::standalone::{load_worker, open_store};
 
@@ -66,12 +71,50 @@ pub(crate) struct Target {
     #[arg(long)]
     worker: PathBuf,
     /// The connector name.
-    #[arg(long)]
+    #[arg(long, value_parser = connector_name)]
     connector: String,
 }
 
+/// Refuses an empty connector name: no connector can have one, so offsets under it would never be
+/// read.
+pub(crate) fn connector_name(name: &str) -> Result<String, String> {
+    if name.is_empty() {
+        return Err("the connector name must not be empty".to_owned());
+    }
+    Ok(name.to_owned())
+}
+
+/// Parses `--partition` or `--offset` (`what`), each a JSON object.
 fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
-    decode_value(json.as_bytes()).map_err(|e| format!("--{what} {json}: {e}"))
+    decode_value(json.as_bytes()).map_err(|e| {
+        format!(
+            "--{what} {json} is not a valid {what}: {}. It must be a JSON object, e.g. {}",
+            e.reason(),
+            if what == "partition" {
+                r#"'{"filename":"/tmp/in.txt"}'"#
+            } else {
+                r#"'{"position":0}'"#
+            }
+        )
+    })
+}
+
+/// Opens the worker's offset store for a command that only reads: a file store read-only (nothing on
+/// disk changes; see [`FileStore::open_read_only`]), any other store as usual.
+pub(crate) async fn open_store_read_only(
+    config: &WorkerConfig,
+) -> Result<Arc<dyn OffsetBackingStore>, String> {
+    match &config.offset_storage {
+        OffsetStorageSpec::File(path) => {
+            let path = path.clone();
+            let store = tokio::task::spawn_blocking(move || FileStore::open_read_only(path))
+                .await
+                .map_err(|e| format!("opening the offset store panicked: {e}"))?
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(store))
+        }
+        _ => open_store(config).await,
+    }
 }
 
 fn entry(partition: Option<&ConnectMap>, offset: Option<&ConnectMap>) -> String {
@@ -104,7 +147,11 @@ pub(crate) async fn run(action: Action) -> Result<ExitCode, String> {
         | Action::Reset { target: t, .. } => t,
     };
     let config = load_worker(&target.worker)?;
-    let store = open_store(&config).await?;
+    let store = if matches!(action, Action::List(_) | Action::Get { .. }) {
+        open_store_read_only(&config).await?
+    } else {
+        open_store(&config).await?
+    };
     let connector = target.connector.clone();
     if matches!(
         config.offset_storage,

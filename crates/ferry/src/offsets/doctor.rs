@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use ferry_offsets::transfer;
 
-use crate::standalone::{load_worker, open_store};
+use crate::standalone::load_worker;
 
 #[derive(Args)]
 pub(crate) struct DoctorArgs {
@@ -19,7 +19,7 @@ pub(crate) struct DoctorArgs {
 
 pub(super) async fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     let config = load_worker(&args.worker)?;
-    let store = open_store(&config).await?;
+    let store = super::open_store_read_only(&config).await?;
     let history = store.history().await.map_err(|e| e.to_string())?;
     let live = store.entries().await.map_err(|e| e.to_string())?;
     let report = transfer::diagnose(&history, &live);

@@ -20,7 +20,7 @@ pub(crate) struct ExportArgs {
     #[arg(long)]
     worker: PathBuf,
     /// Export only this connector's offsets.
-    #[arg(long)]
+    #[arg(long, value_parser = super::connector_name)]
     connector: Option<String>,
 }
 
@@ -59,7 +59,7 @@ impl From<FormatArg> for InputFormat {
 
 pub(super) async fn export(args: &ExportArgs) -> Result<ExitCode, String> {
     let config = load_worker(&args.worker)?;
-    let store = open_store(&config).await?;
+    let store = super::open_store_read_only(&config).await?;
     let entries = match &args.connector {
         Some(connector) => store.connector_offsets(connector).await,
         None => store.entries().await,
