@@ -232,14 +232,17 @@ fn malformed_properties_are_refused_before_anything_starts() {
 
 // (c) ---------------------------------------------------------------------------------------------
 
-/// The byte offsets where the frames of a version-1 store file start (after its 32-byte header).
+/// Length of a frame header in a version-2 store file.
+const FRAME_HEADER_LEN: usize = 20;
+
+/// The byte offsets where the frames of a version-2 store file start (after its 32-byte header).
 fn frame_starts(store: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
     let mut at = 32;
-    while at + 12 <= store.len() {
+    while at + FRAME_HEADER_LEN <= store.len() {
         starts.push(at);
         let len = u32::from_le_bytes(store[at..at + 4].try_into().expect("4 bytes")) as usize;
-        at += 12 + len;
+        at += FRAME_HEADER_LEN + len;
     }
     assert_eq!(at, store.len(), "the store ends with a complete frame");
     starts
@@ -263,7 +266,8 @@ fn damaged_offsets_file_is_refused_and_left_unchanged() {
     );
     let sink_before = fs::read(ws.sink_path()).expect("read the sink");
 
-    let first_payload_middle = frames[0] + 12 + (frames[1] - frames[0] - 12) / 2;
+    let first_payload_middle =
+        frames[0] + FRAME_HEADER_LEN + (frames[1] - frames[0] - FRAME_HEADER_LEN) / 2;
     let mut flipped = valid.clone();
     flipped[first_payload_middle] ^= 0x40;
     let garbage = b"this is not an offsets file\n\x00\x01\x02 just some bytes\n".to_vec();
@@ -447,10 +451,15 @@ fn offsets_set_get_reset_round_trip_and_a_run_resumes_at_the_set_position() {
         "--offset",
         &offset,
     ];
-    assert_eq!(
-        support::offsets_of(&ws.offsets_ok(&get).stdout),
-        Vec::<serde_json::Value>::new()
+    // `get` only reads: before anything created the store it says so, and creates nothing.
+    let mut full = vec!["offsets"];
+    full.extend_from_slice(&get);
+    let missing = run(ws.path(), &full);
+    assert!(
+        !missing.status.success() && missing.stderr.contains("no offset store file"),
+        "{missing:?}"
     );
+    assert!(!ws.offsets_path().exists());
     assert_eq!(
         support::offsets_of(&ws.offsets_ok(&set).stdout),
         vec![entry.clone()]
