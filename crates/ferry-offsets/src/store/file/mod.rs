@@ -143,11 +143,14 @@ impl FileStore {
     ///
     /// A torn final write (from a crash during a `set` that never returned `Ok`) is truncated, with a
     /// WARN naming the file, the byte offset and the bytes dropped. Leftover temporary files from a
-    /// crash are removed.
+    /// crash are removed. A file of format version 1 is upgraded to version 2 by one compaction
+    /// before this returns (crash-safe like any compaction; if it fails, the open fails and the file
+    /// is unchanged).
     ///
     /// # Errors
     /// - [`StoreError::Locked`]: another process or `FileStore` holds the store.
-    /// - [`StoreError::Corrupt`]: damage other than a torn final write; the file is not modified.
+    /// - [`StoreError::Corrupt`]: damage other than a torn final write (including a frame out of
+    ///   sequence and bit rot in a complete last frame); the file is not modified.
     /// - [`StoreError::UnsupportedFormat`]: not a Ferry store of a version this build reads (including
     ///   an empty file and a Kafka Connect standalone offsets file); the file is not modified.
     /// - [`StoreError::Io`]: the file, its directory or the lock file could not be used.
