@@ -144,8 +144,8 @@ impl FileStore {
     /// A torn final write (from a crash during a `set` that never returned `Ok`) is truncated, with a
     /// WARN naming the file, the byte offset and the bytes dropped. Leftover temporary files from a
     /// crash are removed. A file of format version 1 is upgraded to version 2 by one compaction
-    /// before this returns (crash-safe like any compaction; if it fails, the open fails and the file
-    /// is unchanged).
+    /// before this returns (crash-safe like any compaction; if it fails before its rename, the open
+    /// fails and the file is unchanged).
     ///
     /// # Errors
     /// - [`StoreError::Locked`]: another process or `FileStore` holds the store.

@@ -30,9 +30,10 @@
 //! frame whose payload CRC fails although none of its sectors reads as zeros fits no window: every
 //! sector of it was written, so its bytes changed after they were written. That is bit rot in a
 //! frame that may hold an acknowledged flush, and it is refused like damage anywhere else. The
-//! price is that a frame whose payload legitimately holds 512 zero bytes on a sector boundary, and is
-//! then damaged, is taken for a torn write; Ferry's own offsets are JSON text and never contain zero
-//! bytes runs that long.
+//! price is that a damaged frame whose payload legitimately reads as zeros over a whole sector (512
+//! zero bytes on a sector boundary, or zeros from the last sector boundary to its end, as an empty
+//! last value's length could be) is taken for a torn write, as every damaged last frame was before;
+//! Ferry's own offsets are JSON objects, whose bytes are never zero.
 //!
 //! Anything else is damage Ferry did not cause and cannot explain: the open is refused with
 //! [`StoreError::Corrupt`] and the file is left exactly as it was. This includes a frame whose
