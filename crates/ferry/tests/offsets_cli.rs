@@ -1,7 +1,7 @@
 //! `ferry offsets` through the real binary, on a file store: the commands that only read (`list`,
 //! `get`, `export`, `doctor`) change nothing on disk — no store or lock file created for a mistyped
-//! path, no torn tail truncated (it is reported), and a read-only store works — and `set` refuses an
-//! empty connector name and says which argument is not valid.
+//! path, no torn tail truncated (it is reported), and a read-only store works; `import --dry-run`
+//! neither — and `set` refuses an empty connector name and says which argument is not valid.
 
 mod support;
 
@@ -231,5 +231,32 @@ fn set_refuses_an_empty_connector_name_and_names_a_bad_partition() {
         out.stderr.contains("--offset") && out.stderr.contains("not a valid offset"),
         "{}",
         out.stderr
+    );
+}
+
+#[test]
+fn import_dry_run_changes_nothing_even_for_a_missing_store() {
+    let ws = Workspace::new();
+    let worker = ws.worker(1000, &[]);
+    let worker = path_str(&worker);
+    let dump = ws.write("dump.txt", "[\"conn\",{\"p\":0}]\t{\"position\":3}\n");
+    let before = snapshot(ws.path());
+    let out = ws.offsets_ok(&["import", "--dry-run", "--worker", &worker, &path_str(&dump)]);
+    assert!(
+        out.stderr.contains("does not exist yet") && out.stderr.contains("would write"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(snapshot(ws.path()), before, "no store or lock file created");
+
+    set(&ws, Path::new(&worker), r#"{"p":0}"#, r#"{"position":1}"#);
+    support::append(&ws.offsets_path(), &[0x2a, 0x01, 0x00]);
+    let before = snapshot(ws.path());
+    let out = ws.offsets_ok(&["import", "--dry-run", "--worker", &worker, &path_str(&dump)]);
+    assert!(out.stderr.contains("would write"), "{}", out.stderr);
+    assert_eq!(
+        snapshot(ws.path()),
+        before,
+        "the torn tail is left in place"
     );
 }

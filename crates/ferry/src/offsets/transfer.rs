@@ -114,15 +114,24 @@ pub(super) async fn import(args: &ImportArgs) -> Result<ExitCode, String> {
             plural(n, "earlier line was", "earlier lines were")
         ),
     };
-    let store = open_store(&config).await?;
     if args.dry_run {
+        // A dry run writes nothing, so it opens the store read-only, and a missing store file stays
+        // missing.
+        let target = match &config.offset_storage {
+            OffsetStorageSpec::File(path) if !path.exists() => format!(
+                "file {} (it does not exist yet; the import would create it)",
+                path.display()
+            ),
+            _ => super::open_store_read_only(&config).await?.describe(),
+        };
         eprintln!(
-            "dry run: {name} ({}) is valid; importing it into {} would write {summary}{superseded}",
+            "dry run: {name} ({}) is valid; importing it into {target} would write \
+             {summary}{superseded}",
             plan.format,
-            store.describe()
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let store = open_store(&config).await?;
     let kafka = matches!(config.offset_storage, OffsetStorageSpec::Kafka(_));
     if kafka {
         eprintln!(
