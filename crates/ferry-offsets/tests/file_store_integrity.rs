@@ -273,6 +273,25 @@ fn a_version_1_file_opened_read_only_is_read_and_left_as_it_is() {
     assert_eq!(snapshot(dir.path()), before, "nothing changed");
 }
 
+#[test]
+fn a_version_1_file_keeps_the_torn_tail_and_bit_rot_rules() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = v1_fixture(&dir);
+    let fixture = read(&path);
+
+    // A torn final write (a cut-short frame header) is dropped, then the file is upgraded.
+    append(&path, &[0x2a, 0x01, 0x00, 0x00, 0x9c]);
+    let store = FileStore::open(&path).unwrap_or_else(|e| panic!("open torn v1: {e}"));
+    assert_eq!(positions(&store), V1_LIVE);
+    drop(store);
+
+    // A flipped bit in the complete last frame (bytes 315..385) is refused, not dropped.
+    let mut rotten = fixture;
+    rotten[380] ^= 0x02;
+    write(&path, &rotten);
+    assert_corrupt_at(&refused(&path), &path, 315, "not a torn final write");
+}
+
 // ---- read-only opens -------------------------------------------------------------------------
 
 #[test]

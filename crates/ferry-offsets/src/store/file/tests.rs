@@ -267,6 +267,23 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
         .unwrap_or_else(|e| panic!("appends go to the new file: {e}"));
     drop(store);
 
+    // The old file's frames were 1 and 2 at the snapshot and 3 (the late batch) after it. The new
+    // file numbers the snapshot from 3, the late batch after it (4), then the next append (5): the
+    // next number (6) is above every number the old file used.
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    let header =
+        format::check_header(&bytes[..format::HEADER_LEN]).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(header.first_seq, Some(3));
+    let mut seqs = Vec::new();
+    let mut at = format::HEADER_LEN;
+    while at < bytes.len() {
+        let frame = format::decode_frame_header(header, &bytes[at..at + format::FRAME_HEADER_LEN])
+            .unwrap_or_else(|| panic!("frame header at {at}"));
+        seqs.push(frame.seq.unwrap_or_default());
+        at += format::FRAME_HEADER_LEN + frame.payload_len as usize;
+    }
+    assert_eq!(seqs, vec![3, 4, 5], "renumbered, consecutive");
+
     let store = open(&path, options);
     assert_eq!(
         get(&store, 0).await,
