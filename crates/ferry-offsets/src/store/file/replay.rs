@@ -35,6 +35,11 @@
 //! last value's length could be) is taken for a torn write, as every damaged last frame was before;
 //! Ferry's own offsets are JSON objects, whose bytes are never zero.
 //!
+//! One crash shape is refused although it is a torn write: a frame header cut by a sector that did
+//! not reach the disk while a *later* sector of the frame did. The header cannot say how long the
+//! frame was, so nothing tells this apart from damage to a frame followed by more frames, and the open
+//! fails closed (the error names the byte offset; moving the bytes from there on aside recovers).
+//!
 //! Anything else is damage Ferry did not cause and cannot explain: the open is refused with
 //! [`StoreError::Corrupt`] and the file is left exactly as it was. This includes a frame whose
 //! sequence number does not follow its predecessor's (version 2): a copy of an earlier frame appended
@@ -293,7 +298,7 @@ fn scan_frames(
                 ),
             ));
         }
-        // Checked before anything else about the frame: a frame out of sequence is never a torn write.
+        // Checked before the torn-write checks: a frame out of sequence is never a torn write.
         let following = match (header.seq, next_seq) {
             (Some(seq), Some(expected)) if seq != expected => {
                 return Err(corrupt(pos, out_of_sequence(pos, seq, expected)));
