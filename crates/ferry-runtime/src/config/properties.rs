@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use ferry_api::Config;
+use indexmap::IndexMap;
 use java_properties::{LineContent, PropertiesIter};
 
 use super::error::ConfigError;
@@ -22,8 +23,9 @@ use super::error::ConfigError;
 #[derive(Clone)]
 pub struct Properties {
     path: PathBuf,
-    /// Key, value, 1-based line (0: unknown), in order of first appearance, each key once.
-    entries: Vec<(String, String, usize)>,
+    /// Key → value, 1-based line (0: unknown), in order of first appearance. A map, so that a request
+    /// with many keys is read in linear time (a list made each insert scan every key before it).
+    entries: IndexMap<String, (String, usize)>,
 }
 
 impl Properties {
@@ -55,7 +57,7 @@ impl Properties {
         };
         let mut properties = Properties {
             path,
-            entries: Vec::new(),
+            entries: IndexMap::new(),
         };
         for line in PropertiesIter::new_with_encoding(text, encoding) {
             let line = line.map_err(|e| parse_error(&properties.path, &e))?;
@@ -79,7 +81,7 @@ impl Properties {
     {
         let mut properties = Properties {
             path: path_label.into(),
-            entries: Vec::new(),
+            entries: IndexMap::new(),
         };
         for (key, value) in pairs {
             properties.insert(key.into(), value.into(), 0);
@@ -88,7 +90,7 @@ impl Properties {
     }
 
     fn insert(&mut self, key: String, value: String, line: usize) {
-        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
+        match self.entries.get_mut(&key) {
             Some(entry) => {
                 let path = self.path.display();
                 if line > 0 {
@@ -96,40 +98,42 @@ impl Properties {
                         file = %path,
                         key = %key,
                         "{path}:{line}: key {key:?} was already set on line {}; the last value (line {line}) is used",
-                        entry.2
+                        entry.1
                     );
                 } else {
                     tracing::warn!(file = %path, key = %key, "{path}: key {key:?} is set twice; the last value is used");
                 }
-                entry.1 = value;
-                entry.2 = line;
+                *entry = (value, line);
             }
-            None => self.entries.push((key, value, line)),
+            None => {
+                self.entries.insert(key, (value, line));
+            }
         }
     }
 
     /// The value of `key`, as written (Java's parsing strips the whitespace before a value, not after).
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entry(key).map(|(_, value, _)| value.as_str())
+        self.entries.get(key).map(|(value, _)| value.as_str())
     }
 
     /// The 1-based line `key` is set on (its last occurrence); `None` if unset or the line is unknown.
     pub fn line_of(&self, key: &str) -> Option<usize> {
-        self.entry(key)
-            .map(|&(_, _, line)| line)
+        self.entries
+            .get(key)
+            .map(|&(_, line)| line)
             .filter(|&line| line > 0)
     }
 
     /// The keys, each once, in order of first appearance.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(key, _, _)| key.as_str())
+        self.entries.keys().map(String::as_str)
     }
 
     /// The keys and values, in order of first appearance.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.entries
             .iter()
-            .map(|(key, value, _)| (key.as_str(), value.as_str()))
+            .map(|(key, (value, _))| (key.as_str(), value.as_str()))
     }
 
     /// How many distinct keys are set.
@@ -152,10 +156,6 @@ impl Properties {
     /// The file the properties came from (or the label given to [`Properties::from_pairs`]).
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    fn entry(&self, key: &str) -> Option<&(String, String, usize)> {
-        self.entries.iter().find(|(k, _, _)| k == key)
     }
 }
 

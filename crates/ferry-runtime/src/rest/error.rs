@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::config::MAX_CONNECTOR_KEYS;
 use crate::herder::HerderError;
 
 /// The largest request body accepted (1 MiB); larger ones get `413`.
@@ -119,6 +120,7 @@ pub fn parse_json(
 
 /// A JSON object of strings, as Kafka Connect reads a connector configuration: numbers and booleans are
 /// taken as their text, `null` and nested values are refused.
+/// More than [`MAX_CONNECTOR_KEYS`] keys are refused before anything else is done with them.
 pub fn string_map(what: &str, value: serde_json::Value) -> Result<ferry_api::Config, ApiError> {
     let serde_json::Value::Object(object) = value else {
         return Err(ApiError::bad_request(format!(
@@ -126,6 +128,13 @@ pub fn string_map(what: &str, value: serde_json::Value) -> Result<ferry_api::Con
             kind(&value)
         )));
     };
+    if object.len() > MAX_CONNECTOR_KEYS {
+        return Err(ApiError::bad_request(format!(
+            "{what} has {} keys; a connector configuration may have at most {MAX_CONNECTOR_KEYS} (this \
+             limit keeps an oversized request from stalling the worker)",
+            object.len()
+        )));
+    }
     object
         .into_iter()
         .map(|(key, value)| match value {
