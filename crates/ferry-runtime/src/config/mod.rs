@@ -25,6 +25,7 @@ mod hint;
 mod postgres;
 mod properties;
 mod rest;
+mod syntax;
 mod worker;
 
 pub use connector::{

@@ -5,18 +5,19 @@ use std::path::{Path, PathBuf};
 
 use ferry_api::Config;
 use indexmap::IndexMap;
-use java_properties::{LineContent, PropertiesIter};
 
 use super::error::ConfigError;
+use super::syntax;
 
 /// The keys and values of one properties file (`java.util.Properties` syntax), with 1-based lines.
 ///
-/// Syntax as Java reads it: `#` and `!` comments, `key=value`, `key: value` and `key value`, `\` line
-/// continuations, `\uXXXX` and `\t \n \r \f` escapes. A key set twice keeps its last value (as in Java)
+/// Syntax exactly as `java.util.Properties.load` reads it: `#` and `!` comments, `key=value`,
+/// `key: value` and `key value`, `\` line continuations (also at the end of the file), `\uXXXX` and
+/// `\t \n \r \f` escapes. A key set twice keeps its last value (as in Java)
 /// and logs a WARN naming both lines.
 ///
 /// Encoding: a file that is valid UTF-8 is read as UTF-8 (a leading byte-order mark is skipped);
-/// anything else as ISO-8859-1 (Windows-1252), Java's encoding for properties files. ASCII files —
+/// anything else as ISO-8859-1, Java's encoding for properties files. ASCII files —
 /// every file Kafka Connect reads correctly — read the same either way.
 ///
 /// `Debug` shows the path and the keys, never the values (they may hold passwords).
@@ -33,7 +34,7 @@ impl Properties {
     ///
     /// # Errors
     /// [`ConfigError::Io`] if it cannot be read, [`ConfigError::Parse`] (with the line) for a malformed
-    /// `\uXXXX` escape.
+    /// `\uXXXX` escape or half a surrogate pair.
     pub fn load(path: impl AsRef<Path>) -> Result<Properties, ConfigError> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
@@ -46,25 +47,27 @@ impl Properties {
     /// Parses properties text; `path_label` names it in messages.
     ///
     /// # Errors
-    /// [`ConfigError::Parse`] (with the line) for a malformed `\uXXXX` escape.
+    /// [`ConfigError::Parse`] (with the line) for a malformed `\uXXXX` escape, or one that makes half
+    /// of a UTF-16 surrogate pair (Java keeps it; a Rust string cannot).
     pub fn parse(path_label: impl Into<PathBuf>, text: &[u8]) -> Result<Properties, ConfigError> {
         let path = path_label.into();
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-        let encoding = if std::str::from_utf8(text).is_ok() {
-            encoding_rs::UTF_8
-        } else {
-            encoding_rs::WINDOWS_1252
+        // Java reads the bytes as ISO-8859-1: each byte is the character of that code point.
+        let decoded = match std::str::from_utf8(text) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => std::borrow::Cow::Owned(text.iter().map(|&b| char::from(b)).collect()),
         };
+        let entries = syntax::parse(&decoded).map_err(|e| ConfigError::Parse {
+            path: path.clone(),
+            line: Some(e.line),
+            message: e.message,
+        })?;
         let mut properties = Properties {
             path,
             entries: IndexMap::new(),
         };
-        for line in PropertiesIter::new_with_encoding(text, encoding) {
-            let line = line.map_err(|e| parse_error(&properties.path, &e))?;
-            let number = line.line_number();
-            if let LineContent::KVPair(key, value) = line.consume_content() {
-                properties.insert(key, value, number);
-            }
+        for entry in entries {
+            properties.insert(entry.key, entry.value, entry.line);
         }
         Ok(properties)
     }
@@ -165,23 +168,5 @@ impl fmt::Debug for Properties {
             .field("path", &self.path)
             .field("keys", &self.keys().collect::<Vec<_>>())
             .finish()
-    }
-}
-
-fn parse_error(path: &Path, e: &java_properties::PropertiesError) -> ConfigError {
-    let text = e.to_string();
-    // The crate appends " (line_number = N)"; the line is reported separately.
-    let message = text.split(" (line_number = ").next().unwrap_or(&text);
-    let message = if message.contains("\\uxxxx") {
-        format!(
-            "{message} A \\u escape needs exactly four hex digits (e.g. \\u00e9 for é); write \\\\u for a literal \\u."
-        )
-    } else {
-        message.to_owned()
-    };
-    ConfigError::Parse {
-        path: path.to_path_buf(),
-        line: e.line_number(),
-        message,
     }
 }
