@@ -148,6 +148,27 @@ fn slow_and_idle_connections_are_closed_after_the_read_timeout() {
 }
 
 #[test]
+fn a_stalled_request_body_is_answered_and_closed_after_the_read_timeout() {
+    let ws = Workspace::new();
+    let (mut ferry, api) = start(&ws, &[("rest.read.timeout.ms", "300")]);
+    let mut stalled = connect(&api);
+    stalled
+        .write_all(
+            b"POST /connectors HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+              Content-Length: 100\r\n\r\n{\"name\":",
+        )
+        .expect("write");
+    let (answer, closed) = read_until_closed(&mut stalled, Duration::from_secs(15));
+    assert!(closed, "the stalled connection is closed: {answer}");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 4"), "{answer}");
+    let body: Value = serde_json::from_str(body).expect("a JSON body");
+    assert!(body["message"].is_string(), "{body}");
+    assert_eq!(api.get("/connectors").expect(200), json!([]));
+    ferry.terminate_cleanly();
+}
+
+#[test]
 fn past_the_connection_cap_a_new_connection_is_refused_and_open_ones_are_served() {
     let ws = Workspace::new();
     let (mut ferry, api) = start(
