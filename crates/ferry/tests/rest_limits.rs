@@ -207,6 +207,8 @@ fn past_the_connection_cap_a_new_connection_is_refused_and_open_ones_are_served(
         "{body}"
     );
 
+    ferry.wait_for_log("new ones are answered 503");
+
     // The open connections are still served.
     first
         .write_all(b"GET /connectors HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -42,6 +42,10 @@ pub(crate) async fn serve(
     mut stopped: watch::Receiver<bool>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    // One WARN when accepting starts failing or connections start being refused, one INFO when it
+    // is over: a flood must not flood the log too.
+    let mut accept_failing = false;
+    let mut refused: u64 = 0;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -50,15 +54,36 @@ pub(crate) async fn serve(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                tracing::warn!("the REST listener http://{addr} cannot accept a connection: {e}");
+                if !accept_failing {
+                    accept_failing = true;
+                    tracing::warn!(
+                        "the REST listener http://{addr} cannot accept connections: {e}; retrying"
+                    );
+                }
                 tokio::time::sleep(ACCEPT_RETRY).await;
                 continue;
             }
         };
+        if accept_failing {
+            accept_failing = false;
+            tracing::info!("the REST listener http://{addr} accepts connections again");
+        }
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            if refused == 0 {
+                tracing::warn!(
+                    "http://{addr}: {} REST connections are open (rest.max.connections); new ones are \
+                     answered 503 and closed until some close",
+                    limits.max_connections
+                );
+            }
+            refused += 1;
             refuse(stream);
             continue;
         };
+        if refused > 0 {
+            tracing::info!("http://{addr}: accepting REST connections again ({refused} refused)");
+            refused = 0;
+        }
         let app = app.clone();
         let stopped = stopped.clone();
         tokio::spawn(async move {
@@ -73,9 +98,6 @@ pub(crate) async fn serve(
 
 /// Answers `503` without waiting (the socket buffer of a new connection takes it) and closes.
 fn refuse(stream: TcpStream) {
-    tracing::warn!(
-        "a REST connection was refused: rest.max.connections connections are open already"
-    );
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
          connection: close\r\n\r\n{TOO_MANY}",
