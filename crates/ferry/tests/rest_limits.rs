@@ -91,6 +91,24 @@ fn many_unknown_keys_list_the_accepted_keys_once() {
     ferry.terminate_cleanly();
 }
 
+#[test]
+fn an_error_about_many_long_keys_stays_short() {
+    let ws = Workspace::new();
+    let (mut ferry, api) = start(&ws, &[]);
+    let mut config = config_with_unknown_keys(&ws, 0);
+    // 900 keys of 1000 characters each, just under the 1 MiB body limit.
+    for i in 0..900 {
+        config.insert(format!("{i:04}{}", "x".repeat(996)), json!("x"));
+    }
+    let create = json!({"name": "long", "config": config}).to_string();
+    assert!(create.len() < 1024 * 1024, "{}", create.len());
+    let reply = api.post("/connectors", Some(&create));
+    let message = reply.expect_error(400, "the message was cut here");
+    assert!(message.contains("900 error(s)"), "{}", &message[..200]);
+    assert!(reply.body.len() < 200 * 1024, "{}", reply.body.len());
+    ferry.terminate_cleanly();
+}
+
 /// Reads until the server closes the connection (or `limit` passes: then the connection was left
 /// open); returns what was read and whether it was closed.
 fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {

@@ -54,11 +54,34 @@ impl From<HerderError> for ApiError {
     }
 }
 
+/// The longest error message answered (64 KiB); a longer one (every error of a configuration with
+/// hundreds of long unknown keys) is cut, saying how much was left out, so an error body stays small
+/// whatever the request.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// `message`, cut at a character boundary to at most [`MAX_ERROR_MESSAGE_BYTES`] plus a note.
+fn bounded(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message.into();
+    }
+    let mut end = MAX_ERROR_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… (the message was cut here: {} more bytes)",
+        &message[..end],
+        message.len() - end
+    )
+    .into()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let message = bounded(&self.message);
         let body = ErrorBody {
             error_code: self.status.as_u16(),
-            message: &self.message,
+            message: &message,
         };
         json_response(self.status, &body)
     }
@@ -161,5 +184,19 @@ pub fn kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        let cut = bounded(&long);
+        assert!(cut.len() < MAX_ERROR_MESSAGE_BYTES + 100, "{}", cut.len());
+        assert!(cut.ends_with(&format!("{} more bytes)", MAX_ERROR_MESSAGE_BYTES)));
     }
 }
