@@ -56,10 +56,9 @@ fn unique_names<'de, D: Deserializer<'de>>(
         }
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut connectors = BTreeMap::new();
+            let mut connectors: BTreeMap<String, StoredConnector> = BTreeMap::new();
             while let Some((name, connector)) = map.next_entry::<String, StoredConnector>()? {
                 if let Some(first) = connectors.get(&name) {
-                    let first: &StoredConnector = first;
                     return Err(A::Error::custom(format!(
                         "connector {name:?} is defined twice (first {} with {} keys, then {} with {} \
                          keys; keep one of them), the second time",
