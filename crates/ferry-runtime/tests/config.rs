@@ -685,3 +685,47 @@ fn validate_is_not_run_while_required_keys_are_missing() {
         ConfigError::Missing { .. }
     ));
 }
+
+#[test]
+fn many_keys_keep_their_order_and_past_the_limit_the_connector_is_refused() {
+    // 200 000 keys: read in linear time (this took minutes when each insert scanned every key).
+    let pairs: Vec<(String, String)> = (0..200_000)
+        .map(|i| (format!("k{i}"), i.to_string()))
+        .chain([("k7".to_owned(), "last".to_owned())])
+        .collect();
+    let props = Properties::from_pairs("many", pairs);
+    assert_eq!(props.len(), 200_000);
+    assert_eq!(props.keys().nth(1), Some("k1"));
+    assert_eq!(props.get("k7"), Some("last"), "the last value wins");
+    assert_eq!(props.keys().nth(7), Some("k7"), "at its first place");
+
+    let errors = connector_errors(&props);
+    assert_eq!(errors.len(), 1, "{errors}");
+    let message = errors.to_string();
+    assert!(
+        message.contains("200000 keys") && message.contains("at most 1000"),
+        "{message}"
+    );
+}
+
+#[test]
+fn many_unknown_keys_list_the_accepted_keys_once() {
+    let mut pairs = vec![
+        ("name".to_owned(), "n".to_owned()),
+        ("connector.class".to_owned(), "FileStreamSource".to_owned()),
+        ("file".to_owned(), "/tmp/x".to_owned()),
+        ("topic".to_owned(), "t".to_owned()),
+        ("tpoic".to_owned(), "t".to_owned()),
+    ];
+    pairs.extend((0..500).map(|i| (format!("colour.{i}"), "red".to_owned())));
+    let errors = connector_errors(&Properties::from_pairs("c", pairs));
+    assert_eq!(errors.len(), 501, "{errors}");
+    let message = errors.to_string();
+    assert_eq!(message.matches("accepted keys:").count(), 1, "{message}");
+    assert!(
+        error_for(&errors, "tpoic")
+            .to_string()
+            .contains("did you mean \"topic\"?"),
+        "{errors}"
+    );
+}

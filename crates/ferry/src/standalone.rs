@@ -162,11 +162,14 @@ pub(crate) async fn run(
     if !problems.is_empty() {
         return Err(problems.join("\n"));
     }
-    let mut names = std::collections::HashSet::new();
-    for (c, _) in &connectors {
-        if !names.insert(c.name.clone()) {
+    // Every file parsed (no problems), so `connectors` is in `connector_files` order.
+    let mut names = std::collections::HashMap::new();
+    for ((c, _), file) in connectors.iter().zip(connector_files) {
+        if let Some(first) = names.insert(c.name.clone(), file) {
             return Err(format!(
-                "two connector files use the name {:?}; names must be unique (they key the offsets)",
+                "{} and {} both use the connector name {:?}; names must be unique (they key the offsets)",
+                first.display(),
+                file.display(),
                 c.name
             ));
         }

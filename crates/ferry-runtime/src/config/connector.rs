@@ -6,7 +6,7 @@ use ferry_api::{Config, SourceConnector};
 
 use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::error::{ConfigError, ConfigErrors};
-use super::hint::unknown_key_hint;
+use super::hint::UnknownKeyHints;
 use super::properties::Properties;
 
 /// `name`: the connector's unique name; offsets are stored under it. Required.
@@ -17,6 +17,11 @@ pub const CONNECTOR_CLASS: &str = "connector.class";
 pub const TASKS_MAX: &str = "tasks.max";
 /// `errors.tolerance`: `none` (default) fails the task on a delivery error; `all` skips the record.
 pub const ERRORS_TOLERANCE: &str = "errors.tolerance";
+
+/// The most keys a connector configuration may have (a properties file, a REST request, the
+/// connectors file). Real connectors use tens to a few hundred; past this, the configuration is
+/// refused before any other check, so an oversized request costs little.
+pub const MAX_CONNECTOR_KEYS: usize = 1000;
 
 /// Every key the framework handles for all connectors, besides the connector's own keys (and the
 /// converter settings `key.converter.*`, `value.converter.*`).
@@ -89,11 +94,20 @@ impl ConnectorConfig {
     /// Connect ignores them.
     ///
     /// # Errors
-    /// Every problem found, each naming the file, the key and its line.
+    /// Every problem found, each naming the file, the key and its line; only
+    /// [`ConfigError::TooManyKeys`] past [`MAX_CONNECTOR_KEYS`] keys.
     pub fn from_properties(
         props: &Properties,
         resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
+        if props.len() > MAX_CONNECTOR_KEYS {
+            return Err(ConfigError::TooManyKeys {
+                path: props.path().to_path_buf(),
+                count: props.len(),
+                limit: MAX_CONNECTOR_KEYS,
+            }
+            .into());
+        }
         let mut errors = Vec::new();
 
         let name = match props.get(NAME) {
@@ -201,6 +215,7 @@ fn check_connector_keys(
         .copied()
         .chain(keys.iter().map(|k| k.name))
         .collect();
+    let mut hints = UnknownKeyHints::new(&accepted);
     for key in props
         .keys()
         .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k))
@@ -209,7 +224,7 @@ fn check_connector_keys(
             path: props.path().to_path_buf(),
             key: key.to_owned(),
             line: props.line_of(key),
-            hint: unknown_key_hint(key, accepted.iter().copied(), &accepted),
+            hint: hints.hint(key, accepted.iter().copied()),
         });
     }
     let mut all_required_set = true;

@@ -48,6 +48,20 @@ pub enum ConfigError {
         /// What the key is for and what to set it to.
         hint: String,
     },
+    /// A configuration has more keys than a connector may have.
+    #[error(
+        "{}: {count} keys are set; a connector configuration may have at most {limit} (this limit keeps \
+         an oversized request from stalling the worker)",
+        path.display()
+    )]
+    TooManyKeys {
+        /// The file (or request).
+        path: PathBuf,
+        /// How many keys are set.
+        count: usize,
+        /// The most accepted.
+        limit: usize,
+    },
     /// A key's value is not accepted.
     #[error("{}: {} {key:?}: {message}", at(path, *line), shown(key, value.as_deref()))]
     Invalid {
@@ -72,6 +86,7 @@ impl ConfigError {
             | ConfigError::Parse { path, .. }
             | ConfigError::UnknownKey { path, .. }
             | ConfigError::Missing { path, .. }
+            | ConfigError::TooManyKeys { path, .. }
             | ConfigError::Invalid { path, .. } => path,
         }
     }
@@ -79,7 +94,9 @@ impl ConfigError {
     /// The key the problem is about, if any.
     pub fn key(&self) -> Option<&str> {
         match self {
-            ConfigError::Io { .. } | ConfigError::Parse { .. } => None,
+            ConfigError::Io { .. }
+            | ConfigError::Parse { .. }
+            | ConfigError::TooManyKeys { .. } => None,
             ConfigError::UnknownKey { key, .. }
             | ConfigError::Missing { key, .. }
             | ConfigError::Invalid { key, .. } => Some(key),
@@ -92,7 +109,9 @@ impl ConfigError {
             ConfigError::Parse { line, .. }
             | ConfigError::UnknownKey { line, .. }
             | ConfigError::Invalid { line, .. } => *line,
-            ConfigError::Io { .. } | ConfigError::Missing { .. } => None,
+            ConfigError::Io { .. }
+            | ConfigError::Missing { .. }
+            | ConfigError::TooManyKeys { .. } => None,
         }
     }
 }

@@ -1,28 +1,70 @@
 //! "Did you mean …?" for unknown keys.
 
-/// The hint for an unknown `key`: the closest of `candidates` if it is close enough (a typo), else the
-/// list of keys that are accepted (`listed`).
+/// The hints for the unknown keys of one configuration: a close accepted key when there is one (a
+/// typo), else the list of accepted keys — given once, with the first such key, so that many unknown
+/// keys make a message that grows with their number, not with their number times the list.
+pub(crate) struct UnknownKeyHints<'a> {
+    listed: Vec<&'a str>,
+    list_given: bool,
+}
+
+impl<'a> UnknownKeyHints<'a> {
+    /// Hints listing `listed` (sorted, each once) when no close key is found.
+    pub(crate) fn new(listed: &[&'a str]) -> Self {
+        let mut listed = listed.to_vec();
+        listed.sort_unstable();
+        listed.dedup();
+        Self {
+            listed,
+            list_given: false,
+        }
+    }
+
+    /// The hint for the unknown `key`, whose close matches are looked for in `candidates`.
+    pub(crate) fn hint<'c>(
+        &mut self,
+        key: &str,
+        candidates: impl IntoIterator<Item = &'c str>,
+    ) -> String {
+        match closest(key, candidates) {
+            Some(best) => format!("did you mean {best:?}?"),
+            None if self.list_given => {
+                "not accepted either (the accepted keys are listed with the first unknown key)"
+                    .to_owned()
+            }
+            None => {
+                self.list_given = true;
+                format!("accepted keys: {}", self.listed.join(", "))
+            }
+        }
+    }
+}
+
+/// The hint for a single unknown `key`: the closest of `candidates` if it is close enough (a typo),
+/// else the list of keys that are accepted (`listed`).
 pub(crate) fn unknown_key_hint<'a>(
     key: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     listed: &[&str],
 ) -> String {
-    match closest(key, candidates) {
-        Some(best) => format!("did you mean {best:?}?"),
-        None => {
-            let mut listed = listed.to_vec();
-            listed.sort_unstable();
-            listed.dedup();
-            format!("accepted keys: {}", listed.join(", "))
-        }
-    }
+    UnknownKeyHints::new(listed).hint(key, candidates)
 }
 
 /// The candidate with the smallest edit distance to `key` (ignoring ASCII case), if that distance is
 /// at most a third of the key's length, and never more than 3.
 fn closest<'a>(key: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let length = key.chars().count();
+    let limit = (length / 3).clamp(1, 3);
+    // Keys whose lengths differ by more than the limit are further apart than it: skipping them keeps
+    // a very long key from costing its length times each candidate's.
+    let candidates: Vec<&str> = candidates
+        .into_iter()
+        .filter(|c| c.chars().count().abs_diff(length) <= limit)
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
     let key = key.to_ascii_lowercase();
-    let limit = (key.chars().count() / 3).clamp(1, 3);
     candidates
         .into_iter()
         .map(|c| (edit_distance(&key, &c.to_ascii_lowercase()), c))
@@ -93,5 +135,15 @@ mod tests {
             unknown_key_hint("colour", keys, &["sink", "a"]),
             "accepted keys: a, sink"
         );
+    }
+
+    #[test]
+    fn the_accepted_keys_are_listed_once() {
+        let mut hints = UnknownKeyHints::new(&["sink", "a"]);
+        assert_eq!(hints.hint("colour", ["sink"]), "accepted keys: a, sink");
+        assert_eq!(hints.hint("snk", ["sink"]), "did you mean \"sink\"?");
+        let again = hints.hint("flavour", ["sink"]);
+        assert!(!again.contains("sink"), "{again}");
+        assert!(again.contains("first unknown key"), "{again}");
     }
 }

@@ -25,11 +25,12 @@ mod hint;
 mod postgres;
 mod properties;
 mod rest;
+mod syntax;
 mod worker;
 
 pub use connector::{
-    COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance, NAME,
-    TASKS_MAX,
+    COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
+    MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
 pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub(crate) use error::is_secret;
@@ -41,8 +42,8 @@ pub use postgres::{
 };
 pub use properties::Properties;
 pub use rest::{
-    CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_PORT, RestConfig,
-    Secret,
+    CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
+    REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
 };
 pub use worker::{
     BOOTSTRAP_SERVERS, ClientOverrides, KafkaOffsetStorageSpec, OFFSET_FLUSH_INTERVAL_MS,

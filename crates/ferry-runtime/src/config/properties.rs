@@ -4,26 +4,29 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use ferry_api::Config;
-use java_properties::{LineContent, PropertiesIter};
+use indexmap::IndexMap;
 
 use super::error::ConfigError;
+use super::syntax;
 
 /// The keys and values of one properties file (`java.util.Properties` syntax), with 1-based lines.
 ///
-/// Syntax as Java reads it: `#` and `!` comments, `key=value`, `key: value` and `key value`, `\` line
-/// continuations, `\uXXXX` and `\t \n \r \f` escapes. A key set twice keeps its last value (as in Java)
+/// Syntax exactly as `java.util.Properties.load` reads it: `#` and `!` comments, `key=value`,
+/// `key: value` and `key value`, `\` line continuations (also at the end of the file), `\uXXXX` and
+/// `\t \n \r \f` escapes. A key set twice keeps its last value (as in Java)
 /// and logs a WARN naming both lines.
 ///
 /// Encoding: a file that is valid UTF-8 is read as UTF-8 (a leading byte-order mark is skipped);
-/// anything else as ISO-8859-1 (Windows-1252), Java's encoding for properties files. ASCII files —
+/// anything else as ISO-8859-1, Java's encoding for properties files. ASCII files —
 /// every file Kafka Connect reads correctly — read the same either way.
 ///
 /// `Debug` shows the path and the keys, never the values (they may hold passwords).
 #[derive(Clone)]
 pub struct Properties {
     path: PathBuf,
-    /// Key, value, 1-based line (0: unknown), in order of first appearance, each key once.
-    entries: Vec<(String, String, usize)>,
+    /// Key → value, 1-based line (0: unknown), in order of first appearance. A map, so that a request
+    /// with many keys is read in linear time (a list made each insert scan every key before it).
+    entries: IndexMap<String, (String, usize)>,
 }
 
 impl Properties {
@@ -31,7 +34,7 @@ impl Properties {
     ///
     /// # Errors
     /// [`ConfigError::Io`] if it cannot be read, [`ConfigError::Parse`] (with the line) for a malformed
-    /// `\uXXXX` escape.
+    /// `\uXXXX` escape or half a surrogate pair.
     pub fn load(path: impl AsRef<Path>) -> Result<Properties, ConfigError> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
@@ -44,25 +47,27 @@ impl Properties {
     /// Parses properties text; `path_label` names it in messages.
     ///
     /// # Errors
-    /// [`ConfigError::Parse`] (with the line) for a malformed `\uXXXX` escape.
+    /// [`ConfigError::Parse`] (with the line) for a malformed `\uXXXX` escape, or one that makes half
+    /// of a UTF-16 surrogate pair (Java keeps it; a Rust string cannot).
     pub fn parse(path_label: impl Into<PathBuf>, text: &[u8]) -> Result<Properties, ConfigError> {
         let path = path_label.into();
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-        let encoding = if std::str::from_utf8(text).is_ok() {
-            encoding_rs::UTF_8
-        } else {
-            encoding_rs::WINDOWS_1252
+        // Java reads the bytes as ISO-8859-1: each byte is the character of that code point.
+        let decoded = match std::str::from_utf8(text) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => std::borrow::Cow::Owned(text.iter().map(|&b| char::from(b)).collect()),
         };
+        let entries = syntax::parse(&decoded).map_err(|e| ConfigError::Parse {
+            path: path.clone(),
+            line: Some(e.line),
+            message: e.message,
+        })?;
         let mut properties = Properties {
             path,
-            entries: Vec::new(),
+            entries: IndexMap::new(),
         };
-        for line in PropertiesIter::new_with_encoding(text, encoding) {
-            let line = line.map_err(|e| parse_error(&properties.path, &e))?;
-            let number = line.line_number();
-            if let LineContent::KVPair(key, value) = line.consume_content() {
-                properties.insert(key, value, number);
-            }
+        for entry in entries {
+            properties.insert(entry.key, entry.value, entry.line);
         }
         Ok(properties)
     }
@@ -79,7 +84,7 @@ impl Properties {
     {
         let mut properties = Properties {
             path: path_label.into(),
-            entries: Vec::new(),
+            entries: IndexMap::new(),
         };
         for (key, value) in pairs {
             properties.insert(key.into(), value.into(), 0);
@@ -88,7 +93,7 @@ impl Properties {
     }
 
     fn insert(&mut self, key: String, value: String, line: usize) {
-        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
+        match self.entries.get_mut(&key) {
             Some(entry) => {
                 let path = self.path.display();
                 if line > 0 {
@@ -96,40 +101,42 @@ impl Properties {
                         file = %path,
                         key = %key,
                         "{path}:{line}: key {key:?} was already set on line {}; the last value (line {line}) is used",
-                        entry.2
+                        entry.1
                     );
                 } else {
                     tracing::warn!(file = %path, key = %key, "{path}: key {key:?} is set twice; the last value is used");
                 }
-                entry.1 = value;
-                entry.2 = line;
+                *entry = (value, line);
             }
-            None => self.entries.push((key, value, line)),
+            None => {
+                self.entries.insert(key, (value, line));
+            }
         }
     }
 
     /// The value of `key`, as written (Java's parsing strips the whitespace before a value, not after).
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entry(key).map(|(_, value, _)| value.as_str())
+        self.entries.get(key).map(|(value, _)| value.as_str())
     }
 
     /// The 1-based line `key` is set on (its last occurrence); `None` if unset or the line is unknown.
     pub fn line_of(&self, key: &str) -> Option<usize> {
-        self.entry(key)
-            .map(|&(_, _, line)| line)
+        self.entries
+            .get(key)
+            .map(|&(_, line)| line)
             .filter(|&line| line > 0)
     }
 
     /// The keys, each once, in order of first appearance.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(key, _, _)| key.as_str())
+        self.entries.keys().map(String::as_str)
     }
 
     /// The keys and values, in order of first appearance.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.entries
             .iter()
-            .map(|(key, value, _)| (key.as_str(), value.as_str()))
+            .map(|(key, (value, _))| (key.as_str(), value.as_str()))
     }
 
     /// How many distinct keys are set.
@@ -153,10 +160,6 @@ impl Properties {
     pub fn path(&self) -> &Path {
         &self.path
     }
-
-    fn entry(&self, key: &str) -> Option<&(String, String, usize)> {
-        self.entries.iter().find(|(k, _, _)| k == key)
-    }
 }
 
 impl fmt::Debug for Properties {
@@ -165,23 +168,5 @@ impl fmt::Debug for Properties {
             .field("path", &self.path)
             .field("keys", &self.keys().collect::<Vec<_>>())
             .finish()
-    }
-}
-
-fn parse_error(path: &Path, e: &java_properties::PropertiesError) -> ConfigError {
-    let text = e.to_string();
-    // The crate appends " (line_number = N)"; the line is reported separately.
-    let message = text.split(" (line_number = ").next().unwrap_or(&text);
-    let message = if message.contains("\\uxxxx") {
-        format!(
-            "{message} A \\u escape needs exactly four hex digits (e.g. \\u00e9 for é); write \\\\u for a literal \\u."
-        )
-    } else {
-        message.to_owned()
-    };
-    ConfigError::Parse {
-        path: path.to_path_buf(),
-        line: e.line_number(),
-        message,
     }
 }

@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::error::ConfigError;
 use super::properties::Properties;
@@ -25,10 +26,19 @@ pub const REST_AUTH_TOKEN: &str = "rest.auth.token";
 /// REST. Default `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`,
 /// `ferry-connectors.json` in the working directory with `offset.storage=kafka` or `postgres`.
 pub const CONNECTORS_FILE: &str = "ferry.connectors.file";
+/// `rest.read.timeout.ms` (Ferry-only key): a REST connection is closed when it has not sent a
+/// complete request head this long after opening or after its last answer (idle and slow clients),
+/// or when its request body stalls this long. Default 10 000.
+pub const REST_READ_TIMEOUT_MS: &str = "rest.read.timeout.ms";
+/// `rest.max.connections` (Ferry-only key): the most REST connections open at once; one more is
+/// answered `503` and closed. Default 100.
+pub const REST_MAX_CONNECTIONS: &str = "rest.max.connections";
 
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 8083;
 const KAFKA_DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
+const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_CONNECTIONS: usize = 100;
 
 /// The REST keys, for the worker's list of accepted keys.
 pub(crate) const KEYS: &[&str] = &[
@@ -37,10 +47,18 @@ pub(crate) const KEYS: &[&str] = &[
     REST_PORT,
     REST_AUTH_TOKEN,
     CONNECTORS_FILE,
+    REST_READ_TIMEOUT_MS,
+    REST_MAX_CONNECTIONS,
 ];
 
 /// The REST keys listed in "accepted keys" hints (the deprecated ones are left out).
-pub(crate) const LISTED_KEYS: &[&str] = &[LISTENERS, REST_AUTH_TOKEN, CONNECTORS_FILE];
+pub(crate) const LISTED_KEYS: &[&str] = &[
+    LISTENERS,
+    REST_AUTH_TOKEN,
+    CONNECTORS_FILE,
+    REST_READ_TIMEOUT_MS,
+    REST_MAX_CONNECTIONS,
+];
 
 /// One REST listener, `http://HOST:PORT`. Port 0 asks the OS for a free port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +108,11 @@ pub struct RestConfig {
     pub listeners: Vec<Listener>,
     /// `rest.auth.token`: the bearer token every request must carry; `None`: no authentication.
     pub auth_token: Option<Secret>,
+    /// `rest.read.timeout.ms` (default 10 s): how long a connection may take to send a request head
+    /// (counted from opening or from its last answer), and how long its request body may stall.
+    pub read_timeout: Duration,
+    /// `rest.max.connections` (default 100): the most connections open at once.
+    pub max_connections: usize,
 }
 
 impl Default for RestConfig {
@@ -100,6 +123,8 @@ impl Default for RestConfig {
                 port: DEFAULT_PORT,
             }],
             auth_token: None,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -164,8 +189,31 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         )),
         Some(token) => config.auth_token = Some(Secret::new(token)),
     }
+    if let Some(text) = props.get(REST_READ_TIMEOUT_MS) {
+        match text.trim().parse::<u64>() {
+            Ok(ms) if ms >= 1 => config.read_timeout = Duration::from_millis(ms),
+            _ => errors.push(invalid(
+                props,
+                REST_READ_TIMEOUT_MS,
+                "must be a whole number of milliseconds, 1 or more (default 10000)",
+            )),
+        }
+    }
+    if let Some(text) = props.get(REST_MAX_CONNECTIONS) {
+        match text.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_CONNECTIONS_LIMIT).contains(&n) => config.max_connections = n,
+            _ => errors.push(invalid(
+                props,
+                REST_MAX_CONNECTIONS,
+                &format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
+            )),
+        }
+    }
     config
 }
+
+/// A semaphore's permits are counted in a `u32`-sized range; far more than any worker should open.
+const MAX_CONNECTIONS_LIMIT: usize = 1_000_000;
 
 /// `ferry.connectors.file`, or its default next to the offsets file (or in the working directory).
 pub(crate) fn connectors_file(
@@ -310,6 +358,17 @@ mod tests {
         assert_eq!(config.listeners[0].to_string(), "http://localhost:2");
         assert_eq!(read(&[("rest.port", "x")]).1, 1);
         assert_eq!(read(&[("rest.auth.token", " ")]).1, 1);
+        let (config, errors) = read(&[
+            ("rest.read.timeout.ms", "250"),
+            ("rest.max.connections", "3"),
+        ]);
+        assert_eq!(
+            (config.read_timeout, config.max_connections, errors),
+            (Duration::from_millis(250), 3, 0)
+        );
+        assert_eq!(read(&[("rest.read.timeout.ms", "0")]).1, 1);
+        assert_eq!(read(&[("rest.max.connections", "0")]).1, 1);
+        assert_eq!(read(&[("rest.max.connections", "many")]).1, 1);
         assert_eq!(read(&[]).0, RestConfig::default());
     }
 

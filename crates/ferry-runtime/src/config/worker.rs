@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::error::{ConfigError, ConfigErrors, is_secret};
-use super::hint::unknown_key_hint;
+use super::hint::UnknownKeyHints;
 use super::postgres::{
     OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec,
     postgres_storage,
@@ -338,6 +338,14 @@ impl WorkerConfig {
         let path = props.path();
         let mut producer_overrides = ClientOverrides::default();
         let mut client_settings = ClientOverrides::default();
+        // The deprecated rest.host.name / rest.port are accepted but not advertised.
+        let listed: Vec<&str> = KEYS
+            .iter()
+            .chain(rest::LISTED_KEYS)
+            .chain(PREFIXED_KEYS)
+            .copied()
+            .collect();
+        let mut hints = UnknownKeyHints::new(&listed);
         for key in props.keys() {
             let line = props.line_of(key);
             if KEYS.contains(&key) || rest::KEYS.contains(&key) || converter::is_converter_key(key)
@@ -366,18 +374,11 @@ impl WorkerConfig {
                 );
             } else {
                 let candidates = KEYS.iter().chain(rest::KEYS).chain(IGNORED_KEYS).copied();
-                // The deprecated rest.host.name / rest.port are accepted but not advertised.
-                let listed: Vec<&str> = KEYS
-                    .iter()
-                    .chain(rest::LISTED_KEYS)
-                    .chain(PREFIXED_KEYS)
-                    .copied()
-                    .collect();
                 errors.push(ConfigError::UnknownKey {
                     path: path.to_path_buf(),
                     key: key.to_owned(),
                     line,
-                    hint: unknown_key_hint(key, candidates, &listed),
+                    hint: hints.hint(key, candidates),
                 });
             }
         }

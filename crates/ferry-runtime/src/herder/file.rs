@@ -12,12 +12,14 @@
 //! error naming it, and Ferry never overwrites it (it refuses to start instead).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use ferry_api::Config;
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::TargetState;
 
@@ -36,7 +38,50 @@ pub struct StoredConnector {
 #[serde(deny_unknown_fields)]
 struct Document {
     version: u32,
+    #[serde(deserialize_with = "unique_names")]
     connectors: BTreeMap<String, StoredConnector>,
+}
+
+/// The connectors by name, refusing a name given twice (JSON allows it, and a map would silently
+/// keep the last one: a hand-edited file would lose a connector without a word).
+fn unique_names<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, StoredConnector>, D::Error> {
+    struct Connectors;
+    impl<'de> Visitor<'de> for Connectors {
+        type Value = BTreeMap<String, StoredConnector>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of connectors by name")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut connectors: BTreeMap<String, StoredConnector> = BTreeMap::new();
+            while let Some((name, connector)) = map.next_entry::<String, StoredConnector>()? {
+                if let Some(first) = connectors.get(&name) {
+                    return Err(A::Error::custom(format!(
+                        "connector {name:?} is defined twice (first {} with {} keys, then {} with {} \
+                         keys; keep one of them), the second time",
+                        state_name(first.state),
+                        first.config.len(),
+                        state_name(connector.state),
+                        connector.config.len()
+                    )));
+                }
+                connectors.insert(name, connector);
+            }
+            Ok(connectors)
+        }
+    }
+    deserializer.deserialize_map(Connectors)
+}
+
+fn state_name(state: TargetState) -> &'static str {
+    match state {
+        TargetState::Running => "RUNNING",
+        TargetState::Paused => "PAUSED",
+        TargetState::Stopped => "STOPPED",
+    }
 }
 
 /// The connectors file.

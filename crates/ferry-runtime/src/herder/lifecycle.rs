@@ -3,7 +3,7 @@
 use ferry_api::Config;
 
 use super::entities::{ConnectorInfo, ConnectorStateInfo};
-use super::{Entry, Herder, HerderError, Origin, State, TargetState, info, not_found, validate};
+use super::{Entry, Herder, HerderError, Origin, State, TargetState, info, not_found};
 
 impl Herder {
     /// `POST /connectors`: creates a connector in `initial` state.
@@ -16,9 +16,10 @@ impl Herder {
         config: Config,
         initial: TargetState,
     ) -> Result<ConnectorInfo, HerderError> {
+        // As in Kafka Connect, the configuration is validated before the name is looked up; it is
+        // validated before the lock is taken, so a large one does not hold up other requests.
+        self.check_config(name, &config).await?;
         let mut state = self.lock().await;
-        // As in Kafka Connect, the configuration is validated before the name is looked up.
-        validate::check(&self.plugins, name, &config)?;
         if state.connectors.contains_key(name) {
             return Err(HerderError::AlreadyExists(format!(
                 "Connector {name} already exists"
@@ -38,8 +39,8 @@ impl Herder {
         name: &str,
         config: Config,
     ) -> Result<(bool, ConnectorInfo), HerderError> {
+        self.check_config(name, &config).await?;
         let mut state = self.lock().await;
-        validate::check(&self.plugins, name, &config)?;
         let Some(existing) = state.connectors.get(name) else {
             let info = self
                 .add(&mut state, name, config, TargetState::Running)

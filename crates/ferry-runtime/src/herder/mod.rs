@@ -280,12 +280,30 @@ impl Herder {
         self.plugins.infos()
     }
 
-    /// `PUT /connector-plugins/{plugin}/config/validate`.
+    /// `PUT /connector-plugins/{plugin}/config/validate`. Runs on a blocking thread without the
+    /// herder's lock: a large validation delays neither other requests nor the tasks.
     ///
     /// # Errors
     /// 400: no or a mismatching `connector.class`, or an unknown class.
-    pub fn validate(&self, plugin: &str, config: &Config) -> Result<ConfigInfos, HerderError> {
-        validate::validate(&self.plugins, plugin, config)
+    pub async fn validate(&self, plugin: &str, config: Config) -> Result<ConfigInfos, HerderError> {
+        let plugins = self.plugins.clone();
+        let plugin = plugin.to_owned();
+        off_thread(move || validate::validate(&plugins, &plugin, &config)).await
+    }
+
+    /// Checks a configuration as creating or changing a connector does, on a blocking thread; callers
+    /// check before taking the herder's lock, so a large configuration never holds it.
+    ///
+    /// # Errors
+    /// 400 with every problem of the configuration.
+    pub(crate) async fn check_config(
+        &self,
+        name: &str,
+        config: &Config,
+    ) -> Result<(), HerderError> {
+        let plugins = self.plugins.clone();
+        let (name, config) = (name.to_owned(), config.clone());
+        off_thread(move || validate::check(&plugins, &name, &config).map(|_| ())).await
     }
 
     async fn lock(&self) -> MutexGuard<'_, State> {
@@ -459,6 +477,16 @@ impl Entry {
             failure: None,
         }
     }
+}
+
+/// Runs CPU-bound request work (validation) on tokio's blocking threads, so that it never occupies
+/// the runtime's worker threads the task loops and committers run on.
+async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, HerderError> + Send + 'static,
+) -> Result<T, HerderError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| HerderError::Internal(format!("checking the configuration failed: {e}")))?
 }
 
 fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {

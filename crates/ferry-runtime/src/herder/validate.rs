@@ -2,6 +2,7 @@
 //! ([`ConnectorConfig::from_properties`], including the connector's own `validate`), reported as Kafka
 //! Connect reports them over REST — a `400` listing every error, or a `ConfigInfos` document.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ferry_api::{Config, SourceConnector};
@@ -367,20 +368,29 @@ fn config_infos(
             .into_iter()
             .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
     );
+    // Errors by key, looked up once per definition (not a scan of every error per key: a request with
+    // many unknown keys would cost their number squared).
+    let mut by_key: HashMap<&str, Vec<String>> = HashMap::new();
+    for (key, message) in errors {
+        if let Some(key) = key {
+            by_key.entry(key).or_default().push(message.clone());
+        }
+    }
     // Keys with errors that no definition covers (unknown keys) get an entry of their own.
+    let defined: HashSet<String> = definitions.iter().map(|d| d.name.clone()).collect();
+    let mut added: HashSet<&str> = HashSet::new();
     for key in errors.iter().filter_map(|(k, _)| k.as_deref()) {
-        if !definitions.iter().any(|d| d.name == key) {
+        if !defined.contains(key) && added.insert(key) {
             definitions.push(plain_key(key, false, None, "Not a key of this connector."));
         }
     }
     let configs: Vec<ConfigInfo> = definitions
         .into_iter()
         .map(|definition| {
-            let key_errors: Vec<String> = errors
-                .iter()
-                .filter(|(k, _)| k.as_deref() == Some(definition.name.as_str()))
-                .map(|(_, m)| m.clone())
-                .collect();
+            let key_errors = by_key
+                .get(definition.name.as_str())
+                .cloned()
+                .unwrap_or_default();
             let value = config
                 .get(&definition.name)
                 .map(|v| {

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::config::MAX_CONNECTOR_KEYS;
 use crate::herder::HerderError;
 
 /// The largest request body accepted (1 MiB); larger ones get `413`.
@@ -53,11 +54,34 @@ impl From<HerderError> for ApiError {
     }
 }
 
+/// The longest error message answered (256 KiB: every error of a configuration of 1000 keys of
+/// ordinary length fits); a longer one (hundreds of very long unknown keys) is cut, saying how much
+/// was left out, so an error body stays bounded whatever the request.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// `message`, cut at a character boundary to at most [`MAX_ERROR_MESSAGE_BYTES`] plus a note.
+fn bounded(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message.into();
+    }
+    let mut end = MAX_ERROR_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… (the message was cut here: {} more bytes; the validate endpoint lists every problem)",
+        &message[..end],
+        message.len() - end
+    )
+    .into()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let message = bounded(&self.message);
         let body = ErrorBody {
             error_code: self.status.as_u16(),
-            message: &self.message,
+            message: &message,
         };
         json_response(self.status, &body)
     }
@@ -119,6 +143,7 @@ pub fn parse_json(
 
 /// A JSON object of strings, as Kafka Connect reads a connector configuration: numbers and booleans are
 /// taken as their text, `null` and nested values are refused.
+/// More than [`MAX_CONNECTOR_KEYS`] keys are refused before anything else is done with them.
 pub fn string_map(what: &str, value: serde_json::Value) -> Result<ferry_api::Config, ApiError> {
     let serde_json::Value::Object(object) = value else {
         return Err(ApiError::bad_request(format!(
@@ -126,6 +151,13 @@ pub fn string_map(what: &str, value: serde_json::Value) -> Result<ferry_api::Con
             kind(&value)
         )));
     };
+    if object.len() > MAX_CONNECTOR_KEYS {
+        return Err(ApiError::bad_request(format!(
+            "{what} has {} keys; a connector configuration may have at most {MAX_CONNECTOR_KEYS} (this \
+             limit keeps an oversized request from stalling the worker)",
+            object.len()
+        )));
+    }
     object
         .into_iter()
         .map(|(key, value)| match value {
@@ -152,5 +184,19 @@ pub fn kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        let cut = bounded(&long);
+        assert!(cut.len() < MAX_ERROR_MESSAGE_BYTES + 100, "{}", cut.len());
+        assert!(cut.contains(&format!("cut here: {MAX_ERROR_MESSAGE_BYTES} more bytes;")));
     }
 }

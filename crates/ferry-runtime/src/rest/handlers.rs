@@ -100,7 +100,7 @@ pub(crate) async fn create(State(app): State<AppState>, body: Body) -> Answer {
     };
     let name = match request.remove("name") {
         None | Some(Value::Null) => String::new(),
-        Some(Value::String(name)) => name.trim().to_owned(),
+        Some(Value::String(name)) => java_trim(&name).to_owned(),
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "\"name\" must be a string, not {}",
@@ -129,6 +129,13 @@ pub(crate) async fn create(State(app): State<AppState>, body: Body) -> Answer {
     let mut response = json_response(StatusCode::CREATED, &info);
     set_location(&mut response, &name);
     Ok(response)
+}
+
+/// Java's `String.trim()`, as Kafka Connect trims a POSTed name: only characters up to U+0020 (a
+/// no-break space U+00A0 is kept, and the name is then refused for its surrounding whitespace rather
+/// than silently changed).
+fn java_trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c <= ' ')
 }
 
 /// Kafka Connect's check: a `name` in the configuration must equal the connector's name; else it is
@@ -374,7 +381,7 @@ pub(crate) async fn validate(
             ));
         }
     };
-    ok(&app.herder.validate(&plugin, &config)?)
+    ok(&app.herder.validate(&plugin, config).await?)
 }
 
 /// `GET /metrics`: the worker's metrics in the Prometheus text format.

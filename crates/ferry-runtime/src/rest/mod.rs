@@ -5,10 +5,16 @@
 //!   `REST API listening on http://HOST:PORT` for each (port 0 picks a free port).
 //! - With `rest.auth.token`, every request without `Authorization: Bearer <token>` gets `401`.
 //! - Request bodies over 1 MiB get `413`; malformed JSON gets `400` naming the problem; any other
-//!   non-JSON error (an unknown path, a wrong method, a panic) is answered in the same JSON shape.
+//!   non-JSON error (an unknown path, a wrong method, a panic, a request hyper cannot parse) is
+//!   answered in the same JSON shape.
+//! - A connection that sends no complete request head within `rest.read.timeout.ms` (of opening or
+//!   of its last answer), or whose body stalls that long, is closed; past `rest.max.connections`
+//!   open connections a new one is answered `503` and closed ([`serve`]).
 
 mod error;
 mod handlers;
+mod json_io;
+mod serve;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,6 +31,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::config::{Listener, RestConfig, Secret};
 use crate::herder::Herder;
@@ -40,6 +47,7 @@ pub(crate) struct AppState {
 pub struct RestServer {
     listeners: Vec<(TcpListener, SocketAddr)>,
     token: Option<Secret>,
+    limits: serve::Limits,
 }
 
 impl RestServer {
@@ -71,6 +79,10 @@ impl RestServer {
         Ok(Self {
             listeners,
             token: config.auth_token.clone(),
+            limits: serve::Limits {
+                read_timeout: config.read_timeout,
+                max_connections: config.max_connections,
+            },
         })
     }
 
@@ -93,23 +105,16 @@ impl RestServer {
         herder: Arc<Herder>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> JoinHandle<()> {
-        let app = router(AppState { herder }, self.token);
+        let app = router(AppState { herder }, self.token, self.limits.read_timeout);
         let (stop, _) = tokio::sync::watch::channel(false);
         let mut servers = Vec::new();
         for (listener, addr) in self.listeners {
-            let mut stopped = stop.subscribe();
+            let stopped = stop.subscribe();
             let app = app.clone();
-            servers.push(tokio::spawn(async move {
-                let graceful = async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                };
-                if let Err(e) = axum::serve(listener, app)
-                    .with_graceful_shutdown(graceful)
-                    .await
-                {
-                    tracing::error!("the REST listener {} failed: {e}", url(addr));
-                }
-            }));
+            let limits = self.limits;
+            servers.push(tokio::spawn(serve::serve(
+                listener, addr, app, limits, stopped,
+            )));
         }
         tokio::spawn(async move {
             shutdown.await;
@@ -133,7 +138,7 @@ fn is_loopback(listener: &Listener) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn router(state: AppState, token: Option<Secret>) -> Router {
+fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Duration) -> Router {
     use handlers as h;
     let connectors = get(h::list).post(h::create);
     let plugins = get(h::plugins);
@@ -178,6 +183,7 @@ fn router(state: AppState, token: Option<Secret>) -> Router {
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(RequestBodyTimeoutLayer::new(read_timeout))
         .layer(middleware::from_fn_with_state(
             Arc::new(token),
             authenticate,

@@ -1,0 +1,139 @@
+//! Serving one listener: a bounded number of HTTP/1.1 connections, each closed when it is idle or
+//! too slow to send its request head (`rest.read.timeout.ms`), so that neither slow nor idle clients
+//! can use up the worker's file descriptors and make the API unreachable.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+
+use super::json_io::JsonErrorsIo;
+
+/// How long to wait before accepting again after `accept` failed (e.g. out of file descriptors), so
+/// that a persistent failure does not spin.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// What a connection past the cap gets before it is closed.
+const TOO_MANY: &str = "{\"error_code\":503,\"message\":\"Too many REST connections are open (rest.max.connections); \
+retry when some have closed\"}";
+
+/// The limits of [`serve`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// See `rest.read.timeout.ms`.
+    pub(crate) read_timeout: Duration,
+    /// See `rest.max.connections`.
+    pub(crate) max_connections: usize,
+}
+
+/// Accepts connections on `listener` until `stopped` turns true, then lets the open ones finish
+/// their requests (graceful shutdown) and returns once all are closed.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    addr: SocketAddr,
+    app: Router,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    // One WARN when accepting starts failing or connections start being refused, one INFO when it
+    // is over: a flood must not flood the log too.
+    let mut accept_failing = false;
+    let mut refused: u64 = 0;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopped.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                if !accept_failing {
+                    accept_failing = true;
+                    tracing::warn!(
+                        "the REST listener http://{addr} cannot accept connections: {e}; retrying"
+                    );
+                }
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        if accept_failing {
+            accept_failing = false;
+            tracing::info!("the REST listener http://{addr} accepts connections again");
+        }
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            if refused == 0 {
+                tracing::warn!(
+                    "http://{addr}: {} REST connections are open (rest.max.connections); new ones are \
+                     answered 503 and closed until some close",
+                    limits.max_connections
+                );
+            }
+            refused += 1;
+            refuse(stream);
+            continue;
+        };
+        if refused > 0 {
+            tracing::info!("http://{addr}: accepting REST connections again ({refused} refused)");
+            refused = 0;
+        }
+        let app = app.clone();
+        let stopped = stopped.clone();
+        tokio::spawn(async move {
+            connection(stream, app, limits.read_timeout, stopped).await;
+            drop(slot);
+        });
+    }
+    // Every slot back means every connection closed.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
+}
+
+/// Answers `503` without waiting (the socket buffer of a new connection takes it) and closes.
+fn refuse(stream: TcpStream) {
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{TOO_MANY}",
+        TOO_MANY.len()
+    );
+    let _ = stream.try_write(response.as_bytes());
+}
+
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    read_timeout: Duration,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let io = TokioIo::new(JsonErrorsIo::new(stream));
+    let service = TowerToHyperService::new(app);
+    let mut builder = http1::Builder::new();
+    // hyper restarts this timer whenever the connection waits for a request head, so it bounds idle
+    // keep-alive connections as well as slow ones.
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let finished = tokio::select! {
+        result = connection.as_mut() => Some(result),
+        _ = stopped.wait_for(|s| *s) => None,
+    };
+    let result = match finished {
+        Some(result) => result,
+        None => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!("a REST connection ended: {e}");
+    }
+}
