@@ -141,7 +141,8 @@ fn config_keys_list_the_kafka_connect_names() {
             "files",
             "topic",
             "batch.size",
-            "file.truncation.policy"
+            "file.truncation.policy",
+            "max.line.bytes"
         ]
     );
     assert!(keys.iter().any(|k| k.name == "topic" && k.required));
