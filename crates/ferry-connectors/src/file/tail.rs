@@ -193,6 +193,9 @@ impl TailedFile {
                 .map_err(|e| self.io_error("read the first bytes of", &e))?;
             match relation {
                 Relation::Same => {}
+                Relation::Rewritten if meta.len() < self.read_pos() => {
+                    self.shrunk(Shrunk::Shorter(meta.len()), phase, policy)?;
+                }
                 Relation::Rewritten => self.shrunk(Shrunk::Rewritten, phase, policy)?,
                 Relation::Other => {
                     if let Some((old, path)) =
