@@ -149,6 +149,21 @@ async fn a_character_device_and_a_directory_are_refused() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn validate_reports_a_file_that_is_not_a_regular_file() {
+    let issues = FileStreamSourceConnector.validate(&file_config(Path::new("/dev/zero"), None));
+    assert!(
+        issues
+            .iter()
+            .any(|i| i.key == "file" && i.message.contains("character device")),
+        "{issues:?}"
+    );
+    // A file that does not exist yet is fine: the task waits for it.
+    let missing =
+        FileStreamSourceConnector.validate(&file_config(Path::new("/nonexistent/x"), None));
+    assert!(missing.is_empty(), "{missing:?}");
+}
+
 #[tokio::test]
 async fn a_fifo_appearing_later_fails_the_poll() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -1,7 +1,7 @@
 //! FileStreamSource against the life of a real log file, through real `ferry standalone` processes:
 //! rotation by `mv` + create while running and while stopped (every line exactly once after graceful
 //! stops), rotation under repeated SIGKILLs (every line at least once, never a fragment), a FIFO as
-//! the file (the task fails, the worker still stops on SIGTERM), and a line longer than
+//! the file (refused at start; appearing later, the task fails and the worker still stops on SIGTERM), and a line longer than
 //! `max.line.bytes` (skipped with a WARN, memory bounded).
 
 mod rest_support;
@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rest_support::Api;
 use serde_json::Value;
-use support::{Ferry, SinkTail, Workspace, append, killed_by_sigkill, path_str, read_sink};
+use support::{Ferry, SinkTail, Workspace, append, killed_by_sigkill, path_str, read_sink, run};
 
 const CONNECTOR: &str = "app-log";
 
@@ -277,30 +277,52 @@ fn rotation_under_repeated_sigkills_delivers_every_line_at_least_once_and_never_
     );
 }
 
-#[test]
-fn a_fifo_fails_the_task_and_sigterm_still_stops_the_worker() {
-    let ws = Workspace::new();
-    let fifo = ws.file("pipe");
+fn mkfifo(path: &Path) {
     let status = std::process::Command::new("mkfifo")
-        .arg(&fifo)
+        .arg(path)
         .status()
         .expect("run mkfifo");
-    assert!(status.success(), "mkfifo failed");
-    let worker = ws.worker(100, &[]);
-    let connector = file_source(&ws, &fifo, &[]);
+    assert!(status.success(), "mkfifo {} failed", path.display());
+}
 
+#[test]
+fn a_fifo_is_refused_at_start_and_one_appearing_later_fails_the_task_without_blocking_sigterm() {
+    let ws = Workspace::new();
+    let fifo = ws.file("pipe");
+    mkfifo(&fifo);
+    let worker = ws.worker(100, &[]);
+
+    // Configured on a FIFO: refused before anything starts, naming the file and what it is.
+    let connector = file_source(&ws, &fifo, &[]);
+    let out = run(
+        ws.path(),
+        &["standalone", &path_str(&worker), &path_str(&connector)],
+    );
+    assert!(
+        !out.status.success()
+            && out.stderr.contains(&path_str(&fifo))
+            && out.stderr.contains("FIFO (named pipe), not a regular file"),
+        "a FIFO is refused at start: {out:?}"
+    );
+
+    // A FIFO appearing at the path after the start: no writer ever opens it, yet the task fails
+    // with a clear message instead of blocking, and SIGTERM stops the worker.
+    let later = ws.file("later");
+    let connector = file_source(&ws, &later, &[]);
     let mut ferry = Ferry::standalone(&ws, "ferry", &worker, &[&connector]);
     let api = Api::new(&ferry.rest_url());
+    // After the task started: before, the connector's validation would refuse it instead.
+    ferry.wait_for_log("task started");
+    mkfifo(&later);
     let status = ferry.wait_until("the task FAILED", || {
         let status = api.get(&format!("/connectors/{CONNECTOR}/status")).json();
         (status["tasks"][0]["state"] == "FAILED").then_some(status)
     });
     let trace = status["tasks"][0]["trace"].as_str().unwrap_or_default();
     assert!(
-        trace.contains(&path_str(&fifo)) && trace.contains("FIFO"),
+        trace.contains(&path_str(&later)) && trace.contains("FIFO"),
         "the failure names the file and what it is: {status}"
     );
-    // No writer ever opened the FIFO, and nothing blocks the stop.
     ferry.terminate_cleanly();
 }
 

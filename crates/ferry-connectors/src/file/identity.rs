@@ -127,7 +127,8 @@ pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, Metadata)>, Open
     Ok(Some((file, meta)))
 }
 
-fn check_regular(meta: &Metadata) -> Result<(), OpenError> {
+/// `Ok` for a regular file; the kind of anything else.
+pub(crate) fn check_regular(meta: &Metadata) -> Result<(), OpenError> {
     let kind = meta.file_type();
     let name = if kind.is_file() {
         return Ok(());

@@ -91,9 +91,26 @@ impl SourceConnector for FileStreamSourceConnector {
     }
 
     /// Returns one issue per bad key. Setting both `file` and `files` is reported on `files`, setting
-    /// neither on `file`; a `files` glob that matches no file is reported on `files`.
+    /// neither on `file`; a `files` glob that matches no file is reported on `files`; a `file` that
+    /// exists but is not a regular file (a FIFO, a device, a directory) on `file`.
     fn validate(&self, config: &Config) -> Vec<ConfigIssue> {
         let mut issues = FileSourceConfig::parse(config).err().unwrap_or_default();
+        let file = config
+            .get(config::FILE)
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty());
+        if let Some(file) = file
+            && !issues.iter().any(|i| i.key == config::FILE)
+            && let Ok(meta) = std::fs::metadata(file)
+            && let Err(identity::OpenError::NotRegular(kind)) = identity::check_regular(&meta)
+        {
+            issues.push(ConfigIssue {
+                key: config::FILE.to_owned(),
+                message: format!(
+                    "{file:?} is {kind}, not a regular file; FileStreamSource reads regular files only"
+                ),
+            });
+        }
         let pattern = config
             .get(config::FILES)
             .map(|p| p.trim())
