@@ -251,6 +251,32 @@ async fn rotation_while_stopped_reads_the_rest_of_the_rotated_file_then_the_new_
 }
 
 #[tokio::test]
+async fn rotated_while_stopped_with_no_new_file_yet_the_rotated_file_is_finished_first()
+-> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("app.log");
+    std::fs::write(&path, "old-1\nold-2\n")?;
+    let offsets = Offsets::new();
+    {
+        let (mut task, _) = offsets
+            .start(&FileStreamSourceConnector, file_config(&path, None))
+            .await?;
+        let records = poll_n(task.as_mut(), 2).await?;
+        offsets.commit(&records[..1]).await?;
+        task.stop().await?;
+    }
+    std::fs::rename(&path, dir.path().join("app.log.1"))?;
+
+    let (mut task, _) = offsets
+        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .await?;
+    assert_eq!(values(&poll_n(task.as_mut(), 1).await?), ["old-2"]);
+    std::fs::write(&path, "new-1\n")?;
+    assert_eq!(values(&poll_n(task.as_mut(), 1).await?), ["new-1"]);
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_different_file_at_the_path_after_a_restart_is_read_from_zero() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("app.log");

@@ -170,18 +170,31 @@ impl TailedFile {
         phase: Phase,
         policy: TruncationPolicy,
     ) -> Result<bool, ConnectError> {
-        let Some((mut file, meta)) =
-            open_regular(std::path::Path::new(&self.name)).map_err(|e| self.open_error(e))?
-        else {
-            if !self.waiting_logged {
-                tracing::info!(
-                    file = %self.name,
-                    position = self.read_pos(),
-                    "FileStreamSource: the file does not exist (yet); waiting for it to appear"
-                );
-                self.waiting_logged = true;
-            }
-            return Ok(false);
+        let opened =
+            open_regular(std::path::Path::new(&self.name)).map_err(|e| self.open_error(e))?;
+        let (mut file, meta) = match opened {
+            Some(opened) => opened,
+            // Rotated away while stopped, nothing at the path yet: finish the rotated file meanwhile.
+            None => match self.expected.and_then(|e| self.find_rotated_file(&e)) {
+                Some(old) => {
+                    self.expected = None;
+                    let meta = old
+                        .metadata()
+                        .map_err(|e| self.io_error("read the metadata of", &e))?;
+                    (old, meta)
+                }
+                None => {
+                    if !self.waiting_logged {
+                        tracing::info!(
+                            file = %self.name,
+                            position = self.read_pos(),
+                            "FileStreamSource: the file does not exist (yet); waiting for it to appear"
+                        );
+                        self.waiting_logged = true;
+                    }
+                    return Ok(false);
+                }
+            },
         };
         if self.waiting_logged {
             tracing::info!(file = %self.name, position = self.read_pos(), "FileStreamSource: the file appeared");
@@ -198,16 +211,7 @@ impl TailedFile {
                 }
                 Relation::Rewritten => self.shrunk(Shrunk::Rewritten, phase, policy)?,
                 Relation::Other => {
-                    if let Some((old, path)) =
-                        find_rotated(std::path::Path::new(&self.name), &expected, self.read_pos())
-                    {
-                        tracing::info!(
-                            file = %self.name,
-                            rotated_to = %path.display(),
-                            position = self.read_pos(),
-                            "FileStreamSource: the file was rotated while the task was stopped; reading the rest of \
-                             the rotated file first, then the new file from byte 0"
-                        );
+                    if let Some(old) = self.find_rotated_file(&expected) {
                         file = old;
                     } else {
                         tracing::warn!(
@@ -247,6 +251,20 @@ impl TailedFile {
         self.id = Some(id);
         self.open = Some(file);
         Ok(true)
+    }
+
+    /// The file of the committed offset, renamed in the same directory while the task was stopped.
+    fn find_rotated_file(&self, expected: &Identity) -> Option<File> {
+        let (old, path) =
+            find_rotated(std::path::Path::new(&self.name), expected, self.read_pos())?;
+        tracing::info!(
+            file = %self.name,
+            rotated_to = %path.display(),
+            position = self.read_pos(),
+            "FileStreamSource: the file was rotated while the task was stopped; reading the rest of the rotated \
+             file first, then the new file from byte 0"
+        );
+        Some(old)
     }
 
     /// Reads the next chunk into `pending`; 0 at the end of the file (or when it is not open).
