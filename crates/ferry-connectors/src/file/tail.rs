@@ -75,6 +75,8 @@ pub(crate) struct TailedFile {
     expected: Option<Identity>,
     /// Whether "waiting for the file to appear" was logged since it was last seen.
     waiting_logged: bool,
+    /// Whether the rotated file of `expected` was looked for while the path did not exist.
+    searched_missing: bool,
     max_line: usize,
     skip: Option<Skip>,
     skipped_lines: u64,
@@ -109,6 +111,7 @@ impl TailedFile {
             head_fp: None,
             expected,
             waiting_logged: false,
+            searched_missing: false,
             max_line,
             skip: None,
             skipped_lines: 0,
@@ -175,7 +178,12 @@ impl TailedFile {
         let (mut file, meta) = match opened {
             Some(opened) => opened,
             // Rotated away while stopped, nothing at the path yet: finish the rotated file meanwhile.
-            None => match self.expected.and_then(|e| self.find_rotated_file(&e)) {
+            // Looked for once: a stat per directory entry is too much for every idle poll.
+            None => match self
+                .expected
+                .filter(|_| !std::mem::replace(&mut self.searched_missing, true))
+                .and_then(|e| self.find_rotated_file(&e))
+            {
                 Some(old) => {
                     self.expected = None;
                     let meta = old
