@@ -350,3 +350,64 @@ async fn an_identity_offset_of_the_same_file_resumes_at_its_position() -> TestRe
     assert_eq!(values(&poll_n(task.as_mut(), 2).await?), ["two", "three"]);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_deleted_and_recreated_file_is_read_from_zero_under_the_default_policy() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("app.log");
+    std::fs::write(&path, "before deletion, a long line\n")?;
+
+    let (mut task, _) = Offsets::new()
+        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .await?;
+    assert_eq!(poll_n(task.as_mut(), 1).await?.len(), 1);
+    std::fs::remove_file(&path)?;
+    assert!(poll_times(task.as_mut(), 2).await?.is_empty());
+    std::fs::write(&path, "after\n")?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    assert_eq!(values(&records), ["after"]);
+    assert_eq!(offset_field(&records, "position"), [6]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_file_rewritten_in_place_while_stopped_is_a_truncation() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("app.log");
+    std::fs::write(&path, "old-1\nold-2\n")?;
+    let offsets = Offsets::new();
+    {
+        let (mut task, _) = offsets
+            .start(&FileStreamSourceConnector, file_config(&path, None))
+            .await?;
+        let records = poll_n(task.as_mut(), 2).await?;
+        offsets.commit(&records).await?;
+        task.stop().await?;
+    }
+    // copytruncate and a rewrite longer than the committed position, while stopped: same inode.
+    truncate_in_place(&path)?;
+    append(&path, b"new-line-1\nnew-line-2\n")?;
+
+    let Err(error) = offsets
+        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .await
+    else {
+        return Err("start must fail under the default policy".into());
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("rewritten in place") && message.contains("position 12"),
+        "{message}"
+    );
+    let (mut task, _) = offsets
+        .start(
+            &FileStreamSourceConnector,
+            file_config(&path, Some("restart")),
+        )
+        .await?;
+    assert_eq!(
+        values(&poll_n(task.as_mut(), 2).await?),
+        ["new-line-1", "new-line-2"]
+    );
+    Ok(())
+}
