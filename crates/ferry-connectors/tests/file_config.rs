@@ -141,7 +141,8 @@ fn config_keys_list_the_kafka_connect_names() {
             "files",
             "topic",
             "batch.size",
-            "file.truncation.policy"
+            "file.truncation.policy",
+            "max.line.bytes"
         ]
     );
     assert!(keys.iter().any(|k| k.name == "topic" && k.required));
@@ -211,6 +212,33 @@ fn alter_offsets_rejects_bad_entries_naming_them() -> TestResult {
             "{shown}: {message}"
         );
         assert!(!error.is_retriable());
+    }
+    Ok(())
+}
+
+#[test]
+fn alter_offsets_accepts_the_file_identity_fields_and_checks_them() -> TestResult {
+    let c = FileStreamSourceConnector;
+    let cfg = config(&[("file", "/a"), ("topic", "t")]);
+    let identity = |fp: ferry_api::Value| -> Result<_, ferry_api::ValueError> {
+        ConnectMap::new()
+            .with("position", 10i64)?
+            .with("dev", 2049i64)?
+            .with("ino", -5i64)?
+            .with("fp", fp)?
+            .with("fp_len", 10i64)
+    };
+    assert!(c.alter_offsets(&cfg, &[(partition("/a")?, Some(identity(7i64.into())?))])?);
+    for bad in [
+        ferry_api::Value::from(-1i64),
+        "7".into(),
+        (1i64 << 32).into(),
+    ] {
+        let Err(error) = c.alter_offsets(&cfg, &[(partition("/a")?, Some(identity(bad.clone())?))])
+        else {
+            return Err(format!("fp {bad:?} must be rejected").into());
+        };
+        assert!(error.to_string().contains("\"fp\""), "{error}");
     }
     Ok(())
 }

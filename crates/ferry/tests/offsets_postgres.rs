@@ -241,15 +241,16 @@ fn a_file_source_stops_and_resumes_from_the_offsets_in_postgres() {
         "the first run creates the table: {log}"
     );
     let committed = 100 * text(0).len();
-    assert_eq!(
-        psql(&format!(
-            "SELECT connector, convert_from(raw_key, 'UTF8'), convert_from(value, 'UTF8') FROM \"{}\"",
-            table.name
+    // The file identity FileStreamSource adds follows the position.
+    let row = psql(&format!(
+        "SELECT connector, convert_from(raw_key, 'UTF8'), convert_from(value, 'UTF8') FROM \"{}\"",
+        table.name
+    ));
+    assert!(
+        row.starts_with(&format!(
+            "local-file-source|[\"local-file-source\",{{\"filename\":\"{input_name}\"}}]|{{\"position\":{committed},\"dev\":"
         )),
-        format!(
-            "local-file-source|[\"local-file-source\",{{\"filename\":\"{input_name}\"}}]|{{\"position\":{committed}}}"
-        ),
-        "one row: the committed position"
+        "one row: the committed position: {row}"
     );
     let listed = ws.list_offsets(&worker, "local-file-source");
     assert_eq!(listed.len(), 1, "{listed:?}");
@@ -273,16 +274,16 @@ fn a_file_source_stops_and_resumes_from_the_offsets_in_postgres() {
     let expected: Vec<String> = (0..150).map(|n| text(n).trim_end().to_owned()).collect();
     assert_eq!(values, expected, "every line exactly once, in order");
     assert_eq!(
-        parse_line(&tail.lines[100])["source_offset"],
-        serde_json::json!({"position": committed + text(100).len()}),
+        parse_line(&tail.lines[100])["source_offset"]["position"],
+        serde_json::json!(committed + text(100).len()),
         "run 2 starts after the committed position"
     );
-    assert_eq!(
-        psql(&format!(
-            "SELECT count(*), max(convert_from(value, 'UTF8')) FROM \"{}\"",
-            table.name
-        )),
-        format!("1|{{\"position\":{}}}", 150 * text(0).len()),
-        "still one row, now at the end of the file"
+    let rows = psql(&format!(
+        "SELECT count(*), max(convert_from(value, 'UTF8')) FROM \"{}\"",
+        table.name
+    ));
+    assert!(
+        rows.starts_with(&format!("1|{{\"position\":{},", 150 * text(0).len())),
+        "still one row, now at the end of the file: {rows}"
     );
 }

@@ -9,15 +9,16 @@ mod support;
 
 use rest_support::Api;
 use serde_json::{Value, json};
-use support::{Ferry, SinkTail, Workspace, path_str};
+use support::{Ferry, SinkTail, Workspace, path_str, without_file_identity};
 
 const ALTERED: &str = "The offsets for this connector have been altered successfully";
 const RESET: &str = "The offsets for this connector have been reset successfully";
 const NOT_STOPPED: &str = "Connectors must be in the STOPPED state before their offsets can be modified. This can be \
      done for the specified connector by issuing a 'PUT' request to the '/connectors/lines/stop' endpoint";
 
+/// The committed offsets, positions only (without the file identity the source adds).
 fn offsets(api: &Api) -> Value {
-    api.get("/connectors/lines/offsets").expect(200)
+    without_file_identity(&api.get("/connectors/lines/offsets").expect(200))
 }
 
 fn position_json(input: &str, position: u64) -> Value {

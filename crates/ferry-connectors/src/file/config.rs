@@ -10,8 +10,13 @@ pub(crate) const FILES: &str = "files";
 pub(crate) const TOPIC: &str = "topic";
 pub(crate) const BATCH_SIZE: &str = "batch.size";
 pub(crate) const TRUNCATION_POLICY: &str = "file.truncation.policy";
+pub(crate) const MAX_LINE_BYTES: &str = "max.line.bytes";
 
 const DEFAULT_BATCH_SIZE: i64 = 2000;
+/// 1 MiB: far above any log line, small enough that a file without newlines costs little memory.
+const DEFAULT_MAX_LINE_BYTES: i64 = 1024 * 1024;
+/// The largest limit: past it a single line would be a memory problem of its own.
+const MAX_MAX_LINE_BYTES: i64 = 1024 * 1024 * 1024;
 
 pub(crate) fn keys() -> Vec<ConfigKey> {
     vec![
@@ -31,8 +36,16 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional(
             TRUNCATION_POLICY,
             Some("fail"),
-            "What to do when a file is shorter than the position to read from (truncated or replaced): `fail` \
-             the task, or `restart` reading that file from its beginning with a warning.",
+            "What to do when a file was truncated in place (it is the same file, but shorter than the position \
+             to read from or with other first bytes, as after logrotate's `copytruncate`): `fail` the task, or \
+             `restart` reading that file from its beginning with a warning. A file replaced by another one \
+             (rotated with `mv`) is always read from its beginning, after the old one was read to its end.",
+        ),
+        ConfigKey::optional(
+            MAX_LINE_BYTES,
+            Some("1048576"),
+            "The longest line, in bytes without its terminator (1 to 1073741824). A longer line is skipped \
+             whole with a warning, and reading goes on at the next line; it is never emitted in pieces.",
         ),
     ]
 }
@@ -62,6 +75,7 @@ pub(crate) struct FileSourceConfig {
     pub(crate) topic: String,
     pub(crate) batch_size: usize,
     pub(crate) policy: TruncationPolicy,
+    pub(crate) max_line_bytes: usize,
 }
 
 impl FileSourceConfig {
@@ -123,17 +137,27 @@ impl FileSourceConfig {
                 None
             }
         };
-        let (Some(source), Some(topic), Some(batch_size), Some(policy)) =
-            (source, topic, batch_size, policy)
+        let max_line_bytes = int_in_range(
+            config,
+            MAX_LINE_BYTES,
+            Some(DEFAULT_MAX_LINE_BYTES),
+            1,
+            MAX_MAX_LINE_BYTES,
+            &mut issues,
+        );
+        let (Some(source), Some(topic), Some(batch_size), Some(policy), Some(max_line_bytes)) =
+            (source, topic, batch_size, policy, max_line_bytes)
         else {
             return Err(issues.into_vec());
         };
         let batch_size = usize::try_from(batch_size).unwrap_or(usize::MAX);
+        let max_line_bytes = usize::try_from(max_line_bytes).unwrap_or(usize::MAX);
         issues.finish(|| Self {
             source,
             topic,
             batch_size,
             policy,
+            max_line_bytes,
         })
     }
 }
@@ -145,6 +169,7 @@ pub(crate) struct FileTaskConfig {
     pub(crate) topic: String,
     pub(crate) batch_size: usize,
     pub(crate) policy: TruncationPolicy,
+    pub(crate) max_line_bytes: usize,
 }
 
 impl FileTaskConfig {
@@ -174,6 +199,7 @@ impl FileTaskConfig {
             topic: base.topic,
             batch_size: base.batch_size,
             policy: base.policy,
+            max_line_bytes: base.max_line_bytes,
         })
     }
 }

@@ -1,15 +1,18 @@
 //! FileStreamSource: Kafka Connect's file source, with byte-exact positions and truncation detection.
 //!
 //! Configuration (Kafka Connect's names): exactly one of `file` (one path) or `files` (a glob), `topic`,
-//! `batch.size` (most lines one poll returns, default 2000) and `file.truncation.policy` (`fail`, the
-//! default, or `restart`).
+//! `batch.size` (most lines one poll returns, default 2000), `file.truncation.policy` (`fail`, the
+//! default, or `restart`) and `max.line.bytes` (default 1 MiB).
 //!
 //! Offsets are Kafka Connect's: partition `{"filename": <path as configured or as the glob expanded
-//! it>}`, offset `{"position": <byte offset right after the line terminator>}`. Unlike Kafka Connect,
-//! positions count bytes, so multi-byte UTF-8 never makes them drift, and a file that became shorter
-//! than its committed position is reported instead of silently read from a wrong place.
+//! it>}`, offset `{"position": <byte offset right after the line terminator>}`, plus the identity of the
+//! file the position is in (`dev`, `ino`, `fp`, `fp_len`), so that a rotated file is never read from
+//! another file's position. Unlike Kafka Connect, positions count bytes, so multi-byte UTF-8 never
+//! makes them drift, and a file that became shorter than its committed position is reported instead
+//! of silently read from a wrong place. Only regular files are read.
 
 mod config;
+mod identity;
 mod tail;
 mod task;
 
@@ -34,12 +37,34 @@ pub struct FilePartition {
 }
 
 /// The source offset of one file: `{"position": <bytes>}`, the byte offset right after the line
-/// terminator of the last line emitted (0: nothing read yet).
+/// terminator of the last line emitted (0: nothing read yet), then the identity of the file it is a
+/// position in. Offsets without the identity (Kafka Connect's own) are read as before: from
+/// `position` in whatever file is at the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileOffset {
     /// Byte position to resume reading at.
     pub position: i64,
+    /// The file's device number (its bits as a signed 64-bit integer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev: Option<i64>,
+    /// The file's inode number (its bits as a signed 64-bit integer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ino: Option<i64>,
+    /// CRC-32C of the file's first `fp_len` bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp: Option<i64>,
+    /// How many leading bytes `fp` covers: `min(position, 1024)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp_len: Option<i64>,
 }
+
+/// The identity fields of an offset, besides `position`, and the range each must be in.
+const IDENTITY_FIELDS: [(&str, i64, i64); 4] = [
+    ("dev", i64::MIN, i64::MAX),
+    ("ino", i64::MIN, i64::MAX),
+    ("fp", 0, u32::MAX as i64),
+    ("fp_len", 0, i64::MAX),
+];
 
 /// The name of the task-config key holding a task's share of the files, as a JSON array of strings.
 pub const TASK_FILES: &str = "task.files";
@@ -66,9 +91,26 @@ impl SourceConnector for FileStreamSourceConnector {
     }
 
     /// Returns one issue per bad key. Setting both `file` and `files` is reported on `files`, setting
-    /// neither on `file`; a `files` glob that matches no file is reported on `files`.
+    /// neither on `file`; a `files` glob that matches no file is reported on `files`; a `file` that
+    /// exists but is not a regular file (a FIFO, a device, a directory) on `file`.
     fn validate(&self, config: &Config) -> Vec<ConfigIssue> {
         let mut issues = FileSourceConfig::parse(config).err().unwrap_or_default();
+        let file = config
+            .get(config::FILE)
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty());
+        if let Some(file) = file
+            && !issues.iter().any(|i| i.key == config::FILE)
+            && let Ok(meta) = std::fs::metadata(file)
+            && let Err(identity::OpenError::NotRegular(kind)) = identity::check_regular(&meta)
+        {
+            issues.push(ConfigIssue {
+                key: config::FILE.to_owned(),
+                message: format!(
+                    "{file:?} is {kind}, not a regular file; FileStreamSource reads regular files only"
+                ),
+            });
+        }
         let pattern = config
             .get(config::FILES)
             .map(|p| p.trim())
@@ -135,7 +177,8 @@ impl SourceConnector for FileStreamSourceConnector {
 
     /// Validates like Kafka Connect's FileStreamSourceConnector: every partition must hold a string
     /// `filename`; every offset that is not a reset (`None`) must hold `position`, a non-negative
-    /// integer. Returns `Ok(true)` when all entries are valid.
+    /// integer. The identity fields (`dev`, `ino`, `fp`, `fp_len`) are optional, but integers when
+    /// set. Returns `Ok(true)` when all entries are valid.
     fn alter_offsets(
         &self,
         _config: &Config,
@@ -149,6 +192,18 @@ impl SourceConnector for FileStreamSourceConnector {
                 )));
             }
             let Some(offset) = offset else { continue };
+            for (key, min, max) in IDENTITY_FIELDS {
+                let Some(value) = offset.get(key) else {
+                    continue;
+                };
+                if !value.as_i64().is_some_and(|v| (min..=max).contains(&v)) {
+                    return Err(ConnectError::fatal(format!(
+                        "FileStreamSource: offset {offset} of partition {partition}: \"{key}\" must be an integer \
+                         between {min} and {max}, not {value}; leave it out to resume at \"position\" in whatever \
+                         file is at the path"
+                    )));
+                }
+            }
             match offset.get("position").map(|v| (v, v.as_i64())) {
                 Some((_, Some(position))) if position >= 0 => {}
                 Some((_, Some(position))) => {

@@ -9,6 +9,7 @@ use ferry_api::{
 };
 
 use super::config::{FileTaskConfig, TruncationPolicy};
+use super::identity::{FileId, Identity};
 use super::tail::{Phase, TailedFile};
 use super::{FileOffset, FilePartition};
 use crate::config::{invalid_config, offsets_read_error};
@@ -98,6 +99,24 @@ impl Running {
     }
 }
 
+/// The identity a committed offset recorded, when it has all of it (Kafka Connect's offsets have none).
+fn identity_of(offset: &FileOffset) -> Option<Identity> {
+    let (Some(dev), Some(ino), Some(fp), Some(fp_len)) =
+        (offset.dev, offset.ino, offset.fp, offset.fp_len)
+    else {
+        return None;
+    };
+    Some(Identity {
+        // The stored numbers are the bits of the unsigned ones.
+        id: FileId {
+            dev: dev as u64,
+            ino: ino as u64,
+        },
+        fp: u32::try_from(fp).ok()?,
+        fp_len: u64::try_from(fp_len).ok()?,
+    })
+}
+
 #[async_trait]
 impl SourceTask for FileStreamSourceTask {
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
@@ -125,18 +144,26 @@ impl SourceTask for FileStreamSourceTask {
             })?;
         let mut files = Vec::with_capacity(offsets.len());
         for (partition, offset) in offsets {
-            let position = match offset {
-                None => 0,
-                Some(FileOffset { position }) => u64::try_from(position).map_err(|_| {
-                    ConnectError::fatal(format!(
-                        "FileStreamSource: the committed offset of file {:?} has a negative position {position}; \
-                         reset it with `ferry offsets reset` (or set a valid one with `ferry offsets set`)",
-                        partition.filename
-                    ))
-                })?,
+            let (position, identity) = match offset {
+                None => (0, None),
+                Some(offset) => {
+                    let position = u64::try_from(offset.position).map_err(|_| {
+                        ConnectError::fatal(format!(
+                            "FileStreamSource: the committed offset of file {:?} has a negative position {}; \
+                             reset it with `ferry offsets reset` (or set a valid one with `ferry offsets set`)",
+                            partition.filename, offset.position
+                        ))
+                    })?;
+                    (position, identity_of(&offset))
+                }
             };
             tracing::debug!(file = %partition.filename, position, "FileStreamSource: resuming");
-            let mut file = TailedFile::new(partition.filename, position)?;
+            let mut file = TailedFile::new(
+                partition.filename,
+                position,
+                identity,
+                config.max_line_bytes,
+            )?;
             file.open_file(Phase::Start, config.policy)?;
             files.push(file);
         }

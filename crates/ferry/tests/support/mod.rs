@@ -537,3 +537,35 @@ impl SinkTail {
         &self.lines
     }
 }
+
+impl Ferry {
+    /// The process id (for reading `/proc/PID/…`); only meaningful while the process runs.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// The fields FileStreamSource adds to its `{"position": …}` offset to identify the file.
+pub const FILE_IDENTITY_FIELDS: [&str; 4] = ["dev", "ino", "fp", "fp_len"];
+
+/// `value` with FileStreamSource's file identity fields removed from every object holding a
+/// `position`: for tests that compare positions, not inode numbers.
+pub fn without_file_identity(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let is_file_offset = map.contains_key("position");
+            map.iter()
+                .filter(|(k, _)| !(is_file_offset && FILE_IDENTITY_FIELDS.contains(&k.as_str())))
+                .map(|(k, v)| (k.clone(), without_file_identity(v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        }
+        Value::Array(items) => items.iter().map(without_file_identity).collect(),
+        other => other.clone(),
+    }
+}
+
+/// [`without_file_identity`] of each entry.
+pub fn without_file_identities(values: &[Value]) -> Vec<Value> {
+    values.iter().map(without_file_identity).collect()
+}
