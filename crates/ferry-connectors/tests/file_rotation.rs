@@ -142,13 +142,13 @@ async fn a_file_moved_away_is_still_read_to_its_end() -> TestResult {
 }
 
 #[tokio::test]
-async fn copytruncate_then_a_quick_rewrite_fails_clearly_under_the_default_policy() -> TestResult {
+async fn copytruncate_then_a_quick_rewrite_fails_clearly_under_the_fail_policy() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("app.log");
     std::fs::write(&path, "old-1\nold-2\nold-3\n")?;
 
     let (mut task, _) = Offsets::new()
-        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .start(&FileStreamSourceConnector, file_config(&path, Some("fail")))
         .await?;
     assert_eq!(poll_n(task.as_mut(), 3).await?.len(), 3);
 
@@ -170,16 +170,14 @@ async fn copytruncate_then_a_quick_rewrite_fails_clearly_under_the_default_polic
 }
 
 #[tokio::test]
-async fn copytruncate_then_a_quick_rewrite_restarts_from_zero_under_restart() -> TestResult {
+async fn copytruncate_then_a_quick_rewrite_restarts_from_zero_by_default() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("app.log");
     std::fs::write(&path, "old-1\nold-2\nold-3\n")?;
 
+    // No `file.truncation.policy`: `restart` is the default (issue 11: a shrunk file restarts from 0).
     let (mut task, _) = Offsets::new()
-        .start(
-            &FileStreamSourceConnector,
-            file_config(&path, Some("restart")),
-        )
+        .start(&FileStreamSourceConnector, file_config(&path, None))
         .await?;
     assert_eq!(poll_n(task.as_mut(), 3).await?.len(), 3);
 
@@ -389,10 +387,10 @@ async fn a_file_rewritten_in_place_while_stopped_is_a_truncation() -> TestResult
     append(&path, b"new-line-1\nnew-line-2\n")?;
 
     let Err(error) = offsets
-        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .start(&FileStreamSourceConnector, file_config(&path, Some("fail")))
         .await
     else {
-        return Err("start must fail under the default policy".into());
+        return Err("start must fail under the fail policy".into());
     };
     let message = error.to_string();
     assert!(

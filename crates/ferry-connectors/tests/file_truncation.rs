@@ -55,7 +55,7 @@ async fn start_fails_clearly_on_a_file_shorter_than_its_committed_position() -> 
     let offsets = offsets_at(&path, 50).await?;
 
     let Err(error) = offsets
-        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .start(&FileStreamSourceConnector, file_config(&path, Some("fail")))
         .await
     else {
         return Err("start must fail".into());
@@ -105,7 +105,7 @@ async fn truncation_while_tailing_fails_the_task() -> TestResult {
     std::fs::write(&path, "first line\nsecond line\n")?; // 23 bytes
 
     let (mut task, _) = Offsets::new()
-        .start(&FileStreamSourceConnector, file_config(&path, None))
+        .start(&FileStreamSourceConnector, file_config(&path, Some("fail")))
         .await?;
     assert_eq!(poll_n(task.as_mut(), 2).await?.len(), 2);
 

@@ -45,7 +45,7 @@ fn truncated_source_file_fails_the_task_and_restart_policy_rereads_it() {
     let input_name = path_str(&input);
     let committed = fs::metadata(&input).expect("input").len();
     let worker = ws.worker(100, &[]);
-    let connector = file_source(&ws, &input, &[]);
+    let connector = file_source(&ws, &input, &[("file.truncation.policy", "fail")]);
     run_until(&ws, "run1", &worker, &connector, 20);
 
     // Replace the content with fewer bytes than the committed position.

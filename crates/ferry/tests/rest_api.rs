@@ -504,6 +504,7 @@ fn a_failed_connector_shows_failed_and_restarts_with_only_failed() {
         "connector.class": "FileStreamSource",
         "file": input.display().to_string(),
         "topic": "lines",
+        "file.truncation.policy": "fail",
     });
     api.post(
         "/connectors",

@@ -35,10 +35,10 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional(BATCH_SIZE, Some("2000"), "The most lines one poll returns."),
         ConfigKey::optional(
             TRUNCATION_POLICY,
-            Some("fail"),
+            Some("restart"),
             "What to do when a file was truncated in place (it is the same file, but shorter than the position \
-             to read from or with other first bytes, as after logrotate's `copytruncate`): `fail` the task, or \
-             `restart` reading that file from its beginning with a warning. A file replaced by another one \
+             to read from or with other first bytes, as after logrotate's `copytruncate`): `restart` reading \
+             that file from its beginning with a warning (the default), or `fail` the task. A file replaced by another one \
              (rotated with `mv`) is always read from its beginning, after the old one was read to its end.",
         ),
         ConfigKey::optional(
@@ -127,8 +127,8 @@ impl FileSourceConfig {
             .map(|p| p.trim().to_ascii_lowercase())
             .as_deref()
         {
-            None | Some("fail") => Some(TruncationPolicy::Fail),
-            Some("restart") => Some(TruncationPolicy::Restart),
+            Some("fail") => Some(TruncationPolicy::Fail),
+            None | Some("restart") => Some(TruncationPolicy::Restart),
             Some(other) => {
                 issues.push(
                     TRUNCATION_POLICY,
