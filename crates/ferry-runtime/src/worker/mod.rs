@@ -3,6 +3,7 @@
 mod commit;
 mod context;
 mod deliveries;
+mod health;
 mod status;
 mod task;
 
@@ -17,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
+use health::StoreHealth;
 pub(crate) use status::StatusCell;
 pub use status::{TaskState, TaskStatus};
 use task::{TargetState, TaskRunner, TaskSettings};
@@ -119,6 +121,7 @@ pub struct Worker {
     settings: WorkerSettings,
     store: Arc<dyn OffsetBackingStore>,
     sink: Arc<dyn RecordSink>,
+    health: Arc<StoreHealth>,
     connectors: Mutex<BTreeMap<String, RunningConnector>>,
 }
 
@@ -135,8 +138,17 @@ impl Worker {
             settings,
             store,
             sink,
+            health: Arc::new(StoreHealth::new()),
             connectors: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Why the offset store can no longer commit, once a commit failed with a non-retriable store
+    /// error (e.g. a file store poisoned by a full disk). Every task has then failed with this as
+    /// its trace, and tasks started later fail at once: only a new process (which reopens the store)
+    /// can commit again, so the process should exit non-zero.
+    pub fn store_failure(&self) -> Option<String> {
+        self.health.failure()
     }
 
     /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
@@ -272,6 +284,7 @@ impl Worker {
             status: status.clone(),
             control: control_rx,
             settings: launch.settings.clone(),
+            health: self.health.clone(),
         };
         let join = tokio::spawn(runner.run());
         TaskHandle {

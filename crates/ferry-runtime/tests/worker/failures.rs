@@ -280,3 +280,76 @@ async fn a_start_failure_fails_the_task_with_its_reason() {
     );
     h.worker.shutdown().await;
 }
+
+/// A message that already embeds its cause (as `ConnectError::from(OffsetReadError)` and many
+/// connectors' errors do) must not be followed by that cause again: one chain, each cause once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_trace_names_each_cause_once() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    let read = ferry_api::OffsetReadError::Store {
+        connector: "startonce".to_owned(),
+        message: "offset store /x/offsets.ferry refuses writes after an earlier failure".to_owned(),
+        retriable: false,
+    };
+    *crate::support::lock(&probe.start_error) = Some(ConnectError::from(read));
+    h.start("startonce", false, &probe);
+    h.wait_state("startonce", TaskState::Failed).await;
+    let trace = h.status("startonce").trace.expect("trace");
+    assert_eq!(
+        trace
+            .matches("refuses writes after an earlier failure")
+            .count(),
+        1,
+        "trace: {trace}"
+    );
+
+    let poll = Probe::new();
+    h.start("pollonce", false, &poll);
+    let cause = std::io::Error::other("No space left on device (os error 28)");
+    poll.push_error(
+        ConnectError::fatal(format!("cannot read /in.txt: {cause}")).with_source(cause),
+    );
+    h.wait_state("pollonce", TaskState::Failed).await;
+    let trace = h.status("pollonce").trace.expect("trace");
+    assert_eq!(trace.matches("No space left").count(), 1, "trace: {trace}");
+    h.worker.shutdown().await;
+}
+
+/// A failed delivery will never be acknowledged: the stopping task must not wait the whole
+/// `offset.flush.timeout.ms` for it (here a minute, longer than the test's deadline) once every
+/// delivery has resolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_does_not_wait_for_acknowledgements_of_failed_deliveries() {
+    let h = Harness::new(settings(25, 60_000, 120_000));
+    let probe = Probe::new();
+    h.sink
+        .set_policy(|_, _| Plan::FailDelivery("No space left on device (os error 28)".into()));
+    h.start("failedacks", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_state("failedacks", TaskState::Failed).await;
+    eventually(
+        "stop() after the failure, well before the flush timeout",
+        || probe.stops() == 1,
+    )
+    .await;
+
+    // The same for a stop requested while the failed deliveries are outstanding (SIGTERM).
+    let stopped = Probe::new();
+    h.sink.hold(&["b:2"]);
+    h.start("failedacks-stop", false, &stopped);
+    stopped.push(vec![record("b", 1), record("b", 2)]);
+    eventually("b:2 held", || h.sink.is_held("b:2")).await;
+    let worker = h.worker.clone();
+    let stopping = tokio::spawn(async move { worker.stop_connector("failedacks-stop").await });
+    eventually("the stop to begin", || {
+        h.worker.task_statuses("failedacks-stop").is_none()
+    })
+    .await;
+    h.sink.fail("b:2", "No space left on device (os error 28)");
+    crate::support::bounded("the stop", stopping)
+        .await
+        .expect("the stop did not panic")
+        .expect("the connector exists");
+    h.worker.shutdown().await;
+}
