@@ -149,6 +149,22 @@ impl TaskRunner {
             self.status.set(TaskState::Stopped);
             return;
         }
+        match self.sink.reopen_if_failed().await {
+            Ok(false) => {}
+            Ok(true) => tracing::info!(
+                task = %self.name,
+                "the sink {} had failed; reopened it for this task",
+                self.sink.describe()
+            ),
+            Err(e) => {
+                self.fail(format!(
+                    "the sink failed earlier and cannot be reopened: {e}"
+                ));
+                self.store_reader.close();
+                self.status.set(TaskState::Stopped);
+                return;
+            }
+        }
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
             self.fail(format!("start() failed: {}", describe(&e)));

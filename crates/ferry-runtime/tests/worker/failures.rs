@@ -353,3 +353,35 @@ async fn a_stop_does_not_wait_for_acknowledgements_of_failed_deliveries() {
         .expect("the connector exists");
     h.worker.shutdown().await;
 }
+
+/// A sink that failed for good (a file sink poisoned by a full disk) is reopened when a task
+/// restarts: the restarted task delivers again, from its committed offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_restart_reopens_a_sink_that_failed_for_good() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| {
+        if key == "a:2" {
+            Plan::FailDelivery("write failed: No space left on device (os error 28)".into())
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("reopen", false, &probe);
+    probe.push(records("a", 1..=2));
+    h.wait_state("reopen", TaskState::Failed).await;
+    h.sink
+        .failed_for_good
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    h.sink.set_policy(|_, _| Plan::Ack);
+
+    h.worker
+        .restart_task("reopen", 0, &crate::support::TestConnector::new(&probe))
+        .await
+        .expect("the task exists");
+    h.wait_state("reopen", TaskState::Running).await;
+    assert_eq!(h.sink.reopens.load(Ordering::SeqCst), 1);
+    probe.push(records("a", 2..=3));
+    h.wait_committed("reopen", "a", 3).await;
+    h.worker.shutdown().await;
+}
