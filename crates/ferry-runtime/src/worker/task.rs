@@ -24,6 +24,7 @@ use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
 use crate::worker::health::StoreHealth;
 use crate::worker::status::{StatusCell, TaskState};
+use crate::worker::thread::Helpers;
 
 /// What the worker wants a task to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +138,8 @@ pub(crate) struct TaskRunner {
     pub(crate) control: watch::Receiver<TargetState>,
     pub(crate) settings: TaskSettings,
     pub(crate) health: Arc<StoreHealth>,
+    /// Aborted by a stop that gives up on the task (its thread may be blocked in connector code).
+    pub(crate) helpers: Arc<Helpers>,
 }
 
 impl TaskRunner {
@@ -191,6 +194,8 @@ impl TaskRunner {
             stop_committer,
             events_tx,
         )));
+        self.helpers.register(watcher.0.abort_handle());
+        self.helpers.register(periodic.0.abort_handle());
 
         let mut store = self.health.subscribe();
         self.poll_until_stopped(&failure, &mut store, &inflight_tx, &mut events)
@@ -220,6 +225,8 @@ impl TaskRunner {
         if let Some(trace) = self.health.failure() {
             // No final commit: it would only fail (and log) once more.
             self.fail(trace);
+        } else if self.helpers.is_cancelled() {
+            // Given up on by the stop: whatever it acknowledged late is committed by no one.
         } else {
             let outcome = committer.commit().await;
             if matches!(
