@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_offsets::{AckTracker, FlushError, OffsetWriter};
+use ferry_offsets::{AckTracker, FlushError, OffsetWriter, StoreError};
 
 use crate::metrics::TaskMetrics;
 use crate::worker::health::{StoreHealth, store_failure_trace};
@@ -59,7 +59,7 @@ impl Committer {
                         records,
                         elapsed: started.elapsed(),
                     },
-                    Ok(Err(FlushError::Store { source, .. })) if !source.is_retriable() => {
+                    Ok(Err(FlushError::Store { source, .. })) if cannot_commit(&source) => {
                         let trace = store_failure_trace(&source.to_string());
                         self.health.fail(trace.clone());
                         CommitOutcome::StoreFailed(trace)
@@ -106,4 +106,10 @@ impl Committer {
         }
         outcome
     }
+}
+
+/// Whether a store error means the store will not commit again in this process. A batch too large
+/// is about this one writer's batch, not the store: it keeps being reported at every commit.
+fn cannot_commit(error: &StoreError) -> bool {
+    !error.is_retriable() && !matches!(error, StoreError::BatchTooLarge { .. })
 }

@@ -64,3 +64,23 @@ async fn a_task_restarted_after_the_store_failed_fails_at_once_with_the_store_er
     );
     h.worker.shutdown().await;
 }
+
+/// A batch too large is refused without being retriable, but the store is fine: only that commit
+/// fails, the task keeps running, and the store is not declared failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_too_large_does_not_fail_the_store() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.start("toolarge", false, &probe);
+    h.store.refuse_batches_as_too_large(true);
+    probe.push(records("a", 1..=2));
+    crate::support::eventually("commits refused twice", || {
+        crate::support::TestStore::count(&h.store.failed_sets) >= 2
+    })
+    .await;
+    assert_eq!(h.status("toolarge").state, TaskState::Running);
+    assert!(h.worker.store_failure().is_none());
+    h.store.refuse_batches_as_too_large(false);
+    h.wait_committed("toolarge", "a", 2).await;
+    h.worker.shutdown().await;
+}

@@ -37,6 +37,8 @@ pub struct TestStore {
     fail_set: AtomicBool,
     /// `set` fails with a non-retriable error (a poisoned store) while set.
     fail_fatally: AtomicBool,
+    /// `set` refuses the batch as too large (non-retriable, but the store stays usable) while set.
+    too_large: AtomicBool,
     hang: watch::Sender<Hang>,
     /// `set` calls.
     pub set_calls: AtomicUsize,
@@ -62,6 +64,7 @@ impl TestStore {
             inner,
             fail_set: AtomicBool::new(false),
             fail_fatally: AtomicBool::new(false),
+            too_large: AtomicBool::new(false),
             hang: watch::Sender::new(Hang::Nothing),
             set_calls: AtomicUsize::new(0),
             applied_sets: AtomicUsize::new(0),
@@ -79,6 +82,11 @@ impl TestStore {
     /// Makes `set` fail as a poisoned file store does (`true`): not retriable, nothing written.
     pub fn fail_sets_fatally(&self, fail: bool) {
         self.fail_fatally.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes `set` refuse every batch as too large (`true`).
+    pub fn refuse_batches_as_too_large(&self, refuse: bool) {
+        self.too_large.store(refuse, Ordering::SeqCst);
     }
 
     /// Makes the matching `set` calls hang until this is changed.
@@ -132,6 +140,14 @@ impl OffsetBackingStore for TestStore {
             };
             let _ = hang.wait_for(|h| !h.applies(&connectors)).await;
             guard.armed = false;
+        }
+        if self.too_large.load(Ordering::SeqCst) {
+            self.failed_sets.fetch_add(1, Ordering::SeqCst);
+            return Err(StoreError::BatchTooLarge {
+                path: "/test/offsets.ferry".into(),
+                bytes: 1 << 30,
+                limit: 1 << 20,
+            });
         }
         if self.fail_fatally.load(Ordering::SeqCst) {
             self.failed_sets.fetch_add(1, Ordering::SeqCst);
