@@ -4,9 +4,9 @@
 //! - Offsets: the store is poisoned, so the task fails with the store error as its trace, stops
 //!   polling, and SIGTERM exits non-zero; after space returns, a restarted worker resumes from the last
 //!   committed offset and loses nothing.
-//! - Sink: the task fails with the sink error (each cause once); after space returns, a task restart
-//!   over REST reopens the sink and delivery goes on; SIGTERM does not wait out
-//!   `offset.flush.timeout.ms` for acknowledgements a failed sink can never give.
+//! - Sink: the task fails with the sink error (each cause once) without waiting out
+//!   `offset.flush.timeout.ms` for acknowledgements a failed sink can never give; after space returns,
+//!   a task restart over REST reopens the sink and delivery goes on.
 //!
 //! Mounting a tmpfs needs CAP_SYS_ADMIN: run as root, or inside a user and mount namespace
 //! (`unshare -rm cargo test -p ferry --test disk_full`). Without it the tests fail, saying so: a
@@ -152,6 +152,11 @@ fn a_full_offsets_disk_fails_the_task_and_the_exit_and_a_restart_resumes_without
         "each cause once: {trace}"
     );
     ferry.wait_for_log("task stopped (FAILED)");
+    let status = api.get("/connectors/files/status").json();
+    assert_eq!(
+        status["connector"]["state"], "FAILED",
+        "a connector whose offsets cannot be committed is not RUNNING: {status}"
+    );
     let exit = ferry.terminate();
     assert_ne!(
         exit.code(),
@@ -244,6 +249,9 @@ fn a_full_sink_disk_fails_the_task_and_a_task_restart_reopens_the_sink() {
         1,
         "each cause once: {trace}"
     );
+
+    // Wound down (final commit, stop()) without waiting for acknowledgements that cannot come.
+    ferry.wait_for_log("task stopped (FAILED)");
 
     disk.free();
     api.post("/connectors/files/tasks/0/restart", None)
