@@ -359,3 +359,40 @@ async fn tasks_blocking_their_threads_do_not_make_the_worker_unstoppable() {
     assert_eq!(h.committed("unblocked", "a").await, Some(2));
     gate.open();
 }
+
+/// A task whose `poll()` blocks its thread is given up on at the graceful timeout, and nothing of it
+/// lives on: its delivery watcher lets go of the pending delivery (so nothing it acknowledges late
+/// can be committed), although its loop is still blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_blocked_in_poll_is_given_up_on_and_its_helpers_end() {
+    let h = Harness::new(settings(25, 2_000, 300));
+    let probe = Probe::new();
+    h.sink.hold(&["a:3"]);
+    h.start("pollblocks", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("pollblocks", "a", 2).await;
+    eventually("a:3 held", || h.sink.is_held("a:3")).await;
+    let gate = Gate::new();
+    *crate::support::lock(&probe.block_poll) = Some(gate.clone());
+    eventually("poll() blocks", || gate.entered.load(Ordering::SeqCst) == 1).await;
+
+    h.stop("pollblocks").await;
+    wait_log(
+        "pollblocks-0",
+        "ERROR",
+        &["was cancelled", "task.shutdown.graceful.timeout.ms=300"],
+    )
+    .await;
+    eventually(
+        "the blocked task's watcher drops its pending delivery",
+        || h.sink.is_abandoned("a:3"),
+    )
+    .await;
+    assert_eq!(
+        gate.returned.load(Ordering::SeqCst),
+        0,
+        "poll() is still blocked"
+    );
+    assert_eq!(h.committed("pollblocks", "a").await, Some(2));
+    gate.open();
+}

@@ -75,6 +75,8 @@ pub struct Probe {
     pub fail_commit_calls: AtomicBool,
     /// `start()` blocks its thread on this gate (never awaiting) while set.
     pub block_start: Mutex<Option<Arc<Gate>>>,
+    /// `poll()` blocks its thread on this gate (never awaiting) while set.
+    pub block_poll: Mutex<Option<Arc<Gate>>>,
     /// `start()` fails with this error, once.
     pub start_error: Mutex<Option<ConnectError>>,
     /// Partitions `start()` looks up through the offset reader.
@@ -100,6 +102,7 @@ impl Probe {
             busy_poll: AtomicBool::new(false),
             fail_commit_calls: AtomicBool::new(false),
             block_start: Mutex::new(None),
+            block_poll: Mutex::new(None),
             start_error: Mutex::new(None),
             lookups: Mutex::new(Vec::new()),
             resumed: Mutex::new(None),
@@ -232,6 +235,10 @@ impl SourceTask for TestTask {
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         self.probe.polls.fetch_add(1, Ordering::SeqCst);
+        let gate = lock(&self.probe.block_poll).clone();
+        if let Some(gate) = gate {
+            gate.block();
+        }
         if self.probe.busy_poll.load(Ordering::SeqCst) {
             let Ok(mut feed) = self.probe.feed_rx.try_lock() else {
                 return Ok(Vec::new());
