@@ -228,12 +228,13 @@ impl TaskRunner {
         } else if self.helpers.is_cancelled() {
             // Given up on by the stop: whatever it acknowledged late is committed by no one.
         } else {
-            let outcome = committer.commit().await;
-            if matches!(
-                outcome,
-                CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
-            ) {
-                self.call_commit().await;
+            match committer.commit().await {
+                CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
+                    self.call_commit().await;
+                }
+                CommitOutcome::Failed(_) => {}
+                // The store failed at this very commit: the task's last offsets are lost with it.
+                CommitOutcome::StoreFailed(trace) => self.fail(trace),
             }
         }
         self.stop_task().await;

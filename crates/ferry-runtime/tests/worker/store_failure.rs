@@ -84,3 +84,30 @@ async fn a_batch_too_large_does_not_fail_the_store() {
     h.wait_committed("toolarge", "a", 2).await;
     h.worker.shutdown().await;
 }
+
+/// The store fails at the final commit of a stop (no periodic commit ran): the task's final status
+/// is FAILED with the store error, and the worker reports the failure (the process exits non-zero).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failing_at_the_final_commit_fails_the_task_and_the_worker() {
+    let h = Harness::new(crate::support::settings(3_600_000, 2_000, 10_000));
+    let probe = Probe::new();
+    h.start("poisoned-final", false, &probe);
+    probe.push(records("a", 1..=2));
+    crate::support::eventually("a:2 delivered", || probe.has_commit_record("a:2")).await;
+    h.store.fail_sets_fatally(true);
+    let finals = h
+        .worker
+        .stop_connector("poisoned-final")
+        .await
+        .expect("the connector exists");
+    let status = &finals[0].1;
+    assert_eq!(status.state, TaskState::Failed);
+    assert!(
+        status
+            .trace
+            .as_deref()
+            .is_some_and(|t| t.contains("No space left on device")),
+        "{status:?}"
+    );
+    assert!(h.worker.store_failure().is_some());
+}
