@@ -291,7 +291,16 @@ impl Worker {
             health: self.health.clone(),
             helpers: helpers.clone(),
         };
-        let join = match TaskThread::spawn(&name, helpers, runner.run()) {
+        let panicked = {
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            move |message: String| {
+                let reason = format!("the task panicked: {message}");
+                tracing::error!(task = %name, "task failed: {reason}");
+                status.fail(reason);
+                store_reader.close();
+            }
+        };
+        let join = match TaskThread::spawn(&name, helpers, runner.run(), panicked) {
             Ok(thread) => Some(thread),
             Err(e) => {
                 let reason = format!("cannot start a thread for the task: {e}");

@@ -12,6 +12,7 @@
 //! is dropped at its next await if the thread ever comes back. The thread itself is left behind; the
 //! process exits without waiting for it.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -62,7 +63,8 @@ pub(crate) struct TaskThread {
 }
 
 impl TaskThread {
-    /// Runs `run` on a new thread named after the task, with the current runtime's handle.
+    /// Runs `run` on a new thread named after the task, with the current runtime's handle. If the
+    /// loop panics (a bug in the connector or the runtime), `panicked` gets the panic message.
     ///
     /// # Errors
     /// The thread could not be created (the OS refused).
@@ -70,6 +72,7 @@ impl TaskThread {
         name: &str,
         helpers: Arc<Helpers>,
         run: impl Future<Output = ()> + Send + 'static,
+        panicked: impl FnOnce(String) + Send + 'static,
     ) -> std::io::Result<Self> {
         let runtime = Handle::current();
         let (done_tx, done) = oneshot::channel();
@@ -77,15 +80,25 @@ impl TaskThread {
         std::thread::Builder::new()
             .name(format!("ferry-task-{name}"))
             .spawn(move || {
-                runtime.block_on(async move {
-                    tokio::select! {
-                        biased;
-                        // Only a sent cancel: a dropped handle (the worker dropped) lets the loop
-                        // wind down by itself.
-                        Ok(()) = &mut cancelled => {}
-                        () = run => {}
-                    }
-                });
+                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    runtime.block_on(async move {
+                        tokio::select! {
+                            biased;
+                            // Only a sent cancel: a dropped handle (the worker dropped) lets the
+                            // loop wind down by itself.
+                            Ok(()) = &mut cancelled => {}
+                            () = run => {}
+                        }
+                    });
+                }));
+                if let Err(panic) = ran {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic without a message".to_owned());
+                    panicked(message);
+                }
                 drop(done_tx);
             })?;
         Ok(Self {

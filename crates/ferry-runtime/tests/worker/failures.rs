@@ -385,3 +385,20 @@ async fn a_task_restart_reopens_a_sink_that_failed_for_good() {
     h.wait_committed("reopen", "a", 3).await;
     h.worker.shutdown().await;
 }
+
+/// A panic in the connector's code ends its task, which reports FAILED with the panic message (not
+/// RUNNING forever); the other tasks go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_task_is_failed_with_the_panic_message() {
+    let h = Harness::new(fast());
+    let (panics, fine) = (Probe::new(), Probe::new());
+    h.start("panics", false, &panics);
+    h.start("panicsnot", false, &fine);
+    panics.panic_poll.store(true, Ordering::SeqCst);
+    h.wait_state("panics", TaskState::Failed).await;
+    let trace = h.status("panics").trace.expect("trace");
+    assert!(trace.contains("injected poll() panic"), "trace: {trace}");
+    fine.push(records("a", 1..=2));
+    h.wait_committed("panicsnot", "a", 2).await;
+    crate::support::bounded("the shutdown", h.worker.shutdown()).await;
+}

@@ -75,6 +75,8 @@ pub struct Probe {
     pub fail_commit_calls: AtomicBool,
     /// `start()` blocks its thread on this gate (never awaiting) while set.
     pub block_start: Mutex<Option<Arc<Gate>>>,
+    /// `poll()` panics while set.
+    pub panic_poll: AtomicBool,
     /// `poll()` blocks its thread on this gate (never awaiting) while set.
     pub block_poll: Mutex<Option<Arc<Gate>>>,
     /// `start()` fails with this error, once.
@@ -103,6 +105,7 @@ impl Probe {
             fail_commit_calls: AtomicBool::new(false),
             block_start: Mutex::new(None),
             block_poll: Mutex::new(None),
+            panic_poll: AtomicBool::new(false),
             start_error: Mutex::new(None),
             lookups: Mutex::new(Vec::new()),
             resumed: Mutex::new(None),
@@ -235,6 +238,10 @@ impl SourceTask for TestTask {
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         self.probe.polls.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            !self.probe.panic_poll.load(Ordering::SeqCst),
+            "injected poll() panic"
+        );
         let gate = lock(&self.probe.block_poll).clone();
         if let Some(gate) = gate {
             gate.block();
