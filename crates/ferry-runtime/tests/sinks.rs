@@ -401,10 +401,11 @@ async fn opening_a_directory_fails_naming_it() {
 #[tokio::test]
 async fn a_failed_write_poisons_the_sink() {
     let path = Path::new("/dev/full");
-    if !path.exists() {
-        eprintln!("skipped: /dev/full does not exist on this system");
-        return;
-    }
+    // A test that passed without its device would test nothing.
+    assert!(
+        path.exists(),
+        "this test needs Linux's full device /dev/full (create it with: mknod -m 666 /dev/full c 1 7)"
+    );
     let sink = FileSink::open(path).await.expect("open sink");
     let first = sink
         .send(&file_stream_record("lost", 1))
@@ -427,6 +428,20 @@ async fn a_failed_write_poisons_the_sink() {
     assert!(!later.retriable);
     assert!(later.to_string().contains("/dev/full"), "{later}");
     assert!(sink.flush(LONG).await.is_err());
+
+    // Reopening (a task restart) gives a fresh writer, which /dev/full fails again.
+    assert!(sink.reopen_if_failed().await.expect("reopen"), "reopened");
+    assert!(
+        !sink.reopen_if_failed().await.expect("reopen"),
+        "a healthy sink is not reopened"
+    );
+    let again = sink
+        .send(&file_stream_record("again", 3))
+        .await
+        .expect("the reopened sink accepts a record")
+        .await
+        .expect_err("delivery should fail");
+    assert!(again.to_string().contains("write failed"), "{again}");
     assert!(sink.close().await.is_err());
 }
 

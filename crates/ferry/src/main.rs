@@ -5,6 +5,7 @@ mod standalone;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -49,6 +50,11 @@ fn init_logging() {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// How long the async runtime may take to wind down once the command has finished. Everything that
+/// matters (final commits, the sink flush) is done by then; what may be left is a thread stuck in a
+/// connector's blocking call, which nothing can interrupt and which must not keep the process alive.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
@@ -70,6 +76,8 @@ fn main() -> ExitCode {
             Command::Offsets { action } => offsets::run(action).await,
         }
     });
+    // Dropping the runtime would wait for every blocking thread, forever for a stuck one.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     match result {
         Ok(code) => code,
         Err(message) => {

@@ -237,6 +237,10 @@ pub(crate) async fn run(
     if let Err(e) = sink.flush(config.offset_flush_timeout).await {
         tracing::warn!("sink flush at exit failed: {e}");
     }
+    // Offsets of records delivered after the store failed were never committed: not a clean exit.
+    if let Some(failure) = herder.worker().store_failure() {
+        return Err(format!("stopped after the offset store failed: {failure}"));
+    }
     tracing::info!("stopped");
     Ok(())
 }

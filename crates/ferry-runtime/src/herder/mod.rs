@@ -312,8 +312,13 @@ impl Herder {
 
     fn status_of(&self, state: &State, name: &str) -> Option<ConnectorStateInfo> {
         let entry = state.connectors.get(name)?;
-        let connector = match (&entry.failure, entry.target) {
-            (Some(trace), _) => self.state_info("FAILED", Some(trace.clone())),
+        // A store that can no longer commit fails every connector that runs tasks on it.
+        let failure = match (&entry.failure, entry.target) {
+            (None, TargetState::Running | TargetState::Paused) => self.worker.store_failure(),
+            (failure, _) => failure.clone(),
+        };
+        let connector = match (failure, entry.target) {
+            (Some(trace), _) => self.state_info("FAILED", Some(trace)),
             (None, TargetState::Running) => self.state_info("RUNNING", None),
             (None, TargetState::Paused) => self.state_info("PAUSED", None),
             (None, TargetState::Stopped) => self.state_info("STOPPED", None),

@@ -15,7 +15,10 @@
 //!   restart: whole lines may appear twice (at-least-once), and the torn last line is removed when the
 //!   file is next opened (with a WARN naming the file and the bytes dropped).
 //! - A failed `write` or `fdatasync` poisons the sink: what is durable is unknown, so that batch and
-//!   every later record fail (not retriable) until the sink is reopened.
+//!   every later record fail (not retriable) until the sink is reopened. The file is closed at once;
+//!   [`RecordSink::reopen_if_failed`] (called when a task restarts) opens it again as at start,
+//!   truncating a torn last line, so once the cause is fixed (disk space freed) a task restart resumes
+//!   delivery without restarting the worker.
 //!
 //! Opening refuses a file whose unterminated tail cannot be a torn Ferry line (it does not start like
 //! one): that is probably not a sink file, and truncating it would destroy someone's data. The file is
@@ -24,6 +27,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -44,7 +48,10 @@ const SCAN_CHUNK: u64 = 64 * 1024;
 /// write what is queued and exit; [`FileSink::close`] also waits for it.
 pub struct FileSink {
     path: PathBuf,
-    writer: Writer,
+    /// Replaced by [`RecordSink::reopen_if_failed`] once poisoned; a send in progress keeps its own.
+    writer: RwLock<Arc<Writer>>,
+    /// One reopen at a time: tasks restarting together must not open the file twice.
+    reopening: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for FileSink {
@@ -66,6 +73,53 @@ impl FileSink {
     /// it ends in bytes that are not a torn Ferry line.
     pub async fn open(path: impl AsRef<Path>) -> Result<FileSink, SinkError> {
         let path = path.as_ref().to_path_buf();
+        let writer = open_writer(&path).await?;
+        Ok(FileSink {
+            path,
+            writer: RwLock::new(Arc::new(writer)),
+            reopening: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn writer(&self) -> Arc<Writer> {
+        // Only ever replaced whole: a poisoned lock still holds a usable writer.
+        self.writer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The file written to, as given to [`FileSink::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops accepting records, waits until everything sent is written and synced (or failed) and the
+    /// writer thread has exited.
+    ///
+    /// # Errors
+    /// The sink was poisoned by a failed write or sync: some records were not acknowledged.
+    pub async fn close(self) -> Result<(), SinkError> {
+        let writer = self
+            .writer
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        match Arc::try_unwrap(writer) {
+            Ok(writer) => writer.close().await,
+            // Unreachable: sends borrow the sink, which `close` consumed. Dropping lets it drain.
+            Err(shared) if shared.is_poisoned() => Err(error(
+                &describe(&self.path),
+                "the sink had failed; some records were not written",
+            )),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Opens the file (see [`FileSink::open`]) and starts its writer thread.
+async fn open_writer(path: &Path) -> Result<Writer, SinkError> {
+    let path = path.to_path_buf();
+    {
         let sink = describe(&path);
         let opened = {
             let path = path.clone();
@@ -87,22 +141,7 @@ impl FileSink {
                 path.display()
             );
         }
-        let writer = Writer::spawn(sink, "ferry-file-sink", FileTarget { file }, Some(position))?;
-        Ok(FileSink { path, writer })
-    }
-
-    /// The file written to, as given to [`FileSink::open`].
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Stops accepting records, waits until everything sent is written and synced (or failed) and the
-    /// writer thread has exited.
-    ///
-    /// # Errors
-    /// The sink was poisoned by a failed write or sync: some records were not acknowledged.
-    pub async fn close(self) -> Result<(), SinkError> {
-        self.writer.close().await
+        Writer::spawn(sink, "ferry-file-sink", FileTarget { file }, Some(position))
     }
 }
 
@@ -113,11 +152,28 @@ impl RecordSink for FileSink {
     }
 
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
-        self.writer.send(record).await
+        self.writer().send(record).await
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
-        self.writer.flush(timeout).await
+        self.writer().flush(timeout).await
+    }
+
+    async fn reopen_if_failed(&self) -> Result<bool, SinkError> {
+        let _one = self.reopening.lock().await;
+        if !self.writer().is_poisoned() {
+            return Ok(false);
+        }
+        // The poisoned writer closed the file before its poison became visible: no lock conflict.
+        let writer = open_writer(&self.path).await?;
+        *self.writer.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(writer);
+        tracing::warn!(
+            file = %self.path.display(),
+            "file sink {}: reopened after an earlier write failure; records that were not acknowledged \
+             are sent again by their tasks",
+            self.path.display()
+        );
+        Ok(true)
     }
 }
 

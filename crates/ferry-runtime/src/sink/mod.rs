@@ -67,4 +67,15 @@ pub trait RecordSink: Send + Sync {
 
     /// Waits up to `timeout` until every record sent so far is delivered or failed.
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError>;
+
+    /// Makes a sink that failed for good usable again if it can (the file sink reopens its file
+    /// after a failed write poisoned it), and says whether it did. The worker calls it before a
+    /// task (re)starts, so restarting a task is the way back once the cause (a full disk) is fixed.
+    /// The default does nothing: most sinks recover by themselves or never fail for good.
+    ///
+    /// # Errors
+    /// The sink had failed and cannot be reopened.
+    async fn reopen_if_failed(&self) -> Result<bool, SinkError> {
+        Ok(false)
+    }
 }

@@ -12,7 +12,8 @@
 //! across threads contend for the senders' arena lock, which cost more than the formatting).
 //!
 //! After a failed batch the writer is poisoned: what reached the target is unknown, so that batch and
-//! every later record fail with a non-retriable error that repeats the first failure.
+//! every later record fail with a non-retriable error that repeats the first failure. The target is
+//! dropped at once (the file sink's file closed and unlocked), so the sink can open a new writer.
 //!
 //! `flush` queues a marker behind everything sent so far and waits for the thread to reach it. When
 //! the [`Writer`] is dropped the thread drains the queue (writing and resolving what is left) and
@@ -179,6 +180,11 @@ impl Writer {
         })
     }
 
+    /// Whether a failed write poisoned the writer (its target is then closed).
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.shared.poison.get().is_some()
+    }
+
     /// Queues `record`; see [`super::RecordSink::send`].
     pub(crate) async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
         if let Some(e) = self.shared.poisoned() {
@@ -320,7 +326,8 @@ fn take_batch(
 }
 
 /// The writer thread: batch, write, resolve; until the [`Writer`] is dropped and the queue is empty.
-fn run(mut target: impl Target, shared: &Shared, mut position: Option<u64>) {
+fn run(target: impl Target, shared: &Shared, mut position: Option<u64>) {
+    let mut target = Some(target);
     let mut batch: Vec<u8> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
     let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
@@ -348,19 +355,30 @@ fn run(mut target: impl Target, shared: &Shared, mut position: Option<u64>) {
     }
 }
 
-fn write(target: &mut impl Target, batch: &[u8], shared: &Shared) -> Result<(), SinkError> {
+fn write<T: Target>(
+    target: &mut Option<T>,
+    batch: &[u8],
+    shared: &Shared,
+) -> Result<(), SinkError> {
     if batch.is_empty() {
         return Ok(());
     }
     if let Some(e) = shared.poisoned() {
         return Err(e);
     }
-    match target.write_batch(batch) {
+    let Some(writing) = target.as_mut() else {
+        return Err(shared.stopped());
+    };
+    match writing.write_batch(batch) {
         Ok(()) => Ok(()),
         Err(TargetError { op, source }) => {
+            // Nothing more is written to it: close it before the poison is visible, so that whoever
+            // sees the poison and reopens the sink finds the file closed (and its lock released).
+            *target = None;
             let first = format!(
                 "{op} failed: {source}; which of the last records reached it is unknown, so this sink \
-                 accepts no more records (restart to reopen it; none of the failed records was acknowledged)"
+                 accepts no more records until it is reopened (restart the task; none of the failed \
+                 records was acknowledged)"
             );
             // Returned to every waiting delivery; the caller decides how loudly to report it.
             Err(shared.error(shared.poison.get_or_init(|| first).clone()))

@@ -3,12 +3,15 @@
 //! Called every `offset.flush.interval.ms` by the task's own committer and once more at stop. Each task
 //! has its own writer, so commits of one task never wait for another task's. On failure or timeout the
 //! flush is cancelled, its offsets go back to the writer under newer ones, and the next commit retries.
+//! A non-retriable store error is different: the store will not commit again in this process, so it is
+//! reported to the worker's [`StoreHealth`], which stops every task.
 
 use std::time::{Duration, Instant};
 
-use ferry_offsets::{AckTracker, OffsetWriter};
+use ferry_offsets::{AckTracker, FlushError, OffsetWriter, StoreError};
 
 use crate::metrics::TaskMetrics;
+use crate::worker::health::{StoreHealth, store_failure_trace};
 
 /// What a commit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,8 @@ pub(crate) enum CommitOutcome {
     NothingToCommit,
     /// The flush failed or timed out; it will be retried.
     Failed(String),
+    /// The store failed for good (see [`StoreHealth`]); nothing will be retried.
+    StoreFailed(String),
 }
 
 /// Everything one commit needs.
@@ -32,6 +37,7 @@ pub(crate) struct Committer {
     pub(crate) writer: std::sync::Arc<OffsetWriter>,
     pub(crate) flush_timeout: Duration,
     pub(crate) metrics: std::sync::Arc<TaskMetrics>,
+    pub(crate) health: std::sync::Arc<StoreHealth>,
 }
 
 impl Committer {
@@ -53,6 +59,11 @@ impl Committer {
                         records,
                         elapsed: started.elapsed(),
                     },
+                    Ok(Err(FlushError::Store { source, .. })) if cannot_commit(&source) => {
+                        let trace = store_failure_trace(&source.to_string());
+                        self.health.fail(trace.clone());
+                        CommitOutcome::StoreFailed(trace)
+                    }
                     Ok(Err(e)) => CommitOutcome::Failed(e.to_string()),
                     Err(_) => {
                         self.writer.cancel_flush();
@@ -68,7 +79,9 @@ impl Committer {
         match &outcome {
             CommitOutcome::Committed { elapsed, .. } => self.metrics.commit_succeeded(*elapsed),
             CommitOutcome::NothingToCommit => self.metrics.commit_skipped(),
-            CommitOutcome::Failed(_) => self.metrics.commit_failed(),
+            CommitOutcome::Failed(_) | CommitOutcome::StoreFailed(_) => {
+                self.metrics.commit_failed()
+            }
         }
         match &outcome {
             CommitOutcome::Committed {
@@ -85,7 +98,7 @@ impl Committer {
                 "nothing to commit; {} records pending acknowledgement",
                 committable.pending_records
             ),
-            CommitOutcome::Failed(reason) => tracing::error!(
+            CommitOutcome::Failed(reason) | CommitOutcome::StoreFailed(reason) => tracing::error!(
                 task = %self.task,
                 "offset commit failed: {reason}; {} records pending acknowledgement",
                 committable.pending_records
@@ -93,4 +106,10 @@ impl Committer {
         }
         outcome
     }
+}
+
+/// Whether a store error means the store will not commit again in this process. A batch too large
+/// is about this one writer's batch, not the store: it keeps being reported at every commit.
+fn cannot_commit(error: &StoreError) -> bool {
+    !error.is_retriable() && !matches!(error, StoreError::BatchTooLarge { .. })
 }

@@ -3,8 +3,10 @@
 mod commit;
 mod context;
 mod deliveries;
+mod health;
 mod status;
 mod task;
+mod thread;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -12,11 +14,13 @@ use std::time::Duration;
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::{AckTracker, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use thread::{Helpers, TaskThread};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
+use health::StoreHealth;
 pub(crate) use status::StatusCell;
 pub use status::{TaskState, TaskStatus};
 use task::{TargetState, TaskRunner, TaskSettings};
@@ -90,7 +94,8 @@ pub enum WorkerError {
 struct TaskHandle {
     name: String,
     control: watch::Sender<TargetState>,
-    join: Option<JoinHandle<()>>,
+    /// The thread running the task's loop; `None` for a placeholder (or a thread that never started).
+    join: Option<TaskThread>,
     status: StatusCell,
     store_reader: Arc<StoreOffsetReader>,
     /// Keeps the task's metric series rendered until the handle is dropped (after the task stopped);
@@ -119,6 +124,7 @@ pub struct Worker {
     settings: WorkerSettings,
     store: Arc<dyn OffsetBackingStore>,
     sink: Arc<dyn RecordSink>,
+    health: Arc<StoreHealth>,
     connectors: Mutex<BTreeMap<String, RunningConnector>>,
 }
 
@@ -135,8 +141,17 @@ impl Worker {
             settings,
             store,
             sink,
+            health: Arc::new(StoreHealth::new()),
             connectors: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Why the offset store can no longer commit, once a commit failed with a non-retriable store
+    /// error (e.g. a file store poisoned by a full disk). Every task has then failed with this as
+    /// its trace, and tasks started later fail at once: only a new process (which reopens the store)
+    /// can commit again, so the process should exit non-zero.
+    pub fn store_failure(&self) -> Option<String> {
+        self.health.failure()
     }
 
     /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
@@ -259,6 +274,7 @@ impl Worker {
             acks.clone(),
             status.clone(),
         );
+        let helpers = Arc::new(Helpers::default());
         let runner = TaskRunner {
             name: name.clone(),
             task: connector.create_task(),
@@ -272,12 +288,31 @@ impl Worker {
             status: status.clone(),
             control: control_rx,
             settings: launch.settings.clone(),
+            health: self.health.clone(),
+            helpers: helpers.clone(),
         };
-        let join = tokio::spawn(runner.run());
+        let panicked = {
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            move |message: String| {
+                let reason = format!("the task panicked: {message}");
+                tracing::error!(task = %name, "task failed: {reason}");
+                status.fail(reason);
+                store_reader.close();
+            }
+        };
+        let join = match TaskThread::spawn(&name, helpers, runner.run(), panicked) {
+            Ok(thread) => Some(thread),
+            Err(e) => {
+                let reason = format!("cannot start a thread for the task: {e}");
+                tracing::error!(task = %name, "task failed: {reason}");
+                status.fail(reason);
+                None
+            }
+        };
         TaskHandle {
             name,
             control,
-            join: Some(join),
+            join,
             status,
             store_reader,
             _metrics: Some(metrics),
@@ -443,15 +478,21 @@ async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Durati
 
 async fn stop_task(mut task: TaskHandle, timeout: Duration) {
     task.control.send_replace(TargetState::Stopped);
-    let Some(mut join) = task.join.take() else {
+    let Some(mut thread) = task.join.take() else {
         return;
     };
-    if tokio::time::timeout(timeout, &mut join).await.is_err() {
-        join.abort();
+    if tokio::time::timeout(timeout, thread.finished())
+        .await
+        .is_err()
+    {
+        // Its thread may be blocked in connector code, which nothing can interrupt: stop waiting.
+        thread.cancel();
         task.store_reader.close();
         tracing::error!(
             task = %task.name,
-            "task did not stop within task.shutdown.graceful.timeout.ms={} ms and was cancelled: offsets acknowledged since its last commit were not committed, so those records will be delivered again after a restart",
+            "task did not stop within task.shutdown.graceful.timeout.ms={} ms and was cancelled (if its \
+             thread is blocked in the connector's code, it is left behind): offsets acknowledged since its \
+             last commit were not committed, so those records will be delivered again after a restart",
             timeout.as_millis()
         );
         task.status.set(TaskState::Stopped);

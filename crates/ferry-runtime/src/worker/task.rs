@@ -3,8 +3,10 @@
 //! `start(context)` → repeated `poll` → each record is sent to the sink, then submitted to the
 //! [`AckTracker`]; a delivery watcher acknowledges it when the sink confirms delivery (and the loop
 //! calls `commit_record`). The task's own committer commits acknowledged offsets every
-//! `offset.flush.interval.ms`. On stop: wait for outstanding acknowledgements (bounded by
-//! `offset.flush.timeout.ms`), commit one last time, `stop()`.
+//! `offset.flush.interval.ms`. On stop: wait until every outstanding delivery has resolved (bounded
+//! by `offset.flush.timeout.ms`; a failed one is never acknowledged, so there is nothing to wait for),
+//! commit one last time, `stop()`. When the worker's offset store fails for good
+//! ([`StoreHealth`]), the task fails with the store's error and stops, without a final commit.
 
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -20,7 +22,9 @@ use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
+use crate::worker::health::StoreHealth;
 use crate::worker::status::{StatusCell, TaskState};
+use crate::worker::thread::Helpers;
 
 /// What the worker wants a task to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,11 +137,37 @@ pub(crate) struct TaskRunner {
     pub(crate) status: StatusCell,
     pub(crate) control: watch::Receiver<TargetState>,
     pub(crate) settings: TaskSettings,
+    pub(crate) health: Arc<StoreHealth>,
+    /// Aborted by a stop that gives up on the task (its thread may be blocked in connector code).
+    pub(crate) helpers: Arc<Helpers>,
 }
 
 impl TaskRunner {
     /// Runs the task until it is stopped or fails.
     pub(crate) async fn run(mut self) {
+        if let Some(trace) = self.health.failure() {
+            // Started (e.g. restarted over REST) after the store failed: it could never commit.
+            self.fail(trace);
+            self.store_reader.close();
+            self.status.set(TaskState::Stopped);
+            return;
+        }
+        match self.sink.reopen_if_failed().await {
+            Ok(false) => {}
+            Ok(true) => tracing::info!(
+                task = %self.name,
+                "the sink {} had failed; reopened it for this task",
+                self.sink.describe()
+            ),
+            Err(e) => {
+                self.fail(format!(
+                    "the sink failed earlier and cannot be reopened: {e}"
+                ));
+                self.store_reader.close();
+                self.status.set(TaskState::Stopped);
+                return;
+            }
+        }
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
             self.fail(format!("start() failed: {}", describe(&e)));
@@ -148,7 +178,7 @@ impl TaskRunner {
         let failure = Arc::new(Failure::default());
         let (events_tx, mut events) = mpsc::unbounded_channel();
         let (inflight_tx, inflight_rx) = mpsc::channel(65_536);
-        let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
+        let mut watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
             failure.clone(),
@@ -164,15 +194,21 @@ impl TaskRunner {
             stop_committer,
             events_tx,
         )));
+        self.helpers.register(watcher.0.abort_handle());
+        self.helpers.register(periodic.0.abort_handle());
 
-        self.poll_until_stopped(&failure, &inflight_tx, &mut events)
+        let mut store = self.health.subscribe();
+        self.poll_until_stopped(&failure, &mut store, &inflight_tx, &mut events)
             .await;
 
         // Stop: no new records; let the committer finish its current commit, then drain.
         let _ = stop_committer_tx.send(true);
         let _ = (&mut periodic.0).await;
         drop(inflight_tx);
-        if !self.acks.await_all(self.settings.flush_timeout).await {
+        // The watcher ends once every delivery has resolved: a failed one (a poisoned sink) is never
+        // acknowledged, so waiting for acknowledgements instead would take the whole timeout.
+        let resolved = tokio::time::timeout(self.settings.flush_timeout, &mut watcher.0).await;
+        if resolved.is_err() {
             tracing::warn!(
                 task = %self.name,
                 "{} records were not acknowledged within offset.flush.timeout.ms={} ms; their offsets are not committed and they will be delivered again after a restart",
@@ -186,12 +222,20 @@ impl TaskRunner {
         if let Some(reason) = failure.get() {
             self.fail(reason);
         }
-        let outcome = committer.commit().await;
-        if matches!(
-            outcome,
-            CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
-        ) {
-            self.call_commit().await;
+        if let Some(trace) = self.health.failure() {
+            // No final commit: it would only fail (and log) once more.
+            self.fail(trace);
+        } else if self.helpers.is_cancelled() {
+            // Given up on by the stop: whatever it acknowledged late is committed by no one.
+        } else {
+            match committer.commit().await {
+                CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
+                    self.call_commit().await;
+                }
+                CommitOutcome::Failed(_) => {}
+                // The store failed at this very commit: the task's last offsets are lost with it.
+                CommitOutcome::StoreFailed(trace) => self.fail(trace),
+            }
         }
         self.stop_task().await;
     }
@@ -203,12 +247,14 @@ impl TaskRunner {
             writer: self.writer.clone(),
             flush_timeout: self.settings.flush_timeout,
             metrics: self.metrics.clone(),
+            health: self.health.clone(),
         }
     }
 
     async fn poll_until_stopped(
         &mut self,
         failure: &Failure,
+        store: &mut watch::Receiver<Option<String>>,
         inflight: &mpsc::Sender<InFlight>,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
     ) {
@@ -217,6 +263,10 @@ impl TaskRunner {
             self.handle_events(events).await;
             if let Some(reason) = failure.get() {
                 self.fail(reason);
+                return;
+            }
+            if let Some(trace) = store.borrow_and_update().clone() {
+                self.fail(trace);
                 return;
             }
             let target = *self.control.borrow_and_update();
@@ -228,6 +278,7 @@ impl TaskRunner {
                         // The worker dropped its handle: nobody can resume or stop us any more.
                         changed = self.control.changed() => if changed.is_err() { return },
                         _ = failure.wake.notified() => {}
+                        _ = store.changed() => {}
                         Some(event) = events.recv() => self.handle_event(event).await,
                     }
                     continue;
@@ -243,6 +294,7 @@ impl TaskRunner {
                     continue;
                 }
                 _ = failure.wake.notified() => continue,
+                _ = store.changed() => continue,
                 polled = self.task.poll() => polled,
             };
             // A poll may return at once without awaiting (an empty Vec is allowed): yield now and then,
@@ -395,8 +447,13 @@ fn describe(e: &ConnectError) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        let cause = s.to_string();
+        // Many messages already embed their cause (`ConnectError::from(OffsetReadError)` does):
+        // one chain, each cause once.
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
         source = s.source();
     }
     text
@@ -516,12 +573,13 @@ async fn commit_periodically(
             _ = tokio::time::sleep(interval) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        let outcome = committer.commit().await;
-        if matches!(
-            outcome,
-            CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
-        ) {
-            let _ = events.send(LoopEvent::Committed);
+        match committer.commit().await {
+            CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
+                let _ = events.send(LoopEvent::Committed);
+            }
+            CommitOutcome::Failed(_) => {}
+            // The task loop stops on it (see `StoreHealth`); no point in failing every interval.
+            CommitOutcome::StoreFailed(_) => return,
         }
     }
 }

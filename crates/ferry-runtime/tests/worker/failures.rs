@@ -280,3 +280,125 @@ async fn a_start_failure_fails_the_task_with_its_reason() {
     );
     h.worker.shutdown().await;
 }
+
+/// A message that already embeds its cause (as `ConnectError::from(OffsetReadError)` and many
+/// connectors' errors do) must not be followed by that cause again: one chain, each cause once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_trace_names_each_cause_once() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    let read = ferry_api::OffsetReadError::Store {
+        connector: "startonce".to_owned(),
+        message: "offset store /x/offsets.ferry refuses writes after an earlier failure".to_owned(),
+        retriable: false,
+    };
+    *crate::support::lock(&probe.start_error) = Some(ConnectError::from(read));
+    h.start("startonce", false, &probe);
+    h.wait_state("startonce", TaskState::Failed).await;
+    let trace = h.status("startonce").trace.expect("trace");
+    assert_eq!(
+        trace
+            .matches("refuses writes after an earlier failure")
+            .count(),
+        1,
+        "trace: {trace}"
+    );
+
+    let poll = Probe::new();
+    h.start("pollonce", false, &poll);
+    let cause = std::io::Error::other("No space left on device (os error 28)");
+    poll.push_error(
+        ConnectError::fatal(format!("cannot read /in.txt: {cause}")).with_source(cause),
+    );
+    h.wait_state("pollonce", TaskState::Failed).await;
+    let trace = h.status("pollonce").trace.expect("trace");
+    assert_eq!(trace.matches("No space left").count(), 1, "trace: {trace}");
+    h.worker.shutdown().await;
+}
+
+/// A failed delivery will never be acknowledged: the stopping task must not wait the whole
+/// `offset.flush.timeout.ms` for it (here a minute, longer than the test's deadline) once every
+/// delivery has resolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_does_not_wait_for_acknowledgements_of_failed_deliveries() {
+    let h = Harness::new(settings(25, 60_000, 120_000));
+    let probe = Probe::new();
+    h.sink
+        .set_policy(|_, _| Plan::FailDelivery("No space left on device (os error 28)".into()));
+    h.start("failedacks", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_state("failedacks", TaskState::Failed).await;
+    eventually(
+        "stop() after the failure, well before the flush timeout",
+        || probe.stops() == 1,
+    )
+    .await;
+
+    // The same for a stop requested while the failed deliveries are outstanding (SIGTERM).
+    let stopped = Probe::new();
+    h.sink.hold(&["b:2"]);
+    h.start("failedacks-stop", false, &stopped);
+    stopped.push(vec![record("b", 1), record("b", 2)]);
+    eventually("b:2 held", || h.sink.is_held("b:2")).await;
+    let worker = h.worker.clone();
+    let stopping = tokio::spawn(async move { worker.stop_connector("failedacks-stop").await });
+    eventually("the stop to begin", || {
+        h.worker.task_statuses("failedacks-stop").is_none()
+    })
+    .await;
+    h.sink.fail("b:2", "No space left on device (os error 28)");
+    crate::support::bounded("the stop", stopping)
+        .await
+        .expect("the stop did not panic")
+        .expect("the connector exists");
+    h.worker.shutdown().await;
+}
+
+/// A sink that failed for good (a file sink poisoned by a full disk) is reopened when a task
+/// restarts: the restarted task delivers again, from its committed offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_restart_reopens_a_sink_that_failed_for_good() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.set_policy(|key, _| {
+        if key == "a:2" {
+            Plan::FailDelivery("write failed: No space left on device (os error 28)".into())
+        } else {
+            Plan::Ack
+        }
+    });
+    h.start("reopen", false, &probe);
+    probe.push(records("a", 1..=2));
+    h.wait_state("reopen", TaskState::Failed).await;
+    h.sink
+        .failed_for_good
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    h.sink.set_policy(|_, _| Plan::Ack);
+
+    h.worker
+        .restart_task("reopen", 0, &crate::support::TestConnector::new(&probe))
+        .await
+        .expect("the task exists");
+    h.wait_state("reopen", TaskState::Running).await;
+    assert_eq!(h.sink.reopens.load(Ordering::SeqCst), 1);
+    probe.push(records("a", 2..=3));
+    h.wait_committed("reopen", "a", 3).await;
+    h.worker.shutdown().await;
+}
+
+/// A panic in the connector's code ends its task, which reports FAILED with the panic message (not
+/// RUNNING forever); the other tasks go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_task_is_failed_with_the_panic_message() {
+    let h = Harness::new(fast());
+    let (panics, fine) = (Probe::new(), Probe::new());
+    h.start("panics", false, &panics);
+    h.start("panicsnot", false, &fine);
+    panics.panic_poll.store(true, Ordering::SeqCst);
+    h.wait_state("panics", TaskState::Failed).await;
+    let trace = h.status("panics").trace.expect("trace");
+    assert!(trace.contains("injected poll() panic"), "trace: {trace}");
+    fine.push(records("a", 1..=2));
+    h.wait_committed("panicsnot", "a", 2).await;
+    crate::support::bounded("the shutdown", h.worker.shutdown()).await;
+}

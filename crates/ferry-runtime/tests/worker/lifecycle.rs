@@ -1,13 +1,14 @@
 //! Stopping, cancelling, pausing and dropping: graceful stops wait for acknowledgements and commit
 //! once more; a task that does not stop in time is cancelled without a final commit.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ferry_runtime::TaskState;
 
 use crate::support::{
-    Hang, Harness, Probe, TestConnector, TestStore, bounded, eventually, fast, record, records,
-    settings, wait_log,
+    Gate, Hang, Harness, Probe, TestConnector, TestStore, bounded, eventually, fast, record,
+    records, settings, wait_log,
 };
 
 /// One hour: no periodic commit happens during a test, only the final one at stop.
@@ -318,4 +319,80 @@ fn a_task_polling_without_awaiting_does_not_starve_the_runtime() {
         );
     }
     runtime_thread.join().expect("the test body did not panic");
+}
+
+/// A connector whose `start()` blocks its thread (a synchronous `open()` of a FIFO without a writer)
+/// cannot be cancelled, but must not make the worker unstoppable nor stop other connectors: here
+/// more tasks block than the runtime has threads. The stop gives up on them after
+/// `task.shutdown.graceful.timeout.ms`, reporting each, while they are still blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_blocking_their_threads_do_not_make_the_worker_unstoppable() {
+    let h = Harness::new(settings(25, 2_000, 300));
+    let gate = Gate::new();
+    let blocked: Vec<_> = (0..3).map(|_| Probe::new()).collect();
+    for probe in &blocked {
+        *crate::support::lock(&probe.block_start) = Some(gate.clone());
+    }
+    h.start_with("blocked", false, TestConnector::with_tasks(blocked), 3);
+    let entered = || gate.entered.load(Ordering::SeqCst);
+    eventually("all three start() calls block", || entered() == 3).await;
+
+    let probe = Probe::new();
+    h.start("unblocked", false, &probe);
+    probe.push(records("a", 1..=2));
+    h.wait_committed("unblocked", "a", 2).await;
+
+    bounded("the shutdown", h.worker.shutdown()).await;
+    assert_eq!(
+        gate.returned.load(Ordering::SeqCst),
+        0,
+        "the shutdown returned only once the blocked start() calls did"
+    );
+    for task in ["blocked-0", "blocked-1", "blocked-2"] {
+        wait_log(
+            task,
+            "ERROR",
+            &["was cancelled", "task.shutdown.graceful.timeout.ms=300"],
+        )
+        .await;
+    }
+    assert_eq!(h.committed("unblocked", "a").await, Some(2));
+    gate.open();
+}
+
+/// A task whose `poll()` blocks its thread is given up on at the graceful timeout, and nothing of it
+/// lives on: its delivery watcher lets go of the pending delivery (so nothing it acknowledges late
+/// can be committed), although its loop is still blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_blocked_in_poll_is_given_up_on_and_its_helpers_end() {
+    let h = Harness::new(settings(25, 2_000, 300));
+    let probe = Probe::new();
+    h.sink.hold(&["a:3"]);
+    h.start("pollblocks", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("pollblocks", "a", 2).await;
+    eventually("a:3 held", || h.sink.is_held("a:3")).await;
+    let gate = Gate::new();
+    *crate::support::lock(&probe.block_poll) = Some(gate.clone());
+    eventually("poll() blocks", || gate.entered.load(Ordering::SeqCst) == 1).await;
+
+    h.stop("pollblocks").await;
+    wait_log(
+        "pollblocks-0",
+        "ERROR",
+        &["was cancelled", "task.shutdown.graceful.timeout.ms=300"],
+    )
+    .await;
+    eventually(
+        "the blocked task's watcher drops its pending delivery",
+        || h.sink.is_abandoned("a:3"),
+    )
+    .await;
+    assert_eq!(
+        gate.returned.load(Ordering::SeqCst),
+        0,
+        "poll() is still blocked"
+    );
+    assert_eq!(h.committed("pollblocks", "a").await, Some(2));
+    gate.open();
 }

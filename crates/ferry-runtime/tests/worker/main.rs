@@ -10,4 +10,5 @@ mod commit;
 mod failures;
 mod lifecycle;
 mod resume;
+mod store_failure;
 mod support;

@@ -21,7 +21,7 @@ use serde_json::json;
 
 pub use sink::{Plan, TestSink};
 pub use store::{Hang, TestStore};
-pub use task::{Probe, TestConnector};
+pub use task::{Gate, Probe, TestConnector};
 
 /// How long any awaited condition may take before the test fails. Generous: the machine may be busy.
 pub const DEADLINE: Duration = Duration::from_secs(20);

@@ -1,7 +1,7 @@
 //! A sink whose every send is decided by a policy, with deliveries the test resolves.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,6 +41,10 @@ pub struct TestSink {
     accepted: Mutex<Vec<String>>,
     held: Mutex<HashMap<String, Held>>,
     next_offset: AtomicI64,
+    /// Set by the test: the sink failed for good until [`RecordSink::reopen_if_failed`].
+    pub failed_for_good: AtomicBool,
+    /// Reopens done.
+    pub reopens: AtomicUsize,
 }
 
 impl TestSink {
@@ -52,6 +56,8 @@ impl TestSink {
             accepted: Mutex::new(Vec::new()),
             held: Mutex::new(HashMap::new()),
             next_offset: AtomicI64::new(0),
+            failed_for_good: AtomicBool::new(false),
+            reopens: AtomicUsize::new(0),
         })
     }
 
@@ -162,5 +168,13 @@ impl RecordSink for TestSink {
 
     async fn flush(&self, _timeout: Duration) -> Result<(), SinkError> {
         Ok(())
+    }
+
+    async fn reopen_if_failed(&self) -> Result<bool, SinkError> {
+        let reopened = self.failed_for_good.swap(false, Ordering::SeqCst);
+        if reopened {
+            self.reopens.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(reopened)
     }
 }

@@ -35,6 +35,10 @@ pub struct TestStore {
     /// The real store; clone it to "reopen" the same offsets.
     pub inner: MemoryStore,
     fail_set: AtomicBool,
+    /// `set` fails with a non-retriable error (a poisoned store) while set.
+    fail_fatally: AtomicBool,
+    /// `set` refuses the batch as too large (non-retriable, but the store stays usable) while set.
+    too_large: AtomicBool,
     hang: watch::Sender<Hang>,
     /// `set` calls.
     pub set_calls: AtomicUsize,
@@ -59,6 +63,8 @@ impl TestStore {
         Arc::new(Self {
             inner,
             fail_set: AtomicBool::new(false),
+            fail_fatally: AtomicBool::new(false),
+            too_large: AtomicBool::new(false),
             hang: watch::Sender::new(Hang::Nothing),
             set_calls: AtomicUsize::new(0),
             applied_sets: AtomicUsize::new(0),
@@ -71,6 +77,16 @@ impl TestStore {
     /// Makes `set` fail (`true`) or work (`false`).
     pub fn fail_sets(&self, fail: bool) {
         self.fail_set.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes `set` fail as a poisoned file store does (`true`): not retriable, nothing written.
+    pub fn fail_sets_fatally(&self, fail: bool) {
+        self.fail_fatally.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes `set` refuse every batch as too large (`true`).
+    pub fn refuse_batches_as_too_large(&self, refuse: bool) {
+        self.too_large.store(refuse, Ordering::SeqCst);
     }
 
     /// Makes the matching `set` calls hang until this is changed.
@@ -124,6 +140,22 @@ impl OffsetBackingStore for TestStore {
             };
             let _ = hang.wait_for(|h| !h.applies(&connectors)).await;
             guard.armed = false;
+        }
+        if self.too_large.load(Ordering::SeqCst) {
+            self.failed_sets.fetch_add(1, Ordering::SeqCst);
+            return Err(StoreError::BatchTooLarge {
+                path: "/test/offsets.ferry".into(),
+                bytes: 1 << 30,
+                limit: 1 << 20,
+            });
+        }
+        if self.fail_fatally.load(Ordering::SeqCst) {
+            self.failed_sets.fetch_add(1, Ordering::SeqCst);
+            return Err(StoreError::Poisoned {
+                path: "/test/offsets.ferry".into(),
+                cause: "append of a 64-byte batch at byte 4096 failed: No space left on device (os error 28)"
+                    .to_owned(),
+            });
         }
         if self.fail_set.load(Ordering::SeqCst) {
             self.failed_sets.fetch_add(1, Ordering::SeqCst);

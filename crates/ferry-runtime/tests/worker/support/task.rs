@@ -1,7 +1,7 @@
 //! A scriptable connector: each task is driven and observed through a [`Probe`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use ferry_api::{
@@ -10,7 +10,39 @@ use ferry_api::{
 };
 use tokio::sync::mpsc;
 
-use super::{eventually, key_of, lock};
+use super::{DEADLINE, eventually, key_of, lock};
+
+/// Blocks the thread that calls [`Gate::block`] (as a synchronous `open()` of a FIFO without a writer
+/// does) until [`Gate::open`], or [`DEADLINE`] at the latest so that no test leaves a thread behind.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+    /// Threads that entered [`Gate::block`].
+    pub entered: AtomicUsize,
+    /// Threads that left it.
+    pub returned: AtomicUsize,
+}
+
+impl Gate {
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    pub fn open(&self) {
+        *lock(&self.open) = true;
+        self.opened.notify_all();
+    }
+
+    fn block(&self) {
+        self.entered.fetch_add(1, Ordering::SeqCst);
+        let guard = lock(&self.open);
+        let _ = self
+            .opened
+            .wait_timeout_while(guard, DEADLINE, |open| !*open);
+        self.returned.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// What the next `poll()` returns.
 pub enum Step {
@@ -41,6 +73,12 @@ pub struct Probe {
     pub busy_poll: AtomicBool,
     /// `commit()` and `commit_record()` return errors while set.
     pub fail_commit_calls: AtomicBool,
+    /// `start()` blocks its thread on this gate (never awaiting) while set.
+    pub block_start: Mutex<Option<Arc<Gate>>>,
+    /// `poll()` panics while set.
+    pub panic_poll: AtomicBool,
+    /// `poll()` blocks its thread on this gate (never awaiting) while set.
+    pub block_poll: Mutex<Option<Arc<Gate>>>,
     /// `start()` fails with this error, once.
     pub start_error: Mutex<Option<ConnectError>>,
     /// Partitions `start()` looks up through the offset reader.
@@ -65,6 +103,9 @@ impl Probe {
             stop_hangs: AtomicBool::new(false),
             busy_poll: AtomicBool::new(false),
             fail_commit_calls: AtomicBool::new(false),
+            block_start: Mutex::new(None),
+            block_poll: Mutex::new(None),
+            panic_poll: AtomicBool::new(false),
             start_error: Mutex::new(None),
             lookups: Mutex::new(Vec::new()),
             resumed: Mutex::new(None),
@@ -180,6 +221,10 @@ struct TestTask {
 impl SourceTask for TestTask {
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         self.probe.starts.fetch_add(1, Ordering::SeqCst);
+        let gate = lock(&self.probe.block_start).clone();
+        if let Some(gate) = gate {
+            gate.block();
+        }
         if let Some(e) = lock(&self.probe.start_error).take() {
             return Err(e);
         }
@@ -193,6 +238,14 @@ impl SourceTask for TestTask {
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         self.probe.polls.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            !self.probe.panic_poll.load(Ordering::SeqCst),
+            "injected poll() panic"
+        );
+        let gate = lock(&self.probe.block_poll).clone();
+        if let Some(gate) = gate {
+            gate.block();
+        }
         if self.probe.busy_poll.load(Ordering::SeqCst) {
             let Ok(mut feed) = self.probe.feed_rx.try_lock() else {
                 return Ok(Vec::new());
