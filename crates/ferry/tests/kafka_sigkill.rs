@@ -67,6 +67,11 @@ impl Appender {
 
 /// The committed `position` of the input file (0 when nothing is committed).
 fn committed_position(ws: &Workspace, worker: &Path) -> u64 {
+    // A kill before the worker opened its store leaves no store file, and read-only `offsets list`
+    // refuses a missing store rather than creating one: nothing was committed.
+    if !ws.offsets_path().exists() {
+        return 0;
+    }
     let offsets = ws.list_offsets(worker, CONNECTOR);
     match offsets.as_slice() {
         [] => 0,
