@@ -26,9 +26,11 @@
 //! naming the server and the cause; the task does not retry by itself. Restart it once the database is
 //! back: it resumes from its committed offsets.
 
+mod columns;
 mod config;
 mod conn;
 mod decode;
+mod guard;
 mod offset;
 mod sql;
 mod task;
@@ -41,6 +43,7 @@ use ferry_api::{
 };
 
 pub use config::TASK_TABLES;
+pub use guard::held_back_rounds;
 pub use offset::{
     JdbcOffset, LegacyTablePartition, PROTOCOL_VERSION, QueryPartition, TablePartition,
 };
@@ -79,7 +82,9 @@ pub fn connectors() -> Vec<(&'static [&'static str], ConnectorFactory)> {
 
 impl SourceConnector for PostgresSourceConnector {
     fn config_keys(&self) -> Vec<ConfigKey> {
-        config::keys()
+        let mut keys = config::keys();
+        keys.extend(config::safety_keys());
+        keys
     }
 
     /// One issue per bad key; never connects (an unreachable database fails the task instead).

@@ -22,9 +22,11 @@ use ferry_api::{
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::columns;
 use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
 use super::conn::{Db, connect};
 use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
+use super::guard::{Guard, IncLimit};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
@@ -71,6 +73,10 @@ struct Querier {
     topic: String,
     /// The mode's SELECT with its parameters.
     select: String,
+    /// Incrementing mode with the late-commit guard: the highest key visible now.
+    max_select: Option<String>,
+    /// Incrementing mode: the highest key safe to read (late-commit guard).
+    inc_limit: IncLimit,
     /// Where the next round starts: after the last row returned.
     cursor: Cursor,
     /// When the next round may start.
@@ -85,6 +91,10 @@ struct Running {
     delay: Duration,
     incrementing_column: Option<String>,
     timestamp_columns: Vec<String>,
+    /// `db.timezone`: the zone of `timestamp without time zone` values.
+    zone: String,
+    /// The late-commit guard (`None`: off, `ferry.late.commit.max.wait.ms=0`).
+    guard: Option<Guard>,
     db: Db,
     queriers: Vec<Querier>,
     /// The querier whose round is open.
@@ -104,6 +114,11 @@ impl SourceTask for PostgresSourceTask {
             );
         }
         let db = connect(&config.connection).await?;
+        columns::check_zone(&db, &config.safety.db_timezone).await?;
+        let guard = match config.safety.late_commit_max_wait {
+            Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
+            _ => None,
+        };
         let items = sql::items(&config.source);
         let stored = read_offsets(&context, &config).await?;
         let initial = initial_cursor(&config, &db).await?;
@@ -147,12 +162,18 @@ impl SourceTask for PostgresSourceTask {
                     initial
                 }
             };
+            let ts_columns = columns::check(&db, item, &name, &config).await?;
             let select = sql::select(
                 config.mode,
                 item,
                 config.incrementing_column.as_deref(),
-                &config.timestamp_columns,
+                &ts_columns,
+                &config.safety.db_timezone,
             );
+            let max_select = match (&config.incrementing_column, config.mode, &guard) {
+                (Some(inc), Mode::Incrementing, Some(_)) => Some(sql::max_incrementing(item, inc)),
+                _ => None,
+            };
             tracing::debug!("PostgresSource: {name} reads with: {select}");
             queriers.push(Querier {
                 name,
@@ -160,6 +181,8 @@ impl SourceTask for PostgresSourceTask {
                 partition,
                 topic,
                 select,
+                max_select,
+                inc_limit: IncLimit::default(),
                 cursor,
                 next_due: now,
                 shape: None,
@@ -172,6 +195,8 @@ impl SourceTask for PostgresSourceTask {
             delay: config.timestamp_delay,
             incrementing_column: config.incrementing_column,
             timestamp_columns: config.timestamp_columns,
+            zone: config.safety.db_timezone,
+            guard,
             db,
             queriers,
             active: None,
@@ -362,8 +387,39 @@ impl Running {
         Ok(records)
     }
 
-    /// Opens a round: a read-only transaction and the cursor over the mode's SELECT.
+    /// Opens a round: the late-commit guard's reads (each in its own transaction), then a read-only
+    /// transaction and the cursor over the mode's SELECT.
     async fn begin_round(&mut self, index: usize) -> Result<(), ConnectError> {
+        let mut inc_limit = i64::MAX;
+        let mut horizon = None;
+        if let Some(guard) = self.guard.as_mut() {
+            let db = &self.db;
+            let querier = &mut self.queriers[index];
+            // Before the horizon: `t` must precede `A` (see the guard's argument).
+            let observed = match &querier.max_select {
+                Some(max) => {
+                    let row = db.client.query_one(max.as_str(), &[]).await.map_err(|e| {
+                        db.error(&format!("reading the highest key of {}", querier.name), &e)
+                    })?;
+                    let v = row.try_get::<_, Option<i64>>(0).map_err(|e| {
+                        ConnectError::fatal(format!("PostgresSource: {}: max(): {e}", querier.name))
+                    })?;
+                    let t = row.try_get::<_, std::time::SystemTime>(1).map_err(|e| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: {}: clock_timestamp(): {e}",
+                            querier.name
+                        ))
+                    })?;
+                    Some((Micros::from_system_time(t), v))
+                }
+                None => None,
+            };
+            let h = guard.horizon(db, &querier.name).await?;
+            if let Some((t, v)) = observed {
+                inc_limit = querier.inc_limit.update(t, v, &h).unwrap_or(i64::MIN);
+            }
+            horizon = Some(h);
+        }
         let db = &self.db;
         let querier = &self.queriers[index];
         let name = &querier.name;
@@ -374,7 +430,8 @@ impl Running {
         let end = if self.mode.uses_timestamp() {
             let now = database_now(db).await?;
             let delay = i64::try_from(self.delay.as_micros()).unwrap_or(i64::MAX);
-            Some(Micros(now.0.saturating_sub(delay)))
+            let end = Micros(now.0.saturating_sub(delay));
+            Some(horizon.map_or(end, |h| end.min(h.bound)))
         } else {
             None
         };
@@ -393,26 +450,10 @@ impl Running {
         let inc = cursor.incrementing.unwrap_or(-1);
         let params: Vec<&(dyn ToSql + Sync)> = match self.mode {
             Mode::Bulk => vec![],
-            Mode::Incrementing => vec![&inc],
+            Mode::Incrementing => vec![&inc, &inc_limit],
             Mode::Timestamp => vec![&begin, &end],
             Mode::TimestampIncrementing => vec![&end, &begin, &inc],
         };
-        if self.mode.uses_timestamp() {
-            let types = statement.params();
-            // $1 and $2 are timestamps in both timestamp modes.
-            if let Some(bad) = types
-                .iter()
-                .take(2)
-                .find(|t| !matches!(**t, Type::TIMESTAMP | Type::TIMESTAMPTZ))
-            {
-                return Err(ConnectError::fatal(format!(
-                    "PostgresSource: {name}: timestamp.column.name {:?} has type {}; it must be timestamp or \
-                     timestamptz",
-                    self.timestamp_columns.join(","),
-                    bad.name()
-                )));
-            }
-        }
         db.client
             .execute(&statement, &params)
             .await
@@ -477,13 +518,19 @@ impl Running {
             })
             .collect::<Result<Vec<usize>, _>>()?;
         let mode = self.mode;
+        let row_ts = if mode.uses_timestamp() {
+            self.row_timestamps(index, columns, &ts_indexes, rows)
+                .await?
+        } else {
+            Vec::new()
+        };
         let querier = &mut self.queriers[index];
         let Some(shape) = querier.shape.as_ref() else {
             return Ok(Vec::new());
         };
         let mut cursor = querier.cursor;
         let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
+        for (n, row) in rows.iter().enumerate() {
             let fail =
                 |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
             let value = shape.value(row).map_err(fail)?;
@@ -502,23 +549,8 @@ impl Running {
                 })?;
                 cursor.incrementing = Some(v);
             }
-            if mode.uses_timestamp() {
-                let mut found = None;
-                for &i in &ts_indexes {
-                    if let Some(bytes) = raw(row, i).map_err(fail)? {
-                        found = Some(timestamp_value(columns[i].type_(), bytes).map_err(|m| {
-                            fail(format!(
-                                "timestamp.column.name {:?}: {m}",
-                                columns[i].name()
-                            ))
-                        })?);
-                        break;
-                    }
-                }
-                cursor.timestamp =
-                    Some(found.ok_or_else(|| {
-                        fail("a row has null in every timestamp column".to_owned())
-                    })?);
+            if let Some(ts) = row_ts.get(n) {
+                cursor.timestamp = Some(*ts);
             }
             let offset = match mode {
                 Mode::Bulk => None,
@@ -534,6 +566,74 @@ impl Running {
             out.push(record);
         }
         querier.cursor = cursor;
+        Ok(out)
+    }
+
+    /// Each row's timestamp: the first non-null timestamp column (COALESCE), as an instant; values
+    /// of `timestamp without time zone` columns are wall-clock times in `db.timezone`, which the
+    /// database turns into instants (one query per batch, in the round's transaction).
+    async fn row_timestamps(
+        &self,
+        index: usize,
+        columns: &[tokio_postgres::Column],
+        ts_indexes: &[usize],
+        rows: &[Row],
+    ) -> Result<Vec<Micros>, ConnectError> {
+        let name = &self.queriers[index].name;
+        let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
+        let mut out = Vec::with_capacity(rows.len());
+        // (row, wall-clock value) of the values to convert.
+        let mut local = Vec::new();
+        for (n, row) in rows.iter().enumerate() {
+            let mut found = None;
+            for &i in ts_indexes {
+                if let Some(bytes) = raw(row, i).map_err(fail)? {
+                    let ty = columns[i].type_();
+                    let value = timestamp_value(ty, bytes).map_err(|m| {
+                        fail(format!(
+                            "timestamp.column.name {:?}: {m}",
+                            columns[i].name()
+                        ))
+                    })?;
+                    if columns::is_local(ty) {
+                        local.push((n, value.to_system_time()));
+                    }
+                    found = Some(value);
+                    break;
+                }
+            }
+            // The query's WHERE never matches a row whose timestamp columns are all NULL.
+            out.push(
+                found.ok_or_else(|| fail("a row has null in every timestamp column".to_owned()))?,
+            );
+        }
+        if !local.is_empty() {
+            let walls: Vec<std::time::SystemTime> = local.iter().map(|(_, w)| *w).collect();
+            let instants = self
+                .db
+                .client
+                .query(sql::TO_INSTANTS, &[&walls, &self.zone])
+                .await
+                .map_err(|e| {
+                    self.db.error(
+                        &format!("converting {name}'s timestamps from db.timezone"),
+                        &e,
+                    )
+                })?;
+            if instants.len() != local.len() {
+                return Err(fail(format!(
+                    "converting {} timestamps from db.timezone returned {} values",
+                    local.len(),
+                    instants.len()
+                )));
+            }
+            for ((n, _), row) in local.iter().zip(&instants) {
+                let instant = row
+                    .try_get::<_, std::time::SystemTime>(0)
+                    .map_err(|e| fail(format!("a timestamp in db.timezone {}: {e}", self.zone)))?;
+                out[*n] = Micros::from_system_time(instant);
+            }
+        }
         Ok(out)
     }
 
