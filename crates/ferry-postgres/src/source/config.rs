@@ -561,9 +561,7 @@ pub(crate) struct Safety {
     pub(crate) validate_non_null: bool,
     /// An IANA zone name; checked against the database at start.
     pub(crate) db_timezone: String,
-    #[allow(dead_code)] // read by the retry loop (next commit)
     pub(crate) connection_attempts: u32,
-    #[allow(dead_code)] // read by the retry loop (next commit)
     pub(crate) connection_backoff: Duration,
     /// `None`: the late-commit guard is off.
     pub(crate) late_commit_max_wait: Option<Duration>,

@@ -24,12 +24,13 @@ use tokio_postgres::types::{ToSql, Type};
 
 use super::columns;
 use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
-use super::conn::{Db, connect};
+use super::conn::{Db, connect, give_up};
 use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
 use super::guard::{Guard, IncLimit};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
+use super::url::ConnectionSpec;
 
 /// The longest an idle poll waits before returning an empty batch.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -100,10 +101,22 @@ struct Running {
     /// The querier whose round is open.
     active: Option<usize>,
     phase: Phase,
+    /// Where to reconnect after a transient failure.
+    connection: ConnectionSpec,
+    /// `connection.attempts` and `connection.backoff.ms`.
+    attempts: u32,
+    backoff: Duration,
+    /// Transient failures in a row (reset by a poll that worked), and the first one's message.
+    failures: u32,
+    first_failure: Option<String>,
+    /// After a transient failure: when to reconnect.
+    retry_at: Option<Instant>,
 }
 
 #[async_trait]
 impl SourceTask for PostgresSourceTask {
+    /// Connects and prepares; a transient failure (the database unreachable, restarting, …) is tried
+    /// again `connection.attempts` times, `connection.backoff.ms` apart, as Kafka Connect does.
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = SourceConfig::parse_task(context.configs())
             .map_err(|issues| invalid_config("task configuration", &issues))?;
@@ -113,96 +126,27 @@ impl SourceTask for PostgresSourceTask {
                 config.connection.ignored.join(", ")
             );
         }
-        let db = connect(&config.connection).await?;
-        columns::check_zone(&db, &config.safety.db_timezone).await?;
-        let guard = match config.safety.late_commit_max_wait {
-            Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
-            _ => None,
-        };
-        let items = sql::items(&config.source);
-        let stored = read_offsets(&context, &config).await?;
-        let initial = initial_cursor(&config, &db).await?;
-        let now = Instant::now();
-        let mut queriers = Vec::with_capacity(items.len());
-        for (item, stored) in items.iter().zip(stored) {
-            let (name, struct_name, partition, topic) = match item {
-                SourceItem::Table(t) => (
-                    format!("table {t}"),
-                    Some(t.table.clone()),
-                    ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
-                    format!("{}{}", config.topic_prefix, t.table),
-                ),
-                SourceItem::Query(_) => (
-                    "query".to_owned(),
-                    None,
-                    ConnectMap::from_serde(&QueryPartition::default())?,
-                    config.topic_prefix.clone(),
-                ),
-            };
-            let cursor = match stored {
-                Some((found_under, offset)) => {
-                    let cursor = to_cursor(&offset).map_err(|m| {
-                        ConnectError::fatal(format!(
-                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
-                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
-                        ))
-                    })?;
-                    tracing::info!(
-                        "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+        let attempts = config.safety.connection_attempts;
+        let mut attempt = 1;
+        loop {
+            match open(&context, config.clone()).await {
+                Ok(running) => {
+                    self.running = Some(running);
+                    return Ok(());
+                }
+                Err(e) if e.is_retriable() && attempt < attempts => {
+                    tracing::warn!(
+                        "PostgresSource: starting failed (attempt {attempt} of connection.attempts={attempts}), \
+                         trying again in {} ms: {e}",
+                        config.safety.connection_backoff.as_millis()
                     );
-                    cursor
+                    tokio::time::sleep(config.safety.connection_backoff).await;
+                    attempt += 1;
                 }
-                None => {
-                    if config.mode != Mode::Bulk {
-                        tracing::info!(
-                            "PostgresSource: {name} has no stored offset; it starts {}",
-                            describe_start(config.mode, &initial)
-                        );
-                    }
-                    initial
-                }
-            };
-            let ts_columns = columns::check(&db, item, &name, &config).await?;
-            let select = sql::select(
-                config.mode,
-                item,
-                config.incrementing_column.as_deref(),
-                &ts_columns,
-                &config.safety.db_timezone,
-            );
-            let max_select = match (&config.incrementing_column, config.mode, &guard) {
-                (Some(inc), Mode::Incrementing, Some(_)) => Some(sql::max_incrementing(item, inc)),
-                _ => None,
-            };
-            tracing::debug!("PostgresSource: {name} reads with: {select}");
-            queriers.push(Querier {
-                name,
-                struct_name,
-                partition,
-                topic,
-                select,
-                max_select,
-                inc_limit: IncLimit::default(),
-                cursor,
-                next_due: now,
-                shape: None,
-            });
+                Err(e) if e.is_retriable() => return Err(give_up(&e, attempt)),
+                Err(e) => return Err(e),
+            }
         }
-        self.running = Some(Running {
-            mode: config.mode,
-            batch: config.batch_max_rows,
-            poll_interval: config.poll_interval,
-            delay: config.timestamp_delay,
-            incrementing_column: config.incrementing_column,
-            timestamp_columns: config.timestamp_columns,
-            zone: config.safety.db_timezone,
-            guard,
-            db,
-            queriers,
-            active: None,
-            phase: Phase::Idle,
-        });
-        Ok(())
     }
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
@@ -221,6 +165,108 @@ impl SourceTask for PostgresSourceTask {
         }
         Ok(())
     }
+}
+
+/// Connects, checks the configuration against the database, and reads the stored offsets.
+async fn open(
+    context: &Arc<dyn SourceTaskContext>,
+    config: SourceConfig,
+) -> Result<Running, ConnectError> {
+    let db = connect(&config.connection).await?;
+    columns::check_zone(&db, &config.safety.db_timezone).await?;
+    let guard = match config.safety.late_commit_max_wait {
+        Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
+        _ => None,
+    };
+    let items = sql::items(&config.source);
+    let stored = read_offsets(context, &config).await?;
+    let initial = initial_cursor(&config, &db).await?;
+    let now = Instant::now();
+    let mut queriers = Vec::with_capacity(items.len());
+    for (item, stored) in items.iter().zip(stored) {
+        let (name, struct_name, partition, topic) = match item {
+            SourceItem::Table(t) => (
+                format!("table {t}"),
+                Some(t.table.clone()),
+                ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+                format!("{}{}", config.topic_prefix, t.table),
+            ),
+            SourceItem::Query(_) => (
+                "query".to_owned(),
+                None,
+                ConnectMap::from_serde(&QueryPartition::default())?,
+                config.topic_prefix.clone(),
+            ),
+        };
+        let cursor = match stored {
+            Some((found_under, offset)) => {
+                let cursor = to_cursor(&offset).map_err(|m| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                        ))
+                    })?;
+                tracing::info!(
+                    "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+                );
+                cursor
+            }
+            None => {
+                if config.mode != Mode::Bulk {
+                    tracing::info!(
+                        "PostgresSource: {name} has no stored offset; it starts {}",
+                        describe_start(config.mode, &initial)
+                    );
+                }
+                initial
+            }
+        };
+        let ts_columns = columns::check(&db, item, &name, &config).await?;
+        let select = sql::select(
+            config.mode,
+            item,
+            config.incrementing_column.as_deref(),
+            &ts_columns,
+            &config.safety.db_timezone,
+        );
+        let max_select = match (&config.incrementing_column, config.mode, &guard) {
+            (Some(inc), Mode::Incrementing, Some(_)) => Some(sql::max_incrementing(item, inc)),
+            _ => None,
+        };
+        tracing::debug!("PostgresSource: {name} reads with: {select}");
+        queriers.push(Querier {
+            name,
+            struct_name,
+            partition,
+            topic,
+            select,
+            max_select,
+            inc_limit: IncLimit::default(),
+            cursor,
+            next_due: now,
+            shape: None,
+        });
+    }
+    Ok(Running {
+        mode: config.mode,
+        batch: config.batch_max_rows,
+        poll_interval: config.poll_interval,
+        delay: config.timestamp_delay,
+        incrementing_column: config.incrementing_column,
+        timestamp_columns: config.timestamp_columns,
+        zone: config.safety.db_timezone,
+        guard,
+        db,
+        queriers,
+        active: None,
+        phase: Phase::Idle,
+        connection: config.connection,
+        attempts: config.safety.connection_attempts,
+        backoff: config.safety.connection_backoff,
+        failures: 0,
+        first_failure: None,
+        retry_at: None,
+    })
 }
 
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
@@ -325,7 +371,69 @@ async fn database_now(db: &Db) -> Result<Micros, ConnectError> {
 }
 
 impl Running {
+    /// One poll; a transient failure is retried on a new connection `connection.backoff.ms` later
+    /// (empty polls meanwhile), at most `connection.attempts` times in a row. The round restarts
+    /// after the last returned row, so nothing is lost or returned twice.
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        if let Some(at) = self.retry_at {
+            let now = Instant::now();
+            if at > now {
+                tokio::time::sleep((at - now).min(IDLE_WAIT)).await;
+                return Ok(Vec::new());
+            }
+            match connect(&self.connection).await {
+                Ok(db) => {
+                    let old = std::mem::replace(&mut self.db, db);
+                    drop(old);
+                    self.retry_at = None;
+                    self.phase = Phase::Idle;
+                    self.active = None;
+                    tracing::info!("PostgresSource: reconnected to {}", self.db.describe);
+                }
+                Err(e) if e.is_retriable() => return self.transient(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match self.poll_round().await {
+            Ok(records) => {
+                self.failures = 0;
+                self.first_failure = None;
+                Ok(records)
+            }
+            Err(e) if e.is_retriable() => self.transient(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Counts a transient failure: schedules a reconnection, or fails the task after
+    /// `connection.attempts` in a row.
+    fn transient(&mut self, e: ConnectError) -> Result<Vec<SourceRecord>, ConnectError> {
+        self.failures += 1;
+        let first = self
+            .first_failure
+            .get_or_insert_with(|| e.to_string())
+            .clone();
+        if self.failures >= self.attempts {
+            let e = if first == e.to_string() {
+                e
+            } else {
+                ConnectError::fatal(format!("{first}; then: {e}"))
+            };
+            return Err(give_up(&e, self.failures));
+        }
+        tracing::warn!(
+            "PostgresSource: {e}; reconnecting in {} ms (attempt {} of connection.attempts={})",
+            self.backoff.as_millis(),
+            self.failures + 1,
+            self.attempts
+        );
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.phase = Phase::Idle;
+        self.active = None;
+        Ok(Vec::new())
+    }
+
+    async fn poll_round(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         if self.phase == Phase::Unknown {
             // A poll was dropped while it waited for the database: start that round again.
             self.db
