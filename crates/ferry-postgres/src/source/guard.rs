@@ -62,7 +62,8 @@ use super::time::Micros;
 /// over the process. No metrics seam reaches connectors yet; this counter is what one would export.
 static HELD_BACK_ROUNDS: AtomicU64 = AtomicU64::new(0);
 
-/// How many rounds (process-wide) were held back by a long-open transaction (see [`HELD_BACK_ROUNDS`]).
+/// How many rounds (process-wide) found the source held back by a transaction open for a while: the
+/// gauge a metrics endpoint would export (none reaches connectors yet).
 pub fn held_back_rounds() -> u64 {
     HELD_BACK_ROUNDS.load(Ordering::Relaxed)
 }
