@@ -8,7 +8,9 @@ use std::future::Future;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use source_support::{Offsets, Table, TestResult, client, ids, table_config, unique_name};
+use source_support::{
+    Offsets, Table, TestResult, client, first_batch, ids, table_config, unique_name,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_fails_the_start_with_the_server_and_the_cause() -> TestResult {
@@ -65,7 +67,10 @@ async fn with_one_connection_attempt_a_connection_lost_while_reading_fails_the_p
         ],
     );
     let (mut task, _) = Offsets::new().start(config).await?;
-    assert_eq!(ids(&task.poll().await?, "id"), vec![1, 2, 3, 4]);
+    assert_eq!(
+        ids(&first_batch(task.as_mut()).await?, "id"),
+        vec![1, 2, 3, 4]
+    );
     db.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
         &[&app],

@@ -7,7 +7,9 @@ mod source_support;
 
 use std::time::{Duration, Instant};
 
-use source_support::{Offsets, Table, TestResult, client, ids, poll_n, table_config, unique_name};
+use source_support::{
+    Offsets, Table, TestResult, client, first_batch, ids, poll_n, table_config, unique_name,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminated_backend_is_reconnected_and_reading_continues_without_loss() -> TestResult {
@@ -31,7 +33,10 @@ async fn a_terminated_backend_is_reconnected_and_reading_continues_without_loss(
         ],
     );
     let (mut task, _) = Offsets::new().start(config).await?;
-    assert_eq!(ids(&task.poll().await?, "id"), vec![1, 2, 3, 4]);
+    assert_eq!(
+        ids(&first_batch(task.as_mut()).await?, "id"),
+        vec![1, 2, 3, 4]
+    );
     let killed = db
         .execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",

@@ -73,7 +73,8 @@ const WARN_AFTER: Duration = Duration::from_secs(5);
 /// The most `(t, V)` candidates kept per table.
 const MAX_CANDIDATES: usize = 64;
 
-/// The other transactions open in the database: at most the oldest, as the horizon's reason.
+/// The other transactions open in the database: `A`, the oldest start still waited for, and the
+/// [`REPORTED`] oldest transactions (one row each; one row of NULLs when none is open).
 const HORIZON: &str = "WITH open AS ( \
        SELECT pid, xact_start, state, usename, left(query, 300) AS query \
        FROM pg_catalog.pg_stat_activity \
@@ -84,7 +85,12 @@ const HORIZON: &str = "WITH open AS ( \
        (SELECT min(xact_start) FROM open \
          WHERE xact_start >= statement_timestamp() - $1::int8 * interval '1 millisecond'), \
        o.pid, o.xact_start, o.state, o.usename, o.query \
-     FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT * FROM open ORDER BY xact_start LIMIT 1) AS o ON true";
+     FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT * FROM open ORDER BY xact_start LIMIT 3) AS o ON true";
+
+/// How many of the oldest open transactions a round looks at for its WARNs (the `LIMIT` above).
+const REPORTED: usize = 3;
+/// How many transactions' WARNs are remembered, so each is named once.
+const REMEMBERED: usize = 32;
 
 /// Whether the connector's user may see every backend's transaction.
 const CAN_SEE_ALL: &str = "SELECT r.rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') \
@@ -110,8 +116,8 @@ pub(crate) struct Horizon {
 /// The task's guard: its settings and the blockers it warned about.
 pub(crate) struct Guard {
     max_wait: Duration,
-    warned: Option<(i32, Micros)>,
-    fell_back: Option<(i32, Micros)>,
+    /// Transactions already named in a WARN: (pid, start, whether no longer waited for).
+    warned: VecDeque<(i32, Micros, bool)>,
 }
 
 impl Guard {
@@ -133,84 +139,97 @@ impl Guard {
         }
         Ok(Guard {
             max_wait,
-            warned: None,
-            fell_back: None,
+            warned: VecDeque::new(),
         })
     }
 
     /// Reads the horizon (one statement in its own transaction: call it outside a round).
     pub(crate) async fn horizon(&mut self, db: &Db, name: &str) -> Result<Horizon, ConnectError> {
         let wait_ms = i64::try_from(self.max_wait.as_millis()).unwrap_or(i64::MAX);
-        let row = db
+        let rows = db
             .client
-            .query_one(HORIZON, &[&wait_ms])
+            .query(HORIZON, &[&wait_ms])
             .await
             .map_err(|e| db.error("reading the open transactions (pg_stat_activity)", &e))?;
         let bad = |m: String| ConnectError::fatal(format!("PostgresSource: pg_stat_activity: {m}"));
+        let Some(first) = rows.first() else {
+            return Err(bad("no row".to_owned()));
+        };
         let at = Micros::from_system_time(
-            row.try_get::<_, SystemTime>(0)
+            first
+                .try_get::<_, SystemTime>(0)
                 .map_err(|e| bad(e.to_string()))?,
         );
-        let young = row
+        let young = first
             .try_get::<_, Option<SystemTime>>(1)
             .map_err(|e| bad(e.to_string()))?
             .map(Micros::from_system_time);
-        let oldest = row
-            .try_get::<_, Option<i32>>(2)
-            .map_err(|e| bad(e.to_string()))?
-            .map(|pid| Blocker {
+        let mut held_back = false;
+        for row in rows.iter().take(REPORTED) {
+            let Some(pid) = row
+                .try_get::<_, Option<i32>>(2)
+                .map_err(|e| bad(e.to_string()))?
+            else {
+                continue;
+            };
+            let blocker = Blocker {
                 pid,
                 start: row
                     .try_get::<_, Option<SystemTime>>(3)
                     .ok()
                     .flatten()
                     .map_or(at, Micros::from_system_time),
-                state: text(&row, 4),
-                user: text(&row, 5),
-                query: text(&row, 6),
-            });
-        let bound = young.map_or(at, |y| y.min(at));
-        if let Some(b) = oldest {
-            self.report(name, at, &b);
+                state: text(row, 4),
+                user: text(row, 5),
+                query: text(row, 6),
+            };
+            held_back |= self.report(name, at, &blocker);
         }
+        if held_back {
+            HELD_BACK_ROUNDS.fetch_add(1, Ordering::Relaxed);
+        }
+        let bound = young.map_or(at, |y| y.min(at));
         Ok(Horizon { bound })
     }
 
     /// Warns (once per transaction) about a transaction that holds the source back, and when it is no
-    /// longer waited for.
-    fn report(&mut self, name: &str, at: Micros, b: &Blocker) {
+    /// longer waited for. Returns whether it held the source back for a while.
+    fn report(&mut self, name: &str, at: Micros, b: &Blocker) -> bool {
         let age = Duration::from_micros(u64::try_from(at.0.saturating_sub(b.start.0)).unwrap_or(0));
-        let id = Some((b.pid, b.start));
-        let describe = format!(
-            "the transaction of backend pid {} (user {}, {}, open for {} s, query: {})",
-            b.pid,
-            b.user,
-            b.state,
-            age.as_secs(),
-            b.query.replace('\n', " ")
-        );
-        if age >= self.max_wait {
-            if self.fell_back != id {
-                self.fell_back = id;
+        let expired = age >= self.max_wait;
+        if !expired && age < WARN_AFTER.min(self.max_wait / 2) {
+            return false;
+        }
+        let id = (b.pid, b.start, expired);
+        if !self.warned.contains(&id) {
+            if self.warned.len() >= REMEMBERED {
+                self.warned.pop_front();
+            }
+            self.warned.push_back(id);
+            let describe = format!(
+                "the transaction of backend pid {} (user {}, {}, open for {} s, query: {})",
+                b.pid,
+                b.user,
+                b.state,
+                age.as_secs(),
+                b.query.replace('\n', " ")
+            );
+            let limit = self.max_wait.as_millis();
+            if expired {
                 tracing::warn!(
                     "PostgresSource: {name}: no longer waiting for {describe}: it has been open longer than \
-                     ferry.late.commit.max.wait.ms={} ms; rows it commits below the position already read \
-                     will be skipped (Kafka Connect's behaviour). End that transaction, or raise the limit",
-                    self.max_wait.as_millis()
+                     ferry.late.commit.max.wait.ms={limit} ms; rows it commits below the position already read \
+                     will be skipped (Kafka Connect's behaviour). End that transaction, or raise the limit"
                 );
-            }
-        } else if age >= WARN_AFTER.min(self.max_wait / 2) {
-            HELD_BACK_ROUNDS.fetch_add(1, Ordering::Relaxed);
-            if self.warned != id {
-                self.warned = id;
+            } else {
                 tracing::warn!(
                     "PostgresSource: {name}: rows newer than the start of {describe} are held until it ends, \
-                     since it could still commit rows below them; after ferry.late.commit.max.wait.ms={} ms \
-                     it is no longer waited for",
-                    self.max_wait.as_millis()
+                     since it could still commit rows below them; after ferry.late.commit.max.wait.ms={limit} ms \
+                     it is no longer waited for"
                 );
             }
         }
+        !expired
     }
 }
 

@@ -365,3 +365,20 @@ pub async fn poll_up_to(
     }
     Ok(out)
 }
+
+/// The first non-empty poll (fails after 20 s): polls are empty while a transaction open elsewhere in
+/// the database (another test's) could still commit rows below the ones waiting.
+pub async fn first_batch(
+    task: &mut dyn SourceTask,
+) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let batch = task.poll().await?;
+        if !batch.is_empty() {
+            return Ok(batch);
+        }
+        if Instant::now() > deadline {
+            return Err("no records arrived in 20 s".into());
+        }
+    }
+}
