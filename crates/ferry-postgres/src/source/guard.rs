@@ -39,6 +39,7 @@
 //! timestamp or an explicit low id), sequences with `CACHE > 1` (a session hands out cached values
 //! later), and transactions of other users when the connector's user may not read their
 //! `pg_stat_activity` rows (superuser or `pg_read_all_stats` needed; a WARN at start says so).
+//! Prepared (two-phase) transactions are not in `pg_stat_activity` and are not seen either.
 //! PostgresSource's own read-only connections (application name `ferry PostgresSource`, no xid) and
 //! autovacuum are not waited for.
 //!
@@ -96,7 +97,7 @@ const REMEMBERED: usize = 32;
 const CAN_SEE_ALL: &str = "SELECT r.rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') \
      FROM pg_catalog.pg_roles r WHERE r.rolname = current_user";
 
-/// The oldest other open transaction.
+/// One of the oldest other open transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Blocker {
     pid: i32,
