@@ -133,3 +133,38 @@ async fn an_unreachable_database_is_tried_connection_attempts_times_then_fails()
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_denied_fails_at_once_with_a_clear_message() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "noperm", "id int primary key").await?;
+    let role = unique_name("role");
+    db.batch_execute(&format!("CREATE ROLE {role} LOGIN"))
+        .await?;
+    let config = table_config(
+        &t.name,
+        "incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.user", &role),
+            ("connection.backoff.ms", "5000"),
+        ],
+    );
+    let started = Instant::now();
+    let result = Offsets::new().start(config).await;
+    db.batch_execute(&format!("DROP ROLE {role}")).await?;
+    let Err(e) = result else {
+        panic!("started without the SELECT privilege");
+    };
+    let message = e.to_string();
+    assert!(!e.is_retriable(), "{message}");
+    assert!(
+        message.contains("permission denied") && message.contains(&t.name),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "not retried: a permission does not come back by waiting"
+    );
+    Ok(())
+}

@@ -62,6 +62,11 @@ pub(crate) async fn check(
         .prepare(&sql::describe(item))
         .await
         .map_err(|e| db.error(&format!("reading the columns of {name}"), &e))?;
+    // Executed (no rows: LIMIT 0) so that a missing privilege fails the start, not the first poll.
+    db.client
+        .query(&statement, &[])
+        .await
+        .map_err(|e| db.error(&format!("reading {name}"), &e))?;
     let columns = statement.columns();
     let find = |wanted: &str, key: &str| {
         columns.iter().find(|c| c.name() == wanted).ok_or_else(|| {
