@@ -259,3 +259,8 @@ async fn concurrent_out_of_order_commits_timestamp_incrementing() -> TestResult 
     )
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_out_of_order_commits_timestamp() -> TestResult {
+    concurrent_writers_lose_nothing("timestamp", &[("timestamp.column.name", "ts")]).await
+}
