@@ -22,12 +22,15 @@ use ferry_api::{
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::columns;
 use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
-use super::conn::{Db, connect};
+use super::conn::{Db, connect, give_up};
 use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
+use super::guard::{Guard, IncLimit};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
+use super::url::ConnectionSpec;
 
 /// The longest an idle poll waits before returning an empty batch.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -71,6 +74,10 @@ struct Querier {
     topic: String,
     /// The mode's SELECT with its parameters.
     select: String,
+    /// Incrementing mode with the late-commit guard: the highest key visible now.
+    max_select: Option<String>,
+    /// Incrementing mode: the highest key safe to read (late-commit guard).
+    inc_limit: IncLimit,
     /// Where the next round starts: after the last row returned.
     cursor: Cursor,
     /// When the next round may start.
@@ -85,15 +92,31 @@ struct Running {
     delay: Duration,
     incrementing_column: Option<String>,
     timestamp_columns: Vec<String>,
+    /// `db.timezone`: the zone of `timestamp without time zone` values.
+    zone: String,
+    /// The late-commit guard (`None`: off, `ferry.late.commit.max.wait.ms=0`).
+    guard: Option<Guard>,
     db: Db,
     queriers: Vec<Querier>,
     /// The querier whose round is open.
     active: Option<usize>,
     phase: Phase,
+    /// Where to reconnect after a transient failure.
+    connection: ConnectionSpec,
+    /// `connection.attempts` and `connection.backoff.ms`.
+    attempts: u32,
+    backoff: Duration,
+    /// Transient failures in a row (reset by a poll that worked), and the first one's message.
+    failures: u32,
+    first_failure: Option<String>,
+    /// After a transient failure: when to reconnect.
+    retry_at: Option<Instant>,
 }
 
 #[async_trait]
 impl SourceTask for PostgresSourceTask {
+    /// Connects and prepares; a transient failure (the database unreachable, restarting, …) is tried
+    /// again `connection.attempts` times, `connection.backoff.ms` apart, as Kafka Connect does.
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = SourceConfig::parse_task(context.configs())
             .map_err(|issues| invalid_config("task configuration", &issues))?;
@@ -103,81 +126,27 @@ impl SourceTask for PostgresSourceTask {
                 config.connection.ignored.join(", ")
             );
         }
-        let db = connect(&config.connection).await?;
-        let items = sql::items(&config.source);
-        let stored = read_offsets(&context, &config).await?;
-        let initial = initial_cursor(&config, &db).await?;
-        let now = Instant::now();
-        let mut queriers = Vec::with_capacity(items.len());
-        for (item, stored) in items.iter().zip(stored) {
-            let (name, struct_name, partition, topic) = match item {
-                SourceItem::Table(t) => (
-                    format!("table {t}"),
-                    Some(t.table.clone()),
-                    ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
-                    format!("{}{}", config.topic_prefix, t.table),
-                ),
-                SourceItem::Query(_) => (
-                    "query".to_owned(),
-                    None,
-                    ConnectMap::from_serde(&QueryPartition::default())?,
-                    config.topic_prefix.clone(),
-                ),
-            };
-            let cursor = match stored {
-                Some((found_under, offset)) => {
-                    let cursor = to_cursor(&offset).map_err(|m| {
-                        ConnectError::fatal(format!(
-                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
-                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
-                        ))
-                    })?;
-                    tracing::info!(
-                        "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+        let attempts = config.safety.connection_attempts;
+        let mut attempt = 1;
+        loop {
+            match open(&context, config.clone()).await {
+                Ok(running) => {
+                    self.running = Some(running);
+                    return Ok(());
+                }
+                Err(e) if e.is_retriable() && attempt < attempts => {
+                    tracing::warn!(
+                        "PostgresSource: starting failed (attempt {attempt} of connection.attempts={attempts}), \
+                         trying again in {} ms: {e}",
+                        config.safety.connection_backoff.as_millis()
                     );
-                    cursor
+                    tokio::time::sleep(config.safety.connection_backoff).await;
+                    attempt += 1;
                 }
-                None => {
-                    if config.mode != Mode::Bulk {
-                        tracing::info!(
-                            "PostgresSource: {name} has no stored offset; it starts {}",
-                            describe_start(config.mode, &initial)
-                        );
-                    }
-                    initial
-                }
-            };
-            let select = sql::select(
-                config.mode,
-                item,
-                config.incrementing_column.as_deref(),
-                &config.timestamp_columns,
-            );
-            tracing::debug!("PostgresSource: {name} reads with: {select}");
-            queriers.push(Querier {
-                name,
-                struct_name,
-                partition,
-                topic,
-                select,
-                cursor,
-                next_due: now,
-                shape: None,
-            });
+                Err(e) if e.is_retriable() => return Err(give_up(&e, attempt)),
+                Err(e) => return Err(e),
+            }
         }
-        self.running = Some(Running {
-            mode: config.mode,
-            batch: config.batch_max_rows,
-            poll_interval: config.poll_interval,
-            delay: config.timestamp_delay,
-            incrementing_column: config.incrementing_column,
-            timestamp_columns: config.timestamp_columns,
-            db,
-            queriers,
-            active: None,
-            phase: Phase::Idle,
-        });
-        Ok(())
     }
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
@@ -196,6 +165,108 @@ impl SourceTask for PostgresSourceTask {
         }
         Ok(())
     }
+}
+
+/// Connects, checks the configuration against the database, and reads the stored offsets.
+async fn open(
+    context: &Arc<dyn SourceTaskContext>,
+    config: SourceConfig,
+) -> Result<Running, ConnectError> {
+    let db = connect(&config.connection).await?;
+    columns::check_zone(&db, &config.safety.db_timezone).await?;
+    let guard = match config.safety.late_commit_max_wait {
+        Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
+        _ => None,
+    };
+    let items = sql::items(&config.source);
+    let stored = read_offsets(context, &config).await?;
+    let initial = initial_cursor(&config, &db).await?;
+    let now = Instant::now();
+    let mut queriers = Vec::with_capacity(items.len());
+    for (item, stored) in items.iter().zip(stored) {
+        let (name, struct_name, partition, topic) = match item {
+            SourceItem::Table(t) => (
+                format!("table {t}"),
+                Some(t.table.clone()),
+                ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+                format!("{}{}", config.topic_prefix, t.table),
+            ),
+            SourceItem::Query(_) => (
+                "query".to_owned(),
+                None,
+                ConnectMap::from_serde(&QueryPartition::default())?,
+                config.topic_prefix.clone(),
+            ),
+        };
+        let cursor = match stored {
+            Some((found_under, offset)) => {
+                let cursor = to_cursor(&offset).map_err(|m| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                        ))
+                    })?;
+                tracing::info!(
+                    "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+                );
+                cursor
+            }
+            None => {
+                if config.mode != Mode::Bulk {
+                    tracing::info!(
+                        "PostgresSource: {name} has no stored offset; it starts {}",
+                        describe_start(config.mode, &initial)
+                    );
+                }
+                initial
+            }
+        };
+        let ts_columns = columns::check(&db, item, &name, &config).await?;
+        let select = sql::select(
+            config.mode,
+            item,
+            config.incrementing_column.as_deref(),
+            &ts_columns,
+            &config.safety.db_timezone,
+        );
+        let max_select = match (&config.incrementing_column, config.mode, &guard) {
+            (Some(inc), Mode::Incrementing, Some(_)) => Some(sql::max_incrementing(item, inc)),
+            _ => None,
+        };
+        tracing::debug!("PostgresSource: {name} reads with: {select}");
+        queriers.push(Querier {
+            name,
+            struct_name,
+            partition,
+            topic,
+            select,
+            max_select,
+            inc_limit: IncLimit::default(),
+            cursor,
+            next_due: now,
+            shape: None,
+        });
+    }
+    Ok(Running {
+        mode: config.mode,
+        batch: config.batch_max_rows,
+        poll_interval: config.poll_interval,
+        delay: config.timestamp_delay,
+        incrementing_column: config.incrementing_column,
+        timestamp_columns: config.timestamp_columns,
+        zone: config.safety.db_timezone,
+        guard,
+        db,
+        queriers,
+        active: None,
+        phase: Phase::Idle,
+        connection: config.connection,
+        attempts: config.safety.connection_attempts,
+        backoff: config.safety.connection_backoff,
+        failures: 0,
+        first_failure: None,
+        retry_at: None,
+    })
 }
 
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
@@ -300,7 +371,69 @@ async fn database_now(db: &Db) -> Result<Micros, ConnectError> {
 }
 
 impl Running {
+    /// One poll; a transient failure is retried on a new connection `connection.backoff.ms` later
+    /// (empty polls meanwhile), at most `connection.attempts` times in a row. The round restarts
+    /// after the last returned row, so nothing is lost or returned twice.
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        if let Some(at) = self.retry_at {
+            let now = Instant::now();
+            if at > now {
+                tokio::time::sleep((at - now).min(IDLE_WAIT)).await;
+                return Ok(Vec::new());
+            }
+            match connect(&self.connection).await {
+                Ok(db) => {
+                    let old = std::mem::replace(&mut self.db, db);
+                    drop(old);
+                    self.retry_at = None;
+                    self.phase = Phase::Idle;
+                    self.active = None;
+                    tracing::info!("PostgresSource: reconnected to {}", self.db.describe);
+                }
+                Err(e) if e.is_retriable() => return self.transient(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match self.poll_round().await {
+            Ok(records) => {
+                self.failures = 0;
+                self.first_failure = None;
+                Ok(records)
+            }
+            Err(e) if e.is_retriable() => self.transient(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Counts a transient failure: schedules a reconnection, or fails the task after
+    /// `connection.attempts` in a row.
+    fn transient(&mut self, e: ConnectError) -> Result<Vec<SourceRecord>, ConnectError> {
+        self.failures += 1;
+        let first = self
+            .first_failure
+            .get_or_insert_with(|| e.to_string())
+            .clone();
+        if self.failures >= self.attempts {
+            let e = if first == e.to_string() {
+                e
+            } else {
+                ConnectError::fatal(format!("{first}; then: {e}"))
+            };
+            return Err(give_up(&e, self.failures));
+        }
+        tracing::warn!(
+            "PostgresSource: {e}; reconnecting in {} ms (attempt {} of connection.attempts={})",
+            self.backoff.as_millis(),
+            self.failures + 1,
+            self.attempts
+        );
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.phase = Phase::Idle;
+        self.active = None;
+        Ok(Vec::new())
+    }
+
+    async fn poll_round(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         if self.phase == Phase::Unknown {
             // A poll was dropped while it waited for the database: start that round again.
             self.db
@@ -362,8 +495,39 @@ impl Running {
         Ok(records)
     }
 
-    /// Opens a round: a read-only transaction and the cursor over the mode's SELECT.
+    /// Opens a round: the late-commit guard's reads (each in its own transaction), then a read-only
+    /// transaction and the cursor over the mode's SELECT.
     async fn begin_round(&mut self, index: usize) -> Result<(), ConnectError> {
+        let mut inc_limit = i64::MAX;
+        let mut horizon = None;
+        if let Some(guard) = self.guard.as_mut() {
+            let db = &self.db;
+            let querier = &mut self.queriers[index];
+            // Before the horizon: `t` must precede `A` (see the guard's argument).
+            let observed = match &querier.max_select {
+                Some(max) => {
+                    let row = db.client.query_one(max.as_str(), &[]).await.map_err(|e| {
+                        db.error(&format!("reading the highest key of {}", querier.name), &e)
+                    })?;
+                    let v = row.try_get::<_, Option<i64>>(0).map_err(|e| {
+                        ConnectError::fatal(format!("PostgresSource: {}: max(): {e}", querier.name))
+                    })?;
+                    let t = row.try_get::<_, std::time::SystemTime>(1).map_err(|e| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: {}: clock_timestamp(): {e}",
+                            querier.name
+                        ))
+                    })?;
+                    Some((Micros::from_system_time(t), v))
+                }
+                None => None,
+            };
+            let h = guard.horizon(db, &querier.name).await?;
+            if let Some((t, v)) = observed {
+                inc_limit = querier.inc_limit.update(t, v, &h).unwrap_or(i64::MIN);
+            }
+            horizon = Some(h);
+        }
         let db = &self.db;
         let querier = &self.queriers[index];
         let name = &querier.name;
@@ -374,7 +538,8 @@ impl Running {
         let end = if self.mode.uses_timestamp() {
             let now = database_now(db).await?;
             let delay = i64::try_from(self.delay.as_micros()).unwrap_or(i64::MAX);
-            Some(Micros(now.0.saturating_sub(delay)))
+            let end = Micros(now.0.saturating_sub(delay));
+            Some(horizon.map_or(end, |h| end.min(h.bound)))
         } else {
             None
         };
@@ -393,26 +558,10 @@ impl Running {
         let inc = cursor.incrementing.unwrap_or(-1);
         let params: Vec<&(dyn ToSql + Sync)> = match self.mode {
             Mode::Bulk => vec![],
-            Mode::Incrementing => vec![&inc],
+            Mode::Incrementing => vec![&inc, &inc_limit],
             Mode::Timestamp => vec![&begin, &end],
             Mode::TimestampIncrementing => vec![&end, &begin, &inc],
         };
-        if self.mode.uses_timestamp() {
-            let types = statement.params();
-            // $1 and $2 are timestamps in both timestamp modes.
-            if let Some(bad) = types
-                .iter()
-                .take(2)
-                .find(|t| !matches!(**t, Type::TIMESTAMP | Type::TIMESTAMPTZ))
-            {
-                return Err(ConnectError::fatal(format!(
-                    "PostgresSource: {name}: timestamp.column.name {:?} has type {}; it must be timestamp or \
-                     timestamptz",
-                    self.timestamp_columns.join(","),
-                    bad.name()
-                )));
-            }
-        }
         db.client
             .execute(&statement, &params)
             .await
@@ -477,13 +626,26 @@ impl Running {
             })
             .collect::<Result<Vec<usize>, _>>()?;
         let mode = self.mode;
+        let row_ts = if mode.uses_timestamp() {
+            columns::row_timestamps(
+                &self.db,
+                &self.zone,
+                &self.queriers[index].name,
+                columns,
+                &ts_indexes,
+                rows,
+            )
+            .await?
+        } else {
+            Vec::new()
+        };
         let querier = &mut self.queriers[index];
         let Some(shape) = querier.shape.as_ref() else {
             return Ok(Vec::new());
         };
         let mut cursor = querier.cursor;
         let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
+        for (n, row) in rows.iter().enumerate() {
             let fail =
                 |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
             let value = shape.value(row).map_err(fail)?;
@@ -502,23 +664,8 @@ impl Running {
                 })?;
                 cursor.incrementing = Some(v);
             }
-            if mode.uses_timestamp() {
-                let mut found = None;
-                for &i in &ts_indexes {
-                    if let Some(bytes) = raw(row, i).map_err(fail)? {
-                        found = Some(timestamp_value(columns[i].type_(), bytes).map_err(|m| {
-                            fail(format!(
-                                "timestamp.column.name {:?}: {m}",
-                                columns[i].name()
-                            ))
-                        })?);
-                        break;
-                    }
-                }
-                cursor.timestamp =
-                    Some(found.ok_or_else(|| {
-                        fail("a row has null in every timestamp column".to_owned())
-                    })?);
+            if let Some(ts) = row_ts.get(n) {
+                cursor.timestamp = Some(*ts);
             }
             let offset = match mode {
                 Mode::Bulk => None,

@@ -27,9 +27,16 @@
 //! - **Connection.** One connection, opened with the store and opened again by the next operation
 //!   after it breaks. Connection failures are retriable [`StoreError::Backend`]s. No TLS: the store
 //!   connects in plain text (`sslmode=require` in the URL fails to connect).
-//! - **No lock.** Unlike the offsets file, the table is not locked by a worker: two workers on one
-//!   table overwrite each other's offsets of a connector they both run.
+//! - **One worker per connector.** The first [`get`](OffsetBackingStore::get) or
+//!   [`set`](OffsetBackingStore::set) naming a connector takes a session advisory lock for (table,
+//!   connector) on the store's connection, held for the store's lifetime (taken again after a
+//!   reconnection). Another store — another worker — reading or writing the same connector's offsets in
+//!   the same table is refused with an error naming the holder, so two workers running one connector
+//!   cannot both read and write everything. Reading for inspection
+//!   ([`connector_offsets`](OffsetBackingStore::connector_offsets), [`entries`](OffsetBackingStore::entries))
+//!   takes no lock. Different connectors may share a table across workers.
 
+mod lock;
 mod table;
 
 use std::collections::HashMap;
@@ -74,6 +81,9 @@ pub struct PostgresOffsetStoreConfig {
     pub url: String,
     /// `offset.storage.postgres.table` (default `ferry_offsets`): `table` or `schema.table`, lower case.
     pub table: String,
+    /// Whether the store takes each connector's advisory lock (see the module documentation); on
+    /// by default. Off only for tools and tests that open several stores of one connector on purpose.
+    pub connector_locks: bool,
 }
 
 impl PostgresOffsetStoreConfig {
@@ -82,7 +92,14 @@ impl PostgresOffsetStoreConfig {
         Self {
             url: url.into(),
             table: DEFAULT_TABLE.to_owned(),
+            connector_locks: true,
         }
+    }
+
+    /// The same store, taking connectors' advisory locks or not.
+    pub fn with_connector_locks(mut self, on: bool) -> Self {
+        self.connector_locks = on;
+        self
     }
 
     /// The same store in table `table`.
@@ -133,6 +150,10 @@ pub struct PostgresOffsetStore {
     sql: Statements,
     /// The connection; `None` after it broke, until the next operation connects again.
     client: Mutex<Option<Client>>,
+    /// [`PostgresOffsetStoreConfig::connector_locks`].
+    connector_locks: bool,
+    /// The connectors whose advisory lock this store's connection holds.
+    held: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl fmt::Debug for PostgresOffsetStore {
@@ -235,6 +256,8 @@ impl PostgresOffsetStore {
             table,
             connect,
             client: Mutex::new(None),
+            connector_locks: config.connector_locks,
+            held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         };
         let mut client = store.client().await?;
         let result = store.prepare_table(&mut client).await;
@@ -291,6 +314,14 @@ impl PostgresOffsetStore {
                     tracing::debug!(store = %describe, "offset store connection closed: {}", chain(&e));
                 }
             });
+            // A new session: the connectors' locks went with the old one.
+            let held = self.held_connectors();
+            for connector in held {
+                if let Err(e) = self.try_lock(&client, &connector).await {
+                    self.forget(&connector);
+                    tracing::error!(store = %self.describe, "after reconnecting: {e}");
+                }
+            }
             *guard = Some(client);
         }
         Ok(guard)
@@ -527,9 +558,12 @@ impl OffsetBackingStore for PostgresOffsetStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let logical: Vec<Vec<u8>> = keys.iter().map(|k| identity(k).0).collect();
+        let (logical, connectors): (Vec<Vec<u8>>, std::collections::BTreeSet<Option<String>>) =
+            keys.iter().map(|k| identity(k)).unzip();
         let mut guard = self.client().await?;
         let result = async {
+            self.claim(&mut guard, connectors.iter().flatten().map(String::as_str))
+                .await?;
             let client = connected(&mut guard, self)?;
             let rows = client
                 .query(&self.sql.get, &[&logical])
@@ -567,6 +601,8 @@ impl OffsetBackingStore for PostgresOffsetStore {
         finals.sort_unstable_by_key(|(i, ..)| *i);
         let mut deletes = Vec::new();
         let mut upserts = Upserts::default();
+        let connectors: std::collections::BTreeSet<String> =
+            finals.iter().filter_map(|(_, _, c)| c.clone()).collect();
         for (i, logical, connector) in finals {
             let write = &batch[i];
             match &write.value {
@@ -580,7 +616,12 @@ impl OffsetBackingStore for PostgresOffsetStore {
             }
         }
         let mut guard = self.client().await?;
-        let result = self.write(&mut guard, &deletes, &upserts).await;
+        let result = async {
+            self.claim(&mut guard, connectors.iter().map(String::as_str))
+                .await?;
+            self.write(&mut guard, &deletes, &upserts).await
+        }
+        .await;
         self.check(&mut guard, result)
     }
 
