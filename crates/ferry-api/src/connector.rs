@@ -1,6 +1,8 @@
 //! The connector and task contracts, and the read side of offsets a task sees.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -22,8 +24,53 @@ pub struct ConfigIssue {
     pub message: String,
 }
 
+/// What messages, logs, REST bodies and `Debug` output show instead of a secret value.
+pub const HIDDEN: &str = "[hidden]";
+
+/// Whether a configuration value may be shown as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Secrecy {
+    /// Shown as it is.
+    #[default]
+    Public,
+    /// Never shown: [`HIDDEN`] instead.
+    Secret,
+    /// The value embeds a credential (a URL with a password): shown only through the redactor.
+    Embedded(Redactor),
+}
+
+/// Removes the credential from a value that embeds one (e.g. the password of a URL).
+///
+/// Compares and prints by `name` only: function pointers do not compare reliably.
+#[derive(Clone, Copy)]
+pub struct Redactor {
+    /// What the redactor is for, e.g. `jdbc-url`.
+    pub name: &'static str,
+    /// The value without its credential.
+    pub redact: fn(&str) -> String,
+}
+
+impl PartialEq for Redactor {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Redactor {}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Redactor").field(&self.name).finish()
+    }
+}
+
 /// One configuration key a connector understands, for validation and documentation.
+///
+/// Built with [`required`](Self::required) or [`optional`](Self::optional), then
+/// [`secret`](Self::secret) or [`embeds_secret`](Self::embeds_secret) for values that must not be shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigKey {
     /// The key, e.g. `file`.
     pub name: &'static str,
@@ -33,6 +80,7 @@ pub struct ConfigKey {
     pub default: Option<&'static str>,
     /// What the key does.
     pub doc: &'static str,
+    secrecy: Secrecy,
 }
 
 impl ConfigKey {
@@ -43,6 +91,7 @@ impl ConfigKey {
             required: true,
             default: None,
             doc,
+            secrecy: Secrecy::Public,
         }
     }
 
@@ -57,6 +106,36 @@ impl ConfigKey {
             required: false,
             default,
             doc,
+            secrecy: Secrecy::Public,
+        }
+    }
+
+    /// The key's value is a secret (a password, a token): never shown.
+    #[must_use]
+    pub const fn secret(mut self) -> Self {
+        self.secrecy = Secrecy::Secret;
+        self
+    }
+
+    /// The key's value embeds a secret (a URL with a password): shown through `redactor`.
+    #[must_use]
+    pub const fn embeds_secret(mut self, redactor: Redactor) -> Self {
+        self.secrecy = Secrecy::Embedded(redactor);
+        self
+    }
+
+    /// Whether the key's value may be shown.
+    pub fn secrecy(&self) -> Secrecy {
+        self.secrecy
+    }
+
+    /// What messages, logs, REST bodies and `Debug` output may show of `value`: [`HIDDEN`] for a
+    /// secret, the redacted value when it embeds one, else the value.
+    pub fn shown<'a>(&self, value: &'a str) -> Cow<'a, str> {
+        match self.secrecy {
+            Secrecy::Public => Cow::Borrowed(value),
+            Secrecy::Secret => Cow::Borrowed(HIDDEN),
+            Secrecy::Embedded(redactor) => Cow::Owned((redactor.redact)(value)),
         }
     }
 }

@@ -24,16 +24,18 @@
 
 mod connector;
 mod error;
+mod plugin;
 mod record;
 mod schema;
 mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, ConfigKey, OffsetStorageReader, OffsetStorageReaderExt, SourceConnector,
-    SourceTask, SourceTaskContext,
+    Config, ConfigIssue, ConfigKey, HIDDEN, OffsetStorageReader, OffsetStorageReaderExt, Redactor,
+    Secrecy, SourceConnector, SourceTask, SourceTaskContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
+pub use plugin::ConnectorPlugin;
 pub use record::{Header, RecordMetadata, SourceRecord};
 pub use schema::{Field, Schema, SchemaKind};
 pub use value::{ConnectMap, SourceOffset, SourcePartition, Value};

@@ -21,7 +21,7 @@ mod sequence;
 pub use file::{
     FileOffset, FilePartition, FileStreamSourceConnector, FileStreamSourceTask, TASK_FILES,
 };
-pub use registry::{ConnectorFactory, builtin_connector, builtin_connectors};
+pub use registry::{builtin_connector, builtin_connectors};
 pub use sequence::{
     SequenceOffset, SequencePartition, SequenceSourceConnector, SequenceSourceTask, TASK_PARTITIONS,
 };

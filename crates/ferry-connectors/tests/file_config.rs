@@ -246,10 +246,7 @@ fn alter_offsets_accepts_the_file_identity_fields_and_checks_them() -> TestResul
 #[test]
 fn the_registry_maps_class_names_to_connectors() {
     let all = builtin_connectors();
-    let names: Vec<&str> = all
-        .iter()
-        .flat_map(|(names, _)| names.iter().copied())
-        .collect();
+    let names: Vec<&str> = all.iter().flat_map(|p| p.names()).collect();
     assert_eq!(
         names,
         [

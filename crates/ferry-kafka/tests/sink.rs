@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ferry_api::{Field, Schema, SourceRecord};
 use ferry_kafka::convert::Converter;
 use ferry_kafka::{KafkaSink, KafkaSinkConfig, RecordConverters};
-use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+use ferry_plugin::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
 use ferry_testkit::TansuBroker;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -20,8 +20,7 @@ use ferry_runtime::{Worker, WorkerSettings};
 
 /// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
 /// PostgresSource (`PostgresSource`, `io.confluent.connect.jdbc.JdbcSourceConnector`).
-pub(crate) fn connector_plugins()
--> Vec<(&'static [&'static str], ferry_connectors::ConnectorFactory)> {
+pub(crate) fn connector_plugins() -> Vec<Plugin> {
     let mut plugins = ferry_connectors::builtin_connectors();
     plugins.extend(ferry_postgres::source::connectors());
     plugins
@@ -31,8 +30,8 @@ pub(crate) fn connector_plugins()
 pub(crate) fn resolve_connector(class: &str) -> Option<Box<dyn SourceConnector>> {
     connector_plugins()
         .into_iter()
-        .find(|(names, _)| names.contains(&class))
-        .map(|(_, make)| make())
+        .find(|p| p.answers_to(class))
+        .map(|p| p.make())
 }
 
 /// Loads and checks the worker file; every problem is reported at once.
@@ -206,10 +205,7 @@ pub(crate) async fn run(
             connector_sink(connector, &config, &sink, kafka.as_ref())
         })
     };
-    let plugins = connector_plugins()
-        .into_iter()
-        .map(|(names, make)| Plugin::new(names.iter().copied(), make))
-        .collect();
+    let plugins = connector_plugins();
     let herder = Arc::new(Herder::new(
         worker,
         store.clone(),

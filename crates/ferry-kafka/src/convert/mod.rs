@@ -28,7 +28,7 @@
 mod json;
 
 use ferry_api::{Schema, SchemaKind};
-use ferry_runtime::config::ConverterSpec;
+use ferry_plugin::ConverterSpec;
 use serde_json::Value;
 
 /// A conversion failed: the value does not fit its schema or the converter.

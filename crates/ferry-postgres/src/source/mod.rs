@@ -41,8 +41,8 @@ mod time;
 mod url;
 
 use ferry_api::{
-    Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceOffset, SourcePartition,
-    SourceTask,
+    Config, ConfigIssue, ConfigKey, ConnectError, ConnectorPlugin, SourceConnector, SourceOffset,
+    SourcePartition, SourceTask,
 };
 
 pub use config::TASK_TABLES;
@@ -71,16 +71,11 @@ impl PostgresSourceConnector {
     }
 }
 
-fn make() -> Box<dyn SourceConnector> {
-    Box::new(PostgresSourceConnector::new())
-}
-
-/// Makes a connector instance.
-pub type ConnectorFactory = fn() -> Box<dyn SourceConnector>;
-
 /// The connectors of this module for a runtime's registry: class names and constructor.
-pub fn connectors() -> Vec<(&'static [&'static str], ConnectorFactory)> {
-    vec![(CLASS_NAMES, make)]
+pub fn connectors() -> Vec<ConnectorPlugin> {
+    vec![ConnectorPlugin::new(CLASS_NAMES.iter().copied(), || {
+        Box::new(PostgresSourceConnector::new()) as Box<dyn SourceConnector>
+    })]
 }
 
 impl SourceConnector for PostgresSourceConnector {

@@ -14,7 +14,7 @@
 //! with the connector's own `value.converter.*` settings (the worker's are not inherited), as in Kafka
 //! Connect.
 
-use std::fmt;
+pub use ferry_plugin::ConverterSpec;
 
 use super::error::ConfigError;
 use super::hint::unknown_key_hint;
@@ -28,9 +28,12 @@ pub const VALUE_CONVERTER: &str = "value.converter";
 /// `header.converter`: how header values become bytes in Kafka (`SimpleHeaderConverter` only).
 pub const HEADER_CONVERTER: &str = "header.converter";
 
-const JSON_CLASS: &str = "org.apache.kafka.connect.json.JsonConverter";
-const STRING_CLASS: &str = "org.apache.kafka.connect.storage.StringConverter";
-const BYTE_ARRAY_CLASS: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
+const JSON_CLASS: &str = ConverterSpec::Json {
+    schemas_enable: true,
+}
+.class_name();
+const STRING_CLASS: &str = ConverterSpec::String.class_name();
+const BYTE_ARRAY_CLASS: &str = ConverterSpec::ByteArray.class_name();
 const SIMPLE_HEADER_CLASS: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
 
 const SCHEMAS_ENABLE: &str = "schemas.enable";
@@ -50,69 +53,20 @@ const ALL_SETTINGS: &[&str] = &[
     "replace.null.with.default",
 ];
 
-/// A converter: how a record's key or value (JSON, with an optional Kafka Connect schema) becomes the
-/// bytes of a Kafka record. Only records sent to Kafka are converted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConverterSpec {
-    /// `org.apache.kafka.connect.json.JsonConverter`: JSON text; with `schemas_enable`, Kafka Connect's
-    /// `{"schema":…,"payload":…}` envelope.
-    Json {
-        /// `schemas.enable` (default `true`).
-        schemas_enable: bool,
-    },
-    /// `org.apache.kafka.connect.storage.StringConverter`: a string as its UTF-8 text.
-    String,
-    /// `org.apache.kafka.connect.converters.ByteArrayConverter`: bytes as they are.
-    ByteArray,
-}
-
-impl Default for ConverterSpec {
-    /// `JsonConverter` with `schemas.enable=true`, as in `connect-standalone.properties`.
-    fn default() -> Self {
-        ConverterSpec::Json {
+/// The converter of a class name: the full Kafka Connect name or the simple class name.
+fn from_class(class: &str) -> Option<ConverterSpec> {
+    let simple = |full: &'static str| full.rsplit('.').next().unwrap_or(full);
+    let is = |full: &'static str| class == full || class == simple(full);
+    if is(JSON_CLASS) {
+        Some(ConverterSpec::Json {
             schemas_enable: true,
-        }
-    }
-}
-
-impl ConverterSpec {
-    /// Kafka Connect's class name.
-    pub fn class_name(&self) -> &'static str {
-        match self {
-            ConverterSpec::Json { .. } => JSON_CLASS,
-            ConverterSpec::String => STRING_CLASS,
-            ConverterSpec::ByteArray => BYTE_ARRAY_CLASS,
-        }
-    }
-
-    /// The converter of a class name: the full Kafka Connect name or the simple class name.
-    fn from_class(class: &str) -> Option<Self> {
-        let simple = |full: &'static str| full.rsplit('.').next().unwrap_or(full);
-        let is = |full: &'static str| class == full || class == simple(full);
-        if is(JSON_CLASS) {
-            Some(ConverterSpec::Json {
-                schemas_enable: true,
-            })
-        } else if is(STRING_CLASS) {
-            Some(ConverterSpec::String)
-        } else if is(BYTE_ARRAY_CLASS) {
-            Some(ConverterSpec::ByteArray)
-        } else {
-            None
-        }
-    }
-}
-
-/// `JsonConverter schemas.enable=true`, `StringConverter`, `ByteArrayConverter`.
-impl fmt::Display for ConverterSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConverterSpec::Json { schemas_enable } => {
-                write!(f, "JsonConverter schemas.enable={schemas_enable}")
-            }
-            ConverterSpec::String => f.write_str("StringConverter"),
-            ConverterSpec::ByteArray => f.write_str("ByteArrayConverter"),
-        }
+        })
+    } else if is(STRING_CLASS) {
+        Some(ConverterSpec::String)
+    } else if is(BYTE_ARRAY_CLASS) {
+        Some(ConverterSpec::ByteArray)
+    } else {
+        None
     }
 }
 
@@ -168,7 +122,7 @@ fn parse_role(
     let settings: Vec<&str> = props.keys().filter(|k| k.starts_with(&prefix)).collect();
     let (class_set, mut spec) = match props.get(role).map(str::trim) {
         None => (false, ConverterSpec::default()),
-        Some(class) => match ConverterSpec::from_class(class) {
+        Some(class) => match from_class(class) {
             Some(spec) => (true, spec),
             None => {
                 errors.push(invalid(

@@ -7,6 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use ferry_plugin::Secret;
+
 use super::error::ConfigError;
 use super::properties::Properties;
 use super::worker::{OffsetStorageSpec, location};
@@ -76,28 +78,6 @@ impl fmt::Display for Listener {
         } else {
             write!(f, "http://{}:{}", self.host, self.port)
         }
-    }
-}
-
-/// A secret setting: `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// A secret holding `value`.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that compares it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[hidden]")
     }
 }
 

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::converter::{self, ConverterSpec, OrphanSettings};
-use super::error::{ConfigError, ConfigErrors, is_secret};
+use super::error::{ConfigError, ConfigErrors};
 use super::hint::UnknownKeyHints;
 use super::postgres::{
     OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec,
@@ -14,6 +14,8 @@ use super::postgres::{
 };
 use super::properties::Properties;
 use super::rest::{self, RestConfig};
+
+pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 
 /// `offset.storage.file.filename`: where the standalone worker stores source offsets. Required with
 /// `offset.storage=file` (the default).
@@ -28,8 +30,6 @@ pub const TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: &str = "task.shutdown.graceful.time
 pub const SINK: &str = "sink";
 /// `bootstrap.servers`: the Kafka cluster records (and, with `offset.storage=kafka`, offsets) go to.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
-/// `producer.`: settings of the producer that sends records (`producer.linger.ms` → `linger.ms`).
-pub const PRODUCER_PREFIX: &str = "producer.";
 /// `offset.storage` (Ferry-only key): `file` (default), `kafka` or `postgres`.
 pub const OFFSET_STORAGE: &str = "offset.storage";
 /// `offset.storage.topic`: the compacted topic holding offsets; required with `offset.storage=kafka`.
@@ -121,75 +121,6 @@ impl WorkerConfig {
             OffsetStorageSpec::File(path) => Some(path),
             OffsetStorageSpec::Kafka(_) | OffsetStorageSpec::Postgres(_) => None,
         }
-    }
-}
-
-/// Kafka client settings passed to librdkafka as they are (`linger.ms=5`), in file order.
-///
-/// `Debug` shows every key but hides the values of secrets (`sasl.password`, `sasl.jaas.config`,
-/// `ssl.key.password`, …).
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct ClientOverrides(Vec<(String, String)>);
-
-impl ClientOverrides {
-    /// Settings from pairs, in order; a later pair of the same key wins.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(
-        pairs: impl IntoIterator<Item = (K, V)>,
-    ) -> Self {
-        let mut settings = ClientOverrides::default();
-        for (key, value) in pairs {
-            settings.set(key, value);
-        }
-        settings
-    }
-
-    /// Sets one setting (replacing an earlier value of the key in place).
-    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let (key, value) = (key.into(), value.into());
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
-
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The settings, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
-    /// The settings as owned pairs, in order.
-    pub fn to_vec(&self) -> Vec<(String, String)> {
-        self.0.clone()
-    }
-
-    /// How many settings there are.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for ClientOverrides {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(
-                self.0
-                    .iter()
-                    .map(|(k, v)| (k, if is_secret(k) { "[hidden]" } else { v.as_str() })),
-            )
-            .finish()
     }
 }
 

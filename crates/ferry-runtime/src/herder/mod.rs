@@ -36,8 +36,8 @@ use entities::{
 };
 pub use file::{ConnectorsFile, StoredConnector};
 pub use offsets::OffsetInput;
+pub use validate::Plugin;
 use validate::Plugins;
-pub use validate::{ConnectorMaker, Plugin};
 
 /// What a connector is asked to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,6 @@
 //! Connect reports them over REST — a `400` listing every error, or a `ConfigInfos` document.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use ferry_api::{Config, SourceConnector};
 
@@ -14,38 +13,8 @@ use crate::config::{
     KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_secret, shown_value,
 };
 
-/// Makes a connector instance.
-pub type ConnectorMaker = Arc<dyn Fn() -> Box<dyn SourceConnector> + Send + Sync>;
-
 /// A connector plugin: the class names it answers to and how to make one.
-#[derive(Clone)]
-pub struct Plugin {
-    names: Vec<String>,
-    make: ConnectorMaker,
-}
-
-impl Plugin {
-    /// A plugin answering to `names` (exact match); the first name containing a `.` (a Java class
-    /// name) is the one listed, else the first.
-    pub fn new<N: Into<String>>(
-        names: impl IntoIterator<Item = N>,
-        make: impl Fn() -> Box<dyn SourceConnector> + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            names: names.into_iter().map(Into::into).collect(),
-            make: Arc::new(make),
-        }
-    }
-
-    /// The class name shown in `GET /connector-plugins`.
-    pub fn class(&self) -> &str {
-        self.names
-            .iter()
-            .find(|n| n.contains('.'))
-            .or_else(|| self.names.first())
-            .map_or("", String::as_str)
-    }
-}
+pub use ferry_api::ConnectorPlugin as Plugin;
 
 /// The connector plugins a herder knows.
 #[derive(Clone, Default)]
@@ -60,8 +29,8 @@ impl Plugins {
     pub(crate) fn resolve(&self, class: &str) -> Option<Box<dyn SourceConnector>> {
         self.0
             .iter()
-            .find(|p| p.names.iter().any(|n| n == class))
-            .map(|p| (p.make)())
+            .find(|p| p.answers_to(class))
+            .map(Plugin::make)
     }
 
     pub(crate) fn infos(&self) -> Vec<PluginInfo> {
@@ -70,7 +39,7 @@ impl Plugins {
             .map(|p| PluginInfo {
                 class: p.class().to_owned(),
                 kind: "source",
-                version: (p.make)().version(),
+                version: p.make().version(),
             })
             .collect()
     }

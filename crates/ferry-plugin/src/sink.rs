@@ -1,0 +1,167 @@
+//! Where records go: one trait with asynchronous delivery acknowledgements, and how a task gets its
+//! sink.
+//!
+//! `send` hands a record over and returns a [`PendingDelivery`] that resolves once the sink has made
+//! the record durable (file: written and `fdatasync`ed; Kafka: acknowledged by the broker) or failed
+//! to. The runtime acknowledges the record to the `AckTracker` only when its delivery resolves `Ok`, so
+//! offsets never run ahead of delivered data.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_api::{RecordMetadata, SourceRecord};
+
+use crate::converter::ConverterSpec;
+
+/// A delivery failed, or a record could not be handed over.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{sink}: {message}")]
+pub struct SinkError {
+    /// Which sink (`file /tmp/out.jsonl`).
+    pub sink: String,
+    /// What failed.
+    pub message: String,
+    /// Whether sending the same record again may succeed.
+    pub retriable: bool,
+}
+
+/// The outcome of one delivery.
+pub type Delivery = Result<RecordMetadata, SinkError>;
+
+/// Resolves when the sink has delivered (or failed to deliver) one record.
+pub struct PendingDelivery(Pin<Box<dyn Future<Output = Delivery> + Send>>);
+
+impl PendingDelivery {
+    /// Wraps any delivery future.
+    pub fn new(future: impl Future<Output = Delivery> + Send + 'static) -> Self {
+        Self(Box::pin(future))
+    }
+
+    /// An already delivered record.
+    pub fn ready(delivery: Delivery) -> Self {
+        Self::new(std::future::ready(delivery))
+    }
+}
+
+impl Future for PendingDelivery {
+    type Output = Delivery;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// A destination for records. Thread-safe; `send` may be called from many tasks at once.
+#[async_trait]
+pub trait RecordSink: Send + Sync {
+    /// A short description for logs and errors.
+    fn describe(&self) -> String;
+
+    /// Hands a record to the sink. `Err` means it was not accepted (retry if `retriable`); `Ok` gives
+    /// the pending delivery. Records of one source partition are delivered in `send` order.
+    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError>;
+
+    /// Waits up to `timeout` until every record sent so far is delivered or failed.
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError>;
+
+    /// Makes a sink that failed for good usable again if it can (the file sink reopens its file
+    /// after a failed write poisoned it), and says whether it did. The worker calls it before a
+    /// task (re)starts, so restarting a task is the way back once the cause (a full disk) is fixed.
+    /// The default does nothing: most sinks recover by themselves or never fail for good.
+    ///
+    /// # Errors
+    /// The sink had failed and cannot be reopened.
+    async fn reopen_if_failed(&self) -> Result<bool, SinkError> {
+        Ok(false)
+    }
+}
+
+/// What a [`SinkProvider`] knows about the task it opens a sink for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSinkContext<'a> {
+    /// The connector's name.
+    pub connector: &'a str,
+    /// The task's index within the connector.
+    pub task: usize,
+    /// The connector's own `key.converter`, if it sets one (else the worker's applies).
+    pub key_converter: Option<ConverterSpec>,
+    /// The connector's own `value.converter`, if it sets one (else the worker's applies).
+    pub value_converter: Option<ConverterSpec>,
+}
+
+impl<'a> TaskSinkContext<'a> {
+    /// The context of task `task` of `connector`, with the connector's own converters if it sets them.
+    pub fn new(
+        connector: &'a str,
+        task: usize,
+        key_converter: Option<ConverterSpec>,
+        value_converter: Option<ConverterSpec>,
+    ) -> Self {
+        Self {
+            connector,
+            task,
+            key_converter,
+            value_converter,
+        }
+    }
+}
+
+/// Gives each task its sink. Per task rather than per worker so that a sink may hold per-task state
+/// (a transactional producer per task for exactly-once delivery); [`SharedSink`] is today's
+/// behaviour, one sink for every task.
+///
+/// Not used by the runtime yet (issue 12 wires it in): the worker still takes one sink per connector.
+#[async_trait]
+pub trait SinkProvider: Send + Sync + fmt::Display {
+    /// The sink of one task, called at every task (re)start.
+    ///
+    /// # Errors
+    /// The sink cannot be opened; the task fails with this error.
+    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError>;
+
+    /// Whether the sink applies `key.converter` / `value.converter` (Kafka does; the file and stdout
+    /// sinks write JSON lines, so a connector's converters have no effect there and the runtime warns).
+    fn uses_converters(&self) -> bool {
+        false
+    }
+
+    /// Waits up to `timeout` until every record sent through any opened sink is delivered or failed;
+    /// called once, at shutdown.
+    ///
+    /// # Errors
+    /// Some records were not delivered in time, or failed.
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError>;
+}
+
+/// One sink shared by every task: each [`open`](SinkProvider::open) returns a clone of it.
+#[derive(Clone)]
+pub struct SharedSink(pub Arc<dyn RecordSink>);
+
+impl fmt::Display for SharedSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.describe())
+    }
+}
+
+impl fmt::Debug for SharedSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SharedSink")
+            .field(&self.0.describe())
+            .finish()
+    }
+}
+
+#[async_trait]
+impl SinkProvider for SharedSink {
+    async fn open(&self, _task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+        Ok(self.0.clone())
+    }
+
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
+        self.0.flush(timeout).await
+    }
+}

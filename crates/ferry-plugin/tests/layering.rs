@@ -1,0 +1,69 @@
+//! The layering rule of `docs/design.md`: `ferry-plugin` holds the contracts backends implement and
+//! depends on no HTTP crate, store client or Kafka client, so a backend crate (`ferry-kafka`) does not
+//! pull in the REST server, nor one backend another. This test keeps it so.
+
+use std::path::Path;
+
+/// The `[dependencies]` names of a manifest next to this crate.
+fn dependencies(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest)
+        .unwrap_or_else(|e| panic!("read {}: {e}", manifest.display()));
+    let mut in_deps = false;
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if !in_deps || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some((name, _)) = line.split_once(['=', '.']) {
+            names.push(name.trim().to_owned());
+        }
+    }
+    names
+}
+
+#[test]
+fn ferry_plugin_depends_on_no_server_store_client_or_kafka_crate() {
+    let allowed = [
+        "ferry-api",
+        "ferry-offsets",
+        "async-trait",
+        "thiserror",
+        "tracing",
+        "java-properties",
+        "encoding_rs",
+    ];
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let deps = dependencies(&manifest);
+    assert!(
+        deps.iter().any(|d| d == "ferry-api"),
+        "the manifest was read: {deps:?}"
+    );
+    for dep in deps {
+        assert!(
+            allowed.contains(&dep.as_str()),
+            "ferry-plugin must stay free of {dep:?}: backends depend on it without the runtime's HTTP \
+             server or each other's clients"
+        );
+    }
+}
+
+#[test]
+fn the_kafka_backend_depends_on_the_contracts_not_the_runtime() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-kafka/Cargo.toml");
+    let deps = dependencies(&manifest);
+    assert!(
+        deps.iter().any(|d| d == "ferry-plugin"),
+        "ferry-kafka implements the contracts of ferry-plugin: {deps:?}"
+    );
+    for forbidden in ["ferry-runtime", "axum", "tower-http", "hyper", "hyper-util"] {
+        assert!(
+            !deps.iter().any(|d| d == forbidden),
+            "ferry-kafka must not depend on {forbidden}"
+        );
+    }
+}
