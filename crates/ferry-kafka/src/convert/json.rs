@@ -1,7 +1,8 @@
 //! Kafka Connect's JsonConverter: schemas in Kafka Connect's JSON schema form, and payloads written
 //! as the schema says.
 //!
-//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…]}` where the
+//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…][,"parameters":{…}]}`
+//! where the
 //! parts are `"items"` (array), `"keys"`,`"values"` (map) or `"fields"` (struct: each field's own schema
 //! object followed by `"field":<name>`), in exactly that order — the order of Kafka Connect's
 //! `JsonConverter.asJsonSchema`. Type names: `int8` … `int64`, `float` (float32), `double` (float64),
@@ -67,6 +68,18 @@ fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) 
     if let Some(doc) = &schema.doc {
         out.extend_from_slice(b",\"doc\":");
         write_string(out, doc);
+    }
+    if !schema.parameters.is_empty() {
+        out.extend_from_slice(b",\"parameters\":{");
+        for (i, (key, value)) in schema.parameters.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_string(out, key);
+            out.push(b':');
+            write_string(out, value);
+        }
+        out.push(b'}');
     }
     if let Some(field) = field {
         out.extend_from_slice(b",\"field\":");
