@@ -4,16 +4,21 @@
 //! |---|---|---|
 //! | `smallint`, `integer`, `bigint`, `oid` | number | `int16`, `int32`, `int64`, `int64` |
 //! | `real`, `double precision` | number (NaN and ±infinity: null) | `float`, `double` (optional) |
-//! | `numeric` | string, exact (`"12.50"`; `"NaN"`, `"Infinity"`) | `string` |
+//! | `numeric` | by `numeric.mapping` ([`super::numeric`]): `Decimal` bytes as base64 (default), or a number | `Decimal`, `int8`…`int64`, `double` |
+//! | `date` | days since 1970-01-01 | `Date` |
+//! | `time`, `timetz` | ms since midnight (`timetz` at UTC) | `Time` |
+//! | `timestamp`, `timestamptz` | by `timestamp.granularity` ([`super::logical`]): ms since the epoch (default) | `Timestamp` |
 //! | `boolean` | `true` / `false` | `boolean` |
 //! | `text`, `varchar`, `char(n)`, `name`, `"char"`, `citext`, enums, `xml` | string | `string` |
 //! | `bytea` | base64 string | `bytes` |
 //! | `uuid`, `inet`, `cidr`, `macaddr` | string | `string` |
-//! | `timestamp` | ISO-8601 without zone (`2024-05-01T12:00:00.5`) | `string` |
-//! | `timestamptz` | ISO-8601 in UTC (`2024-05-01T12:00:00.5Z`) | `string` |
-//! | `date`, `time`, `timetz`, `interval` | ISO-8601 (`2024-05-01`, `12:00:00`, `12:00:00+02:00`, `P1DT2H`) | `string` |
+//! | `interval` | ISO-8601 (`P1DT2H`) | `string` |
 //! | `json`, `jsonb` | the JSON itself | none: the record has no schema |
 //! | arrays of the above | array (one dimension in the schema) | `array` |
+//!
+//! Array elements (which Kafka Connect's JDBC source does not read at all) keep text forms: `numeric`
+//! as exact strings (`"12.50"`), dates, times and timestamps as ISO-8601 (`2024-05-01`, `12:00:00`,
+//! `12:00:00+02:00`, `2024-05-01T12:00:00.5`, `2024-05-01T12:00:00.5Z` for `timestamptz`).
 //! | domains | as their base type | |
 //!
 //! Other types (geometric types, ranges, `money`, bit strings, composite types, …) are left out of
@@ -28,7 +33,18 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Kind, Type};
 
+use super::logical::{Granularity, date_value, time_value, timetz_value};
+use super::numeric::{NumericKind, NumericMapping};
 use super::time::{Micros, date_text, format_time, interval_text, timestamp_text, timetz_text};
+
+/// How values are mapped where Kafka Connect's JDBC source offers a choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ValueMapping {
+    /// `numeric.mapping`.
+    pub(crate) numeric: NumericMapping,
+    /// `timestamp.granularity`.
+    pub(crate) granularity: Granularity,
+}
 
 /// How one column's binary value becomes JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,9 +72,40 @@ pub(crate) enum Decoder {
     Inet,
     MacAddr,
     Array(Box<Decoder>),
+    /// A top-level `numeric` column, as `numeric.mapping` says.
+    NumericAs(NumericKind),
+    /// A top-level `date`: Kafka Connect `Date`.
+    LogicalDate,
+    /// A top-level `time`: Kafka Connect `Time`.
+    LogicalTime,
+    /// A top-level `timetz`: Kafka Connect `Time`, at UTC.
+    LogicalTimeTz,
+    /// A top-level `timestamp`/`timestamptz`, as `timestamp.granularity` says.
+    LogicalTimestamp(Granularity),
 }
 
 impl Decoder {
+    /// The decoder of a result column: its type, type modifier (a `numeric`'s precision and scale)
+    /// and the mapping options. Kafka Connect logical types for the column itself; array elements
+    /// keep [`Decoder::for_type`]'s text forms.
+    pub(crate) fn for_column(ty: &Type, typmod: i32, mapping: ValueMapping) -> Option<Decoder> {
+        let logical = match *ty {
+            Type::NUMERIC => Decoder::NumericAs(NumericKind::of(typmod, mapping.numeric)),
+            Type::DATE => Decoder::LogicalDate,
+            Type::TIME => Decoder::LogicalTime,
+            Type::TIMETZ => Decoder::LogicalTimeTz,
+            Type::TIMESTAMP | Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
+            _ => {
+                return match ty.kind() {
+                    // A domain's own modifier is not in the result description: unconstrained.
+                    Kind::Domain(base) => Decoder::for_column(base, -1, mapping),
+                    _ => Decoder::for_type(ty),
+                };
+            }
+        };
+        Some(logical)
+    }
+
     /// The decoder of a type; `None` when the type is not supported.
     pub(crate) fn for_type(ty: &Type) -> Option<Decoder> {
         let simple = match *ty {
@@ -113,6 +160,10 @@ impl Decoder {
             Decoder::Bytea => Schema::bytes(),
             Decoder::Json | Decoder::Jsonb => return None,
             Decoder::Array(element) => Schema::array(element.schema()?),
+            Decoder::NumericAs(kind) => kind.schema(),
+            Decoder::LogicalDate => Schema::date(),
+            Decoder::LogicalTime | Decoder::LogicalTimeTz => Schema::time(),
+            Decoder::LogicalTimestamp(granularity) => granularity.schema(),
             _ => Schema::string(),
         };
         Some(schema.optional())
@@ -120,7 +171,10 @@ impl Decoder {
 
     /// Whether a value may be null even in a `NOT NULL` column (NaN floats are written as null).
     fn may_write_null(&self) -> bool {
-        matches!(self, Decoder::Float4 | Decoder::Float8)
+        matches!(
+            self,
+            Decoder::Float4 | Decoder::Float8 | Decoder::NumericAs(NumericKind::Float64)
+        )
     }
 
     /// Decodes one non-null binary value.
@@ -176,6 +230,14 @@ impl Decoder {
                 _ => return Err("a macaddr must be 6 bytes".to_owned()),
             },
             Decoder::Array(element) => array(element, raw)?,
+            Decoder::NumericAs(kind) => kind.value(&numeric_text(raw)?)?,
+            Decoder::LogicalDate => date_value(r.i32()?)?,
+            Decoder::LogicalTime => time_value(r.i64()?),
+            Decoder::LogicalTimeTz => {
+                let micros = r.i64()?;
+                timetz_value(micros, r.i32()?)
+            }
+            Decoder::LogicalTimestamp(granularity) => granularity.value(r.i64()?)?,
         };
         Ok(value)
     }
@@ -425,6 +487,7 @@ impl RowShape {
         columns: &[tokio_postgres::Column],
         not_null: &HashMap<(u32, i16), bool>,
         name: Option<&str>,
+        mapping: ValueMapping,
     ) -> Result<Self, String> {
         let mut fields = Vec::new();
         let mut decoders = Vec::new();
@@ -440,7 +503,9 @@ impl RowShape {
                     column.name()
                 ));
             }
-            let Some(decoder) = Decoder::for_type(column.type_()) else {
+            let Some(decoder) =
+                Decoder::for_column(column.type_(), column.type_modifier(), mapping)
+            else {
                 skipped.push((column.name().to_owned(), column.type_().name().to_owned()));
                 continue;
             };
@@ -528,7 +593,13 @@ pub(crate) fn timestamp_value(ty: &Type, raw: &[u8]) -> Result<Micros, String> {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             let pg = Reader(raw).i64()?;
             Micros::from_pg(pg).ok_or_else(|| {
-                "its value is infinity or -infinity, which cannot be a position".to_owned()
+                if pg == i64::MAX || pg == i64::MIN {
+                    "its value is infinity or -infinity, which cannot be a position".to_owned()
+                } else {
+                    "its value is after year 262000, beyond the positions Ferry can store (microseconds \
+                     since 1970 in 64 bits)"
+                        .to_owned()
+                }
             })
         }
         _ => match ty.kind() {

@@ -29,7 +29,11 @@
 mod config;
 mod conn;
 mod decode;
+mod discovery;
+mod logical;
+mod numeric;
 mod offset;
+mod options;
 mod sql;
 mod task;
 mod time;
@@ -40,7 +44,7 @@ use ferry_api::{
     SourceTask,
 };
 
-pub use config::TASK_TABLES;
+pub use config::{TASK_SHARE, TASK_TABLES};
 pub use offset::{
     JdbcOffset, LegacyTablePartition, PROTOCOL_VERSION, QueryPartition, TablePartition,
 };
@@ -87,14 +91,26 @@ impl SourceConnector for PostgresSourceConnector {
         SourceConfig::parse(config).err().unwrap_or_default()
     }
 
-    /// Spreads the tables round-robin over `min(tasks.max, tables)` tasks (in [`TASK_TABLES`]); a
-    /// query runs in one task.
+    /// Spreads the whitelisted tables round-robin over `min(tasks.max, tables)` tasks (in
+    /// [`TASK_TABLES`]); a query runs in one task; without a whitelist `tasks.max` tasks each read
+    /// their share ([`TASK_SHARE`]) of the tables they find.
     fn task_configs(&self, config: &Config, max_tasks: usize) -> Result<Vec<Config>, ConnectError> {
         let parsed = SourceConfig::parse(config)
             .map_err(|issues| invalid_config("connector configuration", &issues))?;
         let tables = match parsed.source {
             Source::Query(_) => return Ok(vec![config.clone()]),
             Source::Tables(tables) => tables,
+            // Each task finds the tables itself and keeps its share (see discovery).
+            Source::Discover(_) => {
+                let tasks = max_tasks.max(1);
+                return Ok((0..tasks)
+                    .map(|i| {
+                        let mut task = config.clone();
+                        task.insert(TASK_SHARE.to_owned(), format!("{i}/{tasks}"));
+                        task
+                    })
+                    .collect());
+            }
         };
         let tasks = max_tasks.clamp(1, tables.len());
         let mut shares = vec![Vec::new(); tasks];

@@ -22,9 +22,12 @@ use ferry_api::{
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
+use super::config::{
+    Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, TableId, invalid_config,
+};
 use super::conn::{Db, connect};
-use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
+use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
+use super::discovery::Selection;
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
@@ -63,6 +66,8 @@ enum Phase {
 
 /// One table (or the query) and where it stands.
 struct Querier {
+    /// The table (none for a query).
+    table: Option<TableId>,
     /// `table public.orders` or `query`, for messages.
     name: String,
     /// The struct schema's name: the table's name (none for a query).
@@ -79,6 +84,13 @@ struct Querier {
 }
 
 struct Running {
+    /// The catalog criteria of the tables read (none for a query), and when to look again.
+    selection: Option<Selection>,
+    next_discovery: Instant,
+    context: Arc<dyn SourceTaskContext>,
+    /// The task's configuration, for queriers of tables found later.
+    config: SourceConfig,
+    mapping: ValueMapping,
     mode: Mode,
     batch: usize,
     poll_interval: Duration,
@@ -104,68 +116,30 @@ impl SourceTask for PostgresSourceTask {
             );
         }
         let db = connect(&config.connection).await?;
-        let items = sql::items(&config.source);
-        let stored = read_offsets(&context, &config).await?;
-        let initial = initial_cursor(&config, &db).await?;
-        let now = Instant::now();
-        let mut queriers = Vec::with_capacity(items.len());
-        for (item, stored) in items.iter().zip(stored) {
-            let (name, struct_name, partition, topic) = match item {
-                SourceItem::Table(t) => (
-                    format!("table {t}"),
-                    Some(t.table.clone()),
-                    ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
-                    format!("{}{}", config.topic_prefix, t.table),
-                ),
-                SourceItem::Query(_) => (
-                    "query".to_owned(),
-                    None,
-                    ConnectMap::from_serde(&QueryPartition::default())?,
-                    config.topic_prefix.clone(),
-                ),
-            };
-            let cursor = match stored {
-                Some((found_under, offset)) => {
-                    let cursor = to_cursor(&offset).map_err(|m| {
-                        ConnectError::fatal(format!(
-                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
-                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
-                        ))
-                    })?;
-                    tracing::info!(
-                        "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
-                    );
-                    cursor
-                }
-                None => {
-                    if config.mode != Mode::Bulk {
-                        tracing::info!(
-                            "PostgresSource: {name} has no stored offset; it starts {}",
-                            describe_start(config.mode, &initial)
-                        );
-                    }
-                    initial
-                }
-            };
-            let select = sql::select(
-                config.mode,
-                item,
-                config.incrementing_column.as_deref(),
-                &config.timestamp_columns,
-            );
-            tracing::debug!("PostgresSource: {name} reads with: {select}");
-            queriers.push(Querier {
-                name,
-                struct_name,
-                partition,
-                topic,
-                select,
-                cursor,
-                next_due: now,
-                shape: None,
-            });
+        if let Some(level) = config.options.isolation.sql() {
+            // What JDBC's setTransactionIsolation does: every later transaction of the session.
+            db.client
+                .batch_execute(&format!(
+                    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}"
+                ))
+                .await
+                .map_err(|e| db.error("setting transaction.isolation.mode", &e))?;
         }
+        let selection = selection(&config);
+        let mut config = config;
+        if let Some(selection) = &selection {
+            let tables = selection.tables(&db).await?;
+            report_missing(selection, &tables);
+            config.source = Source::Tables(tables);
+        }
+        let queriers = new_queriers(&context, &config, &db).await?;
+        let next_discovery = Instant::now() + config.options.table_poll_interval;
         self.running = Some(Running {
+            selection,
+            next_discovery,
+            context,
+            mapping: config.options.mapping,
+            config: config.clone(),
             mode: config.mode,
             batch: config.batch_max_rows,
             poll_interval: config.poll_interval,
@@ -198,6 +172,126 @@ impl SourceTask for PostgresSourceTask {
     }
 }
 
+/// The catalog criteria of a task reading tables (none for a query).
+fn selection(config: &SourceConfig) -> Option<Selection> {
+    let (whitelist, share) = match &config.source {
+        Source::Query(_) => return None,
+        Source::Tables(tables) => (Some(tables.clone()), (0, 1)),
+        Source::Discover(share) => (None, *share),
+    };
+    Some(Selection {
+        whitelist,
+        blacklist: config.options.blacklist.clone(),
+        types: config.options.table_types.clone(),
+        schema_pattern: config.options.schema_pattern.clone(),
+        share,
+    })
+}
+
+/// Says which whitelisted tables are not read (yet), and when none is.
+fn report_missing(selection: &Selection, found: &[TableId]) {
+    if let Some(whitelist) = &selection.whitelist {
+        let missing: Vec<String> = whitelist
+            .iter()
+            .filter(|t| !found.contains(t))
+            .map(ToString::to_string)
+            .collect();
+        if !missing.is_empty() {
+            tracing::warn!(
+                "PostgresSource: whitelisted tables not found (of table.types {:?}, schema.pattern {:?}): {};                  they are read once they exist (checked every table.poll.interval.ms)",
+                selection.types,
+                selection.schema_pattern,
+                missing.join(", ")
+            );
+        }
+    } else if found.is_empty() {
+        tracing::info!(
+            "PostgresSource: no table to read yet (table.types {:?}, schema.pattern {:?}, this task's share {}/{});              looking again every table.poll.interval.ms",
+            selection.types,
+            selection.schema_pattern,
+            selection.share.0,
+            selection.share.1
+        );
+    }
+}
+
+/// The queriers of the items of `config.source`, each resumed from its stored offset.
+async fn new_queriers(
+    context: &Arc<dyn SourceTaskContext>,
+    config: &SourceConfig,
+    db: &Db,
+) -> Result<Vec<Querier>, ConnectError> {
+    let items = sql::items(&config.source);
+    let stored = read_offsets(context, config).await?;
+    let initial = initial_cursor(config, db).await?;
+    let now = Instant::now();
+    let mut queriers = Vec::with_capacity(items.len());
+    for (item, stored) in items.iter().zip(stored) {
+        let (name, struct_name, partition, topic) = match item {
+            SourceItem::Table(t) => (
+                format!("table {t}"),
+                Some(t.table.clone()),
+                ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+                format!("{}{}", config.topic_prefix, t.table),
+            ),
+            SourceItem::Query(_) => (
+                "query".to_owned(),
+                None,
+                ConnectMap::from_serde(&QueryPartition::default())?,
+                config.topic_prefix.clone(),
+            ),
+        };
+        let cursor = match stored {
+            Some((found_under, offset)) => {
+                let cursor = to_cursor(&offset).map_err(|m| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                        ))
+                    })?;
+                tracing::info!(
+                    "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+                );
+                cursor
+            }
+            None => {
+                if config.mode != Mode::Bulk {
+                    tracing::info!(
+                        "PostgresSource: {name} has no stored offset; it starts {}",
+                        describe_start(config.mode, &initial)
+                    );
+                }
+                initial
+            }
+        };
+        let mut select = sql::select(
+            config.mode,
+            item,
+            config.incrementing_column.as_deref(),
+            &config.timestamp_columns,
+        );
+        if let Some(suffix) = &config.options.query_suffix {
+            select = format!("{select} {suffix}");
+        }
+        tracing::debug!("PostgresSource: {name} reads with: {select}");
+        queriers.push(Querier {
+            table: match item {
+                SourceItem::Table(t) => Some((*t).clone()),
+                SourceItem::Query(_) => None,
+            },
+            name,
+            struct_name,
+            partition,
+            topic,
+            select,
+            cursor,
+            next_due: now,
+            shape: None,
+        });
+    }
+    Ok(queriers)
+}
+
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
 /// legacy one (the first stored wins); the query partition in query mode. Nothing in bulk mode.
 /// Returns, per item, the stored offset and the partition it was found under.
@@ -212,6 +306,7 @@ async fn read_offsets(
     let (partitions, per_item) = match &config.source {
         Source::Tables(tables) => (lookup_partitions(tables)?, 2),
         Source::Query(_) => (vec![ConnectMap::from_serde(&QueryPartition::default())?], 1),
+        Source::Discover(_) => (Vec::new(), 2),
     };
     let reader = context.offset_storage_reader();
     let found = reader.offsets(&partitions).await.map_err(|e| {
@@ -322,6 +417,9 @@ impl Running {
             self.active = None;
             self.queriers[active].next_due = Instant::now() + self.poll_interval;
         }
+        if self.phase == Phase::Idle && Instant::now() >= self.next_discovery {
+            self.rediscover().await?;
+        }
         let index = match (self.phase, self.active) {
             (Phase::Open { .. }, Some(active)) => active,
             _ => {
@@ -341,7 +439,9 @@ impl Running {
                     return Ok(Vec::new());
                 }
                 self.phase = Phase::Unknown;
-                self.begin_round(index).await?;
+                if let Err(e) = self.begin_round(index).await {
+                    return self.table_gone(index, e).await;
+                }
                 self.active = Some(index);
                 self.phase = Phase::Open { exhausted: false };
                 index
@@ -360,6 +460,70 @@ impl Running {
             exhausted: rows.len() < self.batch,
         };
         Ok(records)
+    }
+
+    /// A round of querier `index` failed to start with `error`: when its table was dropped since the
+    /// last look, it is no longer read (as the JDBC source's table monitor would notice); otherwise
+    /// the error stands.
+    async fn table_gone(
+        &mut self,
+        index: usize,
+        error: ConnectError,
+    ) -> Result<Vec<SourceRecord>, ConnectError> {
+        let Some(table) = self.queriers[index].table.clone() else {
+            return Err(error);
+        };
+        if self.selection.is_none() || self.db.client.batch_execute("ROLLBACK").await.is_err() {
+            return Err(error);
+        }
+        self.phase = Phase::Idle;
+        self.active = None;
+        self.rediscover().await?;
+        if self
+            .queriers
+            .iter()
+            .any(|q| q.table.as_ref() == Some(&table))
+        {
+            return Err(error);
+        }
+        Ok(Vec::new())
+    }
+
+    /// Looks for tables created or dropped since the last look (between rounds only, so no index
+    /// into the queriers is held).
+    async fn rediscover(&mut self) -> Result<(), ConnectError> {
+        self.next_discovery = Instant::now() + self.config.options.table_poll_interval;
+        let Some(selection) = &self.selection else {
+            return Ok(());
+        };
+        let tables = selection.tables(&self.db).await?;
+        self.queriers.retain(|q| match &q.table {
+            Some(t) if !tables.contains(t) => {
+                tracing::info!("PostgresSource: {} is gone; no longer read", q.name);
+                false
+            }
+            _ => true,
+        });
+        let added: Vec<TableId> = tables
+            .into_iter()
+            .filter(|t| !self.queriers.iter().any(|q| q.table.as_ref() == Some(t)))
+            .collect();
+        if added.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            "PostgresSource: new tables to read: {}",
+            added
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut config = self.config.clone();
+        config.source = Source::Tables(added);
+        let new = new_queriers(&self.context, &config, &self.db).await?;
+        self.queriers.extend(new);
+        Ok(())
     }
 
     /// Opens a round: a read-only transaction and the cursor over the mode's SELECT.
@@ -441,10 +605,13 @@ impl Running {
         {
             let not_null = self.not_null(columns).await?;
             let querier = &mut self.queriers[index];
-            let shape =
-                RowShape::new(columns, &not_null, querier.struct_name.as_deref()).map_err(|m| {
-                    ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name))
-                })?;
+            let shape = RowShape::new(
+                columns,
+                &not_null,
+                querier.struct_name.as_deref(),
+                self.mapping,
+            )
+            .map_err(|m| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name)))?;
             if !shape.skipped.is_empty() {
                 let list: Vec<String> = shape
                     .skipped
