@@ -327,3 +327,56 @@ fn validate_refuses_what_the_jdbc_source_refuses_and_accepts_its_keys() {
         assert!(keys.contains(&key), "{key} is a known key");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_incrementing_column_name_uses_the_tables_serial_or_identity_column() -> TestResult
+{
+    let db = client().await?;
+    let s = SchemaGuard::create(&db, "autoinc").await?;
+    db.batch_execute(&format!(
+        "CREATE TABLE {0}.ser (note text, id serial); \
+         CREATE TABLE {0}.ident (k int generated always as identity, note text); \
+         CREATE TABLE {0}.plain (id int, note text); \
+         INSERT INTO {0}.ser (note) VALUES ('a'), ('b'); INSERT INTO {0}.ident (note) VALUES ('c')",
+        s.name
+    ))
+    .await?;
+    for (table, column, count) in [("ser", "id", 2), ("ident", "k", 1)] {
+        let offsets = Offsets::new();
+        let (mut task, _) = offsets
+            .start(table_config(
+                &format!("{}.{table}", s.name),
+                "incrementing",
+                &[],
+            ))
+            .await?;
+        let records = poll_n(task.as_mut(), count).await?;
+        task.stop().await?;
+        let last = records.last().ok_or("a record")?;
+        assert_eq!(
+            source_support::offset_text(last),
+            format!("{{\"incrementing\":{count}}}"),
+            "{table}: positioned by its {column} column"
+        );
+    }
+    let error = match Offsets::new()
+        .start(table_config(
+            &format!("{}.plain", s.name),
+            "incrementing",
+            &[],
+        ))
+        .await
+    {
+        Ok((mut task, _)) => {
+            let result = poll_for(task.as_mut(), Duration::from_millis(300)).await;
+            task.stop().await?;
+            result.err().map(|e| e.to_string()).unwrap_or_default()
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("plain") && error.contains("incrementing.column.name"),
+        "{error}"
+    );
+    Ok(())
+}

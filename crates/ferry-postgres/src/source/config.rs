@@ -55,7 +55,8 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional(
             INCREMENTING_COLUMN,
             Some(""),
-            "The strictly increasing integer column (modes incrementing and timestamp+incrementing).",
+            "The strictly increasing integer column (modes incrementing and timestamp+incrementing). Empty: \
+             each table's first serial or identity column, as the JDBC source's auto-increment detection.",
         ),
         ConfigKey::optional(
             TIMESTAMP_COLUMN,
@@ -276,11 +277,16 @@ impl SourceConfig {
         let incrementing_column = text(config, INCREMENTING_COLUMN).map(str::to_owned);
         let timestamp_columns = list(text(config, TIMESTAMP_COLUMN));
         if let Some(mode) = mode {
-            if mode.uses_incrementing() && incrementing_column.is_none() {
+            // Tables without one use their serial/identity column (found by the task), as the JDBC
+            // source's findDefaultAutoIncrementingColumn; a query has no table to look at.
+            if mode.uses_incrementing()
+                && incrementing_column.is_none()
+                && text(config, QUERY).is_some()
+            {
                 issues.push(
                     INCREMENTING_COLUMN,
                     format!(
-                        "is required with mode={}: name the strictly increasing integer column",
+                        "is required with mode={} and query: name the strictly increasing integer column",
                         mode.name()
                     ),
                 );

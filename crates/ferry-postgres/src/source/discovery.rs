@@ -142,6 +142,29 @@ impl Selection {
     }
 }
 
+/// The first column of `table` (in column order) that PostgreSQL's JDBC driver reports as
+/// auto-increment: an identity column or one whose default is `nextval(…)` (`serial`).
+pub(crate) async fn auto_increment_column(
+    db: &Db,
+    table: &TableId,
+) -> Result<Option<String>, ConnectError> {
+    let row = db
+        .client
+        .query_opt(
+            "SELECT a.attname::text FROM pg_catalog.pg_attribute a \
+             JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+             WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped \
+             AND (a.attidentity IN ('a', 'd') OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%') \
+             ORDER BY a.attnum LIMIT 1",
+            &[&table.schema, &table.table],
+        )
+        .await
+        .map_err(|e| db.error(&format!("looking for the auto-increment column of {table}"), &e))?;
+    Ok(row.and_then(|r| r.try_get::<_, String>(0).ok()))
+}
+
 /// FNV-1a: the same on every platform and run, so a table's task never changes with the task count.
 fn stable_hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {

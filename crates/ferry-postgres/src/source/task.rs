@@ -27,7 +27,7 @@ use super::config::{
 };
 use super::conn::{Db, connect};
 use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
-use super::discovery::Selection;
+use super::discovery::{Selection, auto_increment_column};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
@@ -68,6 +68,8 @@ enum Phase {
 struct Querier {
     /// The table (none for a query).
     table: Option<TableId>,
+    /// The incrementing column: configured, or the table's auto-increment column.
+    incrementing_column: Option<String>,
     /// `table public.orders` or `query`, for messages.
     name: String,
     /// The struct schema's name: the table's name (none for a query).
@@ -95,7 +97,6 @@ struct Running {
     batch: usize,
     poll_interval: Duration,
     delay: Duration,
-    incrementing_column: Option<String>,
     timestamp_columns: Vec<String>,
     db: Db,
     queriers: Vec<Querier>,
@@ -144,7 +145,6 @@ impl SourceTask for PostgresSourceTask {
             batch: config.batch_max_rows,
             poll_interval: config.poll_interval,
             delay: config.timestamp_delay,
-            incrementing_column: config.incrementing_column,
             timestamp_columns: config.timestamp_columns,
             db,
             queriers,
@@ -264,10 +264,25 @@ async fn new_queriers(
                 initial
             }
         };
+        let incrementing_column = match (item, &config.incrementing_column) {
+            (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
+                let found = auto_increment_column(db, t).await?.ok_or_else(|| {
+                    ConnectError::fatal(format!(
+                        "PostgresSource: {name} has no serial or identity column to use as the incrementing \
+                         column; set incrementing.column.name"
+                    ))
+                })?;
+                tracing::info!(
+                    "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
+                );
+                Some(found)
+            }
+            (_, configured) => configured.clone(),
+        };
         let mut select = sql::select(
             config.mode,
             item,
-            config.incrementing_column.as_deref(),
+            incrementing_column.as_deref(),
             &config.timestamp_columns,
         );
         if let Some(suffix) = &config.options.query_suffix {
@@ -279,6 +294,7 @@ async fn new_queriers(
                 SourceItem::Table(t) => Some((*t).clone()),
                 SourceItem::Query(_) => None,
             },
+            incrementing_column,
             name,
             struct_name,
             partition,
@@ -634,7 +650,8 @@ impl Running {
             }
             querier.shape = Some(shape);
         }
-        let inc_index = self.column_index(columns, self.incrementing_column.as_deref(), index)?;
+        let inc_column = self.queriers[index].incrementing_column.clone();
+        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
         let ts_indexes = self
             .timestamp_columns
             .iter()
@@ -658,7 +675,7 @@ impl Running {
                 let bytes = raw(row, i).map_err(fail)?.ok_or_else(|| {
                     fail(format!(
                         "a row has a null incrementing column {:?}",
-                        self.incrementing_column.as_deref().unwrap_or_default()
+                        inc_column.as_deref().unwrap_or_default()
                     ))
                 })?;
                 let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {
