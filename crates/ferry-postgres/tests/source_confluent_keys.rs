@@ -380,3 +380,48 @@ async fn an_empty_incrementing_column_name_uses_the_tables_serial_or_identity_co
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quote_sql_identifiers_never_lets_postgresql_fold_names_to_lower_case() -> TestResult {
+    let db = client().await?;
+    let s = SchemaGuard::create(&db, "quote").await?;
+    db.batch_execute(&format!(
+        "CREATE TABLE {0}.t (id serial, note text); INSERT INTO {0}.t (note) VALUES ('a')",
+        s.name
+    ))
+    .await?;
+    let with = |quote: &str| {
+        table_config(
+            &format!("{}.t", s.name),
+            "incrementing",
+            &[
+                ("incrementing.column.name", "ID"),
+                ("quote.sql.identifiers", quote),
+            ],
+        )
+    };
+    // never: ID is written unquoted, so PostgreSQL reads it as id.
+    let (mut task, _) = Offsets::new().start(with("never")).await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    task.stop().await?;
+    assert_eq!(
+        source_support::offset_text(&records[0]),
+        "{\"incrementing\":1}"
+    );
+    // always (the default): "ID" is a different column, which the table does not have.
+    let error = match Offsets::new().start(with("always")).await {
+        Ok((mut task, _)) => {
+            let result = poll_for(task.as_mut(), Duration::from_millis(300)).await;
+            task.stop().await?;
+            result.err().map(|e| e.to_string()).unwrap_or_default()
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("\"ID\""), "{error}");
+    let issues = PostgresSourceConnector::new().validate(&with("sometimes"));
+    assert_eq!(
+        issues.iter().map(|i| i.key.as_str()).collect::<Vec<_>>(),
+        vec!["quote.sql.identifiers"]
+    );
+    Ok(())
+}

@@ -23,6 +23,7 @@ pub(crate) const TIMESTAMP_GRANULARITY: &str = "timestamp.granularity";
 pub(crate) const QUERY_SUFFIX: &str = "query.suffix";
 pub(crate) const TRANSACTION_ISOLATION_MODE: &str = "transaction.isolation.mode";
 pub(crate) const DIALECT_NAME: &str = "dialect.name";
+pub(crate) const QUOTE_SQL_IDENTIFIERS: &str = "quote.sql.identifiers";
 
 const DEFAULT_TABLE_POLL_INTERVAL_MS: u64 = 60_000;
 
@@ -87,6 +88,12 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
              REPEATABLE_READ or SERIALIZABLE (SQL_SERVER_SNAPSHOT is SQL Server's).",
         ),
         ConfigKey::optional(
+            QUOTE_SQL_IDENTIFIERS,
+            Some("always"),
+            "always: table and column names are quoted in queries (case-sensitive); never: they are not, so \
+             PostgreSQL folds them to lower case.",
+        ),
+        ConfigKey::optional(
             DIALECT_NAME,
             Some(""),
             "The JDBC source's database dialect: empty (from connection.url) or PostgreSqlDatabaseDialect.",
@@ -128,6 +135,8 @@ pub(crate) struct Options {
     pub(crate) mapping: ValueMapping,
     pub(crate) query_suffix: Option<String>,
     pub(crate) isolation: Isolation,
+    /// `quote.sql.identifiers=never`.
+    pub(crate) fold_identifiers: bool,
 }
 
 impl Default for Options {
@@ -140,6 +149,7 @@ impl Default for Options {
             mapping: ValueMapping::default(),
             query_suffix: None,
             isolation: Isolation::default(),
+            fold_identifiers: false,
         }
     }
 }
@@ -272,6 +282,17 @@ impl Options {
                     Isolation::Default
                 }
             };
+        }
+        match text(config, QUOTE_SQL_IDENTIFIERS)
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("always") => {}
+            Some("never") => out.fold_identifiers = true,
+            Some(other) => issue(
+                QUOTE_SQL_IDENTIFIERS,
+                format!("{other:?} is not a quote method: use always or never"),
+            ),
         }
         match text(config, DIALECT_NAME) {
             None | Some("PostgreSqlDatabaseDialect") => {}

@@ -128,6 +128,11 @@ impl SourceTask for PostgresSourceTask {
         }
         let selection = selection(&config);
         let mut config = config;
+        if config.options.fold_identifiers {
+            // quote.sql.identifiers=never: PostgreSQL folds unquoted names to lower case; quoting the
+            // folded names reads the same columns.
+            fold_columns(&mut config);
+        }
         if let Some(selection) = &selection {
             let tables = selection.tables(&db).await?;
             report_missing(selection, &tables);
@@ -169,6 +174,16 @@ impl SourceTask for PostgresSourceTask {
             running.db.close().await;
         }
         Ok(())
+    }
+}
+
+/// The configured column names as PostgreSQL reads them unquoted (ASCII lower case).
+fn fold_columns(config: &mut SourceConfig) {
+    if let Some(c) = config.incrementing_column.as_mut() {
+        *c = c.to_ascii_lowercase();
+    }
+    for c in &mut config.timestamp_columns {
+        *c = c.to_ascii_lowercase();
     }
 }
 
@@ -278,6 +293,17 @@ async fn new_queriers(
                 Some(found)
             }
             (_, configured) => configured.clone(),
+        };
+        let folded;
+        let item = match item {
+            SourceItem::Table(t) if config.options.fold_identifiers => {
+                folded = TableId {
+                    schema: t.schema.to_ascii_lowercase(),
+                    table: t.table.to_ascii_lowercase(),
+                };
+                &SourceItem::Table(&folded)
+            }
+            _ => item,
         };
         let mut select = sql::select(
             config.mode,
