@@ -12,6 +12,11 @@
 //!   ORDER BY ts, inc`, offset with all three fields;
 //! - `mode=bulk`: the whole table every `poll.interval.ms`, no offsets (a restart reads it all again).
 //!
+//! Tables: `table.whitelist`, or every table of `table.types` in the schemas matching `schema.pattern`
+//! except `table.blacklist`, listed by each task at start and every `table.poll.interval.ms`
+//! (module `discovery`): tables created later are read, dropped ones left. Values are Kafka Connect's
+//! logical types (modules `numeric` and `logical`).
+//!
 //! Partitions are `{"protocol":"1","table":"schema.table"}` per table (at start the legacy
 //! `{"table":"table"}` is looked up too, in the same `offsets()` call, for offsets written by JDBC
 //! source versions before protocol 1) and `{"query":"query"}` with `query`. Each record's offset is
