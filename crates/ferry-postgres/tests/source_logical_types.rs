@@ -278,3 +278,40 @@ async fn a_nan_numeric_or_an_infinite_date_fails_clearly_naming_the_column() -> 
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_and_jsonb_columns_are_strings_so_the_record_keeps_its_schema() -> TestResult {
+    // PostgreSqlDatabaseDialect: json/jsonb are STRING fields read with getString.
+    let db = client().await?;
+    let t = Table::create(
+        &db,
+        "json",
+        "id serial primary key, j json, jb jsonb not null",
+    )
+    .await?;
+    db.batch_execute(&format!(
+        "INSERT INTO {} (j, jb) VALUES ('{{\"a\":  [1, 2]}}', '{{\"b\": {{\"c\": null}}}}')",
+        t.name
+    ))
+    .await?;
+    let (mut task, _) = Offsets::new()
+        .start(table_config(
+            &t.name,
+            "incrementing",
+            &[("incrementing.column.name", "id")],
+        ))
+        .await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    task.stop().await?;
+    assert_eq!(
+        field_schema(&records[0], "j"),
+        Some(Schema::string().optional())
+    );
+    assert_eq!(field_schema(&records[0], "jb"), Some(Schema::string()));
+    // json keeps its text as written; jsonb is PostgreSQL's normalized text.
+    assert_eq!(
+        records[0].value,
+        Some(json!({"id": 1, "j": "{\"a\":  [1, 2]}", "jb": "{\"b\": {\"c\": null}}"}))
+    );
+    Ok(())
+}

@@ -53,8 +53,8 @@ async fn values_and_schemas_of_common_types() -> TestResult {
         Some(json!({
             "id": 1, "i2": -2, "i4": 2147483647, "f4": 0.1, "f8": null, "num": "7Sm8", "num_free": "AA==",
             "flag": true, "txt": "héllo \"x\"", "vc": "v", "ch": "ab ", "bin": "AP8Q",
-            "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "doc_json": {"a": [1, 2]},
-            "doc_jsonb": {"b": {"c": null}}, "ts": 1_709_251_199_123i64,
+            "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "doc_json": "{\"a\": [1, 2]}",
+            "doc_jsonb": "{\"b\": {\"c\": null}}", "ts": 1_709_251_199_123i64,
             "tstz": 1_704_103_200_000i64, "d": 10_956, "tm": 30_600_500, "tmtz": 10_800_000,
             "iv": "P1Y2M3DT4H5M6.5S", "ip": "192.168.1.1", "net": "10.0.0.0/8", "mac": "08:00:2b:01:02:03",
             "tags": ["a", null, "c"], "grid": [[1, 2], [3, 4]], "mood": "happy"
@@ -69,8 +69,8 @@ async fn values_and_schemas_of_common_types() -> TestResult {
         records[1].value.as_ref().and_then(|v| v.get("num")),
         Some(&json!(null))
     );
-    // json columns have no Kafka Connect schema: the records are schemaless.
-    assert_eq!(records[0].value_schema, None);
+    // json columns are strings (as the JDBC source's PostgreSQL dialect): the record keeps its schema.
+    assert!(records[0].value_schema.is_some());
     Ok(())
 }
 

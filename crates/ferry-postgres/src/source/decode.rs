@@ -13,12 +13,13 @@
 //! | `bytea` | base64 string | `bytes` |
 //! | `uuid`, `inet`, `cidr`, `macaddr` | string | `string` |
 //! | `interval` | ISO-8601 (`P1DT2H`) | `string` |
-//! | `json`, `jsonb` | the JSON itself | none: the record has no schema |
+//! | `json`, `jsonb` | its text, as a string (the JDBC source's PostgreSQL dialect) | `string` |
 //! | arrays of the above | array (one dimension in the schema) | `array` |
 //!
 //! Array elements (which Kafka Connect's JDBC source does not read at all) keep text forms: `numeric`
 //! as exact strings (`"12.50"`), dates, times and timestamps as ISO-8601 (`2024-05-01`, `12:00:00`,
-//! `12:00:00+02:00`, `2024-05-01T12:00:00.5`, `2024-05-01T12:00:00.5Z` for `timestamptz`).
+//! `12:00:00+02:00`, `2024-05-01T12:00:00.5`, `2024-05-01T12:00:00.5Z` for `timestamptz`); `json`
+//! elements are the JSON itself, which no Kafka Connect schema describes: such a record has no schema.
 //! | domains | as their base type | |
 //!
 //! Other types (geometric types, ranges, `money`, bit strings, composite types, …) are left out of
@@ -82,6 +83,10 @@ pub(crate) enum Decoder {
     LogicalTimeTz,
     /// A top-level `timestamp`/`timestamptz`, as `timestamp.granularity` says.
     LogicalTimestamp(Granularity),
+    /// A top-level `json`: its text, as the JDBC source's `getString`.
+    JsonText,
+    /// A top-level `jsonb`: PostgreSQL's text of it.
+    JsonbText,
 }
 
 impl Decoder {
@@ -95,6 +100,8 @@ impl Decoder {
             Type::TIME => Decoder::LogicalTime,
             Type::TIMETZ => Decoder::LogicalTimeTz,
             Type::TIMESTAMP | Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
+            Type::JSON => Decoder::JsonText,
+            Type::JSONB => Decoder::JsonbText,
             _ => {
                 return match ty.kind() {
                     // A domain's own modifier is not in the result description: unconstrained.
@@ -238,6 +245,11 @@ impl Decoder {
                 timetz_value(micros, r.i32()?)
             }
             Decoder::LogicalTimestamp(granularity) => granularity.value(r.i64()?)?,
+            Decoder::JsonText => Value::String(utf8(raw)?.to_owned()),
+            Decoder::JsonbText => match raw.split_first() {
+                Some((1, rest)) => Value::String(utf8(rest)?.to_owned()),
+                _ => return Err("unsupported jsonb format version".to_owned()),
+            },
         };
         Ok(value)
     }

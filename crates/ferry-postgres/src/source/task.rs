@@ -669,8 +669,8 @@ impl Running {
             }
             if shape.schema.is_none() {
                 tracing::info!(
-                    "PostgresSource: {}: json/jsonb columns are written as JSON, which no Kafka Connect schema \
-                     describes; its records have no value schema",
+                    "PostgresSource: {}: json/jsonb array columns are written as JSON, which no Kafka Connect \
+                     schema describes; its records have no value schema",
                     querier.name
                 );
             }
