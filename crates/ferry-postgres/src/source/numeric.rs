@@ -192,15 +192,8 @@ pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, String> {
     } else {
         // A negative scale: the value must be a multiple of 10^-scale.
         let cut = usize::try_from(-scale).unwrap_or(0);
-        if fraction.bytes().any(|b| b != b'0')
-            || unscaled.len() < cut && unscaled.bytes().any(|b| b != b'0')
-        {
-            return Err(format!(
-                "the numeric value {text} is not a multiple of 10^{cut}, as its scale {scale} requires"
-            ));
-        }
         let keep = unscaled.len().saturating_sub(cut);
-        if unscaled[keep..].bytes().any(|b| b != b'0') {
+        if fraction.bytes().any(|b| b != b'0') || unscaled[keep..].bytes().any(|b| b != b'0') {
             return Err(format!(
                 "the numeric value {text} is not a multiple of 10^{cut}, as its scale {scale} requires"
             ));
