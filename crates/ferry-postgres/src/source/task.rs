@@ -213,7 +213,8 @@ fn report_missing(selection: &Selection, found: &[TableId]) {
             .collect();
         if !missing.is_empty() {
             tracing::warn!(
-                "PostgresSource: whitelisted tables not found (of table.types {:?}, schema.pattern {:?}): {};                  they are read once they exist (checked every table.poll.interval.ms)",
+                "PostgresSource: whitelisted tables not found (of table.types {:?}, schema.pattern {:?}): {}; \
+                 they are read once they exist (checked every table.poll.interval.ms)",
                 selection.types,
                 selection.schema_pattern,
                 missing.join(", ")
@@ -221,7 +222,8 @@ fn report_missing(selection: &Selection, found: &[TableId]) {
         }
     } else if found.is_empty() {
         tracing::info!(
-            "PostgresSource: no table to read yet (table.types {:?}, schema.pattern {:?}, this task's share {}/{});              looking again every table.poll.interval.ms",
+            "PostgresSource: no table to read yet (table.types {:?}, schema.pattern {:?}, this task's share {}/{}); \
+             looking again every table.poll.interval.ms",
             selection.types,
             selection.schema_pattern,
             selection.share.0,
