@@ -246,13 +246,13 @@ async fn query_suffix_and_transaction_isolation_mode_reach_the_database() -> Tes
             .iter()
             .all(|r| r.value.as_ref().map(|v| v["id"] != 3).unwrap_or(false))
     );
-    c.insert("transaction.isolation.mode".into(), "READ_COMMITTED".into());
+    c.insert("transaction.isolation.mode".into(), "REPEATABLE_READ".into());
     let (mut task, _) = Offsets::new().start(c).await?;
     let records = poll_n(task.as_mut(), 1).await?;
     task.stop().await?;
     assert_eq!(
         records[0].value.as_ref().map(|v| v["iso"].clone()),
-        Some(serde_json::json!("read committed"))
+        Some(serde_json::json!("repeatable read"))
     );
     Ok(())
 }

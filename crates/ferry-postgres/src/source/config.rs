@@ -396,7 +396,11 @@ impl SourceConfig {
                 Some(delay),
                 Some(options),
             ) => Ok(Self {
-                connection,
+                connection: {
+                    let mut connection = connection;
+                    options.isolation.apply(&mut connection);
+                    connection
+                },
                 mode,
                 incrementing_column: incrementing_column.filter(|_| mode.uses_incrementing()),
                 timestamp_columns: if mode.uses_timestamp() {

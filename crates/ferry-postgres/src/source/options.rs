@@ -11,6 +11,7 @@ use super::decode::ValueMapping;
 use super::discovery::TableType;
 use super::logical::Granularity;
 use super::numeric::NumericMapping;
+use super::url::ConnectionSpec;
 
 pub(crate) const TABLE_BLACKLIST: &str = "table.blacklist";
 pub(crate) const TABLE_TYPES: &str = "table.types";
@@ -113,6 +114,22 @@ pub(crate) enum Isolation {
 }
 
 impl Isolation {
+    /// Sets the level for every transaction of every session `spec` opens (reconnections too), as
+    /// JDBC's `setTransactionIsolation` does for its connection: the `default_transaction_isolation`
+    /// startup option, after any `options` of the URL.
+    pub(crate) fn apply(self, spec: &mut ConnectionSpec) {
+        let Some(level) = self.sql() else { return };
+        let option = format!(
+            "-c default_transaction_isolation={}",
+            level.to_ascii_lowercase().replace(' ', "\\ ")
+        );
+        let options = match spec.config.get_options() {
+            Some(existing) if !existing.trim().is_empty() => format!("{existing} {option}"),
+            _ => option,
+        };
+        spec.config.options(options);
+    }
+
     /// PostgreSQL's name of the level; `None` for the database's default.
     pub(crate) fn sql(self) -> Option<&'static str> {
         match self {

@@ -117,15 +117,6 @@ impl SourceTask for PostgresSourceTask {
             );
         }
         let db = connect(&config.connection).await?;
-        if let Some(level) = config.options.isolation.sql() {
-            // What JDBC's setTransactionIsolation does: every later transaction of the session.
-            db.client
-                .batch_execute(&format!(
-                    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}"
-                ))
-                .await
-                .map_err(|e| db.error("setting transaction.isolation.mode", &e))?;
-        }
         let selection = selection(&config);
         let mut config = config;
         if config.options.fold_identifiers {
