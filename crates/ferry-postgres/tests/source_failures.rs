@@ -8,7 +8,9 @@ use std::future::Future;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use source_support::{Offsets, Table, TestResult, client, ids, table_config, unique_name};
+use source_support::{
+    Offsets, Table, TestResult, client, first_batch, ids, table_config, unique_name,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_fails_the_start_with_the_server_and_the_cause() -> TestResult {
@@ -20,7 +22,11 @@ async fn an_unreachable_database_fails_the_start_with_the_server_and_the_cause()
     let config = table_config(
         "orders",
         "incrementing",
-        &[("incrementing.column.name", "id"), ("connection.url", &url)],
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.url", &url),
+            ("connection.attempts", "1"),
+        ],
     );
     let Err(e) = Offsets::new().start(config).await else {
         panic!("started without a database");
@@ -39,7 +45,8 @@ async fn an_unreachable_database_fails_the_start_with_the_server_and_the_cause()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connection_lost_while_reading_fails_the_poll_clearly() -> TestResult {
+async fn with_one_connection_attempt_a_connection_lost_while_reading_fails_the_poll_clearly()
+-> TestResult {
     let db = client().await?;
     let t = Table::create(&db, "lost", "id int primary key").await?;
     db.batch_execute(&format!(
@@ -56,10 +63,14 @@ async fn a_connection_lost_while_reading_fails_the_poll_clearly() -> TestResult 
             ("incrementing.column.name", "id"),
             ("connection.url", &url),
             ("batch.max.rows", "4"),
+            ("connection.attempts", "1"),
         ],
     );
     let (mut task, _) = Offsets::new().start(config).await?;
-    assert_eq!(ids(&task.poll().await?, "id"), vec![1, 2, 3, 4]);
+    assert_eq!(
+        ids(&first_batch(task.as_mut()).await?, "id"),
+        vec![1, 2, 3, 4]
+    );
     db.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
         &[&app],

@@ -1,7 +1,9 @@
 //! Rows committed late with an older timestamp, and `timestamp.delay.interval.ms` (Kafka Connect's
-//! documented behaviour): the timestamp modes read only rows older than the database's time minus the
-//! delay, and never go back. A transaction that commits after the position passed its rows'
-//! timestamps is skipped; a delay longer than the transaction lets it commit before its rows are due.
+//! documented behaviour, which is Ferry's with `ferry.late.commit.max.wait.ms=0`, or once a
+//! transaction has been waited for that long): the timestamp modes read only rows older than the
+//! database's time minus the delay, and never go back. A transaction that commits after the position
+//! passed its rows' timestamps is skipped; a delay longer than the transaction lets it commit before
+//! its rows are due. (The default, which waits for open transactions: source_late_commits.rs.)
 
 mod source_support;
 
@@ -24,11 +26,19 @@ async fn open_transaction(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_delay_a_row_committed_after_a_newer_one_was_read_is_skipped() -> TestResult {
+async fn without_the_guard_or_a_delay_a_row_committed_after_a_newer_one_was_read_is_skipped()
+-> TestResult {
     let db = client().await?;
     let t = Table::create(&db, "late0", "id int, ts timestamptz not null").await?;
     let offsets = Offsets::new();
-    let config = table_config(&t.name, "timestamp", &[("timestamp.column.name", "ts")]);
+    let config = table_config(
+        &t.name,
+        "timestamp",
+        &[
+            ("timestamp.column.name", "ts"),
+            ("ferry.late.commit.max.wait.ms", "0"),
+        ],
+    );
     let (mut task, _) = offsets.start(config).await?;
 
     let late = open_transaction(&t.name, 1).await?;
@@ -69,6 +79,7 @@ async fn a_delay_longer_than_the_transaction_delivers_the_late_row_in_timestamp_
         &[
             ("timestamp.column.name", "ts"),
             ("timestamp.delay.interval.ms", "1500"),
+            ("ferry.late.commit.max.wait.ms", "0"),
         ],
     );
     let (mut task, _) = offsets.start(config).await?;
@@ -110,6 +121,7 @@ async fn a_delay_longer_than_the_transaction_delivers_the_late_row_in_timestamp_
         &[
             ("timestamp.column.name", "ts"),
             ("timestamp.delay.interval.ms", "1500"),
+            ("ferry.late.commit.max.wait.ms", "0"),
         ],
     );
     let (mut task, _) = offsets.start(config).await?;

@@ -10,7 +10,8 @@ use ferry_postgres::source::{
     PostgresSourceConnector, QueryPartition, TASK_TABLES, TablePartition,
 };
 use source_support::{
-    Offsets, Table, TestResult, client, ids, offset_text, poll_for, poll_n, table_config,
+    Offsets, Table, TestResult, client, first_batch, ids, offset_text, poll_for, poll_n,
+    table_config,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,7 +30,7 @@ async fn incrementing_emits_rows_in_order_and_resumes_after_the_committed_row() 
         &[("incrementing.column.name", "id"), ("batch.max.rows", "10")],
     );
     let (mut task, reader) = offsets.start(config.clone()).await?;
-    let first = task.poll().await?;
+    let first = first_batch(task.as_mut()).await?;
     assert_eq!(
         ids(&first, "id"),
         (1..=10).collect::<Vec<_>>(),

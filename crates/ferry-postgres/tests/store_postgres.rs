@@ -119,7 +119,10 @@ async fn stores_opened_together_create_the_table_once() {
     let opening: Vec<_> = (0..6)
         .map(|_| {
             let scratch = scratch.clone();
-            tokio::spawn(async move { PostgresOffsetStore::open(scratch.config()).await })
+            // Several stores of one connector on purpose: without the per-connector lock.
+            tokio::spawn(async move {
+                PostgresOffsetStore::open(scratch.config().with_connector_locks(false)).await
+            })
         })
         .collect();
     let mut stores = Vec::new();
@@ -278,8 +281,14 @@ async fn a_concurrent_reader_never_sees_half_a_batch() {
     const PARTITIONS: i64 = 400;
     const ROUNDS: i64 = 25;
     let scratch = Scratch::table("ferry_concurrent");
-    let writer = scratch.open().await;
-    let reader = scratch.open().await;
+    // A second store reading the writer's connector on purpose: without the per-connector lock.
+    let unlocked = || async {
+        PostgresOffsetStore::open(scratch.config().with_connector_locks(false))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let writer = unlocked().await;
+    let reader = unlocked().await;
     let keys: Vec<Vec<u8>> = (0..PARTITIONS).map(|p| key("c", &[("p", p)])).collect();
     let batch = |round: i64| -> Vec<OffsetWrite> { keys.iter().map(|k| put(k, round)).collect() };
     set(&writer, &batch(0)).await;

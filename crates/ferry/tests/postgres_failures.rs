@@ -1,5 +1,5 @@
-//! PostgresSource when the database cannot be reached, through the real `ferry` binary: the task
-//! FAILS with a message naming the server and the cause (in the log and the REST status), the worker
+//! PostgresSource when the database cannot be reached, through the real `ferry` binary: after
+//! `connection.attempts` tries the task FAILS with a message naming the server and the cause (in the log and the REST status), the worker
 //! keeps running, the password never appears, and a restart once the database is reachable resumes
 //! from the committed offsets without loss or duplicates.
 
@@ -45,6 +45,8 @@ fn unreachable_database_fails_the_task_clearly_and_a_restart_with_the_right_url_
         ("incrementing.column.name", "id"),
         ("connection.url", url.as_str()),
         ("connection.password", PASSWORD),
+        // Tried connection.attempts (3) times, this far apart, before the task fails.
+        ("connection.backoff.ms", "200"),
     ];
     let props = connector(&ws, "pg-down", &table.name, "incrementing", &extra);
     let mut ferry = Ferry::standalone(&ws, "run1", &worker, &[&props]);
@@ -129,6 +131,7 @@ fn database_lost_while_running_fails_the_task_and_a_rest_restart_resumes_when_it
         &[
             ("incrementing.column.name", "id"),
             ("connection.url", url.as_str()),
+            ("connection.backoff.ms", "200"),
         ],
     );
     let mut ferry = Ferry::standalone(&ws, "run", &worker, &[&props]);

@@ -176,6 +176,7 @@ pub(crate) struct SourceConfig {
     pub(crate) timestamp_delay: Duration,
     /// table.blacklist, table.types, numeric.mapping, … (see [`Options`]).
     pub(crate) options: Options,
+    pub(crate) safety: Safety,
 }
 
 /// Collects one issue per bad key.
@@ -373,6 +374,7 @@ impl SourceConfig {
             }
         }
         let delay = int(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
+        let safety = Safety::parse(config, &mut issues);
         if !issues.0.is_empty() {
             return Err(issues.0);
         }
@@ -415,6 +417,7 @@ impl SourceConfig {
                 timestamp_initial: initial,
                 timestamp_delay: Duration::from_millis(u64::try_from(delay).unwrap_or(0)),
                 options,
+                safety,
             }),
             _ => Err(issues.0),
         }
@@ -561,5 +564,93 @@ mod tests {
         assert!(parse_tables("t, public.t").is_err());
         assert!(parse_tables("\"open").is_err());
         assert!(parse_tables(" , ").is_err());
+    }
+}
+
+// ---- Correctness keys: nullable cursor columns, time zone, retries, late commits. ----
+
+pub(crate) const VALIDATE_NON_NULL: &str = "validate.non.null";
+pub(crate) const DB_TIMEZONE: &str = "db.timezone";
+pub(crate) const CONNECTION_ATTEMPTS: &str = "connection.attempts";
+pub(crate) const CONNECTION_BACKOFF_MS: &str = "connection.backoff.ms";
+pub(crate) const LATE_COMMIT_MAX_WAIT_MS: &str = "ferry.late.commit.max.wait.ms";
+
+/// The keys of [`Safety`].
+pub(crate) fn safety_keys() -> Vec<ConfigKey> {
+    vec![
+        ConfigKey::optional(
+            VALIDATE_NON_NULL,
+            Some("true"),
+            "Refuse at start a table whose incrementing column is nullable, or whose timestamp columns are \
+             all nullable (a row with NULL there would never be read). false: start anyway; such rows are \
+             not read (timestamp modes) or fail the task (a NULL incrementing value).",
+        ),
+        ConfigKey::optional(
+            DB_TIMEZONE,
+            Some("UTC"),
+            "The time zone of `timestamp without time zone` columns (an IANA name the database knows, e.g. \
+             Europe/Paris), used in the query's bounds and to turn their values into the offsets' instants.",
+        ),
+        ConfigKey::optional(
+            CONNECTION_ATTEMPTS,
+            Some("3"),
+            "How many times a connection is tried (at start, and after a transient failure while reading) \
+             before the task fails.",
+        ),
+        ConfigKey::optional(
+            CONNECTION_BACKOFF_MS,
+            Some("10000"),
+            "How long to wait between connection attempts, in ms.",
+        ),
+        ConfigKey::optional(
+            LATE_COMMIT_MAX_WAIT_MS,
+            Some("300000"),
+            "Ferry only (not a Kafka Connect key). The source never moves past a position that a \
+             transaction still open in the database could yet write below; a transaction open longer than \
+             this (ms) is no longer waited for (WARN), and rows it commits below the position are skipped, as \
+             Kafka Connect would. 0: never wait (Kafka Connect's behaviour).",
+        ),
+    ]
+}
+
+/// Kafka Connect's `validate.non.null`, `db.timezone`, `connection.attempts`,
+/// `connection.backoff.ms`, and Ferry's late-commit bound.
+#[derive(Debug, Clone)]
+pub(crate) struct Safety {
+    pub(crate) validate_non_null: bool,
+    /// An IANA zone name; checked against the database at start.
+    pub(crate) db_timezone: String,
+    pub(crate) connection_attempts: u32,
+    pub(crate) connection_backoff: Duration,
+    /// `None`: the late-commit guard is off.
+    pub(crate) late_commit_max_wait: Option<Duration>,
+}
+
+impl Safety {
+    fn parse(config: &Config, issues: &mut Issues) -> Safety {
+        let validate_non_null = match text(config, VALIDATE_NON_NULL).map(str::to_ascii_lowercase) {
+            None => true,
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            Some(v) => {
+                issues.push(
+                    VALIDATE_NON_NULL,
+                    format!("{v:?} is not a boolean: use true or false"),
+                );
+                true
+            }
+        };
+        let db_timezone = text(config, DB_TIMEZONE).unwrap_or("UTC").to_owned();
+        let attempts = int(config, CONNECTION_ATTEMPTS, Some(3), 1, issues).unwrap_or(3);
+        let backoff = int(config, CONNECTION_BACKOFF_MS, Some(10_000), 0, issues).unwrap_or(0);
+        let wait = int(config, LATE_COMMIT_MAX_WAIT_MS, Some(300_000), 0, issues).unwrap_or(0);
+        Safety {
+            validate_non_null,
+            db_timezone,
+            connection_attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            connection_backoff: Duration::from_millis(u64::try_from(backoff).unwrap_or(0)),
+            late_commit_max_wait: (wait > 0)
+                .then(|| Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX))),
+        }
     }
 }

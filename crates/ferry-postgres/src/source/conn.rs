@@ -9,9 +9,38 @@ use tokio_postgres::{Client, NoTls};
 use super::url::ConnectionSpec;
 
 /// What a task tells the user to do after a database failure.
-const RESTART_HINT: &str = "the task has FAILED and does not retry by itself: once the database is reachable \
+pub(crate) const RESTART_HINT: &str = "the task has FAILED: once the database is reachable \
      (and the settings are right), restart the connector or its task (REST: POST \
      /connectors/<name>/restart?includeTasks=true) or restart ferry; it resumes from its committed offsets";
+
+/// Whether a failed call may succeed on a new connection: the connection was lost or could not be
+/// made (network, server restarting, too many connections), or the transaction hit a serialization
+/// failure or deadlock. Anything else (a missing table, a permission, bad SQL, a wrong password) is
+/// permanent.
+pub(crate) fn is_transient(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") // connection_exception
+                || matches!(
+                    code,
+                    // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections,
+                    // serialization_failure, deadlock_detected
+                    "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01"
+                )
+        }
+        // I/O errors, timeouts, a closed connection.
+        None => true,
+    }
+}
+
+/// The error that ends the task after `attempts` tries that all failed with the transient `e`.
+pub(crate) fn give_up(e: &ConnectError, attempts: u32) -> ConnectError {
+    ConnectError::fatal(format!(
+        "{e} (failed {attempts} attempt{} in a row: connection.attempts={attempts}); {RESTART_HINT}",
+        if attempts == 1 { "" } else { "s" }
+    ))
+}
 
 /// A connected client; its connection runs on a background task until the client is dropped.
 pub(crate) struct Db {
@@ -53,10 +82,15 @@ impl Db {
 pub(crate) async fn connect(spec: &ConnectionSpec) -> Result<Db, ConnectError> {
     let describe = spec.to_string();
     let (client, connection) = spec.config.connect(NoTls).await.map_err(|e| {
-        ConnectError::fatal(format!(
-            "PostgresSource: cannot connect to {describe}: {}; {RESTART_HINT}",
+        let message = format!(
+            "PostgresSource: cannot connect to {describe}: {}",
             error_text(&e)
-        ))
+        );
+        if is_transient(&e) {
+            ConnectError::retriable(message)
+        } else {
+            ConnectError::fatal(format!("{message}; {RESTART_HINT}"))
+        }
     })?;
     let closed = Arc::new(Mutex::new(None));
     let slot = closed.clone();
@@ -80,7 +114,8 @@ pub(crate) async fn connect(spec: &ConnectionSpec) -> Result<Db, ConnectError> {
 }
 
 impl Db {
-    /// A fatal error for a failed database call: `what` was being done.
+    /// The error of a failed database call (`what` was being done): retriable when a new connection
+    /// may succeed ([`is_transient`]), fatal otherwise.
     pub(crate) fn error(&self, what: &str, e: &tokio_postgres::Error) -> ConnectError {
         let lost = e.is_closed()
             || self.client.is_closed()
@@ -88,17 +123,25 @@ impl Db {
                 // admin_shutdown, crash_shutdown, cannot_connect_now
                 matches!(db.code().code(), "57P01" | "57P02" | "57P03")
             });
-        if lost {
+        if lost || is_transient(e) {
             let cause = self
                 .closed
                 .lock()
                 .ok()
                 .and_then(|slot| slot.clone())
                 .unwrap_or_else(|| error_text(e));
-            ConnectError::fatal(format!(
-                "PostgresSource: lost the connection to {} while {what}: {cause}; {RESTART_HINT}",
-                self.describe
-            ))
+            let message = if lost {
+                format!(
+                    "PostgresSource: lost the connection to {} while {what}: {cause}",
+                    self.describe
+                )
+            } else {
+                format!(
+                    "PostgresSource: {what} failed on {}: {cause}",
+                    self.describe
+                )
+            };
+            ConnectError::retriable(message)
         } else {
             ConnectError::fatal(format!(
                 "PostgresSource: {what} failed on {}: {}",

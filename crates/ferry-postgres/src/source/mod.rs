@@ -22,19 +22,24 @@
 //! source versions before protocol 1) and `{"query":"query"}` with `query`. Each record's offset is
 //! the position right after its row, so a restart resumes after the last committed row.
 //!
-//! Late rows: the timestamp modes only read rows older than the database's current time minus
-//! `timestamp.delay.interval.ms`. A row whose timestamp is older than the stored position when it
-//! becomes visible (a transaction that committed late, or a timestamp set in the past) is never read;
-//! the delay should cover the longest transaction that writes the table.
+//! Late commits: before each round the task reads the open transactions (`pg_stat_activity`) and never
+//! reads past a key one of them could still write below, so a row committed late is read once in every
+//! mode (`source/guard.rs` has the argument); a transaction open longer than `ferry.late.commit.max.wait.ms` is
+//! no longer waited for (WARN), as Kafka Connect never waits. `timestamp.delay.interval.ms` still
+//! applies. `validate.non.null` refuses nullable cursor columns at start; `db.timezone` is the zone of
+//! `timestamp without time zone` columns.
 //!
-//! A database that cannot be reached, or a connection lost while reading, fails the task with a message
-//! naming the server and the cause; the task does not retry by itself. Restart it once the database is
-//! back: it resumes from its committed offsets.
+//! A transient database failure (connection lost or refused, server restarting, serialization failure,
+//! deadlock) is retried on a new connection, `connection.attempts` times `connection.backoff.ms` apart;
+//! then, or at once for a permanent error (missing table, permission), the task fails with a message
+//! naming the server and the cause.
 
+mod columns;
 mod config;
 mod conn;
 mod decode;
 mod discovery;
+mod guard;
 mod logical;
 mod numeric;
 mod offset;
@@ -50,6 +55,7 @@ use ferry_api::{
 };
 
 pub use config::{TASK_SHARE, TASK_TABLES};
+pub use guard::held_back_rounds;
 pub use offset::{
     JdbcOffset, LegacyTablePartition, PROTOCOL_VERSION, QueryPartition, TablePartition,
 };
@@ -88,7 +94,9 @@ pub fn connectors() -> Vec<(&'static [&'static str], ConnectorFactory)> {
 
 impl SourceConnector for PostgresSourceConnector {
     fn config_keys(&self) -> Vec<ConfigKey> {
-        config::keys()
+        let mut keys = config::keys();
+        keys.extend(config::safety_keys());
+        keys
     }
 
     /// One issue per bad key; never connects (an unreachable database fails the task instead).

@@ -30,45 +30,122 @@ pub(crate) fn quote_table(table: &TableId) -> String {
     )
 }
 
-/// The timestamp expression: the column, or `COALESCE` of the columns.
-fn timestamp_expr(columns: &[String]) -> String {
+/// A timestamp column of a table (or the query), and whether it is `timestamp without time zone`
+/// (its values are wall-clock times in `db.timezone`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TsColumn {
+    pub(crate) name: String,
+    pub(crate) local: bool,
+}
+
+/// `'text'` as an SQL string literal.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The timestamp key and how a `timestamptz` parameter compares with it.
+///
+/// Parameters are instants (`timestamptz`). One `timestamp` column is compared with the parameter
+/// turned into `zone`'s wall clock (`$n AT TIME ZONE zone`), which keeps an index on the column usable;
+/// otherwise every `timestamp` column is turned into an instant (`col AT TIME ZONE zone`) and the
+/// key is `COALESCE` of the instants.
+fn timestamp_key(columns: &[TsColumn], zone: &str) -> (String, Box<dyn Fn(u8) -> String>) {
+    let zone = literal(zone);
     match columns {
-        [one] => quote_ident(one),
-        many => format!(
-            "COALESCE({})",
-            many.iter()
-                .map(|c| quote_ident(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        [one] if one.local => {
+            let param_zone = zone.clone();
+            let key = quote_ident(&one.name);
+            (
+                key,
+                Box::new(move |n: u8| format!("(${n}::timestamptz AT TIME ZONE {param_zone})"))
+                    as Box<dyn Fn(u8) -> String>,
+            )
+        }
+        many => {
+            let parts: Vec<String> = many
+                .iter()
+                .map(|c| {
+                    if c.local {
+                        format!("({} AT TIME ZONE {zone})", quote_ident(&c.name))
+                    } else {
+                        quote_ident(&c.name)
+                    }
+                })
+                .collect();
+            let key = match parts.as_slice() {
+                [one] => one.clone(),
+                _ => format!("COALESCE({})", parts.join(", ")),
+            };
+            (
+                key,
+                Box::new(|n: u8| format!("${n}::timestamptz")) as Box<dyn Fn(u8) -> String>,
+            )
+        }
     }
 }
 
-/// The `SELECT` of one table (or the query) in `mode`. Parameters:
-/// incrementing `$1` = last incrementing value; timestamp `$1` = begin, `$2` = end;
+/// `SELECT * FROM` the table, or the query as a subquery.
+fn base(source: &SourceItem<'_>, mode: Mode) -> String {
+    match (source, mode) {
+        (SourceItem::Table(t), _) => format!("SELECT * FROM {}", quote_table(t)),
+        (SourceItem::Query(q), Mode::Bulk) => (*q).to_owned(),
+        (SourceItem::Query(q), _) => format!("SELECT * FROM ({q}) AS ferry_query"),
+    }
+}
+
+/// The `SELECT` of one table (or the query) in `mode`. Parameters (timestamps as `timestamptz`):
+/// incrementing `$1` = last incrementing value, `$2` = the highest value safe to read (see `guard`);
+/// timestamp `$1` = begin, `$2` = end;
 /// timestamp+incrementing `$1` = end, `$2` = begin, `$3` = last incrementing value.
 pub(crate) fn select(
     mode: Mode,
     source: &SourceItem<'_>,
     incrementing: Option<&str>,
-    timestamps: &[String],
+    timestamps: &[TsColumn],
+    zone: &str,
 ) -> String {
-    let base = match (source, mode) {
-        (SourceItem::Table(t), _) => format!("SELECT * FROM {}", quote_table(t)),
-        (SourceItem::Query(q), Mode::Bulk) => (*q).to_owned(),
-        (SourceItem::Query(q), _) => format!("SELECT * FROM ({q}) AS ferry_query"),
-    };
+    let base = base(source, mode);
     let inc = incrementing.map(quote_ident).unwrap_or_default();
-    let ts = timestamp_expr(timestamps);
+    let (ts, p) = timestamp_key(timestamps, zone);
     match mode {
         Mode::Bulk => base,
-        Mode::Incrementing => format!("{base} WHERE {inc} > $1::int8 ORDER BY {inc} ASC"),
-        Mode::Timestamp => format!("{base} WHERE {ts} > $1 AND {ts} < $2 ORDER BY {ts} ASC"),
+        Mode::Incrementing => {
+            format!("{base} WHERE {inc} > $1::int8 AND {inc} <= $2::int8 ORDER BY {inc} ASC")
+        }
+        Mode::Timestamp => format!(
+            "{base} WHERE {ts} > {} AND {ts} < {} ORDER BY {ts} ASC",
+            p(1),
+            p(2)
+        ),
         Mode::TimestampIncrementing => format!(
-            "{base} WHERE {ts} < $1 AND (({ts} = $2 AND {inc} > $3::int8) OR {ts} > $2) ORDER BY {ts}, {inc} ASC"
+            "{base} WHERE {ts} < {} AND (({ts} = {} AND {inc} > $3::int8) OR {ts} > {}) ORDER BY {ts}, {inc} ASC",
+            p(1),
+            p(2),
+            p(2)
         ),
     }
 }
+
+/// A statement whose result columns are the source's (no rows): to learn their types at start.
+pub(crate) fn describe(source: &SourceItem<'_>) -> String {
+    format!(
+        "SELECT * FROM ({}) AS ferry_describe LIMIT 0",
+        base(source, Mode::Bulk)
+    )
+}
+
+/// The highest incrementing value visible now, and the time right after the statement's snapshot.
+pub(crate) fn max_incrementing(source: &SourceItem<'_>, incrementing: &str) -> String {
+    format!(
+        "SELECT (SELECT max({inc})::int8 FROM ({}) AS ferry_max), clock_timestamp()",
+        base(source, Mode::Bulk),
+        inc = quote_ident(incrementing)
+    )
+}
+
+/// Instants of `timestamp` (wall-clock) values in zone `$2`, in the order of `$1`.
+pub(crate) const TO_INSTANTS: &str = "SELECT v AT TIME ZONE $2 FROM unnest($1::timestamp[]) WITH ORDINALITY AS u(v, n) \
+     ORDER BY n";
 
 /// One thing a task reads.
 #[derive(Debug, Clone, Copy)]
@@ -108,26 +185,43 @@ mod tests {
         };
         let table = SourceItem::Table(&t);
         assert_eq!(
-            select(Mode::Incrementing, &table, Some("id"), &[]),
-            "SELECT * FROM \"public\".\"Orders\" WHERE \"id\" > $1::int8 ORDER BY \"id\" ASC"
+            select(Mode::Incrementing, &table, Some("id"), &[], "UTC"),
+            "SELECT * FROM \"public\".\"Orders\" WHERE \"id\" > $1::int8 AND \"id\" <= $2::int8 ORDER BY \"id\" ASC"
         );
+        let tz = |name: &str, local| TsColumn {
+            name: name.into(),
+            local,
+        };
         assert_eq!(
-            select(Mode::Timestamp, &table, None, &["a".into(), "b".into()]),
-            "SELECT * FROM \"public\".\"Orders\" WHERE COALESCE(\"a\", \"b\") > $1 AND COALESCE(\"a\", \"b\") < $2 \
-             ORDER BY COALESCE(\"a\", \"b\") ASC"
+            select(
+                Mode::Timestamp,
+                &table,
+                None,
+                &[tz("a", true), tz("b", false)],
+                "Asia/Kathmandu"
+            ),
+            "SELECT * FROM \"public\".\"Orders\" WHERE COALESCE((\"a\" AT TIME ZONE 'Asia/Kathmandu'), \"b\") > \
+             $1::timestamptz AND COALESCE((\"a\" AT TIME ZONE 'Asia/Kathmandu'), \"b\") < $2::timestamptz \
+             ORDER BY COALESCE((\"a\" AT TIME ZONE 'Asia/Kathmandu'), \"b\") ASC"
         );
         assert_eq!(
             select(
                 Mode::TimestampIncrementing,
                 &SourceItem::Query("SELECT 1 AS x"),
                 Some("x"),
-                &["t".into()]
+                &[tz("t", true)],
+                "it's"
             ),
-            "SELECT * FROM (SELECT 1 AS x) AS ferry_query WHERE \"t\" < $1 AND ((\"t\" = $2 AND \"x\" > $3::int8) \
-             OR \"t\" > $2) ORDER BY \"t\", \"x\" ASC"
+            "SELECT * FROM (SELECT 1 AS x) AS ferry_query WHERE \"t\" < ($1::timestamptz AT TIME ZONE 'it''s') AND \
+             ((\"t\" = ($2::timestamptz AT TIME ZONE 'it''s') AND \"x\" > $3::int8) OR \"t\" > ($2::timestamptz AT \
+             TIME ZONE 'it''s')) ORDER BY \"t\", \"x\" ASC"
         );
         assert_eq!(
-            select(Mode::Bulk, &SourceItem::Query("SELECT 1"), None, &[]),
+            select(Mode::Timestamp, &table, None, &[tz("t", false)], "UTC"),
+            "SELECT * FROM \"public\".\"Orders\" WHERE \"t\" > $1::timestamptz AND \"t\" < $2::timestamptz ORDER BY \"t\" ASC"
+        );
+        assert_eq!(
+            select(Mode::Bulk, &SourceItem::Query("SELECT 1"), None, &[], "UTC"),
             "SELECT 1"
         );
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");

@@ -22,15 +22,18 @@ use ferry_api::{
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::columns;
 use super::config::{
     Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, TableId, invalid_config,
 };
-use super::conn::{Db, connect};
+use super::conn::{Db, connect, give_up};
 use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
 use super::discovery::{Selection, auto_increment_column};
+use super::guard::{Guard, IncLimit};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
+use super::url::ConnectionSpec;
 
 /// The longest an idle poll waits before returning an empty batch.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -78,6 +81,10 @@ struct Querier {
     topic: String,
     /// The mode's SELECT with its parameters.
     select: String,
+    /// Incrementing mode with the late-commit guard: the highest key visible now.
+    max_select: Option<String>,
+    /// Incrementing mode: the highest key safe to read (late-commit guard).
+    inc_limit: IncLimit,
     /// Where the next round starts: after the last row returned.
     cursor: Cursor,
     /// When the next round may start.
@@ -98,15 +105,31 @@ struct Running {
     poll_interval: Duration,
     delay: Duration,
     timestamp_columns: Vec<String>,
+    /// `db.timezone`: the zone of `timestamp without time zone` values.
+    zone: String,
+    /// The late-commit guard (`None`: off, `ferry.late.commit.max.wait.ms=0`).
+    guard: Option<Guard>,
     db: Db,
     queriers: Vec<Querier>,
     /// The querier whose round is open.
     active: Option<usize>,
     phase: Phase,
+    /// Where to reconnect after a transient failure.
+    connection: ConnectionSpec,
+    /// `connection.attempts` and `connection.backoff.ms`.
+    attempts: u32,
+    backoff: Duration,
+    /// Transient failures in a row (reset by a poll that worked), and the first one's message.
+    failures: u32,
+    first_failure: Option<String>,
+    /// After a transient failure: when to reconnect.
+    retry_at: Option<Instant>,
 }
 
 #[async_trait]
 impl SourceTask for PostgresSourceTask {
+    /// Connects and prepares; a transient failure (the database unreachable, restarting, …) is tried
+    /// again `connection.attempts` times, `connection.backoff.ms` apart, as Kafka Connect does.
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = SourceConfig::parse_task(context.configs())
             .map_err(|issues| invalid_config("task configuration", &issues))?;
@@ -116,38 +139,27 @@ impl SourceTask for PostgresSourceTask {
                 config.connection.ignored.join(", ")
             );
         }
-        let db = connect(&config.connection).await?;
-        let selection = selection(&config);
-        let mut config = config;
-        if config.options.fold_identifiers {
-            // quote.sql.identifiers=never: PostgreSQL folds unquoted names to lower case; quoting the
-            // folded names reads the same columns.
-            fold_columns(&mut config);
+        let attempts = config.safety.connection_attempts;
+        let mut attempt = 1;
+        loop {
+            match open(&context, config.clone()).await {
+                Ok(running) => {
+                    self.running = Some(running);
+                    return Ok(());
+                }
+                Err(e) if e.is_retriable() && attempt < attempts => {
+                    tracing::warn!(
+                        "PostgresSource: starting failed (attempt {attempt} of connection.attempts={attempts}), \
+                         trying again in {} ms: {e}",
+                        config.safety.connection_backoff.as_millis()
+                    );
+                    tokio::time::sleep(config.safety.connection_backoff).await;
+                    attempt += 1;
+                }
+                Err(e) if e.is_retriable() => return Err(give_up(&e, attempt)),
+                Err(e) => return Err(e),
+            }
         }
-        if let Some(selection) = &selection {
-            let tables = selection.tables(&db).await?;
-            report_missing(selection, &tables);
-            config.source = Source::Tables(tables);
-        }
-        let queriers = new_queriers(&context, &config, &db).await?;
-        let next_discovery = Instant::now() + config.options.table_poll_interval;
-        self.running = Some(Running {
-            selection,
-            next_discovery,
-            context,
-            mapping: config.options.mapping,
-            config: config.clone(),
-            mode: config.mode,
-            batch: config.batch_max_rows,
-            poll_interval: config.poll_interval,
-            delay: config.timestamp_delay,
-            timestamp_columns: config.timestamp_columns,
-            db,
-            queriers,
-            active: None,
-            phase: Phase::Idle,
-        });
-        Ok(())
     }
 
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
@@ -166,6 +178,57 @@ impl SourceTask for PostgresSourceTask {
         }
         Ok(())
     }
+}
+
+/// Connects, checks the configuration against the database, and reads the stored offsets.
+async fn open(
+    context: &Arc<dyn SourceTaskContext>,
+    config: SourceConfig,
+) -> Result<Running, ConnectError> {
+    let db = connect(&config.connection).await?;
+    columns::check_zone(&db, &config.safety.db_timezone).await?;
+    let guard = match config.safety.late_commit_max_wait {
+        Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
+        _ => None,
+    };
+    let selection = selection(&config);
+    let mut config = config;
+    if config.options.fold_identifiers {
+        // quote.sql.identifiers=never: PostgreSQL folds unquoted names to lower case; quoting the
+        // folded names reads the same columns.
+        fold_columns(&mut config);
+    }
+    if let Some(selection) = &selection {
+        let tables = selection.tables(&db).await?;
+        report_missing(selection, &tables);
+        config.source = Source::Tables(tables);
+    }
+    let queriers = new_queriers(context, &config, &db, guard.is_some()).await?;
+    let next_discovery = Instant::now() + config.options.table_poll_interval;
+    Ok(Running {
+        selection,
+        next_discovery,
+        context: context.clone(),
+        mapping: config.options.mapping,
+        config: config.clone(),
+        mode: config.mode,
+        batch: config.batch_max_rows,
+        poll_interval: config.poll_interval,
+        delay: config.timestamp_delay,
+        timestamp_columns: config.timestamp_columns,
+        zone: config.safety.db_timezone,
+        guard,
+        db,
+        queriers,
+        active: None,
+        phase: Phase::Idle,
+        connection: config.connection,
+        attempts: config.safety.connection_attempts,
+        backoff: config.safety.connection_backoff,
+        failures: 0,
+        first_failure: None,
+        retry_at: None,
+    })
 }
 
 /// The configured column names as PostgreSQL reads them unquoted (ASCII lower case).
@@ -223,11 +286,13 @@ fn report_missing(selection: &Selection, found: &[TableId]) {
     }
 }
 
-/// The queriers of the items of `config.source`, each resumed from its stored offset.
+/// The queriers of the items of `config.source`, each resumed from its stored offset (`guarded`:
+/// the late-commit guard is on).
 async fn new_queriers(
     context: &Arc<dyn SourceTaskContext>,
     config: &SourceConfig,
     db: &Db,
+    guarded: bool,
 ) -> Result<Vec<Querier>, ConnectError> {
     let items = sql::items(&config.source);
     let stored = read_offsets(context, config).await?;
@@ -287,6 +352,10 @@ async fn new_queriers(
             }
             (_, configured) => configured.clone(),
         };
+        let table = match item {
+            SourceItem::Table(t) => Some((*t).clone()),
+            SourceItem::Query(_) => None,
+        };
         let folded;
         let item = match item {
             SourceItem::Table(t) if config.options.fold_identifiers => {
@@ -298,27 +367,41 @@ async fn new_queriers(
             }
             _ => item,
         };
+        let checked;
+        let item_config = if incrementing_column == config.incrementing_column {
+            config
+        } else {
+            let mut c = config.clone();
+            c.incrementing_column = incrementing_column.clone();
+            checked = c;
+            &checked
+        };
+        let ts_columns = columns::check(db, item, &name, item_config).await?;
         let mut select = sql::select(
             config.mode,
             item,
             incrementing_column.as_deref(),
-            &config.timestamp_columns,
+            &ts_columns,
+            &config.safety.db_timezone,
         );
         if let Some(suffix) = &config.options.query_suffix {
             select = format!("{select} {suffix}");
         }
+        let max_select = match (&incrementing_column, config.mode, guarded) {
+            (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
+            _ => None,
+        };
         tracing::debug!("PostgresSource: {name} reads with: {select}");
         queriers.push(Querier {
-            table: match item {
-                SourceItem::Table(t) => Some((*t).clone()),
-                SourceItem::Query(_) => None,
-            },
+            table,
             incrementing_column,
             name,
             struct_name,
             partition,
             topic,
             select,
+            max_select,
+            inc_limit: IncLimit::default(),
             cursor,
             next_due: now,
             shape: None,
@@ -430,7 +513,69 @@ async fn database_now(db: &Db) -> Result<Micros, ConnectError> {
 }
 
 impl Running {
+    /// One poll; a transient failure is retried on a new connection `connection.backoff.ms` later
+    /// (empty polls meanwhile), at most `connection.attempts` times in a row. The round restarts
+    /// after the last returned row, so nothing is lost or returned twice.
     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+        if let Some(at) = self.retry_at {
+            let now = Instant::now();
+            if at > now {
+                tokio::time::sleep((at - now).min(IDLE_WAIT)).await;
+                return Ok(Vec::new());
+            }
+            match connect(&self.connection).await {
+                Ok(db) => {
+                    let old = std::mem::replace(&mut self.db, db);
+                    drop(old);
+                    self.retry_at = None;
+                    self.phase = Phase::Idle;
+                    self.active = None;
+                    tracing::info!("PostgresSource: reconnected to {}", self.db.describe);
+                }
+                Err(e) if e.is_retriable() => return self.transient(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match self.poll_round().await {
+            Ok(records) => {
+                self.failures = 0;
+                self.first_failure = None;
+                Ok(records)
+            }
+            Err(e) if e.is_retriable() => self.transient(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Counts a transient failure: schedules a reconnection, or fails the task after
+    /// `connection.attempts` in a row.
+    fn transient(&mut self, e: ConnectError) -> Result<Vec<SourceRecord>, ConnectError> {
+        self.failures += 1;
+        let first = self
+            .first_failure
+            .get_or_insert_with(|| e.to_string())
+            .clone();
+        if self.failures >= self.attempts {
+            let e = if first == e.to_string() {
+                e
+            } else {
+                ConnectError::fatal(format!("{first}; then: {e}"))
+            };
+            return Err(give_up(&e, self.failures));
+        }
+        tracing::warn!(
+            "PostgresSource: {e}; reconnecting in {} ms (attempt {} of connection.attempts={})",
+            self.backoff.as_millis(),
+            self.failures + 1,
+            self.attempts
+        );
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.phase = Phase::Idle;
+        self.active = None;
+        Ok(Vec::new())
+    }
+
+    async fn poll_round(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         if self.phase == Phase::Unknown {
             // A poll was dropped while it waited for the database: start that round again.
             self.db
@@ -556,13 +701,44 @@ impl Running {
         );
         let mut config = self.config.clone();
         config.source = Source::Tables(added);
-        let new = new_queriers(&self.context, &config, &self.db).await?;
+        let new = new_queriers(&self.context, &config, &self.db, self.guard.is_some()).await?;
         self.queriers.extend(new);
         Ok(())
     }
 
-    /// Opens a round: a read-only transaction and the cursor over the mode's SELECT.
+    /// Opens a round: the late-commit guard's reads (each in its own transaction), then a read-only
+    /// transaction and the cursor over the mode's SELECT.
     async fn begin_round(&mut self, index: usize) -> Result<(), ConnectError> {
+        let mut inc_limit = i64::MAX;
+        let mut horizon = None;
+        if let Some(guard) = self.guard.as_mut() {
+            let db = &self.db;
+            let querier = &mut self.queriers[index];
+            // Before the horizon: `t` must precede `A` (see the guard's argument).
+            let observed = match &querier.max_select {
+                Some(max) => {
+                    let row = db.client.query_one(max.as_str(), &[]).await.map_err(|e| {
+                        db.error(&format!("reading the highest key of {}", querier.name), &e)
+                    })?;
+                    let v = row.try_get::<_, Option<i64>>(0).map_err(|e| {
+                        ConnectError::fatal(format!("PostgresSource: {}: max(): {e}", querier.name))
+                    })?;
+                    let t = row.try_get::<_, std::time::SystemTime>(1).map_err(|e| {
+                        ConnectError::fatal(format!(
+                            "PostgresSource: {}: clock_timestamp(): {e}",
+                            querier.name
+                        ))
+                    })?;
+                    Some((Micros::from_system_time(t), v))
+                }
+                None => None,
+            };
+            let h = guard.horizon(db, &querier.name).await?;
+            if let Some((t, v)) = observed {
+                inc_limit = querier.inc_limit.update(t, v, &h).unwrap_or(i64::MIN);
+            }
+            horizon = Some(h);
+        }
         let db = &self.db;
         let querier = &self.queriers[index];
         let name = &querier.name;
@@ -573,7 +749,8 @@ impl Running {
         let end = if self.mode.uses_timestamp() {
             let now = database_now(db).await?;
             let delay = i64::try_from(self.delay.as_micros()).unwrap_or(i64::MAX);
-            Some(Micros(now.0.saturating_sub(delay)))
+            let end = Micros(now.0.saturating_sub(delay));
+            Some(horizon.map_or(end, |h| end.min(h.bound)))
         } else {
             None
         };
@@ -592,26 +769,10 @@ impl Running {
         let inc = cursor.incrementing.unwrap_or(-1);
         let params: Vec<&(dyn ToSql + Sync)> = match self.mode {
             Mode::Bulk => vec![],
-            Mode::Incrementing => vec![&inc],
+            Mode::Incrementing => vec![&inc, &inc_limit],
             Mode::Timestamp => vec![&begin, &end],
             Mode::TimestampIncrementing => vec![&end, &begin, &inc],
         };
-        if self.mode.uses_timestamp() {
-            let types = statement.params();
-            // $1 and $2 are timestamps in both timestamp modes.
-            if let Some(bad) = types
-                .iter()
-                .take(2)
-                .find(|t| !matches!(**t, Type::TIMESTAMP | Type::TIMESTAMPTZ))
-            {
-                return Err(ConnectError::fatal(format!(
-                    "PostgresSource: {name}: timestamp.column.name {:?} has type {}; it must be timestamp or \
-                     timestamptz",
-                    self.timestamp_columns.join(","),
-                    bad.name()
-                )));
-            }
-        }
         db.client
             .execute(&statement, &params)
             .await
@@ -662,8 +823,8 @@ impl Running {
             }
             if shape.schema.is_none() {
                 tracing::info!(
-                    "PostgresSource: {}: json/jsonb array columns are written as JSON, which no Kafka Connect \
-                     schema describes; its records have no value schema",
+                    "PostgresSource: {}: json/jsonb columns are written as JSON, which no Kafka Connect schema \
+                     describes; its records have no value schema",
                     querier.name
                 );
             }
@@ -680,13 +841,19 @@ impl Running {
             })
             .collect::<Result<Vec<usize>, _>>()?;
         let mode = self.mode;
+        let row_ts = if mode.uses_timestamp() {
+            self.row_timestamps(index, columns, &ts_indexes, rows)
+                .await?
+        } else {
+            Vec::new()
+        };
         let querier = &mut self.queriers[index];
         let Some(shape) = querier.shape.as_ref() else {
             return Ok(Vec::new());
         };
         let mut cursor = querier.cursor;
         let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
+        for (n, row) in rows.iter().enumerate() {
             let fail =
                 |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
             let value = shape.value(row).map_err(fail)?;
@@ -705,23 +872,8 @@ impl Running {
                 })?;
                 cursor.incrementing = Some(v);
             }
-            if mode.uses_timestamp() {
-                let mut found = None;
-                for &i in &ts_indexes {
-                    if let Some(bytes) = raw(row, i).map_err(fail)? {
-                        found = Some(timestamp_value(columns[i].type_(), bytes).map_err(|m| {
-                            fail(format!(
-                                "timestamp.column.name {:?}: {m}",
-                                columns[i].name()
-                            ))
-                        })?);
-                        break;
-                    }
-                }
-                cursor.timestamp =
-                    Some(found.ok_or_else(|| {
-                        fail("a row has null in every timestamp column".to_owned())
-                    })?);
+            if let Some(ts) = row_ts.get(n) {
+                cursor.timestamp = Some(*ts);
             }
             let offset = match mode {
                 Mode::Bulk => None,
@@ -737,6 +889,74 @@ impl Running {
             out.push(record);
         }
         querier.cursor = cursor;
+        Ok(out)
+    }
+
+    /// Each row's timestamp: the first non-null timestamp column (COALESCE), as an instant; values
+    /// of `timestamp without time zone` columns are wall-clock times in `db.timezone`, which the
+    /// database turns into instants (one query per batch, in the round's transaction).
+    async fn row_timestamps(
+        &self,
+        index: usize,
+        columns: &[tokio_postgres::Column],
+        ts_indexes: &[usize],
+        rows: &[Row],
+    ) -> Result<Vec<Micros>, ConnectError> {
+        let name = &self.queriers[index].name;
+        let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
+        let mut out = Vec::with_capacity(rows.len());
+        // (row, wall-clock value) of the values to convert.
+        let mut local = Vec::new();
+        for (n, row) in rows.iter().enumerate() {
+            let mut found = None;
+            for &i in ts_indexes {
+                if let Some(bytes) = raw(row, i).map_err(fail)? {
+                    let ty = columns[i].type_();
+                    let value = timestamp_value(ty, bytes).map_err(|m| {
+                        fail(format!(
+                            "timestamp.column.name {:?}: {m}",
+                            columns[i].name()
+                        ))
+                    })?;
+                    if columns::is_local(ty) {
+                        local.push((n, value.to_system_time()));
+                    }
+                    found = Some(value);
+                    break;
+                }
+            }
+            // The query's WHERE never matches a row whose timestamp columns are all NULL.
+            out.push(
+                found.ok_or_else(|| fail("a row has null in every timestamp column".to_owned()))?,
+            );
+        }
+        if !local.is_empty() {
+            let walls: Vec<std::time::SystemTime> = local.iter().map(|(_, w)| *w).collect();
+            let instants = self
+                .db
+                .client
+                .query(sql::TO_INSTANTS, &[&walls, &self.zone])
+                .await
+                .map_err(|e| {
+                    self.db.error(
+                        &format!("converting {name}'s timestamps from db.timezone"),
+                        &e,
+                    )
+                })?;
+            if instants.len() != local.len() {
+                return Err(fail(format!(
+                    "converting {} timestamps from db.timezone returned {} values",
+                    local.len(),
+                    instants.len()
+                )));
+            }
+            for ((n, _), row) in local.iter().zip(&instants) {
+                let instant = row
+                    .try_get::<_, std::time::SystemTime>(0)
+                    .map_err(|e| fail(format!("a timestamp in db.timezone {}: {e}", self.zone)))?;
+                out[*n] = Micros::from_system_time(instant);
+            }
+        }
         Ok(out)
     }
 

@@ -81,6 +81,16 @@ impl Micros {
         time.unwrap_or(UNIX_EPOCH)
     }
 
+    /// From a `SystemTime` (a `timestamptz` read from the database); saturates far outside ±292k years.
+    pub(crate) fn from_system_time(time: SystemTime) -> Self {
+        match time.duration_since(UNIX_EPOCH) {
+            Ok(after) => Micros(i64::try_from(after.as_micros()).unwrap_or(i64::MAX)),
+            Err(before) => {
+                Micros(i64::try_from(before.duration().as_micros()).map_or(i64::MIN, |m| -m))
+            }
+        }
+    }
+
     /// ISO-8601 text: `2024-05-01T12:00:00.123456` (`utc`: with a trailing `Z`).
     pub(crate) fn to_iso(self, utc: bool) -> String {
         let days = self.0.div_euclid(MICROS_PER_DAY);
@@ -305,5 +315,11 @@ mod tests {
             Micros(-1_500_000).to_system_time(),
             UNIX_EPOCH - Duration::from_micros(1_500_000)
         );
+        for m in [0, 1, -1, 1_500_000, -1_500_000, 1_547_030_056_123_456] {
+            assert_eq!(
+                Micros::from_system_time(Micros(m).to_system_time()),
+                Micros(m)
+            );
+        }
     }
 }

@@ -27,8 +27,14 @@
 //! - **Connection.** One connection, opened with the store and opened again by the next operation
 //!   after it breaks. Connection failures are retriable [`StoreError::Backend`]s. No TLS: the store
 //!   connects in plain text (`sslmode=require` in the URL fails to connect).
-//! - **No lock.** Unlike the offsets file, the table is not locked by a worker: two workers on one
-//!   table overwrite each other's offsets of a connector they both run.
+//! - **One worker per connector.** The first [`get`](OffsetBackingStore::get) or
+//!   [`set`](OffsetBackingStore::set) naming a connector takes a session advisory lock for (table,
+//!   connector) on the store's connection, held for the store's lifetime (taken again after a
+//!   reconnection). Another store — another worker — reading or writing the same connector's offsets in
+//!   the same table is refused with an error naming the holder, so two workers running one connector
+//!   cannot both read and write everything. Reading for inspection
+//!   ([`connector_offsets`](OffsetBackingStore::connector_offsets), [`entries`](OffsetBackingStore::entries))
+//!   takes no lock. Different connectors may share a table across workers.
 
 mod table;
 
@@ -63,6 +69,12 @@ const ROWS_PER_STATEMENT: usize = 10_000;
 /// hash of the table name.
 const CREATE_LOCK_KEY: i32 = 0x4665_7259;
 
+/// The seed of `hashtextextended` for a connector's advisory lock key (a 64-bit lock, its own space).
+const CONNECTOR_LOCK_SEED: i64 = 0x4665_7243; // "FerC"
+
+/// How long a connector's lock is tried before another holder is reported.
+const LOCK_GRACE: Duration = Duration::from_secs(2);
+
 /// Where a [`PostgresOffsetStore`] keeps its offsets.
 ///
 /// `Debug` never shows the password.
@@ -74,6 +86,9 @@ pub struct PostgresOffsetStoreConfig {
     pub url: String,
     /// `offset.storage.postgres.table` (default `ferry_offsets`): `table` or `schema.table`, lower case.
     pub table: String,
+    /// Whether the store takes each connector's advisory lock (see the module documentation); on
+    /// by default. Off only for tools and tests that open several stores of one connector on purpose.
+    pub connector_locks: bool,
 }
 
 impl PostgresOffsetStoreConfig {
@@ -82,7 +97,14 @@ impl PostgresOffsetStoreConfig {
         Self {
             url: url.into(),
             table: DEFAULT_TABLE.to_owned(),
+            connector_locks: true,
         }
+    }
+
+    /// The same store, taking connectors' advisory locks or not.
+    pub fn with_connector_locks(mut self, on: bool) -> Self {
+        self.connector_locks = on;
+        self
     }
 
     /// The same store in table `table`.
@@ -133,6 +155,10 @@ pub struct PostgresOffsetStore {
     sql: Statements,
     /// The connection; `None` after it broke, until the next operation connects again.
     client: Mutex<Option<Client>>,
+    /// [`PostgresOffsetStoreConfig::connector_locks`].
+    connector_locks: bool,
+    /// The connectors whose advisory lock this store's connection holds.
+    held: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl fmt::Debug for PostgresOffsetStore {
@@ -235,6 +261,8 @@ impl PostgresOffsetStore {
             table,
             connect,
             client: Mutex::new(None),
+            connector_locks: config.connector_locks,
+            held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         };
         let mut client = store.client().await?;
         let result = store.prepare_table(&mut client).await;
@@ -291,9 +319,118 @@ impl PostgresOffsetStore {
                     tracing::debug!(store = %describe, "offset store connection closed: {}", chain(&e));
                 }
             });
+            // A new session: the connectors' locks went with the old one.
+            let held = self.held_connectors();
+            for connector in held {
+                if let Err(e) = self.try_lock(&client, &connector).await {
+                    self.forget(&connector);
+                    tracing::error!(store = %self.describe, "after reconnecting: {e}");
+                }
+            }
             *guard = Some(client);
         }
         Ok(guard)
+    }
+
+    fn held_connectors(&self) -> Vec<String> {
+        self.held
+            .lock()
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn forget(&self, connector: &str) {
+        if let Ok(mut held) = self.held.lock() {
+            held.remove(connector);
+        }
+    }
+
+    /// Takes the advisory lock of each connector in `connectors` this store does not hold yet.
+    async fn claim(
+        &self,
+        guard: &mut MutexGuard<'_, Option<Client>>,
+        connectors: impl Iterator<Item = &str>,
+    ) -> Result<(), StoreError> {
+        if !self.connector_locks {
+            return Ok(());
+        }
+        let client = connected(guard, self)?;
+        for connector in connectors {
+            let known = self
+                .held
+                .lock()
+                .map(|h| h.contains(connector))
+                .unwrap_or(false);
+            if !known {
+                self.try_lock(client, connector).await?;
+                if let Ok(mut held) = self.held.lock() {
+                    held.insert(connector.to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes (table, `connector`)'s session advisory lock, or says who holds it.
+    async fn try_lock(&self, client: &Client, connector: &str) -> Result<(), StoreError> {
+        let what = "locking the connector's offsets";
+        // Unambiguous: a JSON array of the table and the connector.
+        let key = serde_json::json!([self.table.quoted(), connector]).to_string();
+        let row = client
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtextextended($1, $2)), hashtextextended($1, $2)",
+                &[&key, &CONNECTOR_LOCK_SEED],
+            )
+            .await
+            .map_err(|e| self.db_error(what, &e))?;
+        let mut taken: bool = row.try_get(0).map_err(|e| self.db_error(what, &e))?;
+        let lock: i64 = row.try_get(1).map_err(|e| self.db_error(what, &e))?;
+        // A store of this connector dropped a moment ago (a restart in the same process) may still
+        // be closing its session: give it a little time.
+        let deadline = std::time::Instant::now() + LOCK_GRACE;
+        while !taken && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            taken = client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&lock])
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(|e| self.db_error(what, &e))?;
+        }
+        if taken {
+            return Ok(());
+        }
+        let holder = client
+            .query_opt(
+                "SELECT a.pid, coalesce(host(a.client_addr), 'local'), a.application_name, \
+                 to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SS TZ') \
+                 FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+                 AND l.classid::int8 = ($1::int8 >> 32) & 4294967295 AND l.objid::int8 = $1::int8 & 4294967295 \
+                 LIMIT 1",
+                &[&lock],
+            )
+            .await
+            .ok()
+            .flatten()
+            .map(|r| {
+                let text = |i: usize| r.try_get::<_, Option<String>>(i).ok().flatten().unwrap_or_default();
+                format!(
+                    " (held by the PostgreSQL session pid {} from {}, application {:?}, connected since {})",
+                    r.try_get::<_, i32>(0).unwrap_or_default(),
+                    text(1),
+                    text(2),
+                    text(3)
+                )
+            })
+            .unwrap_or_default();
+        Err(self.backend(
+            format!(
+                "the offsets of connector {connector:?} are in use by another Ferry worker or process{holder}. \
+                 Two workers running one connector on one offsets table would both read and write \
+                 everything; stop the other one, or give this connector another name"
+            ),
+            false,
+        ))
     }
 
     /// Passes `result` on; after an error, forgets a connection that broke so the next operation
@@ -527,9 +664,12 @@ impl OffsetBackingStore for PostgresOffsetStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let logical: Vec<Vec<u8>> = keys.iter().map(|k| identity(k).0).collect();
+        let (logical, connectors): (Vec<Vec<u8>>, std::collections::BTreeSet<Option<String>>) =
+            keys.iter().map(|k| identity(k)).unzip();
         let mut guard = self.client().await?;
         let result = async {
+            self.claim(&mut guard, connectors.iter().flatten().map(String::as_str))
+                .await?;
             let client = connected(&mut guard, self)?;
             let rows = client
                 .query(&self.sql.get, &[&logical])
@@ -567,6 +707,8 @@ impl OffsetBackingStore for PostgresOffsetStore {
         finals.sort_unstable_by_key(|(i, ..)| *i);
         let mut deletes = Vec::new();
         let mut upserts = Upserts::default();
+        let connectors: std::collections::BTreeSet<String> =
+            finals.iter().filter_map(|(_, _, c)| c.clone()).collect();
         for (i, logical, connector) in finals {
             let write = &batch[i];
             match &write.value {
@@ -580,7 +722,12 @@ impl OffsetBackingStore for PostgresOffsetStore {
             }
         }
         let mut guard = self.client().await?;
-        let result = self.write(&mut guard, &deletes, &upserts).await;
+        let result = async {
+            self.claim(&mut guard, connectors.iter().map(String::as_str))
+                .await?;
+            self.write(&mut guard, &deletes, &upserts).await
+        }
+        .await;
         self.check(&mut guard, result)
     }
 

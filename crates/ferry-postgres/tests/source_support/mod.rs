@@ -353,3 +353,81 @@ pub fn field_schema(record: &SourceRecord, name: &str) -> Option<ferry_api::Sche
         .and_then(|s| s.field(name))
         .map(|f| f.schema.clone())
 }
+
+/// Log lines captured from the current thread (where a `#[tokio::test]` body and the task's polls
+/// run), for asserting on WARNs.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    /// Captures everything at INFO and above on this thread until the guard is dropped.
+    pub fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+        let logs = Logs::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(logs.clone())
+            .finish();
+        (logs.clone(), tracing::subscriber::set_default(subscriber))
+    }
+
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut b) = self.0.lock() {
+            b.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Polls until `n` records arrived or `timeout` passed, returning what arrived.
+pub async fn poll_up_to(
+    task: &mut dyn SourceTask,
+    n: usize,
+    timeout: Duration,
+) -> Result<Vec<SourceRecord>, ConnectError> {
+    let deadline = Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < n && Instant::now() < deadline {
+        out.extend(task.poll().await?);
+    }
+    Ok(out)
+}
+
+/// The first non-empty poll (fails after 20 s): polls are empty while a transaction open elsewhere in
+/// the database (another test's) could still commit rows below the ones waiting.
+pub async fn first_batch(
+    task: &mut dyn SourceTask,
+) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let batch = task.poll().await?;
+        if !batch.is_empty() {
+            return Ok(batch);
+        }
+        if Instant::now() > deadline {
+            return Err("no records arrived in 20 s".into());
+        }
+    }
+}

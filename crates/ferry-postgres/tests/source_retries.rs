@@ -1,0 +1,164 @@
+//! Transient database failures are retried as Kafka Connect's JDBC source does (`connection.attempts`
+//! tries, `connection.backoff.ms` apart): a terminated backend is reconnected and reading continues
+//! after the last returned row; a permanent error (a dropped table) fails the task clearly, and so do
+//! transient ones that outlast the attempts.
+
+mod source_support;
+
+use std::time::{Duration, Instant};
+
+use source_support::{
+    Offsets, Table, TestResult, client, first_batch, ids, poll_n, table_config, unique_name,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_backend_is_reconnected_and_reading_continues_without_loss() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "reconnect", "id int primary key").await?;
+    db.batch_execute(&format!(
+        "INSERT INTO {} SELECT generate_series(1, 10)",
+        t.name
+    ))
+    .await?;
+    let app = unique_name("app");
+    let url = format!("jdbc:postgresql://127.0.0.1:5432/test?ApplicationName={app}");
+    let config = table_config(
+        &t.name,
+        "incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.url", &url),
+            ("batch.max.rows", "4"),
+            ("connection.backoff.ms", "100"),
+        ],
+    );
+    let (mut task, _) = Offsets::new().start(config).await?;
+    assert_eq!(
+        ids(&first_batch(task.as_mut()).await?, "id"),
+        vec![1, 2, 3, 4]
+    );
+    let killed = db
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await?;
+    assert_eq!(killed, 1);
+    let rest = poll_n(task.as_mut(), 6).await?;
+    assert_eq!(
+        ids(&rest, "id"),
+        (5..=10).collect::<Vec<_>>(),
+        "no loss, no duplicate"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_table_is_no_longer_read_and_the_task_keeps_running() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "dropped", "id int primary key").await?;
+    db.batch_execute(&format!("INSERT INTO {} VALUES (1)", t.name))
+        .await?;
+    let config = table_config(
+        &t.name,
+        "incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.backoff.ms", "100"),
+        ],
+    );
+    let (mut task, _) = Offsets::new().start(config).await?;
+    assert_eq!(ids(&poll_n(task.as_mut(), 1).await?, "id"), vec![1]);
+    // The round's transaction may still hold the table: drop it concurrently while polling.
+    let name = t.name.clone();
+    let dropper = tokio::spawn(async move {
+        let db = client().await.map_err(|e| e.to_string())?;
+        db.batch_execute(&format!("DROP TABLE public.{name}"))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    // As Kafka Connect's JDBC source (its table monitor drops the table from the task's list), the
+    // table is no longer read and the task keeps running (merge of h-pgparity: tables are re-listed).
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < deadline {
+        let records = task.poll().await?;
+        assert!(
+            records.is_empty(),
+            "rows after the drop: {:?}",
+            ids(&records, "id")
+        );
+    }
+    dropper.await??;
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_tried_connection_attempts_times_then_fails() -> TestResult {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?.port()
+    };
+    let url = format!("jdbc:postgresql://127.0.0.1:{port}/test");
+    let config = table_config(
+        "orders",
+        "incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.url", &url),
+            ("connection.attempts", "2"),
+            ("connection.backoff.ms", "300"),
+        ],
+    );
+    let started = Instant::now();
+    let Err(e) = Offsets::new().start(config).await else {
+        panic!("started without a database");
+    };
+    let message = e.to_string();
+    assert!(!e.is_retriable(), "{message}");
+    assert!(
+        message.contains("Connection refused") && message.contains("2 attempts"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the attempts are connection.backoff.ms apart"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_denied_fails_at_once_with_a_clear_message() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "noperm", "id int primary key").await?;
+    let role = unique_name("role");
+    db.batch_execute(&format!("CREATE ROLE {role} LOGIN"))
+        .await?;
+    let config = table_config(
+        &t.name,
+        "incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("connection.user", &role),
+            ("connection.backoff.ms", "5000"),
+        ],
+    );
+    let started = Instant::now();
+    let result = Offsets::new().start(config).await;
+    db.batch_execute(&format!("DROP ROLE {role}")).await?;
+    let Err(e) = result else {
+        panic!("started without the SELECT privilege");
+    };
+    let message = e.to_string();
+    assert!(!e.is_retriable(), "{message}");
+    assert!(
+        message.contains("permission denied") && message.contains(&t.name),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "not retried: a permission does not come back by waiting"
+    );
+    Ok(())
+}
