@@ -246,7 +246,10 @@ async fn query_suffix_and_transaction_isolation_mode_reach_the_database() -> Tes
             .iter()
             .all(|r| r.value.as_ref().map(|v| v["id"] != 3).unwrap_or(false))
     );
-    c.insert("transaction.isolation.mode".into(), "REPEATABLE_READ".into());
+    c.insert(
+        "transaction.isolation.mode".into(),
+        "REPEATABLE_READ".into(),
+    );
     let (mut task, _) = Offsets::new().start(c).await?;
     let records = poll_n(task.as_mut(), 1).await?;
     task.stop().await?;
