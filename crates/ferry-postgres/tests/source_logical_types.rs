@@ -315,3 +315,40 @@ async fn json_and_jsonb_columns_are_strings_so_the_record_keeps_its_schema() -> 
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_numeric_scale_changes_the_decimal_schema() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "rescale", "id serial primary key, n numeric(10, 2)").await?;
+    db.batch_execute(&format!("INSERT INTO {} (n) VALUES (1.5)", t.name))
+        .await?;
+    let (mut task, _) = Offsets::new()
+        .start(table_config(
+            &t.name,
+            "incrementing",
+            &[("incrementing.column.name", "id")],
+        ))
+        .await?;
+    let first = poll_n(task.as_mut(), 1).await?;
+    // Another session: the ALTER waits for the task's open read, which the polls below end.
+    let name = t.name.clone();
+    let alter = tokio::spawn(async move {
+        let db = client().await.map_err(|e| e.to_string())?;
+        db.batch_execute(&format!(
+            "ALTER TABLE {name} ALTER COLUMN n TYPE numeric(12, 4); INSERT INTO {name} (n) VALUES (1.5)"
+        ))
+        .await
+        .map_err(|e| e.to_string())
+    });
+    let second = poll_n(task.as_mut(), 1).await?;
+    task.stop().await?;
+    alter.await??;
+    assert_eq!(field_schema(&first[0], "n"), Some(decimal(2, 10)));
+    assert_eq!(field_schema(&second[0], "n"), Some(decimal(4, 12)));
+    // 1.5000 at scale 4: unscaled 15000 = 0x3A98.
+    assert_eq!(
+        second[0].value.as_ref().map(|v| v["n"].clone()),
+        Some(json!("Opg="))
+    );
+    Ok(())
+}

@@ -471,8 +471,8 @@ pub(crate) fn raw(row: &Row, index: usize) -> Result<Option<&[u8]>, String> {
 /// How the rows of one result shape become record values.
 #[derive(Debug, Clone)]
 pub(crate) struct RowShape {
-    /// The column list it was built for: (name, type oid).
-    signature: Vec<(String, u32)>,
+    /// The column list it was built for: (name, type oid, type modifier: a numeric's scale).
+    signature: Vec<(String, u32, i32)>,
     /// (column index, field name, decoder) of the columns in the record.
     columns: Vec<(usize, String, Decoder)>,
     /// The value schema; `None` when a column has no fixed schema (json).
@@ -482,10 +482,10 @@ pub(crate) struct RowShape {
 }
 
 /// The signature of a result's columns, to know when a [`RowShape`] must be rebuilt.
-pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32)> {
+pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32, i32)> {
     columns
         .iter()
-        .map(|c| (c.name().to_owned(), c.type_().oid()))
+        .map(|c| (c.name().to_owned(), c.type_().oid(), c.type_modifier()))
         .collect()
 }
 
@@ -553,7 +553,9 @@ impl RowShape {
                 .signature
                 .iter()
                 .zip(columns)
-                .all(|((n, oid), c)| n == c.name() && *oid == c.type_().oid())
+                .all(|((n, oid, typmod), c)| {
+                    n == c.name() && *oid == c.type_().oid() && *typmod == c.type_modifier()
+                })
     }
 
     /// The record value of a row: a JSON object of its columns in order.
