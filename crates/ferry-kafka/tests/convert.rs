@@ -512,3 +512,34 @@ fn logical_types_are_named_versioned_schemas_with_parameters_after_doc() {
         )
     );
 }
+
+#[test]
+fn non_finite_floats_are_written_quoted_as_jackson_does() {
+    // Kafka Connect's JsonConverter writes a Double NaN/±Infinity through Jackson, whose default
+    // QUOTE_NON_NUMERIC_NUMBERS writes them as the strings "NaN", "Infinity", "-Infinity". A record
+    // carries them as those strings.
+    let schema = Schema::unnamed_struct([
+        Field::new("d", Schema::float64()),
+        Field::new("f", Schema::float32()),
+        Field::new("n", Schema::float64()),
+    ]);
+    assert_eq!(
+        json_with_schemas(
+            &schema,
+            json!({"d": "NaN", "f": "-Infinity", "n": "Infinity"})
+        ),
+        concat!(
+            r#"{"schema":{"type":"struct","fields":[{"type":"double","optional":false,"field":"d"},"#,
+            r#"{"type":"float","optional":false,"field":"f"},{"type":"double","optional":false,"field":"n"}],"#,
+            r#""optional":false},"payload":{"d":"NaN","f":"-Infinity","n":"Infinity"}}"#
+        )
+    );
+    assert!(
+        refused(
+            Converter::json(true),
+            Some(&Schema::float64()),
+            &json!("nan")
+        )
+        .contains("float64")
+    );
+}

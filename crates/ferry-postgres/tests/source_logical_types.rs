@@ -253,7 +253,7 @@ async fn a_nan_numeric_or_an_infinite_date_fails_clearly_naming_the_column() -> 
         error.contains("column \"n\"") && error.contains("NaN") && error.contains("Decimal"),
         "{error}"
     );
-    // best_fit_eager_double writes it as a double: NaN becomes null.
+    // best_fit_eager_double writes it as a double: NaN as Jackson writes it.
     let (mut task, _) = Offsets::new()
         .start(config(&[("numeric.mapping", "best_fit_eager_double")]))
         .await?;
@@ -261,7 +261,7 @@ async fn a_nan_numeric_or_an_infinite_date_fails_clearly_naming_the_column() -> 
     task.stop().await?;
     assert_eq!(
         records[0].value.as_ref().map(|v| v["n"].clone()),
-        Some(json!(null))
+        Some(json!("NaN"))
     );
     db.batch_execute(&format!("UPDATE {} SET n = 1, d = 'infinity'", t.name))
         .await?;
@@ -312,6 +312,43 @@ async fn json_and_jsonb_columns_are_strings_so_the_record_keeps_its_schema() -> 
     assert_eq!(
         records[0].value,
         Some(json!({"id": 1, "j": "{\"a\":  [1, 2]}", "jb": "{\"b\": {\"c\": null}}"}))
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_numeric_scale_changes_the_decimal_schema() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "rescale", "id serial primary key, n numeric(10, 2)").await?;
+    db.batch_execute(&format!("INSERT INTO {} (n) VALUES (1.5)", t.name))
+        .await?;
+    let (mut task, _) = Offsets::new()
+        .start(table_config(
+            &t.name,
+            "incrementing",
+            &[("incrementing.column.name", "id")],
+        ))
+        .await?;
+    let first = poll_n(task.as_mut(), 1).await?;
+    // Another session: the ALTER waits for the task's open read, which the polls below end.
+    let name = t.name.clone();
+    let alter = tokio::spawn(async move {
+        let db = client().await.map_err(|e| e.to_string())?;
+        db.batch_execute(&format!(
+            "ALTER TABLE {name} ALTER COLUMN n TYPE numeric(12, 4); INSERT INTO {name} (n) VALUES (1.5)"
+        ))
+        .await
+        .map_err(|e| e.to_string())
+    });
+    let second = poll_n(task.as_mut(), 1).await?;
+    task.stop().await?;
+    alter.await??;
+    assert_eq!(field_schema(&first[0], "n"), Some(decimal(2, 10)));
+    assert_eq!(field_schema(&second[0], "n"), Some(decimal(4, 12)));
+    // 1.5000 at scale 4: unscaled 15000 = 0x3A98.
+    assert_eq!(
+        second[0].value.as_ref().map(|v| v["n"].clone()),
+        Some(json!("Opg="))
     );
     Ok(())
 }

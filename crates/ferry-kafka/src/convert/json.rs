@@ -10,7 +10,8 @@
 //!
 //! A payload with a schema is checked against it and written as Kafka Connect writes the matching Java
 //! value: integers as digits (in the type's range), `float`/`double` like Java's `Float.toString` /
-//! `Double.toString` (so `1` for a double field is written `1.0`), bytes (a base64 string in the
+//! `Double.toString` (so `1` for a double field is written `1.0`; the strings `"NaN"`, `"Infinity"` and
+//! `"-Infinity"` are written quoted, as Jackson writes non-finite numbers), bytes (a base64 string in the
 //! record) as standard base64, struct fields in schema order (unknown fields refused), maps with string
 //! keys as objects and other maps as arrays of `[key, value]` pairs. A null is allowed only where the
 //! schema is optional.
@@ -145,6 +146,11 @@ fn write_with_schema(
             "int32",
         ),
         SchemaKind::Int64 => write_int(out, value, i64::MIN, i64::MAX, "int64"),
+        SchemaKind::Float32 | SchemaKind::Float64 if non_finite(value).is_some() => {
+            // Jackson's QUOTE_NON_NUMERIC_NUMBERS (on by default): "NaN", "Infinity", "-Infinity".
+            write_string(out, non_finite(value).unwrap_or_default());
+            Ok(())
+        }
         SchemaKind::Float32 => {
             let v = number(value, "float32")?;
             // `as` rounds to the nearest f32; a finite f64 beyond f32's range becomes infinite.
@@ -325,6 +331,16 @@ fn write_int(
             "{v} is outside the range of an {type_name} ({min} to {max})"
         )),
         None => Err(mismatch(&format!("an integer ({type_name})"), value)),
+    }
+}
+
+/// The text of a non-finite float as a record carries it (`"NaN"`, `"Infinity"`, `"-Infinity"`).
+fn non_finite(value: &Value) -> Option<&'static str> {
+    match value.as_str()? {
+        "NaN" => Some("NaN"),
+        "Infinity" => Some("Infinity"),
+        "-Infinity" => Some("-Infinity"),
+        _ => None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! | PostgreSQL | JSON value | schema |
 //! |---|---|---|
 //! | `smallint`, `integer`, `bigint`, `oid` | number | `int16`, `int32`, `int64`, `int64` |
-//! | `real`, `double precision` | number (NaN and ±infinity: null) | `float`, `double` (optional) |
+//! | `real`, `double precision` | number (NaN and ±infinity: `"NaN"`, `"Infinity"`, `"-Infinity"`, as Jackson writes them) | `float`, `double` |
 //! | `numeric` | by `numeric.mapping` ([`super::numeric`]): `Decimal` bytes as base64 (default), or a number | `Decimal`, `int8`…`int64`, `double` |
 //! | `date` | days since 1970-01-01 | `Date` |
 //! | `time`, `timetz` | ms since midnight (`timetz` at UTC) | `Time` |
@@ -176,14 +176,6 @@ impl Decoder {
         Some(schema.optional())
     }
 
-    /// Whether a value may be null even in a `NOT NULL` column (NaN floats are written as null).
-    fn may_write_null(&self) -> bool {
-        matches!(
-            self,
-            Decoder::Float4 | Decoder::Float8 | Decoder::NumericAs(NumericKind::Float64)
-        )
-    }
-
     /// Decodes one non-null binary value.
     pub(crate) fn decode(&self, raw: &[u8]) -> Result<Value, String> {
         let mut r = Reader(raw);
@@ -195,16 +187,9 @@ impl Decoder {
             Decoder::Float4 => {
                 let v = f32::from_bits(r.u32()?);
                 // Through its shortest text, so 0.1f32 stays 0.1 (not 0.10000000149011612).
-                finite_number(
-                    v.is_finite()
-                        .then(|| v.to_string().parse::<f64>().ok())
-                        .flatten(),
-                )
+                float_value(f64::from(v), v.is_finite().then(|| v.to_string()))
             }
-            Decoder::Float8 => {
-                let v = f64::from_bits(r.u64()?);
-                finite_number(v.is_finite().then_some(v))
-            }
+            Decoder::Float8 => float_value(f64::from_bits(r.u64()?), None),
             Decoder::Numeric => Value::String(numeric_text(raw)?),
             Decoder::Bool => Value::Bool(r.u8()? != 0),
             Decoder::Text => Value::String(utf8(raw)?.to_owned()),
@@ -255,9 +240,18 @@ impl Decoder {
     }
 }
 
-fn finite_number(v: Option<f64>) -> Value {
-    v.and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
+/// A float as JSON: a number, or for NaN and ±infinity the strings Jackson writes for them (`"NaN"`,
+/// `"Infinity"`, `"-Infinity"`), which is what Kafka Connect's JsonConverter puts in the record.
+/// `shortest`: the float's own shortest text (for a float32).
+pub(crate) fn float_value(v: f64, shortest: Option<String>) -> Value {
+    if v.is_nan() {
+        return Value::String("NaN".to_owned());
+    }
+    if v.is_infinite() {
+        return Value::String(if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned());
+    }
+    let v = shortest.and_then(|t| t.parse::<f64>().ok()).unwrap_or(v);
+    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
 }
 
 fn utf8(raw: &[u8]) -> Result<&str, String> {
@@ -471,8 +465,8 @@ pub(crate) fn raw(row: &Row, index: usize) -> Result<Option<&[u8]>, String> {
 /// How the rows of one result shape become record values.
 #[derive(Debug, Clone)]
 pub(crate) struct RowShape {
-    /// The column list it was built for: (name, type oid).
-    signature: Vec<(String, u32)>,
+    /// The column list it was built for: (name, type oid, type modifier: a numeric's scale).
+    signature: Vec<(String, u32, i32)>,
     /// (column index, field name, decoder) of the columns in the record.
     columns: Vec<(usize, String, Decoder)>,
     /// The value schema; `None` when a column has no fixed schema (json).
@@ -482,10 +476,10 @@ pub(crate) struct RowShape {
 }
 
 /// The signature of a result's columns, to know when a [`RowShape`] must be rebuilt.
-pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32)> {
+pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32, i32)> {
     columns
         .iter()
-        .map(|c| (c.name().to_owned(), c.type_().oid()))
+        .map(|c| (c.name().to_owned(), c.type_().oid(), c.type_modifier()))
         .collect()
 }
 
@@ -524,7 +518,7 @@ impl RowShape {
             let required = match (column.table_oid(), column.column_id()) {
                 (Some(t), Some(c)) => not_null.get(&(t, c)).copied().unwrap_or(false),
                 _ => false,
-            } && !decoder.may_write_null();
+            };
             match decoder.schema() {
                 Some(schema) if required => {
                     fields.push(Field::new(column.name(), schema.required()))
@@ -553,7 +547,9 @@ impl RowShape {
                 .signature
                 .iter()
                 .zip(columns)
-                .all(|((n, oid), c)| n == c.name() && *oid == c.type_().oid())
+                .all(|((n, oid, typmod), c)| {
+                    n == c.name() && *oid == c.type_().oid() && *typmod == c.type_modifier()
+                })
     }
 
     /// The record value of a row: a JSON object of its columns in order.
@@ -677,7 +673,11 @@ mod tests {
         );
         assert_eq!(
             Decoder::Float8.decode(&f64::NAN.to_bits().to_be_bytes()),
-            Ok(Value::Null)
+            Ok(Value::String("NaN".into()))
+        );
+        assert_eq!(
+            Decoder::Float4.decode(&f32::NEG_INFINITY.to_bits().to_be_bytes()),
+            Ok(Value::String("-Infinity".into()))
         );
         assert_eq!(
             inet_text(&[2, 24, 1, 4, 10, 0, 0, 0]),

@@ -145,12 +145,11 @@ impl NumericKind {
                 }
                 Ok(serde_json::Value::from(v))
             }
-            NumericKind::Float64 => Ok(text
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .and_then(serde_json::Number::from_f64)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number)),
+            // Java's Double.parseDouble reads "NaN" and "Infinity" as PostgreSQL writes them.
+            NumericKind::Float64 => match text.parse::<f64>() {
+                Ok(v) => Ok(super::decode::float_value(v, None)),
+                Err(_) => Err(format!("the numeric value {text} is not a number")),
+            },
         }
     }
 }
@@ -170,7 +169,7 @@ pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, String> {
         return Err(format!(
             "the numeric value {text} has no Kafka Connect Decimal form (the JDBC source fails on it too); \
              turn it into null in a query (NULLIF(col, 'NaN')), or use numeric.mapping=best_fit_eager_double \
-             (a double; NaN written as null)"
+             (a double; NaN written \"NaN\")"
         ));
     }
     let (int_part, fraction) = digits.split_once('.').unwrap_or((digits, ""));
@@ -348,6 +347,10 @@ mod tests {
         assert_eq!(Int(8).value("-128"), Ok(serde_json::json!(-128)));
         assert!(Int(8).value("128").is_err());
         assert_eq!(Float64.value("12.50"), Ok(serde_json::json!(12.5)));
-        assert_eq!(Float64.value("NaN"), Ok(serde_json::Value::Null));
+        assert_eq!(Float64.value("NaN"), Ok(serde_json::json!("NaN")));
+        assert_eq!(
+            Float64.value("-Infinity"),
+            Ok(serde_json::json!("-Infinity"))
+        );
     }
 }

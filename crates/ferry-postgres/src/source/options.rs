@@ -328,3 +328,28 @@ impl Options {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::url::parse_connection;
+
+    #[test]
+    fn isolation_is_a_startup_option_after_the_urls_own() {
+        let mut spec = parse_connection(
+            "jdbc:postgresql://db:5432/shop?currentSchema=sales",
+            Some("app"),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Isolation::RepeatableRead.apply(&mut spec);
+        assert_eq!(
+            spec.config.get_options(),
+            Some("-c search_path=sales -c default_transaction_isolation=repeatable\\ read")
+        );
+        let mut plain = parse_connection("jdbc:postgresql://db/shop", Some("app"), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        Isolation::Default.apply(&mut plain);
+        assert_eq!(plain.config.get_options(), None);
+    }
+}

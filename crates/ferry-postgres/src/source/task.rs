@@ -679,7 +679,12 @@ impl Running {
         let tables = selection.tables(&self.db).await?;
         self.queriers.retain(|q| match &q.table {
             Some(t) if !tables.contains(t) => {
-                tracing::info!("PostgresSource: {} is gone; no longer read", q.name);
+                // As the JDBC source's table monitor: a table that is gone is no longer read.
+                tracing::warn!(
+                    "PostgresSource: {} no longer exists (or no longer matches table.types/schema.pattern); \
+                     it is not read until it is back",
+                    q.name
+                );
                 false
             }
             _ => true,
