@@ -170,3 +170,97 @@ async fn after_the_maximum_wait_the_source_stops_waiting_for_an_open_transaction
     task.stop().await?;
     Ok(())
 }
+
+/// Writers in concurrent transactions of random length, committing out of key order, while the
+/// source reads: every row arrives exactly once.
+async fn concurrent_writers_lose_nothing(mode: &str, extra: &[(&str, &str)]) -> TestResult {
+    const WRITERS: u64 = 6;
+    const TRANSACTIONS: u64 = 15;
+    let db = client().await?;
+    let t = Table::create(
+        &db,
+        "concurrent",
+        "id bigserial primary key, ts timestamptz not null default now(), w int not null",
+    )
+    .await?;
+    let mut config = table_config(&t.name, mode, extra);
+    config.insert("poll.interval.ms".to_owned(), "10".to_owned());
+    config.insert("batch.max.rows".to_owned(), "7".to_owned());
+    let (mut task, _) = Offsets::new().start(config).await?;
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let table = t.name.clone();
+            tokio::spawn(async move {
+                let db = client().await.map_err(|e| e.to_string())?;
+                for n in 0..TRANSACTIONS {
+                    // Deterministic "random" lengths and row counts: commits interleave out of order.
+                    let rows = 1 + (w * 7 + n * 3) % 3;
+                    let pause = Duration::from_millis((w * 13 + n * 29) % 40);
+                    db.batch_execute(&format!(
+                        "BEGIN; INSERT INTO {table} (w) SELECT {w} FROM generate_series(1, {rows})"
+                    ))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                    tokio::time::sleep(pause).await;
+                    db.batch_execute("COMMIT")
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            })
+        })
+        .collect();
+    let mut got = Vec::new();
+    for writer in writers {
+        while !writer.is_finished() {
+            got.extend(ids(&task.poll().await?, "id"));
+        }
+        writer.await??;
+    }
+    let total = usize::try_from(
+        db.query_one(&format!("SELECT count(*) FROM {}", t.name), &[])
+            .await?
+            .get::<_, i64>(0),
+    )?;
+    let rest = poll_n(task.as_mut(), total.saturating_sub(got.len())).await?;
+    got.extend(ids(&rest, "id"));
+    got.extend(ids(
+        &poll_for(task.as_mut(), Duration::from_millis(300)).await?,
+        "id",
+    ));
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), got.len(), "{mode}: a row arrived twice");
+    let all: Vec<i64> = db
+        .query(&format!("SELECT id FROM {} ORDER BY id", t.name), &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(sorted, all, "{mode}: every committed row, once");
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_out_of_order_commits_incrementing() -> TestResult {
+    concurrent_writers_lose_nothing("incrementing", &[("incrementing.column.name", "id")]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_out_of_order_commits_timestamp_incrementing() -> TestResult {
+    concurrent_writers_lose_nothing(
+        "timestamp+incrementing",
+        &[
+            ("incrementing.column.name", "id"),
+            ("timestamp.column.name", "ts"),
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_out_of_order_commits_timestamp() -> TestResult {
+    concurrent_writers_lose_nothing("timestamp", &[("timestamp.column.name", "ts")]).await
+}

@@ -8,7 +8,7 @@ mod source_support;
 use std::time::{Duration, Instant};
 
 use source_support::{
-    Offsets, Table, TestResult, client, first_batch, ids, poll_n, table_config, unique_name,
+    Logs, Offsets, Table, TestResult, client, first_batch, ids, poll_n, table_config, unique_name,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,5 +160,53 @@ async fn a_permission_denied_fails_at_once_with_a_clear_message() -> TestResult 
         started.elapsed() < Duration::from_secs(5),
         "not retried: a permission does not come back by waiting"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serialization_failure_is_retried_and_reading_goes_on() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "conflict", "id int primary key").await?;
+    let flag = Table::create(&db, "conflict_flag", "on_ boolean").await?;
+    let function = unique_name("conflict_fn");
+    db.batch_execute(&format!(
+        "INSERT INTO {t} SELECT generate_series(1, 5); INSERT INTO {flag} VALUES (true); \
+         CREATE FUNCTION {function}() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN \
+           IF EXISTS (SELECT 1 FROM {flag}) THEN \
+             RAISE EXCEPTION 'simulated conflict' USING ERRCODE = 'serialization_failure'; \
+           END IF; RETURN true; END $$",
+        t = t.name,
+        flag = flag.name
+    ))
+    .await?;
+    let query = format!("SELECT * FROM {} WHERE {function}()", t.name);
+    let mut config = table_config("", "incrementing", &[("incrementing.column.name", "id")]);
+    config.remove("table.whitelist");
+    config.insert("query".to_owned(), query);
+    config.insert("connection.backoff.ms".to_owned(), "100".to_owned());
+    config.insert("connection.attempts".to_owned(), "1000".to_owned());
+    let (logs, _guard) = Logs::capture();
+    let (mut task, _) = Offsets::new().start(config).await?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !logs.text().contains("simulated conflict") {
+        assert!(
+            Instant::now() < deadline,
+            "no retry logged: {}",
+            logs.text()
+        );
+        assert!(task.poll().await?.is_empty());
+    }
+    assert!(
+        logs.text().contains("reconnecting in 100 ms"),
+        "{}",
+        logs.text()
+    );
+    db.batch_execute(&format!("DELETE FROM {}", flag.name))
+        .await?;
+    let records = poll_n(task.as_mut(), 5).await?;
+    assert_eq!(ids(&records, "id"), (1..=5).collect::<Vec<_>>());
+    task.stop().await?;
+    db.batch_execute(&format!("DROP FUNCTION {function}()"))
+        .await?;
     Ok(())
 }

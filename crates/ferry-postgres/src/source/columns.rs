@@ -3,11 +3,14 @@
 //! column, or timestamp columns that are all nullable, are refused for tables), and `db.timezone`.
 
 use ferry_api::ConnectError;
+use tokio_postgres::Row;
 use tokio_postgres::types::{Kind, Type};
 
 use super::config::{DB_TIMEZONE, Mode, SourceConfig, VALIDATE_NON_NULL};
 use super::conn::Db;
+use super::decode::{raw, timestamp_value};
 use super::sql::{self, SourceItem, TsColumn};
+use super::time::Micros;
 
 /// Whether `ty` is `timestamp without time zone` (or a domain over it).
 pub(crate) fn is_local(ty: &Type) -> bool {
@@ -147,4 +150,69 @@ async fn column_not_null(db: &Db, c: &tokio_postgres::Column) -> Result<bool, Co
         .await
         .map_err(|e| db.error("reading which columns are NOT NULL", &e))?;
     Ok(row.is_some_and(|r| r.try_get::<_, bool>(0).unwrap_or(false)))
+}
+
+/// Each row's timestamp: the first non-null timestamp column (COALESCE), as an instant; values
+/// of `timestamp without time zone` columns are wall-clock times in `db.timezone`, which the
+/// database turns into instants (one query per batch, in the round's transaction).
+pub(crate) async fn row_timestamps(
+    db: &Db,
+    zone: &str,
+    name: &str,
+    columns: &[tokio_postgres::Column],
+    ts_indexes: &[usize],
+    rows: &[Row],
+) -> Result<Vec<Micros>, ConnectError> {
+    let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
+    let mut out = Vec::with_capacity(rows.len());
+    // (row, wall-clock value) of the values to convert.
+    let mut local = Vec::new();
+    for (n, row) in rows.iter().enumerate() {
+        let mut found = None;
+        for &i in ts_indexes {
+            if let Some(bytes) = raw(row, i).map_err(fail)? {
+                let ty = columns[i].type_();
+                let value = timestamp_value(ty, bytes).map_err(|m| {
+                    fail(format!(
+                        "timestamp.column.name {:?}: {m}",
+                        columns[i].name()
+                    ))
+                })?;
+                if is_local(ty) {
+                    local.push((n, value.to_system_time()));
+                }
+                found = Some(value);
+                break;
+            }
+        }
+        // The query's WHERE never matches a row whose timestamp columns are all NULL.
+        out.push(found.ok_or_else(|| fail("a row has null in every timestamp column".to_owned()))?);
+    }
+    if !local.is_empty() {
+        let walls: Vec<std::time::SystemTime> = local.iter().map(|(_, w)| *w).collect();
+        let instants = db
+            .client
+            .query(sql::TO_INSTANTS, &[&walls, &zone.to_owned()])
+            .await
+            .map_err(|e| {
+                db.error(
+                    &format!("converting {name}'s timestamps from db.timezone"),
+                    &e,
+                )
+            })?;
+        if instants.len() != local.len() {
+            return Err(fail(format!(
+                "converting {} timestamps from db.timezone returned {} values",
+                local.len(),
+                instants.len()
+            )));
+        }
+        for ((n, _), row) in local.iter().zip(&instants) {
+            let instant = row
+                .try_get::<_, std::time::SystemTime>(0)
+                .map_err(|e| fail(format!("a timestamp in db.timezone {}: {e}", zone)))?;
+            out[*n] = Micros::from_system_time(instant);
+        }
+    }
+    Ok(out)
 }

@@ -101,8 +101,8 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             TIMESTAMP_DELAY_MS,
             Some("0"),
             "The timestamp modes read only rows whose timestamp is older than the database's time minus this \
-             delay, in ms, so that transactions still open at that time can commit first. A row that commits \
-             after the position passed its timestamp is never read.",
+             delay, in ms, so that transactions still open at that time can commit first. Ferry also waits for \
+             open transactions by itself (ferry.late.commit.max.wait.ms); this delay matters once it stops waiting.",
         ),
     ];
     keys.extend(super::options::keys());

@@ -847,8 +847,15 @@ impl Running {
             .collect::<Result<Vec<usize>, _>>()?;
         let mode = self.mode;
         let row_ts = if mode.uses_timestamp() {
-            self.row_timestamps(index, columns, &ts_indexes, rows)
-                .await?
+            columns::row_timestamps(
+                &self.db,
+                &self.zone,
+                &self.queriers[index].name,
+                columns,
+                &ts_indexes,
+                rows,
+            )
+            .await?
         } else {
             Vec::new()
         };
@@ -894,74 +901,6 @@ impl Running {
             out.push(record);
         }
         querier.cursor = cursor;
-        Ok(out)
-    }
-
-    /// Each row's timestamp: the first non-null timestamp column (COALESCE), as an instant; values
-    /// of `timestamp without time zone` columns are wall-clock times in `db.timezone`, which the
-    /// database turns into instants (one query per batch, in the round's transaction).
-    async fn row_timestamps(
-        &self,
-        index: usize,
-        columns: &[tokio_postgres::Column],
-        ts_indexes: &[usize],
-        rows: &[Row],
-    ) -> Result<Vec<Micros>, ConnectError> {
-        let name = &self.queriers[index].name;
-        let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
-        let mut out = Vec::with_capacity(rows.len());
-        // (row, wall-clock value) of the values to convert.
-        let mut local = Vec::new();
-        for (n, row) in rows.iter().enumerate() {
-            let mut found = None;
-            for &i in ts_indexes {
-                if let Some(bytes) = raw(row, i).map_err(fail)? {
-                    let ty = columns[i].type_();
-                    let value = timestamp_value(ty, bytes).map_err(|m| {
-                        fail(format!(
-                            "timestamp.column.name {:?}: {m}",
-                            columns[i].name()
-                        ))
-                    })?;
-                    if columns::is_local(ty) {
-                        local.push((n, value.to_system_time()));
-                    }
-                    found = Some(value);
-                    break;
-                }
-            }
-            // The query's WHERE never matches a row whose timestamp columns are all NULL.
-            out.push(
-                found.ok_or_else(|| fail("a row has null in every timestamp column".to_owned()))?,
-            );
-        }
-        if !local.is_empty() {
-            let walls: Vec<std::time::SystemTime> = local.iter().map(|(_, w)| *w).collect();
-            let instants = self
-                .db
-                .client
-                .query(sql::TO_INSTANTS, &[&walls, &self.zone])
-                .await
-                .map_err(|e| {
-                    self.db.error(
-                        &format!("converting {name}'s timestamps from db.timezone"),
-                        &e,
-                    )
-                })?;
-            if instants.len() != local.len() {
-                return Err(fail(format!(
-                    "converting {} timestamps from db.timezone returned {} values",
-                    local.len(),
-                    instants.len()
-                )));
-            }
-            for ((n, _), row) in local.iter().zip(&instants) {
-                let instant = row
-                    .try_get::<_, std::time::SystemTime>(0)
-                    .map_err(|e| fail(format!("a timestamp in db.timezone {}: {e}", self.zone)))?;
-                out[*n] = Micros::from_system_time(instant);
-            }
-        }
         Ok(out)
     }
 
