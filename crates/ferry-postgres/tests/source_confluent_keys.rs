@@ -428,3 +428,30 @@ async fn quote_sql_identifiers_never_lets_postgresql_fold_names_to_lower_case() 
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_pattern_is_a_like_pattern_over_schema_names() -> TestResult {
+    let db = client().await?;
+    let s = SchemaGuard::create(&db, "pattern").await?;
+    let other = SchemaGuard {
+        name: format!("{}_two", s.name),
+    };
+    db.batch_execute(&format!(
+        "CREATE SCHEMA {1}; CREATE TABLE {0}.one (id int); CREATE TABLE {1}.two (id int); \
+         INSERT INTO {0}.one VALUES (1); INSERT INTO {1}.two VALUES (2)",
+        s.name, other.name
+    ))
+    .await?;
+    let (mut task, _) = Offsets::new()
+        .start(discover(&format!("{}%", s.name), &[]))
+        .await?;
+    let records = poll_until_topics(task.as_mut(), &set(&["pg-one", "pg-two"])).await?;
+    task.stop().await?;
+    assert_eq!(topics(&records), set(&["pg-one", "pg-two"]));
+    // Without the wildcard only the schema itself.
+    let (mut task, _) = Offsets::new().start(discover(&other.name, &[])).await?;
+    let records = poll_for(task.as_mut(), Duration::from_millis(400)).await?;
+    task.stop().await?;
+    assert_eq!(topics(&records), set(&["pg-two"]));
+    Ok(())
+}
