@@ -352,3 +352,29 @@ async fn a_changed_numeric_scale_changes_the_decimal_schema() -> TestResult {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bit_1_column_is_a_boolean_as_in_the_postgresql_dialect() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "bit", "id serial primary key, b bit(1) not null").await?;
+    db.batch_execute(&format!("INSERT INTO {} (b) VALUES (B'1'), (B'0')", t.name))
+        .await?;
+    let (mut task, _) = Offsets::new()
+        .start(table_config(
+            &t.name,
+            "incrementing",
+            &[("incrementing.column.name", "id")],
+        ))
+        .await?;
+    let records = poll_n(task.as_mut(), 2).await?;
+    task.stop().await?;
+    assert_eq!(field_schema(&records[0], "b"), Some(Schema::boolean()));
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| r.value.as_ref().map(|v| v["b"].clone()))
+            .collect::<Vec<_>>(),
+        vec![Some(json!(true)), Some(json!(false))]
+    );
+    Ok(())
+}

@@ -8,7 +8,7 @@
 //! | `date` | days since 1970-01-01 | `Date` |
 //! | `time`, `timetz` | ms since midnight (`timetz` at UTC) | `Time` |
 //! | `timestamp`, `timestamptz` | by `timestamp.granularity` ([`super::logical`]): ms since the epoch (default) | `Timestamp` |
-//! | `boolean` | `true` / `false` | `boolean` |
+//! | `boolean`, `bit(1)` | `true` / `false` | `boolean` |
 //! | `text`, `varchar`, `char(n)`, `name`, `"char"`, `citext`, enums, `xml` | string | `string` |
 //! | `bytea` | base64 string | `bytes` |
 //! | `uuid`, `inet`, `cidr`, `macaddr` | string | `string` |
@@ -85,6 +85,8 @@ pub(crate) enum Decoder {
     LogicalTimestamp(Granularity),
     /// A top-level `json`: its text, as the JDBC source's `getString`.
     JsonText,
+    /// A top-level `bit(1)`: a boolean (`PostgreSqlDatabaseDialect`: one bit is `BOOLEAN`).
+    Bit1,
     /// A top-level `jsonb`: PostgreSQL's text of it.
     JsonbText,
 }
@@ -101,6 +103,7 @@ impl Decoder {
             Type::TIMETZ => Decoder::LogicalTimeTz,
             Type::TIMESTAMP | Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
             Type::JSON => Decoder::JsonText,
+            Type::BIT if typmod == 1 => Decoder::Bit1,
             Type::JSONB => Decoder::JsonbText,
             _ => {
                 return match ty.kind() {
@@ -163,7 +166,7 @@ impl Decoder {
             Decoder::Int8 | Decoder::Oid => Schema::int64(),
             Decoder::Float4 => Schema::float32(),
             Decoder::Float8 => Schema::float64(),
-            Decoder::Bool => Schema::boolean(),
+            Decoder::Bool | Decoder::Bit1 => Schema::boolean(),
             Decoder::Bytea => Schema::bytes(),
             Decoder::Json | Decoder::Jsonb => return None,
             Decoder::Array(element) => Schema::array(element.schema()?),
@@ -231,6 +234,11 @@ impl Decoder {
             }
             Decoder::LogicalTimestamp(granularity) => granularity.value(r.i64()?)?,
             Decoder::JsonText => Value::String(utf8(raw)?.to_owned()),
+            // Bit count, then the bits from the high end of the first byte.
+            Decoder::Bit1 => {
+                let _bits = r.i32()?;
+                Value::Bool(r.u8()? & 0x80 != 0)
+            }
             Decoder::JsonbText => match raw.split_first() {
                 Some((1, rest)) => Value::String(utf8(rest)?.to_owned()),
                 _ => return Err("unsupported jsonb format version".to_owned()),
