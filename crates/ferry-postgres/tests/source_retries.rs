@@ -55,7 +55,7 @@ async fn a_terminated_backend_is_reconnected_and_reading_continues_without_loss(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_table_fails_the_task_with_a_clear_message() -> TestResult {
+async fn a_dropped_table_is_no_longer_read_and_the_task_keeps_running() -> TestResult {
     let db = client().await?;
     let t = Table::create(&db, "dropped", "id int primary key").await?;
     db.batch_execute(&format!("INSERT INTO {} VALUES (1)", t.name))
@@ -78,24 +78,18 @@ async fn a_dropped_table_fails_the_task_with_a_clear_message() -> TestResult {
             .await
             .map_err(|e| e.to_string())
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let error = loop {
-        match task.poll().await {
-            Err(e) => break e,
-            Ok(r) if r.is_empty() && Instant::now() < deadline => continue,
-            Ok(r) => panic!(
-                "still polling after the table was dropped: {:?}",
-                ids(&r, "id")
-            ),
-        }
-    };
+    // As Kafka Connect's JDBC source (its table monitor drops the table from the task's list), the
+    // table is no longer read and the task keeps running (merge of h-pgparity: tables are re-listed).
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < deadline {
+        let records = task.poll().await?;
+        assert!(
+            records.is_empty(),
+            "rows after the drop: {:?}",
+            ids(&records, "id")
+        );
+    }
     dropper.await??;
-    let message = error.to_string();
-    assert!(!error.is_retriable(), "{message}");
-    assert!(
-        message.contains(&t.name) && message.contains("does not exist"),
-        "the message names the table and the cause: {message}"
-    );
     task.stop().await?;
     Ok(())
 }
