@@ -55,7 +55,7 @@ async fn a_terminated_backend_is_reconnected_and_reading_continues_without_loss(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_table_is_no_longer_read_and_the_task_keeps_running() -> TestResult {
+async fn a_dropped_table_fails_the_task_with_a_clear_message() -> TestResult {
     let db = client().await?;
     let t = Table::create(&db, "dropped", "id int primary key").await?;
     db.batch_execute(&format!("INSERT INTO {} VALUES (1)", t.name))
@@ -78,18 +78,29 @@ async fn a_dropped_table_is_no_longer_read_and_the_task_keeps_running() -> TestR
             .await
             .map_err(|e| e.to_string())
     });
-    // As Kafka Connect's JDBC source (its table monitor drops the table from the task's list), the
-    // table is no longer read and the task keeps running (merge of h-pgparity: tables are re-listed).
-    let deadline = Instant::now() + Duration::from_millis(1500);
-    while Instant::now() < deadline {
-        let records = task.poll().await?;
+    // A whitelisted table dropped while it is read is a permanent error: the task fails, naming it,
+    // and is not retried (connection.backoff.ms is short, so retries would show as more polls).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let error = loop {
         assert!(
-            records.is_empty(),
-            "rows after the drop: {:?}",
-            ids(&records, "id")
+            Instant::now() < deadline,
+            "the task did not fail after the drop"
         );
-    }
+        match task.poll().await {
+            Ok(records) => assert!(
+                records.is_empty(),
+                "rows after the drop: {:?}",
+                ids(&records, "id")
+            ),
+            Err(e) => break e,
+        }
+    };
     dropper.await??;
+    let message = error.to_string();
+    assert!(
+        message.contains(&t.name) && message.contains("dropped"),
+        "the failure names the table and says it was dropped: {message}"
+    );
     task.stop().await?;
     Ok(())
 }

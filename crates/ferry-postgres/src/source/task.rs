@@ -677,6 +677,22 @@ impl Running {
             return Ok(());
         };
         let tables = selection.tables(&self.db).await?;
+        // A whitelisted table that was being read and is gone now fails the task (issue 16: a
+        // dropped table is a permanent error, said loudly); tables found by pattern just leave.
+        if let Some(whitelist) = &selection.whitelist
+            && let Some(gone) = self.queriers.iter().find(|q| {
+                q.table
+                    .as_ref()
+                    .is_some_and(|t| whitelist.contains(t) && !tables.contains(t))
+            })
+        {
+            return Err(ConnectError::fatal(format!(
+                "PostgresSource: {} was dropped (or no longer matches table.types/schema.pattern) while it \
+                 was being read; it is listed in table.whitelist, so the task stops here rather than skip it. \
+                 Recreate the table, or remove it from table.whitelist, then restart the connector",
+                gone.name
+            )));
+        }
         self.queriers.retain(|q| match &q.table {
             Some(t) if !tables.contains(t) => {
                 // As the JDBC source's table monitor: a table that is gone is no longer read.
