@@ -7,7 +7,7 @@
 //! | `numeric` | by `numeric.mapping` ([`super::numeric`]): `Decimal` bytes as base64 (default), or a number | `Decimal`, `int8`…`int64`, `double` |
 //! | `date` | days since 1970-01-01 | `Date` |
 //! | `time`, `timetz` | ms since midnight (`timetz` at UTC) | `Time` |
-//! | `timestamp`, `timestamptz` | by `timestamp.granularity` ([`super::logical`]): ms since the epoch (default) | `Timestamp` |
+//! | `timestamp`, `timestamptz` | by `timestamp.granularity` ([`super::logical`]): ms since the epoch (default); a `timestamp` is a wall-clock time in `db.timezone` ([`super::zone`]) | `Timestamp` |
 //! | `boolean`, `bit(1)` | `true` / `false` | `boolean` |
 //! | `text`, `varchar`, `char(n)`, `name`, `"char"`, `citext`, enums, `xml` | string | `string` |
 //! | `bytea` | base64 string | `bytes` |
@@ -26,7 +26,7 @@
 //! the record with a warning, as Kafka Connect's JDBC source skips the columns it cannot map; select
 //! them with a cast to `text` in a `query` to keep them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use base64::Engine as _;
 use ferry_api::{Field, Schema};
@@ -37,6 +37,7 @@ use tokio_postgres::types::{FromSql, Kind, Type};
 use super::logical::{Granularity, date_value, time_value, timetz_value};
 use super::numeric::{NumericKind, NumericMapping};
 use super::time::{Micros, date_text, format_time, interval_text, timestamp_text, timetz_text};
+use super::zone::{Shift, ZoneShifts};
 
 /// How values are mapped where Kafka Connect's JDBC source offers a choice.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -81,8 +82,11 @@ pub(crate) enum Decoder {
     LogicalTime,
     /// A top-level `timetz`: Kafka Connect `Time`, at UTC.
     LogicalTimeTz,
-    /// A top-level `timestamp`/`timestamptz`, as `timestamp.granularity` says.
+    /// A top-level `timestamptz`, as `timestamp.granularity` says.
     LogicalTimestamp(Granularity),
+    /// A top-level `timestamp` (without time zone): a wall-clock time in `db.timezone`
+    /// ([`super::zone`]), as `timestamp.granularity` says.
+    LocalTimestamp(Granularity),
     /// A top-level `json`: its text, as the JDBC source's `getString`.
     JsonText,
     /// A top-level `bit(1)`: a boolean (`PostgreSqlDatabaseDialect`: one bit is `BOOLEAN`).
@@ -101,7 +105,8 @@ impl Decoder {
             Type::DATE => Decoder::LogicalDate,
             Type::TIME => Decoder::LogicalTime,
             Type::TIMETZ => Decoder::LogicalTimeTz,
-            Type::TIMESTAMP | Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
+            Type::TIMESTAMP => Decoder::LocalTimestamp(mapping.granularity),
+            Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
             Type::JSON => Decoder::JsonText,
             Type::BIT if typmod == 1 => Decoder::Bit1,
             Type::JSONB => Decoder::JsonbText,
@@ -173,13 +178,44 @@ impl Decoder {
             Decoder::NumericAs(kind) => kind.schema(),
             Decoder::LogicalDate => Schema::date(),
             Decoder::LogicalTime | Decoder::LogicalTimeTz => Schema::time(),
-            Decoder::LogicalTimestamp(granularity) => granularity.schema(),
+            Decoder::LogicalTimestamp(granularity) | Decoder::LocalTimestamp(granularity) => {
+                granularity.schema()
+            }
             _ => Schema::string(),
         };
         Some(schema.optional())
     }
 
-    /// Decodes one non-null binary value.
+    /// The `db.timezone` lookup a value of this decoder needs: (binary value, whether it is a
+    /// `timestamp` without zone); `None` when it needs none.
+    fn zone_key(&self, raw: &[u8]) -> Result<Option<(i64, bool)>, String> {
+        Ok(match self {
+            Decoder::LocalTimestamp(_) => Some((Reader(raw).i64()?, true)),
+            Decoder::LogicalTimestamp(g) if g.is_iso() => Some((Reader(raw).i64()?, false)),
+            _ => None,
+        })
+    }
+
+    /// Decodes one non-null binary value; `shifts` holds the batch's `db.timezone` offsets.
+    fn decode_in(&self, raw: &[u8], shifts: &ZoneShifts) -> Result<Value, String> {
+        match self.zone_key(raw)? {
+            Some((pg, local)) => match self {
+                // ±infinity have no offset: they keep the JDBC driver's values.
+                Decoder::LocalTimestamp(g) | Decoder::LogicalTimestamp(g)
+                    if pg == i64::MAX || pg == i64::MIN =>
+                {
+                    g.value_in(pg, Shift::default())
+                }
+                Decoder::LocalTimestamp(g) | Decoder::LogicalTimestamp(g) => {
+                    g.value_in(pg, shifts.get(pg, local)?)
+                }
+                _ => self.decode(raw),
+            },
+            None => self.decode(raw),
+        }
+    }
+
+    /// Decodes one non-null binary value (timestamps at UTC).
     pub(crate) fn decode(&self, raw: &[u8]) -> Result<Value, String> {
         let mut r = Reader(raw);
         let value = match self {
@@ -232,7 +268,10 @@ impl Decoder {
                 let micros = r.i64()?;
                 timetz_value(micros, r.i32()?)
             }
-            Decoder::LogicalTimestamp(granularity) => granularity.value(r.i64()?)?,
+            // At UTC: [`RowShape::value`] moves them by `db.timezone`.
+            Decoder::LogicalTimestamp(granularity) | Decoder::LocalTimestamp(granularity) => {
+                granularity.value_in(r.i64()?, Shift::default())?
+            }
             Decoder::JsonText => Value::String(utf8(raw)?.to_owned()),
             // Bit count, then the bits from the high end of the first byte.
             Decoder::Bit1 => {
@@ -560,17 +599,38 @@ impl RowShape {
                 })
     }
 
-    /// The record value of a row: a JSON object of its columns in order.
+    /// The `db.timezone` lookups the values of `rows` need (see [`ZoneShifts::lookup`]).
+    ///
+    /// # Errors
+    /// A timestamp value is malformed (names the column).
+    pub(crate) fn zone_keys(&self, rows: &[Row]) -> Result<HashSet<(i64, bool)>, String> {
+        let mut keys = HashSet::new();
+        for row in rows {
+            for (index, name, decoder) in &self.columns {
+                if let Some(bytes) = raw(row, *index)?
+                    && let Some(key) = decoder
+                        .zone_key(bytes)
+                        .map_err(|e| format!("column {name:?}: {e}"))?
+                {
+                    keys.insert(key);
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The record value of a row: a JSON object of its columns in order; `shifts` holds the
+    /// batch's `db.timezone` offsets ([`RowShape::zone_keys`]).
     ///
     /// # Errors
     /// A value cannot be decoded (names the column).
-    pub(crate) fn value(&self, row: &Row) -> Result<Value, String> {
+    pub(crate) fn value(&self, row: &Row, shifts: &ZoneShifts) -> Result<Value, String> {
         let mut object = serde_json::Map::with_capacity(self.columns.len());
         for (index, name, decoder) in &self.columns {
             let value = match raw(row, *index)? {
                 None => Value::Null,
                 Some(bytes) => decoder
-                    .decode(bytes)
+                    .decode_in(bytes, shifts)
                     .map_err(|e| format!("column {name:?}: {e}"))?,
             };
             object.insert(name.clone(), value);

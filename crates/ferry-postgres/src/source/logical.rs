@@ -4,12 +4,13 @@
 //! - `date`: `Date`, int32 days since 1970-01-01 (±infinity have no `Date` value: an error, as the
 //!   JDBC source fails on them too);
 //! - `time`: `Time`, int32 milliseconds since midnight (microseconds cut); `timetz` at UTC;
-//! - `timestamp`, `timestamptz` (`timestamp` taken as UTC): by `timestamp.granularity`:
+//! - `timestamp`, `timestamptz` (a `timestamp` is a wall-clock time in `db.timezone`, see
+//!   [`super::zone`]): by `timestamp.granularity`:
 //!   `connect_logical` (default) `Timestamp`, int64 ms since the epoch (±infinity: the JDBC driver's
 //!   `PGStatement.DATE_POSITIVE_INFINITY` / `DATE_NEGATIVE_INFINITY`, which the JDBC source writes);
 //!   `micros_long` / `nanos_long` int64, `micros_string` / `nanos_string` the same count as a string,
-//!   `micros_iso_datetime_string` / `nanos_iso_datetime_string` `yyyy-MM-dd'T'HH:mm:ss.SSSSSS[SSS]` in
-//!   UTC. A value these cannot hold (±infinity, nanoseconds beyond 2262) is an error naming the column.
+//!   `micros_iso_datetime_string` / `nanos_iso_datetime_string` `yyyy-MM-dd'T'HH:mm:ss.SSSSSS[SSS]`,
+//!   the instant's wall-clock time in `db.timezone` (UTC by default). A value these cannot hold (±infinity, nanoseconds beyond 2262) is an error naming the column.
 //!
 //! All arithmetic is exact over PostgreSQL's whole range (years 4713 BC to 294276 AD).
 
@@ -17,6 +18,7 @@ use ferry_api::Schema;
 use serde_json::Value;
 
 use super::time::civil_from_days;
+use super::zone::Shift;
 
 /// Microseconds from the Unix epoch to PostgreSQL's epoch (2000-01-01).
 const PG_EPOCH_UNIX_MICROS: i128 = 946_684_800_000_000;
@@ -70,8 +72,16 @@ impl Granularity {
     }
 
     /// The value of a binary `timestamp`/`timestamptz` (µs since 2000-01-01, or i64::MAX/MIN for
-    /// ±infinity).
+    /// ±infinity) at UTC.
+    #[cfg(test)]
     pub(crate) fn value(self, pg: i64) -> Result<Value, String> {
+        self.value_in(pg, Shift::default())
+    }
+
+    /// The value of a binary `timestamp`/`timestamptz` moved by `shift` (`db.timezone`: the
+    /// instant of a `timestamp`'s wall-clock time, and the instant's wall-clock time for ISO
+    /// strings). ±infinity are not moved.
+    pub(crate) fn value_in(self, pg: i64, shift: Shift) -> Result<Value, String> {
         if pg == i64::MAX || pg == i64::MIN {
             return match self {
                 Self::ConnectLogical => Ok(Value::from(if pg > 0 {
@@ -86,12 +96,13 @@ impl Granularity {
                 )),
             };
         }
-        let micros = i128::from(pg) + PG_EPOCH_UNIX_MICROS;
+        let micros = i128::from(pg) + PG_EPOCH_UNIX_MICROS - i128::from(shift.to_instant);
+        let wall = micros + i128::from(shift.to_display);
         let out_of_range = |unit: &str| {
             format!(
                 "{} is beyond what int64 {unit} since 1970 can hold (years 1678 to 2262 for nanoseconds); use \
                  timestamp.granularity=connect_logical or a *_string form",
-                iso(micros, 6)
+                iso(wall, 6)
             )
         };
         Ok(match self {
@@ -107,9 +118,17 @@ impl Granularity {
             }
             Self::MicrosString => Value::String(micros.to_string()),
             Self::NanosString => Value::String((micros * 1000).to_string()),
-            Self::MicrosIsoDatetimeString => Value::String(iso(micros, 6)),
-            Self::NanosIsoDatetimeString => Value::String(iso(micros, 9)),
+            Self::MicrosIsoDatetimeString => Value::String(iso(wall, 6)),
+            Self::NanosIsoDatetimeString => Value::String(iso(wall, 9)),
         })
+    }
+
+    /// Whether the form shows a wall-clock time (in `db.timezone`).
+    pub(crate) fn is_iso(self) -> bool {
+        matches!(
+            self,
+            Self::MicrosIsoDatetimeString | Self::NanosIsoDatetimeString
+        )
     }
 
     fn name(self) -> &'static str {
@@ -234,6 +253,39 @@ mod tests {
         assert_eq!(
             MicrosIsoDatetimeString.value(min_pg),
             Ok(json!("4714-11-24T00:00:00.000000"))
+        );
+    }
+
+    #[test]
+    fn timestamps_moved_by_db_timezone() {
+        use Granularity::*;
+        // 2024-01-01 10:00 in New York (UTC-5): the instant 15:00Z, shown as 10:00 again.
+        let wall = pg(1_704_103_200_000_000);
+        let ny = Shift {
+            to_instant: -18_000_000_000,
+            to_display: -18_000_000_000,
+        };
+        assert_eq!(
+            ConnectLogical.value_in(wall, ny),
+            Ok(json!(1_704_121_200_000i64))
+        );
+        assert_eq!(
+            NanosIsoDatetimeString.value_in(wall, ny),
+            Ok(json!("2024-01-01T10:00:00.000000000"))
+        );
+        // ±infinity do not move; the largest timestamp moves exactly, past PostgreSQL's own range.
+        assert_eq!(
+            ConnectLogical.value_in(i64::MAX, ny),
+            Ok(json!(JDBC_POSITIVE_INFINITY_MS))
+        );
+        let max_pg = pg(9_224_318_015_999_999_999);
+        assert_eq!(
+            ConnectLogical.value_in(max_pg, ny),
+            Ok(json!(9_224_318_015_999_999i64 + 18_000_000))
+        );
+        assert_eq!(
+            MicrosIsoDatetimeString.value_in(max_pg, ny),
+            Ok(json!("+294276-12-31T23:59:59.999999"))
         );
     }
 

@@ -48,6 +48,7 @@ mod sql;
 mod task;
 mod time;
 mod url;
+mod zone;
 
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, ConnectorPlugin, SourceConnector, SourceOffset,

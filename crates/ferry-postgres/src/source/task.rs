@@ -34,6 +34,7 @@ use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, looku
 use super::sql::{self, SourceItem};
 use super::time::Micros;
 use super::url::ConnectionSpec;
+use super::zone::ZoneShifts;
 
 /// The longest an idle poll waits before returning an empty batch.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -875,6 +876,16 @@ impl Running {
         } else {
             Vec::new()
         };
+        let shifts = match self.queriers[index].shape.as_ref() {
+            Some(shape) => {
+                let name = &self.queriers[index].name;
+                let keys = shape
+                    .zone_keys(rows)
+                    .map_err(|m| ConnectError::fatal(format!("PostgresSource: {name}: {m}")))?;
+                ZoneShifts::lookup(&self.db, &self.zone, name, keys).await?
+            }
+            None => ZoneShifts::utc(),
+        };
         let querier = &mut self.queriers[index];
         let Some(shape) = querier.shape.as_ref() else {
             return Ok(Vec::new());
@@ -884,7 +895,7 @@ impl Running {
         for (n, row) in rows.iter().enumerate() {
             let fail =
                 |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
-            let value = shape.value(row).map_err(fail)?;
+            let value = shape.value(row, &shifts).map_err(fail)?;
             if let Some(i) = inc_index {
                 let bytes = raw(row, i).map_err(fail)?.ok_or_else(|| {
                     fail(format!(
