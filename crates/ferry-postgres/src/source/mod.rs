@@ -27,7 +27,7 @@
 //! mode (`source/guard.rs` has the argument); a transaction open longer than `ferry.late.commit.max.wait.ms` is
 //! no longer waited for (WARN), as Kafka Connect never waits. `timestamp.delay.interval.ms` still
 //! applies. `validate.non.null` refuses nullable cursor columns at start; `db.timezone` is the zone of
-//! `timestamp without time zone` columns.
+//! `timestamp without time zone` columns, in the bounds, the offsets and the record values (`zone.rs`).
 //!
 //! A transient database failure (connection lost or refused, server restarting, serialization failure,
 //! deadlock) is retried on a new connection, `connection.attempts` times `connection.backoff.ms` apart;

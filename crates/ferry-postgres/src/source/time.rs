@@ -19,8 +19,8 @@ const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 
 /// An instant with microsecond precision: PostgreSQL's `timestamp`/`timestamptz` resolution.
 ///
-/// A `timestamp` without time zone is taken as UTC, as Kafka Connect's JDBC source does with its
-/// default `db.timezone=UTC`.
+/// Built from a `timestamp` without time zone it holds the wall-clock time as if at UTC; the
+/// database turns such values into instants in `db.timezone` (`columns::row_timestamps`, `zone`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Micros(pub(crate) i64);
 
