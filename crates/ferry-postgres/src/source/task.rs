@@ -877,14 +877,14 @@ impl Running {
             Vec::new()
         };
         let shifts = match self.queriers[index].shape.as_ref() {
-            Some(shape) => {
+            Some(shape) if !ZoneShifts::is_utc(&self.zone) => {
                 let name = &self.queriers[index].name;
                 let keys = shape
                     .zone_keys(rows)
                     .map_err(|m| ConnectError::fatal(format!("PostgresSource: {name}: {m}")))?;
                 ZoneShifts::lookup(&self.db, &self.zone, name, keys).await?
             }
-            None => ZoneShifts::utc(),
+            _ => ZoneShifts::utc(),
         };
         let querier = &mut self.queriers[index];
         let Some(shape) = querier.shape.as_ref() else {
