@@ -240,3 +240,60 @@ async fn infinity_and_the_far_range_survive_the_zone() -> TestResult {
     );
     Ok(())
 }
+
+/// In `timestamp` mode the record's value and its offset name the same instant, for a table and for
+/// a `query` (whose columns the catalog does not describe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn value_and_offset_agree_in_timestamp_mode() -> TestResult {
+    let db = client().await?;
+    let t = Table::create(&db, "tzagree", "id bigint not null, ts timestamp not null").await?;
+    db.batch_execute(&format!(
+        "INSERT INTO {} VALUES (1, '2024-01-01 10:00:00.5'), (2, '2024-07-01 10:00:00')",
+        t.name
+    ))
+    .await?;
+    let mut by_query = table_config(
+        &t.name,
+        "timestamp",
+        &[
+            ("timestamp.column.name", "ts"),
+            ("db.timezone", "Asia/Kathmandu"),
+        ],
+    );
+    by_query.remove("table.whitelist");
+    by_query.insert("query".to_owned(), format!("SELECT * FROM {}", t.name));
+    by_query.insert("topic.prefix".to_owned(), "pg-q".to_owned());
+    let by_table = table_config(
+        &t.name,
+        "timestamp",
+        &[
+            ("timestamp.column.name", "ts"),
+            ("db.timezone", "Asia/Kathmandu"),
+        ],
+    );
+    for config in [by_table, by_query] {
+        let (mut task, _) = Offsets::new().start(config).await?;
+        let records = poll_n(task.as_mut(), 2).await?;
+        task.stop().await?;
+        let pairs: Vec<(Option<i64>, Option<i64>)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.value.as_ref().and_then(|v| v["ts"].as_i64()),
+                    r.source_offset
+                        .as_ref()
+                        .and_then(|o| o.get("timestamp"))
+                        .and_then(|v| v.as_i64()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (Some(1_704_082_500_500), Some(1_704_082_500_500)),
+                (Some(1_719_807_300_000), Some(1_719_807_300_000)),
+            ]
+        );
+    }
+    Ok(())
+}
