@@ -12,6 +12,10 @@ pub mod herder;
 pub mod metrics;
 pub mod rest;
 pub mod sink;
+mod state;
+mod status;
 mod worker;
 
-pub use worker::{ConnectorSpec, TaskState, TaskStatus, Worker, WorkerError, WorkerSettings};
+pub use state::{TargetState, TaskId};
+pub use status::{TaskState, TaskStatus};
+pub use worker::{ConnectorSpec, Worker, WorkerError, WorkerSettings};

@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::OffsetBackingStore;
-use serde::{Deserialize, Serialize};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
@@ -39,17 +38,7 @@ pub use offsets::OffsetInput;
 pub use validate::Plugin;
 use validate::Plugins;
 
-/// What a connector is asked to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum TargetState {
-    /// Tasks run.
-    Running,
-    /// Tasks exist but do not poll (deliveries and commits go on).
-    Paused,
-    /// No tasks; the configuration is kept. Offsets can be altered only in this state.
-    Stopped,
-}
+pub use crate::state::TargetState;
 
 /// Why the herder refused a request; each maps to Kafka Connect's HTTP status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,7 +4,6 @@ mod commit;
 mod context;
 mod deliveries;
 mod health;
-mod status;
 mod task;
 mod thread;
 
@@ -20,10 +19,11 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
+use crate::state::TargetState;
+use crate::status::StatusCell;
+pub use crate::status::{TaskState, TaskStatus};
 use health::StoreHealth;
-pub(crate) use status::StatusCell;
-pub use status::{TaskState, TaskStatus};
-use task::{TargetState, TaskRunner, TaskSettings};
+use task::{TaskRunner, TaskSettings};
 
 /// Worker-wide timing settings (Kafka Connect's names).
 #[derive(Debug, Clone)]

@@ -19,20 +19,13 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
 use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+use crate::state::TargetState;
+use crate::status::{StatusCell, TaskState};
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
 use crate::worker::health::StoreHealth;
-use crate::worker::status::{StatusCell, TaskState};
 use crate::worker::thread::Helpers;
-
-/// What the worker wants a task to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TargetState {
-    Running,
-    Paused,
-    Stopped,
-}
 
 /// Per-task settings from the worker and connector configs.
 #[derive(Debug, Clone)]
