@@ -10,7 +10,7 @@ use ferry_api::{
     SourceTaskContext, async_trait,
 };
 use ferry_offsets::MemoryStore;
-use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, TargetState};
+use ferry_runtime::herder::{ConnectorsFile, Plugin, StandaloneHerder, TargetState};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
 use ferry_runtime::{Worker, WorkerSettings};
 
@@ -116,7 +116,7 @@ impl RecordSink for NoSink {
     }
 }
 
-fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<Herder> {
+fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<StandaloneHerder> {
     let store = Arc::new(MemoryStore::new());
     let sink: Arc<dyn RecordSink> = Arc::new(NoSink);
     let worker = Worker::new(WorkerSettings::default(), store.clone(), sink.clone());
@@ -124,7 +124,7 @@ fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<Herder> {
     let plugin = Plugin::new(["Stuck"], move || {
         Box::new(Stuck(Arc::clone(&events))) as Box<dyn SourceConnector>
     });
-    Arc::new(Herder::new(
+    Arc::new(StandaloneHerder::new(
         worker,
         store,
         vec![plugin],

@@ -13,7 +13,7 @@ use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 use ferry_runtime::config::{
     ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
 };
-use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, SinkFactory};
+use ferry_runtime::herder::{ConnectorsFile, Plugin, SinkFactory, StandaloneHerder};
 use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
 use ferry_runtime::{Worker, WorkerSettings};
@@ -206,7 +206,7 @@ pub(crate) async fn run(
         })
     };
     let plugins = connector_plugins();
-    let herder = Arc::new(Herder::new(
+    let herder = Arc::new(StandaloneHerder::new(
         worker,
         store.clone(),
         plugins,

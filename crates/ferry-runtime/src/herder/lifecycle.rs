@@ -3,9 +3,9 @@
 use ferry_api::Config;
 
 use super::entities::{ConnectorInfo, ConnectorStateInfo};
-use super::{Entry, Herder, HerderError, Origin, State, TargetState, info, not_found};
+use super::{Entry, HerderError, Origin, StandaloneHerder, State, TargetState, info, not_found};
 
-impl Herder {
+impl StandaloneHerder {
     /// `POST /connectors`: creates a connector in `initial` state.
     ///
     /// # Errors
@@ -21,7 +21,7 @@ impl Herder {
         self.check_config(name, &config).await?;
         let mut state = self.lock().await;
         if state.connectors.contains_key(name) {
-            return Err(HerderError::AlreadyExists(format!(
+            return Err(HerderError::already_exists(format!(
                 "Connector {name} already exists"
             )));
         }
@@ -109,7 +109,7 @@ impl Herder {
     ) -> Result<ConnectorStateInfo, HerderError> {
         let mut state = self.lock().await;
         let Some(mut plan) = self.status_of(&state, name) else {
-            return Err(HerderError::NotFound(format!("Unknown connector: {name}")));
+            return Err(HerderError::not_found(format!("Unknown connector: {name}")));
         };
         let restart_connector = !only_failed || plan.connector.state == "FAILED";
         if restart_connector {
@@ -152,7 +152,7 @@ impl Herder {
         task: usize,
     ) -> Result<(), HerderError> {
         let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
-        let task_missing = || HerderError::NotFound(format!("Task {name}-{task} not found"));
+        let task_missing = || HerderError::not_found(format!("Task {name}-{task} not found"));
         if task >= entry.task_configs.len() {
             return Err(task_missing());
         }
@@ -164,7 +164,7 @@ impl Herder {
         self.worker
             .restart_task(name, task, connector.as_ref())
             .await
-            .map_err(|e| HerderError::Internal(format!("Failed to start task: {name}-{task}: {e}")))
+            .map_err(|e| HerderError::internal(format!("Failed to start task: {name}-{task}: {e}")))
     }
 
     /// Makes the task configurations again and restarts the tasks if they changed or the connector
@@ -213,12 +213,16 @@ impl Herder {
         self.set_target(name, TargetState::Stopped).await
     }
 
-    async fn set_target(&self, name: &str, target: TargetState) -> Result<(), HerderError> {
+    pub(crate) async fn set_target(
+        &self,
+        name: &str,
+        target: TargetState,
+    ) -> Result<(), HerderError> {
         let mut state = self.lock().await;
         let entry = state
             .connectors
             .get(name)
-            .ok_or_else(|| HerderError::NotFound(format!("Unknown connector {name}")))?;
+            .ok_or_else(|| HerderError::not_found(format!("Unknown connector {name}")))?;
         let (config, origin) = (entry.config.clone(), entry.origin);
         self.persist_entry(&mut state, name, &config, origin, target)
             .await?;

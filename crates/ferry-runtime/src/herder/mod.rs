@@ -3,8 +3,8 @@
 //! It keeps every connector's configuration and **target state** — `RUNNING`, `PAUSED` or `STOPPED`
 //! (tasks removed, configuration kept) — and derives the connector's state: `FAILED` (with its reason)
 //! when the connector cannot make task configurations. It answers the REST API's questions in Kafka
-//! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`Herder::alter_offsets`],
-//! [`Herder::reset_offsets`]).
+//! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`StandaloneHerder::alter_offsets`],
+//! [`StandaloneHerder::reset_offsets`]).
 //!
 //! Connectors created or changed over REST are kept in the [connectors file](ConnectorsFile), so they
 //! survive a restart; connectors from command-line properties files are never written there (on a name
@@ -13,7 +13,9 @@
 //!
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
 
+mod api;
 pub mod entities;
+mod error;
 mod file;
 mod lifecycle;
 mod offsets;
@@ -29,45 +31,18 @@ use tokio::sync::{Mutex, MutexGuard};
 use crate::config::{ConnectorConfig, ErrorTolerance};
 use crate::sink::RecordSink;
 use crate::worker::{ConnectorSpec, TaskState, Worker};
+pub use api::Herder;
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
 };
+pub use error::{HerderError, HerderErrorKind};
 pub use file::{ConnectorsFile, StoredConnector};
 pub use offsets::OffsetInput;
 pub use validate::Plugin;
 use validate::Plugins;
 
 pub use crate::state::TargetState;
-
-/// Why the herder refused a request; each maps to Kafka Connect's HTTP status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HerderError {
-    /// 404: no such connector or task.
-    #[error("{0}")]
-    NotFound(String),
-    /// 409: the connector already exists.
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// 400: the request is invalid (bad configuration, wrong state, rejected offsets).
-    #[error("{0}")]
-    BadRequest(String),
-    /// 500: the request was valid but could not be carried out (an I/O error).
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl HerderError {
-    /// The HTTP status Kafka Connect answers with.
-    pub fn status(&self) -> u16 {
-        match self {
-            HerderError::NotFound(_) => 404,
-            HerderError::AlreadyExists(_) => 409,
-            HerderError::BadRequest(_) => 400,
-            HerderError::Internal(_) => 500,
-        }
-    }
-}
 
 /// Makes the sink of one connector (the worker's, or a Kafka producer with the connector's own
 /// converters).
@@ -100,7 +75,7 @@ struct State {
 }
 
 /// The standalone herder. See the [module documentation](self).
-pub struct Herder {
+pub struct StandaloneHerder {
     worker: Worker,
     store: Arc<dyn OffsetBackingStore>,
     plugins: Plugins,
@@ -110,7 +85,7 @@ pub struct Herder {
     state: Mutex<State>,
 }
 
-impl Herder {
+impl StandaloneHerder {
     /// A herder running connectors on `worker`, whose offsets are in `store`. `worker_id` is reported
     /// in statuses (`host:port` of the REST listener, as in Kafka Connect).
     pub fn new(
@@ -151,7 +126,7 @@ impl Herder {
     ///
     /// # Errors
     /// A command-line connector cannot make its task configurations (as before the herder existed, the
-    /// worker refuses to start; call [`Herder::shutdown`] then).
+    /// worker refuses to start; call [`StandaloneHerder::shutdown`] then).
     pub async fn start(
         &self,
         command_line: Vec<Config>,
@@ -229,7 +204,7 @@ impl Herder {
     pub async fn connector_status(&self, name: &str) -> Result<ConnectorStateInfo, HerderError> {
         let state = self.lock().await;
         self.status_of(&state, name)
-            .ok_or_else(|| HerderError::NotFound(format!("No status found for connector {name}")))
+            .ok_or_else(|| HerderError::not_found(format!("No status found for connector {name}")))
     }
 
     /// `GET /connectors/{name}/tasks/{task}/status`.
@@ -240,7 +215,9 @@ impl Herder {
         let state = self.lock().await;
         self.status_of(&state, name)
             .and_then(|s| s.tasks.into_iter().find(|t| t.id == task))
-            .ok_or_else(|| HerderError::NotFound(format!("No status found for task {name}-{task}")))
+            .ok_or_else(|| {
+                HerderError::not_found(format!("No status found for task {name}-{task}"))
+            })
     }
 
     /// `GET /connectors/{name}/tasks`.
@@ -428,9 +405,9 @@ impl Herder {
         tokio::task::spawn_blocking(move || file.save(&written))
             .await
             .map_err(|e| {
-                HerderError::Internal(format!("writing the connectors file panicked: {e}"))
+                HerderError::internal(format!("writing the connectors file panicked: {e}"))
             })?
-            .map_err(HerderError::Internal)?;
+            .map_err(HerderError::internal)?;
         state.stored = stored;
         Ok(())
     }
@@ -480,7 +457,7 @@ async fn off_thread<T: Send + 'static>(
 ) -> Result<T, HerderError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| HerderError::Internal(format!("checking the configuration failed: {e}")))?
+        .map_err(|e| HerderError::internal(format!("checking the configuration failed: {e}")))?
 }
 
 fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
@@ -488,7 +465,7 @@ fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
 }
 
 fn not_found(name: &str) -> HerderError {
-    HerderError::NotFound(format!("Connector {name} not found"))
+    HerderError::not_found(format!("Connector {name} not found"))
 }
 
 fn info(name: &str, entry: &Entry) -> ConnectorInfo {

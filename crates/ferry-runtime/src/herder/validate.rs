@@ -47,7 +47,7 @@ impl Plugins {
     /// Kafka Connect's message for an unknown class.
     fn unknown(&self, class: &str) -> HerderError {
         let available: Vec<&str> = self.0.iter().map(Plugin::class).collect();
-        HerderError::BadRequest(format!(
+        HerderError::bad_request(format!(
             "Failed to find any class that implements Connector and which name matches {class}, available \
              connectors are: {}",
             available.join(", ")
@@ -73,7 +73,7 @@ pub(crate) fn check(
     let props = Properties::from_pairs(format!("connector {name}"), config.clone());
     ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)).map_err(|errors| {
         let messages: Vec<String> = errors.iter().map(|e| describe(e).1).collect();
-        HerderError::BadRequest(format!(
+        HerderError::bad_request(format!(
             "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also \
              find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
             messages.len(),
@@ -94,7 +94,7 @@ pub(crate) fn validate(
     if let Some(included) = config.get(CONNECTOR_CLASS)
         && !normalized(included).ends_with(normalized(plugin))
     {
-        return Err(HerderError::BadRequest(format!(
+        return Err(HerderError::bad_request(format!(
             "Included connector type {included} does not match request type {plugin}"
         )));
     }
@@ -143,7 +143,7 @@ fn connector_class(config: &Config) -> Result<&str, HerderError> {
         .get(CONNECTOR_CLASS)
         .map(|c| c.trim())
         .ok_or_else(|| {
-            HerderError::BadRequest(format!(
+            HerderError::bad_request(format!(
                 "Connector config {} contains no connector type",
                 java_map(config)
             ))
