@@ -14,6 +14,7 @@ pub mod rest;
 pub mod sink;
 mod state;
 mod status;
+pub mod stores;
 mod worker;
 
 pub use state::{TargetState, TaskId};

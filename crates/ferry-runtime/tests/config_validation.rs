@@ -10,8 +10,9 @@ use ferry_api::{
     SourceTaskContext, async_trait,
 };
 use ferry_offsets::MemoryStore;
-use ferry_runtime::herder::{ConnectorsFile, Plugin, StandaloneHerder, TargetState};
+use ferry_runtime::herder::{Plugin, StandaloneHerder, TargetState};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::stores::FileConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -130,7 +131,7 @@ fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<StandaloneHerder
         vec![plugin],
         Arc::new(move |_| sink.clone()),
         "test:0",
-        ConnectorsFile::new(dir.path().join("connectors.json")),
+        Arc::new(FileConfigStore::open(dir.path().join("connectors.json")).expect("open")),
     ))
 }
 

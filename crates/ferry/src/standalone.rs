@@ -13,9 +13,10 @@ use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 use ferry_runtime::config::{
     ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
 };
-use ferry_runtime::herder::{ConnectorsFile, Plugin, SinkFactory, StandaloneHerder};
+use ferry_runtime::herder::{Plugin, SinkFactory, StandaloneHerder};
 use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
+use ferry_runtime::stores::FileConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};
 
 /// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
@@ -174,8 +175,7 @@ pub(crate) async fn run(
         }
     }
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
-    let connectors_file = ConnectorsFile::new(&config.connectors_file);
-    let stored = connectors_file.load()?;
+    let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
     let rest = RestServer::bind(&config.rest).await?;
 
@@ -215,7 +215,7 @@ pub(crate) async fn run(
         connectors_file,
     ));
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
-    if let Err(e) = herder.start(command_line, stored).await {
+    if let Err(e) = herder.start(command_line).await {
         herder.shutdown().await;
         return Err(e);
     }

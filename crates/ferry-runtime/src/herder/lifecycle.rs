@@ -48,8 +48,7 @@ impl StandaloneHerder {
             return Ok((true, info));
         };
         let (origin, target) = (existing.origin, existing.target);
-        self.persist_entry(&mut state, name, &config, origin, target)
-            .await?;
+        self.persist_entry(name, &config, origin, target).await?;
         let mut entry = state
             .connectors
             .remove(name)
@@ -70,7 +69,7 @@ impl StandaloneHerder {
         config: Config,
         target: TargetState,
     ) -> Result<ConnectorInfo, HerderError> {
-        self.persist_entry(state, name, &config, Origin::Rest, target)
+        self.persist_entry(name, &config, Origin::Rest, target)
             .await?;
         let mut entry = Entry::new(config, target, Origin::Rest);
         tracing::info!(connector = %name, "connector {name:?} created ({target:?})");
@@ -224,8 +223,7 @@ impl StandaloneHerder {
             .get(name)
             .ok_or_else(|| HerderError::not_found(format!("Unknown connector {name}")))?;
         let (config, origin) = (entry.config.clone(), entry.origin);
-        self.persist_entry(&mut state, name, &config, origin, target)
-            .await?;
+        self.persist_entry(name, &config, origin, target).await?;
         let entry = state
             .connectors
             .get_mut(name)
@@ -258,7 +256,7 @@ impl StandaloneHerder {
         if !state.connectors.contains_key(name) {
             return Err(not_found(name));
         }
-        self.persist(&mut state, name, None).await?;
+        self.unpersist(name).await?;
         if let Some(mut entry) = state.connectors.remove(name) {
             self.halt(name, &mut entry).await;
         }

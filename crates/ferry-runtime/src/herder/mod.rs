@@ -6,7 +6,8 @@
 //! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`StandaloneHerder::alter_offsets`],
 //! [`StandaloneHerder::reset_offsets`]).
 //!
-//! Connectors created or changed over REST are kept in the [connectors file](ConnectorsFile), so they
+//! Connectors created or changed over REST are kept in a [config store](ConfigBackingStore) (the
+//! [connectors file](crate::stores::FileConfigStore) when run by `ferry standalone`), so they
 //! survive a restart; connectors from command-line properties files are never written there (on a name
 //! collision the command-line file wins, with a WARN). Every change is checked first and written to
 //! the file before it takes effect, so a request that fails changes nothing.
@@ -16,7 +17,6 @@
 mod api;
 pub mod entities;
 mod error;
-mod file;
 mod lifecycle;
 mod offsets;
 mod validate;
@@ -30,6 +30,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
 use crate::sink::RecordSink;
+use crate::stores::{ConfigBackingStore, ConfigStoreError};
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::Herder;
 use entities::{
@@ -37,7 +38,6 @@ use entities::{
     TaskStateInfo,
 };
 pub use error::{HerderError, HerderErrorKind};
-pub use file::{ConnectorsFile, StoredConnector};
 pub use offsets::OffsetInput;
 pub use validate::Plugin;
 use validate::Plugins;
@@ -70,8 +70,6 @@ struct Entry {
 
 struct State {
     connectors: BTreeMap<String, Entry>,
-    /// The connectors file's content (what was last written).
-    stored: BTreeMap<String, StoredConnector>,
 }
 
 /// The standalone herder. See the [module documentation](self).
@@ -81,7 +79,7 @@ pub struct StandaloneHerder {
     plugins: Plugins,
     sink_for: SinkFactory,
     worker_id: String,
-    file: ConnectorsFile,
+    config_store: Arc<dyn ConfigBackingStore>,
     state: Mutex<State>,
 }
 
@@ -94,7 +92,7 @@ impl StandaloneHerder {
         plugins: Vec<Plugin>,
         sink_for: SinkFactory,
         worker_id: impl Into<String>,
-        file: ConnectorsFile,
+        config_store: Arc<dyn ConfigBackingStore>,
     ) -> Self {
         Self {
             worker,
@@ -102,10 +100,9 @@ impl StandaloneHerder {
             plugins: Plugins::new(plugins),
             sink_for,
             worker_id: worker_id.into(),
-            file,
+            config_store,
             state: Mutex::new(State {
                 connectors: BTreeMap::new(),
-                stored: BTreeMap::new(),
             }),
         }
     }
@@ -120,18 +117,21 @@ impl StandaloneHerder {
         &self.worker_id
     }
 
-    /// Starts the command-line connectors (already checked) and the connectors of the connectors file
-    /// (`stored`, as [`ConnectorsFile::load`] read them). A stored connector whose name a command-line
-    /// file also uses is not started (WARN); one whose configuration is no longer valid is FAILED.
+    /// Starts the command-line connectors (already checked) and the connectors of the config store
+    /// (created over REST by an earlier run). A stored connector whose name a command-line file also
+    /// uses is not started (WARN); one whose configuration is no longer valid is FAILED.
     ///
     /// # Errors
     /// A command-line connector cannot make its task configurations (as before the herder existed, the
-    /// worker refuses to start; call [`StandaloneHerder::shutdown`] then).
-    pub async fn start(
-        &self,
-        command_line: Vec<Config>,
-        stored: BTreeMap<String, StoredConnector>,
-    ) -> Result<(), String> {
+    /// worker refuses to start; call [`StandaloneHerder::shutdown`] then), or the config store cannot
+    /// be read.
+    pub async fn start(&self, command_line: Vec<Config>) -> Result<(), String> {
+        let stored = self
+            .config_store
+            .snapshot()
+            .await
+            .map_err(|e| e.to_string())?
+            .connectors;
         let mut state = self.lock().await;
         for config in command_line {
             let Some(name) = config.get(crate::config::NAME).cloned() else {
@@ -150,21 +150,20 @@ impl StandaloneHerder {
                     connector = %name,
                     "connector {name:?} is defined both in a properties file on the command line and in {} \
                      (created over REST); the command-line file wins, the stored one is left as it is",
-                    self.file.path().display()
+                    self.config_store.describe()
                 );
                 continue;
             }
             tracing::info!(
                 connector = %name,
                 "connector {name:?} restored from {} ({:?})",
-                self.file.path().display(),
-                connector.state
+                self.config_store.describe(),
+                connector.target
             );
-            let mut entry = Entry::new(connector.config.clone(), connector.state, Origin::Rest);
+            let mut entry = Entry::new(connector.config.clone(), connector.target, Origin::Rest);
             self.launch(name, &mut entry);
             state.connectors.insert(name.clone(), entry);
         }
-        state.stored = stored;
         Ok(())
     }
 
@@ -384,39 +383,19 @@ impl StandaloneHerder {
         }
     }
 
-    /// Writes the connectors file with `name` set to `change` (`None`: removed), before the change
-    /// takes effect; on failure nothing changes.
-    async fn persist(
-        &self,
-        state: &mut State,
-        name: &str,
-        change: Option<StoredConnector>,
-    ) -> Result<(), HerderError> {
-        let mut stored = state.stored.clone();
-        match change {
-            Some(connector) => stored.insert(name.to_owned(), connector),
-            None => stored.remove(name),
-        };
-        if stored == state.stored {
-            return Ok(());
-        }
-        let file = self.file.clone();
-        let written = stored.clone();
-        tokio::task::spawn_blocking(move || file.save(&written))
+    /// Removes `name` from the config store, before the change takes effect; on failure nothing
+    /// changes.
+    async fn unpersist(&self, name: &str) -> Result<(), HerderError> {
+        self.config_store
+            .remove_connector_config(name)
             .await
-            .map_err(|e| {
-                HerderError::internal(format!("writing the connectors file panicked: {e}"))
-            })?
-            .map_err(HerderError::internal)?;
-        state.stored = stored;
-        Ok(())
+            .map_err(store_error)
     }
 
     /// Persists a REST connector's configuration and target state (command-line connectors are not
     /// written).
     async fn persist_entry(
         &self,
-        state: &mut State,
         name: &str,
         config: &Config,
         origin: Origin,
@@ -430,11 +409,10 @@ impl StandaloneHerder {
             );
             return Ok(());
         }
-        let stored = StoredConnector {
-            config: config.clone(),
-            state: target,
-        };
-        self.persist(state, name, Some(stored)).await
+        self.config_store
+            .put_connector_config(name, config, target)
+            .await
+            .map_err(store_error)
     }
 }
 
@@ -458,6 +436,11 @@ async fn off_thread<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| HerderError::internal(format!("checking the configuration failed: {e}")))?
+}
+
+/// A config store write failed: 500 with the store's message.
+fn store_error(e: ConfigStoreError) -> HerderError {
+    HerderError::internal(e.message.clone()).with_source(e)
 }
 
 fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
