@@ -19,4 +19,4 @@ mod worker;
 
 pub use state::{TargetState, TaskId};
 pub use status::{TaskState, TaskStatus};
-pub use worker::{ConnectorSpec, Worker, WorkerError, WorkerSettings};
+pub use worker::{ConnectorSpec, TaskSpec, Worker, WorkerError, WorkerSettings};

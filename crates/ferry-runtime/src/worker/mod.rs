@@ -17,9 +17,10 @@ use thread::{Helpers, TaskThread};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::config::ConverterSpec;
 use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
-use crate::state::TargetState;
+use crate::state::{TargetState, TaskId};
 use crate::status::StatusCell;
 pub use crate::status::{TaskState, TaskStatus};
 use health::StoreHealth;
@@ -63,6 +64,17 @@ pub struct ConnectorSpec {
     pub config: Config,
 }
 
+/// What the worker needs to run one task of a connector (besides its configuration).
+#[derive(Debug, Clone, Default)]
+pub struct TaskSpec {
+    /// `errors.tolerance=all`: a record the sink refuses is skipped instead of failing the task.
+    pub tolerate_delivery_errors: bool,
+    /// The connector's own `key.converter`, if it sets one (for sinks that convert).
+    pub key_converter: Option<ConverterSpec>,
+    /// The connector's own `value.converter`, if it sets one.
+    pub value_converter: Option<ConverterSpec>,
+}
+
 /// Why the worker refused a request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -81,6 +93,9 @@ pub enum WorkerError {
         /// The connector's error.
         reason: String,
     },
+    /// A task of that id already runs.
+    #[error("task {0} already runs")]
+    TaskExists(TaskId),
     /// The connector has no task of that number.
     #[error("connector {connector:?} has no task {task}")]
     TaskNotFound {
@@ -103,14 +118,41 @@ struct TaskHandle {
     _metrics: Option<TaskSeries>,
 }
 
-struct RunningConnector {
-    tasks: Vec<TaskHandle>,
-    /// Each task's configuration, in task order (kept to restart a task).
-    task_configs: Vec<Config>,
+/// One task the worker runs.
+struct RunningTask {
+    handle: TaskHandle,
+    /// Its configuration (kept to restart it).
+    config: Config,
+    /// What it was started with (kept to restart it).
     launch: Launch,
 }
 
-/// What every task of a connector starts with.
+/// What the worker runs: tasks by id, and the connectors started as a whole (whose tasks are
+/// started, paused and stopped together).
+#[derive(Default)]
+struct Running {
+    tasks: BTreeMap<TaskId, RunningTask>,
+    connectors: BTreeMap<String, Launch>,
+}
+
+impl Running {
+    fn ids(&self, connector: &str) -> Vec<TaskId> {
+        self.tasks
+            .range(TaskId::new(connector, 0)..=TaskId::new(connector, usize::MAX))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    fn take_connector(&mut self, connector: &str) -> Vec<TaskHandle> {
+        self.ids(connector)
+            .into_iter()
+            .filter_map(|id| self.tasks.remove(&id))
+            .map(|t| t.handle)
+            .collect()
+    }
+}
+
+/// What a task starts with.
 #[derive(Clone)]
 struct Launch {
     settings: TaskSettings,
@@ -125,7 +167,7 @@ pub struct Worker {
     store: Arc<dyn OffsetBackingStore>,
     sink: Arc<dyn RecordSink>,
     health: Arc<StoreHealth>,
-    connectors: Mutex<BTreeMap<String, RunningConnector>>,
+    running: Mutex<Running>,
 }
 
 impl Worker {
@@ -142,7 +184,7 @@ impl Worker {
             store,
             sink,
             health: Arc::new(StoreHealth::new()),
-            connectors: Mutex::new(BTreeMap::new()),
+            running: Mutex::new(Running::default()),
         }
     }
 
@@ -159,8 +201,113 @@ impl Worker {
         self.settings.metrics.clone()
     }
 
-    fn connectors(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunningConnector>> {
-        self.connectors.lock().unwrap_or_else(|p| p.into_inner())
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn launch(
+        &self,
+        tolerate_delivery_errors: bool,
+        sink: Arc<dyn RecordSink>,
+        paused: bool,
+    ) -> Launch {
+        Launch {
+            settings: TaskSettings {
+                flush_interval: self.settings.offset_flush_interval,
+                flush_timeout: self.settings.offset_flush_timeout,
+                tolerate_delivery_errors,
+            },
+            sink,
+            target: if paused {
+                TargetState::Paused
+            } else {
+                TargetState::Running
+            },
+        }
+    }
+
+    /// Starts one task of a connector with `config` (made by [`SourceConnector::task_configs`]), from
+    /// the connector's committed offsets, running or paused as `target` says (`Stopped` starts
+    /// nothing). Its records go to the worker's sink.
+    ///
+    /// # Errors
+    /// A task of that id already runs.
+    pub fn start_task(
+        &self,
+        id: TaskId,
+        spec: &TaskSpec,
+        config: Config,
+        connector: &dyn SourceConnector,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
+        if target == TargetState::Stopped {
+            return Ok(());
+        }
+        let mut running = self.running();
+        if running.tasks.contains_key(&id) {
+            return Err(WorkerError::TaskExists(id));
+        }
+        let launch = self.launch(
+            spec.tolerate_delivery_errors,
+            self.sink.clone(),
+            target == TargetState::Paused,
+        );
+        let handle = self.spawn_task(&id, config.clone(), connector, &launch);
+        running.tasks.insert(
+            id,
+            RunningTask {
+                handle,
+                config,
+                launch,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops one task: it waits for outstanding acknowledgements, commits and stops (cancelled
+    /// without a final commit after `task.shutdown.graceful.timeout.ms`). Returns its final status.
+    ///
+    /// # Errors
+    /// No such task.
+    pub async fn stop_task(&self, id: &TaskId) -> Result<TaskStatus, WorkerError> {
+        let task = self
+            .running()
+            .tasks
+            .remove(id)
+            .ok_or_else(|| WorkerError::TaskNotFound {
+                connector: id.connector.clone(),
+                task: id.task,
+            })?;
+        let status = task.handle.status.clone();
+        stop_task(task.handle, self.settings.task_shutdown_graceful_timeout).await;
+        Ok(status.get())
+    }
+
+    /// Tells one task to run or to pause (a paused task does not poll; deliveries and commits go
+    /// on). `Stopped` tells it to stop (final commit included) without waiting; [`Worker::stop_task`]
+    /// then waits for it and forgets it.
+    ///
+    /// # Errors
+    /// No such task.
+    pub fn set_target(&self, id: &TaskId, target: TargetState) -> Result<(), WorkerError> {
+        let mut running = self.running();
+        let task = running
+            .tasks
+            .get_mut(id)
+            .ok_or_else(|| WorkerError::TaskNotFound {
+                connector: id.connector.clone(),
+                task: id.task,
+            })?;
+        if target != TargetState::Stopped {
+            task.launch.target = target;
+        }
+        send_target(&task.handle, target);
+        Ok(())
+    }
+
+    /// The ids of a connector's running tasks, in task order.
+    pub fn tasks(&self, connector: &str) -> Vec<TaskId> {
+        self.running().ids(connector)
     }
 
     /// Starts a connector's tasks. Each task starts from the connector's committed offsets.
@@ -187,7 +334,7 @@ impl Worker {
         connector: &dyn SourceConnector,
         sink: Arc<dyn RecordSink>,
     ) -> Result<(), WorkerError> {
-        if self.connectors().contains_key(&spec.name) {
+        if self.running().connectors.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         let task_configs = connector
@@ -214,50 +361,35 @@ impl Worker {
         paused: bool,
     ) -> Result<(), WorkerError> {
         // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
-        let mut connectors = self.connectors();
-        if connectors.contains_key(&spec.name) {
+        let mut running = self.running();
+        if running.connectors.contains_key(&spec.name) || !running.ids(&spec.name).is_empty() {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let settings = TaskSettings {
-            flush_interval: self.settings.offset_flush_interval,
-            flush_timeout: self.settings.offset_flush_timeout,
-            tolerate_delivery_errors: spec.tolerate_delivery_errors,
-        };
-        let launch = Launch {
-            settings,
-            sink,
-            target: if paused {
-                TargetState::Paused
-            } else {
-                TargetState::Running
-            },
-        };
-        let tasks = task_configs
-            .iter()
-            .enumerate()
-            .map(|(i, config)| self.spawn_task(&spec.name, i, config.clone(), connector, &launch))
-            .collect();
-        connectors.insert(
-            spec.name,
-            RunningConnector {
-                tasks,
-                task_configs,
-                launch,
-            },
-        );
+        let launch = self.launch(spec.tolerate_delivery_errors, sink, paused);
+        for (i, config) in task_configs.into_iter().enumerate() {
+            let id = TaskId::new(spec.name.as_str(), i);
+            let handle = self.spawn_task(&id, config.clone(), connector, &launch);
+            let task = RunningTask {
+                handle,
+                config,
+                launch: launch.clone(),
+            };
+            running.tasks.insert(id, task);
+        }
+        running.connectors.insert(spec.name, launch);
         Ok(())
     }
 
     fn spawn_task(
         &self,
-        connector_name: &str,
-        index: usize,
+        id: &TaskId,
         config: Config,
         connector: &dyn SourceConnector,
         launch: &Launch,
     ) -> TaskHandle {
-        let name = format!("{connector_name}-{index}");
+        let (connector_name, index) = (id.connector.as_str(), id.task);
+        let name = id.to_string();
         let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
         let looked_up = Arc::default();
         let reader = Arc::new(context::TaskReader::new(
@@ -319,19 +451,30 @@ impl Worker {
         }
     }
 
-    /// The status of each task of a connector, in task order.
+    /// The status of each task of a connector, in task order; `None` for a connector the worker
+    /// does not know (neither started as a whole nor with a running task).
     pub fn task_statuses(&self, name: &str) -> Option<Vec<(String, TaskStatus)>> {
-        self.connectors().get(name).map(|c| {
-            c.tasks
-                .iter()
-                .map(|t| (t.name.clone(), t.status.get()))
-                .collect()
-        })
+        let running = self.running();
+        let ids = running.ids(name);
+        if ids.is_empty() && !running.connectors.contains_key(name) {
+            return None;
+        }
+        Some(
+            ids.iter()
+                .filter_map(|id| running.tasks.get(id))
+                .map(|t| (t.handle.name.clone(), t.handle.status.get()))
+                .collect(),
+        )
     }
 
     /// The names of running connectors.
     pub fn connector_names(&self) -> Vec<String> {
-        self.connectors().keys().cloned().collect()
+        let running = self.running();
+        let mut names: Vec<String> = running.connectors.keys().cloned().collect();
+        names.extend(running.tasks.keys().map(|id| id.connector.clone()));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Pauses (`true`) or resumes (`false`) a connector's tasks: a paused task does not poll, but its
@@ -340,24 +483,23 @@ impl Worker {
     /// # Errors
     /// Unknown connector.
     pub fn set_paused(&self, name: &str, paused: bool) -> Result<(), WorkerError> {
-        let mut connectors = self.connectors();
-        let connector = connectors
-            .get_mut(name)
-            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
         let target = if paused {
             TargetState::Paused
         } else {
             TargetState::Running
         };
-        connector.launch.target = target;
-        for task in &connector.tasks {
-            task.control.send_if_modified(|t| {
-                let change = *t != TargetState::Stopped && *t != target;
-                if change {
-                    *t = target;
-                }
-                change
-            });
+        let mut running = self.running();
+        let ids = running.ids(name);
+        match running.connectors.get_mut(name) {
+            Some(launch) => launch.target = target,
+            None if ids.is_empty() => return Err(WorkerError::NotFound(name.to_owned())),
+            None => {}
+        }
+        for id in ids {
+            if let Some(task) = running.tasks.get_mut(&id) {
+                task.launch.target = target;
+                send_target(&task.handle, target);
+            }
         }
         Ok(())
     }
@@ -372,20 +514,20 @@ impl Worker {
         &self,
         name: &str,
     ) -> Result<Vec<(String, TaskStatus)>, WorkerError> {
-        let connector = self
-            .connectors()
-            .remove(name)
-            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-        let statuses: Vec<(String, StatusCell)> = connector
-            .tasks
+        let tasks = {
+            let mut running = self.running();
+            let known = running.connectors.remove(name).is_some();
+            let tasks = running.take_connector(name);
+            if !known && tasks.is_empty() {
+                return Err(WorkerError::NotFound(name.to_owned()));
+            }
+            tasks
+        };
+        let statuses: Vec<(String, StatusCell)> = tasks
             .iter()
             .map(|t| (t.name.clone(), t.status.clone()))
             .collect();
-        stop_tasks(
-            connector.tasks,
-            self.settings.task_shutdown_graceful_timeout,
-        )
-        .await;
+        stop_tasks(tasks, self.settings.task_shutdown_graceful_timeout).await;
         Ok(statuses
             .into_iter()
             .map(|(name, status)| (name, status.get()))
@@ -404,42 +546,37 @@ impl Worker {
         index: usize,
         connector: &dyn SourceConnector,
     ) -> Result<(), WorkerError> {
+        let id = TaskId::new(name, index);
         let (old, config, launch) = {
-            let mut connectors = self.connectors();
-            let running = connectors
-                .get_mut(name)
-                .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-            let (Some(slot), Some(config)) = (
-                running.tasks.get_mut(index),
-                running.task_configs.get(index),
-            ) else {
-                return Err(WorkerError::TaskNotFound {
-                    connector: name.to_owned(),
-                    task: index,
-                });
+            let mut running = self.running();
+            let known = running.connectors.contains_key(name);
+            let Some(slot) = running.tasks.get_mut(&id) else {
+                if known {
+                    return Err(WorkerError::TaskNotFound {
+                        connector: name.to_owned(),
+                        task: index,
+                    });
+                }
+                return Err(WorkerError::NotFound(name.to_owned()));
             };
             // Until the new instance runs, the slot reports UNASSIGNED.
             let placeholder = TaskHandle {
-                name: slot.name.clone(),
+                name: slot.handle.name.clone(),
                 control: watch::channel(TargetState::Stopped).0,
                 join: None,
                 status: StatusCell::new(),
                 store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
                 _metrics: None,
             };
-            let old = std::mem::replace(slot, placeholder);
-            (old, config.clone(), running.launch.clone())
+            let old = std::mem::replace(&mut slot.handle, placeholder);
+            (old, slot.config.clone(), slot.launch.clone())
         };
         tracing::info!(task = %old.name, "restarting task");
         stop_task(old, self.settings.task_shutdown_graceful_timeout).await;
-        let new = self.spawn_task(name, index, config, connector, &launch);
-        let orphan = match self
-            .connectors()
-            .get_mut(name)
-            .and_then(|running| running.tasks.get_mut(index))
-        {
+        let new = self.spawn_task(&id, config, connector, &launch);
+        let orphan = match self.running().tasks.get_mut(&id) {
             Some(slot) => {
-                *slot = new;
+                slot.handle = new;
                 None
             }
             // Stopped meanwhile: the new instance must not outlive its connector.
@@ -451,17 +588,26 @@ impl Worker {
         Ok(())
     }
 
-    /// Stops every connector, all tasks in parallel.
+    /// Stops every task, all in parallel.
     pub async fn shutdown(&self) {
-        let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors())
-            .into_values()
-            .collect();
+        let all = std::mem::take(&mut *self.running());
         stop_tasks(
-            all.into_iter().flat_map(|c| c.tasks),
+            all.tasks.into_values().map(|t| t.handle),
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
     }
+}
+
+/// Tells a task to run or pause; a task told to stop stays stopping.
+fn send_target(task: &TaskHandle, target: TargetState) {
+    task.control.send_if_modified(|t| {
+        let change = *t != TargetState::Stopped && *t != target;
+        if change {
+            *t = target;
+        }
+        change
+    });
 }
 
 /// Stops tasks in parallel: each one's graceful timeout runs from the same moment, and a slow task never
