@@ -1,0 +1,81 @@
+//! Tasks started, paused and stopped one at a time by id (what distributed mode's assign and revoke
+//! use): stopping one task commits its offsets and leaves the others running.
+
+use ferry_api::Config;
+use ferry_runtime::{TargetState, TaskId, TaskSpec, TaskState, WorkerError};
+
+use crate::support::{Harness, Probe, TestConnector, bounded, eventually, record, settings};
+
+/// One hour: no periodic commit happens during the test, only the final one at stop.
+const HOUR: u64 = 3_600_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_start_pause_and_stop_one_at_a_time() {
+    let h = Harness::new(settings(HOUR, 30_000, 30_000));
+    let (p0, p1) = (Probe::new(), Probe::new());
+    let connector = TestConnector::with_tasks(vec![p0.clone(), p1.clone()]);
+    let spec = TaskSpec::default();
+    let (t0, t1) = (TaskId::new("c", 0), TaskId::new("c", 1));
+    h.worker
+        .start_task(
+            t0.clone(),
+            &spec,
+            Config::new(),
+            &connector,
+            TargetState::Running,
+        )
+        .expect("task 0 starts");
+    h.worker
+        .start_task(
+            t1.clone(),
+            &spec,
+            Config::new(),
+            &connector,
+            TargetState::Paused,
+        )
+        .expect("task 1 starts");
+    let again = h
+        .worker
+        .start_task(
+            t0.clone(),
+            &spec,
+            Config::new(),
+            &connector,
+            TargetState::Running,
+        )
+        .expect_err("task 0 already runs");
+    assert!(
+        matches!(again, WorkerError::TaskExists(ref id) if *id == t0),
+        "{again}"
+    );
+    assert_eq!(h.worker.tasks("c"), [t0.clone(), t1.clone()]);
+
+    p0.push(vec![record("a", 1)]);
+    p1.push(vec![record("b", 1)]);
+    eventually("a:1 delivered", || p0.has_commit_record("a:1")).await;
+    let state_of = |task: usize| h.worker.task_statuses("c").expect("known")[task].1.state;
+    eventually("task 1 paused", || state_of(1) == TaskState::Paused).await;
+    assert!(!p1.has_commit_record("b:1"), "a paused task is not polled");
+
+    h.worker
+        .set_target(&t1, TargetState::Running)
+        .expect("task 1 exists");
+    eventually("b:1 delivered after resume", || p1.has_commit_record("b:1")).await;
+
+    let last = bounded("stop_task(c-0)", h.worker.stop_task(&t0))
+        .await
+        .expect("task 0 exists");
+    assert_eq!(last.state, TaskState::Stopped);
+    assert_eq!(h.committed("c", "a").await, Some(1), "its final commit");
+    assert_eq!(h.committed("c", "b").await, None, "task 1 did not commit");
+    assert_eq!(h.worker.tasks("c"), [t1.clone()]);
+    assert!(matches!(
+        h.worker.stop_task(&t0).await,
+        Err(WorkerError::TaskNotFound { task: 0, .. })
+    ));
+
+    p1.push(vec![record("b", 2)]);
+    eventually("task 1 still runs", || p1.has_commit_record("b:2")).await;
+    bounded("shutdown", h.worker.shutdown()).await;
+    assert_eq!(h.committed("c", "b").await, Some(2));
+}
