@@ -16,7 +16,7 @@ use ferry_runtime::config::{
 use ferry_runtime::herder::{Plugin, SinkFactory, StandaloneHerder};
 use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
-use ferry_runtime::stores::FileConfigStore;
+use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};
 
 /// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
@@ -198,7 +198,13 @@ pub(crate) async fn run(
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must
     // stop the worker cleanly, never kill the process by the default action.
     let signals = StopSignals::listen()?;
-    let worker = Worker::new(settings, store.clone(), sink.clone());
+    let worker = Worker::with_status(
+        settings,
+        store.clone(),
+        sink.clone(),
+        Arc::new(MemoryStatusStore::new()),
+        rest.worker_id(),
+    );
     let sink_for: SinkFactory = {
         let (config, sink) = (config.clone(), sink.clone());
         Arc::new(move |connector: &ConnectorConfig| {

@@ -21,8 +21,9 @@ use crate::config::ConverterSpec;
 use crate::metrics::{MeteredStore, Metrics, TaskSeries};
 use crate::sink::RecordSink;
 use crate::state::{TargetState, TaskId};
-use crate::status::StatusCell;
+use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
+use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
 
@@ -167,6 +168,9 @@ pub struct Worker {
     store: Arc<dyn OffsetBackingStore>,
     sink: Arc<dyn RecordSink>,
     health: Arc<StoreHealth>,
+    /// Where every task status is also written (generation 0: standalone has no rebalances).
+    statuses: Arc<dyn StatusBackingStore>,
+    worker_id: String,
     running: Mutex<Running>,
 }
 
@@ -178,14 +182,50 @@ impl Worker {
         store: Arc<dyn OffsetBackingStore>,
         sink: Arc<dyn RecordSink>,
     ) -> Self {
+        Self::with_status(
+            settings,
+            store,
+            sink,
+            Arc::new(MemoryStatusStore::new()),
+            "",
+        )
+    }
+
+    /// A worker like [`Worker::new`] that also writes every task status to `statuses`, as
+    /// `worker_id` (Kafka Connect's `host:port`).
+    pub fn with_status(
+        settings: WorkerSettings,
+        store: Arc<dyn OffsetBackingStore>,
+        sink: Arc<dyn RecordSink>,
+        statuses: Arc<dyn StatusBackingStore>,
+        worker_id: impl Into<String>,
+    ) -> Self {
         let store = Arc::new(MeteredStore::new(store, &settings.metrics));
         Self {
             settings,
             store,
             sink,
             health: Arc::new(StoreHealth::new()),
+            statuses,
+            worker_id: worker_id.into(),
             running: Mutex::new(Running::default()),
         }
+    }
+
+    /// The status store the worker writes task statuses to.
+    pub fn status_store(&self) -> Arc<dyn StatusBackingStore> {
+        self.statuses.clone()
+    }
+
+    /// A status cell for task `id` whose every change is written to the status store.
+    fn status_cell(&self, id: &TaskId) -> StatusCell {
+        let (statuses, worker_id, id) = (self.statuses.clone(), self.worker_id.clone(), id.clone());
+        let listener: StatusListener = Arc::new(move |status: &TaskStatus| {
+            let mut entry = StatusEntry::new(state_of(status.state), worker_id.as_str(), 0);
+            entry.trace = status.trace.clone();
+            statuses.put_task_safe(&id, entry);
+        });
+        StatusCell::watched(listener)
     }
 
     /// Why the offset store can no longer commit, once a commit failed with a non-retriable store
@@ -398,7 +438,7 @@ impl Worker {
             Arc::clone(&looked_up),
         ));
         let (control, control_rx) = watch::channel(launch.target);
-        let status = StatusCell::new();
+        let status = self.status_cell(id);
         let acks = AckTracker::new();
         let metrics = self.settings.metrics.register_task(
             connector_name,
@@ -564,7 +604,7 @@ impl Worker {
                 name: slot.handle.name.clone(),
                 control: watch::channel(TargetState::Stopped).0,
                 join: None,
-                status: StatusCell::new(),
+                status: self.status_cell(&id),
                 store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
                 _metrics: None,
             };
@@ -596,6 +636,17 @@ impl Worker {
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
+    }
+}
+
+/// The status store's name for a task state.
+fn state_of(state: TaskState) -> State {
+    match state {
+        TaskState::Unassigned => State::Unassigned,
+        TaskState::Running => State::Running,
+        TaskState::Paused => State::Paused,
+        TaskState::Failed => State::Failed,
+        TaskState::Stopped => State::Stopped,
     }
 }
 

@@ -1,10 +1,16 @@
 //! Tasks started, paused and stopped one at a time by id (what distributed mode's assign and revoke
-//! use): stopping one task commits its offsets and leaves the others running.
+//! use): stopping one task commits its offsets and leaves the others running; every status a task
+//! takes is also written to the status store.
+
+use std::sync::Arc;
 
 use ferry_api::Config;
-use ferry_runtime::{TargetState, TaskId, TaskSpec, TaskState, WorkerError};
+use ferry_runtime::stores::{MemoryStatusStore, State, StatusBackingStore};
+use ferry_runtime::{TargetState, TaskId, TaskSpec, TaskState, Worker, WorkerError};
 
-use crate::support::{Harness, Probe, TestConnector, bounded, eventually, record, settings};
+use crate::support::{
+    Harness, Probe, TestConnector, TestSink, TestStore, bounded, eventually, record, settings,
+};
 
 /// One hour: no periodic commit happens during the test, only the final one at stop.
 const HOUR: u64 = 3_600_000;
@@ -78,4 +84,42 @@ async fn tasks_start_pause_and_stop_one_at_a_time() {
     eventually("task 1 still runs", || p1.has_commit_record("b:2")).await;
     bounded("shutdown", h.worker.shutdown()).await;
     assert_eq!(h.committed("c", "b").await, Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_task_status_is_written_to_the_status_store() {
+    let statuses = Arc::new(MemoryStatusStore::new());
+    let worker = Worker::with_status(
+        settings(HOUR, 30_000, 30_000),
+        TestStore::new(),
+        TestSink::new(),
+        statuses.clone(),
+        "127.0.0.1:8083",
+    );
+    let probe = Probe::new();
+    let connector = TestConnector::new(&probe);
+    let id = TaskId::new("s", 0);
+    worker
+        .start_task(
+            id.clone(),
+            &TaskSpec::default(),
+            Config::new(),
+            &connector,
+            TargetState::Running,
+        )
+        .expect("starts");
+    let state = || statuses.task(&id).map(|e| e.state);
+    eventually("RUNNING in the store", || state() == Some(State::Running)).await;
+    let entry = statuses.task(&id).expect("written");
+    assert_eq!(
+        (entry.worker_id.as_str(), entry.generation),
+        ("127.0.0.1:8083", 0)
+    );
+
+    worker.set_target(&id, TargetState::Paused).expect("exists");
+    eventually("PAUSED in the store", || state() == Some(State::Paused)).await;
+    bounded("stop_task", worker.stop_task(&id))
+        .await
+        .expect("exists");
+    assert_eq!(state(), Some(State::Stopped));
 }
