@@ -24,6 +24,7 @@ use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
 use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
+use ferry_plugin::sink::{SharedSink, SinkProvider, TaskSinkContext};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
 
@@ -157,7 +158,11 @@ impl Running {
 #[derive(Clone)]
 struct Launch {
     settings: TaskSettings,
-    sink: Arc<dyn RecordSink>,
+    /// Opens the task's sink at every (re)start.
+    sinks: Arc<dyn SinkProvider>,
+    /// The connector's own converters, given to the sink provider.
+    key_converter: Option<ConverterSpec>,
+    value_converter: Option<ConverterSpec>,
     /// What a (re)started task is told to do: run or stay paused.
     target: TargetState,
 }
@@ -166,7 +171,8 @@ struct Launch {
 pub struct Worker {
     settings: WorkerSettings,
     store: Arc<dyn OffsetBackingStore>,
-    sink: Arc<dyn RecordSink>,
+    /// Gives tasks started by id their sinks.
+    sinks: Arc<dyn SinkProvider>,
     health: Arc<StoreHealth>,
     /// Where every task status is also written (generation 0: standalone has no rebalances).
     statuses: Arc<dyn StatusBackingStore>,
@@ -200,11 +206,29 @@ impl Worker {
         statuses: Arc<dyn StatusBackingStore>,
         worker_id: impl Into<String>,
     ) -> Self {
+        Self::with_sinks(
+            settings,
+            store,
+            Arc::new(SharedSink(sink)),
+            statuses,
+            worker_id,
+        )
+    }
+
+    /// A worker whose tasks get their sinks from `sinks`, one [`SinkProvider::open`] per task
+    /// (re)start, writing task statuses to `statuses` as `worker_id`.
+    pub fn with_sinks(
+        settings: WorkerSettings,
+        store: Arc<dyn OffsetBackingStore>,
+        sinks: Arc<dyn SinkProvider>,
+        statuses: Arc<dyn StatusBackingStore>,
+        worker_id: impl Into<String>,
+    ) -> Self {
         let store = Arc::new(MeteredStore::new(store, &settings.metrics));
         Self {
             settings,
             store,
-            sink,
+            sinks,
             health: Arc::new(StoreHealth::new()),
             statuses,
             worker_id: worker_id.into(),
@@ -248,7 +272,8 @@ impl Worker {
     fn launch(
         &self,
         tolerate_delivery_errors: bool,
-        sink: Arc<dyn RecordSink>,
+        sinks: Arc<dyn SinkProvider>,
+        (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
         paused: bool,
     ) -> Launch {
         Launch {
@@ -257,7 +282,9 @@ impl Worker {
                 flush_timeout: self.settings.offset_flush_timeout,
                 tolerate_delivery_errors,
             },
-            sink,
+            sinks,
+            key_converter,
+            value_converter,
             target: if paused {
                 TargetState::Paused
             } else {
@@ -268,7 +295,8 @@ impl Worker {
 
     /// Starts one task of a connector with `config` (made by [`SourceConnector::task_configs`]), from
     /// the connector's committed offsets, running or paused as `target` says (`Stopped` starts
-    /// nothing). Its records go to the worker's sink.
+    /// nothing). Its sink comes from the worker's [`SinkProvider`], told the connector's own
+    /// converters from `spec`.
     ///
     /// # Errors
     /// A task of that id already runs.
@@ -289,7 +317,8 @@ impl Worker {
         }
         let launch = self.launch(
             spec.tolerate_delivery_errors,
-            self.sink.clone(),
+            self.sinks.clone(),
+            (spec.key_converter, spec.value_converter),
             target == TargetState::Paused,
         );
         let handle = self.spawn_task(&id, config.clone(), connector, &launch);
@@ -359,8 +388,8 @@ impl Worker {
         spec: ConnectorSpec,
         connector: &dyn SourceConnector,
     ) -> Result<(), WorkerError> {
-        let sink = self.sink.clone();
-        self.start_connector_with_sink(spec, connector, sink)
+        let sinks = self.sinks.clone();
+        self.start_connector_with(spec, connector, sinks)
     }
 
     /// Starts a connector's tasks like [`Worker::start_connector`], sending its records to `sink`
@@ -374,6 +403,15 @@ impl Worker {
         connector: &dyn SourceConnector,
         sink: Arc<dyn RecordSink>,
     ) -> Result<(), WorkerError> {
+        self.start_connector_with(spec, connector, Arc::new(SharedSink(sink)))
+    }
+
+    fn start_connector_with(
+        &self,
+        spec: ConnectorSpec,
+        connector: &dyn SourceConnector,
+        sinks: Arc<dyn SinkProvider>,
+    ) -> Result<(), WorkerError> {
         if self.running().connectors.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
@@ -383,7 +421,7 @@ impl Worker {
                 name: spec.name.clone(),
                 reason: e.to_string(),
             })?;
-        self.start_connector_tasks(spec, task_configs, connector, sink, false)
+        self.start_tasks(spec, task_configs, connector, sinks, false)
     }
 
     /// Starts a connector's tasks with task configurations made beforehand (by
@@ -400,13 +438,25 @@ impl Worker {
         sink: Arc<dyn RecordSink>,
         paused: bool,
     ) -> Result<(), WorkerError> {
+        let sinks = Arc::new(SharedSink(sink));
+        self.start_tasks(spec, task_configs, connector, sinks, paused)
+    }
+
+    fn start_tasks(
+        &self,
+        spec: ConnectorSpec,
+        task_configs: Vec<Config>,
+        connector: &dyn SourceConnector,
+        sinks: Arc<dyn SinkProvider>,
+        paused: bool,
+    ) -> Result<(), WorkerError> {
         // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
         let mut running = self.running();
         if running.connectors.contains_key(&spec.name) || !running.ids(&spec.name).is_empty() {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let launch = self.launch(spec.tolerate_delivery_errors, sink, paused);
+        let launch = self.launch(spec.tolerate_delivery_errors, sinks, (None, None), paused);
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);
@@ -447,21 +497,47 @@ impl Worker {
             status.clone(),
         );
         let helpers = Arc::new(Helpers::default());
-        let runner = TaskRunner {
-            name: name.clone(),
-            task: connector.create_task(),
-            context: Arc::new(context::TaskContext { config, reader }),
-            store_reader: store_reader.clone(),
-            watch: context::PartitionWatch::new(name.clone(), looked_up),
-            sink: launch.sink.clone(),
-            acks,
-            metrics: metrics.task().clone(),
-            writer: Arc::new(OffsetWriter::new(connector_name, self.store.clone())),
-            status: status.clone(),
-            control: control_rx,
-            settings: launch.settings.clone(),
-            health: self.health.clone(),
-            helpers: helpers.clone(),
+        let runner = {
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            let task = connector.create_task();
+            let writer = Arc::new(OffsetWriter::new(connector_name, self.store.clone()));
+            let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
+            let (health, helpers) = (self.health.clone(), helpers.clone());
+            move |sink: Arc<dyn RecordSink>| TaskRunner {
+                watch: context::PartitionWatch::new(name.clone(), looked_up),
+                name,
+                task,
+                context: Arc::new(context::TaskContext { config, reader }),
+                store_reader,
+                sink,
+                acks,
+                metrics,
+                writer,
+                status,
+                control: control_rx,
+                settings,
+                health,
+                helpers,
+            }
+        };
+        // The sink is opened on the task's own thread, at every (re)start: a provider may give each
+        // task its own (a transactional producer per task); a failure fails only this task.
+        let run = {
+            let (sinks, id) = (launch.sinks.clone(), id.clone());
+            let (key, value) = (launch.key_converter, launch.value_converter);
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            async move {
+                let context = TaskSinkContext::new(&id.connector, id.task, key, value);
+                match sinks.open(&context).await {
+                    Ok(sink) => runner(sink).run().await,
+                    Err(e) => {
+                        let reason = format!("cannot open the sink {sinks}: {e}");
+                        tracing::error!(task = %name, "task failed: {reason}");
+                        status.fail(reason);
+                        store_reader.close();
+                    }
+                }
+            }
         };
         let panicked = {
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
@@ -472,7 +548,7 @@ impl Worker {
                 store_reader.close();
             }
         };
-        let join = match TaskThread::spawn(&name, helpers, runner.run(), panicked) {
+        let join = match TaskThread::spawn(&name, helpers, run, panicked) {
             Ok(thread) => Some(thread),
             Err(e) => {
                 let reason = format!("cannot start a thread for the task: {e}");

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use ferry_api::Config;
+use ferry_plugin::sink::{SinkProvider, TaskSinkContext};
+use ferry_runtime::sink::{RecordSink, SinkError};
 use ferry_runtime::stores::{MemoryStatusStore, State, StatusBackingStore};
 use ferry_runtime::{TargetState, TaskId, TaskSpec, TaskState, Worker, WorkerError};
 
@@ -122,4 +124,67 @@ async fn every_task_status_is_written_to_the_status_store() {
         .await
         .expect("exists");
     assert_eq!(state(), Some(State::Stopped));
+}
+
+/// A provider that gives the first task a sink and refuses the second.
+struct FirstOnly(Arc<TestSink>);
+
+impl std::fmt::Display for FirstOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("first-only")
+    }
+}
+
+#[async_trait::async_trait]
+impl SinkProvider for FirstOnly {
+    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+        if task.task == 0 {
+            return Ok(self.0.clone());
+        }
+        Err(SinkError {
+            sink: "first-only".into(),
+            message: format!("no sink for task {}", task.task),
+            retriable: false,
+        })
+    }
+
+    async fn flush(&self, _: std::time::Duration) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_task_opens_its_sink_and_a_refused_sink_fails_only_that_task() {
+    let sink = TestSink::new();
+    let worker = Worker::with_sinks(
+        settings(HOUR, 30_000, 30_000),
+        TestStore::new(),
+        Arc::new(FirstOnly(sink.clone())),
+        Arc::new(MemoryStatusStore::new()),
+        "w",
+    );
+    let (p0, p1) = (Probe::new(), Probe::new());
+    let connector = TestConnector::with_tasks(vec![p0.clone(), p1.clone()]);
+    for task in 0..2 {
+        worker
+            .start_task(
+                TaskId::new("o", task),
+                &TaskSpec::default(),
+                Config::new(),
+                &connector,
+                TargetState::Running,
+            )
+            .expect("starts");
+    }
+    let status = |task: usize| worker.task_statuses("o").expect("known")[task].1.clone();
+    eventually("task 1 failed", || status(1).state == TaskState::Failed).await;
+    let trace = status(1).trace.expect("a reason");
+    assert!(
+        trace.contains("cannot open the sink first-only") && trace.contains("no sink for task 1"),
+        "{trace}"
+    );
+    p0.push(vec![record("a", 1)]);
+    eventually("task 0 delivers", || p0.has_commit_record("a:1")).await;
+    assert_eq!(status(0).state, TaskState::Running);
+    bounded("shutdown", worker.shutdown()).await;
 }
