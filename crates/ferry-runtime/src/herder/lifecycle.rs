@@ -234,12 +234,15 @@ impl StandaloneHerder {
             TargetState::Stopped => {
                 self.halt(name, entry).await;
                 entry.failure = None;
+                self.publish(name, entry);
             }
             TargetState::Paused | TargetState::Running => {
                 let paused = target == TargetState::Paused;
                 if self.worker.set_paused(name, paused).is_err() {
                     // No tasks (stopped or failed): start them in the new state.
                     self.launch(name, entry);
+                } else {
+                    self.publish(name, entry);
                 }
             }
         }
@@ -260,6 +263,7 @@ impl StandaloneHerder {
         if let Some(mut entry) = state.connectors.remove(name) {
             self.halt(name, &mut entry).await;
         }
+        self.worker.status_store().remove_connector(name);
         tracing::info!(connector = %name, "connector {name:?} deleted (its offsets are kept)");
         Ok(())
     }

@@ -30,7 +30,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
 use crate::sink::RecordSink;
-use crate::stores::{ConfigBackingStore, ConfigStoreError};
+use crate::stores::{ConfigBackingStore, ConfigStoreError, State as Status, StatusEntry};
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::Herder;
 use entities::{
@@ -319,7 +319,27 @@ impl StandaloneHerder {
 
     /// Makes the connector's task configurations and starts its tasks (paused if its target is
     /// PAUSED); nothing when STOPPED. A connector that cannot make task configurations is FAILED.
+    /// The connector's status is written to the status store.
     fn launch(&self, name: &str, entry: &mut Entry) {
+        self.start_tasks(name, entry);
+        self.publish(name, entry);
+    }
+
+    /// Writes the connector's status to the status store (REST still answers from the herder's own
+    /// state, which also knows a failed offset store).
+    fn publish(&self, name: &str, entry: &Entry) {
+        let state = match (&entry.failure, entry.target) {
+            (Some(_), _) => Status::Failed,
+            (None, TargetState::Running) => Status::Running,
+            (None, TargetState::Paused) => Status::Paused,
+            (None, TargetState::Stopped) => Status::Stopped,
+        };
+        let mut status = StatusEntry::new(state, self.worker_id.as_str(), 0);
+        status.trace = entry.failure.clone();
+        self.worker.status_store().put_connector(name, status);
+    }
+
+    fn start_tasks(&self, name: &str, entry: &mut Entry) {
         entry.task_configs.clear();
         entry.failure = None;
         if entry.target == TargetState::Stopped {
