@@ -102,3 +102,31 @@ impl Error for HerderError {
         self.source.as_deref().map(|e| e as &(dyn Error + 'static))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_kafka_connects_status_codes_and_the_cause_is_kept() {
+        let codes: Vec<u16> = [
+            HerderError::not_found("x"),
+            HerderError::already_exists("x"),
+            HerderError::bad_request("x"),
+            HerderError::conflict("x"),
+            HerderError::unavailable("x"),
+            HerderError::internal("x"),
+        ]
+        .iter()
+        .map(HerderError::status)
+        .collect();
+        assert_eq!(codes, [404, 409, 400, 409, 503, 500]);
+
+        let cause = std::io::Error::other("disk full");
+        let error = HerderError::internal("Failed to modify offsets: disk full").with_source(cause);
+        assert_eq!(error.to_string(), "Failed to modify offsets: disk full");
+        assert_eq!(error.kind, HerderErrorKind::Internal);
+        let source = error.source().expect("kept");
+        assert_eq!(source.to_string(), "disk full");
+    }
+}

@@ -39,6 +39,7 @@ impl StandaloneHerder {
             HerderError::internal(format!(
                 "Failed to read the offsets of connector {name}: {e}"
             ))
+            .with_source(e)
         })?;
         let mut offsets = Vec::with_capacity(stored.len());
         for (key, value) in stored {
@@ -105,6 +106,7 @@ impl StandaloneHerder {
             HerderError::internal(format!(
                 "Failed to read the offsets of connector {name}: {e}"
             ))
+            .with_source(e)
         })?;
         // The connector sees the partitions it can be shown; every stored key gets its tombstone.
         let resets: Vec<(SourcePartition, Option<SourceOffset>)> = stored
@@ -159,6 +161,7 @@ impl StandaloneHerder {
             HerderError::internal(format!(
                 "Failed to modify offsets for source connector {name}: {e}"
             ))
+            .with_source(e)
         })
     }
 }
