@@ -129,7 +129,6 @@ fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<StandaloneHerder
         worker,
         store,
         vec![plugin],
-        Arc::new(move |_| sink.clone()),
         "test:0",
         Arc::new(FileConfigStore::open(dir.path().join("connectors.json")).expect("open")),
     ))

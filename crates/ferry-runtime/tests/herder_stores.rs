@@ -82,7 +82,6 @@ async fn rest_connectors_go_to_the_config_store_and_their_status_to_the_status_s
         vec![Plugin::new(["Idle"], || {
             Box::new(Idle) as Box<dyn SourceConnector>
         })],
-        Arc::new(move |_| sink.clone()),
         "127.0.0.1:8083",
         configs.clone(),
     ));

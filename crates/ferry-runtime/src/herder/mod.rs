@@ -29,7 +29,6 @@ use ferry_offsets::OffsetBackingStore;
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
-use crate::sink::RecordSink;
 use crate::stores::{ConfigBackingStore, ConfigStoreError, State as Status, StatusEntry};
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::Herder;
@@ -43,10 +42,6 @@ pub use validate::Plugin;
 use validate::Plugins;
 
 pub use crate::state::TargetState;
-
-/// Makes the sink of one connector (the worker's, or a Kafka producer with the connector's own
-/// converters).
-pub type SinkFactory = Arc<dyn Fn(&ConnectorConfig) -> Arc<dyn RecordSink> + Send + Sync>;
 
 /// Where a connector's configuration came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +72,6 @@ pub struct StandaloneHerder {
     worker: Worker,
     store: Arc<dyn OffsetBackingStore>,
     plugins: Plugins,
-    sink_for: SinkFactory,
     worker_id: String,
     config_store: Arc<dyn ConfigBackingStore>,
     state: Mutex<State>,
@@ -90,7 +84,6 @@ impl StandaloneHerder {
         worker: Worker,
         store: Arc<dyn OffsetBackingStore>,
         plugins: Vec<Plugin>,
-        sink_for: SinkFactory,
         worker_id: impl Into<String>,
         config_store: Arc<dyn ConfigBackingStore>,
     ) -> Self {
@@ -98,7 +91,6 @@ impl StandaloneHerder {
             worker,
             store,
             plugins: Plugins::new(plugins),
-            sink_for,
             worker_id: worker_id.into(),
             config_store,
             state: Mutex::new(State {
@@ -354,13 +346,13 @@ impl StandaloneHerder {
                     tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
                     config: config.props.clone(),
                 };
-                let sink = (self.sink_for)(&config);
+                let converters = (config.key_converter, config.value_converter);
                 let paused = entry.target == TargetState::Paused;
-                match self.worker.start_connector_tasks(
+                match self.worker.start_provided_tasks(
                     spec,
                     task_configs.clone(),
                     connector.as_ref(),
-                    sink,
+                    converters,
                     paused,
                 ) {
                     Ok(()) => entry.task_configs = task_configs,

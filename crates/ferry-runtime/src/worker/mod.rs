@@ -421,7 +421,7 @@ impl Worker {
                 name: spec.name.clone(),
                 reason: e.to_string(),
             })?;
-        self.start_tasks(spec, task_configs, connector, sinks, false)
+        self.start_tasks(spec, task_configs, connector, sinks, (None, None), false)
     }
 
     /// Starts a connector's tasks with task configurations made beforehand (by
@@ -439,7 +439,21 @@ impl Worker {
         paused: bool,
     ) -> Result<(), WorkerError> {
         let sinks = Arc::new(SharedSink(sink));
-        self.start_tasks(spec, task_configs, connector, sinks, paused)
+        self.start_tasks(spec, task_configs, connector, sinks, (None, None), paused)
+    }
+
+    /// Starts a connector's tasks as [`Worker::start_connector_tasks`] does, each opening its sink
+    /// from the worker's [`SinkProvider`] with the connector's own converters.
+    pub(crate) fn start_provided_tasks(
+        &self,
+        spec: ConnectorSpec,
+        task_configs: Vec<Config>,
+        connector: &dyn SourceConnector,
+        converters: (Option<ConverterSpec>, Option<ConverterSpec>),
+        paused: bool,
+    ) -> Result<(), WorkerError> {
+        let sinks = self.sinks.clone();
+        self.start_tasks(spec, task_configs, connector, sinks, converters, paused)
     }
 
     fn start_tasks(
@@ -448,6 +462,7 @@ impl Worker {
         task_configs: Vec<Config>,
         connector: &dyn SourceConnector,
         sinks: Arc<dyn SinkProvider>,
+        converters: (Option<ConverterSpec>, Option<ConverterSpec>),
         paused: bool,
     ) -> Result<(), WorkerError> {
         // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
@@ -456,7 +471,7 @@ impl Worker {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let launch = self.launch(spec.tolerate_delivery_errors, sinks, (None, None), paused);
+        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused);
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);
