@@ -4,21 +4,21 @@ mod commit;
 mod context;
 mod deliveries;
 mod health;
+mod running;
 mod task;
 mod thread;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::{AckTracker, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use running::{Launch, Running, RunningTask, TaskHandle, send_target, stop_task, stop_tasks};
 use thread::{Helpers, TaskThread};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::config::ConverterSpec;
-use crate::metrics::{MeteredStore, Metrics, TaskSeries};
+use crate::metrics::{MeteredStore, Metrics};
 use crate::sink::RecordSink;
 use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
@@ -106,65 +106,6 @@ pub enum WorkerError {
         /// The task number.
         task: usize,
     },
-}
-
-struct TaskHandle {
-    name: String,
-    control: watch::Sender<TargetState>,
-    /// The thread running the task's loop; `None` for a placeholder (or a thread that never started).
-    join: Option<TaskThread>,
-    status: StatusCell,
-    store_reader: Arc<StoreOffsetReader>,
-    /// Keeps the task's metric series rendered until the handle is dropped (after the task stopped);
-    /// `None` for a placeholder that runs nothing.
-    _metrics: Option<TaskSeries>,
-}
-
-/// One task the worker runs.
-struct RunningTask {
-    handle: TaskHandle,
-    /// Its configuration (kept to restart it).
-    config: Config,
-    /// What it was started with (kept to restart it).
-    launch: Launch,
-}
-
-/// What the worker runs: tasks by id, and the connectors started as a whole (whose tasks are
-/// started, paused and stopped together).
-#[derive(Default)]
-struct Running {
-    tasks: BTreeMap<TaskId, RunningTask>,
-    connectors: BTreeMap<String, Launch>,
-}
-
-impl Running {
-    fn ids(&self, connector: &str) -> Vec<TaskId> {
-        self.tasks
-            .range(TaskId::new(connector, 0)..=TaskId::new(connector, usize::MAX))
-            .map(|(id, _)| id.clone())
-            .collect()
-    }
-
-    fn take_connector(&mut self, connector: &str) -> Vec<TaskHandle> {
-        self.ids(connector)
-            .into_iter()
-            .filter_map(|id| self.tasks.remove(&id))
-            .map(|t| t.handle)
-            .collect()
-    }
-}
-
-/// What a task starts with.
-#[derive(Clone)]
-struct Launch {
-    settings: TaskSettings,
-    /// Opens the task's sink at every (re)start.
-    sinks: Arc<dyn SinkProvider>,
-    /// The connector's own converters, given to the sink provider.
-    key_converter: Option<ConverterSpec>,
-    value_converter: Option<ConverterSpec>,
-    /// What a (re)started task is told to do: run or stay paused.
-    target: TargetState,
 }
 
 /// Runs source tasks: start with committed offsets, deliver to the sink, commit what was acknowledged.
@@ -738,51 +679,5 @@ fn state_of(state: TaskState) -> State {
         TaskState::Paused => State::Paused,
         TaskState::Failed => State::Failed,
         TaskState::Stopped => State::Stopped,
-    }
-}
-
-/// Tells a task to run or pause; a task told to stop stays stopping.
-fn send_target(task: &TaskHandle, target: TargetState) {
-    task.control.send_if_modified(|t| {
-        let change = *t != TargetState::Stopped && *t != target;
-        if change {
-            *t = target;
-        }
-        change
-    });
-}
-
-/// Stops tasks in parallel: each one's graceful timeout runs from the same moment, and a slow task never
-/// delays the stop signal of the others.
-async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Duration) {
-    let handles: Vec<JoinHandle<()>> = tasks
-        .into_iter()
-        .map(|task| tokio::spawn(stop_task(task, timeout)))
-        .collect();
-    for handle in handles {
-        let _ = handle.await;
-    }
-}
-
-async fn stop_task(mut task: TaskHandle, timeout: Duration) {
-    task.control.send_replace(TargetState::Stopped);
-    let Some(mut thread) = task.join.take() else {
-        return;
-    };
-    if tokio::time::timeout(timeout, thread.finished())
-        .await
-        .is_err()
-    {
-        // Its thread may be blocked in connector code, which nothing can interrupt: stop waiting.
-        thread.cancel();
-        task.store_reader.close();
-        tracing::error!(
-            task = %task.name,
-            "task did not stop within task.shutdown.graceful.timeout.ms={} ms and was cancelled (if its \
-             thread is blocked in the connector's code, it is left behind): offsets acknowledged since its \
-             last commit were not committed, so those records will be delivered again after a restart",
-            timeout.as_millis()
-        );
-        task.status.set(TaskState::Stopped);
     }
 }
