@@ -8,6 +8,9 @@ mod running;
 mod task;
 mod thread;
 
+// The task states moved to `crate::status` (metrics reads them too); the old path stays for `task.rs`.
+use crate::status;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,12 +22,11 @@ use tokio::sync::watch;
 
 use crate::config::ConverterSpec;
 use crate::metrics::{MeteredStore, Metrics};
-use crate::sink::RecordSink;
+use crate::sink::{RecordSink, SharedSink, SinkProvider, TaskSinkContext};
 use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
 use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
-use ferry_plugin::sink::{SharedSink, SinkProvider, TaskSinkContext};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
 

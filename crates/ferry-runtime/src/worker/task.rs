@@ -19,13 +19,15 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
 use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
-use crate::state::TargetState;
-use crate::status::{StatusCell, TaskState};
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
 use crate::worker::health::StoreHealth;
+use crate::worker::status::{StatusCell, TaskState};
 use crate::worker::thread::Helpers;
+
+/// What the worker wants a task to do: the one `TargetState` the herder and the stores use too.
+pub(crate) use crate::state::TargetState;
 
 /// Per-task settings from the worker and connector configs.
 #[derive(Debug, Clone)]
