@@ -114,7 +114,8 @@ impl<'a> TaskSinkContext<'a> {
 /// (a transactional producer per task for exactly-once delivery); [`SharedSink`] is today's
 /// behaviour, one sink for every task.
 ///
-/// Not used by the runtime yet (issue 12 wires it in): the worker still takes one sink per connector.
+/// The worker calls [`open`](Self::open) on each task's thread before the task starts; a refused
+/// open fails that task alone, with the error as its trace.
 #[async_trait]
 pub trait SinkProvider: Send + Sync + fmt::Display {
     /// The sink of one task, called at every task (re)start.

@@ -12,6 +12,11 @@ pub mod herder;
 pub mod metrics;
 pub mod rest;
 pub mod sink;
+mod state;
+mod status;
+pub mod stores;
 mod worker;
 
-pub use worker::{ConnectorSpec, TaskState, TaskStatus, Worker, WorkerError, WorkerSettings};
+pub use state::{TargetState, TaskId};
+pub use status::{TaskState, TaskStatus};
+pub use worker::{ConnectorSpec, TaskSpec, Worker, WorkerError, WorkerSettings};

@@ -10,8 +10,9 @@ use ferry_api::{
     SourceTaskContext, async_trait,
 };
 use ferry_offsets::MemoryStore;
-use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, TargetState};
+use ferry_runtime::herder::{Plugin, StandaloneHerder, TargetState};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::stores::FileConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -116,7 +117,7 @@ impl RecordSink for NoSink {
     }
 }
 
-fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<Herder> {
+fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<StandaloneHerder> {
     let store = Arc::new(MemoryStore::new());
     let sink: Arc<dyn RecordSink> = Arc::new(NoSink);
     let worker = Worker::new(WorkerSettings::default(), store.clone(), sink.clone());
@@ -124,13 +125,12 @@ fn herder(events: &Arc<Events>, dir: &tempfile::TempDir) -> Arc<Herder> {
     let plugin = Plugin::new(["Stuck"], move || {
         Box::new(Stuck(Arc::clone(&events))) as Box<dyn SourceConnector>
     });
-    Arc::new(Herder::new(
+    Arc::new(StandaloneHerder::new(
         worker,
         store,
         vec![plugin],
-        Arc::new(move |_| sink.clone()),
         "test:0",
-        ConnectorsFile::new(dir.path().join("connectors.json")),
+        Arc::new(FileConfigStore::open(dir.path().join("connectors.json")).expect("open")),
     ))
 }
 

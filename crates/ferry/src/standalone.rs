@@ -13,9 +13,12 @@ use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 use ferry_runtime::config::{
     ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
 };
-use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, SinkFactory};
+use ferry_runtime::herder::{Plugin, StandaloneHerder};
 use ferry_runtime::rest::RestServer;
-use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
+use ferry_runtime::sink::{
+    RecordSink, SinkError, SinkProvider, TaskSinkContext, file::FileSink, stdout::StdoutSink,
+};
+use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};
 
 /// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
@@ -105,38 +108,65 @@ async fn open_sink(
     })
 }
 
-/// The sink of one connector: the worker's, or for Kafka the shared producer with the connector's
+/// Every task's sink: the worker's, or for Kafka the shared producer with the connector's
 /// `key.converter` / `value.converter` where it sets them.
-fn connector_sink(
-    connector: &ConnectorConfig,
-    config: &WorkerConfig,
-    sink: &Arc<dyn RecordSink>,
-    kafka: Option<&KafkaSink>,
-) -> Arc<dyn RecordSink> {
-    let Some(kafka) = kafka else {
-        if connector.key_converter.is_some() || connector.value_converter.is_some() {
-            tracing::warn!(
-                connector = %connector.name,
-                "connector {:?}: key.converter / value.converter have no effect with sink={} (converters apply to \
-                 records sent to Kafka); ignored",
-                connector.name,
-                config.sink
+struct ConnectorSinks {
+    config: WorkerConfig,
+    sink: Arc<dyn RecordSink>,
+    kafka: Option<KafkaSink>,
+}
+
+impl std::fmt::Display for ConnectorSinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sink.describe())
+    }
+}
+
+#[ferry_api::async_trait]
+impl SinkProvider for ConnectorSinks {
+    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+        Ok(self.connector_sink(task))
+    }
+
+    fn uses_converters(&self) -> bool {
+        self.kafka.is_some()
+    }
+
+    async fn flush(&self, timeout: std::time::Duration) -> Result<(), SinkError> {
+        self.sink.flush(timeout).await
+    }
+}
+
+impl ConnectorSinks {
+    fn connector_sink(&self, task: &TaskSinkContext<'_>) -> Arc<dyn RecordSink> {
+        let name = task.connector;
+        // Said once per connector start (by its first task), as when the sink was made per connector.
+        let say = task.task == 0;
+        let Some(kafka) = &self.kafka else {
+            if say && (task.key_converter.is_some() || task.value_converter.is_some()) {
+                tracing::warn!(
+                    connector = %name,
+                    "connector {name:?}: key.converter / value.converter have no effect with sink={} (converters apply \
+                     to records sent to Kafka); ignored",
+                    self.config.sink
+                );
+            }
+            return self.sink.clone();
+        };
+        let converters = RecordConverters::new(
+            task.key_converter.unwrap_or(self.config.key_converter),
+            task.value_converter.unwrap_or(self.config.value_converter),
+        );
+        if say {
+            tracing::info!(
+                connector = %name,
+                "connector {name:?}: keys converted with {}, values with {}",
+                converters.key.spec(),
+                converters.value.spec()
             );
         }
-        return sink.clone();
-    };
-    let converters = RecordConverters::new(
-        connector.key_converter.unwrap_or(config.key_converter),
-        connector.value_converter.unwrap_or(config.value_converter),
-    );
-    tracing::info!(
-        connector = %connector.name,
-        "connector {:?}: keys converted with {}, values with {}",
-        connector.name,
-        converters.key.spec(),
-        converters.value.spec()
-    );
-    Arc::new(kafka.with_converters(converters))
+        Arc::new(kafka.with_converters(converters))
+    }
 }
 
 pub(crate) async fn run(
@@ -174,8 +204,7 @@ pub(crate) async fn run(
         }
     }
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
-    let connectors_file = ConnectorsFile::new(&config.connectors_file);
-    let stored = connectors_file.load()?;
+    let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
     let rest = RestServer::bind(&config.rest).await?;
 
@@ -198,24 +227,28 @@ pub(crate) async fn run(
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must
     // stop the worker cleanly, never kill the process by the default action.
     let signals = StopSignals::listen()?;
-    let worker = Worker::new(settings, store.clone(), sink.clone());
-    let sink_for: SinkFactory = {
-        let (config, sink) = (config.clone(), sink.clone());
-        Arc::new(move |connector: &ConnectorConfig| {
-            connector_sink(connector, &config, &sink, kafka.as_ref())
-        })
+    let sinks = ConnectorSinks {
+        config: config.clone(),
+        sink: sink.clone(),
+        kafka,
     };
+    let worker = Worker::with_sinks(
+        settings,
+        store.clone(),
+        Arc::new(sinks),
+        Arc::new(MemoryStatusStore::new()),
+        rest.worker_id(),
+    );
     let plugins = connector_plugins();
-    let herder = Arc::new(Herder::new(
+    let herder = Arc::new(StandaloneHerder::new(
         worker,
         store.clone(),
         plugins,
-        sink_for,
         rest.worker_id(),
         connectors_file,
     ));
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
-    if let Err(e) = herder.start(command_line, stored).await {
+    if let Err(e) = herder.start(command_line).await {
         herder.shutdown().await;
         return Err(e);
     }

@@ -16,14 +16,7 @@ pub struct ServerInfo {
     pub kafka_cluster_id: Option<String>,
 }
 
-/// One task's id: `{"connector":…,"task":…}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TaskId {
-    /// The connector.
-    pub connector: String,
-    /// The task number, from 0.
-    pub task: usize,
-}
+pub use crate::state::TaskId;
 
 /// `GET /connectors/{name}`: the connector's configuration and its tasks.
 #[derive(Debug, Clone, Serialize)]

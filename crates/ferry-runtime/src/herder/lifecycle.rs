@@ -3,9 +3,9 @@
 use ferry_api::Config;
 
 use super::entities::{ConnectorInfo, ConnectorStateInfo};
-use super::{Entry, Herder, HerderError, Origin, State, TargetState, info, not_found};
+use super::{Entry, HerderError, Origin, StandaloneHerder, State, TargetState, info, not_found};
 
-impl Herder {
+impl StandaloneHerder {
     /// `POST /connectors`: creates a connector in `initial` state.
     ///
     /// # Errors
@@ -21,7 +21,7 @@ impl Herder {
         self.check_config(name, &config).await?;
         let mut state = self.lock().await;
         if state.connectors.contains_key(name) {
-            return Err(HerderError::AlreadyExists(format!(
+            return Err(HerderError::already_exists(format!(
                 "Connector {name} already exists"
             )));
         }
@@ -48,8 +48,7 @@ impl Herder {
             return Ok((true, info));
         };
         let (origin, target) = (existing.origin, existing.target);
-        self.persist_entry(&mut state, name, &config, origin, target)
-            .await?;
+        self.persist_entry(name, &config, origin, target).await?;
         let mut entry = state
             .connectors
             .remove(name)
@@ -70,7 +69,7 @@ impl Herder {
         config: Config,
         target: TargetState,
     ) -> Result<ConnectorInfo, HerderError> {
-        self.persist_entry(state, name, &config, Origin::Rest, target)
+        self.persist_entry(name, &config, Origin::Rest, target)
             .await?;
         let mut entry = Entry::new(config, target, Origin::Rest);
         tracing::info!(connector = %name, "connector {name:?} created ({target:?})");
@@ -109,7 +108,7 @@ impl Herder {
     ) -> Result<ConnectorStateInfo, HerderError> {
         let mut state = self.lock().await;
         let Some(mut plan) = self.status_of(&state, name) else {
-            return Err(HerderError::NotFound(format!("Unknown connector: {name}")));
+            return Err(HerderError::not_found(format!("Unknown connector: {name}")));
         };
         let restart_connector = !only_failed || plan.connector.state == "FAILED";
         if restart_connector {
@@ -152,7 +151,7 @@ impl Herder {
         task: usize,
     ) -> Result<(), HerderError> {
         let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
-        let task_missing = || HerderError::NotFound(format!("Task {name}-{task} not found"));
+        let task_missing = || HerderError::not_found(format!("Task {name}-{task} not found"));
         if task >= entry.task_configs.len() {
             return Err(task_missing());
         }
@@ -164,7 +163,7 @@ impl Herder {
         self.worker
             .restart_task(name, task, connector.as_ref())
             .await
-            .map_err(|e| HerderError::Internal(format!("Failed to start task: {name}-{task}: {e}")))
+            .map_err(|e| HerderError::internal(format!("Failed to start task: {name}-{task}: {e}")))
     }
 
     /// Makes the task configurations again and restarts the tasks if they changed or the connector
@@ -213,15 +212,18 @@ impl Herder {
         self.set_target(name, TargetState::Stopped).await
     }
 
-    async fn set_target(&self, name: &str, target: TargetState) -> Result<(), HerderError> {
+    pub(crate) async fn set_target(
+        &self,
+        name: &str,
+        target: TargetState,
+    ) -> Result<(), HerderError> {
         let mut state = self.lock().await;
         let entry = state
             .connectors
             .get(name)
-            .ok_or_else(|| HerderError::NotFound(format!("Unknown connector {name}")))?;
+            .ok_or_else(|| HerderError::not_found(format!("Unknown connector {name}")))?;
         let (config, origin) = (entry.config.clone(), entry.origin);
-        self.persist_entry(&mut state, name, &config, origin, target)
-            .await?;
+        self.persist_entry(name, &config, origin, target).await?;
         let entry = state
             .connectors
             .get_mut(name)
@@ -232,12 +234,15 @@ impl Herder {
             TargetState::Stopped => {
                 self.halt(name, entry).await;
                 entry.failure = None;
+                self.publish(name, entry);
             }
             TargetState::Paused | TargetState::Running => {
                 let paused = target == TargetState::Paused;
                 if self.worker.set_paused(name, paused).is_err() {
                     // No tasks (stopped or failed): start them in the new state.
                     self.launch(name, entry);
+                } else {
+                    self.publish(name, entry);
                 }
             }
         }
@@ -254,10 +259,11 @@ impl Herder {
         if !state.connectors.contains_key(name) {
             return Err(not_found(name));
         }
-        self.persist(&mut state, name, None).await?;
+        self.unpersist(name).await?;
         if let Some(mut entry) = state.connectors.remove(name) {
             self.halt(name, &mut entry).await;
         }
+        self.worker.status_store().remove_connector(name);
         tracing::info!(connector = %name, "connector {name:?} deleted (its offsets are kept)");
         Ok(())
     }

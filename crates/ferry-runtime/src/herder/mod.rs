@@ -3,18 +3,20 @@
 //! It keeps every connector's configuration and **target state** — `RUNNING`, `PAUSED` or `STOPPED`
 //! (tasks removed, configuration kept) — and derives the connector's state: `FAILED` (with its reason)
 //! when the connector cannot make task configurations. It answers the REST API's questions in Kafka
-//! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`Herder::alter_offsets`],
-//! [`Herder::reset_offsets`]).
+//! Connect's shapes ([`entities`]) and manages offsets as KIP-875 does ([`StandaloneHerder::alter_offsets`],
+//! [`StandaloneHerder::reset_offsets`]).
 //!
-//! Connectors created or changed over REST are kept in the [connectors file](ConnectorsFile), so they
+//! Connectors created or changed over REST are kept in a [config store](ConfigBackingStore) (the
+//! [connectors file](crate::stores::FileConfigStore) when run by `ferry standalone`), so they
 //! survive a restart; connectors from command-line properties files are never written there (on a name
 //! collision the command-line file wins, with a WARN). Every change is checked first and written to
 //! the file before it takes effect, so a request that fails changes nothing.
 //!
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
 
+mod api;
 pub mod entities;
-mod file;
+mod error;
 mod lifecycle;
 mod offsets;
 mod validate;
@@ -24,65 +26,22 @@ use std::sync::Arc;
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::OffsetBackingStore;
-use serde::{Deserialize, Serialize};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
-use crate::sink::RecordSink;
+use crate::stores::{ConfigBackingStore, ConfigStoreError, State as Status, StatusEntry};
 use crate::worker::{ConnectorSpec, TaskState, Worker};
+pub use api::Herder;
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
 };
-pub use file::{ConnectorsFile, StoredConnector};
+pub use error::{HerderError, HerderErrorKind};
 pub use offsets::OffsetInput;
 pub use validate::Plugin;
 use validate::Plugins;
 
-/// What a connector is asked to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum TargetState {
-    /// Tasks run.
-    Running,
-    /// Tasks exist but do not poll (deliveries and commits go on).
-    Paused,
-    /// No tasks; the configuration is kept. Offsets can be altered only in this state.
-    Stopped,
-}
-
-/// Why the herder refused a request; each maps to Kafka Connect's HTTP status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HerderError {
-    /// 404: no such connector or task.
-    #[error("{0}")]
-    NotFound(String),
-    /// 409: the connector already exists.
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// 400: the request is invalid (bad configuration, wrong state, rejected offsets).
-    #[error("{0}")]
-    BadRequest(String),
-    /// 500: the request was valid but could not be carried out (an I/O error).
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl HerderError {
-    /// The HTTP status Kafka Connect answers with.
-    pub fn status(&self) -> u16 {
-        match self {
-            HerderError::NotFound(_) => 404,
-            HerderError::AlreadyExists(_) => 409,
-            HerderError::BadRequest(_) => 400,
-            HerderError::Internal(_) => 500,
-        }
-    }
-}
-
-/// Makes the sink of one connector (the worker's, or a Kafka producer with the connector's own
-/// converters).
-pub type SinkFactory = Arc<dyn Fn(&ConnectorConfig) -> Arc<dyn RecordSink> + Send + Sync>;
+pub use crate::state::TargetState;
 
 /// Where a connector's configuration came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,42 +65,36 @@ struct Entry {
 
 struct State {
     connectors: BTreeMap<String, Entry>,
-    /// The connectors file's content (what was last written).
-    stored: BTreeMap<String, StoredConnector>,
 }
 
 /// The standalone herder. See the [module documentation](self).
-pub struct Herder {
+pub struct StandaloneHerder {
     worker: Worker,
     store: Arc<dyn OffsetBackingStore>,
     plugins: Plugins,
-    sink_for: SinkFactory,
     worker_id: String,
-    file: ConnectorsFile,
+    config_store: Arc<dyn ConfigBackingStore>,
     state: Mutex<State>,
 }
 
-impl Herder {
+impl StandaloneHerder {
     /// A herder running connectors on `worker`, whose offsets are in `store`. `worker_id` is reported
     /// in statuses (`host:port` of the REST listener, as in Kafka Connect).
     pub fn new(
         worker: Worker,
         store: Arc<dyn OffsetBackingStore>,
         plugins: Vec<Plugin>,
-        sink_for: SinkFactory,
         worker_id: impl Into<String>,
-        file: ConnectorsFile,
+        config_store: Arc<dyn ConfigBackingStore>,
     ) -> Self {
         Self {
             worker,
             store,
             plugins: Plugins::new(plugins),
-            sink_for,
             worker_id: worker_id.into(),
-            file,
+            config_store,
             state: Mutex::new(State {
                 connectors: BTreeMap::new(),
-                stored: BTreeMap::new(),
             }),
         }
     }
@@ -156,18 +109,21 @@ impl Herder {
         &self.worker_id
     }
 
-    /// Starts the command-line connectors (already checked) and the connectors of the connectors file
-    /// (`stored`, as [`ConnectorsFile::load`] read them). A stored connector whose name a command-line
-    /// file also uses is not started (WARN); one whose configuration is no longer valid is FAILED.
+    /// Starts the command-line connectors (already checked) and the connectors of the config store
+    /// (created over REST by an earlier run). A stored connector whose name a command-line file also
+    /// uses is not started (WARN); one whose configuration is no longer valid is FAILED.
     ///
     /// # Errors
     /// A command-line connector cannot make its task configurations (as before the herder existed, the
-    /// worker refuses to start; call [`Herder::shutdown`] then).
-    pub async fn start(
-        &self,
-        command_line: Vec<Config>,
-        stored: BTreeMap<String, StoredConnector>,
-    ) -> Result<(), String> {
+    /// worker refuses to start; call [`StandaloneHerder::shutdown`] then), or the config store cannot
+    /// be read.
+    pub async fn start(&self, command_line: Vec<Config>) -> Result<(), String> {
+        let stored = self
+            .config_store
+            .snapshot()
+            .await
+            .map_err(|e| e.to_string())?
+            .connectors;
         let mut state = self.lock().await;
         for config in command_line {
             let Some(name) = config.get(crate::config::NAME).cloned() else {
@@ -186,21 +142,20 @@ impl Herder {
                     connector = %name,
                     "connector {name:?} is defined both in a properties file on the command line and in {} \
                      (created over REST); the command-line file wins, the stored one is left as it is",
-                    self.file.path().display()
+                    self.config_store.describe()
                 );
                 continue;
             }
             tracing::info!(
                 connector = %name,
                 "connector {name:?} restored from {} ({:?})",
-                self.file.path().display(),
-                connector.state
+                self.config_store.describe(),
+                connector.target
             );
-            let mut entry = Entry::new(connector.config.clone(), connector.state, Origin::Rest);
+            let mut entry = Entry::new(connector.config.clone(), connector.target, Origin::Rest);
             self.launch(name, &mut entry);
             state.connectors.insert(name.clone(), entry);
         }
-        state.stored = stored;
         Ok(())
     }
 
@@ -240,7 +195,7 @@ impl Herder {
     pub async fn connector_status(&self, name: &str) -> Result<ConnectorStateInfo, HerderError> {
         let state = self.lock().await;
         self.status_of(&state, name)
-            .ok_or_else(|| HerderError::NotFound(format!("No status found for connector {name}")))
+            .ok_or_else(|| HerderError::not_found(format!("No status found for connector {name}")))
     }
 
     /// `GET /connectors/{name}/tasks/{task}/status`.
@@ -251,7 +206,9 @@ impl Herder {
         let state = self.lock().await;
         self.status_of(&state, name)
             .and_then(|s| s.tasks.into_iter().find(|t| t.id == task))
-            .ok_or_else(|| HerderError::NotFound(format!("No status found for task {name}-{task}")))
+            .ok_or_else(|| {
+                HerderError::not_found(format!("No status found for task {name}-{task}"))
+            })
     }
 
     /// `GET /connectors/{name}/tasks`.
@@ -354,7 +311,27 @@ impl Herder {
 
     /// Makes the connector's task configurations and starts its tasks (paused if its target is
     /// PAUSED); nothing when STOPPED. A connector that cannot make task configurations is FAILED.
+    /// The connector's status is written to the status store.
     fn launch(&self, name: &str, entry: &mut Entry) {
+        self.start_tasks(name, entry);
+        self.publish(name, entry);
+    }
+
+    /// Writes the connector's status to the status store (REST still answers from the herder's own
+    /// state, which also knows a failed offset store).
+    fn publish(&self, name: &str, entry: &Entry) {
+        let state = match (&entry.failure, entry.target) {
+            (Some(_), _) => Status::Failed,
+            (None, TargetState::Running) => Status::Running,
+            (None, TargetState::Paused) => Status::Paused,
+            (None, TargetState::Stopped) => Status::Stopped,
+        };
+        let mut status = StatusEntry::new(state, self.worker_id.as_str(), 0);
+        status.trace = entry.failure.clone();
+        self.worker.status_store().put_connector(name, status);
+    }
+
+    fn start_tasks(&self, name: &str, entry: &mut Entry) {
         entry.task_configs.clear();
         entry.failure = None;
         if entry.target == TargetState::Stopped {
@@ -369,13 +346,13 @@ impl Herder {
                     tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
                     config: config.props.clone(),
                 };
-                let sink = (self.sink_for)(&config);
+                let converters = (config.key_converter, config.value_converter);
                 let paused = entry.target == TargetState::Paused;
-                match self.worker.start_connector_tasks(
+                match self.worker.start_provided_tasks(
                     spec,
                     task_configs.clone(),
                     connector.as_ref(),
-                    sink,
+                    converters,
                     paused,
                 ) {
                     Ok(()) => entry.task_configs = task_configs,
@@ -418,39 +395,19 @@ impl Herder {
         }
     }
 
-    /// Writes the connectors file with `name` set to `change` (`None`: removed), before the change
-    /// takes effect; on failure nothing changes.
-    async fn persist(
-        &self,
-        state: &mut State,
-        name: &str,
-        change: Option<StoredConnector>,
-    ) -> Result<(), HerderError> {
-        let mut stored = state.stored.clone();
-        match change {
-            Some(connector) => stored.insert(name.to_owned(), connector),
-            None => stored.remove(name),
-        };
-        if stored == state.stored {
-            return Ok(());
-        }
-        let file = self.file.clone();
-        let written = stored.clone();
-        tokio::task::spawn_blocking(move || file.save(&written))
+    /// Removes `name` from the config store, before the change takes effect; on failure nothing
+    /// changes.
+    async fn unpersist(&self, name: &str) -> Result<(), HerderError> {
+        self.config_store
+            .remove_connector_config(name)
             .await
-            .map_err(|e| {
-                HerderError::Internal(format!("writing the connectors file panicked: {e}"))
-            })?
-            .map_err(HerderError::Internal)?;
-        state.stored = stored;
-        Ok(())
+            .map_err(store_error)
     }
 
     /// Persists a REST connector's configuration and target state (command-line connectors are not
     /// written).
     async fn persist_entry(
         &self,
-        state: &mut State,
         name: &str,
         config: &Config,
         origin: Origin,
@@ -464,11 +421,10 @@ impl Herder {
             );
             return Ok(());
         }
-        let stored = StoredConnector {
-            config: config.clone(),
-            state: target,
-        };
-        self.persist(state, name, Some(stored)).await
+        self.config_store
+            .put_connector_config(name, config, target)
+            .await
+            .map_err(store_error)
     }
 }
 
@@ -491,7 +447,12 @@ async fn off_thread<T: Send + 'static>(
 ) -> Result<T, HerderError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| HerderError::Internal(format!("checking the configuration failed: {e}")))?
+        .map_err(|e| HerderError::internal(format!("checking the configuration failed: {e}")))?
+}
+
+/// A config store write failed: 500 with the store's message.
+fn store_error(e: ConfigStoreError) -> HerderError {
+    HerderError::internal(e.message.clone()).with_source(e)
 }
 
 fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
@@ -499,7 +460,7 @@ fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
 }
 
 fn not_found(name: &str) -> HerderError {
-    HerderError::NotFound(format!("Connector {name} not found"))
+    HerderError::not_found(format!("Connector {name} not found"))
 }
 
 fn info(name: &str, entry: &Entry) -> ConnectorInfo {

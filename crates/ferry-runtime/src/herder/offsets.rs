@@ -13,7 +13,7 @@ use ferry_offsets::{OffsetWrite, decode_key, decode_value, encode_key, encode_va
 use serde_json::value::RawValue;
 
 use super::entities::{ConnectorOffset, ConnectorOffsets, Message};
-use super::{Herder, HerderError, State, TargetState, not_found};
+use super::{HerderError, StandaloneHerder, State, TargetState, not_found};
 use crate::config::CONNECTOR_CLASS;
 
 /// One entry of a `PATCH /connectors/{name}/offsets` body, as received.
@@ -25,7 +25,7 @@ pub struct OffsetInput {
     pub offset: serde_json::Value,
 }
 
-impl Herder {
+impl StandaloneHerder {
     /// `GET /connectors/{name}/offsets`: every partition's committed offset.
     ///
     /// # Errors
@@ -36,14 +36,15 @@ impl Herder {
             return Err(not_found(name));
         }
         let stored = self.store.connector_offsets(name).await.map_err(|e| {
-            HerderError::Internal(format!(
+            HerderError::internal(format!(
                 "Failed to read the offsets of connector {name}: {e}"
             ))
+            .with_source(e)
         })?;
         let mut offsets = Vec::with_capacity(stored.len());
         for (key, value) in stored {
             let undecodable = |e: ferry_offsets::CodecError| {
-                HerderError::Internal(format!(
+                HerderError::internal(format!(
                     "Failed to read the offsets of connector {name}: {e}"
                 ))
             };
@@ -71,7 +72,7 @@ impl Herder {
         let state = self.lock().await;
         self.check_stopped(&state, name)?;
         if entries.is_empty() {
-            return Err(HerderError::BadRequest(
+            return Err(HerderError::bad_request(
                 "Partitions / offsets need to be provided for an alter offsets request".to_owned(),
             ));
         }
@@ -102,9 +103,10 @@ impl Herder {
         let state = self.lock().await;
         self.check_stopped(&state, name)?;
         let stored = self.store.connector_offsets(name).await.map_err(|e| {
-            HerderError::Internal(format!(
+            HerderError::internal(format!(
                 "Failed to read the offsets of connector {name}: {e}"
             ))
+            .with_source(e)
         })?;
         // The connector sees the partitions it can be shown; every stored key gets its tombstone.
         let resets: Vec<(SourcePartition, Option<SourceOffset>)> = stored
@@ -125,7 +127,7 @@ impl Herder {
     fn check_stopped(&self, state: &State, name: &str) -> Result<(), HerderError> {
         let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
         if entry.target != TargetState::Stopped || self.worker.task_statuses(name).is_some() {
-            return Err(HerderError::BadRequest(format!(
+            return Err(HerderError::bad_request(format!(
                 "Connectors must be in the STOPPED state before their offsets can be modified. This can be done \
                  for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
             )));
@@ -142,13 +144,13 @@ impl Herder {
         let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
         let class = entry.config.get(CONNECTOR_CLASS).map_or("", |c| c.trim());
         let connector = self.plugins.resolve(class).ok_or_else(|| {
-            HerderError::Internal(format!(
+            HerderError::internal(format!(
                 "Failed to modify offsets for source connector {name}: its connector class {class:?} is unknown"
             ))
         })?;
         connector
             .alter_offsets(&entry.config, offsets)
-            .map_err(|e| HerderError::BadRequest(chain(&e)))
+            .map_err(|e| HerderError::bad_request(chain(&e)))
     }
 
     async fn write(&self, name: &str, batch: &[OffsetWrite]) -> Result<(), HerderError> {
@@ -156,9 +158,10 @@ impl Herder {
             return Ok(());
         }
         self.store.set(batch).await.map_err(|e| {
-            HerderError::Internal(format!(
+            HerderError::internal(format!(
                 "Failed to modify offsets for source connector {name}: {e}"
             ))
+            .with_source(e)
         })
     }
 }
@@ -170,12 +173,12 @@ fn normalize(
 ) -> Result<(SourcePartition, Option<SourceOffset>), HerderError> {
     let map = |what: &str, value: &serde_json::Value| -> Result<ConnectMap, HerderError> {
         if !value.is_object() {
-            return Err(HerderError::BadRequest(format!(
+            return Err(HerderError::bad_request(format!(
                 "offsets[{index}].{what} must be a JSON object of primitive values, not {value}"
             )));
         }
         decode_value(value.to_string().as_bytes()).map_err(|e| {
-            HerderError::BadRequest(format!(
+            HerderError::bad_request(format!(
                 "offsets[{index}].{what} is not a valid Kafka Connect {what}: {}",
                 e.reason()
             ))
@@ -195,7 +198,7 @@ fn raw(bytes: Option<Vec<u8>>) -> Result<Box<RawValue>, HerderError> {
         |b| String::from_utf8_lossy(&b).into_owned(),
     );
     RawValue::from_string(text)
-        .map_err(|e| HerderError::Internal(format!("cannot encode an offset as JSON: {e}")))
+        .map_err(|e| HerderError::internal(format!("cannot encode an offset as JSON: {e}")))
 }
 
 /// Kafka Connect's answer to an offsets change the connector confirmed (`true`) or did not.

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ferry_api::{Config, SourceConnector};
+use ferry_api::{Config, ConfigKey, HIDDEN, Secrecy, SourceConnector};
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
@@ -47,7 +47,7 @@ impl Plugins {
     /// Kafka Connect's message for an unknown class.
     fn unknown(&self, class: &str) -> HerderError {
         let available: Vec<&str> = self.0.iter().map(Plugin::class).collect();
-        HerderError::BadRequest(format!(
+        HerderError::bad_request(format!(
             "Failed to find any class that implements Connector and which name matches {class}, available \
              connectors are: {}",
             available.join(", ")
@@ -67,13 +67,14 @@ pub(crate) fn check(
     config: &Config,
 ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), HerderError> {
     let class = connector_class(config)?;
-    if plugins.resolve(class).is_none() {
+    let Some(connector) = plugins.resolve(class) else {
         return Err(plugins.unknown(class));
-    }
+    };
+    let keys = connector.config_keys();
     let props = Properties::from_pairs(format!("connector {name}"), config.clone());
     ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)).map_err(|errors| {
-        let messages: Vec<String> = errors.iter().map(|e| describe(e).1).collect();
-        HerderError::BadRequest(format!(
+        let messages: Vec<String> = errors.iter().map(|e| describe(e, &keys).1).collect();
+        HerderError::bad_request(format!(
             "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also \
              find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
             messages.len(),
@@ -94,7 +95,7 @@ pub(crate) fn validate(
     if let Some(included) = config.get(CONNECTOR_CLASS)
         && !normalized(included).ends_with(normalized(plugin))
     {
-        return Err(HerderError::BadRequest(format!(
+        return Err(HerderError::bad_request(format!(
             "Included connector type {included} does not match request type {plugin}"
         )));
     }
@@ -102,6 +103,7 @@ pub(crate) fn validate(
     let connector = plugins
         .resolve(class.trim())
         .ok_or_else(|| plugins.unknown(class))?;
+    let keys = connector.config_keys();
     let props = Properties::from_pairs("validate request", config.clone());
     let mut errors: Vec<(Option<String>, String)> =
         match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
@@ -110,7 +112,7 @@ pub(crate) fn validate(
                 .iter()
                 // As in Kafka Connect, a configuration being validated need not name its connector.
                 .filter(|e| !matches!(e, ConfigError::Missing { key, .. } if key == NAME))
-                .map(describe)
+                .map(|e| describe(e, &keys))
                 .collect(),
         };
     // The connector's own checks are skipped above while a required key is missing; a validation
@@ -131,7 +133,7 @@ pub(crate) fn validate(
                     line: None,
                     message: issue.message,
                 };
-                errors.push(describe(&error));
+                errors.push(describe(&error, &keys));
             }
         }
     }
@@ -143,9 +145,10 @@ fn connector_class(config: &Config) -> Result<&str, HerderError> {
         .get(CONNECTOR_CLASS)
         .map(|c| c.trim())
         .ok_or_else(|| {
-            HerderError::BadRequest(format!(
+            HerderError::bad_request(format!(
                 "Connector config {} contains no connector type",
-                java_map(config)
+                // No class, so no declared keys: the name rule alone hides secrets here.
+                java_map(config, &[])
             ))
         })
 }
@@ -158,23 +161,30 @@ fn normalized(name: &str) -> &str {
     }
 }
 
+/// What messages and REST bodies may show of `key`'s value: what the connector declares
+/// ([`ConfigKey::shown`]); for keys it does not declare secret, the name rule as well, until every
+/// connector declares its secrets (then the name rule goes, issue 12 A/S).
+fn shown(keys: &[ConfigKey], key: &str, value: &str) -> String {
+    match keys.iter().find(|k| k.name == key) {
+        Some(declared) if declared.secrecy() != Secrecy::Public => {
+            declared.shown(value).into_owned()
+        }
+        _ if is_secret(key) => HIDDEN.to_owned(),
+        _ => shown_value(key, value),
+    }
+}
+
 /// `{k=v, k2=v2}` as Java prints a map, with secret values hidden.
-fn java_map(config: &Config) -> String {
+fn java_map(config: &Config, keys: &[ConfigKey]) -> String {
     let entries: Vec<String> = config
         .iter()
-        .map(|(k, v)| {
-            if is_secret(k) {
-                format!("{k}=[hidden]")
-            } else {
-                format!("{k}={}", shown_value(k, v))
-            }
-        })
+        .map(|(k, v)| format!("{k}={}", shown(keys, k, v)))
         .collect();
     format!("{{{}}}", entries.join(", "))
 }
 
 /// The key of a problem and Kafka Connect's wording of it.
-fn describe(error: &ConfigError) -> (Option<String>, String) {
+fn describe(error: &ConfigError, keys: &[ConfigKey]) -> (Option<String>, String) {
     let key = error.key().map(str::to_owned);
     let message = match error {
         ConfigError::Invalid {
@@ -183,12 +193,9 @@ fn describe(error: &ConfigError) -> (Option<String>, String) {
             message,
             ..
         } => match value {
-            Some(_) if is_secret(key) => {
-                format!("Invalid value [hidden] for configuration {key}: {message}")
-            }
             Some(value) => format!(
                 "Invalid value {} for configuration {key}: {message}",
-                shown_value(key, value)
+                shown(keys, key, value)
             ),
             None => format!("Invalid configuration {key}: {message}"),
         },
@@ -331,10 +338,9 @@ fn config_infos(
             },
         )
         .collect();
+    let keys = connector.config_keys();
     definitions.extend(
-        connector
-            .config_keys()
-            .into_iter()
+        keys.iter()
             .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
     );
     // Errors by key, looked up once per definition (not a scan of every error per key: a request with
@@ -362,13 +368,7 @@ fn config_infos(
                 .unwrap_or_default();
             let value = config
                 .get(&definition.name)
-                .map(|v| {
-                    if is_secret(&definition.name) {
-                        "[hidden]".to_owned()
-                    } else {
-                        shown_value(&definition.name, v)
-                    }
-                })
+                .map(|v| shown(&keys, &definition.name, v))
                 .or_else(|| definition.default_value.clone());
             ConfigInfo {
                 value: ConfigValueInfo {
@@ -421,7 +421,7 @@ mod tests {
             value: Some("jdbc:postgresql://db:5432/app?user=u&password=hunter2".to_owned()),
             message: "bad host".to_owned(),
         };
-        let (_, message) = describe(&error);
+        let (_, message) = describe(&error, &[]);
         assert!(!message.contains("hunter2"), "{message}");
         assert!(message.contains("connection.url"), "{message}");
 
@@ -430,9 +430,37 @@ mod tests {
             "postgresql://u:hunter2@db/app".to_owned(),
         )]);
         assert!(
-            !java_map(&config).contains("hunter2"),
+            !java_map(&config, &[]).contains("hunter2"),
             "{}",
-            java_map(&config)
+            java_map(&config, &[])
+        );
+    }
+
+    #[test]
+    fn keys_a_connector_declares_secret_are_never_shown() {
+        let keys = [
+            ConfigKey::optional("api.key", None, "an API key").secret(),
+            ConfigKey::optional("endpoint", None, "a URL").embeds_secret(ferry_api::Redactor {
+                name: "test",
+                redact: |v| v.replace("hunter2", "***"),
+            }),
+        ];
+        let config = Config::from([
+            ("api.key".to_owned(), "hunter2".to_owned()),
+            ("endpoint".to_owned(), "https://u:hunter2@host".to_owned()),
+        ]);
+        let shown = java_map(&config, &keys);
+        assert_eq!(shown, "{api.key=[hidden], endpoint=https://u:***@host}");
+        let error = ConfigError::Invalid {
+            path: "rest".into(),
+            key: "api.key".to_owned(),
+            line: None,
+            value: Some("hunter2".to_owned()),
+            message: "too short".to_owned(),
+        };
+        assert_eq!(
+            describe(&error, &keys).1,
+            "Invalid value [hidden] for configuration api.key: too short"
         );
     }
 }

@@ -42,7 +42,7 @@ pub use store::MeteredStore;
 use store::StoreMetrics;
 use text::{Histogram, Kind};
 
-use crate::worker::{StatusCell, TaskState};
+use crate::status::{StatusCell, TaskState};
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -15,6 +15,7 @@ use super::error::{ApiError, json_response, kind, parse_json, string_map};
 use crate::config::{ConverterSpec, NAME};
 use crate::herder::entities::{PluginInfo, ServerInfo};
 use crate::herder::{OffsetInput, TargetState};
+use crate::state::TaskId;
 
 type Params = Query<Vec<(String, String)>>;
 type Body = Result<Bytes, BytesRejection>;
@@ -228,7 +229,10 @@ pub(crate) async fn task_status(
     State(app): State<AppState>,
     Path((name, task)): Path<(String, String)>,
 ) -> Answer {
-    ok(&app.herder.task_status(&name, task_number(&task)?).await?)
+    ok(&app
+        .herder
+        .task_status(&TaskId::new(name, task_number(&task)?))
+        .await?)
 }
 
 /// `POST /connectors/{name}/tasks/{task}/restart` → `204`.
@@ -236,7 +240,9 @@ pub(crate) async fn restart_task(
     State(app): State<AppState>,
     Path((name, task)): Path<(String, String)>,
 ) -> Answer {
-    app.herder.restart_task(&name, task_number(&task)?).await?;
+    app.herder
+        .restart_task(&TaskId::new(name, task_number(&task)?))
+        .await?;
     empty(StatusCode::NO_CONTENT)
 }
 
@@ -262,19 +268,25 @@ pub(crate) async fn restart(
 
 /// `PUT /connectors/{name}/pause` → `202`.
 pub(crate) async fn pause(State(app): State<AppState>, Path(name): Path<String>) -> Answer {
-    app.herder.pause_connector(&name).await?;
+    app.herder
+        .set_target_state(&name, TargetState::Paused)
+        .await?;
     empty(StatusCode::ACCEPTED)
 }
 
 /// `PUT /connectors/{name}/resume` → `202`.
 pub(crate) async fn resume(State(app): State<AppState>, Path(name): Path<String>) -> Answer {
-    app.herder.resume_connector(&name).await?;
+    app.herder
+        .set_target_state(&name, TargetState::Running)
+        .await?;
     empty(StatusCode::ACCEPTED)
 }
 
 /// `PUT /connectors/{name}/stop` → `204`.
 pub(crate) async fn stop(State(app): State<AppState>, Path(name): Path<String>) -> Answer {
-    app.herder.stop_connector(&name).await?;
+    app.herder
+        .set_target_state(&name, TargetState::Stopped)
+        .await?;
     empty(StatusCode::NO_CONTENT)
 }
 
@@ -386,7 +398,7 @@ pub(crate) async fn validate(
 
 /// `GET /metrics`: the worker's metrics in the Prometheus text format.
 pub(crate) async fn metrics(State(app): State<AppState>) -> Response {
-    let text = app.herder.worker().metrics().render();
+    let text = app.herder.metrics().render();
     let mut response = (StatusCode::OK, text).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

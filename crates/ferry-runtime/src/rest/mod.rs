@@ -40,7 +40,7 @@ pub use error::{ApiError, MAX_BODY_BYTES};
 /// What every handler gets.
 #[derive(Clone)]
 pub(crate) struct AppState {
-    pub(crate) herder: Arc<Herder>,
+    pub(crate) herder: Arc<dyn Herder>,
 }
 
 /// Bound REST listeners, not yet serving.
@@ -102,7 +102,7 @@ impl RestServer {
     /// Serves the API until `shutdown` completes; requests in progress then finish.
     pub fn serve(
         self,
-        herder: Arc<Herder>,
+        herder: Arc<dyn Herder>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> JoinHandle<()> {
         let app = router(AppState { herder }, self.token, self.limits.read_timeout);

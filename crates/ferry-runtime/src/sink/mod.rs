@@ -4,6 +4,11 @@
 //! the record durable (file: written and `fdatasync`ed; Kafka: acknowledged by the broker) or failed
 //! to. The runtime acknowledges the record to the `AckTracker` only when its delivery resolves `Ok`, so
 //! offsets never run ahead of delivered data.
+//!
+//! Each task gets its sink from a [`SinkProvider`] at every (re)start; [`SharedSink`] gives every
+//! task the same one.
+
+pub use ferry_plugin::sink::{SharedSink, SinkProvider, TaskSinkContext};
 
 pub mod file;
 pub mod line;

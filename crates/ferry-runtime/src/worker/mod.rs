@@ -4,26 +4,31 @@ mod commit;
 mod context;
 mod deliveries;
 mod health;
-mod status;
+mod running;
 mod task;
 mod thread;
 
-use std::collections::BTreeMap;
+// The task states moved to `crate::status` (metrics reads them too); the old path stays for `task.rs`.
+use crate::status;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::{AckTracker, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use running::{Launch, Running, RunningTask, TaskHandle, send_target, stop_task, stop_tasks};
 use thread::{Helpers, TaskThread};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-use crate::metrics::{MeteredStore, Metrics, TaskSeries};
-use crate::sink::RecordSink;
+use crate::config::ConverterSpec;
+use crate::metrics::{MeteredStore, Metrics};
+use crate::sink::{RecordSink, SharedSink, SinkProvider, TaskSinkContext};
+use crate::state::{TargetState, TaskId};
+use crate::status::{StatusCell, StatusListener};
+pub use crate::status::{TaskState, TaskStatus};
+use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
 use health::StoreHealth;
-pub(crate) use status::StatusCell;
-pub use status::{TaskState, TaskStatus};
-use task::{TargetState, TaskRunner, TaskSettings};
+use task::{TaskRunner, TaskSettings};
 
 /// Worker-wide timing settings (Kafka Connect's names).
 #[derive(Debug, Clone)]
@@ -63,6 +68,17 @@ pub struct ConnectorSpec {
     pub config: Config,
 }
 
+/// What the worker needs to run one task of a connector (besides its configuration).
+#[derive(Debug, Clone, Default)]
+pub struct TaskSpec {
+    /// `errors.tolerance=all`: a record the sink refuses is skipped instead of failing the task.
+    pub tolerate_delivery_errors: bool,
+    /// The connector's own `key.converter`, if it sets one (for sinks that convert).
+    pub key_converter: Option<ConverterSpec>,
+    /// The connector's own `value.converter`, if it sets one.
+    pub value_converter: Option<ConverterSpec>,
+}
+
 /// Why the worker refused a request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -81,6 +97,9 @@ pub enum WorkerError {
         /// The connector's error.
         reason: String,
     },
+    /// A task of that id already runs.
+    #[error("task {0} already runs")]
+    TaskExists(TaskId),
     /// The connector has no task of that number.
     #[error("connector {connector:?} has no task {task}")]
     TaskNotFound {
@@ -91,41 +110,17 @@ pub enum WorkerError {
     },
 }
 
-struct TaskHandle {
-    name: String,
-    control: watch::Sender<TargetState>,
-    /// The thread running the task's loop; `None` for a placeholder (or a thread that never started).
-    join: Option<TaskThread>,
-    status: StatusCell,
-    store_reader: Arc<StoreOffsetReader>,
-    /// Keeps the task's metric series rendered until the handle is dropped (after the task stopped);
-    /// `None` for a placeholder that runs nothing.
-    _metrics: Option<TaskSeries>,
-}
-
-struct RunningConnector {
-    tasks: Vec<TaskHandle>,
-    /// Each task's configuration, in task order (kept to restart a task).
-    task_configs: Vec<Config>,
-    launch: Launch,
-}
-
-/// What every task of a connector starts with.
-#[derive(Clone)]
-struct Launch {
-    settings: TaskSettings,
-    sink: Arc<dyn RecordSink>,
-    /// What a (re)started task is told to do: run or stay paused.
-    target: TargetState,
-}
-
 /// Runs source tasks: start with committed offsets, deliver to the sink, commit what was acknowledged.
 pub struct Worker {
     settings: WorkerSettings,
     store: Arc<dyn OffsetBackingStore>,
-    sink: Arc<dyn RecordSink>,
+    /// Gives tasks started by id their sinks.
+    sinks: Arc<dyn SinkProvider>,
     health: Arc<StoreHealth>,
-    connectors: Mutex<BTreeMap<String, RunningConnector>>,
+    /// Where every task status is also written (generation 0: standalone has no rebalances).
+    statuses: Arc<dyn StatusBackingStore>,
+    worker_id: String,
+    running: Mutex<Running>,
 }
 
 impl Worker {
@@ -136,14 +131,68 @@ impl Worker {
         store: Arc<dyn OffsetBackingStore>,
         sink: Arc<dyn RecordSink>,
     ) -> Self {
+        Self::with_status(
+            settings,
+            store,
+            sink,
+            Arc::new(MemoryStatusStore::new()),
+            "",
+        )
+    }
+
+    /// A worker like [`Worker::new`] that also writes every task status to `statuses`, as
+    /// `worker_id` (Kafka Connect's `host:port`).
+    pub fn with_status(
+        settings: WorkerSettings,
+        store: Arc<dyn OffsetBackingStore>,
+        sink: Arc<dyn RecordSink>,
+        statuses: Arc<dyn StatusBackingStore>,
+        worker_id: impl Into<String>,
+    ) -> Self {
+        Self::with_sinks(
+            settings,
+            store,
+            Arc::new(SharedSink(sink)),
+            statuses,
+            worker_id,
+        )
+    }
+
+    /// A worker whose tasks get their sinks from `sinks`, one [`SinkProvider::open`] per task
+    /// (re)start, writing task statuses to `statuses` as `worker_id`.
+    pub fn with_sinks(
+        settings: WorkerSettings,
+        store: Arc<dyn OffsetBackingStore>,
+        sinks: Arc<dyn SinkProvider>,
+        statuses: Arc<dyn StatusBackingStore>,
+        worker_id: impl Into<String>,
+    ) -> Self {
         let store = Arc::new(MeteredStore::new(store, &settings.metrics));
         Self {
             settings,
             store,
-            sink,
+            sinks,
             health: Arc::new(StoreHealth::new()),
-            connectors: Mutex::new(BTreeMap::new()),
+            statuses,
+            worker_id: worker_id.into(),
+            running: Mutex::new(Running::default()),
         }
+    }
+
+    /// The status store the worker writes task statuses to.
+    pub fn status_store(&self) -> Arc<dyn StatusBackingStore> {
+        self.statuses.clone()
+    }
+
+    /// A status cell for task `id` whose every change is written to the status store.
+    fn status_cell(&self, id: &TaskId) -> StatusCell {
+        let (statuses, worker_id, id) = (self.statuses.clone(), self.worker_id.clone(), id.clone());
+        let listener: StatusListener = Arc::new(move |status: &TaskStatus| {
+            let mut entry = StatusEntry::new(state_of(status.state), worker_id.as_str(), 0);
+            entry.trace = status.trace.clone();
+            statuses.put_task_safe(&id, entry);
+        });
+        StatusCell::watched(listener)
     }
 
     /// Why the offset store can no longer commit, once a commit failed with a non-retriable store
@@ -159,8 +208,118 @@ impl Worker {
         self.settings.metrics.clone()
     }
 
-    fn connectors(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunningConnector>> {
-        self.connectors.lock().unwrap_or_else(|p| p.into_inner())
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn launch(
+        &self,
+        tolerate_delivery_errors: bool,
+        sinks: Arc<dyn SinkProvider>,
+        (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
+        paused: bool,
+    ) -> Launch {
+        Launch {
+            settings: TaskSettings {
+                flush_interval: self.settings.offset_flush_interval,
+                flush_timeout: self.settings.offset_flush_timeout,
+                tolerate_delivery_errors,
+            },
+            sinks,
+            key_converter,
+            value_converter,
+            target: if paused {
+                TargetState::Paused
+            } else {
+                TargetState::Running
+            },
+        }
+    }
+
+    /// Starts one task of a connector with `config` (made by [`SourceConnector::task_configs`]), from
+    /// the connector's committed offsets, running or paused as `target` says (`Stopped` starts
+    /// nothing). Its sink comes from the worker's [`SinkProvider`], told the connector's own
+    /// converters from `spec`.
+    ///
+    /// # Errors
+    /// A task of that id already runs.
+    pub fn start_task(
+        &self,
+        id: TaskId,
+        spec: &TaskSpec,
+        config: Config,
+        connector: &dyn SourceConnector,
+        target: TargetState,
+    ) -> Result<(), WorkerError> {
+        if target == TargetState::Stopped {
+            return Ok(());
+        }
+        let mut running = self.running();
+        if running.tasks.contains_key(&id) {
+            return Err(WorkerError::TaskExists(id));
+        }
+        let launch = self.launch(
+            spec.tolerate_delivery_errors,
+            self.sinks.clone(),
+            (spec.key_converter, spec.value_converter),
+            target == TargetState::Paused,
+        );
+        let handle = self.spawn_task(&id, config.clone(), connector, &launch);
+        running.tasks.insert(
+            id,
+            RunningTask {
+                handle,
+                config,
+                launch,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops one task: it waits for outstanding acknowledgements, commits and stops (cancelled
+    /// without a final commit after `task.shutdown.graceful.timeout.ms`). Returns its final status.
+    ///
+    /// # Errors
+    /// No such task.
+    pub async fn stop_task(&self, id: &TaskId) -> Result<TaskStatus, WorkerError> {
+        let task = self
+            .running()
+            .tasks
+            .remove(id)
+            .ok_or_else(|| WorkerError::TaskNotFound {
+                connector: id.connector.clone(),
+                task: id.task,
+            })?;
+        let status = task.handle.status.clone();
+        stop_task(task.handle, self.settings.task_shutdown_graceful_timeout).await;
+        Ok(status.get())
+    }
+
+    /// Tells one task to run or to pause (a paused task does not poll; deliveries and commits go
+    /// on). `Stopped` tells it to stop (final commit included) without waiting; [`Worker::stop_task`]
+    /// then waits for it and forgets it.
+    ///
+    /// # Errors
+    /// No such task.
+    pub fn set_target(&self, id: &TaskId, target: TargetState) -> Result<(), WorkerError> {
+        let mut running = self.running();
+        let task = running
+            .tasks
+            .get_mut(id)
+            .ok_or_else(|| WorkerError::TaskNotFound {
+                connector: id.connector.clone(),
+                task: id.task,
+            })?;
+        if target != TargetState::Stopped {
+            task.launch.target = target;
+        }
+        send_target(&task.handle, target);
+        Ok(())
+    }
+
+    /// The ids of a connector's running tasks, in task order.
+    pub fn tasks(&self, connector: &str) -> Vec<TaskId> {
+        self.running().ids(connector)
     }
 
     /// Starts a connector's tasks. Each task starts from the connector's committed offsets.
@@ -172,8 +331,8 @@ impl Worker {
         spec: ConnectorSpec,
         connector: &dyn SourceConnector,
     ) -> Result<(), WorkerError> {
-        let sink = self.sink.clone();
-        self.start_connector_with_sink(spec, connector, sink)
+        let sinks = self.sinks.clone();
+        self.start_connector_with(spec, connector, sinks)
     }
 
     /// Starts a connector's tasks like [`Worker::start_connector`], sending its records to `sink`
@@ -187,7 +346,16 @@ impl Worker {
         connector: &dyn SourceConnector,
         sink: Arc<dyn RecordSink>,
     ) -> Result<(), WorkerError> {
-        if self.connectors().contains_key(&spec.name) {
+        self.start_connector_with(spec, connector, Arc::new(SharedSink(sink)))
+    }
+
+    fn start_connector_with(
+        &self,
+        spec: ConnectorSpec,
+        connector: &dyn SourceConnector,
+        sinks: Arc<dyn SinkProvider>,
+    ) -> Result<(), WorkerError> {
+        if self.running().connectors.contains_key(&spec.name) {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         let task_configs = connector
@@ -196,7 +364,7 @@ impl Worker {
                 name: spec.name.clone(),
                 reason: e.to_string(),
             })?;
-        self.start_connector_tasks(spec, task_configs, connector, sink, false)
+        self.start_tasks(spec, task_configs, connector, sinks, (None, None), false)
     }
 
     /// Starts a connector's tasks with task configurations made beforehand (by
@@ -213,51 +381,63 @@ impl Worker {
         sink: Arc<dyn RecordSink>,
         paused: bool,
     ) -> Result<(), WorkerError> {
+        let sinks = Arc::new(SharedSink(sink));
+        self.start_tasks(spec, task_configs, connector, sinks, (None, None), paused)
+    }
+
+    /// Starts a connector's tasks as [`Worker::start_connector_tasks`] does, each opening its sink
+    /// from the worker's [`SinkProvider`] with the connector's own converters.
+    pub(crate) fn start_provided_tasks(
+        &self,
+        spec: ConnectorSpec,
+        task_configs: Vec<Config>,
+        connector: &dyn SourceConnector,
+        converters: (Option<ConverterSpec>, Option<ConverterSpec>),
+        paused: bool,
+    ) -> Result<(), WorkerError> {
+        let sinks = self.sinks.clone();
+        self.start_tasks(spec, task_configs, connector, sinks, converters, paused)
+    }
+
+    fn start_tasks(
+        &self,
+        spec: ConnectorSpec,
+        task_configs: Vec<Config>,
+        connector: &dyn SourceConnector,
+        sinks: Arc<dyn SinkProvider>,
+        converters: (Option<ConverterSpec>, Option<ConverterSpec>),
+        paused: bool,
+    ) -> Result<(), WorkerError> {
         // Held until the tasks are registered: two concurrent starts of one name cannot both pass the check.
-        let mut connectors = self.connectors();
-        if connectors.contains_key(&spec.name) {
+        let mut running = self.running();
+        if running.connectors.contains_key(&spec.name) || !running.ids(&spec.name).is_empty() {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let settings = TaskSettings {
-            flush_interval: self.settings.offset_flush_interval,
-            flush_timeout: self.settings.offset_flush_timeout,
-            tolerate_delivery_errors: spec.tolerate_delivery_errors,
-        };
-        let launch = Launch {
-            settings,
-            sink,
-            target: if paused {
-                TargetState::Paused
-            } else {
-                TargetState::Running
-            },
-        };
-        let tasks = task_configs
-            .iter()
-            .enumerate()
-            .map(|(i, config)| self.spawn_task(&spec.name, i, config.clone(), connector, &launch))
-            .collect();
-        connectors.insert(
-            spec.name,
-            RunningConnector {
-                tasks,
-                task_configs,
-                launch,
-            },
-        );
+        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused);
+        for (i, config) in task_configs.into_iter().enumerate() {
+            let id = TaskId::new(spec.name.as_str(), i);
+            let handle = self.spawn_task(&id, config.clone(), connector, &launch);
+            let task = RunningTask {
+                handle,
+                config,
+                launch: launch.clone(),
+            };
+            running.tasks.insert(id, task);
+        }
+        running.connectors.insert(spec.name, launch);
         Ok(())
     }
 
     fn spawn_task(
         &self,
-        connector_name: &str,
-        index: usize,
+        id: &TaskId,
         config: Config,
         connector: &dyn SourceConnector,
         launch: &Launch,
     ) -> TaskHandle {
-        let name = format!("{connector_name}-{index}");
+        let (connector_name, index) = (id.connector.as_str(), id.task);
+        let name = id.to_string();
         let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
         let looked_up = Arc::default();
         let reader = Arc::new(context::TaskReader::new(
@@ -266,7 +446,7 @@ impl Worker {
             Arc::clone(&looked_up),
         ));
         let (control, control_rx) = watch::channel(launch.target);
-        let status = StatusCell::new();
+        let status = self.status_cell(id);
         let acks = AckTracker::new();
         let metrics = self.settings.metrics.register_task(
             connector_name,
@@ -275,21 +455,47 @@ impl Worker {
             status.clone(),
         );
         let helpers = Arc::new(Helpers::default());
-        let runner = TaskRunner {
-            name: name.clone(),
-            task: connector.create_task(),
-            context: Arc::new(context::TaskContext { config, reader }),
-            store_reader: store_reader.clone(),
-            watch: context::PartitionWatch::new(name.clone(), looked_up),
-            sink: launch.sink.clone(),
-            acks,
-            metrics: metrics.task().clone(),
-            writer: Arc::new(OffsetWriter::new(connector_name, self.store.clone())),
-            status: status.clone(),
-            control: control_rx,
-            settings: launch.settings.clone(),
-            health: self.health.clone(),
-            helpers: helpers.clone(),
+        let runner = {
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            let task = connector.create_task();
+            let writer = Arc::new(OffsetWriter::new(connector_name, self.store.clone()));
+            let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
+            let (health, helpers) = (self.health.clone(), helpers.clone());
+            move |sink: Arc<dyn RecordSink>| TaskRunner {
+                watch: context::PartitionWatch::new(name.clone(), looked_up),
+                name,
+                task,
+                context: Arc::new(context::TaskContext { config, reader }),
+                store_reader,
+                sink,
+                acks,
+                metrics,
+                writer,
+                status,
+                control: control_rx,
+                settings,
+                health,
+                helpers,
+            }
+        };
+        // The sink is opened on the task's own thread, at every (re)start: a provider may give each
+        // task its own (a transactional producer per task); a failure fails only this task.
+        let run = {
+            let (sinks, id) = (launch.sinks.clone(), id.clone());
+            let (key, value) = (launch.key_converter, launch.value_converter);
+            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            async move {
+                let context = TaskSinkContext::new(&id.connector, id.task, key, value);
+                match sinks.open(&context).await {
+                    Ok(sink) => runner(sink).run().await,
+                    Err(e) => {
+                        let reason = format!("cannot open the sink {sinks}: {e}");
+                        tracing::error!(task = %name, "task failed: {reason}");
+                        status.fail(reason);
+                        store_reader.close();
+                    }
+                }
+            }
         };
         let panicked = {
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
@@ -300,7 +506,7 @@ impl Worker {
                 store_reader.close();
             }
         };
-        let join = match TaskThread::spawn(&name, helpers, runner.run(), panicked) {
+        let join = match TaskThread::spawn(&name, helpers, run, panicked) {
             Ok(thread) => Some(thread),
             Err(e) => {
                 let reason = format!("cannot start a thread for the task: {e}");
@@ -319,19 +525,30 @@ impl Worker {
         }
     }
 
-    /// The status of each task of a connector, in task order.
+    /// The status of each task of a connector, in task order; `None` for a connector the worker
+    /// does not know (neither started as a whole nor with a running task).
     pub fn task_statuses(&self, name: &str) -> Option<Vec<(String, TaskStatus)>> {
-        self.connectors().get(name).map(|c| {
-            c.tasks
-                .iter()
-                .map(|t| (t.name.clone(), t.status.get()))
-                .collect()
-        })
+        let running = self.running();
+        let ids = running.ids(name);
+        if ids.is_empty() && !running.connectors.contains_key(name) {
+            return None;
+        }
+        Some(
+            ids.iter()
+                .filter_map(|id| running.tasks.get(id))
+                .map(|t| (t.handle.name.clone(), t.handle.status.get()))
+                .collect(),
+        )
     }
 
     /// The names of running connectors.
     pub fn connector_names(&self) -> Vec<String> {
-        self.connectors().keys().cloned().collect()
+        let running = self.running();
+        let mut names: Vec<String> = running.connectors.keys().cloned().collect();
+        names.extend(running.tasks.keys().map(|id| id.connector.clone()));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Pauses (`true`) or resumes (`false`) a connector's tasks: a paused task does not poll, but its
@@ -340,24 +557,23 @@ impl Worker {
     /// # Errors
     /// Unknown connector.
     pub fn set_paused(&self, name: &str, paused: bool) -> Result<(), WorkerError> {
-        let mut connectors = self.connectors();
-        let connector = connectors
-            .get_mut(name)
-            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
         let target = if paused {
             TargetState::Paused
         } else {
             TargetState::Running
         };
-        connector.launch.target = target;
-        for task in &connector.tasks {
-            task.control.send_if_modified(|t| {
-                let change = *t != TargetState::Stopped && *t != target;
-                if change {
-                    *t = target;
-                }
-                change
-            });
+        let mut running = self.running();
+        let ids = running.ids(name);
+        match running.connectors.get_mut(name) {
+            Some(launch) => launch.target = target,
+            None if ids.is_empty() => return Err(WorkerError::NotFound(name.to_owned())),
+            None => {}
+        }
+        for id in ids {
+            if let Some(task) = running.tasks.get_mut(&id) {
+                task.launch.target = target;
+                send_target(&task.handle, target);
+            }
         }
         Ok(())
     }
@@ -372,20 +588,20 @@ impl Worker {
         &self,
         name: &str,
     ) -> Result<Vec<(String, TaskStatus)>, WorkerError> {
-        let connector = self
-            .connectors()
-            .remove(name)
-            .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-        let statuses: Vec<(String, StatusCell)> = connector
-            .tasks
+        let tasks = {
+            let mut running = self.running();
+            let known = running.connectors.remove(name).is_some();
+            let tasks = running.take_connector(name);
+            if !known && tasks.is_empty() {
+                return Err(WorkerError::NotFound(name.to_owned()));
+            }
+            tasks
+        };
+        let statuses: Vec<(String, StatusCell)> = tasks
             .iter()
             .map(|t| (t.name.clone(), t.status.clone()))
             .collect();
-        stop_tasks(
-            connector.tasks,
-            self.settings.task_shutdown_graceful_timeout,
-        )
-        .await;
+        stop_tasks(tasks, self.settings.task_shutdown_graceful_timeout).await;
         Ok(statuses
             .into_iter()
             .map(|(name, status)| (name, status.get()))
@@ -404,42 +620,37 @@ impl Worker {
         index: usize,
         connector: &dyn SourceConnector,
     ) -> Result<(), WorkerError> {
+        let id = TaskId::new(name, index);
         let (old, config, launch) = {
-            let mut connectors = self.connectors();
-            let running = connectors
-                .get_mut(name)
-                .ok_or_else(|| WorkerError::NotFound(name.to_owned()))?;
-            let (Some(slot), Some(config)) = (
-                running.tasks.get_mut(index),
-                running.task_configs.get(index),
-            ) else {
-                return Err(WorkerError::TaskNotFound {
-                    connector: name.to_owned(),
-                    task: index,
-                });
+            let mut running = self.running();
+            let known = running.connectors.contains_key(name);
+            let Some(slot) = running.tasks.get_mut(&id) else {
+                if known {
+                    return Err(WorkerError::TaskNotFound {
+                        connector: name.to_owned(),
+                        task: index,
+                    });
+                }
+                return Err(WorkerError::NotFound(name.to_owned()));
             };
             // Until the new instance runs, the slot reports UNASSIGNED.
             let placeholder = TaskHandle {
-                name: slot.name.clone(),
+                name: slot.handle.name.clone(),
                 control: watch::channel(TargetState::Stopped).0,
                 join: None,
-                status: StatusCell::new(),
+                status: self.status_cell(&id),
                 store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
                 _metrics: None,
             };
-            let old = std::mem::replace(slot, placeholder);
-            (old, config.clone(), running.launch.clone())
+            let old = std::mem::replace(&mut slot.handle, placeholder);
+            (old, slot.config.clone(), slot.launch.clone())
         };
         tracing::info!(task = %old.name, "restarting task");
         stop_task(old, self.settings.task_shutdown_graceful_timeout).await;
-        let new = self.spawn_task(name, index, config, connector, &launch);
-        let orphan = match self
-            .connectors()
-            .get_mut(name)
-            .and_then(|running| running.tasks.get_mut(index))
-        {
+        let new = self.spawn_task(&id, config, connector, &launch);
+        let orphan = match self.running().tasks.get_mut(&id) {
             Some(slot) => {
-                *slot = new;
+                slot.handle = new;
                 None
             }
             // Stopped meanwhile: the new instance must not outlive its connector.
@@ -451,50 +662,24 @@ impl Worker {
         Ok(())
     }
 
-    /// Stops every connector, all tasks in parallel.
+    /// Stops every task, all in parallel.
     pub async fn shutdown(&self) {
-        let all: Vec<RunningConnector> = std::mem::take(&mut *self.connectors())
-            .into_values()
-            .collect();
+        let all = std::mem::take(&mut *self.running());
         stop_tasks(
-            all.into_iter().flat_map(|c| c.tasks),
+            all.tasks.into_values().map(|t| t.handle),
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
     }
 }
 
-/// Stops tasks in parallel: each one's graceful timeout runs from the same moment, and a slow task never
-/// delays the stop signal of the others.
-async fn stop_tasks(tasks: impl IntoIterator<Item = TaskHandle>, timeout: Duration) {
-    let handles: Vec<JoinHandle<()>> = tasks
-        .into_iter()
-        .map(|task| tokio::spawn(stop_task(task, timeout)))
-        .collect();
-    for handle in handles {
-        let _ = handle.await;
-    }
-}
-
-async fn stop_task(mut task: TaskHandle, timeout: Duration) {
-    task.control.send_replace(TargetState::Stopped);
-    let Some(mut thread) = task.join.take() else {
-        return;
-    };
-    if tokio::time::timeout(timeout, thread.finished())
-        .await
-        .is_err()
-    {
-        // Its thread may be blocked in connector code, which nothing can interrupt: stop waiting.
-        thread.cancel();
-        task.store_reader.close();
-        tracing::error!(
-            task = %task.name,
-            "task did not stop within task.shutdown.graceful.timeout.ms={} ms and was cancelled (if its \
-             thread is blocked in the connector's code, it is left behind): offsets acknowledged since its \
-             last commit were not committed, so those records will be delivered again after a restart",
-            timeout.as_millis()
-        );
-        task.status.set(TaskState::Stopped);
+/// The status store's name for a task state.
+fn state_of(state: TaskState) -> State {
+    match state {
+        TaskState::Unassigned => State::Unassigned,
+        TaskState::Running => State::Running,
+        TaskState::Paused => State::Paused,
+        TaskState::Failed => State::Failed,
+        TaskState::Stopped => State::Stopped,
     }
 }

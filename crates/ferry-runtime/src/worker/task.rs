@@ -26,13 +26,8 @@ use crate::worker::health::StoreHealth;
 use crate::worker::status::{StatusCell, TaskState};
 use crate::worker::thread::Helpers;
 
-/// What the worker wants a task to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TargetState {
-    Running,
-    Paused,
-    Stopped,
-}
+/// What the worker wants a task to do: the one `TargetState` the herder and the stores use too.
+pub(crate) use crate::state::TargetState;
 
 /// Per-task settings from the worker and connector configs.
 #[derive(Debug, Clone)]

@@ -12,3 +12,4 @@ mod lifecycle;
 mod resume;
 mod store_failure;
 mod support;
+mod tasks;

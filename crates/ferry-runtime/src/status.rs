@@ -41,34 +41,70 @@ pub struct TaskStatus {
     pub trace: Option<String>,
 }
 
+/// Told every status a task takes (the worker writes it to the status store).
+pub(crate) type StatusListener = Arc<dyn Fn(&TaskStatus) + Send + Sync>;
+
 /// A task's status, shared between the task loop and whoever reports it.
-#[derive(Debug, Clone)]
-pub(crate) struct StatusCell(Arc<RwLock<TaskStatus>>);
+#[derive(Clone)]
+pub(crate) struct StatusCell {
+    status: Arc<RwLock<TaskStatus>>,
+    listener: Option<StatusListener>,
+}
+
+impl fmt::Debug for StatusCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StatusCell").field(&self.get()).finish()
+    }
+}
 
 impl StatusCell {
     pub(crate) fn new() -> Self {
-        Self(Arc::new(RwLock::new(TaskStatus {
-            state: TaskState::Unassigned,
-            trace: None,
-        })))
+        Self {
+            status: Arc::new(RwLock::new(TaskStatus {
+                state: TaskState::Unassigned,
+                trace: None,
+            })),
+            listener: None,
+        }
+    }
+
+    /// A cell that tells `listener` its first status (UNASSIGNED) now and every change after.
+    pub(crate) fn watched(listener: StatusListener) -> Self {
+        let cell = Self {
+            listener: Some(listener),
+            ..Self::new()
+        };
+        cell.tell(&cell.get());
+        cell
+    }
+
+    // Called with the cell's lock held, so the listener sees changes in the order they were made.
+    fn tell(&self, status: &TaskStatus) {
+        if let Some(listener) = &self.listener {
+            listener(status);
+        }
     }
 
     pub(crate) fn get(&self) -> TaskStatus {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn set(&self, state: TaskState) {
-        let mut status = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
         // A failure is final: a later stop keeps FAILED and its reason.
-        if status.state != TaskState::Failed {
+        if status.state != TaskState::Failed && status.state != state {
             status.state = state;
+            self.tell(&status);
         }
     }
 
     /// Marks the task FAILED with `trace`; returns `false` if it had already failed (the first reason
     /// is kept).
     pub(crate) fn fail(&self, trace: String) -> bool {
-        let mut status = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
         if status.state == TaskState::Failed {
             return false;
         }
@@ -76,6 +112,7 @@ impl StatusCell {
             state: TaskState::Failed,
             trace: Some(trace),
         };
+        self.tell(&status);
         true
     }
 }

@@ -1,5 +1,7 @@
-//! The connectors file: connectors created or changed over REST in standalone mode, so they survive a
-//! restart (`<offsets file>.connectors.json`, or `ferry.connectors.file`).
+//! The file config store: the connectors file, which keeps connectors created or changed over REST in
+//! standalone mode so they survive a restart (`<offsets file>.connectors.json`, or
+//! `ferry.connectors.file`). Task configurations are kept in memory only (the connector makes them
+//! again at start), so the file's format is what it always was.
 //!
 //! Format (versioned JSON):
 //!
@@ -17,16 +19,19 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use ferry_api::Config;
 use serde::de::{Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::TargetState;
+use super::config::{Change, apply};
+use super::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
+use crate::state::TargetState;
 
 const VERSION: u32 = 1;
 
 /// One connector as kept in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredConnector {
     /// Its configuration.
     pub config: Config,
@@ -84,20 +89,145 @@ fn state_name(state: TargetState) -> &'static str {
     }
 }
 
-/// The connectors file.
+// The configuration may hold secrets: Debug shows its keys only.
+impl fmt::Debug for StoredConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredConnector")
+            .field("config_keys", &self.config.keys().collect::<Vec<_>>())
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+/// A [`ConfigBackingStore`] in the connectors file. Every change is written (atomically and durably)
+/// before it is taken in, so a failed write changes nothing.
+#[derive(Debug)]
+pub struct FileConfigStore {
+    file: ConnectorsFile,
+    /// What the file holds, plus the task configurations (memory only); writes are serialized.
+    snapshot: tokio::sync::Mutex<ConfigSnapshot>,
+}
+
+impl FileConfigStore {
+    /// The store in the file at `path`, read now (a missing file is an empty store).
+    ///
+    /// # Errors
+    /// The file cannot be read, is not valid JSON of this format, or has an unknown version; the
+    /// message names the file. Ferry never overwrites such a file.
+    pub fn open(path: impl Into<PathBuf>) -> Result<Self, String> {
+        let file = ConnectorsFile { path: path.into() };
+        let connectors = file
+            .load()?
+            .into_iter()
+            .map(|(name, stored)| {
+                let entry = ConnectorEntry {
+                    config: stored.config,
+                    target: stored.state,
+                    tasks: None,
+                };
+                (name, entry)
+            })
+            .collect();
+        Ok(Self {
+            file,
+            snapshot: tokio::sync::Mutex::new(ConfigSnapshot {
+                version: 0,
+                connectors,
+            }),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    async fn change(&self, change: Change<'_>) -> Result<(), ConfigStoreError> {
+        let mut snapshot = self.snapshot.lock().await;
+        let mut next = snapshot.clone();
+        if !apply(&mut next, change)? {
+            return Ok(());
+        }
+        let (before, after) = (stored(&snapshot), stored(&next));
+        if before != after {
+            let file = self.file.clone();
+            tokio::task::spawn_blocking(move || file.save(&after))
+                .await
+                .map_err(|e| {
+                    ConfigStoreError::new(format!("writing the connectors file panicked: {e}"))
+                })?
+                .map_err(ConfigStoreError::new)?;
+        }
+        *snapshot = next;
+        Ok(())
+    }
+}
+
+/// What the file keeps of a snapshot.
+fn stored(snapshot: &ConfigSnapshot) -> BTreeMap<String, StoredConnector> {
+    snapshot
+        .connectors
+        .iter()
+        .map(|(name, entry)| {
+            let stored = StoredConnector {
+                config: entry.config.clone(),
+                state: entry.target,
+            };
+            (name.clone(), stored)
+        })
+        .collect()
+}
+
+#[async_trait]
+impl ConfigBackingStore for FileConfigStore {
+    fn describe(&self) -> String {
+        self.file.path.display().to_string()
+    }
+
+    async fn snapshot(&self) -> Result<ConfigSnapshot, ConfigStoreError> {
+        Ok(self.snapshot.lock().await.clone())
+    }
+
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        config: &Config,
+        target: TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.change(Change::Connector(name, config, target)).await
+    }
+
+    async fn remove_connector_config(&self, name: &str) -> Result<(), ConfigStoreError> {
+        self.change(Change::Remove(name)).await
+    }
+
+    async fn put_target_state(
+        &self,
+        name: &str,
+        target: TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.change(Change::Target(name, target)).await
+    }
+
+    async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError> {
+        self.change(Change::Tasks(name, tasks)).await
+    }
+}
+
+/// The connectors file itself: load and save the whole map.
 #[derive(Debug, Clone)]
-pub struct ConnectorsFile {
+struct ConnectorsFile {
     path: PathBuf,
 }
 
 impl ConnectorsFile {
-    /// The file at `path` (read or written only when asked).
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    #[cfg(test)]
+    fn new(path: impl Into<PathBuf>) -> Self {
         Self { path: path.into() }
     }
 
-    /// Its path.
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    fn path(&self) -> &Path {
         &self.path
     }
 
@@ -106,7 +236,7 @@ impl ConnectorsFile {
     /// # Errors
     /// The file cannot be read, is not valid JSON of this format, or has an unknown version; the
     /// message names the file.
-    pub fn load(&self) -> Result<BTreeMap<String, StoredConnector>, String> {
+    fn load(&self) -> Result<BTreeMap<String, StoredConnector>, String> {
         let bytes = match fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -147,7 +277,7 @@ impl ConnectorsFile {
     ///
     /// # Errors
     /// Any I/O error, naming the file; the previous content is then still in place.
-    pub fn save(&self, connectors: &BTreeMap<String, StoredConnector>) -> Result<(), String> {
+    fn save(&self, connectors: &BTreeMap<String, StoredConnector>) -> Result<(), String> {
         let document = Document {
             version: VERSION,
             connectors: connectors.clone(),

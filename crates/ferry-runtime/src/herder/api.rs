@@ -1,0 +1,149 @@
+//! The herder as the REST API sees it: one method per request. [`StandaloneHerder`] implements it
+//! today; a distributed herder (config and status topics, task assignment by a consumer group) is
+//! another implementation of the same trait, so the REST layer does not change with the mode.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ferry_api::Config;
+
+use super::entities::{
+    ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
+    TaskInfo, TaskStateInfo,
+};
+use super::{HerderError, OffsetInput, StandaloneHerder};
+use crate::metrics::Metrics;
+use crate::state::{TargetState, TaskId};
+
+type R<T> = Result<T, HerderError>;
+
+/// What the REST API asks of a herder (Kafka Connect's `Herder` interface, cut to Ferry's endpoints).
+/// Messages and [kinds](super::HerderErrorKind) of the errors are what clients are answered.
+#[async_trait]
+pub trait Herder: Send + Sync {
+    /// The worker id reported in statuses (`host:port` of the REST listener).
+    fn worker_id(&self) -> &str;
+    /// `GET /connector-plugins`.
+    fn plugins(&self) -> Vec<PluginInfo>;
+    /// The metrics served at `GET /metrics`.
+    fn metrics(&self) -> Arc<Metrics>;
+    /// `GET /connectors`: the names of all connectors.
+    async fn connectors(&self) -> Vec<String>;
+    /// `GET /connectors/{name}`.
+    async fn connector_info(&self, name: &str) -> R<ConnectorInfo>;
+    /// `GET /connectors/{name}/config`.
+    async fn connector_config(&self, name: &str) -> R<Config>;
+    /// `GET /connectors/{name}/status`.
+    async fn connector_status(&self, name: &str) -> R<ConnectorStateInfo>;
+    /// `GET /connectors/{name}/tasks`.
+    async fn task_configs(&self, name: &str) -> R<Vec<TaskInfo>>;
+    /// `GET /connectors/{name}/tasks/{task}/status`.
+    async fn task_status(&self, id: &TaskId) -> R<TaskStateInfo>;
+    /// `POST /connectors`: creates a connector in `initial` state.
+    async fn create_connector(
+        &self,
+        name: &str,
+        config: Config,
+        initial: TargetState,
+    ) -> R<ConnectorInfo>;
+    /// `PUT /connectors/{name}/config`: creates or reconfigures; `true` when created.
+    async fn put_connector_config(&self, name: &str, config: Config) -> R<(bool, ConnectorInfo)>;
+    /// `DELETE /connectors/{name}`.
+    async fn delete_connector(&self, name: &str) -> R<()>;
+    /// `POST /connectors/{name}/restart` (the connector alone).
+    async fn restart_connector(&self, name: &str) -> R<()>;
+    /// `POST /connectors/{name}/restart?includeTasks=…&onlyFailed=…`.
+    async fn restart_connector_and_tasks(
+        &self,
+        name: &str,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> R<ConnectorStateInfo>;
+    /// `POST /connectors/{name}/tasks/{task}/restart`.
+    async fn restart_task(&self, id: &TaskId) -> R<()>;
+    /// `PUT /connectors/{name}/{pause,resume,stop}`.
+    async fn set_target_state(&self, name: &str, target: TargetState) -> R<()>;
+    /// `GET /connectors/{name}/offsets`.
+    async fn connector_offsets(&self, name: &str) -> R<ConnectorOffsets>;
+    /// `PATCH /connectors/{name}/offsets`.
+    async fn alter_offsets(&self, name: &str, offsets: Vec<OffsetInput>) -> R<Message>;
+    /// `DELETE /connectors/{name}/offsets`.
+    async fn reset_offsets(&self, name: &str) -> R<Message>;
+    /// `PUT /connector-plugins/{plugin}/config/validate`.
+    async fn validate(&self, plugin: &str, config: Config) -> R<ConfigInfos>;
+}
+
+// Delegates to the inherent methods (which keep their names, so existing callers are unchanged).
+#[async_trait]
+impl Herder for StandaloneHerder {
+    fn worker_id(&self) -> &str {
+        StandaloneHerder::worker_id(self)
+    }
+    fn plugins(&self) -> Vec<PluginInfo> {
+        StandaloneHerder::plugins(self)
+    }
+    fn metrics(&self) -> Arc<Metrics> {
+        self.worker().metrics()
+    }
+    async fn connectors(&self) -> Vec<String> {
+        StandaloneHerder::connectors(self).await
+    }
+    async fn connector_info(&self, name: &str) -> R<ConnectorInfo> {
+        StandaloneHerder::connector_info(self, name).await
+    }
+    async fn connector_config(&self, name: &str) -> R<Config> {
+        StandaloneHerder::connector_config(self, name).await
+    }
+    async fn connector_status(&self, name: &str) -> R<ConnectorStateInfo> {
+        StandaloneHerder::connector_status(self, name).await
+    }
+    async fn task_configs(&self, name: &str) -> R<Vec<TaskInfo>> {
+        StandaloneHerder::task_configs(self, name).await
+    }
+    async fn task_status(&self, id: &TaskId) -> R<TaskStateInfo> {
+        StandaloneHerder::task_status(self, &id.connector, id.task).await
+    }
+    async fn create_connector(
+        &self,
+        name: &str,
+        config: Config,
+        initial: TargetState,
+    ) -> R<ConnectorInfo> {
+        StandaloneHerder::create_connector(self, name, config, initial).await
+    }
+    async fn put_connector_config(&self, name: &str, config: Config) -> R<(bool, ConnectorInfo)> {
+        StandaloneHerder::put_connector_config(self, name, config).await
+    }
+    async fn delete_connector(&self, name: &str) -> R<()> {
+        StandaloneHerder::delete_connector(self, name).await
+    }
+    async fn restart_connector(&self, name: &str) -> R<()> {
+        StandaloneHerder::restart_connector(self, name).await
+    }
+    async fn restart_connector_and_tasks(
+        &self,
+        name: &str,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> R<ConnectorStateInfo> {
+        StandaloneHerder::restart_connector_and_tasks(self, name, include_tasks, only_failed).await
+    }
+    async fn restart_task(&self, id: &TaskId) -> R<()> {
+        StandaloneHerder::restart_task(self, &id.connector, id.task).await
+    }
+    async fn set_target_state(&self, name: &str, target: TargetState) -> R<()> {
+        StandaloneHerder::set_target(self, name, target).await
+    }
+    async fn connector_offsets(&self, name: &str) -> R<ConnectorOffsets> {
+        StandaloneHerder::connector_offsets(self, name).await
+    }
+    async fn alter_offsets(&self, name: &str, offsets: Vec<OffsetInput>) -> R<Message> {
+        StandaloneHerder::alter_offsets(self, name, offsets).await
+    }
+    async fn reset_offsets(&self, name: &str) -> R<Message> {
+        StandaloneHerder::reset_offsets(self, name).await
+    }
+    async fn validate(&self, plugin: &str, config: Config) -> R<ConfigInfos> {
+        StandaloneHerder::validate(self, plugin, config).await
+    }
+}

@@ -1,0 +1,145 @@
+//! In-memory stores: what a process keeps for itself (tests, and statuses in standalone mode).
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use ferry_api::Config;
+
+use super::config::{Change, apply};
+use super::{
+    ConfigBackingStore, ConfigSnapshot, ConfigStoreError, StatusBackingStore, StatusEntry,
+};
+use crate::state::{TargetState, TaskId};
+
+/// A config store in memory: gone when the process exits.
+#[derive(Debug, Default)]
+pub struct MemoryConfigStore {
+    snapshot: Mutex<ConfigSnapshot>,
+}
+
+impl MemoryConfigStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn change(&self, change: Change<'_>) -> Result<(), ConfigStoreError> {
+        apply(&mut lock(&self.snapshot), change).map(|_| ())
+    }
+}
+
+#[async_trait]
+impl ConfigBackingStore for MemoryConfigStore {
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+
+    async fn snapshot(&self) -> Result<ConfigSnapshot, ConfigStoreError> {
+        Ok(lock(&self.snapshot).clone())
+    }
+
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        config: &Config,
+        target: TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.change(Change::Connector(name, config, target))
+    }
+
+    async fn remove_connector_config(&self, name: &str) -> Result<(), ConfigStoreError> {
+        self.change(Change::Remove(name))
+    }
+
+    async fn put_target_state(
+        &self,
+        name: &str,
+        target: TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.change(Change::Target(name, target))
+    }
+
+    async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError> {
+        self.change(Change::Tasks(name, tasks))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Statuses {
+    connectors: BTreeMap<String, StatusEntry>,
+    tasks: BTreeMap<TaskId, StatusEntry>,
+}
+
+/// A status store in memory (standalone: one worker, generation 0; the generation rule is enforced
+/// anyway, so the store behaves as the distributed one will).
+#[derive(Debug, Default)]
+pub struct MemoryStatusStore {
+    statuses: Mutex<Statuses>,
+}
+
+impl MemoryStatusStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl StatusBackingStore for MemoryStatusStore {
+    fn put_connector(&self, name: &str, status: StatusEntry) {
+        lock(&self.statuses)
+            .connectors
+            .insert(name.to_owned(), status);
+    }
+
+    fn put_task(&self, id: &TaskId, status: StatusEntry) {
+        lock(&self.statuses).tasks.insert(id.clone(), status);
+    }
+
+    fn put_task_safe(&self, id: &TaskId, status: StatusEntry) {
+        let mut statuses = lock(&self.statuses);
+        match statuses.tasks.get(id) {
+            Some(stored) if !status.may_replace(stored) => {
+                tracing::debug!(
+                    task = %id,
+                    "status {:?} of generation {} from {} not written: generation {} from {} is newer",
+                    status.state,
+                    status.generation,
+                    status.worker_id,
+                    stored.generation,
+                    stored.worker_id
+                );
+            }
+            _ => {
+                statuses.tasks.insert(id.clone(), status);
+            }
+        }
+    }
+
+    fn connector(&self, name: &str) -> Option<StatusEntry> {
+        lock(&self.statuses).connectors.get(name).cloned()
+    }
+
+    fn task(&self, id: &TaskId) -> Option<StatusEntry> {
+        lock(&self.statuses).tasks.get(id).cloned()
+    }
+
+    fn tasks(&self, connector: &str) -> Vec<(TaskId, StatusEntry)> {
+        lock(&self.statuses)
+            .tasks
+            .range(TaskId::new(connector, 0)..=TaskId::new(connector, usize::MAX))
+            .map(|(id, status)| (id.clone(), status.clone()))
+            .collect()
+    }
+
+    fn remove_connector(&self, name: &str) {
+        let mut statuses = lock(&self.statuses);
+        statuses.connectors.remove(name);
+        statuses.tasks.retain(|id, _| id.connector != name);
+    }
+}
+
+/// A poisoned lock still holds consistent data here (every change is one insert or remove).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
