@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::redact::is_secret;
+
 /// `producer.`: settings of the producer that sends records (`producer.linger.ms` → `linger.ms`).
 pub const PRODUCER_PREFIX: &str = "producer.";
 
@@ -72,24 +74,4 @@ impl fmt::Debug for ClientOverrides {
             )
             .finish()
     }
-}
-
-/// Whether a key's value must never appear in `Debug` output: the same name-based rule as the
-/// runtime's configuration errors (`ferry-runtime` `config/error.rs`), copied until the keys declare
-/// their secrecy (issue 12, package A).
-fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    // `sasl.jaas.config` and `sasl.oauthbearer.config` embed credentials; `ssl.key.pem` is a private key.
-    [
-        "password",
-        "secret",
-        "token",
-        "credential",
-        "jaas",
-        "oauthbearer.config",
-        "key.pem",
-        "private",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }

@@ -2,7 +2,8 @@
 //!
 //! What a store, sink or converter backend implements to plug into Ferry's runtime: the sink contract
 //! ([`RecordSink`], [`PendingDelivery`], [`SinkError`], and the per-task [`SinkProvider`]), the
-//! converter choice ([`ConverterSpec`]), Kafka client settings ([`ClientOverrides`]) and [`Secret`].
+//! converter choice ([`ConverterSpec`]), Kafka client settings ([`ClientOverrides`]) and [`Secret`],
+//! and the configuration reading they share with the runtime ([`Properties`], [`ConfigError`]).
 //!
 //! Connectors are plugins too, but they see only `ferry-api` (their factory is
 //! `ferry_api::ConnectorPlugin`); this crate is for backends the runtime drives. It depends on no
@@ -10,12 +11,20 @@
 //! REST server by depending on it (`tests/layering.rs` keeps it so).
 
 mod client;
+mod config_error;
 mod converter;
+mod hint;
+mod properties;
+pub mod redact;
 mod secret;
 pub mod sink;
+mod syntax;
 
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
+pub use config_error::{ConfigError, ConfigErrors};
 pub use converter::ConverterSpec;
+pub use hint::{UnknownKeyHints, unknown_key_hint};
+pub use properties::Properties;
 pub use secret::Secret;
 pub use sink::{
     Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkProvider, TaskSinkContext,

@@ -16,10 +16,9 @@
 
 pub use ferry_plugin::ConverterSpec;
 
-use super::error::ConfigError;
-use super::hint::unknown_key_hint;
-use super::properties::Properties;
-use super::worker::location;
+use ferry_plugin::ConfigError;
+use ferry_plugin::Properties;
+use ferry_plugin::unknown_key_hint;
 
 /// `key.converter`: how record keys become bytes in Kafka.
 pub const KEY_CONVERTER: &str = "key.converter";
@@ -125,9 +124,7 @@ fn parse_role(
         Some(class) => match from_class(class) {
             Some(spec) => (true, spec),
             None => {
-                errors.push(invalid(
-                    props,
-                    role,
+                errors.push(props.invalid(role,
                     format!(
                         "unknown converter class; accepted: {JSON_CLASS}, {STRING_CLASS}, {BYTE_ARRAY_CLASS} \
                          (or their simple names, e.g. JsonConverter)"
@@ -144,7 +141,7 @@ fn parse_role(
                 key = %key,
                 "{}: {key} has no effect without {role} in the same file (the worker's {role} is used with \
                  the worker's settings, as in Kafka Connect); ignored",
-                location(props, key)
+                props.location(key)
             );
         }
         return None;
@@ -155,17 +152,12 @@ fn parse_role(
         match (setting, &mut spec) {
             (SCHEMAS_ENABLE, ConverterSpec::Json { schemas_enable }) => match java_bool(value) {
                 Some(enabled) => *schemas_enable = enabled,
-                None => errors.push(invalid(
-                    props,
-                    key,
-                    "must be true or false (default true)".to_owned(),
-                )),
+                None => errors
+                    .push(props.invalid(key, "must be true or false (default true)".to_owned())),
             },
             (ENCODING, ConverterSpec::String) => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") {
-                    errors.push(invalid(
-                        props,
-                        key,
+                    errors.push(props.invalid(key,
                         "Ferry's StringConverter writes UTF-8 only; remove the key or set it to UTF-8".to_owned(),
                     ));
                 }
@@ -174,13 +166,13 @@ fn parse_role(
                 file = %props.path().display(),
                 key = %key,
                 "{}: {key} has no effect in Ferry (its schemas have no decimals, defaults or schema cache); ignored",
-                location(props, key)
+                props.location(key)
             ),
             (s, _) if ALL_SETTINGS.contains(&s) => tracing::warn!(
                 file = %props.path().display(),
                 key = %key,
                 "{}: {key} is not a setting of {} ({role}); ignored",
-                location(props, key),
+                props.location(key),
                 spec.class_name()
             ),
             (s, _) => {
@@ -213,9 +205,7 @@ fn check_header_converter(props: &Properties, errors: &mut Vec<ConfigError>) {
         && class != SIMPLE_HEADER_CLASS
         && class != "SimpleHeaderConverter"
     {
-        errors.push(invalid(
-            props,
-            HEADER_CONVERTER,
+        errors.push(props.invalid(HEADER_CONVERTER,
             format!(
                 "Ferry converts headers like {SIMPLE_HEADER_CLASS} only (a string header as its text, any other \
                  value as JSON); remove the key or set it to that class"
@@ -230,15 +220,5 @@ pub(crate) fn java_bool(text: &str) -> Option<bool> {
         "true" => Some(true),
         "false" => Some(false),
         _ => None,
-    }
-}
-
-fn invalid(props: &Properties, key: &str, message: String) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
-        message,
     }
 }

@@ -20,12 +20,8 @@
 
 mod connector;
 mod converter;
-mod error;
-mod hint;
 mod postgres;
-mod properties;
 mod rest;
-mod syntax;
 mod worker;
 
 pub use connector::{
@@ -33,14 +29,12 @@ pub use connector::{
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
 pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
-pub(crate) use error::is_secret;
-pub use error::{ConfigError, ConfigErrors};
-pub(crate) use postgres::shown_value;
+pub(crate) use ferry_plugin::redact::{is_secret, shown_value};
+pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use postgres::{
     DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_TABLE,
     OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec, PostgresUrl,
 };
-pub use properties::Properties;
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,

@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-use super::error::ConfigError;
-use super::properties::Properties;
+use ferry_plugin::ConfigError;
+use ferry_plugin::Properties;
+use ferry_plugin::redact::{redact_connection_string, shown_value};
 
 /// `offset.storage.postgres.url` (Ferry-only key): the PostgreSQL server and database holding the
 /// offsets table, as a libpq connection string; required with `offset.storage=postgres`.
@@ -43,7 +44,7 @@ impl PostgresUrl {
 
     /// The connection string with any password replaced by `[hidden]`, for messages.
     pub fn redacted(&self) -> String {
-        redact(&self.0)
+        redact_connection_string(&self.0)
     }
 }
 
@@ -51,123 +52,6 @@ impl fmt::Debug for PostgresUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}", self.redacted())
     }
-}
-
-const HIDDEN: &str = "[hidden]";
-
-/// `text` with the password of a URL's user info, and any `password` parameter, hidden.
-pub(crate) fn redact(text: &str) -> String {
-    if let Some(scheme_end) = text.find("://") {
-        let (scheme, rest) = text.split_at(scheme_end + 3);
-        let (before_query, query) = match rest.find('?') {
-            Some(q) => rest.split_at(q),
-            None => (rest, ""),
-        };
-        let authority = match before_query.rfind('@') {
-            Some(at) => {
-                let (userinfo, host) = before_query.split_at(at);
-                match userinfo.split_once(':') {
-                    Some((user, _)) => format!("{user}:{HIDDEN}{host}"),
-                    None => before_query.to_owned(),
-                }
-            }
-            None => before_query.to_owned(),
-        };
-        let query = query
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some((key, _)) if key.trim_start_matches('?').eq_ignore_ascii_case("password") => {
-                    format!("{key}={HIDDEN}")
-                }
-                _ => param.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        return format!("{scheme}{authority}{query}");
-    }
-    redact_key_values(text)
-}
-
-/// `key=value` pairs with the value of `password` hidden (a value may be single-quoted with `\`
-/// escapes, as libpq allows).
-fn redact_key_values(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        let trimmed = rest.trim_start();
-        out.push_str(&rest[..rest.len() - trimmed.len()]);
-        rest = trimmed;
-        let key_len = rest
-            .find(|c: char| c == '=' || c.is_whitespace())
-            .unwrap_or(rest.len());
-        let key = &rest[..key_len];
-        out.push_str(key);
-        rest = &rest[key_len..];
-        let after_space = rest.trim_start();
-        let Some(after_eq) = after_space.strip_prefix('=') else {
-            continue;
-        };
-        out.push_str(&rest[..rest.len() - after_space.len()]);
-        out.push('=');
-        let value_start = after_eq.trim_start();
-        out.push_str(&after_eq[..after_eq.len() - value_start.len()]);
-        let value_len = value_length(value_start);
-        if key == "password" {
-            out.push_str(HIDDEN);
-        } else {
-            out.push_str(&value_start[..value_len]);
-        }
-        rest = &value_start[value_len..];
-    }
-    out
-}
-
-/// The length of the value at the start of `text`: a quoted value up to its closing quote, else up to
-/// whitespace.
-fn value_length(text: &str) -> usize {
-    if let Some(quoted) = text.strip_prefix('\'') {
-        let mut escaped = false;
-        for (i, c) in quoted.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '\'' => return i + 2,
-                _ => {}
-            }
-        }
-        return text.len();
-    }
-    text.find(char::is_whitespace).unwrap_or(text.len())
-}
-
-/// `value` of `key` as messages may show it: the connection string with its password hidden.
-pub(crate) fn shown_value(key: &str, value: &str) -> String {
-    if key == OFFSET_STORAGE_POSTGRES_URL {
-        redact(value)
-    } else if key == "connection.url" {
-        // PostgresSource's JDBC URL may carry `?password=…`, also in the form without `//`.
-        redact_jdbc(value)
-    } else {
-        value.to_owned()
-    }
-}
-
-/// A JDBC URL with its user-info password and `password` parameters hidden.
-fn redact_jdbc(text: &str) -> String {
-    if text.contains("://") {
-        return redact(text);
-    }
-    let Some((base, query)) = text.split_once('?') else {
-        return text.to_owned();
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|param| match param.split_once('=') {
-            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}={HIDDEN}"),
-            _ => param.to_owned(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&"))
 }
 
 /// Reads the postgres keys; pushes every problem to `errors`.
@@ -317,7 +201,7 @@ mod tests {
                 "host=db password = [hidden] dbname=x",
             ),
         ] {
-            assert_eq!(redact(url), shown, "{url}");
+            assert_eq!(PostgresUrl::new(url).redacted(), shown, "{url}");
             assert!(!format!("{:?}", PostgresUrl::new(url)).contains("s3"));
         }
     }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 pub use ferry_plugin::Secret;
 
-use super::error::ConfigError;
-use super::properties::Properties;
-use super::worker::{OffsetStorageSpec, location};
+use super::worker::OffsetStorageSpec;
+use ferry_plugin::ConfigError;
+use ferry_plugin::Properties;
 
 /// `listeners`: where the REST API listens, `http://HOST:PORT` (comma-separated for several).
 /// Default `http://127.0.0.1:8083`: loopback only unless configured.
@@ -120,13 +120,13 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         Some(text) => {
             match parse_listeners(text) {
                 Ok(listeners) => config.listeners = listeners,
-                Err(message) => errors.push(invalid(props, LISTENERS, &message)),
+                Err(message) => errors.push(props.invalid(LISTENERS, &message)),
             }
             for key in deprecated {
                 tracing::warn!(
                     key = %key,
                     "{}: {key} is ignored because listeners is set (Kafka Connect ignores it too)",
-                    location(props, key)
+                    props.location(key)
                 );
             }
         }
@@ -139,11 +139,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             let port = match props.get(REST_PORT).map(str::trim) {
                 None => DEFAULT_PORT,
                 Some(text) => text.parse::<u16>().unwrap_or_else(|_| {
-                    errors.push(invalid(
-                        props,
-                        REST_PORT,
-                        "must be a port number, 0 to 65535",
-                    ));
+                    errors.push(props.invalid(REST_PORT, "must be a port number, 0 to 65535"));
                     DEFAULT_PORT
                 }),
             };
@@ -154,7 +150,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             tracing::warn!(
                 "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
                  (set listeners instead)",
-                location(props, deprecated[0]),
+                props.location(deprecated[0]),
                 config.listeners[0]
             );
         }
@@ -162,8 +158,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     }
     match props.get(REST_AUTH_TOKEN).map(str::trim) {
         None => {}
-        Some("") => errors.push(invalid(
-            props,
+        Some("") => errors.push(props.invalid(
             REST_AUTH_TOKEN,
             "must not be empty; remove the key to serve the REST API without authentication",
         )),
@@ -172,8 +167,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     if let Some(text) = props.get(REST_READ_TIMEOUT_MS) {
         match text.trim().parse::<u64>() {
             Ok(ms) if ms >= 1 => config.read_timeout = Duration::from_millis(ms),
-            _ => errors.push(invalid(
-                props,
+            _ => errors.push(props.invalid(
                 REST_READ_TIMEOUT_MS,
                 "must be a whole number of milliseconds, 1 or more (default 10000)",
             )),
@@ -182,8 +176,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     if let Some(text) = props.get(REST_MAX_CONNECTIONS) {
         match text.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_CONNECTIONS_LIMIT).contains(&n) => config.max_connections = n,
-            _ => errors.push(invalid(
-                props,
+            _ => errors.push(props.invalid(
                 REST_MAX_CONNECTIONS,
                 &format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
             )),
@@ -203,8 +196,7 @@ pub(crate) fn connectors_file(
 ) -> PathBuf {
     match props.get(CONNECTORS_FILE).map(str::trim) {
         Some("") => {
-            errors.push(invalid(
-                props,
+            errors.push(props.invalid(
                 CONNECTORS_FILE,
                 "must name a file, e.g. /var/lib/ferry/connectors.json",
             ));
@@ -276,16 +268,6 @@ fn parse_listener(text: &str) -> Result<Listener, String> {
         host: host.to_owned(),
         port,
     })
-}
-
-fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
-        message: message.to_owned(),
-    }
 }
 
 #[cfg(test)]

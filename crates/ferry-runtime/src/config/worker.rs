@@ -6,14 +6,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::converter::{self, ConverterSpec, OrphanSettings};
-use super::error::{ConfigError, ConfigErrors};
-use super::hint::UnknownKeyHints;
 use super::postgres::{
     OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec,
     postgres_storage,
 };
-use super::properties::Properties;
 use super::rest::{self, RestConfig};
+use ferry_plugin::Properties;
+use ferry_plugin::UnknownKeyHints;
+use ferry_plugin::{ConfigError, ConfigErrors};
 
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 
@@ -285,11 +285,9 @@ impl WorkerConfig {
             }
             if let Some(setting) = key.strip_prefix(PRODUCER_PREFIX) {
                 if setting.is_empty() {
-                    errors.push(invalid(
-                        props,
-                        key,
-                        "names no producer setting (e.g. producer.linger.ms=5)",
-                    ));
+                    errors.push(
+                        props.invalid(key, "names no producer setting (e.g. producer.linger.ms=5)"),
+                    );
                 } else {
                     producer_overrides.set(setting, props.get(key).unwrap_or_default().trim());
                 }
@@ -301,7 +299,7 @@ impl WorkerConfig {
                     key = %key,
                     "{}: {key} has no effect in this build (Ferry has no plugin path or internal converter \
                      settings); ignored",
-                    location(props, key)
+                    props.location(key)
                 );
             } else {
                 let candidates = KEYS.iter().chain(rest::KEYS).chain(IGNORED_KEYS).copied();
@@ -317,8 +315,7 @@ impl WorkerConfig {
         let bootstrap_servers = match props.get(BOOTSTRAP_SERVERS).map(str::trim) {
             None => None,
             Some("") => {
-                errors.push(invalid(
-                    props,
+                errors.push(props.invalid(
                     BOOTSTRAP_SERVERS,
                     "must list at least one broker, e.g. localhost:9092",
                 ));
@@ -365,7 +362,7 @@ impl WorkerConfig {
                     key = %key,
                     "{}: {key} has no effect with sink={sink} (converters apply to records sent to Kafka; \
                      the {sink} sink writes JSON lines); ignored",
-                    location(props, key)
+                    props.location(key)
                 );
             }
         }
@@ -400,7 +397,7 @@ fn sink(
         Some(text) => match parse_sink(text) {
             Ok(choice) => choice,
             Err(message) => {
-                errors.push(invalid(props, SINK, &message));
+                errors.push(props.invalid(SINK, &message));
                 return SinkSpec::Stdout;
             }
         },
@@ -417,9 +414,7 @@ fn sink(
             }
             None => {
                 if props.get(BOOTSTRAP_SERVERS).is_none() {
-                    errors.push(invalid(
-                        props,
-                        SINK,
+                    errors.push(props.invalid(SINK,
                         "sink=kafka needs bootstrap.servers (e.g. bootstrap.servers=localhost:9092)",
                     ));
                 }
@@ -432,7 +427,7 @@ fn sink(
             file = %props.path().display(),
             key = %key,
             "{}: {key} has no effect with sink={spec} (producer settings apply to the Kafka sink); ignored",
-            location(props, key)
+            props.location(key)
         );
     }
     spec
@@ -454,9 +449,7 @@ fn offset_storage(
     // Keys of another store than the chosen one are errors: the file would not mean what it says.
     let foreign = |keys: &[&str], owner: &str, chosen: &str, errors: &mut Vec<ConfigError>| {
         for key in keys.iter().filter(|k| props.get(k).is_some()) {
-            errors.push(invalid(
-                props,
-                key,
+            errors.push(props.invalid(key,
                 &format!(
                     "is a setting of offset.storage={owner}, but offsets are stored in {chosen}; set \
                      offset.storage={owner} to keep them there, or remove this key"
@@ -496,8 +489,7 @@ fn offset_storage(
                 None
             }
             Some("") => {
-                errors.push(invalid(
-                    props,
+                errors.push(props.invalid(
                     OFFSET_STORAGE_FILE,
                     "must name a file, e.g. /var/lib/ferry/connect.offsets",
                 ));
@@ -511,13 +503,11 @@ fn offset_storage(
                     file = %props.path().display(),
                     key = OFFSET_STORAGE_FILE,
                     "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=kafka; ignored",
-                    location(props, OFFSET_STORAGE_FILE)
+                    props.location(OFFSET_STORAGE_FILE)
                 );
             }
             if bootstrap_servers.is_none() && props.get(BOOTSTRAP_SERVERS).is_none() {
-                errors.push(invalid(
-                    props,
-                    OFFSET_STORAGE,
+                errors.push(props.invalid(OFFSET_STORAGE,
                     "offset.storage=kafka needs bootstrap.servers (e.g. bootstrap.servers=localhost:9092)",
                 ));
             }
@@ -533,9 +523,7 @@ fn offset_storage(
                     None
                 }
                 Some(topic) if !valid_topic(topic) => {
-                    errors.push(invalid(
-                        props,
-                        OFFSET_STORAGE_TOPIC,
+                    errors.push(props.invalid(OFFSET_STORAGE_TOPIC,
                         "must be a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_', '-', \
                          and not \".\" or \"..\"",
                     ));
@@ -573,14 +561,13 @@ fn offset_storage(
                     file = %props.path().display(),
                     key = OFFSET_STORAGE_FILE,
                     "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=postgres; ignored",
-                    location(props, OFFSET_STORAGE_FILE)
+                    props.location(OFFSET_STORAGE_FILE)
                 );
             }
             postgres_storage(props, errors).map(OffsetStorageSpec::Postgres)
         }
         Some(_) => {
-            errors.push(invalid(
-                props,
+            errors.push(props.invalid(
                 OFFSET_STORAGE,
                 "accepted values: file (default; offset.storage.file.filename), kafka \
                  (offset.storage.topic), postgres (offset.storage.postgres.url)",
@@ -615,7 +602,7 @@ fn int_setting<T: FromStr + Copy>(
     match text.trim().parse::<T>() {
         Ok(n) if accept(n) => n,
         _ => {
-            errors.push(invalid(props, key, message));
+            errors.push(props.invalid(key, message));
             default
         }
     }
@@ -642,28 +629,8 @@ fn millis(
             };
             let message =
                 format!("must be a whole number of milliseconds, {lowest} (default {default})");
-            errors.push(invalid(props, key, &message));
+            errors.push(props.invalid(key, &message));
             Duration::from_millis(default)
         }
-    }
-}
-
-fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props
-            .get(key)
-            .map(|value| super::postgres::shown_value(key, value)),
-        message: message.to_owned(),
-    }
-}
-
-/// `path:line` of a key, for log messages.
-pub(crate) fn location(props: &Properties, key: &str) -> String {
-    match props.line_of(key) {
-        Some(line) => format!("{}:{line}", props.path().display()),
-        None => props.path().display().to_string(),
     }
 }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::redact::{is_secret, shown_value};
+
 /// One problem with a configuration file. Every message names the file, the key and (when known) the
 /// line as `path:line`, and says what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +126,7 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 
 impl ConfigErrors {
     /// The problems in file order; those without a line (missing keys) last.
-    pub(crate) fn in_file_order(mut errors: Vec<ConfigError>) -> Self {
+    pub fn in_file_order(mut errors: Vec<ConfigError>) -> Self {
         errors.sort_by_key(|e| (e.line().is_none(), e.line()));
         ConfigErrors(errors)
     }
@@ -186,27 +188,6 @@ fn shown(key: &str, value: Option<&str>) -> String {
     match value {
         None => "invalid".to_owned(),
         Some(_) if is_secret(key) => "invalid value [hidden] for".to_owned(),
-        Some(value) => format!(
-            "invalid value {:?} for",
-            super::postgres::shown_value(key, value)
-        ),
+        Some(value) => format!("invalid value {:?} for", shown_value(key, value)),
     }
-}
-
-/// Whether a key's value must never appear in messages or `Debug` output.
-pub(crate) fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    // `sasl.jaas.config` and `sasl.oauthbearer.config` embed credentials; `ssl.key.pem` is a private key.
-    [
-        "password",
-        "secret",
-        "token",
-        "credential",
-        "jaas",
-        "oauthbearer.config",
-        "key.pem",
-        "private",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }
