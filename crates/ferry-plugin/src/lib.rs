@@ -16,8 +16,11 @@ mod converter;
 mod hint;
 mod properties;
 pub mod redact;
+mod registry;
 mod secret;
 pub mod sink;
+mod sink_plugin;
+mod store;
 mod syntax;
 
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
@@ -25,7 +28,10 @@ pub use config_error::{ConfigError, ConfigErrors};
 pub use converter::ConverterSpec;
 pub use hint::{UnknownKeyHints, unknown_key_hint};
 pub use properties::Properties;
+pub use registry::WorkerPlugins;
 pub use secret::Secret;
 pub use sink::{
     Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkProvider, TaskSinkContext,
 };
+pub use sink_plugin::{DynSinkSpec, SinkPlugin};
+pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -2,15 +2,16 @@
 //! `rest.port` fallbacks), `rest.auth.token`, and where REST-created connectors are kept
 //! (`ferry.connectors.file`).
 
-use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use ferry_plugin::Secret;
 
-use super::worker::OffsetStorageSpec;
+use std::sync::Arc;
+
 use ferry_plugin::ConfigError;
+use ferry_plugin::DynStoreSpec;
 use ferry_plugin::Properties;
 
 /// `listeners`: where the REST API listens, `http://HOST:PORT` (comma-separated for several).
@@ -38,7 +39,7 @@ pub const REST_MAX_CONNECTIONS: &str = "rest.max.connections";
 
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 8083;
-const KAFKA_DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
+const DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: usize = 100;
 
@@ -191,7 +192,7 @@ const MAX_CONNECTIONS_LIMIT: usize = 1_000_000;
 /// `ferry.connectors.file`, or its default next to the offsets file (or in the working directory).
 pub(crate) fn connectors_file(
     props: &Properties,
-    storage: Option<&OffsetStorageSpec>,
+    storage: Option<&Arc<dyn DynStoreSpec>>,
     errors: &mut Vec<ConfigError>,
 ) -> PathBuf {
     match props.get(CONNECTORS_FILE).map(str::trim) {
@@ -200,17 +201,12 @@ pub(crate) fn connectors_file(
                 CONNECTORS_FILE,
                 "must name a file, e.g. /var/lib/ferry/connectors.json",
             ));
-            PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE)
+            PathBuf::from(DEFAULT_CONNECTORS_FILE)
         }
         Some(path) => PathBuf::from(path),
-        None => match storage {
-            Some(OffsetStorageSpec::File(offsets)) => {
-                let mut name = OsString::from(offsets.as_os_str());
-                name.push(".connectors.json");
-                PathBuf::from(name)
-            }
-            _ => PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE),
-        },
+        None => storage
+            .and_then(|spec| spec.default_connectors_file())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONNECTORS_FILE)),
     }
 }
 

@@ -1,10 +1,16 @@
-//! `offset.storage=postgres`: the keys of the PostgreSQL offset store.
+//! PostgreSQL as a worker backend: `offset.storage=postgres` ([`PostgresStorePlugin`]), reading its own
+//! worker keys; the runtime does not know them.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
-use ferry_plugin::ConfigError;
-use ferry_plugin::Properties;
+use async_trait::async_trait;
+use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::redact::{redact_connection_string, shown_value};
+use ferry_plugin::{ConfigError, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties};
+
+use crate::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 
 /// `offset.storage.postgres.url` (Ferry-only key): the PostgreSQL server and database holding the
 /// offsets table, as a libpq connection string; required with `offset.storage=postgres`.
@@ -15,13 +21,98 @@ pub const OFFSET_STORAGE_POSTGRES_TABLE: &str = "offset.storage.postgres.table";
 /// The default `offset.storage.postgres.table`.
 pub const DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE: &str = "ferry_offsets";
 
+/// The runtime's offsets-file key, which has no effect with this store.
+const OFFSET_STORAGE_FILE: &str = "offset.storage.file.filename";
+
+/// `offset.storage=postgres`: a PostgreSQL table, one row per partition (`offset.storage.postgres.url`,
+/// `offset.storage.postgres.table`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PostgresStorePlugin;
+
+impl OffsetStorePlugin for PostgresStorePlugin {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn description(&self) -> &'static str {
+        "a PostgreSQL table (offset.storage=postgres)"
+    }
+
+    fn hint(&self) -> &'static str {
+        "in PostgreSQL with offset.storage=postgres and offset.storage.postgres.url"
+    }
+
+    fn accepted(&self) -> &'static str {
+        "postgres (offset.storage.postgres.url)"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &[OFFSET_STORAGE_POSTGRES_URL, OFFSET_STORAGE_POSTGRES_TABLE]
+    }
+
+    fn parse(
+        &self,
+        props: &Properties,
+        _alternatives: &[&'static str],
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<dyn DynStoreSpec>> {
+        if props.get(OFFSET_STORAGE_FILE).is_some() {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = OFFSET_STORAGE_FILE,
+                "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=postgres; ignored",
+                props.location(OFFSET_STORAGE_FILE)
+            );
+        }
+        postgres_storage(props, errors).map(|spec| Arc::new(spec) as Arc<dyn DynStoreSpec>)
+    }
+}
+
 /// The settings of `offset.storage=postgres`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PostgresOffsetStorageSpec {
+pub struct PostgresStoreSpec {
     /// `offset.storage.postgres.url` (required).
     pub url: PostgresUrl,
     /// `offset.storage.postgres.table` (default `ferry_offsets`).
     pub table: String,
+}
+
+impl fmt::Display for PostgresStoreSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "postgres table {} at {}",
+            self.table,
+            self.url.redacted()
+        )
+    }
+}
+
+#[async_trait]
+impl DynStoreSpec for PostgresStoreSpec {
+    fn plugin(&self) -> &'static str {
+        "postgres"
+    }
+
+    /// The offsets table, created when missing and refused when it has another shape.
+    async fn open(&self, _mode: OpenMode) -> Result<Arc<dyn OffsetBackingStore>, StoreError> {
+        let config =
+            PostgresOffsetStoreConfig::new(self.url.expose()).with_table(self.table.clone());
+        Ok(Arc::new(PostgresOffsetStore::open(config).await?))
+    }
+
+    fn exclusive(&self) -> bool {
+        false
+    }
+
+    // One transaction per write.
+    fn atomic_batches(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// A libpq connection string: a URL (`postgresql://user:password@host:5432/db?…`) or `key=value`
@@ -55,10 +146,10 @@ impl fmt::Debug for PostgresUrl {
 }
 
 /// Reads the postgres keys; pushes every problem to `errors`.
-pub(crate) fn postgres_storage(
+fn postgres_storage(
     props: &Properties,
     errors: &mut Vec<ConfigError>,
-) -> Option<PostgresOffsetStorageSpec> {
+) -> Option<PostgresStoreSpec> {
     let url = match props.get(OFFSET_STORAGE_POSTGRES_URL).map(str::trim) {
         None => {
             errors.push(ConfigError::Missing {
@@ -101,7 +192,7 @@ pub(crate) fn postgres_storage(
             }
         },
     };
-    Some(PostgresOffsetStorageSpec {
+    Some(PostgresStoreSpec {
         url: url?,
         table: table?,
     })
