@@ -10,6 +10,7 @@ mod admin;
 pub mod convert;
 mod plugin;
 mod retriable;
+mod secret;
 pub mod sink;
 mod store;
 
@@ -24,4 +25,5 @@ pub use plugin::{
     OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC,
 };
 pub use retriable::{is_retriable, is_retriable_code};
+pub use secret::is_sensitive_client_key;
 pub use sink::{KafkaSink, KafkaSinkConfig};

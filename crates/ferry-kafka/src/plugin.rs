@@ -15,6 +15,7 @@ use ferry_plugin::{
     TaskSinkContext,
 };
 
+use crate::secret::is_sensitive_client_key;
 use crate::{
     DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
     KafkaSink, KafkaSinkConfig, RecordConverters,
@@ -134,7 +135,12 @@ impl OffsetStorePlugin for KafkaStorePlugin {
             .keys()
             .filter(|k| CLIENT_SECURITY_PREFIXES.iter().any(|p| k.starts_with(p)))
         {
-            client_overrides.set(key, props.get(key).unwrap_or_default().trim());
+            let value = props.get(key).unwrap_or_default().trim();
+            if is_sensitive_client_key(key) {
+                client_overrides.set_secret(key, value);
+            } else {
+                client_overrides.set(key, value);
+            }
         }
         Some(Arc::new(KafkaStoreSpec {
             bootstrap_servers: bootstrap_servers?,
@@ -266,7 +272,12 @@ impl SinkPlugin for KafkaSinkPlugin {
             if let Some(setting) = key.strip_prefix(PRODUCER_PREFIX)
                 && !setting.is_empty()
             {
-                producer_overrides.set(setting, props.get(key).unwrap_or_default().trim());
+                let value = props.get(key).unwrap_or_default().trim();
+                if is_sensitive_client_key(setting) {
+                    producer_overrides.set_secret(setting, value);
+                } else {
+                    producer_overrides.set(setting, value);
+                }
             }
         }
         Some(Arc::new(KafkaSinkSpec {

@@ -27,7 +27,7 @@ pub const REST_PORT: &str = "rest.port";
 pub const REST_AUTH_TOKEN: &str = "rest.auth.token";
 /// `ferry.connectors.file` (Ferry-only key): the JSON file keeping connectors created or changed over
 /// REST. Default `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`,
-/// `ferry-connectors.json` in the working directory with `offset.storage=kafka` or `postgres`.
+/// `ferry-connectors.json` in the working directory with a store that is not a file.
 pub const CONNECTORS_FILE: &str = "ferry.connectors.file";
 /// `rest.read.timeout.ms` (Ferry-only key): a REST connection is closed when it has not sent a
 /// complete request head this long after opening or after its last answer (idle and slow clients),

@@ -29,7 +29,7 @@ pub const OFFSET_FLUSH_INTERVAL_MS: &str = "offset.flush.interval.ms";
 pub const OFFSET_FLUSH_TIMEOUT_MS: &str = "offset.flush.timeout.ms";
 /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may wait for outstanding deliveries.
 pub const TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: &str = "task.shutdown.graceful.timeout.ms";
-/// `sink`: where records go (Ferry-only key): `kafka`, `stdout` or `file:PATH`.
+/// `sink`: where records go (Ferry-only key): `stdout`, `file:PATH`, or a registered sink's name.
 pub const SINK: &str = "sink";
 /// `offset.storage` (Ferry-only key): `file` (default), or a registered store's name.
 pub const OFFSET_STORAGE: &str = "offset.storage";
@@ -76,7 +76,7 @@ pub struct WorkerConfig {
     /// `task.shutdown.graceful.timeout.ms` (default 5000, ≥ 0): how long a stopping task may wait.
     pub task_shutdown_graceful_timeout: Duration,
     /// Where records go: `sink` (default: the first registered sink that is a default for the file,
-    /// e.g. Kafka when `bootstrap.servers` is set; else `stdout`).
+    /// else `stdout`).
     pub sink: SinkSpec,
     /// `key.converter` (+ `key.converter.*`), default JsonConverter with `schemas.enable=true`.
     pub key_converter: ConverterSpec,
