@@ -121,7 +121,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         Some(text) => {
             match parse_listeners(text) {
                 Ok(listeners) => config.listeners = listeners,
-                Err(message) => errors.push(props.invalid(LISTENERS, &message)),
+                Err(message) => errors.push(props.invalid(LISTENERS, message)),
             }
             for key in deprecated {
                 tracing::warn!(
@@ -179,7 +179,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             Ok(n) if (1..=MAX_CONNECTIONS_LIMIT).contains(&n) => config.max_connections = n,
             _ => errors.push(props.invalid(
                 REST_MAX_CONNECTIONS,
-                &format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
+                format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
             )),
         }
     }

@@ -490,7 +490,7 @@ fn millis(
             };
             let message =
                 format!("must be a whole number of milliseconds, {lowest} (default {default})");
-            errors.push(props.invalid(key, &message));
+            errors.push(props.invalid(key, message));
             Duration::from_millis(default)
         }
     }
