@@ -5,6 +5,11 @@
 //! converter choice ([`ConverterSpec`]), Kafka client settings ([`ClientOverrides`]) and [`Secret`],
 //! and the configuration reading they share with the runtime ([`Properties`], [`ConfigError`]).
 //!
+//! A backend registers with the worker as a plugin: an offset store implements [`OffsetStorePlugin`]
+//! (`offset.storage=<name>`: it reads its own worker keys into a [`DynStoreSpec`], which opens the
+//! store), a sink [`SinkPlugin`] (`sink=<name>`: a [`DynSinkSpec`] that starts a [`SinkProvider`]);
+//! [`WorkerPlugins`] holds the registered ones (`ferry::Ferry::builder().offset_store(…).sink(…)`).
+//!
 //! Connectors are plugins too, but they see only `ferry-api` (their factory is
 //! `ferry_api::ConnectorPlugin`); this crate is for backends the runtime drives. It depends on no
 //! HTTP crate, store client or Kafka client, so a backend crate (`ferry-kafka`) does not pull in the

@@ -32,8 +32,8 @@ pub(crate) async fn open_store(
 /// `value.converter` where it sets them.
 ///
 /// The herder still asks for one sink per connector, synchronously; the provider's `open` is async
-/// (per task, for sinks with per-task state). Until the herder opens sinks per task, this waits for
-/// it on the runtime's blocking pool (the built-in providers are ready at once).
+/// (per task, for sinks with per-task state). Until the herder opens sinks per task, this polls it
+/// once and, if it is not ready, waits for it in place.
 fn connector_sink(
     connector: &ConnectorConfig,
     config: &WorkerConfig,
@@ -55,9 +55,18 @@ fn connector_sink(
         connector.key_converter,
         connector.value_converter,
     );
-    let opened = tokio::task::block_in_place(|| {
-        tokio::runtime::Handle::current().block_on(provider.open(&context))
-    });
+    let mut open = provider.open(&context);
+    // The built-in providers are ready at once; only a provider that really waits blocks this thread
+    // (which needs the multi-threaded runtime `run_cli` builds).
+    let ready = open
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    let opened = match ready {
+        std::task::Poll::Ready(opened) => opened,
+        std::task::Poll::Pending => tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(open)
+        }),
+    };
     match opened {
         Ok(sink) => {
             if provider.uses_converters() {
