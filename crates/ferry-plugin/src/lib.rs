@@ -18,6 +18,7 @@
 mod client;
 mod config_error;
 mod converter;
+pub mod converter_config;
 mod hint;
 mod properties;
 pub mod redact;
@@ -31,6 +32,7 @@ mod syntax;
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
 pub use config_error::{ConfigError, ConfigErrors};
 pub use converter::ConverterSpec;
+pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use hint::{UnknownKeyHints, unknown_key_hint};
 pub use properties::Properties;
 pub use registry::WorkerPlugins;

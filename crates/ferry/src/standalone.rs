@@ -63,9 +63,9 @@ fn connector_sink(
         .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
     let opened = match ready {
         std::task::Poll::Ready(opened) => opened,
-        std::task::Poll::Pending => tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(open)
-        }),
+        std::task::Poll::Pending => {
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(open))
+        }
     };
     match opened {
         Ok(sink) => {

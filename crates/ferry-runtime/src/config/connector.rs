@@ -4,9 +4,10 @@ use std::fmt;
 
 use ferry_api::{Config, SourceConnector};
 
-use super::converter::{self, ConverterSpec, OrphanSettings};
+use ferry_plugin::ConverterSpec;
 use ferry_plugin::Properties;
 use ferry_plugin::UnknownKeyHints;
+use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 use ferry_plugin::{ConfigError, ConfigErrors};
 
 /// `name`: the connector's unique name; offsets are stored under it. Required.

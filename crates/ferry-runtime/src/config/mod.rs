@@ -19,7 +19,6 @@
 //! ```
 
 mod connector;
-mod converter;
 mod rest;
 mod worker;
 
@@ -27,10 +26,10 @@ pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
-pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub(crate) use ferry_plugin::redact::{is_secret, shown_value};
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
+pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,

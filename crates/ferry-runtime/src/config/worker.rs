@@ -14,11 +14,12 @@ use ferry_plugin::{
     SinkPlugin, UnknownKeyHints, WorkerPlugins,
 };
 
-use super::converter::{self, ConverterSpec, OrphanSettings};
 use super::rest::{self, RestConfig};
 use crate::builtin::{
     FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
 };
+use ferry_plugin::ConverterSpec;
+use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 
 /// `offset.storage.file.filename`: where the standalone worker stores source offsets. Required with
 /// `offset.storage=file` (the default).

@@ -13,12 +13,11 @@
 //! Connect's `connect-standalone.properties`. A connector that sets `value.converter` uses that class
 //! with the connector's own `value.converter.*` settings (the worker's are not inherited), as in Kafka
 //! Connect.
+//!
+//! The runtime reads them from the worker and connector files; a sink that converts (Kafka) gets the
+//! resulting [`ConverterSpec`]s.
 
-pub use ferry_plugin::ConverterSpec;
-
-use ferry_plugin::ConfigError;
-use ferry_plugin::Properties;
-use ferry_plugin::unknown_key_hint;
+use crate::{ConfigError, ConverterSpec, Properties, unknown_key_hint};
 
 /// `key.converter`: how record keys become bytes in Kafka.
 pub const KEY_CONVERTER: &str = "key.converter";
@@ -71,7 +70,7 @@ fn from_class(class: &str) -> Option<ConverterSpec> {
 
 /// Whether `key` is a converter key or setting (`value.converter`, `key.converter.schemas.enable`,
 /// `header.converter`), handled by [`parse_converters`].
-pub(crate) fn is_converter_key(key: &str) -> bool {
+pub fn is_converter_key(key: &str) -> bool {
     key == KEY_CONVERTER
         || key == VALUE_CONVERTER
         || key == HEADER_CONVERTER
@@ -80,7 +79,7 @@ pub(crate) fn is_converter_key(key: &str) -> bool {
 }
 
 /// The converter keys a file sets, in file order (for "has no effect" warnings).
-pub(crate) fn converter_keys(props: &Properties) -> Vec<&str> {
+pub fn converter_keys(props: &Properties) -> Vec<&str> {
     props.keys().filter(|k| is_converter_key(k)).collect()
 }
 
@@ -89,7 +88,7 @@ pub(crate) fn converter_keys(props: &Properties) -> Vec<&str> {
 /// Settings of a role whose class is not set are reported by `orphan_settings` (the worker applies
 /// them to the default class; a connector ignores them, as Kafka Connect does). Problems are pushed to
 /// `errors`, each naming the key and line.
-pub(crate) fn parse_converters(
+pub fn parse_converters(
     props: &Properties,
     orphan_settings: OrphanSettings,
     errors: &mut Vec<ConfigError>,
@@ -103,7 +102,7 @@ pub(crate) fn parse_converters(
 
 /// What to do with `value.converter.*` settings when `value.converter` itself is not set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OrphanSettings {
+pub enum OrphanSettings {
     /// Worker: they configure the default converter (JsonConverter).
     ApplyToDefault,
     /// Connector: the worker's converter is used with the worker's settings; these are ignored with a
