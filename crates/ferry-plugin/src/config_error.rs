@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use ferry_api::HIDDEN;
+
 use crate::redact::{is_secret, shown_value};
 
 /// One problem with a configuration file. Every message names the file, the key and (when known) the
@@ -73,7 +75,8 @@ pub enum ConfigError {
         key: String,
         /// The 1-based line, when known.
         line: Option<usize>,
-        /// The value as written; `None` when the key is not set.
+        /// The value as messages may show it: as written, or `[hidden]` / redacted for a key declared
+        /// secret (`ConfigKey::secret`, `embeds_secret`); `None` when the key is not set.
         value: Option<String>,
         /// What is wrong and what is accepted.
         message: String,
@@ -187,7 +190,8 @@ fn at(path: &Path, line: Option<usize>) -> String {
 fn shown(key: &str, value: Option<&str>) -> String {
     match value {
         None => "invalid".to_owned(),
-        Some(_) if is_secret(key) => "invalid value [hidden] for".to_owned(),
+        // A value already hidden by its key's declared secrecy (`ConfigKey::secret`) is shown as such.
+        Some(value) if is_secret(key) || value == HIDDEN => "invalid value [hidden] for".to_owned(),
         Some(value) => format!("invalid value {:?} for", shown_value(key, value)),
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use ferry_api::Config;
+use ferry_api::{Config, ConfigKey};
 use indexmap::IndexMap;
 
 use crate::config_error::ConfigError;
@@ -167,6 +167,20 @@ impl Properties {
         match self.line_of(key) {
             Some(line) => format!("{}:{line}", self.path.display()),
             None => self.path.display().to_string(),
+        }
+    }
+
+    /// [`ConfigError::Invalid`] for a declared `key` as set here: its value only as the key's secrecy
+    /// allows ([`ConfigKey::shown`]: `[hidden]` for a secret).
+    pub fn invalid_secret(&self, key: &ConfigKey, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.name.to_owned(),
+            line: self.line_of(key.name),
+            value: self
+                .get(key.name)
+                .map(|value| key.shown(value).into_owned()),
+            message: message.into(),
         }
     }
 

@@ -304,7 +304,7 @@ impl SourceConnector for FakeSource {
             ConfigKey::required("file", "the file to read, e.g. file=/var/log/app.log"),
             ConfigKey::required("topic", "the topic to write to"),
             ConfigKey::optional("batch.size", Some("2000"), "lines per poll"),
-            ConfigKey::optional("db.password", None, "a secret"),
+            ConfigKey::optional("db.password", None, "a secret").secret(),
         ]
     }
 
@@ -597,6 +597,62 @@ fn validate_issues_carry_file_line_and_value_but_never_a_secret() {
     assert_names(password, &path, "db.password", 6);
     assert!(!errors.to_string().contains("hunter2"), "{errors}");
     assert!(password.to_string().contains("[hidden]"), "{password}");
+}
+
+/// A connector whose secret key has a name nothing would guess is secret: it declares it.
+struct DeclaredSecretSource;
+
+impl SourceConnector for DeclaredSecretSource {
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::required("api.key", "the service's API key").secret()]
+    }
+
+    fn validate(&self, config: &Config) -> Vec<ConfigIssue> {
+        config
+            .get("api.key")
+            .filter(|k| k.len() < 8)
+            .map(|_| ConfigIssue {
+                key: "api.key".into(),
+                message: "must be at least 8 characters".into(),
+            })
+            .into_iter()
+            .collect()
+    }
+
+    fn task_configs(&self, config: &Config, _max: usize) -> Result<Vec<Config>, ConnectError> {
+        Ok(vec![config.clone()])
+    }
+
+    fn create_task(&self) -> Box<dyn SourceTask> {
+        Box::new(FakeTask)
+    }
+}
+
+#[test]
+fn a_declared_secret_is_never_shown_in_validate_issues() {
+    let text = "name=src\n\
+                connector.class=DeclaredSecret\n\
+                api.key=s3cr3t\n";
+    let (_dir, path, props) = load("source.properties", text.as_bytes());
+    let errors = match ConnectorConfig::from_properties(&props, |_| {
+        Some(Box::new(DeclaredSecretSource) as Box<dyn SourceConnector>)
+    }) {
+        Ok(_) => panic!("connector config should be refused"),
+        Err(errors) => errors,
+    };
+    let key = error_for(&errors, "api.key");
+    assert_names(key, &path, "api.key", 3);
+    assert!(
+        !format!("{errors} {errors:?}").contains("s3cr3t"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        key.to_string(),
+        format!(
+            "{}:3: invalid value [hidden] for \"api.key\": must be at least 8 characters",
+            path.display()
+        )
+    );
 }
 
 #[test]

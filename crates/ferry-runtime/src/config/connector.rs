@@ -234,13 +234,18 @@ fn check_connector_keys(
     }
     if all_required_set {
         for issue in connector.validate(&props.to_config()) {
-            errors.push(ConfigError::Invalid {
-                path: props.path().to_path_buf(),
-                line: props.line_of(&issue.key),
-                value: props.get(&issue.key).map(str::to_owned),
-                key: issue.key,
-                message: issue.message,
-            });
+            // A declared key shows its value only as its secrecy allows.
+            let error = match keys.iter().find(|k| k.name == issue.key) {
+                Some(key) => props.invalid_secret(key, issue.message),
+                None => ConfigError::Invalid {
+                    path: props.path().to_path_buf(),
+                    line: props.line_of(&issue.key),
+                    value: props.get(&issue.key).map(str::to_owned),
+                    key: issue.key,
+                    message: issue.message,
+                },
+            };
+            errors.push(error);
         }
     }
 }
