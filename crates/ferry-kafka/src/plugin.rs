@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ferry_api::ConfigKey;
 use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
@@ -59,11 +60,22 @@ impl OffsetStorePlugin for KafkaStorePlugin {
         "kafka (offset.storage.topic)"
     }
 
-    fn keys(&self) -> &'static [&'static str] {
-        &[
-            OFFSET_STORAGE_TOPIC,
-            OFFSET_STORAGE_PARTITIONS,
-            OFFSET_STORAGE_REPLICATION_FACTOR,
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![
+            ConfigKey::required(
+                OFFSET_STORAGE_TOPIC,
+                "the compacted topic holding offsets, e.g. connect-offsets",
+            ),
+            ConfigKey::optional(
+                OFFSET_STORAGE_PARTITIONS,
+                Some("25"),
+                "partitions of the offsets topic when Ferry creates it",
+            ),
+            ConfigKey::optional(
+                OFFSET_STORAGE_REPLICATION_FACTOR,
+                Some("3"),
+                "replication of the offsets topic when Ferry creates it (-1: the broker's default)",
+            ),
         ]
     }
 
@@ -226,8 +238,12 @@ impl SinkPlugin for KafkaSinkPlugin {
         "kafka (needs bootstrap.servers)"
     }
 
-    fn keys(&self) -> &'static [&'static str] {
-        &[BOOTSTRAP_SERVERS]
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::optional(
+            BOOTSTRAP_SERVERS,
+            None,
+            "the Kafka cluster records go to, e.g. localhost:9092",
+        )]
     }
 
     fn prefixes(&self) -> &'static [&'static str] {

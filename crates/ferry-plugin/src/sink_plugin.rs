@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferry_api::ConfigKey;
 
 use crate::{ConfigError, ConverterSpec, Properties, SinkError, SinkProvider};
 
@@ -20,9 +21,9 @@ pub trait SinkPlugin: Send + Sync {
     /// This sink in the "accepted values:" list of `sink`, e.g. `kafka (needs bootstrap.servers)`.
     fn accepted(&self) -> &'static str;
 
-    /// The worker keys this sink reads, accepted in any worker file.
-    fn keys(&self) -> &'static [&'static str] {
-        &[]
+    /// The worker keys this sink reads, with their secrecy; accepted in any worker file.
+    fn keys(&self) -> Vec<ConfigKey> {
+        Vec::new()
     }
 
     /// Key prefixes this sink reads (`producer.`).

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferry_api::ConfigKey;
 use ferry_offsets::{OffsetBackingStore, StoreError};
 
 use crate::{ConfigError, Properties};
@@ -37,9 +38,9 @@ pub trait OffsetStorePlugin: Send + Sync {
     /// This store in the "accepted values:" list of `offset.storage`, e.g. `kafka (offset.storage.topic)`.
     fn accepted(&self) -> &'static str;
 
-    /// The worker keys only this store reads: accepted in any worker file, and an error when another
-    /// store is chosen (the file would not mean what it says).
-    fn keys(&self) -> &'static [&'static str];
+    /// The worker keys only this store reads, with their secrecy: accepted in any worker file, and an
+    /// error when another store is chosen (the file would not mean what it says).
+    fn keys(&self) -> Vec<ConfigKey>;
 
     /// Key prefixes this store reads (the Kafka store's client settings: `security.`, `sasl.`, `ssl.`).
     fn prefixes(&self) -> &'static [&'static str] {

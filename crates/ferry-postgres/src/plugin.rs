@@ -6,8 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferry_api::ConfigKey;
 use ferry_offsets::{OffsetBackingStore, StoreError};
-use ferry_plugin::redact::{redact_connection_string, shown_value};
+use ferry_plugin::redact::redact_connection_string;
 use ferry_plugin::{ConfigError, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties};
 
 use crate::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
@@ -20,6 +21,19 @@ pub const OFFSET_STORAGE_POSTGRES_URL: &str = "offset.storage.postgres.url";
 pub const OFFSET_STORAGE_POSTGRES_TABLE: &str = "offset.storage.postgres.table";
 /// The default `offset.storage.postgres.table`.
 pub const DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE: &str = "ferry_offsets";
+
+/// `offset.storage.postgres.url`, whose password is hidden wherever it is shown.
+const URL_KEY: ConfigKey = ConfigKey::required(
+    OFFSET_STORAGE_POSTGRES_URL,
+    "the database holding the offsets table, e.g. postgresql://ferry@db.example:5432/ferry",
+)
+.embeds_secret(crate::redact::CONNECTION_STRING_REDACTOR);
+/// `offset.storage.postgres.table`.
+const TABLE_KEY: ConfigKey = ConfigKey::optional(
+    OFFSET_STORAGE_POSTGRES_TABLE,
+    Some(DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE),
+    "the offsets table, table or schema.table",
+);
 
 /// The runtime's offsets-file key, which has no effect with this store.
 const OFFSET_STORAGE_FILE: &str = "offset.storage.file.filename";
@@ -46,8 +60,8 @@ impl OffsetStorePlugin for PostgresStorePlugin {
         "postgres (offset.storage.postgres.url)"
     }
 
-    fn keys(&self) -> &'static [&'static str] {
-        &[OFFSET_STORAGE_POSTGRES_URL, OFFSET_STORAGE_POSTGRES_TABLE]
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![URL_KEY, TABLE_KEY]
     }
 
     fn parse(
@@ -169,7 +183,7 @@ fn postgres_storage(
                     path: props.path().to_path_buf(),
                     key: OFFSET_STORAGE_POSTGRES_URL.to_owned(),
                     line: props.line_of(OFFSET_STORAGE_POSTGRES_URL),
-                    value: Some(shown_value(OFFSET_STORAGE_POSTGRES_URL, url)),
+                    value: Some(URL_KEY.shown(url).into_owned()),
                     message,
                 });
                 None

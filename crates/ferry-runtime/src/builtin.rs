@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferry_api::ConfigKey;
 use ferry_offsets::{FileStore, OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties,
@@ -41,8 +42,8 @@ impl OffsetStorePlugin for FileStorePlugin {
     }
 
     // `offset.storage.file.filename` is a runtime key: other stores warn that it has no effect.
-    fn keys(&self) -> &'static [&'static str] {
-        &[]
+    fn keys(&self) -> Vec<ConfigKey> {
+        Vec::new()
     }
 
     fn parse(

@@ -234,9 +234,9 @@ impl Backends {
     }
 
     fn keys(&self) -> impl Iterator<Item = &'static str> + '_ {
-        let stores = self.stores.iter().flat_map(|p| p.keys().iter().copied());
-        let sinks = self.sinks.iter().flat_map(|p| p.keys().iter().copied());
-        stores.chain(sinks)
+        let stores = self.stores.iter().flat_map(|p| p.keys());
+        let sinks = self.sinks.iter().flat_map(|p| p.keys());
+        stores.chain(sinks).map(|key| key.name)
     }
 
     fn prefixes(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -447,7 +447,12 @@ fn offset_storage(
     };
     // Keys of another store than the chosen one are errors: the file would not mean what it says.
     for other in backends.stores.iter().filter(|p| p.name() != name) {
-        for key in other.keys().iter().filter(|k| props.get(k).is_some()) {
+        for key in other
+            .keys()
+            .into_iter()
+            .map(|k| k.name)
+            .filter(|k| props.get(k).is_some())
+        {
             errors.push(props.invalid(
                 key,
                 format!(
