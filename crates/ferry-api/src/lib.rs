@@ -37,7 +37,10 @@ pub use connector::{
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;
 pub use record::{Header, RecordMetadata, SourceRecord};
-pub use schema::{Field, Schema, SchemaKind};
+pub use schema::{
+    DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, Field, Schema, SchemaKind, TIME_LOGICAL_NAME,
+    TIMESTAMP_LOGICAL_NAME,
+};
 pub use value::{ConnectMap, SourceOffset, SourcePartition, Value};
 
 /// Re-exported so connector crates use the same `async_trait` as the traits.

@@ -5,8 +5,11 @@
 //! `schemas.enable=true`) put it next to the data; converters that do not (`StringConverter`) ignore it.
 //! A record without a schema is schemaless, as in Kafka Connect.
 //!
-//! The model is Kafka Connect's `Schema` without default values and parameters: a type, whether a
-//! null is allowed (`optional`), and the optional `name`, `version` and `doc`. Structs have ordered
+//! The model is Kafka Connect's `Schema` without default values: a type, whether a null is allowed
+//! (`optional`), the optional `name`, `version` and `doc`, and string `parameters` in insertion order
+//! (Kafka Connect's `SchemaBuilder` keeps them in a `LinkedHashMap`). Kafka Connect's logical types are
+//! named schemas over a primitive type: [`Schema::decimal`], [`Schema::date`], [`Schema::time`] and
+//! [`Schema::timestamp`]. Structs have ordered
 //! fields; arrays an item schema; maps a key and a value schema.
 //!
 //! ```
@@ -103,7 +106,18 @@ pub struct Schema {
     pub version: Option<i32>,
     /// Documentation.
     pub doc: Option<String>,
+    /// String parameters, in the order they were set (a Decimal's `scale`, …).
+    pub parameters: Vec<(String, String)>,
 }
+
+/// The name of Kafka Connect's `Decimal` logical type (bytes: the unscaled two's-complement value).
+pub const DECIMAL_LOGICAL_NAME: &str = "org.apache.kafka.connect.data.Decimal";
+/// The name of Kafka Connect's `Date` logical type (int32: days since the Unix epoch).
+pub const DATE_LOGICAL_NAME: &str = "org.apache.kafka.connect.data.Date";
+/// The name of Kafka Connect's `Time` logical type (int32: milliseconds since midnight).
+pub const TIME_LOGICAL_NAME: &str = "org.apache.kafka.connect.data.Time";
+/// The name of Kafka Connect's `Timestamp` logical type (int64: milliseconds since the Unix epoch).
+pub const TIMESTAMP_LOGICAL_NAME: &str = "org.apache.kafka.connect.data.Timestamp";
 
 impl Schema {
     /// A required schema of `kind`, without name, version or doc.
@@ -114,7 +128,52 @@ impl Schema {
             name: None,
             version: None,
             doc: None,
+            parameters: Vec::new(),
         }
+    }
+
+    /// Kafka Connect's `Decimal.builder(scale)`: required bytes named
+    /// `org.apache.kafka.connect.data.Decimal`, version 1, parameter `scale`. The record's JSON value
+    /// holds the unscaled value's big-endian two's-complement bytes as a base64 string.
+    pub fn decimal(scale: i32) -> Self {
+        Self::bytes()
+            .named(DECIMAL_LOGICAL_NAME)
+            .with_parameter("scale", scale.to_string())
+            .with_version(1)
+    }
+
+    /// Kafka Connect's `Date.SCHEMA`: required int32 (days since 1970-01-01), version 1.
+    pub fn date() -> Self {
+        Self::int32().named(DATE_LOGICAL_NAME).with_version(1)
+    }
+
+    /// Kafka Connect's `Time.SCHEMA`: required int32 (milliseconds since midnight), version 1.
+    pub fn time() -> Self {
+        Self::int32().named(TIME_LOGICAL_NAME).with_version(1)
+    }
+
+    /// Kafka Connect's `Timestamp.SCHEMA`: required int64 (milliseconds since 1970-01-01T00:00Z),
+    /// version 1.
+    pub fn timestamp() -> Self {
+        Self::int64().named(TIMESTAMP_LOGICAL_NAME).with_version(1)
+    }
+
+    /// Adds (or replaces, keeping its place) a parameter, builder style.
+    pub fn with_parameter(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let (key, value) = (key.into(), value.into());
+        match self.parameters.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.parameters.push((key, value)),
+        }
+        self
+    }
+
+    /// The value of parameter `key`.
+    pub fn parameter(&self, key: &str) -> Option<&str> {
+        self.parameters
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A required 8-bit integer (`Schema.INT8_SCHEMA`).

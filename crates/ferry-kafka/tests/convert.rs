@@ -457,3 +457,89 @@ fn headers_are_text() {
         Some(br#"{"a":[1]}"#.to_vec())
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Logical types and schema parameters
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn logical_types_are_named_versioned_schemas_with_parameters_after_doc() {
+    // Kafka's JsonConverterTest.decimalToJson: Decimal.schema(2) and 1.56 (unscaled 156 = 0x009C).
+    assert_eq!(
+        json_with_schemas(&Schema::decimal(2), json!("AJw=")),
+        concat!(
+            r#"{"schema":{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","#,
+            r#""version":1,"parameters":{"scale":"2"}},"payload":"AJw="}"#
+        )
+    );
+    // JsonConverterTest.dateToJson / timeToJson / timestampToJson.
+    assert_eq!(
+        json_with_schemas(&Schema::date(), json!(10000)),
+        concat!(
+            r#"{"schema":{"type":"int32","optional":false,"name":"org.apache.kafka.connect.data.Date","#,
+            r#""version":1},"payload":10000}"#
+        )
+    );
+    assert_eq!(
+        json_with_schemas(&Schema::time(), json!(14_400_000)),
+        concat!(
+            r#"{"schema":{"type":"int32","optional":false,"name":"org.apache.kafka.connect.data.Time","#,
+            r#""version":1},"payload":14400000}"#
+        )
+    );
+    assert_eq!(
+        json_with_schemas(&Schema::timestamp().optional(), json!(2_000_000_000)),
+        concat!(
+            r#"{"schema":{"type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp","#,
+            r#""version":1},"payload":2000000000}"#
+        )
+    );
+    // Parameters keep their order and come after doc, before a struct field's name.
+    let schema = Schema::unnamed_struct([Field::new(
+        "amount",
+        Schema::decimal(2)
+            .with_parameter("connect.decimal.precision", "10")
+            .with_doc("d")
+            .optional(),
+    )]);
+    assert_eq!(
+        json_with_schemas(&schema, json!({"amount": null})),
+        concat!(
+            r#"{"schema":{"type":"struct","fields":[{"type":"bytes","optional":true,"#,
+            r#""name":"org.apache.kafka.connect.data.Decimal","version":1,"doc":"d","#,
+            r#""parameters":{"scale":"2","connect.decimal.precision":"10"},"field":"amount"}],"#,
+            r#""optional":false},"payload":{"amount":null}}"#
+        )
+    );
+}
+
+#[test]
+fn non_finite_floats_are_written_quoted_as_jackson_does() {
+    // Kafka Connect's JsonConverter writes a Double NaN/±Infinity through Jackson, whose default
+    // QUOTE_NON_NUMERIC_NUMBERS writes them as the strings "NaN", "Infinity", "-Infinity". A record
+    // carries them as those strings.
+    let schema = Schema::unnamed_struct([
+        Field::new("d", Schema::float64()),
+        Field::new("f", Schema::float32()),
+        Field::new("n", Schema::float64()),
+    ]);
+    assert_eq!(
+        json_with_schemas(
+            &schema,
+            json!({"d": "NaN", "f": "-Infinity", "n": "Infinity"})
+        ),
+        concat!(
+            r#"{"schema":{"type":"struct","fields":[{"type":"double","optional":false,"field":"d"},"#,
+            r#"{"type":"float","optional":false,"field":"f"},{"type":"double","optional":false,"field":"n"}],"#,
+            r#""optional":false},"payload":{"d":"NaN","f":"-Infinity","n":"Infinity"}}"#
+        )
+    );
+    assert!(
+        refused(
+            Converter::json(true),
+            Some(&Schema::float64()),
+            &json!("nan")
+        )
+        .contains("float64")
+    );
+}

@@ -150,7 +150,8 @@ async fn timestamp_mode_reads_new_and_updated_rows_after_the_committed_timestamp
     assert_eq!(ids(&records, "id"), (1..=20).collect::<Vec<_>>());
     assert_eq!(
         records[0].value,
-        Some(serde_json::json!({"id": 1, "ts": "2024-03-01T10:00:00.001"}))
+        // Kafka Connect's Timestamp: ms since the epoch (the timestamp taken as UTC).
+        Some(serde_json::json!({"id": 1, "ts": 1_709_287_200_001i64}))
     );
     assert_eq!(
         offset_text(&records[19]),

@@ -17,7 +17,7 @@ async fn values_and_schemas_of_common_types() -> TestResult {
         "types",
         &format!(
             "id bigserial primary key, i2 smallint not null, i4 integer, f4 real, f8 double precision, \
-             num numeric(10, 3), num_nan numeric, flag boolean, txt text not null, vc varchar(10), ch char(3), \
+             num numeric(10, 3), num_free numeric, flag boolean, txt text not null, vc varchar(10), ch char(3), \
              bin bytea, uid uuid, doc_json json, doc_jsonb jsonb, ts timestamp, tstz timestamptz, d date, \
              tm time, tmtz timetz, iv interval, ip inet, net cidr, mac macaddr, tags text[], grid int[], \
              mood {enum_name}, pt point"
@@ -25,9 +25,9 @@ async fn values_and_schemas_of_common_types() -> TestResult {
     )
     .await?;
     db.batch_execute(&format!(
-        "INSERT INTO {} (i2, i4, f4, f8, num, num_nan, flag, txt, vc, ch, bin, uid, doc_json, doc_jsonb, ts, tstz, \
+        "INSERT INTO {} (i2, i4, f4, f8, num, num_free, flag, txt, vc, ch, bin, uid, doc_json, doc_jsonb, ts, tstz, \
          d, tm, tmtz, iv, ip, net, mac, tags, grid, mood, pt) VALUES \
-         (-2, 2147483647, 0.1, 'NaN', -1234.5, 'NaN', true, 'héllo \"x\"', 'v', 'ab', '\\x00ff10', \
+         (-2, 2147483647, 0.1, 'NaN', -1234.5, 0, true, 'héllo \"x\"', 'v', 'ab', '\\x00ff10', \
           'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{{\"a\": [1, 2]}}', '{{\"b\": {{\"c\": null}}}}', \
           '2024-02-29 23:59:59.123456', '2024-01-01 12:00:00+02', '1999-12-31', '08:30:00.5', '08:30:00+05:30', \
           '1 year 2 months 3 days 04:05:06.5', '192.168.1.1', '10.0.0.0/8', '08:00:2b:01:02:03', \
@@ -51,11 +51,11 @@ async fn values_and_schemas_of_common_types() -> TestResult {
     assert_eq!(
         records[0].value,
         Some(json!({
-            "id": 1, "i2": -2, "i4": 2147483647, "f4": 0.1, "f8": null, "num": "-1234.500", "num_nan": "NaN",
+            "id": 1, "i2": -2, "i4": 2147483647, "f4": 0.1, "f8": "NaN", "num": "7Sm8", "num_free": "AA==",
             "flag": true, "txt": "héllo \"x\"", "vc": "v", "ch": "ab ", "bin": "AP8Q",
-            "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "doc_json": {"a": [1, 2]},
-            "doc_jsonb": {"b": {"c": null}}, "ts": "2024-02-29T23:59:59.123456",
-            "tstz": "2024-01-01T10:00:00Z", "d": "1999-12-31", "tm": "08:30:00.500", "tmtz": "08:30:00+05:30",
+            "uid": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "doc_json": "{\"a\": [1, 2]}",
+            "doc_jsonb": "{\"b\": {\"c\": null}}", "ts": 1_709_251_199_123i64,
+            "tstz": 1_704_103_200_000i64, "d": 10_956, "tm": 30_600_500, "tmtz": 10_800_000,
             "iv": "P1Y2M3DT4H5M6.5S", "ip": "192.168.1.1", "net": "10.0.0.0/8", "mac": "08:00:2b:01:02:03",
             "tags": ["a", null, "c"], "grid": [[1, 2], [3, 4]], "mood": "happy"
         })),
@@ -69,8 +69,8 @@ async fn values_and_schemas_of_common_types() -> TestResult {
         records[1].value.as_ref().and_then(|v| v.get("num")),
         Some(&json!(null))
     );
-    // json columns have no Kafka Connect schema: the records are schemaless.
-    assert_eq!(records[0].value_schema, None);
+    // json columns are strings (as the JDBC source's PostgreSQL dialect): the record keeps its schema.
+    assert!(records[0].value_schema.is_some());
     Ok(())
 }
 
@@ -105,11 +105,18 @@ async fn value_schema_is_a_struct_named_after_the_table_with_not_null_columns_re
     let field = |name: &str| schema.field(name).map(|f| f.schema.clone());
     assert_eq!(field("id"), Some(Schema::int32()));
     assert_eq!(field("name"), Some(Schema::string()));
-    assert_eq!(field("score"), Some(Schema::string().optional()));
+    assert_eq!(
+        field("score"),
+        Some(
+            Schema::decimal(127)
+                .with_parameter("connect.decimal.precision", "0")
+                .optional()
+        )
+    );
     assert_eq!(field("raw"), Some(Schema::bytes().optional()));
-    assert_eq!(field("seen"), Some(Schema::string().optional()));
-    // NaN is written as null, so a float column is optional even when NOT NULL.
-    assert_eq!(field("weight"), Some(Schema::float64().optional()));
+    assert_eq!(field("seen"), Some(Schema::timestamp().optional()));
+    // NOT NULL floats are required, as in the JDBC source (NaN is written "NaN", as Jackson does).
+    assert_eq!(field("weight"), Some(Schema::float64()));
     assert!(matches!(
         field("tags").map(|s| s.kind),
         Some(SchemaKind::Array { items }) if *items == Schema::int32().optional()

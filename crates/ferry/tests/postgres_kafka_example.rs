@@ -78,7 +78,8 @@ fn readme_postgres_to_kafka_example_delivers_rows_with_their_schema() {
     let first = envelope(reader.messages[0].payload());
     assert_eq!(
         first["payload"],
-        json!({"id": 1, "updated_at": "2024-05-01T12:00:00Z", "total": "19.90", "note": "first"})
+        // Kafka Connect's logical types: Timestamp in ms, Decimal 19.90 (unscaled 1990) as base64.
+        json!({"id": 1, "updated_at": 1_714_564_800_000i64, "total": "B8Y=", "note": "first"})
     );
     assert_eq!(
         first["schema"],
@@ -86,8 +87,11 @@ fn readme_postgres_to_kafka_example_delivers_rows_with_their_schema() {
             "type": "struct",
             "fields": [
                 {"type": "int64", "optional": false, "field": "id"},
-                {"type": "string", "optional": false, "field": "updated_at"},
-                {"type": "string", "optional": true, "field": "total"},
+                {"type": "int64", "optional": false, "name": "org.apache.kafka.connect.data.Timestamp",
+                 "version": 1, "field": "updated_at"},
+                {"type": "bytes", "optional": true, "name": "org.apache.kafka.connect.data.Decimal",
+                 "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+                 "field": "total"},
                 {"type": "string", "optional": true, "field": "note"}
             ],
             "optional": false,
@@ -100,7 +104,8 @@ fn readme_postgres_to_kafka_example_delivers_rows_with_their_schema() {
     reader.wait_for(&mut ferry, 2);
     let second = envelope(reader.messages[1].payload());
     assert_eq!(second["payload"]["id"], json!(2));
-    assert_eq!(second["payload"]["total"], json!("5.00"));
+    // 5.00: unscaled 500 = 0x01F4.
+    assert_eq!(second["payload"]["total"], json!("AfQ="));
     ferry.terminate_cleanly();
     let listed = ws.list_offsets(&worker, "postgres-orders");
     assert_eq!(listed.len(), 1, "{listed:?}");

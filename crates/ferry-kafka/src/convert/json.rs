@@ -1,7 +1,8 @@
 //! Kafka Connect's JsonConverter: schemas in Kafka Connect's JSON schema form, and payloads written
 //! as the schema says.
 //!
-//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…]}` where the
+//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…][,"parameters":{…}]}`
+//! where the
 //! parts are `"items"` (array), `"keys"`,`"values"` (map) or `"fields"` (struct: each field's own schema
 //! object followed by `"field":<name>`), in exactly that order — the order of Kafka Connect's
 //! `JsonConverter.asJsonSchema`. Type names: `int8` … `int64`, `float` (float32), `double` (float64),
@@ -9,7 +10,8 @@
 //!
 //! A payload with a schema is checked against it and written as Kafka Connect writes the matching Java
 //! value: integers as digits (in the type's range), `float`/`double` like Java's `Float.toString` /
-//! `Double.toString` (so `1` for a double field is written `1.0`), bytes (a base64 string in the
+//! `Double.toString` (so `1` for a double field is written `1.0`; the strings `"NaN"`, `"Infinity"` and
+//! `"-Infinity"` are written quoted, as Jackson writes non-finite numbers), bytes (a base64 string in the
 //! record) as standard base64, struct fields in schema order (unknown fields refused), maps with string
 //! keys as objects and other maps as arrays of `[key, value]` pairs. A null is allowed only where the
 //! schema is optional.
@@ -67,6 +69,18 @@ fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) 
     if let Some(doc) = &schema.doc {
         out.extend_from_slice(b",\"doc\":");
         write_string(out, doc);
+    }
+    if !schema.parameters.is_empty() {
+        out.extend_from_slice(b",\"parameters\":{");
+        for (i, (key, value)) in schema.parameters.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_string(out, key);
+            out.push(b':');
+            write_string(out, value);
+        }
+        out.push(b'}');
     }
     if let Some(field) = field {
         out.extend_from_slice(b",\"field\":");
@@ -132,6 +146,11 @@ fn write_with_schema(
             "int32",
         ),
         SchemaKind::Int64 => write_int(out, value, i64::MIN, i64::MAX, "int64"),
+        SchemaKind::Float32 | SchemaKind::Float64 if non_finite(value).is_some() => {
+            // Jackson's QUOTE_NON_NUMERIC_NUMBERS (on by default): "NaN", "Infinity", "-Infinity".
+            write_string(out, non_finite(value).unwrap_or_default());
+            Ok(())
+        }
         SchemaKind::Float32 => {
             let v = number(value, "float32")?;
             // `as` rounds to the nearest f32; a finite f64 beyond f32's range becomes infinite.
@@ -312,6 +331,16 @@ fn write_int(
             "{v} is outside the range of an {type_name} ({min} to {max})"
         )),
         None => Err(mismatch(&format!("an integer ({type_name})"), value)),
+    }
+}
+
+/// The text of a non-finite float as a record carries it (`"NaN"`, `"Infinity"`, `"-Infinity"`).
+fn non_finite(value: &Value) -> Option<&'static str> {
+    match value.as_str()? {
+        "NaN" => Some("NaN"),
+        "Infinity" => Some("Infinity"),
+        "-Infinity" => Some("-Infinity"),
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError};
 
+use super::options::{Options, TABLE_BLACKLIST};
 use super::url::{ConnectionSpec, parse_connection};
 
 pub(crate) const CONNECTION_URL: &str = "connection.url";
@@ -23,6 +24,9 @@ pub(crate) const TIMESTAMP_INITIAL: &str = "timestamp.initial";
 pub(crate) const TIMESTAMP_DELAY_MS: &str = "timestamp.delay.interval.ms";
 /// The task-config key holding a task's share of the tables: a JSON array of `[schema, table]`.
 pub const TASK_TABLES: &str = "task.tables";
+/// The task-config key holding a task's share of the tables found in the catalog (no
+/// `table.whitelist`): `index/count`.
+pub const TASK_SHARE: &str = "task.share";
 
 const DEFAULT_POLL_INTERVAL_MS: i64 = 5000;
 const DEFAULT_BATCH_MAX_ROWS: i64 = 100;
@@ -30,7 +34,7 @@ const DEFAULT_BATCH_MAX_ROWS: i64 = 100;
 pub(crate) const TIMESTAMP_INITIAL_CURRENT: i64 = -1;
 
 pub(crate) fn keys() -> Vec<ConfigKey> {
-    vec![
+    let mut keys = vec![
         ConfigKey::required(
             CONNECTION_URL,
             "The database: jdbc:postgresql://host:port/database (parameters user, password, sslmode=disable|prefer, \
@@ -51,7 +55,8 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional(
             INCREMENTING_COLUMN,
             Some(""),
-            "The strictly increasing integer column (modes incrementing and timestamp+incrementing).",
+            "The strictly increasing integer column (modes incrementing and timestamp+incrementing). Empty: \
+             each table's first serial or identity column, as the JDBC source's auto-increment detection.",
         ),
         ConfigKey::optional(
             TIMESTAMP_COLUMN,
@@ -62,8 +67,9 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional(
             TABLE_WHITELIST,
             Some(""),
-            "The tables to read, comma-separated: schema.table or table (schema public). Exactly one of \
-             table.whitelist and query must be set.",
+            "The tables to read, comma-separated: schema.table or table (schema public); those of table.types \
+             that exist, now or later. Unset: every table (see table.blacklist, schema.pattern). Not together \
+             with query or table.blacklist.",
         ),
         ConfigKey::optional(
             QUERY,
@@ -98,7 +104,9 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
              delay, in ms, so that transactions still open at that time can commit first. Ferry also waits for \
              open transactions by itself (ferry.late.commit.max.wait.ms); this delay matters once it stops waiting.",
         ),
-    ]
+    ];
+    keys.extend(super::options::keys());
+    keys
 }
 
 /// How rows are detected.
@@ -148,6 +156,9 @@ impl fmt::Display for TableId {
 pub(crate) enum Source {
     Tables(Vec<TableId>),
     Query(String),
+    /// No whitelist: the catalog's tables (by table.types, schema.pattern, table.blacklist), this
+    /// task's share (index, count) of them.
+    Discover((usize, usize)),
 }
 
 /// A parsed connector (or task) configuration.
@@ -163,6 +174,8 @@ pub(crate) struct SourceConfig {
     pub(crate) batch_max_rows: usize,
     pub(crate) timestamp_initial: Option<i64>,
     pub(crate) timestamp_delay: Duration,
+    /// table.blacklist, table.types, numeric.mapping, … (see [`Options`]).
+    pub(crate) options: Options,
     pub(crate) safety: Safety,
 }
 
@@ -265,11 +278,16 @@ impl SourceConfig {
         let incrementing_column = text(config, INCREMENTING_COLUMN).map(str::to_owned);
         let timestamp_columns = list(text(config, TIMESTAMP_COLUMN));
         if let Some(mode) = mode {
-            if mode.uses_incrementing() && incrementing_column.is_none() {
+            // Tables without one use their serial/identity column (found by the task), as the JDBC
+            // source's findDefaultAutoIncrementingColumn; a query has no table to look at.
+            if mode.uses_incrementing()
+                && incrementing_column.is_none()
+                && text(config, QUERY).is_some()
+            {
                 issues.push(
                     INCREMENTING_COLUMN,
                     format!(
-                        "is required with mode={}: name the strictly increasing integer column",
+                        "is required with mode={} and query: name the strictly increasing integer column",
                         mode.name()
                     ),
                 );
@@ -291,13 +309,7 @@ impl SourceConfig {
                 issues.push(QUERY, "set either table.whitelist or query, not both");
                 None
             }
-            (None, None) => {
-                issues.push(
-                    TABLE_WHITELIST,
-                    "set table.whitelist (the tables to read) or query",
-                );
-                None
-            }
+            (None, None) => Some(Source::Discover((0, 1))),
             (Some(tables), None) => match parse_tables(tables) {
                 Ok(t) => Some(Source::Tables(t)),
                 Err(message) => {
@@ -342,12 +354,40 @@ impl SourceConfig {
             &mut issues,
         );
         let initial = int(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
+        let options = match Options::parse(config, split_identifier) {
+            Ok(options) => Some(options),
+            Err(found) => {
+                issues.0.extend(found);
+                None
+            }
+        };
+        if text(config, TABLE_BLACKLIST).is_some() {
+            match &source {
+                Some(Source::Tables(_)) => issues.push(
+                    TABLE_BLACKLIST,
+                    "set table.whitelist or table.blacklist, not both (as Kafka Connect's JDBC source)",
+                ),
+                Some(Source::Query(_)) => {
+                    issues.push(TABLE_BLACKLIST, "set query or table.blacklist, not both")
+                }
+                _ => {}
+            }
+        }
         let delay = int(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
         let safety = Safety::parse(config, &mut issues);
         if !issues.0.is_empty() {
             return Err(issues.0);
         }
-        match (connection, mode, source, topic_prefix, poll, batch, delay) {
+        match (
+            connection,
+            mode,
+            source,
+            topic_prefix,
+            poll,
+            batch,
+            delay,
+            options,
+        ) {
             (
                 Some(connection),
                 Some(mode),
@@ -356,8 +396,13 @@ impl SourceConfig {
                 Some(poll),
                 Some(batch),
                 Some(delay),
+                Some(options),
             ) => Ok(Self {
-                connection,
+                connection: {
+                    let mut connection = connection;
+                    options.isolation.apply(&mut connection);
+                    connection
+                },
                 mode,
                 incrementing_column: incrementing_column.filter(|_| mode.uses_incrementing()),
                 timestamp_columns: if mode.uses_timestamp() {
@@ -371,6 +416,7 @@ impl SourceConfig {
                 batch_max_rows: usize::try_from(batch).unwrap_or(usize::MAX),
                 timestamp_initial: initial,
                 timestamp_delay: Duration::from_millis(u64::try_from(delay).unwrap_or(0)),
+                options,
                 safety,
             }),
             _ => Err(issues.0),
@@ -389,6 +435,19 @@ impl SourceConfig {
                 }]
             })?;
             parsed.source = Source::Tables(tables);
+        }
+        if let (Some(share), Source::Discover(_)) = (config.get(TASK_SHARE), &parsed.source) {
+            let parsed_share = share
+                .split_once('/')
+                .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+                .filter(|(i, n)| i < n);
+            let Some(share) = parsed_share else {
+                return Err(vec![ConfigIssue {
+                    key: TASK_SHARE.to_owned(),
+                    message: format!("{share:?} is not the index/count task_configs makes"),
+                }]);
+            };
+            parsed.source = Source::Discover(share);
         }
         Ok(parsed)
     }

@@ -3,17 +3,23 @@
 //! | PostgreSQL | JSON value | schema |
 //! |---|---|---|
 //! | `smallint`, `integer`, `bigint`, `oid` | number | `int16`, `int32`, `int64`, `int64` |
-//! | `real`, `double precision` | number (NaN and ±infinity: null) | `float`, `double` (optional) |
-//! | `numeric` | string, exact (`"12.50"`; `"NaN"`, `"Infinity"`) | `string` |
-//! | `boolean` | `true` / `false` | `boolean` |
+//! | `real`, `double precision` | number (NaN and ±infinity: `"NaN"`, `"Infinity"`, `"-Infinity"`, as Jackson writes them) | `float`, `double` |
+//! | `numeric` | by `numeric.mapping` ([`super::numeric`]): `Decimal` bytes as base64 (default), or a number | `Decimal`, `int8`…`int64`, `double` |
+//! | `date` | days since 1970-01-01 | `Date` |
+//! | `time`, `timetz` | ms since midnight (`timetz` at UTC) | `Time` |
+//! | `timestamp`, `timestamptz` | by `timestamp.granularity` ([`super::logical`]): ms since the epoch (default) | `Timestamp` |
+//! | `boolean`, `bit(1)` | `true` / `false` | `boolean` |
 //! | `text`, `varchar`, `char(n)`, `name`, `"char"`, `citext`, enums, `xml` | string | `string` |
 //! | `bytea` | base64 string | `bytes` |
 //! | `uuid`, `inet`, `cidr`, `macaddr` | string | `string` |
-//! | `timestamp` | ISO-8601 without zone (`2024-05-01T12:00:00.5`) | `string` |
-//! | `timestamptz` | ISO-8601 in UTC (`2024-05-01T12:00:00.5Z`) | `string` |
-//! | `date`, `time`, `timetz`, `interval` | ISO-8601 (`2024-05-01`, `12:00:00`, `12:00:00+02:00`, `P1DT2H`) | `string` |
-//! | `json`, `jsonb` | the JSON itself | none: the record has no schema |
+//! | `interval` | ISO-8601 (`P1DT2H`) | `string` |
+//! | `json`, `jsonb` | its text, as a string (the JDBC source's PostgreSQL dialect) | `string` |
 //! | arrays of the above | array (one dimension in the schema) | `array` |
+//!
+//! Array elements (which Kafka Connect's JDBC source does not read at all) keep text forms: `numeric`
+//! as exact strings (`"12.50"`), dates, times and timestamps as ISO-8601 (`2024-05-01`, `12:00:00`,
+//! `12:00:00+02:00`, `2024-05-01T12:00:00.5`, `2024-05-01T12:00:00.5Z` for `timestamptz`); `json`
+//! elements are the JSON itself, which no Kafka Connect schema describes: such a record has no schema.
 //! | domains | as their base type | |
 //!
 //! Other types (geometric types, ranges, `money`, bit strings, composite types, …) are left out of
@@ -28,7 +34,18 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Kind, Type};
 
+use super::logical::{Granularity, date_value, time_value, timetz_value};
+use super::numeric::{NumericKind, NumericMapping};
 use super::time::{Micros, date_text, format_time, interval_text, timestamp_text, timetz_text};
+
+/// How values are mapped where Kafka Connect's JDBC source offers a choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ValueMapping {
+    /// `numeric.mapping`.
+    pub(crate) numeric: NumericMapping,
+    /// `timestamp.granularity`.
+    pub(crate) granularity: Granularity,
+}
 
 /// How one column's binary value becomes JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,9 +73,49 @@ pub(crate) enum Decoder {
     Inet,
     MacAddr,
     Array(Box<Decoder>),
+    /// A top-level `numeric` column, as `numeric.mapping` says.
+    NumericAs(NumericKind),
+    /// A top-level `date`: Kafka Connect `Date`.
+    LogicalDate,
+    /// A top-level `time`: Kafka Connect `Time`.
+    LogicalTime,
+    /// A top-level `timetz`: Kafka Connect `Time`, at UTC.
+    LogicalTimeTz,
+    /// A top-level `timestamp`/`timestamptz`, as `timestamp.granularity` says.
+    LogicalTimestamp(Granularity),
+    /// A top-level `json`: its text, as the JDBC source's `getString`.
+    JsonText,
+    /// A top-level `bit(1)`: a boolean (`PostgreSqlDatabaseDialect`: one bit is `BOOLEAN`).
+    Bit1,
+    /// A top-level `jsonb`: PostgreSQL's text of it.
+    JsonbText,
 }
 
 impl Decoder {
+    /// The decoder of a result column: its type, type modifier (a `numeric`'s precision and scale)
+    /// and the mapping options. Kafka Connect logical types for the column itself; array elements
+    /// keep [`Decoder::for_type`]'s text forms.
+    pub(crate) fn for_column(ty: &Type, typmod: i32, mapping: ValueMapping) -> Option<Decoder> {
+        let logical = match *ty {
+            Type::NUMERIC => Decoder::NumericAs(NumericKind::of(typmod, mapping.numeric)),
+            Type::DATE => Decoder::LogicalDate,
+            Type::TIME => Decoder::LogicalTime,
+            Type::TIMETZ => Decoder::LogicalTimeTz,
+            Type::TIMESTAMP | Type::TIMESTAMPTZ => Decoder::LogicalTimestamp(mapping.granularity),
+            Type::JSON => Decoder::JsonText,
+            Type::BIT if typmod == 1 => Decoder::Bit1,
+            Type::JSONB => Decoder::JsonbText,
+            _ => {
+                return match ty.kind() {
+                    // A domain's own modifier is not in the result description: unconstrained.
+                    Kind::Domain(base) => Decoder::for_column(base, -1, mapping),
+                    _ => Decoder::for_type(ty),
+                };
+            }
+        };
+        Some(logical)
+    }
+
     /// The decoder of a type; `None` when the type is not supported.
     pub(crate) fn for_type(ty: &Type) -> Option<Decoder> {
         let simple = match *ty {
@@ -109,18 +166,17 @@ impl Decoder {
             Decoder::Int8 | Decoder::Oid => Schema::int64(),
             Decoder::Float4 => Schema::float32(),
             Decoder::Float8 => Schema::float64(),
-            Decoder::Bool => Schema::boolean(),
+            Decoder::Bool | Decoder::Bit1 => Schema::boolean(),
             Decoder::Bytea => Schema::bytes(),
             Decoder::Json | Decoder::Jsonb => return None,
             Decoder::Array(element) => Schema::array(element.schema()?),
+            Decoder::NumericAs(kind) => kind.schema(),
+            Decoder::LogicalDate => Schema::date(),
+            Decoder::LogicalTime | Decoder::LogicalTimeTz => Schema::time(),
+            Decoder::LogicalTimestamp(granularity) => granularity.schema(),
             _ => Schema::string(),
         };
         Some(schema.optional())
-    }
-
-    /// Whether a value may be null even in a `NOT NULL` column (NaN floats are written as null).
-    fn may_write_null(&self) -> bool {
-        matches!(self, Decoder::Float4 | Decoder::Float8)
     }
 
     /// Decodes one non-null binary value.
@@ -134,16 +190,9 @@ impl Decoder {
             Decoder::Float4 => {
                 let v = f32::from_bits(r.u32()?);
                 // Through its shortest text, so 0.1f32 stays 0.1 (not 0.10000000149011612).
-                finite_number(
-                    v.is_finite()
-                        .then(|| v.to_string().parse::<f64>().ok())
-                        .flatten(),
-                )
+                float_value(f64::from(v), v.is_finite().then(|| v.to_string()))
             }
-            Decoder::Float8 => {
-                let v = f64::from_bits(r.u64()?);
-                finite_number(v.is_finite().then_some(v))
-            }
+            Decoder::Float8 => float_value(f64::from_bits(r.u64()?), None),
             Decoder::Numeric => Value::String(numeric_text(raw)?),
             Decoder::Bool => Value::Bool(r.u8()? != 0),
             Decoder::Text => Value::String(utf8(raw)?.to_owned()),
@@ -176,14 +225,41 @@ impl Decoder {
                 _ => return Err("a macaddr must be 6 bytes".to_owned()),
             },
             Decoder::Array(element) => array(element, raw)?,
+            Decoder::NumericAs(kind) => kind.value(&numeric_text(raw)?)?,
+            Decoder::LogicalDate => date_value(r.i32()?)?,
+            Decoder::LogicalTime => time_value(r.i64()?),
+            Decoder::LogicalTimeTz => {
+                let micros = r.i64()?;
+                timetz_value(micros, r.i32()?)
+            }
+            Decoder::LogicalTimestamp(granularity) => granularity.value(r.i64()?)?,
+            Decoder::JsonText => Value::String(utf8(raw)?.to_owned()),
+            // Bit count, then the bits from the high end of the first byte.
+            Decoder::Bit1 => {
+                let _bits = r.i32()?;
+                Value::Bool(r.u8()? & 0x80 != 0)
+            }
+            Decoder::JsonbText => match raw.split_first() {
+                Some((1, rest)) => Value::String(utf8(rest)?.to_owned()),
+                _ => return Err("unsupported jsonb format version".to_owned()),
+            },
         };
         Ok(value)
     }
 }
 
-fn finite_number(v: Option<f64>) -> Value {
-    v.and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
+/// A float as JSON: a number, or for NaN and ±infinity the strings Jackson writes for them (`"NaN"`,
+/// `"Infinity"`, `"-Infinity"`), which is what Kafka Connect's JsonConverter puts in the record.
+/// `shortest`: the float's own shortest text (for a float32).
+pub(crate) fn float_value(v: f64, shortest: Option<String>) -> Value {
+    if v.is_nan() {
+        return Value::String("NaN".to_owned());
+    }
+    if v.is_infinite() {
+        return Value::String(if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned());
+    }
+    let v = shortest.and_then(|t| t.parse::<f64>().ok()).unwrap_or(v);
+    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
 }
 
 fn utf8(raw: &[u8]) -> Result<&str, String> {
@@ -397,8 +473,8 @@ pub(crate) fn raw(row: &Row, index: usize) -> Result<Option<&[u8]>, String> {
 /// How the rows of one result shape become record values.
 #[derive(Debug, Clone)]
 pub(crate) struct RowShape {
-    /// The column list it was built for: (name, type oid).
-    signature: Vec<(String, u32)>,
+    /// The column list it was built for: (name, type oid, type modifier: a numeric's scale).
+    signature: Vec<(String, u32, i32)>,
     /// (column index, field name, decoder) of the columns in the record.
     columns: Vec<(usize, String, Decoder)>,
     /// The value schema; `None` when a column has no fixed schema (json).
@@ -408,10 +484,10 @@ pub(crate) struct RowShape {
 }
 
 /// The signature of a result's columns, to know when a [`RowShape`] must be rebuilt.
-pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32)> {
+pub(crate) fn signature(columns: &[tokio_postgres::Column]) -> Vec<(String, u32, i32)> {
     columns
         .iter()
-        .map(|c| (c.name().to_owned(), c.type_().oid()))
+        .map(|c| (c.name().to_owned(), c.type_().oid(), c.type_modifier()))
         .collect()
 }
 
@@ -425,6 +501,7 @@ impl RowShape {
         columns: &[tokio_postgres::Column],
         not_null: &HashMap<(u32, i16), bool>,
         name: Option<&str>,
+        mapping: ValueMapping,
     ) -> Result<Self, String> {
         let mut fields = Vec::new();
         let mut decoders = Vec::new();
@@ -440,14 +517,16 @@ impl RowShape {
                     column.name()
                 ));
             }
-            let Some(decoder) = Decoder::for_type(column.type_()) else {
+            let Some(decoder) =
+                Decoder::for_column(column.type_(), column.type_modifier(), mapping)
+            else {
                 skipped.push((column.name().to_owned(), column.type_().name().to_owned()));
                 continue;
             };
             let required = match (column.table_oid(), column.column_id()) {
                 (Some(t), Some(c)) => not_null.get(&(t, c)).copied().unwrap_or(false),
                 _ => false,
-            } && !decoder.may_write_null();
+            };
             match decoder.schema() {
                 Some(schema) if required => {
                     fields.push(Field::new(column.name(), schema.required()))
@@ -476,7 +555,9 @@ impl RowShape {
                 .signature
                 .iter()
                 .zip(columns)
-                .all(|((n, oid), c)| n == c.name() && *oid == c.type_().oid())
+                .all(|((n, oid, typmod), c)| {
+                    n == c.name() && *oid == c.type_().oid() && *typmod == c.type_modifier()
+                })
     }
 
     /// The record value of a row: a JSON object of its columns in order.
@@ -528,7 +609,13 @@ pub(crate) fn timestamp_value(ty: &Type, raw: &[u8]) -> Result<Micros, String> {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             let pg = Reader(raw).i64()?;
             Micros::from_pg(pg).ok_or_else(|| {
-                "its value is infinity or -infinity, which cannot be a position".to_owned()
+                if pg == i64::MAX || pg == i64::MIN {
+                    "its value is infinity or -infinity, which cannot be a position".to_owned()
+                } else {
+                    "its value is after year 262000, beyond the positions Ferry can store (microseconds \
+                     since 1970 in 64 bits)"
+                        .to_owned()
+                }
             })
         }
         _ => match ty.kind() {
@@ -594,7 +681,11 @@ mod tests {
         );
         assert_eq!(
             Decoder::Float8.decode(&f64::NAN.to_bits().to_be_bytes()),
-            Ok(Value::Null)
+            Ok(Value::String("NaN".into()))
+        );
+        assert_eq!(
+            Decoder::Float4.decode(&f32::NEG_INFINITY.to_bits().to_be_bytes()),
+            Ok(Value::String("-Infinity".into()))
         );
         assert_eq!(
             inet_text(&[2, 24, 1, 4, 10, 0, 0, 0]),

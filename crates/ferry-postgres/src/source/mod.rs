@@ -12,6 +12,11 @@
 //!   ORDER BY ts, inc`, offset with all three fields;
 //! - `mode=bulk`: the whole table every `poll.interval.ms`, no offsets (a restart reads it all again).
 //!
+//! Tables: `table.whitelist`, or every table of `table.types` in the schemas matching `schema.pattern`
+//! except `table.blacklist`, listed by each task at start and every `table.poll.interval.ms`
+//! (module `discovery`): tables created later are read, dropped ones left. Values are Kafka Connect's
+//! logical types (modules `numeric` and `logical`).
+//!
 //! Partitions are `{"protocol":"1","table":"schema.table"}` per table (at start the legacy
 //! `{"table":"table"}` is looked up too, in the same `offsets()` call, for offsets written by JDBC
 //! source versions before protocol 1) and `{"query":"query"}` with `query`. Each record's offset is
@@ -33,8 +38,12 @@ mod columns;
 mod config;
 mod conn;
 mod decode;
+mod discovery;
 mod guard;
+mod logical;
+mod numeric;
 mod offset;
+mod options;
 mod sql;
 mod task;
 mod time;
@@ -45,7 +54,7 @@ use ferry_api::{
     SourcePartition, SourceTask,
 };
 
-pub use config::TASK_TABLES;
+pub use config::{TASK_SHARE, TASK_TABLES};
 pub use guard::held_back_rounds;
 pub use offset::{
     JdbcOffset, LegacyTablePartition, PROTOCOL_VERSION, QueryPartition, TablePartition,
@@ -90,14 +99,26 @@ impl SourceConnector for PostgresSourceConnector {
         SourceConfig::parse(config).err().unwrap_or_default()
     }
 
-    /// Spreads the tables round-robin over `min(tasks.max, tables)` tasks (in [`TASK_TABLES`]); a
-    /// query runs in one task.
+    /// Spreads the whitelisted tables round-robin over `min(tasks.max, tables)` tasks (in
+    /// [`TASK_TABLES`]); a query runs in one task; without a whitelist `tasks.max` tasks each read
+    /// their share ([`TASK_SHARE`]) of the tables they find.
     fn task_configs(&self, config: &Config, max_tasks: usize) -> Result<Vec<Config>, ConnectError> {
         let parsed = SourceConfig::parse(config)
             .map_err(|issues| invalid_config("connector configuration", &issues))?;
         let tables = match parsed.source {
             Source::Query(_) => return Ok(vec![config.clone()]),
             Source::Tables(tables) => tables,
+            // Each task finds the tables itself and keeps its share (see discovery).
+            Source::Discover(_) => {
+                let tasks = max_tasks.max(1);
+                return Ok((0..tasks)
+                    .map(|i| {
+                        let mut task = config.clone();
+                        task.insert(TASK_SHARE.to_owned(), format!("{i}/{tasks}"));
+                        task
+                    })
+                    .collect());
+            }
         };
         let tasks = max_tasks.clamp(1, tables.len());
         let mut shares = vec![Vec::new(); tasks];

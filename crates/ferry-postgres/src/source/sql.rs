@@ -159,6 +159,7 @@ pub(crate) fn items(source: &Source) -> Vec<SourceItem<'_>> {
     match source {
         Source::Tables(tables) => tables.iter().map(SourceItem::Table).collect(),
         Source::Query(q) => vec![SourceItem::Query(q)],
+        Source::Discover(_) => Vec::new(),
     }
 }
 

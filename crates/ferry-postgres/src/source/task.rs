@@ -23,9 +23,12 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::columns;
-use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, invalid_config};
+use super::config::{
+    Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, TableId, invalid_config,
+};
 use super::conn::{Db, connect, give_up};
-use super::decode::{RowShape, incrementing_value, raw, timestamp_value};
+use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
+use super::discovery::{Selection, auto_increment_column};
 use super::guard::{Guard, IncLimit};
 use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
 use super::sql::{self, SourceItem};
@@ -66,6 +69,10 @@ enum Phase {
 
 /// One table (or the query) and where it stands.
 struct Querier {
+    /// The table (none for a query).
+    table: Option<TableId>,
+    /// The incrementing column: configured, or the table's auto-increment column.
+    incrementing_column: Option<String>,
     /// `table public.orders` or `query`, for messages.
     name: String,
     /// The struct schema's name: the table's name (none for a query).
@@ -86,11 +93,17 @@ struct Querier {
 }
 
 struct Running {
+    /// The catalog criteria of the tables read (none for a query), and when to look again.
+    selection: Option<Selection>,
+    next_discovery: Instant,
+    context: Arc<dyn SourceTaskContext>,
+    /// The task's configuration, for queriers of tables found later.
+    config: SourceConfig,
+    mapping: ValueMapping,
     mode: Mode,
     batch: usize,
     poll_interval: Duration,
     delay: Duration,
-    incrementing_column: Option<String>,
     timestamp_columns: Vec<String>,
     /// `db.timezone`: the zone of `timestamp without time zone` values.
     zone: String,
@@ -178,9 +191,112 @@ async fn open(
         Some(wait) if config.mode != Mode::Bulk => Some(Guard::new(wait, &db).await?),
         _ => None,
     };
+    let selection = selection(&config);
+    let mut config = config;
+    if config.options.fold_identifiers {
+        // quote.sql.identifiers=never: PostgreSQL folds unquoted names to lower case; quoting the
+        // folded names reads the same columns.
+        fold_columns(&mut config);
+    }
+    if let Some(selection) = &selection {
+        let tables = selection.tables(&db).await?;
+        report_missing(selection, &tables);
+        config.source = Source::Tables(tables);
+    }
+    let queriers = new_queriers(context, &config, &db, guard.is_some()).await?;
+    let next_discovery = Instant::now() + config.options.table_poll_interval;
+    Ok(Running {
+        selection,
+        next_discovery,
+        context: context.clone(),
+        mapping: config.options.mapping,
+        config: config.clone(),
+        mode: config.mode,
+        batch: config.batch_max_rows,
+        poll_interval: config.poll_interval,
+        delay: config.timestamp_delay,
+        timestamp_columns: config.timestamp_columns,
+        zone: config.safety.db_timezone,
+        guard,
+        db,
+        queriers,
+        active: None,
+        phase: Phase::Idle,
+        connection: config.connection,
+        attempts: config.safety.connection_attempts,
+        backoff: config.safety.connection_backoff,
+        failures: 0,
+        first_failure: None,
+        retry_at: None,
+    })
+}
+
+/// The configured column names as PostgreSQL reads them unquoted (ASCII lower case).
+fn fold_columns(config: &mut SourceConfig) {
+    if let Some(c) = config.incrementing_column.as_mut() {
+        *c = c.to_ascii_lowercase();
+    }
+    for c in &mut config.timestamp_columns {
+        *c = c.to_ascii_lowercase();
+    }
+}
+
+/// The catalog criteria of a task reading tables (none for a query).
+fn selection(config: &SourceConfig) -> Option<Selection> {
+    let (whitelist, share) = match &config.source {
+        Source::Query(_) => return None,
+        Source::Tables(tables) => (Some(tables.clone()), (0, 1)),
+        Source::Discover(share) => (None, *share),
+    };
+    Some(Selection {
+        whitelist,
+        blacklist: config.options.blacklist.clone(),
+        types: config.options.table_types.clone(),
+        schema_pattern: config.options.schema_pattern.clone(),
+        share,
+    })
+}
+
+/// Says which whitelisted tables are not read (yet), and when none is.
+fn report_missing(selection: &Selection, found: &[TableId]) {
+    if let Some(whitelist) = &selection.whitelist {
+        let missing: Vec<String> = whitelist
+            .iter()
+            .filter(|t| !found.contains(t))
+            .map(ToString::to_string)
+            .collect();
+        if !missing.is_empty() {
+            tracing::warn!(
+                "PostgresSource: whitelisted tables not found (of table.types {:?}, schema.pattern {:?}): {}; \
+                 they are read once they exist (checked every table.poll.interval.ms)",
+                selection.types,
+                selection.schema_pattern,
+                missing.join(", ")
+            );
+        }
+    } else if found.is_empty() {
+        tracing::info!(
+            "PostgresSource: no table to read yet (table.types {:?}, schema.pattern {:?}, this task's share {}/{}); \
+             looking again every table.poll.interval.ms",
+            selection.types,
+            selection.schema_pattern,
+            selection.share.0,
+            selection.share.1
+        );
+    }
+}
+
+/// The queriers of the items of `config.source`, each resumed from its stored offset (`guarded`:
+/// the late-commit guard is on).
+async fn new_queriers(
+    context: &Arc<dyn SourceTaskContext>,
+    config: &SourceConfig,
+    db: &Db,
+    guarded: bool,
+) -> Result<Vec<Querier>, ConnectError> {
     let items = sql::items(&config.source);
-    let stored = read_offsets(context, &config).await?;
-    let initial = initial_cursor(&config, &db).await?;
+    let stored = read_offsets(context, config).await?;
+    let initial = initial_cursor(config, db).await?;
     let now = Instant::now();
     let mut queriers = Vec::with_capacity(items.len());
     for (item, stored) in items.iter().zip(stored) {
@@ -221,20 +337,64 @@ async fn open(
                 initial
             }
         };
-        let ts_columns = columns::check(&db, item, &name, &config).await?;
-        let select = sql::select(
+        let incrementing_column = match (item, &config.incrementing_column) {
+            (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
+                let found = auto_increment_column(db, t).await?.ok_or_else(|| {
+                    ConnectError::fatal(format!(
+                        "PostgresSource: {name} has no serial or identity column to use as the incrementing \
+                         column; set incrementing.column.name"
+                    ))
+                })?;
+                tracing::info!(
+                    "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
+                );
+                Some(found)
+            }
+            (_, configured) => configured.clone(),
+        };
+        let table = match item {
+            SourceItem::Table(t) => Some((*t).clone()),
+            SourceItem::Query(_) => None,
+        };
+        let folded;
+        let item = match item {
+            SourceItem::Table(t) if config.options.fold_identifiers => {
+                folded = TableId {
+                    schema: t.schema.to_ascii_lowercase(),
+                    table: t.table.to_ascii_lowercase(),
+                };
+                &SourceItem::Table(&folded)
+            }
+            _ => item,
+        };
+        let checked;
+        let item_config = if incrementing_column == config.incrementing_column {
+            config
+        } else {
+            let mut c = config.clone();
+            c.incrementing_column = incrementing_column.clone();
+            checked = c;
+            &checked
+        };
+        let ts_columns = columns::check(db, item, &name, item_config).await?;
+        let mut select = sql::select(
             config.mode,
             item,
-            config.incrementing_column.as_deref(),
+            incrementing_column.as_deref(),
             &ts_columns,
             &config.safety.db_timezone,
         );
-        let max_select = match (&config.incrementing_column, config.mode, &guard) {
-            (Some(inc), Mode::Incrementing, Some(_)) => Some(sql::max_incrementing(item, inc)),
+        if let Some(suffix) = &config.options.query_suffix {
+            select = format!("{select} {suffix}");
+        }
+        let max_select = match (&incrementing_column, config.mode, guarded) {
+            (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
             _ => None,
         };
         tracing::debug!("PostgresSource: {name} reads with: {select}");
         queriers.push(Querier {
+            table,
+            incrementing_column,
             name,
             struct_name,
             partition,
@@ -247,26 +407,7 @@ async fn open(
             shape: None,
         });
     }
-    Ok(Running {
-        mode: config.mode,
-        batch: config.batch_max_rows,
-        poll_interval: config.poll_interval,
-        delay: config.timestamp_delay,
-        incrementing_column: config.incrementing_column,
-        timestamp_columns: config.timestamp_columns,
-        zone: config.safety.db_timezone,
-        guard,
-        db,
-        queriers,
-        active: None,
-        phase: Phase::Idle,
-        connection: config.connection,
-        attempts: config.safety.connection_attempts,
-        backoff: config.safety.connection_backoff,
-        failures: 0,
-        first_failure: None,
-        retry_at: None,
-    })
+    Ok(queriers)
 }
 
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
@@ -283,6 +424,7 @@ async fn read_offsets(
     let (partitions, per_item) = match &config.source {
         Source::Tables(tables) => (lookup_partitions(tables)?, 2),
         Source::Query(_) => (vec![ConnectMap::from_serde(&QueryPartition::default())?], 1),
+        Source::Discover(_) => (Vec::new(), 2),
     };
     let reader = context.offset_storage_reader();
     let found = reader.offsets(&partitions).await.map_err(|e| {
@@ -455,6 +597,9 @@ impl Running {
             self.active = None;
             self.queriers[active].next_due = Instant::now() + self.poll_interval;
         }
+        if self.phase == Phase::Idle && Instant::now() >= self.next_discovery {
+            self.rediscover().await?;
+        }
         let index = match (self.phase, self.active) {
             (Phase::Open { .. }, Some(active)) => active,
             _ => {
@@ -474,7 +619,9 @@ impl Running {
                     return Ok(Vec::new());
                 }
                 self.phase = Phase::Unknown;
-                self.begin_round(index).await?;
+                if let Err(e) = self.begin_round(index).await {
+                    return self.table_gone(index, e).await;
+                }
                 self.active = Some(index);
                 self.phase = Phase::Open { exhausted: false };
                 index
@@ -493,6 +640,91 @@ impl Running {
             exhausted: rows.len() < self.batch,
         };
         Ok(records)
+    }
+
+    /// A round of querier `index` failed to start with `error`: when its table was dropped since the
+    /// last look, it is no longer read (as the JDBC source's table monitor would notice); otherwise
+    /// the error stands.
+    async fn table_gone(
+        &mut self,
+        index: usize,
+        error: ConnectError,
+    ) -> Result<Vec<SourceRecord>, ConnectError> {
+        let Some(table) = self.queriers[index].table.clone() else {
+            return Err(error);
+        };
+        if self.selection.is_none() || self.db.client.batch_execute("ROLLBACK").await.is_err() {
+            return Err(error);
+        }
+        self.phase = Phase::Idle;
+        self.active = None;
+        self.rediscover().await?;
+        if self
+            .queriers
+            .iter()
+            .any(|q| q.table.as_ref() == Some(&table))
+        {
+            return Err(error);
+        }
+        Ok(Vec::new())
+    }
+
+    /// Looks for tables created or dropped since the last look (between rounds only, so no index
+    /// into the queriers is held).
+    async fn rediscover(&mut self) -> Result<(), ConnectError> {
+        self.next_discovery = Instant::now() + self.config.options.table_poll_interval;
+        let Some(selection) = &self.selection else {
+            return Ok(());
+        };
+        let tables = selection.tables(&self.db).await?;
+        // A whitelisted table that was being read and is gone now fails the task (issue 16: a
+        // dropped table is a permanent error, said loudly); tables found by pattern just leave.
+        if let Some(whitelist) = &selection.whitelist
+            && let Some(gone) = self.queriers.iter().find(|q| {
+                q.table
+                    .as_ref()
+                    .is_some_and(|t| whitelist.contains(t) && !tables.contains(t))
+            })
+        {
+            return Err(ConnectError::fatal(format!(
+                "PostgresSource: {} was dropped (or no longer matches table.types/schema.pattern) while it \
+                 was being read; it is listed in table.whitelist, so the task stops here rather than skip it. \
+                 Recreate the table, or remove it from table.whitelist, then restart the connector",
+                gone.name
+            )));
+        }
+        self.queriers.retain(|q| match &q.table {
+            Some(t) if !tables.contains(t) => {
+                // As the JDBC source's table monitor: a table that is gone is no longer read.
+                tracing::warn!(
+                    "PostgresSource: {} no longer exists (or no longer matches table.types/schema.pattern); \
+                     it is not read until it is back",
+                    q.name
+                );
+                false
+            }
+            _ => true,
+        });
+        let added: Vec<TableId> = tables
+            .into_iter()
+            .filter(|t| !self.queriers.iter().any(|q| q.table.as_ref() == Some(t)))
+            .collect();
+        if added.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            "PostgresSource: new tables to read: {}",
+            added
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut config = self.config.clone();
+        config.source = Source::Tables(added);
+        let new = new_queriers(&self.context, &config, &self.db, self.guard.is_some()).await?;
+        self.queriers.extend(new);
+        Ok(())
     }
 
     /// Opens a round: the late-commit guard's reads (each in its own transaction), then a read-only
@@ -590,10 +822,13 @@ impl Running {
         {
             let not_null = self.not_null(columns).await?;
             let querier = &mut self.queriers[index];
-            let shape =
-                RowShape::new(columns, &not_null, querier.struct_name.as_deref()).map_err(|m| {
-                    ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name))
-                })?;
+            let shape = RowShape::new(
+                columns,
+                &not_null,
+                querier.struct_name.as_deref(),
+                self.mapping,
+            )
+            .map_err(|m| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name)))?;
             if !shape.skipped.is_empty() {
                 let list: Vec<String> = shape
                     .skipped
@@ -616,7 +851,8 @@ impl Running {
             }
             querier.shape = Some(shape);
         }
-        let inc_index = self.column_index(columns, self.incrementing_column.as_deref(), index)?;
+        let inc_column = self.queriers[index].incrementing_column.clone();
+        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
         let ts_indexes = self
             .timestamp_columns
             .iter()
@@ -653,7 +889,7 @@ impl Running {
                 let bytes = raw(row, i).map_err(fail)?.ok_or_else(|| {
                     fail(format!(
                         "a row has a null incrementing column {:?}",
-                        self.incrementing_column.as_deref().unwrap_or_default()
+                        inc_column.as_deref().unwrap_or_default()
                     ))
                 })?;
                 let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {

@@ -108,10 +108,20 @@ impl Micros {
 /// A PostgreSQL `timestamp` value as ISO-8601 text (`utc` for `timestamptz`), or `infinity` /
 /// `-infinity`.
 pub(crate) fn timestamp_text(pg: i64, utc: bool) -> String {
-    match Micros::from_pg(pg) {
-        Some(m) => m.to_iso(utc),
-        None if pg > 0 => "infinity".to_owned(),
-        None => "-infinity".to_owned(),
+    match pg {
+        i64::MAX => "infinity".to_owned(),
+        i64::MIN => "-infinity".to_owned(),
+        // Split at PostgreSQL's epoch first: years past 262143 overflow Unix microseconds.
+        pg => {
+            let days = pg.div_euclid(MICROS_PER_DAY) + PG_EPOCH_UNIX_DAYS;
+            let mut out = format_date(days);
+            out.push('T');
+            out.push_str(&format_time(pg.rem_euclid(MICROS_PER_DAY)));
+            if utc {
+                out.push('Z');
+            }
+            out
+        }
     }
 }
 
@@ -219,7 +229,7 @@ fn format_date(days: i64) -> String {
 }
 
 /// Howard Hinnant's `civil_from_days`: (year, month, day) of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097); // [0, 146096]
@@ -276,6 +286,11 @@ mod tests {
         assert_eq!(Micros(-1).to_iso(true), "1969-12-31T23:59:59.999999Z");
         assert_eq!(timestamp_text(0, true), "2000-01-01T00:00:00Z");
         assert_eq!(timestamp_text(i64::MAX, true), "infinity");
+        // 294276-12-31 23:59:59.999999, PostgreSQL's largest timestamp: a date, never "infinity".
+        assert_eq!(
+            timestamp_text(9_223_371_331_199_999_999, false),
+            "+294276-12-31T23:59:59.999999"
+        );
         assert_eq!(timestamp_text(i64::MIN, false), "-infinity");
         assert_eq!(date_text(0), "2000-01-01");
         assert_eq!(date_text(-1), "1999-12-31");

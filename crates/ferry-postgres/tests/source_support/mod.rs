@@ -305,6 +305,55 @@ pub fn offset_text(record: &SourceRecord) -> String {
         .map_or_else(|| "<none>".to_owned(), ToString::to_string)
 }
 
+/// A schema (with whatever is created in it) dropped when the guard is dropped.
+pub struct SchemaGuard {
+    pub name: String,
+}
+
+impl SchemaGuard {
+    /// Creates a schema with a unique name for `test`.
+    pub async fn create(client: &Client, test: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let name = unique_name(test);
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .await?;
+        Ok(Self { name })
+    }
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let sql = format!(
+            "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
+            self.name
+        );
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if let Ok((client, connection)) = tokio_postgres::connect(LIBPQ, NoTls).await {
+                    tokio::spawn(connection);
+                    let _ = client.batch_execute(&sql).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// The struct schema field `name` of a record's value schema.
+pub fn field_schema(record: &SourceRecord, name: &str) -> Option<ferry_api::Schema> {
+    record
+        .value_schema
+        .as_ref()
+        .and_then(|s| s.field(name))
+        .map(|f| f.schema.clone())
+}
+
 /// Log lines captured from the current thread (where a `#[tokio::test]` body and the task's polls
 /// run), for asserting on WARNs.
 #[derive(Clone, Default)]
