@@ -7,6 +7,7 @@
 //! Over the worker, the [`herder`] keeps connectors' configurations and target states (Kafka Connect's
 //! standalone herder, with KIP-875 offset management), and [`rest`] serves Kafka Connect's REST API.
 
+mod builtin;
 pub mod config;
 pub mod herder;
 pub mod metrics;
@@ -17,6 +18,9 @@ mod status;
 pub mod stores;
 mod worker;
 
+pub use builtin::{
+    FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
+};
 pub use state::{TargetState, TaskId};
 pub use status::{TaskState, TaskStatus};
 pub use worker::{ConnectorSpec, TaskSpec, Worker, WorkerError, WorkerSettings};

@@ -4,146 +4,58 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ferry_api::SourceConnector;
-use ferry_kafka::{
-    KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSink, KafkaSinkConfig, RecordConverters,
-};
-use ferry_offsets::{FileStore, OffsetBackingStore};
-use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
-use ferry_runtime::config::{
-    ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
-};
-use ferry_runtime::herder::{Plugin, StandaloneHerder};
+use ferry_offsets::OffsetBackingStore;
+use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
+use ferry_runtime::config::{ConnectorConfig, Properties, WorkerConfig};
+use ferry_runtime::herder::StandaloneHerder;
 use ferry_runtime::rest::RestServer;
-use ferry_runtime::sink::{
-    RecordSink, SinkError, SinkProvider, TaskSinkContext, file::FileSink, stdout::StdoutSink,
-};
+use ferry_runtime::sink::{RecordSink, SinkError};
 use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};
 
-/// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
-/// PostgresSource (`PostgresSource`, `io.confluent.connect.jdbc.JdbcSourceConnector`).
-pub(crate) fn connector_plugins() -> Vec<Plugin> {
-    let mut plugins = ferry_connectors::builtin_connectors();
-    plugins.extend(ferry_postgres::source::connectors());
-    plugins
-}
+use crate::Ferry;
 
-/// Finds a built-in connector by `connector.class`.
-pub(crate) fn resolve_connector(class: &str) -> Option<Box<dyn SourceConnector>> {
-    connector_plugins()
-        .into_iter()
-        .find(|p| p.answers_to(class))
-        .map(|p| p.make())
-}
-
-/// Loads and checks the worker file; every problem is reported at once.
-pub(crate) fn load_worker(path: &Path) -> Result<WorkerConfig, String> {
-    let props = Properties::load(path).map_err(|e| e.to_string())?;
-    WorkerConfig::from_properties(&props).map_err(|e| e.to_string())
-}
-
-/// Opens the worker's offset store (`offset.storage`): the offsets file, refused without being touched
-/// when damaged or locked; the Kafka offsets topic, created compacted when missing and read to its
-/// end; or the PostgreSQL offsets table, created when missing and refused when it has another shape.
+/// Opens the worker's offset store (`offset.storage`) as its plugin does: e.g. the offsets file,
+/// refused without being touched when damaged or locked.
 pub(crate) async fn open_store(
     config: &WorkerConfig,
+    mode: OpenMode,
 ) -> Result<Arc<dyn OffsetBackingStore>, String> {
-    match &config.offset_storage {
-        OffsetStorageSpec::File(path) => {
-            let path = path.clone();
-            let store = tokio::task::spawn_blocking(move || FileStore::open(path))
-                .await
-                .map_err(|e| format!("opening the offset store panicked: {e}"))?
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-        OffsetStorageSpec::Kafka(spec) => {
-            let mut store_config =
-                KafkaOffsetStoreConfig::new(spec.bootstrap_servers.clone(), spec.topic.clone());
-            store_config.partitions = spec.partitions;
-            store_config.replication_factor = spec.replication_factor;
-            store_config.client_overrides = spec.client_overrides.to_vec();
-            let store = KafkaOffsetStore::open(store_config)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-        OffsetStorageSpec::Postgres(spec) => {
-            let store_config =
-                PostgresOffsetStoreConfig::new(spec.url.expose()).with_table(spec.table.clone());
-            let store = PostgresOffsetStore::open(store_config)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-    }
+    config
+        .offset_storage
+        .spec()
+        .open(mode)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-/// The worker's sink, and for the Kafka sink the shared producer connectors' sinks are made from.
-async fn open_sink(
-    config: &WorkerConfig,
-) -> Result<(Arc<dyn RecordSink>, Option<KafkaSink>), String> {
-    Ok(match &config.sink {
-        SinkSpec::File(path) => (
-            Arc::new(FileSink::open(path).await.map_err(|e| e.to_string())?),
-            None,
-        ),
-        SinkSpec::Stdout => (
-            Arc::new(StdoutSink::new().map_err(|e| e.to_string())?),
-            None,
-        ),
-        SinkSpec::Kafka {
-            bootstrap_servers,
-            producer_overrides,
-        } => {
-            let kafka = KafkaSink::new(&KafkaSinkConfig {
-                bootstrap_servers: bootstrap_servers.clone(),
-                producer_overrides: producer_overrides.clone(),
-                converters: RecordConverters::new(config.key_converter, config.value_converter),
-            })
-            .map_err(|e| e.to_string())?;
-            (Arc::new(kafka.clone()), Some(kafka))
-        }
-    })
-}
-
-/// Every task's sink: the worker's, or for Kafka the shared producer with the connector's
-/// `key.converter` / `value.converter` where it sets them.
+/// Every task's sink, from the sink plugin's provider (which applies the connector's
+/// `key.converter` / `value.converter` where it sets them). Says once per connector start, by its
+/// first task, which converters apply — as when the sink was made per connector.
 struct ConnectorSinks {
     config: WorkerConfig,
-    sink: Arc<dyn RecordSink>,
-    kafka: Option<KafkaSink>,
+    provider: Arc<dyn SinkProvider>,
 }
 
 impl std::fmt::Display for ConnectorSinks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.sink.describe())
+        self.provider.fmt(f)
     }
 }
 
 #[ferry_api::async_trait]
 impl SinkProvider for ConnectorSinks {
     async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
-        Ok(self.connector_sink(task))
-    }
-
-    fn uses_converters(&self) -> bool {
-        self.kafka.is_some()
-    }
-
-    async fn flush(&self, timeout: std::time::Duration) -> Result<(), SinkError> {
-        self.sink.flush(timeout).await
-    }
-}
-
-impl ConnectorSinks {
-    fn connector_sink(&self, task: &TaskSinkContext<'_>) -> Arc<dyn RecordSink> {
-        let name = task.connector;
-        // Said once per connector start (by its first task), as when the sink was made per connector.
-        let say = task.task == 0;
-        let Some(kafka) = &self.kafka else {
-            if say && (task.key_converter.is_some() || task.value_converter.is_some()) {
+        if task.task == 0 {
+            let name = task.connector;
+            if self.provider.uses_converters() {
+                tracing::info!(
+                    connector = %name,
+                    "connector {name:?}: keys converted with {}, values with {}",
+                    task.key_converter.unwrap_or(self.config.key_converter),
+                    task.value_converter.unwrap_or(self.config.value_converter)
+                );
+            } else if task.key_converter.is_some() || task.value_converter.is_some() {
                 tracing::warn!(
                     connector = %name,
                     "connector {name:?}: key.converter / value.converter have no effect with sink={} (converters apply \
@@ -151,37 +63,33 @@ impl ConnectorSinks {
                     self.config.sink
                 );
             }
-            return self.sink.clone();
-        };
-        let converters = RecordConverters::new(
-            task.key_converter.unwrap_or(self.config.key_converter),
-            task.value_converter.unwrap_or(self.config.value_converter),
-        );
-        if say {
-            tracing::info!(
-                connector = %name,
-                "connector {name:?}: keys converted with {}, values with {}",
-                converters.key.spec(),
-                converters.value.spec()
-            );
         }
-        Arc::new(kafka.with_converters(converters))
+        self.provider.open(task).await
+    }
+
+    fn uses_converters(&self) -> bool {
+        self.provider.uses_converters()
+    }
+
+    async fn flush(&self, timeout: std::time::Duration) -> Result<(), SinkError> {
+        self.provider.flush(timeout).await
     }
 }
 
 pub(crate) async fn run(
+    ferry: &Ferry,
     worker_file: &Path,
     connector_files: &[std::path::PathBuf],
 ) -> Result<(), String> {
     // Everything is validated before anything starts.
-    let config = load_worker(worker_file)?;
+    let config = ferry.load_worker(worker_file)?;
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
         match Properties::load(file)
             .map_err(|e| e.to_string())
             .and_then(|props| {
-                ConnectorConfig::from_properties(&props, resolve_connector)
+                ConnectorConfig::from_properties(&props, |class| ferry.resolve_connector(class))
                     .map_err(|e| e.to_string())
             }) {
             Ok(parsed) => connectors.push(parsed),
@@ -208,8 +116,18 @@ pub(crate) async fn run(
     // Bound before anything is created: a taken port refuses the start with nothing changed.
     let rest = RestServer::bind(&config.rest).await?;
 
-    let store = open_store(&config).await?;
-    let (sink, kafka) = open_sink(&config).await?;
+    let store = open_store(&config, OpenMode::ReadWrite).await?;
+    let provider = config
+        .sink
+        .spec()
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
+    // The worker's own sink (for connectors started without one of their own).
+    let sink = provider
+        .open(&TaskSinkContext::new("", 0, None, None))
+        .await
+        .map_err(|e| e.to_string())?;
     tracing::info!(
         "ferry standalone: offsets in {}, records to {}, committing every {} ms; connectors created over \
          REST are kept in {}",
@@ -229,8 +147,7 @@ pub(crate) async fn run(
     let signals = StopSignals::listen()?;
     let sinks = ConnectorSinks {
         config: config.clone(),
-        sink: sink.clone(),
-        kafka,
+        provider: provider.clone(),
     };
     let worker = Worker::with_sinks(
         settings,
@@ -239,7 +156,7 @@ pub(crate) async fn run(
         Arc::new(MemoryStatusStore::new()),
         rest.worker_id(),
     );
-    let plugins = connector_plugins();
+    let plugins = ferry.connector_plugins().to_vec();
     let herder = Arc::new(StandaloneHerder::new(
         worker,
         store.clone(),
@@ -263,7 +180,7 @@ pub(crate) async fn run(
     let _ = server.await;
     tracing::info!("stopping: waiting for outstanding records, committing offsets");
     herder.shutdown().await;
-    if let Err(e) = sink.flush(config.offset_flush_timeout).await {
+    if let Err(e) = provider.flush(config.offset_flush_timeout).await {
         tracing::warn!("sink flush at exit failed: {e}");
     }
     // Offsets of records delivered after the store failed were never committed: not a clean exit.
