@@ -18,5 +18,6 @@ pub use client::{ClientOverrides, PRODUCER_PREFIX};
 pub use converter::ConverterSpec;
 pub use secret::Secret;
 pub use sink::{
-    Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkProvider, TaskSinkContext,
+    Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkErrorKind, SinkProvider,
+    TaskSinkContext,
 };

@@ -11,7 +11,7 @@ use ferry_api::{
 };
 use ferry_offsets::MemoryStore;
 use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, TargetState};
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 use ferry_runtime::{Worker, WorkerSettings};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -104,11 +104,7 @@ impl RecordSink for NoSink {
     }
 
     async fn send(&self, _: &SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError {
-            sink: "nothing".into(),
-            message: "unused".into(),
-            retriable: false,
-        })
+        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
     }
 
     async fn flush(&self, _: Duration) -> Result<(), SinkError> {

@@ -352,7 +352,7 @@ impl TaskRunner {
                         .map_err(|_| "the delivery watcher stopped".to_owned())?;
                     return Ok(Sent::Done);
                 }
-                Err(e) if e.retriable => {
+                Err(e) if e.is_retriable() => {
                     let delay = backoff.next();
                     tracing::warn!(task = %self.name, "sending a record failed, retrying in {} ms: {e}", delay.as_millis());
                     if !self.sleep_unless_stopped(delay).await {
