@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
 use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
-use crate::worker::commit::{CommitOutcome, Committer};
+use crate::worker::commit::{CommitError, CommitOutcome, Committer};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
 use crate::worker::health::StoreHealth;
@@ -232,9 +232,9 @@ impl TaskRunner {
                 CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
                     self.call_commit().await;
                 }
-                CommitOutcome::Failed(_) => {}
                 // The store failed at this very commit: the task's last offsets are lost with it.
-                CommitOutcome::StoreFailed(trace) => self.fail(trace),
+                CommitOutcome::Failed(CommitError::StoreFailed { trace, .. }) => self.fail(trace),
+                CommitOutcome::Failed(_) => {}
             }
         }
         self.stop_task().await;
@@ -577,9 +577,9 @@ async fn commit_periodically(
             CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
                 let _ = events.send(LoopEvent::Committed);
             }
-            CommitOutcome::Failed(_) => {}
+            CommitOutcome::Failed(e) if e.is_retriable() => {}
             // The task loop stops on it (see `StoreHealth`); no point in failing every interval.
-            CommitOutcome::StoreFailed(_) => return,
+            CommitOutcome::Failed(_) => return,
         }
     }
 }
