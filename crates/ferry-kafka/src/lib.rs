@@ -6,6 +6,7 @@
 //! JsonConverter, StringConverter and ByteArrayConverter).
 
 mod admin;
+mod client;
 pub mod convert;
 mod retriable;
 pub mod sink;
