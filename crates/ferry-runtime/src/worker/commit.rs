@@ -84,10 +84,10 @@ impl Committer {
         }
         let partitions = self.writer.staged_len();
         let outcome = match self.writer.begin_flush(self.flush_timeout).await {
-            Ok(false) => CommitOutcome::NothingToCommit,
-            Ok(true) => {
+            Ok(None) => CommitOutcome::NothingToCommit,
+            Ok(Some(flush)) => {
                 let remaining = self.flush_timeout.saturating_sub(started.elapsed());
-                match tokio::time::timeout(remaining, self.writer.flush()).await {
+                match tokio::time::timeout(remaining, flush.flush()).await {
                     Ok(Ok(())) => CommitOutcome::Committed {
                         partitions,
                         records,
@@ -101,12 +101,11 @@ impl Committer {
                         }
                         None => CommitOutcome::Failed(e.into()),
                     },
-                    Err(_) => {
-                        self.writer.cancel_flush();
-                        CommitOutcome::Failed(CommitError::Timeout {
-                            timeout_ms: self.flush_timeout.as_millis(),
-                        })
-                    }
+                    // The timeout dropped the flush future, and with it the guard: the flush is
+                    // cancelled, its offsets staged again for the next interval.
+                    Err(_) => CommitOutcome::Failed(CommitError::Timeout {
+                        timeout_ms: self.flush_timeout.as_millis(),
+                    }),
                 }
             }
             Err(e) => CommitOutcome::Failed(e.into()),
