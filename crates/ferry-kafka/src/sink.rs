@@ -492,3 +492,48 @@ fn kind_of(error: &KafkaError) -> SinkErrorKind {
         _ => SinkErrorKind::Fatal,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
+
+    use super::{SinkErrorKind, is_retriable, kind_of};
+
+    #[test]
+    fn client_errors_map_to_sink_error_kinds() {
+        let delivery = |code| KafkaError::MessageProduction(code);
+        assert_eq!(kind_of(&delivery(C::ProducerFenced)), SinkErrorKind::Fenced);
+        assert_eq!(
+            kind_of(&delivery(C::InvalidProducerEpoch)),
+            SinkErrorKind::Fenced
+        );
+        assert_eq!(
+            kind_of(&delivery(C::TopicAuthorizationFailed)),
+            SinkErrorKind::Unauthorized
+        );
+        assert_eq!(
+            kind_of(&delivery(C::SaslAuthenticationFailed)),
+            SinkErrorKind::Unauthorized
+        );
+        assert_eq!(
+            kind_of(&delivery(C::MessageSizeTooLarge)),
+            SinkErrorKind::Fatal
+        );
+        assert_eq!(kind_of(&KafkaError::Canceled), SinkErrorKind::Retriable);
+        // Retriable exactly when the shared rule says so: the task's retries are unchanged.
+        for code in [
+            C::MessageTimedOut,
+            C::NotLeaderForPartition,
+            C::QueueFull,
+            C::MessageSizeTooLarge,
+            C::ProducerFenced,
+        ] {
+            let error = delivery(code);
+            assert_eq!(
+                kind_of(&error) == SinkErrorKind::Retriable,
+                is_retriable(&error),
+                "{code:?}"
+            );
+        }
+    }
+}
