@@ -36,6 +36,8 @@ use crate::worker::task::semantics::{Commit, TaskCommitParts, TaskHooks};
 use crate::worker::thread::Helpers;
 
 mod at_least_once;
+#[cfg(test)]
+mod hooks_order;
 mod semantics;
 
 /// What the worker wants a task to do.
