@@ -11,7 +11,7 @@ use ferry_api::{
 };
 use ferry_offsets::MemoryStore;
 use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, TargetState};
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
 use ferry_runtime::{Worker, WorkerSettings};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -104,7 +104,11 @@ impl RecordSink for NoSink {
     }
 
     async fn send(&self, _: &SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
+        Err(SinkError::new(
+            "nothing",
+            ferry_runtime::sink::SinkErrorKind::Fatal,
+            "unused",
+        ))
     }
 
     async fn flush(&self, _: Duration) -> Result<(), SinkError> {

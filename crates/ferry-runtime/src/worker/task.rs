@@ -13,6 +13,11 @@
 //! The loop is generic over its hooks: at-least-once, today's only semantics, is called without
 //! dynamic dispatch (see [`semantics`] for where each hook runs).
 
+mod at_least_once;
+#[cfg(test)]
+mod hooks_order;
+mod semantics;
+
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
@@ -34,11 +39,6 @@ use crate::worker::status::{StatusCell, TaskState};
 use crate::worker::task::at_least_once::AtLeastOnce;
 use crate::worker::task::semantics::{Commit, TaskCommitParts, TaskHooks};
 use crate::worker::thread::Helpers;
-
-mod at_least_once;
-#[cfg(test)]
-mod hooks_order;
-mod semantics;
 
 /// What the worker wants a task to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
