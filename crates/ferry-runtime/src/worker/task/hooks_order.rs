@@ -11,15 +11,16 @@ use ferry_api::{
 use ferry_offsets::{AckTracker, MemoryStore, OffsetWriter, StoreOffsetReader, SubmittedRecord};
 use tokio::sync::watch;
 
+use super::Helpers;
+use super::StatusCell;
+use super::StoreHealth;
 use super::semantics::{Commit, TaskHooks};
+use super::{PartitionWatch, TaskContext};
 use super::{TargetState, TaskRunner, TaskSettings};
 use crate::metrics::Metrics;
 use crate::sink::{PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitError, CommitOutcome};
-use crate::worker::context::{PartitionWatch, TaskContext, TaskReader};
-use crate::worker::health::StoreHealth;
-use crate::worker::status::StatusCell;
-use crate::worker::thread::Helpers;
+use crate::worker::context::TaskReader;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
