@@ -177,7 +177,7 @@ impl TaskRunner {
     }
 
     /// Runs the task with `hooks` around its polls, sends and commits.
-    async fn run_with<H: TaskHooks + ?Sized>(mut self, hooks: &mut H) {
+    async fn run_with<H: TaskHooks>(mut self, hooks: &mut H) {
         if let Some(trace) = self.health.failure() {
             // Started (e.g. restarted over REST) after the store failed: it could never commit.
             self.fail(trace);
@@ -284,7 +284,7 @@ impl TaskRunner {
         self.stop_task().await;
     }
 
-    async fn poll_until_stopped<H: TaskHooks + ?Sized>(
+    async fn poll_until_stopped<H: TaskHooks>(
         &mut self,
         hooks: &mut H,
         failure: &Failure,
@@ -388,7 +388,7 @@ impl TaskRunner {
     }
 
     /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
-    async fn send<H: TaskHooks + ?Sized>(
+    async fn send<H: TaskHooks>(
         &mut self,
         hooks: &mut H,
         record: Box<SourceRecord>,

@@ -10,7 +10,9 @@ use ferry_api::SourceRecord;
 use ferry_offsets::{AckTracker, SubmittedRecord};
 
 use crate::worker::commit::{CommitOutcome, Committer};
-use crate::worker::task::semantics::{Commit, DeliverySemantics, TaskCommitParts, TaskHooks};
+use crate::worker::task::semantics::{
+    Commit, DeliverySemantics, DynTaskHooks, TaskCommitParts, TaskHooks,
+};
 
 /// At-least-once delivery: the default, and today the only one.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,7 +41,7 @@ impl DeliverySemantics for AtLeastOnce {
         "at-least-once"
     }
 
-    fn hooks(&self, task: TaskCommitParts) -> Box<dyn TaskHooks> {
+    fn hooks(&self, task: TaskCommitParts) -> Box<dyn DynTaskHooks> {
         Box::new(Self::task_hooks(task))
     }
 }
@@ -50,7 +52,6 @@ pub(crate) struct AtLeastOnceHooks {
     committer: Arc<Committer>,
 }
 
-#[async_trait]
 impl TaskHooks for AtLeastOnceHooks {
     fn record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         // Submitted only after `send` returned: a record the sink never accepted is never tracked,

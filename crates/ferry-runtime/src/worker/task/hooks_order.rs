@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::Helpers;
 use super::StatusCell;
 use super::StoreHealth;
-use super::semantics::{Commit, TaskHooks};
+use super::semantics::{Commit, DynTaskHooks, TaskHooks};
 use super::{PartitionWatch, TaskContext};
 use super::{TargetState, TaskRunner, TaskSettings};
 use crate::metrics::Metrics;
@@ -89,7 +89,6 @@ struct Recording {
     acks: AckTracker,
 }
 
-#[async_trait]
 impl TaskHooks for Recording {
     async fn prepare_to_initialize(&mut self) -> Result<(), CommitError> {
         push(&self.log, "prepare_to_initialize");
@@ -129,6 +128,17 @@ impl TaskHooks for Recording {
 
 #[tokio::test]
 async fn hooks_run_around_start_poll_send_and_stop_in_order() {
+    hooks_run_in_order(|log, acks| Recording { log, acks }).await;
+}
+
+/// The same through a trait object, as semantics chosen at run time are called.
+#[tokio::test]
+async fn boxed_hooks_run_in_the_same_order() {
+    hooks_run_in_order(|log, acks| -> Box<dyn DynTaskHooks> { Box::new(Recording { log, acks }) })
+        .await;
+}
+
+async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckTracker) -> H) {
     let log: Log = Arc::default();
     let store = Arc::new(MemoryStore::new());
     let store_reader = Arc::new(StoreOffsetReader::new("c", store.clone()));
@@ -168,10 +178,7 @@ async fn hooks_run_around_start_poll_send_and_stop_in_order() {
         health: Arc::new(StoreHealth::new()),
         helpers: Arc::new(Helpers::default()),
     };
-    let mut hooks = Recording {
-        log: log.clone(),
-        acks: acks.clone(),
-    };
+    let mut hooks = hooks(log.clone(), acks.clone());
     let run = tokio::spawn(async move { runner.run_with(&mut hooks).await });
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -9,11 +9,15 @@
 //! a second loop.
 //!
 //! Per record, the loop makes one plain (not async) call, [`TaskHooks::record_dispatched`]: no
-//! allocation beyond the hook's own work. Kafka Connect's per-record `prepareToSendRecord` is per
+//! allocation beyond the hook's own work. The async hooks return `impl Future` rather than boxed
+//! futures, and the loop is generic over the hooks, so at-least-once's no-op batch hooks cost nothing
+//! either; semantics chosen at run time go through [`DynTaskHooks`], which boxes. Kafka Connect's per-record `prepareToSendRecord` is per
 //! batch here ([`TaskHooks::prepare_to_send`], called once before the first record of a non-empty
 //! batch is sent): exactly-once begins its transaction there, which is equivalent because a batch's
 //! records are sent one after the other with nothing in between that could commit.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -31,7 +35,7 @@ pub(crate) trait DeliverySemantics: Send + Sync {
     /// `"at-least-once"`.
     fn name(&self) -> &'static str;
     /// The hooks of one task run.
-    fn hooks(&self, task: TaskCommitParts) -> Box<dyn TaskHooks>;
+    fn hooks(&self, task: TaskCommitParts) -> Box<dyn DynTaskHooks>;
 }
 
 /// What a task's hooks work with: the task's offset bookkeeping, owned by its [`super::TaskRunner`].
@@ -53,15 +57,14 @@ pub(crate) struct TaskCommitParts {
 /// `recordSent` has no hook: it runs in the delivery watcher, a separate tokio task, which acknowledges
 /// the [`SubmittedRecord`] returned by [`record_dispatched`](TaskHooks::record_dispatched); no hook is
 /// ever called from there. `commitTaskRecord` is the loop's `commit_record` call, unchanged.
-#[async_trait]
 pub(crate) trait TaskHooks: Send {
     /// `prepareToInitializeTask`: before the connector's `start()`. Exactly-once: fence the task's
     /// earlier producers, `init_transactions`, read the offsets topic to its end.
     ///
     /// # Errors
     /// The task cannot run; it fails with this error.
-    async fn prepare_to_initialize(&mut self) -> Result<(), CommitError> {
-        Ok(())
+    fn prepare_to_initialize(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
     }
 
     /// `prepareToPollTask`: before each `poll()` of a running task. Exactly-once with an interval
@@ -69,8 +72,8 @@ pub(crate) trait TaskHooks: Send {
     ///
     /// # Errors
     /// The task fails with this error.
-    async fn prepare_to_poll(&mut self) -> Result<(), CommitError> {
-        Ok(())
+    fn prepare_to_poll(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
     }
 
     /// `prepareToSendRecord`, once per non-empty batch, before its first record is sent.
@@ -78,8 +81,11 @@ pub(crate) trait TaskHooks: Send {
     ///
     /// # Errors
     /// The task fails with this error; nothing of the batch is sent.
-    async fn prepare_to_send(&mut self, _batch: &[SourceRecord]) -> Result<(), CommitError> {
-        Ok(())
+    fn prepare_to_send(
+        &mut self,
+        _batch: &[SourceRecord],
+    ) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
     }
 
     /// `recordDispatched`: the sink accepted `record`. Returns the handle the delivery watcher
@@ -97,8 +103,8 @@ pub(crate) trait TaskHooks: Send {
     ///
     /// # Errors
     /// The task fails with this error.
-    async fn batch_dispatched(&mut self) -> Result<(), CommitError> {
-        Ok(())
+    fn batch_dispatched(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
     }
 
     /// What commits every `offset.flush.interval.ms` on its own tokio task, if anything (at-least-once:
@@ -108,7 +114,86 @@ pub(crate) trait TaskHooks: Send {
     /// `finalOffsetCommit(failed)`: the last commit of a stopping task, after its deliveries resolved
     /// (or their wait timed out). `failed`: the task failed. At-least-once commits what was
     /// acknowledged either way; exactly-once commits an open transaction or aborts it if `failed`.
-    async fn final_commit(&mut self, failed: bool) -> CommitOutcome;
+    fn final_commit(&mut self, failed: bool) -> impl Future<Output = CommitOutcome> + Send;
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// [`TaskHooks`] as a trait object, for semantics chosen at run time ([`DeliverySemantics::hooks`]):
+/// every `TaskHooks` is one, and a `Box<dyn DynTaskHooks>` is a `TaskHooks` again. Its async hooks
+/// box their futures (per batch, never per record).
+#[allow(dead_code)] // Used once the worker can be given semantics (issue 12, step 6).
+pub(crate) trait DynTaskHooks: Send {
+    fn dyn_prepare_to_initialize(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
+    fn dyn_prepare_to_poll(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
+    fn dyn_prepare_to_send<'a>(
+        &'a mut self,
+        batch: &'a [SourceRecord],
+    ) -> BoxFuture<'a, Result<(), CommitError>>;
+    fn dyn_record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
+    fn dyn_record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
+    fn dyn_batch_dispatched(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
+    fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>>;
+    fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome>;
+}
+
+impl<H: TaskHooks> DynTaskHooks for H {
+    fn dyn_prepare_to_initialize(&mut self) -> BoxFuture<'_, Result<(), CommitError>> {
+        Box::pin(TaskHooks::prepare_to_initialize(self))
+    }
+    fn dyn_prepare_to_poll(&mut self) -> BoxFuture<'_, Result<(), CommitError>> {
+        Box::pin(TaskHooks::prepare_to_poll(self))
+    }
+    fn dyn_prepare_to_send<'a>(
+        &'a mut self,
+        batch: &'a [SourceRecord],
+    ) -> BoxFuture<'a, Result<(), CommitError>> {
+        Box::pin(TaskHooks::prepare_to_send(self, batch))
+    }
+    fn dyn_record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
+        TaskHooks::record_dispatched(self, record)
+    }
+    fn dyn_record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
+        TaskHooks::record_dropped(self, record)
+    }
+    fn dyn_batch_dispatched(&mut self) -> BoxFuture<'_, Result<(), CommitError>> {
+        Box::pin(TaskHooks::batch_dispatched(self))
+    }
+    fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>> {
+        TaskHooks::periodic_committer(self)
+    }
+    fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome> {
+        Box::pin(TaskHooks::final_commit(self, failed))
+    }
+}
+
+impl TaskHooks for Box<dyn DynTaskHooks> {
+    fn prepare_to_initialize(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        DynTaskHooks::dyn_prepare_to_initialize(&mut **self)
+    }
+    fn prepare_to_poll(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        DynTaskHooks::dyn_prepare_to_poll(&mut **self)
+    }
+    // An async fn (one future borrowing both arguments): the boxed future lives as long as the
+    // shorter of the two borrows, which an `impl Future` return could not name.
+    async fn prepare_to_send(&mut self, batch: &[SourceRecord]) -> Result<(), CommitError> {
+        DynTaskHooks::dyn_prepare_to_send(&mut **self, batch).await
+    }
+    fn record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
+        DynTaskHooks::dyn_record_dispatched(&mut **self, record)
+    }
+    fn record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
+        DynTaskHooks::dyn_record_dropped(&mut **self, record)
+    }
+    fn batch_dispatched(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        DynTaskHooks::dyn_batch_dispatched(&mut **self)
+    }
+    fn periodic_committer(&self) -> Option<Arc<dyn Commit>> {
+        DynTaskHooks::dyn_periodic_committer(&**self)
+    }
+    fn final_commit(&mut self, failed: bool) -> impl Future<Output = CommitOutcome> + Send {
+        DynTaskHooks::dyn_final_commit(&mut **self, failed)
+    }
 }
 
 /// One offset commit, run periodically by the task's committer.
