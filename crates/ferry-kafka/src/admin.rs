@@ -8,8 +8,18 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, Top
 use rdkafka::consumer::Consumer;
 use rdkafka::error::RDKafkaErrorCode;
 
-use crate::store::KafkaOffsetStoreConfig;
-use crate::store::error::{StoreConsumer, StoreContext, backend, is_retriable_code, kafka};
+use crate::client::{StoreConsumer, StoreContext, backend, is_retriable_code, kafka};
+
+/// What the topic administration needs to know about the offsets topic (the store passes the parts of
+/// its configuration, so this module does not depend on the store's).
+pub(crate) struct OffsetsTopic<'a> {
+    pub(crate) topic: &'a str,
+    pub(crate) bootstrap_servers: &'a str,
+    pub(crate) partitions: i32,
+    pub(crate) replication_factor: i16,
+    /// Request and operation timeout of the admin calls.
+    pub(crate) timeout: Duration,
+}
 
 /// What the topic's metadata says.
 pub(crate) enum TopicState {
@@ -89,11 +99,11 @@ pub(crate) fn await_topic(
 /// worker is fine (its policy is checked afterwards).
 pub(crate) async fn create_topic(
     admin: &AdminClient<StoreContext>,
-    config: &KafkaOffsetStoreConfig,
+    config: &OffsetsTopic<'_>,
     store: &str,
 ) -> Result<(), StoreError> {
     let topic = NewTopic::new(
-        &config.topic,
+        config.topic,
         config.partitions,
         TopicReplication::Fixed(i32::from(config.replication_factor)),
     )
@@ -129,12 +139,12 @@ pub(crate) async fn create_topic(
 /// Refuses the topic unless its `cleanup.policy` is exactly `compact`.
 pub(crate) async fn verify_compacted(
     admin: &AdminClient<StoreContext>,
-    config: &KafkaOffsetStoreConfig,
+    config: &OffsetsTopic<'_>,
     store: &str,
 ) -> Result<(), StoreError> {
     let options = AdminOptions::new().request_timeout(Some(config.timeout));
     let results = admin
-        .describe_configs([&ResourceSpecifier::Topic(&config.topic)], &options)
+        .describe_configs([&ResourceSpecifier::Topic(config.topic)], &options)
         .await
         .map_err(|e| {
             kafka(
@@ -167,7 +177,7 @@ pub(crate) async fn verify_compacted(
     let policy = resource
         .get("cleanup.policy")
         .and_then(|e| e.value.as_deref());
-    check_cleanup_policy(&config.topic, &config.bootstrap_servers, policy)
+    check_cleanup_policy(config.topic, config.bootstrap_servers, policy)
         .map_err(|m| backend(store, m, false))
 }
 

@@ -7,6 +7,7 @@
 //! register both with a worker, reading their own worker keys.
 
 mod admin;
+mod client;
 pub mod convert;
 mod plugin;
 mod retriable;

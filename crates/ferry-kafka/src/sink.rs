@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 pub use crate::retriable::is_retriable;
 use async_trait::async_trait;
 use ferry_api::{RecordMetadata, SourceRecord};
-use ferry_plugin::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_plugin::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 use rdkafka::ClientConfig;
 use rdkafka::client::ClientContext;
@@ -271,12 +271,8 @@ impl KafkaSink {
         self.shared.producer.in_flight_count()
     }
 
-    fn error(&self, message: impl Into<String>, retriable: bool) -> SinkError {
-        SinkError {
-            sink: self.shared.describe.clone(),
-            message: message.into(),
-            retriable,
-        }
+    fn error(&self, kind: SinkErrorKind, message: impl Into<String>) -> SinkError {
+        SinkError::new(self.shared.describe.as_str(), kind, message)
     }
 }
 
@@ -291,7 +287,12 @@ impl RecordSink for KafkaSink {
             .converters
             .key
             .convert(Role::Key, record.key_schema.as_ref(), record.key.as_ref())
-            .map_err(|e| self.error(format!("record for topic {}: {e}", record.topic), false))?;
+            .map_err(|e| {
+                self.error(
+                    SinkErrorKind::Conversion,
+                    format!("record for topic {}: {e}", record.topic),
+                )
+            })?;
         let value = self
             .converters
             .value
@@ -300,7 +301,12 @@ impl RecordSink for KafkaSink {
                 record.value_schema.as_ref(),
                 record.value.as_ref(),
             )
-            .map_err(|e| self.error(format!("record for topic {}: {e}", record.topic), false))?;
+            .map_err(|e| {
+                self.error(
+                    SinkErrorKind::Conversion,
+                    format!("record for topic {}: {e}", record.topic),
+                )
+            })?;
         let header_values: Vec<Option<Vec<u8>>> = record
             .headers
             .iter()
@@ -348,21 +354,22 @@ impl RecordSink for KafkaSink {
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                     return Err(self.error(
+                        SinkErrorKind::Retriable,
                         format!(
                             "the producer's queue is full ({} records waiting for the brokers; \
                              queue.buffering.max.messages / queue.buffering.max.kbytes); the task backs off and \
                              retries",
                             self.in_flight()
                         ),
-                        true,
                     ));
                 }
                 Err((e, _)) => {
-                    let retriable = is_retriable(&e);
-                    return Err(self.error(
-                        format!("cannot send a record to topic {}: {e}", record.topic),
-                        retriable,
-                    ));
+                    return Err(self
+                        .error(
+                            kind_of(&e),
+                            format!("cannot send a record to topic {}: {e}", record.topic),
+                        )
+                        .with_source(e));
                 }
             }
         };
@@ -375,19 +382,21 @@ impl RecordSink for KafkaSink {
                     partition: Some(delivered.partition),
                     offset: Some(delivered.offset),
                 }),
-                Ok(Err((e, _))) => Err(SinkError {
+                Ok(Err((e, _))) => Err(SinkError::new(
                     sink,
-                    message: format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
-                    retriable: is_retriable(&e),
-                }),
-                Err(_) => Err(SinkError {
+                    kind_of(&e),
+                    format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
+                )
+                .with_source(e)),
+                // Retriable: the record was never acknowledged, so sending it again is what a restart does.
+                Err(_) => Err(SinkError::new(
                     sink,
-                    message: format!(
+                    SinkErrorKind::Retriable,
+                    format!(
                         "the producer was closed before the broker acknowledged a record for topic {topic}; \
                          it was not committed and is sent again after a restart"
                     ),
-                    retriable: true,
-                }),
+                )),
             }
         }))
     }
@@ -396,16 +405,23 @@ impl RecordSink for KafkaSink {
         let shared = Arc::clone(&self.shared);
         let flushed = tokio::task::spawn_blocking(move || shared.producer.flush(timeout))
             .await
-            .map_err(|e| self.error(format!("flushing the producer failed: {e}"), false))?;
+            .map_err(|e| {
+                self.error(
+                    SinkErrorKind::Fatal,
+                    format!("flushing the producer failed: {e}"),
+                )
+            })?;
         match flushed {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.error(
-                format!(
-                    "{} records were still waiting for the brokers' acknowledgement after {timeout:?} ({e})",
-                    self.in_flight()
-                ),
-                true,
-            )),
+            Err(e) => Err(self
+                .error(
+                    SinkErrorKind::Retriable,
+                    format!(
+                        "{} records were still waiting for the brokers' acknowledgement after {timeout:?} ({e})",
+                        self.in_flight()
+                    ),
+                )
+                .with_source(e)),
         }
     }
 }
@@ -450,9 +466,74 @@ fn creation_error(sink: &str, config: &KafkaSinkConfig, error: &KafkaError) -> S
         }
         other => format!("cannot create the Kafka producer: {other}"),
     };
-    SinkError {
-        sink: sink.to_owned(),
-        message,
-        retriable: false,
+    SinkError::new(sink, SinkErrorKind::Fatal, message).with_source(error.clone())
+}
+
+/// The kind of a client error: retriable exactly when [`is_retriable`] says so (the rule the store and
+/// the admin calls share); of the rest, a fenced producer and refused credentials are told apart
+/// because a task reacts to them differently (exactly-once stops without committing; an operator
+/// fixes ACLs).
+fn kind_of(error: &KafkaError) -> SinkErrorKind {
+    use RDKafkaErrorCode as C;
+    if is_retriable(error) {
+        return SinkErrorKind::Retriable;
+    }
+    match error.rdkafka_error_code() {
+        Some(C::ProducerFenced | C::InvalidProducerEpoch | C::Fenced) => SinkErrorKind::Fenced,
+        Some(
+            C::TopicAuthorizationFailed
+            | C::GroupAuthorizationFailed
+            | C::ClusterAuthorizationFailed
+            | C::TransactionalIdAuthorizationFailed
+            | C::DelegationTokenAuthorizationFailed
+            | C::SaslAuthenticationFailed
+            | C::Authentication,
+        ) => SinkErrorKind::Unauthorized,
+        _ => SinkErrorKind::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
+
+    use super::{SinkErrorKind, is_retriable, kind_of};
+
+    #[test]
+    fn client_errors_map_to_sink_error_kinds() {
+        let delivery = |code| KafkaError::MessageProduction(code);
+        assert_eq!(kind_of(&delivery(C::ProducerFenced)), SinkErrorKind::Fenced);
+        assert_eq!(
+            kind_of(&delivery(C::InvalidProducerEpoch)),
+            SinkErrorKind::Fenced
+        );
+        assert_eq!(
+            kind_of(&delivery(C::TopicAuthorizationFailed)),
+            SinkErrorKind::Unauthorized
+        );
+        assert_eq!(
+            kind_of(&delivery(C::SaslAuthenticationFailed)),
+            SinkErrorKind::Unauthorized
+        );
+        assert_eq!(
+            kind_of(&delivery(C::MessageSizeTooLarge)),
+            SinkErrorKind::Fatal
+        );
+        assert_eq!(kind_of(&KafkaError::Canceled), SinkErrorKind::Retriable);
+        // Retriable exactly when the shared rule says so: the task's retries are unchanged.
+        for code in [
+            C::MessageTimedOut,
+            C::NotLeaderForPartition,
+            C::QueueFull,
+            C::MessageSizeTooLarge,
+            C::ProducerFenced,
+        ] {
+            let error = delivery(code);
+            assert_eq!(
+                kind_of(&error) == SinkErrorKind::Retriable,
+                is_retriable(&error),
+                "{code:?}"
+            );
+        }
     }
 }

@@ -284,13 +284,13 @@ async fn ferry_writes_the_bytes_kafka_connect_writes_on_the_same_partitions() {
     for (connector, partition, offset) in fixture_as_maps() {
         let writer = OffsetWriter::new(connector, store.clone());
         writer.stage(partition, offset);
-        assert!(
-            writer
-                .begin_flush(std::time::Duration::from_secs(5))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        );
-        writer
+        let flush = writer
+            .begin_flush(std::time::Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(flush.is_some());
+        flush
+            .expect("staged")
             .flush()
             .await
             .unwrap_or_else(|e| panic!("flush: {e}"));

@@ -140,8 +140,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (partition, offset) in acks.committable().offsets {
         writer.stage(partition, Some(offset));
     }
-    if writer.begin_flush(Duration::from_secs(5)).await? {
-        writer.flush().await?;
+    if let Some(flush) = writer.begin_flush(Duration::from_secs(5)).await? {
+        flush.flush().await?;
     }
     task.commit().await?;
     println!("committed to {path}; run again to resume");

@@ -80,19 +80,42 @@ pub enum StoreError {
         /// The largest batch the store accepts.
         limit: u64,
     },
-    /// A store backend (broker, database) failed.
+    /// A store backend (broker, database) failed. Build it with [`StoreError::backend`].
     #[error("offset store {store}: {message}")]
     Backend {
         /// Which store.
         store: String,
-        /// What failed.
+        /// What failed (the message already quotes the client's error, so `Display` shows it once).
         message: String,
         /// Whether trying again may succeed.
         retriable: bool,
+        /// The client's own error (an rdkafka or tokio-postgres error), if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 
 impl StoreError {
+    /// A [`StoreError::Backend`] of the store named `store`, without a source.
+    pub fn backend(store: impl Into<String>, message: impl Into<String>, retriable: bool) -> Self {
+        StoreError::Backend {
+            store: store.into(),
+            message: message.into(),
+            retriable,
+            source: None,
+        }
+    }
+
+    /// The same error, caused by `error` (kept as the source of a [`StoreError::Backend`]; other
+    /// variants carry their cause already and are returned unchanged).
+    #[must_use]
+    pub fn with_source(mut self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        if let StoreError::Backend { source, .. } = &mut self {
+            *source = Some(Box::new(error));
+        }
+        self
+    }
+
     /// Whether trying the same operation again may succeed.
     pub fn is_retriable(&self) -> bool {
         match self {

@@ -34,4 +34,4 @@ pub use store::file::{FileStore, FileStoreOptions};
 pub use store::memory::MemoryStore;
 pub use store::{OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord};
 pub use table::{LogOrder, OffsetTable};
-pub use writer::OffsetWriter;
+pub use writer::{FlushCanceller, FlushGuard, OffsetWriter};

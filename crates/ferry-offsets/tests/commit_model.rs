@@ -18,8 +18,8 @@ use std::time::Duration;
 use core_support::{TestStore, map};
 use ferry_api::{ConnectMap, Value};
 use ferry_offsets::{
-    AckTracker, FlushError, OffsetBackingStore, OffsetWriter, SubmittedRecord, decode_value,
-    encode_key,
+    AckTracker, FlushError, FlushGuard, OffsetBackingStore, OffsetWriter, SubmittedRecord,
+    decode_value, encode_key,
 };
 use proptest::prelude::*;
 
@@ -82,6 +82,8 @@ fn offset(seq: i64) -> ConnectMap {
 struct Model {
     store: Arc<TestStore>,
     writer: Arc<OffsetWriter>,
+    /// The begun flush, if any (`writer.is_flushing()` exactly when it is `Some`).
+    flush: Option<FlushGuard>,
     acks: AckTracker,
     /// Per partition, the handles of submitted records in order; record i has seq i + 1.
     records: Vec<Vec<SubmittedRecord>>,
@@ -97,6 +99,7 @@ impl Model {
         let dyn_store: Arc<dyn OffsetBackingStore> = store.clone();
         Self {
             writer: Arc::new(OffsetWriter::new(CONNECTOR, dyn_store)),
+            flush: None,
             store,
             acks: AckTracker::new(),
             records: vec![Vec::new(); PARTITIONS],
@@ -131,11 +134,13 @@ impl Model {
         self.acked[p][i] = true;
     }
 
-    /// Starts a flush whose store write is held at the gate; returns its task.
-    async fn held_flush(&self) -> tokio::task::JoinHandle<Result<(), FlushError>> {
+    /// Starts the begun flush with its store write held at the gate; returns its task.
+    async fn held_flush(
+        &self,
+        flush: FlushGuard,
+    ) -> tokio::task::JoinHandle<Result<(), FlushError>> {
         self.store.block_set.store(true, Ordering::SeqCst);
-        let writer = self.writer.clone();
-        let task = tokio::spawn(async move { writer.flush().await });
+        let task = tokio::spawn(async move { flush.flush().await });
         self.store.wait_entered().await;
         self.store.block_set.store(false, Ordering::SeqCst);
         task
@@ -162,7 +167,8 @@ impl Model {
                 match self.writer.begin_flush(Duration::ZERO).await {
                     Ok(begun) => {
                         prop_assert!(!flushing, "begin_flush succeeded while a flush was running");
-                        prop_assert_eq!(begun, staged > 0);
+                        prop_assert_eq!(begun.is_some(), staged > 0);
+                        self.flush = begun;
                     }
                     Err(FlushError::FlushInProgress { .. }) => {
                         prop_assert!(flushing, "FlushInProgress without a flush")
@@ -170,18 +176,24 @@ impl Model {
                     Err(e) => return Err(TestCaseError::fail(format!("begin_flush: {e}"))),
                 }
             }
-            Op::Flush => match self.writer.flush().await {
-                Ok(()) => prop_assert!(flushing),
-                Err(FlushError::NotBegun { .. }) => prop_assert!(!flushing),
-                Err(e) => return Err(TestCaseError::fail(format!("flush: {e}"))),
+            // Without a begun flush there is no guard to flush: the writer must agree it is idle.
+            Op::Flush => match self.flush.take() {
+                None => prop_assert!(!flushing),
+                Some(flush) => match flush.flush().await {
+                    Ok(()) => prop_assert!(flushing),
+                    Err(e) => return Err(TestCaseError::fail(format!("flush: {e}"))),
+                },
             },
             Op::FlushFail => {
+                let Some(flush) = self.flush.take() else {
+                    prop_assert!(!flushing);
+                    return Ok(());
+                };
                 self.store.fail_set.store(true, Ordering::SeqCst);
-                let result = self.writer.flush().await;
+                let result = flush.flush().await;
                 self.store.fail_set.store(false, Ordering::SeqCst);
                 match result {
                     Err(FlushError::Store { .. }) => prop_assert!(flushing),
-                    Err(FlushError::NotBegun { .. }) => prop_assert!(!flushing),
                     other => {
                         return Err(TestCaseError::fail(format!(
                             "failing flush returned {other:?}"
@@ -191,12 +203,14 @@ impl Model {
                 prop_assert!(!self.writer.is_flushing());
             }
             Op::CancelFlush => {
-                self.writer.cancel_flush();
+                if let Some(flush) = self.flush.take() {
+                    flush.cancel();
+                }
                 prop_assert!(!self.writer.is_flushing());
             }
             Op::FlushWithCommitDuring => {
-                if flushing {
-                    let task = self.held_flush().await;
+                if let Some(flush) = self.flush.take() {
+                    let task = self.held_flush(flush).await;
                     self.commit();
                     self.store.release_one();
                     task.await
@@ -205,9 +219,10 @@ impl Model {
                 }
             }
             Op::CancelDuringFlush => {
-                if flushing {
-                    let task = self.held_flush().await;
-                    self.writer.cancel_flush();
+                if let Some(flush) = self.flush.take() {
+                    let canceller = flush.canceller();
+                    let task = self.held_flush(flush).await;
+                    canceller.cancel();
                     self.commit();
                     // The cancelled write is still running: a new flush must not overtake it.
                     let overtaking = self.writer.begin_flush(Duration::ZERO).await;
@@ -277,7 +292,9 @@ impl Model {
 
     async fn finish(&mut self) -> Result<(), TestCaseError> {
         // The committer gives up on a flush that is still begun, then the task stops cleanly.
-        self.writer.cancel_flush();
+        if let Some(flush) = self.flush.take() {
+            flush.cancel();
+        }
         for (p, i) in self.unacked() {
             self.ack(p, i);
         }
@@ -286,13 +303,13 @@ impl Model {
         for (partition, offset) in committable.offsets {
             self.writer.stage(partition, Some(offset));
         }
-        if self
+        if let Some(flush) = self
             .writer
             .begin_flush(Duration::ZERO)
             .await
             .map_err(|e| TestCaseError::fail(e.to_string()))?
         {
-            self.writer
+            flush
                 .flush()
                 .await
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -37,13 +37,12 @@ async fn commit(
 ) {
     let writer = OffsetWriter::new(connector, store);
     writer.stage(Some(partition), Some(offset));
-    assert!(
-        writer
-            .begin_flush(Duration::from_secs(1))
-            .await
-            .expect("begin")
-    );
-    writer.flush().await.expect("flush");
+    let flush = writer
+        .begin_flush(Duration::from_secs(1))
+        .await
+        .expect("begin")
+        .expect("something was staged");
+    flush.flush().await.expect("flush");
 }
 
 /// Writes raw bytes under the key of `partition`, bypassing the writer.
@@ -126,19 +125,18 @@ async fn only_committed_offsets_are_visible() {
         "staged is not committed"
     );
 
-    assert!(
-        writer
-            .begin_flush(Duration::from_secs(1))
-            .await
-            .expect("begin")
-    );
+    let flush = writer
+        .begin_flush(Duration::from_secs(1))
+        .await
+        .expect("begin")
+        .expect("something was staged");
     assert_eq!(
         read(&reader, &file("/a")).await,
         None,
         "begun is not committed"
     );
 
-    writer.flush().await.expect("flush");
+    flush.flush().await.expect("flush");
     assert_eq!(read(&reader, &file("/a")).await, Some(position(5)));
 
     // A newer staged offset does not shadow the committed one until it is flushed.
@@ -152,17 +150,13 @@ async fn in_flight_offsets_are_not_visible() {
     let reader = StoreOffsetReader::new(CONNECTOR, store.clone());
     let writer = Arc::new(OffsetWriter::new(CONNECTOR, store.clone()));
     writer.stage(Some(file("/a")), Some(position(5)));
-    assert!(
-        writer
-            .begin_flush(Duration::from_secs(1))
-            .await
-            .expect("begin")
-    );
+    let flush = writer
+        .begin_flush(Duration::from_secs(1))
+        .await
+        .expect("begin")
+        .expect("something was staged");
     store.block_set.store(true, Ordering::SeqCst);
-    let flush = tokio::spawn({
-        let writer = writer.clone();
-        async move { writer.flush().await }
-    });
+    let flush = tokio::spawn(async move { flush.flush().await });
     store.wait_entered().await;
     assert_eq!(
         read(&reader, &file("/a")).await,
@@ -529,13 +523,12 @@ async fn typed_offset_of_reads_back_i32_fields() {
         Some(ConnectMap::from_serde(&partition).expect("typed partition")),
         Some(ConnectMap::from_serde(&FileOffset { position: 1234 }).expect("typed offset")),
     );
-    assert!(
-        writer
-            .begin_flush(Duration::from_secs(1))
-            .await
-            .expect("begin")
-    );
-    writer.flush().await.expect("flush");
+    let flush = writer
+        .begin_flush(Duration::from_secs(1))
+        .await
+        .expect("begin")
+        .expect("something was staged");
+    flush.flush().await.expect("flush");
 
     let reader = StoreOffsetReader::new(CONNECTOR, store.clone());
     let offset: Option<FileOffset> = reader.offset_of(&partition).await.expect("typed read");

@@ -26,11 +26,12 @@ async fn stored(store: &dyn OffsetBackingStore, partition: Option<&ConnectMap>) 
 }
 
 async fn flush_all(writer: &OffsetWriter) {
-    assert!(
-        writer.begin_flush(LONG).await.expect("begin_flush"),
-        "something was staged"
-    );
-    writer.flush().await.expect("flush");
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin_flush")
+        .expect("something was staged");
+    flush.flush().await.expect("flush");
 }
 
 fn new_writer(store: Arc<dyn OffsetBackingStore>) -> Arc<OffsetWriter> {
@@ -47,10 +48,14 @@ async fn write_and_flush() {
     assert_eq!(writer.staged_len(), 2, "last write per partition wins");
     assert!(!writer.is_flushing());
 
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
     assert!(writer.is_flushing());
     assert_eq!(writer.staged_len(), 0, "the snapshot left the staging area");
-    writer.flush().await.expect("flush");
+    flush.flush().await.expect("flush");
     assert!(!writer.is_flushing());
 
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(3));
@@ -159,27 +164,26 @@ async fn null_partition() {
 async fn nothing_to_flush() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
-    assert!(!writer.begin_flush(LONG).await.expect("begin"));
+    assert!(writer.begin_flush(LONG).await.expect("begin").is_none());
     assert!(!writer.is_flushing());
-    assert!(matches!(
-        writer.flush().await,
-        Err(FlushError::NotBegun { .. })
-    ));
+    // No guard, so nothing to flush: a flush without a begun one cannot be written any more.
     // Nothing held: the next begin_flush does not wait.
     assert!(
-        !writer
+        writer
             .begin_flush(Duration::ZERO)
             .await
             .expect("not blocked by an empty flush")
+            .is_none()
     );
 
     writer.stage(Some(file("/a")), Some(position(1)));
     flush_all(&writer).await;
     assert!(
-        !writer
+        writer
             .begin_flush(Duration::ZERO)
             .await
             .expect("flushed: nothing left")
+            .is_none()
     );
     assert_eq!(
         store.applied_sets.load(Ordering::SeqCst),
@@ -195,10 +199,14 @@ async fn store_failure_restages_the_same_data() {
     writer.stage(Some(file("/a")), Some(position(1)));
     writer.stage(Some(file("/b")), Some(position(2)));
     writer.stage(None, Some(position(3)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
 
     store.fail_set.store(true, Ordering::SeqCst);
-    let err = writer.flush().await.expect_err("store down");
+    let err = flush.flush().await.expect_err("store down");
     assert!(
         matches!(&err, FlushError::Store { connector, .. } if connector == CONNECTOR),
         "{err:?}"
@@ -222,14 +230,18 @@ async fn newer_staged_values_win_over_restaged_ones() {
     writer.stage(Some(file("/a")), Some(position(1)));
     writer.stage(Some(file("/b")), Some(position(1)));
     writer.stage(Some(file("/c")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
     // Staged while the flush is in progress: newer.
     writer.stage(Some(file("/a")), Some(position(2)));
     writer.stage(Some(file("/c")), None);
     writer.stage(Some(file("/d")), Some(position(2)));
 
     store.fail_set.store(true, Ordering::SeqCst);
-    writer.flush().await.expect_err("store down");
+    flush.flush().await.expect_err("store down");
     assert_eq!(writer.staged_len(), 4);
 
     store.fail_set.store(false, Ordering::SeqCst);
@@ -257,7 +269,11 @@ async fn second_begin_flush_fails_after_its_timeout() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("first"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("first")
+        .expect("something was staged");
     writer.stage(Some(file("/a")), Some(position(2)));
 
     let started = Instant::now();
@@ -277,7 +293,7 @@ async fn second_begin_flush_fails_after_its_timeout() {
     assert_eq!(writer.staged_len(), 1, "the failed begin took nothing");
 
     // The first flush is intact and writes its own snapshot.
-    writer.flush().await.expect("first flush");
+    flush.flush().await.expect("first flush");
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(1));
     flush_all(&writer).await;
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(2));
@@ -288,26 +304,26 @@ async fn second_begin_flush_succeeds_when_the_first_completes_in_time() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("first"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("first")
+        .expect("something was staged");
     writer.stage(Some(file("/b")), Some(position(2)));
 
-    let first = tokio::spawn({
-        let writer = writer.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            writer.flush().await
-        }
+    let first = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        flush.flush().await
     });
     let started = Instant::now();
-    assert!(
-        writer
-            .begin_flush(LONG)
-            .await
-            .expect("waits for the first, then begins")
-    );
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("waits for the first, then begins")
+        .expect("something was staged");
     assert!(started.elapsed() < LONG);
     first.await.expect("join").expect("first flush");
-    writer.flush().await.expect("second flush");
+    flush.flush().await.expect("second flush");
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(1));
     assert_eq!(stored(store.as_ref(), Some(&file("/b"))).await, Some(2));
 }
@@ -317,27 +333,27 @@ async fn second_begin_flush_succeeds_when_the_first_fails_in_time() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("first"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("first")
+        .expect("something was staged");
     store.fail_set.store(true, Ordering::SeqCst);
-    let first = tokio::spawn({
-        let writer = writer.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            writer.flush().await
-        }
+    let first = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        flush.flush().await
     });
-    assert!(
-        writer
-            .begin_flush(LONG)
-            .await
-            .expect("begins after the failure, with the restaged data")
-    );
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begins after the failure, with the restaged data")
+        .expect("something was staged");
     assert!(matches!(
         first.await.expect("join"),
         Err(FlushError::Store { .. })
     ));
     store.fail_set.store(false, Ordering::SeqCst);
-    writer.flush().await.expect("second flush");
+    flush.flush().await.expect("second flush");
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(1));
 }
 
@@ -347,26 +363,29 @@ async fn cancel_before_flush() {
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
     writer.stage(Some(file("/b")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
     writer.stage(Some(file("/a")), Some(position(2)));
 
-    writer.cancel_flush();
+    flush.canceller().cancel();
     assert!(!writer.is_flushing());
     assert!(
-        matches!(writer.flush().await, Err(FlushError::NotBegun { .. })),
+        matches!(flush.flush().await, Err(FlushError::NotBegun { .. })),
         "nothing to flush after a cancel"
     );
     assert_eq!(store.applied_sets.load(Ordering::SeqCst), 0);
     assert_eq!(writer.staged_len(), 2, "the snapshot is staged again");
 
     // The flush slot is free again, and the next flush writes the newest values.
-    assert!(
-        writer
-            .begin_flush(Duration::ZERO)
-            .await
-            .expect("not blocked by the cancelled flush")
-    );
-    writer.flush().await.expect("flush");
+    let flush = writer
+        .begin_flush(Duration::ZERO)
+        .await
+        .expect("not blocked by the cancelled flush")
+        .expect("something was staged");
+    flush.flush().await.expect("flush");
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(2));
     assert_eq!(stored(store.as_ref(), Some(&file("/b"))).await, Some(1));
 }
@@ -375,12 +394,17 @@ async fn cancel_before_flush() {
 async fn cancel_without_a_flush_does_nothing() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
-    writer.cancel_flush();
+    // Without a begun flush there is no guard to cancel with: only a late cancel can be tried.
     writer.stage(Some(file("/a")), Some(position(1)));
-    writer.cancel_flush();
     assert_eq!(writer.staged_len(), 1);
-    flush_all(&writer).await;
-    writer.cancel_flush();
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
+    let late_cancel = flush.canceller();
+    flush.flush().await.expect("flush");
+    late_cancel.cancel();
     assert_eq!(
         writer.staged_len(),
         0,
@@ -395,16 +419,18 @@ async fn cancel_while_awaiting_then_late_completion_is_harmless() {
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
     writer.stage(Some(file("/b")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
 
     store.block_set.store(true, Ordering::SeqCst);
-    let late = tokio::spawn({
-        let writer = writer.clone();
-        async move { writer.flush().await }
-    });
+    let canceller = flush.canceller();
+    let late = tokio::spawn(async move { flush.flush().await });
     store.wait_entered().await;
     // The committer gives up (its timeout) and cancels; the task stages newer offsets meanwhile.
-    writer.cancel_flush();
+    canceller.cancel();
     assert!(!writer.is_flushing());
     writer.stage(Some(file("/a")), Some(position(2)));
     assert_eq!(
@@ -444,15 +470,17 @@ async fn late_completion_of_a_cancelled_flush_does_not_overwrite_a_newer_flush()
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
 
     store.block_set.store(true, Ordering::SeqCst);
-    let late = tokio::spawn({
-        let writer = writer.clone();
-        async move { writer.flush().await }
-    });
+    let canceller = flush.canceller();
+    let late = tokio::spawn(async move { flush.flush().await });
     store.wait_entered().await;
-    writer.cancel_flush();
+    canceller.cancel();
     store.block_set.store(false, Ordering::SeqCst);
     writer.stage(Some(file("/a")), Some(position(2)));
 
@@ -461,8 +489,8 @@ async fn late_completion_of_a_cancelled_flush_does_not_overwrite_a_newer_flush()
     let next = tokio::spawn({
         let writer = writer.clone();
         async move {
-            if writer.begin_flush(SHORT).await? {
-                writer.flush().await?;
+            if let Some(flush) = writer.begin_flush(SHORT).await? {
+                flush.flush().await?;
             }
             Ok::<(), FlushError>(())
         }
@@ -473,7 +501,6 @@ async fn late_completion_of_a_cancelled_flush_does_not_overwrite_a_newer_flush()
     let next_result = next.await.expect("join");
 
     if next_result.is_err() || writer.staged_len() > 0 {
-        writer.cancel_flush();
         flush_all(&writer).await;
     }
     assert_eq!(
@@ -489,13 +516,18 @@ async fn dropped_flush_future_loses_nothing_after_cancel() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
     store.block_set.store(true, Ordering::SeqCst);
+    let canceller = flush.canceller();
     assert!(
-        tokio::time::timeout(SHORT, writer.flush()).await.is_err(),
+        tokio::time::timeout(SHORT, flush.flush()).await.is_err(),
         "the store is stuck"
     );
-    writer.cancel_flush();
+    canceller.cancel();
     store.block_set.store(false, Ordering::SeqCst);
 
     writer.stage(Some(file("/b")), Some(position(1)));
@@ -509,15 +541,19 @@ async fn dropped_flush_future_without_cancel_loses_nothing() {
     let store = TestStore::new();
     let writer = new_writer(store.clone());
     writer.stage(Some(file("/a")), Some(position(1)));
-    assert!(writer.begin_flush(LONG).await.expect("begin"));
+    let flush = writer
+        .begin_flush(LONG)
+        .await
+        .expect("begin")
+        .expect("something was staged");
     store.block_set.store(true, Ordering::SeqCst);
     assert!(
-        tokio::time::timeout(SHORT, writer.flush()).await.is_err(),
+        tokio::time::timeout(SHORT, flush.flush()).await.is_err(),
         "the store is stuck"
     );
     store.block_set.store(false, Ordering::SeqCst);
 
-    // No cancel_flush: the abandoned snapshot must still not be lost or block the writer forever.
+    // No explicit cancel: the abandoned snapshot must still not be lost or block the writer forever.
     writer.stage(Some(file("/b")), Some(position(1)));
     flush_all(&writer).await;
     assert_eq!(stored(store.as_ref(), Some(&file("/a"))).await, Some(1));

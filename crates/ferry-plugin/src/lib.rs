@@ -38,7 +38,8 @@ pub use properties::Properties;
 pub use registry::WorkerPlugins;
 pub use secret::Secret;
 pub use sink::{
-    Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkProvider, TaskSinkContext,
+    Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkErrorKind, SinkProvider,
+    TaskSinkContext,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin};
 pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -19,15 +19,66 @@ use ferry_api::{RecordMetadata, SourceRecord};
 use crate::converter::ConverterSpec;
 
 /// A delivery failed, or a record could not be handed over.
+///
+/// The [`kind`](SinkError::kind) says what the runtime may do about it (retry, fail the task, …); the
+/// message says what failed, for people. The underlying client error, when there is one, is kept as
+/// the [`source`](std::error::Error::source).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{sink}: {message}")]
+#[non_exhaustive]
 pub struct SinkError {
     /// Which sink (`file /tmp/out.jsonl`).
     pub sink: String,
+    /// What kind of failure it is.
+    pub kind: SinkErrorKind,
     /// What failed.
     pub message: String,
+    /// The client's own error, if any. `Arc` so that the error stays `Clone`.
+    #[source]
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+/// What kind of failure a [`SinkError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SinkErrorKind {
+    /// Sending the same record again may succeed (a broker outage, a full queue, a flush timeout).
+    Retriable,
+    /// It will fail again the same way (a failed write poisoned the file; an invalid setting).
+    Fatal,
+    /// The sink was closed or its writer stopped; it accepts nothing more.
+    Closed,
+    /// The record could not be converted to what the sink writes (a converter refused it).
+    Conversion,
+    /// Another producer with the same transactional id took over (exactly-once; Kafka's
+    /// `ProducerFencedException`). This task must stop without committing.
+    Fenced,
+    /// The sink's credentials were refused or lack a permission.
+    Unauthorized,
+}
+
+impl SinkError {
+    /// An error of `kind` from `sink`.
+    pub fn new(sink: impl Into<String>, kind: SinkErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            sink: sink.into(),
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The same error, caused by `source` (the client's own error).
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
     /// Whether sending the same record again may succeed.
-    pub retriable: bool,
+    pub fn is_retriable(&self) -> bool {
+        self.kind == SinkErrorKind::Retriable
+    }
 }
 
 /// The outcome of one delivery.
@@ -61,7 +112,7 @@ pub trait RecordSink: Send + Sync {
     /// A short description for logs and errors.
     fn describe(&self) -> String;
 
-    /// Hands a record to the sink. `Err` means it was not accepted (retry if `retriable`); `Ok` gives
+    /// Hands a record to the sink. `Err` means it was not accepted (retry if [`SinkError::is_retriable`]); `Ok` gives
     /// the pending delivery. Records of one source partition are delivered in `send` order.
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError>;
 

@@ -18,6 +18,7 @@ fn backend(error: StoreError) -> (String, String, bool) {
             store,
             message,
             retriable,
+            ..
         } => (store, message, retriable),
         other => panic!("expected a backend error, got {other:?}"),
     }

@@ -105,11 +105,11 @@ impl RecordSink for NoSink {
     }
 
     async fn send(&self, _: &SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError {
-            sink: "nothing".into(),
-            message: "unused".into(),
-            retriable: false,
-        })
+        Err(SinkError::new(
+            "nothing",
+            ferry_runtime::sink::SinkErrorKind::Fatal,
+            "unused",
+        ))
     }
 
     async fn flush(&self, _: Duration) -> Result<(), SinkError> {

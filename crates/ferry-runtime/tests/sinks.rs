@@ -303,7 +303,7 @@ async fn a_foreign_unterminated_file_is_refused_and_left_alone() {
     let path = dir.path().join("notes.txt");
     std::fs::write(&path, "my notes\nno newline at the end").expect("write fixture");
     let err = FileSink::open(&path).await.expect_err("should fail");
-    assert!(!err.retriable);
+    assert!(!err.is_retriable());
     let message = err.to_string();
     assert!(
         message.contains(&path.display().to_string()) && message.contains("refusing to truncate"),
@@ -413,7 +413,7 @@ async fn a_failed_write_poisons_the_sink() {
         .expect("send")
         .await
         .expect_err("delivery should fail");
-    assert!(!first.retriable);
+    assert!(!first.is_retriable());
     let message = first.to_string();
     assert!(
         message.contains("/dev/full") && message.contains("write failed"),
@@ -425,7 +425,7 @@ async fn a_failed_write_poisons_the_sink() {
         .await
         .err()
         .expect("poisoned sink accepted a record");
-    assert!(!later.retriable);
+    assert!(!later.is_retriable());
     assert!(later.to_string().contains("/dev/full"), "{later}");
     assert!(sink.flush(LONG).await.is_err());
 
@@ -493,7 +493,7 @@ async fn stdout_sink_is_poisoned_by_a_closed_output() {
         .await
         .expect_err("delivery should fail");
     assert!(
-        !err.retriable && err.to_string().starts_with("stdout: write failed"),
+        !err.is_retriable() && err.to_string().starts_with("stdout: write failed"),
         "{err}"
     );
     assert!(sink.send(&file_stream_record("y", 2)).await.is_err());

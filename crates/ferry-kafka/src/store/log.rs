@@ -23,7 +23,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::error::{StoreConsumer, backend, kafka};
+use crate::client::{StoreConsumer, backend, kafka};
 
 /// How long an end-of-partition event must stand, unfollowed by records, before it counts.
 const EOF_GRACE: Duration = Duration::from_secs(1);

@@ -36,7 +36,6 @@
 //! one producer.
 
 mod config;
-pub(crate) mod error;
 mod log;
 mod partition;
 
@@ -55,8 +54,8 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 pub use config::{DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStoreConfig};
 pub use partition::{java_murmur2, java_partition};
 
-use crate::admin::{self, TopicState};
-use error::{StoreConsumer, StoreContext, backend, describe, is_retriable, kafka};
+use crate::admin::{self, OffsetsTopic, TopicState};
+use crate::client::{StoreConsumer, StoreContext, backend, describe, is_retriable, kafka};
 use log::OffsetLog;
 
 /// An [`OffsetBackingStore`] in a compacted Kafka topic (`offset.storage.topic`). See the module
@@ -154,9 +153,9 @@ impl KafkaOffsetStore {
                 config.partitions,
                 config.replication_factor
             );
-            admin::create_topic(&admin, &config, &store).await?;
+            admin::create_topic(&admin, &offsets_topic(&config), &store).await?;
         }
-        admin::verify_compacted(&admin, &config, &store).await?;
+        admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
         let partitions = match existing {
             TopicState::Exists(partitions) => partitions,
             TopicState::Missing => {
@@ -430,5 +429,16 @@ impl KafkaOffsetStore {
                 ))
             }
         }
+    }
+}
+
+/// The parts of the store's configuration the topic administration needs.
+fn offsets_topic(config: &KafkaOffsetStoreConfig) -> OffsetsTopic<'_> {
+    OffsetsTopic {
+        topic: &config.topic,
+        bootstrap_servers: &config.bootstrap_servers,
+        partitions: config.partitions,
+        replication_factor: config.replication_factor,
+        timeout: config.timeout,
     }
 }

@@ -119,6 +119,9 @@ fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, Vec<u8>, String), S
     Ok((decoded.connector, key.to_vec(), line))
 }
 
+/// serde_json's escaping, not Jackson's ([`crate::jackson::write_string`]): this is the `ferry offsets
+/// export` format, whose bytes must not change (serde_json writes control characters as `\u001f`,
+/// Jackson as `\u001F`). The line is not compared byte-wise with anything Kafka Connect writes.
 fn json_string(s: &str) -> String {
     // Serializing a str cannot fail.
     serde_json::to_string(s).unwrap_or_default()

@@ -38,11 +38,7 @@ pub fn position_of(offset: &ConnectMap) -> i64 {
 }
 
 fn failure(what: &str) -> StoreError {
-    StoreError::Backend {
-        store: "test".to_owned(),
-        message: format!("injected {what} failure"),
-        retriable: true,
-    }
+    StoreError::backend("test", format!("injected {what} failure"), true)
 }
 
 /// A [`MemoryStore`] that fails or blocks on demand.

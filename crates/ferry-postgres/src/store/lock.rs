@@ -70,9 +70,9 @@ impl PostgresOffsetStore {
                 &[&key, &CONNECTOR_LOCK_SEED],
             )
             .await
-            .map_err(|e| self.db_error(what, &e))?;
-        let mut taken: bool = row.try_get(0).map_err(|e| self.db_error(what, &e))?;
-        let lock: i64 = row.try_get(1).map_err(|e| self.db_error(what, &e))?;
+            .map_err(|e| self.db_error(what, e))?;
+        let mut taken: bool = row.try_get(0).map_err(|e| self.db_error(what, e))?;
+        let lock: i64 = row.try_get(1).map_err(|e| self.db_error(what, e))?;
         // A store of this connector dropped a moment ago (a restart in the same process) may still
         // be closing its session: give it a little time.
         let deadline = std::time::Instant::now() + LOCK_GRACE;
@@ -82,7 +82,7 @@ impl PostgresOffsetStore {
                 .query_one("SELECT pg_try_advisory_lock($1)", &[&lock])
                 .await
                 .and_then(|row| row.try_get(0))
-                .map_err(|e| self.db_error(what, &e))?;
+                .map_err(|e| self.db_error(what, e))?;
         }
         if taken {
             return Ok(());

@@ -229,20 +229,23 @@ impl PostgresOffsetStore {
     /// is).
     pub async fn open(config: PostgresOffsetStoreConfig) -> Result<Self, StoreError> {
         let mut connect: tokio_postgres::Config = config.url.parse().map_err(|e| {
-            StoreError::Backend {
-                store: format!("postgres table {}", config.table.trim()),
-                message: format!(
+            StoreError::backend(
+                format!("postgres table {}", config.table.trim()),
+                format!(
                     "offset.storage.postgres.url is not a valid PostgreSQL connection string ({}); write \
                      it as postgresql://user@host:5432/dbname or as host=… user=… dbname=…",
                     chain(&e)
                 ),
-                retriable: false,
-            }
+                false,
+            )
+            .with_source(e)
         })?;
-        let table = TableName::parse(&config.table).map_err(|message| StoreError::Backend {
-            store: format!("postgres at {}", server(&connect)),
-            message: format!("offset.storage.postgres.table: {message}"),
-            retriable: false,
+        let table = TableName::parse(&config.table).map_err(|message| {
+            StoreError::backend(
+                format!("postgres at {}", server(&connect)),
+                format!("offset.storage.postgres.table: {message}"),
+                false,
+            )
         })?;
         if connect.get_connect_timeout().is_none() {
             connect.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
@@ -267,15 +270,11 @@ impl PostgresOffsetStore {
     }
 
     fn backend(&self, message: impl Into<String>, retriable: bool) -> StoreError {
-        StoreError::Backend {
-            store: self.describe.clone(),
-            message: message.into(),
-            retriable,
-        }
+        StoreError::backend(self.describe.as_str(), message, retriable)
     }
 
-    fn db_error(&self, what: &str, error: &tokio_postgres::Error) -> StoreError {
-        let retriable = is_retriable(error);
+    fn db_error(&self, what: &str, error: tokio_postgres::Error) -> StoreError {
+        let retriable = is_retriable(&error);
         let hint = if retriable {
             "this is usually temporary (the server is unreachable, restarting, or the transaction \
              conflicted); it will be retried"
@@ -283,9 +282,10 @@ impl PostgresOffsetStore {
             "retrying will not help; check the table and the privileges of the connecting user"
         };
         self.backend(
-            format!("{what} failed: {}; {hint}", chain(error)),
+            format!("{what} failed: {}; {hint}", chain(&error)),
             retriable,
         )
+        .with_source(error)
     }
 
     /// The connection, opened now if there is none or it broke.
@@ -306,6 +306,7 @@ impl PostgresOffsetStore {
                     format!("connecting failed: {}; {hint}", chain(&e)),
                     retriable,
                 )
+                .with_source(e)
             })?;
             let describe = self.describe.clone();
             tokio::spawn(async move {
@@ -354,25 +355,25 @@ impl PostgresOffsetStore {
             let tx = client
                 .transaction()
                 .await
-                .map_err(|e| self.db_error("creating the table", &e))?;
+                .map_err(|e| self.db_error("creating the table", e))?;
             tx.execute(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))",
                 &[&CREATE_LOCK_KEY, &quoted],
             )
             .await
-            .map_err(|e| self.db_error("creating the table", &e))?;
+            .map_err(|e| self.db_error("creating the table", e))?;
             // Another store may have created it while this one waited for the lock.
             let created = self.table_oid(&tx).await?.is_none();
             if created {
                 for statement in [&self.sql.create_table, &self.sql.create_index] {
                     tx.batch_execute(statement)
                         .await
-                        .map_err(|e| self.db_error("creating the table", &e))?;
+                        .map_err(|e| self.db_error("creating the table", e))?;
                 }
             }
             tx.commit()
                 .await
-                .map_err(|e| self.db_error("creating the table", &e))?;
+                .map_err(|e| self.db_error("creating the table", e))?;
             if created {
                 tracing::info!(store = %self.describe, "created the offsets table {}", self.table);
             }
@@ -401,7 +402,7 @@ impl PostgresOffsetStore {
             )
             .await
             .and_then(|row| row.map(|row| row.try_get::<_, u32>(0)).transpose())
-            .map_err(|e| self.db_error("looking up the table", &e))
+            .map_err(|e| self.db_error("looking up the table", e))
     }
 
     async fn check_shape(&self, client: &Client, oid: u32) -> Result<(), StoreError> {
@@ -409,7 +410,7 @@ impl PostgresOffsetStore {
             .query_one("SELECT relkind FROM pg_class WHERE oid = $1", &[&oid])
             .await
             .and_then(|row| row.try_get(0))
-            .map_err(|e| self.db_error("checking the table", &e))?;
+            .map_err(|e| self.db_error("checking the table", e))?;
         let kind = kind as u8 as char;
         if kind != 'r' && kind != 'p' {
             return Err(self.refused(&format!("it is not a table (pg_class.relkind {kind:?})")));
@@ -435,7 +436,7 @@ impl PostgresOffsetStore {
                     })
                     .collect()
             })
-            .map_err(|e| self.db_error("checking the table's columns", &e))?;
+            .map_err(|e| self.db_error("checking the table's columns", e))?;
         let primary_key: Option<String> = client
             .query_opt(
                 "SELECT pg_get_constraintdef(oid) FROM pg_constraint \
@@ -444,7 +445,7 @@ impl PostgresOffsetStore {
             )
             .await
             .and_then(|row| row.map(|row| row.try_get(0)).transpose())
-            .map_err(|e| self.db_error("checking the table's primary key", &e))?;
+            .map_err(|e| self.db_error("checking the table's primary key", e))?;
         match shape_problems(&columns, primary_key.as_deref()) {
             None => Ok(()),
             Some(problems) => Err(self.refused(&problems)),
@@ -475,11 +476,11 @@ impl PostgresOffsetStore {
             let rows = client
                 .query(sql, params)
                 .await
-                .map_err(|e| self.db_error(what, &e))?;
+                .map_err(|e| self.db_error(what, e))?;
             rows.iter()
                 .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
                 .collect::<Result<Vec<StoredOffset>, tokio_postgres::Error>>()
-                .map_err(|e| self.db_error(what, &e))
+                .map_err(|e| self.db_error(what, e))
         }
         .await;
         self.check(&mut guard, result)
@@ -496,11 +497,11 @@ impl PostgresOffsetStore {
         let tx = client
             .transaction()
             .await
-            .map_err(|e| self.db_error(what, &e))?;
+            .map_err(|e| self.db_error(what, e))?;
         for chunk in deletes.chunks(ROWS_PER_STATEMENT) {
             tx.execute(&self.sql.delete, &[&chunk])
                 .await
-                .map_err(|e| self.db_error(what, &e))?;
+                .map_err(|e| self.db_error(what, e))?;
         }
         let rows = upserts.logical.len();
         let mut start = 0;
@@ -516,14 +517,14 @@ impl PostgresOffsetStore {
                 ],
             )
             .await
-            .map_err(|e| self.db_error(what, &e))?;
+            .map_err(|e| self.db_error(what, e))?;
             start = end;
         }
         tx.commit().await.map_err(|e| {
             self.db_error(
                 "committing the offsets (whether the transaction committed is unknown; the next flush \
                  writes the same offsets again)",
-                &e,
+                e,
             )
         })
     }
@@ -568,13 +569,13 @@ impl OffsetBackingStore for PostgresOffsetStore {
             let rows = client
                 .query(&self.sql.get, &[&logical])
                 .await
-                .map_err(|e| self.db_error("reading offsets", &e))?;
+                .map_err(|e| self.db_error("reading offsets", e))?;
             let mut found: HashMap<Vec<u8>, Vec<u8>> = HashMap::with_capacity(rows.len());
             for row in &rows {
                 let (key, value) = row
                     .try_get(0)
                     .and_then(|k| Ok((k, row.try_get(1)?)))
-                    .map_err(|e| self.db_error("reading offsets", &e))?;
+                    .map_err(|e| self.db_error("reading offsets", e))?;
                 found.insert(key, value);
             }
             Ok(logical.iter().map(|k| found.get(k).cloned()).collect())

@@ -191,8 +191,8 @@ impl Offsets {
         for (partition, offset) in entries {
             writer.stage(Some(partition), offset);
         }
-        if writer.begin_flush(Duration::from_secs(5)).await? {
-            writer.flush().await?;
+        if let Some(flush) = writer.begin_flush(Duration::from_secs(5)).await? {
+            flush.flush().await?;
         }
         Ok(())
     }

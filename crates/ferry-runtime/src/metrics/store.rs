@@ -226,11 +226,7 @@ mod tests {
                 std::future::pending::<()>().await;
             }
             if self.fail.load(Ordering::SeqCst) {
-                return Err(StoreError::Backend {
-                    store: "flaky".to_owned(),
-                    message: "injected".to_owned(),
-                    retriable: true,
-                });
+                return Err(StoreError::backend("flaky", "injected", true));
             }
             self.inner.set(batch).await
         }

@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use ferry_api::SourceRecord;
 
 use super::writer::{Target, TargetError, Writer};
-use super::{PendingDelivery, RecordSink, SinkError};
+use super::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 
 /// Every line the sinks write starts with this; a torn line starts with a prefix of it.
 const LINE_START: &[u8] = b"{\"topic\":";
@@ -182,11 +182,7 @@ fn describe(path: &Path) -> String {
 }
 
 fn error(sink: &str, message: impl Into<String>) -> SinkError {
-    SinkError {
-        sink: sink.to_owned(),
-        message: message.into(),
-        retriable: false,
-    }
+    SinkError::new(sink, SinkErrorKind::Fatal, message)
 }
 
 struct FileTarget {

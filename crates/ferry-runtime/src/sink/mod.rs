@@ -15,4 +15,4 @@ pub mod line;
 pub mod stdout;
 mod writer;
 
-pub use ferry_plugin::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+pub use ferry_plugin::sink::{Delivery, PendingDelivery, RecordSink, SinkError, SinkErrorKind};

@@ -29,7 +29,7 @@ use ferry_api::{RecordMetadata, SourceRecord};
 use tokio::sync::{Notify, oneshot};
 
 use super::line::record_json_line;
-use super::{Delivery, PendingDelivery, SinkError};
+use super::{Delivery, PendingDelivery, SinkError, SinkErrorKind};
 
 /// Most records written (and synced) as one batch.
 pub(crate) const MAX_BATCH_RECORDS: usize = 4096;
@@ -87,19 +87,16 @@ struct Shared {
 }
 
 impl Shared {
-    fn error(&self, message: impl Into<String>) -> SinkError {
-        SinkError {
-            sink: self.sink.clone(),
-            message: message.into(),
-            retriable: false,
-        }
+    fn error(&self, kind: SinkErrorKind, message: impl Into<String>) -> SinkError {
+        SinkError::new(self.sink.as_str(), kind, message)
     }
 
     fn poisoned(&self) -> Option<SinkError> {
         self.poison.get().map(|first| {
-            self.error(format!(
-                "the sink stopped accepting records after an earlier failure: {first}"
-            ))
+            self.error(
+                SinkErrorKind::Fatal,
+                format!("the sink stopped accepting records after an earlier failure: {first}"),
+            )
         })
     }
 
@@ -110,7 +107,10 @@ impl Shared {
 
     fn stopped(&self) -> SinkError {
         self.poisoned().unwrap_or_else(|| {
-            self.error("the writer thread has stopped; no more records can be written")
+            self.error(
+                SinkErrorKind::Closed,
+                "the writer thread has stopped; no more records can be written",
+            )
         })
     }
 
@@ -173,7 +173,12 @@ impl Writer {
                 run(target, &thread_shared, position);
                 drop(exit_tx);
             })
-            .map_err(|e| shared.error(format!("cannot start the writer thread: {e}")))?;
+            .map_err(|e| {
+                shared.error(
+                    SinkErrorKind::Fatal,
+                    format!("cannot start the writer thread: {e}"),
+                )
+            })?;
         Ok(Self {
             shared,
             exited: Some(exited),
@@ -201,7 +206,10 @@ impl Writer {
         let shared = Arc::clone(&self.shared);
         Ok(PendingDelivery::new(async move {
             delivered.await.unwrap_or_else(|_| {
-                Err(shared.error("the writer thread stopped before writing the record"))
+                Err(shared.error(
+                    SinkErrorKind::Closed,
+                    "the writer thread stopped before writing the record",
+                ))
             })
         }))
     }
@@ -219,13 +227,12 @@ impl Writer {
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(())) => self.shared.poisoned().map_or(Ok(()), Err),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SinkError {
-                sink: self.shared.sink.clone(),
-                message: format!(
+            Err(_) => Err(self.shared.error(
+                SinkErrorKind::Retriable,
+                format!(
                     "flush did not complete within {timeout:?}: records are still being written"
                 ),
-                retriable: true,
-            }),
+            )),
         }
     }
 
@@ -381,7 +388,10 @@ fn write<T: Target>(
                  records was acknowledged)"
             );
             // Returned to every waiting delivery; the caller decides how loudly to report it.
-            Err(shared.error(shared.poison.get_or_init(|| first).clone()))
+            Err(shared.error(
+                SinkErrorKind::Fatal,
+                shared.poison.get_or_init(|| first).clone(),
+            ))
         }
     }
 }

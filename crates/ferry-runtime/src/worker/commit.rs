@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use ferry_offsets::{AckTracker, FlushError, OffsetWriter, StoreError};
 
 use crate::metrics::TaskMetrics;
+use crate::sink::SinkError;
 use crate::worker::health::{StoreHealth, store_failure_trace};
 
 /// What a commit did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum CommitOutcome {
     /// Offsets were flushed durably.
     Committed {
@@ -24,10 +25,43 @@ pub(crate) enum CommitOutcome {
     },
     /// Nothing new was acknowledged.
     NothingToCommit,
-    /// The flush failed or timed out; it will be retried.
-    Failed(String),
-    /// The store failed for good (see [`StoreHealth`]); nothing will be retried.
-    StoreFailed(String),
+    /// Nothing was committed: see [`CommitError::is_retriable`] for whether a later commit may be.
+    Failed(CommitError),
+}
+
+/// Why a commit failed. The texts are the ones the commit log line has always shown.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum CommitError {
+    /// The flush did not complete within `offset.flush.timeout.ms`; it was cancelled (its offsets go
+    /// back to the writer) and the next interval retries.
+    #[error(
+        "flush did not complete within offset.flush.timeout.ms={timeout_ms} ms; cancelled, retrying next interval"
+    )]
+    Timeout { timeout_ms: u128 },
+    /// The flush could not start or the store refused it; the next interval retries.
+    #[error("{0}")]
+    Flush(#[from] FlushError),
+    /// The store failed for good (see [`StoreHealth`]); nothing will be retried. `trace` is the task
+    /// trace every task fails with.
+    #[error("{trace}")]
+    StoreFailed {
+        trace: String,
+        #[source]
+        source: FlushError,
+    },
+    /// Exactly-once: another worker's producer took this task's transactional id over. The task
+    /// must stop without committing. Not produced by at-least-once delivery.
+    #[allow(dead_code)]
+    #[error("{0}")]
+    Fenced(#[source] SinkError),
+}
+
+impl CommitError {
+    /// Whether a later commit may succeed (the periodic committer keeps going).
+    pub(crate) fn is_retriable(&self) -> bool {
+        matches!(self, CommitError::Timeout { .. } | CommitError::Flush(_))
+    }
 }
 
 /// Everything one commit needs.
@@ -50,38 +84,36 @@ impl Committer {
         }
         let partitions = self.writer.staged_len();
         let outcome = match self.writer.begin_flush(self.flush_timeout).await {
-            Ok(false) => CommitOutcome::NothingToCommit,
-            Ok(true) => {
+            Ok(None) => CommitOutcome::NothingToCommit,
+            Ok(Some(flush)) => {
                 let remaining = self.flush_timeout.saturating_sub(started.elapsed());
-                match tokio::time::timeout(remaining, self.writer.flush()).await {
+                match tokio::time::timeout(remaining, flush.flush()).await {
                     Ok(Ok(())) => CommitOutcome::Committed {
                         partitions,
                         records,
                         elapsed: started.elapsed(),
                     },
-                    Ok(Err(FlushError::Store { source, .. })) if cannot_commit(&source) => {
-                        let trace = store_failure_trace(&source.to_string());
-                        self.health.fail(trace.clone());
-                        CommitOutcome::StoreFailed(trace)
-                    }
-                    Ok(Err(e)) => CommitOutcome::Failed(e.to_string()),
-                    Err(_) => {
-                        self.writer.cancel_flush();
-                        CommitOutcome::Failed(format!(
-                            "flush did not complete within offset.flush.timeout.ms={} ms; cancelled, retrying next interval",
-                            self.flush_timeout.as_millis()
-                        ))
-                    }
+                    Ok(Err(e)) => match failed_for_good(&e) {
+                        Some(store) => {
+                            let trace = store_failure_trace(&store.to_string());
+                            self.health.fail(trace.clone());
+                            CommitOutcome::Failed(CommitError::StoreFailed { trace, source: e })
+                        }
+                        None => CommitOutcome::Failed(e.into()),
+                    },
+                    // The timeout dropped the flush future, and with it the guard: the flush is
+                    // cancelled, its offsets staged again for the next interval.
+                    Err(_) => CommitOutcome::Failed(CommitError::Timeout {
+                        timeout_ms: self.flush_timeout.as_millis(),
+                    }),
                 }
             }
-            Err(e) => CommitOutcome::Failed(e.to_string()),
+            Err(e) => CommitOutcome::Failed(e.into()),
         };
         match &outcome {
             CommitOutcome::Committed { elapsed, .. } => self.metrics.commit_succeeded(*elapsed),
             CommitOutcome::NothingToCommit => self.metrics.commit_skipped(),
-            CommitOutcome::Failed(_) | CommitOutcome::StoreFailed(_) => {
-                self.metrics.commit_failed()
-            }
+            CommitOutcome::Failed(_) => self.metrics.commit_failed(),
         }
         match &outcome {
             CommitOutcome::Committed {
@@ -98,7 +130,7 @@ impl Committer {
                 "nothing to commit; {} records pending acknowledgement",
                 committable.pending_records
             ),
-            CommitOutcome::Failed(reason) | CommitOutcome::StoreFailed(reason) => tracing::error!(
+            CommitOutcome::Failed(reason) => tracing::error!(
                 task = %self.task,
                 "offset commit failed: {reason}; {} records pending acknowledgement",
                 committable.pending_records
@@ -108,8 +140,15 @@ impl Committer {
     }
 }
 
-/// Whether a store error means the store will not commit again in this process. A batch too large
-/// is about this one writer's batch, not the store: it keeps being reported at every commit.
-fn cannot_commit(error: &StoreError) -> bool {
-    !error.is_retriable() && !matches!(error, StoreError::BatchTooLarge { .. })
+/// The store's error when it means the store will not commit again in this process. A batch too
+/// large is about this one writer's batch, not the store: it keeps being reported at every commit.
+fn failed_for_good(error: &FlushError) -> Option<&StoreError> {
+    match error {
+        FlushError::Store { source, .. }
+            if !source.is_retriable() && !matches!(source, StoreError::BatchTooLarge { .. }) =>
+        {
+            Some(source)
+        }
+        _ => None,
+    }
 }

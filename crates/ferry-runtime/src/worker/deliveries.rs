@@ -6,6 +6,23 @@
 //! its own waker, which queues the slot's index and wakes the watcher, so a resolved delivery is
 //! noticed (and acknowledged) without waiting for any other, exactly as with one task per delivery.
 //! A delivery is polled once as soon as it is added, so one that is ready at once costs no wake-up.
+//!
+//! Kept over `futures_util::stream::FuturesUnordered`, which does the same job, because it measured
+//! as fast or faster (`benches/deliveries.rs`: tokio oneshot deliveries pushed in chunks of 1024 and
+//! polled after each, as the watcher does; medians on a shared 2-core machine, noisy ±20 %):
+//!
+//! | case | DeliverySet | FuturesUnordered |
+//! |---|---|---|
+//! | 10k ready at once | 1.3 ms | 1.4 ms |
+//! | 10k resolved in order | 1.9 ms | 2.9 ms |
+//! | 10k resolved at random | 1.6–2.2 ms | 2.4–3.4 ms |
+//! | 100k ready at once | 8.8 ms | 12.1 ms |
+//! | 100k resolved in order | 15.0 ms | 36.4 ms |
+//! | 100k resolved at random | 42–48 ms | 35–58 ms (two runs: one each way) |
+//!
+//! Why: a resolved delivery is found through its slot index in a `Vec` (no linked list of
+//! reference-counted task nodes, no allocation per push once the slots exist), and a slot's waker is
+//! reused by its next occupant.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

@@ -1,29 +1,43 @@
 //! The loop that runs one source task.
 //!
-//! `start(context)` → repeated `poll` → each record is sent to the sink, then submitted to the
-//! [`AckTracker`]; a delivery watcher acknowledges it when the sink confirms delivery (and the loop
-//! calls `commit_record`). The task's own committer commits acknowledged offsets every
-//! `offset.flush.interval.ms`. On stop: wait until every outstanding delivery has resolved (bounded
-//! by `offset.flush.timeout.ms`; a failed one is never acknowledged, so there is nothing to wait for),
-//! commit one last time, `stop()`. When the worker's offset store fails for good
-//! ([`StoreHealth`]), the task fails with the store's error and stops, without a final commit.
+//! `start(context)` → repeated `poll` → each record is sent to the sink, then handed to the delivery
+//! semantics' [`TaskHooks::record_dispatched`] (at-least-once: submitted to the `AckTracker`); a
+//! delivery watcher acknowledges it when the sink confirms delivery (and the loop calls
+//! `commit_record`). The task's own committer ([`TaskHooks::periodic_committer`]) commits acknowledged
+//! offsets every `offset.flush.interval.ms`. On stop: wait until every outstanding delivery has
+//! resolved (bounded by `offset.flush.timeout.ms`; a failed one is never acknowledged, so there is
+//! nothing to wait for), commit one last time ([`TaskHooks::final_commit`]), `stop()`. When the
+//! worker's offset store fails for good ([`StoreHealth`]), the task fails with the store's error and
+//! stops, without a final commit.
+//!
+//! The loop is generic over its hooks: at-least-once, today's only semantics, is called without
+//! dynamic dispatch (see [`semantics`] for where each hook runs).
+
+mod at_least_once;
+#[cfg(test)]
+mod hooks_order;
+mod semantics;
 
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
 use ferry_api::{ConnectError, RecordMetadata, SourceRecord, SourceTask};
-use ferry_offsets::{AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord};
+use ferry_offsets::{
+    AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord, canonical_partition,
+};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
 use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
-use crate::worker::commit::{CommitOutcome, Committer};
+use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
 use crate::worker::health::StoreHealth;
 use crate::worker::status::{StatusCell, TaskState};
+use crate::worker::task::at_least_once::AtLeastOnce;
+use crate::worker::task::semantics::{Commit, TaskCommitParts, TaskHooks};
 use crate::worker::thread::Helpers;
 
 /// What the worker wants a task to do: the one `TargetState` the herder and the stores use too.
@@ -48,13 +62,14 @@ enum LoopEvent {
 
 struct InFlight {
     pending: PendingDelivery,
-    submitted: SubmittedRecord,
+    /// `None`: the semantics tracks nothing per record (see [`TaskHooks::record_dispatched`]).
+    submitted: Option<SubmittedRecord>,
     /// Boxed once when polled: it moves through the channel, the watcher and the loop's events.
     record: Box<SourceRecord>,
 }
 
 /// A record whose delivery resolved: its ack handle, the record, and the outcome.
-type Resolved = ((SubmittedRecord, Box<SourceRecord>), Delivery);
+type Resolved = ((Option<SubmittedRecord>, Box<SourceRecord>), Delivery);
 
 /// Most records the delivery watcher takes from its channel at a time.
 const WATCH_BATCH: usize = 1024;
@@ -138,8 +153,26 @@ pub(crate) struct TaskRunner {
 }
 
 impl TaskRunner {
-    /// Runs the task until it is stopped or fails.
-    pub(crate) async fn run(mut self) {
+    /// Runs the task until it is stopped or fails, with at-least-once delivery.
+    pub(crate) async fn run(self) {
+        let mut hooks = AtLeastOnce::task_hooks(self.commit_parts());
+        self.run_with(&mut hooks).await;
+    }
+
+    /// What the delivery semantics' hooks work with.
+    fn commit_parts(&self) -> TaskCommitParts {
+        TaskCommitParts {
+            task: self.name.clone(),
+            acks: self.acks.clone(),
+            writer: self.writer.clone(),
+            metrics: self.metrics.clone(),
+            health: self.health.clone(),
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// Runs the task with `hooks` around its polls, sends and commits.
+    async fn run_with<H: TaskHooks>(mut self, hooks: &mut H) {
         if let Some(trace) = self.health.failure() {
             // Started (e.g. restarted over REST) after the store failed: it could never commit.
             self.fail(trace);
@@ -163,6 +196,11 @@ impl TaskRunner {
                 return;
             }
         }
+        if let Err(e) = hooks.prepare_to_initialize().await {
+            self.fail(e.to_string());
+            self.stop_task().await;
+            return;
+        }
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
             self.fail(format!("start() failed: {}", describe(&e)));
@@ -181,24 +219,29 @@ impl TaskRunner {
             self.name.clone(),
             self.metrics.clone(),
         )));
-        let committer = Arc::new(self.committer());
         let (stop_committer_tx, stop_committer) = watch::channel(false);
-        let mut periodic = AbortOnDrop(tokio::spawn(commit_periodically(
-            committer.clone(),
-            self.settings.flush_interval,
-            stop_committer,
-            events_tx,
-        )));
+        let mut periodic = hooks.periodic_committer().map(|committer| {
+            AbortOnDrop(tokio::spawn(commit_periodically(
+                committer,
+                self.settings.flush_interval,
+                stop_committer,
+                events_tx,
+            )))
+        });
         self.helpers.register(watcher.0.abort_handle());
-        self.helpers.register(periodic.0.abort_handle());
+        if let Some(periodic) = &periodic {
+            self.helpers.register(periodic.0.abort_handle());
+        }
 
         let mut store = self.health.subscribe();
-        self.poll_until_stopped(&failure, &mut store, &inflight_tx, &mut events)
+        self.poll_until_stopped(hooks, &failure, &mut store, &inflight_tx, &mut events)
             .await;
 
         // Stop: no new records; let the committer finish its current commit, then drain.
         let _ = stop_committer_tx.send(true);
-        let _ = (&mut periodic.0).await;
+        if let Some(periodic) = &mut periodic {
+            let _ = (&mut periodic.0).await;
+        }
         drop(inflight_tx);
         // The watcher ends once every delivery has resolved: a failed one (a poisoned sink) is never
         // acknowledged, so waiting for acknowledgements instead would take the whole timeout.
@@ -223,31 +266,22 @@ impl TaskRunner {
         } else if self.helpers.is_cancelled() {
             // Given up on by the stop: whatever it acknowledged late is committed by no one.
         } else {
-            match committer.commit().await {
+            let failed = self.status.get().state == TaskState::Failed;
+            match hooks.final_commit(failed).await {
                 CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
                     self.call_commit().await;
                 }
-                CommitOutcome::Failed(_) => {}
                 // The store failed at this very commit: the task's last offsets are lost with it.
-                CommitOutcome::StoreFailed(trace) => self.fail(trace),
+                CommitOutcome::Failed(CommitError::StoreFailed { trace, .. }) => self.fail(trace),
+                CommitOutcome::Failed(_) => {}
             }
         }
         self.stop_task().await;
     }
 
-    fn committer(&self) -> Committer {
-        Committer {
-            task: self.name.clone(),
-            acks: self.acks.clone(),
-            writer: self.writer.clone(),
-            flush_timeout: self.settings.flush_timeout,
-            metrics: self.metrics.clone(),
-            health: self.health.clone(),
-        }
-    }
-
-    async fn poll_until_stopped(
+    async fn poll_until_stopped<H: TaskHooks>(
         &mut self,
+        hooks: &mut H,
         failure: &Failure,
         store: &mut watch::Receiver<Option<String>>,
         inflight: &mpsc::Sender<InFlight>,
@@ -280,6 +314,10 @@ impl TaskRunner {
                 }
                 TargetState::Running => self.status.set(TaskState::Running),
             }
+            if let Err(e) = hooks.prepare_to_poll().await {
+                self.fail(e.to_string());
+                return;
+            }
             let polled = tokio::select! {
                 biased;
                 changed = self.control.changed() => {
@@ -299,17 +337,36 @@ impl TaskRunner {
                 Ok(records) => {
                     backoff.reset();
                     self.metrics.polled(records.len());
+                    if records.is_empty() {
+                        continue;
+                    }
+                    if let Err(e) = hooks.prepare_to_send(&records).await {
+                        self.fail(e.to_string());
+                        return;
+                    }
+                    let mut dispatched = true;
                     for record in records {
-                        match self.send(Box::new(record), inflight, &mut backoff).await {
+                        match self
+                            .send(hooks, Box::new(record), inflight, &mut backoff)
+                            .await
+                        {
                             Ok(Sent::Done) => {}
                             // The unsent record's offset must never be committed, so no later record
                             // of the batch may be sent: they are all polled again after a restart.
-                            Ok(Sent::Stopping) => break,
+                            Ok(Sent::Stopping) => {
+                                dispatched = false;
+                                break;
+                            }
                             Err(reason) => {
                                 failure.set(reason);
+                                dispatched = false;
                                 break;
                             }
                         }
+                    }
+                    if dispatched && let Err(e) = hooks.batch_dispatched().await {
+                        self.fail(e.to_string());
+                        return;
                     }
                 }
                 Err(e) if e.is_retriable() => {
@@ -326,8 +383,9 @@ impl TaskRunner {
     }
 
     /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
-    async fn send(
+    async fn send<H: TaskHooks>(
         &mut self,
+        hooks: &mut H,
         record: Box<SourceRecord>,
         inflight: &mpsc::Sender<InFlight>,
         backoff: &mut Backoff,
@@ -335,7 +393,8 @@ impl TaskRunner {
         loop {
             match self.sink.send(&record).await {
                 Ok(pending) => {
-                    let submitted = self.submit(&record);
+                    let submitted = hooks.record_dispatched(&record);
+                    self.observe(&record, submitted.as_ref());
                     let item = InFlight {
                         pending,
                         submitted,
@@ -347,7 +406,7 @@ impl TaskRunner {
                         .map_err(|_| "the delivery watcher stopped".to_owned())?;
                     return Ok(Sent::Done);
                 }
-                Err(e) if e.retriable => {
+                Err(e) if e.is_retriable() => {
                     let delay = backoff.next();
                     tracing::warn!(task = %self.name, "sending a record failed, retrying in {} ms: {e}", delay.as_millis());
                     if !self.sleep_unless_stopped(delay).await {
@@ -358,9 +417,12 @@ impl TaskRunner {
                 }
                 Err(e) if self.settings.tolerate_delivery_errors => {
                     tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
-                    let submitted = self.submit(&record);
+                    let submitted = hooks.record_dropped(&record);
+                    self.observe(&record, submitted.as_ref());
                     self.metrics.acknowledged();
-                    submitted.ack();
+                    if let Some(submitted) = submitted {
+                        submitted.ack();
+                    }
                     self.call_commit_record(&record, None).await;
                     return Ok(Sent::Done);
                 }
@@ -369,14 +431,16 @@ impl TaskRunner {
         }
     }
 
-    fn submit(&mut self, record: &SourceRecord) -> SubmittedRecord {
-        let submitted = self.acks.submit(
-            record.source_partition.clone(),
-            record.source_offset.clone(),
-        );
-        self.watch
-            .observe(submitted.partition_key(), record.source_partition.as_ref());
-        submitted
+    /// Tells the partition watch about a sent record's partition, by the key the semantics already
+    /// computed when it tracks the record.
+    fn observe(&mut self, record: &SourceRecord, submitted: Option<&SubmittedRecord>) {
+        let partition = record.source_partition.as_ref();
+        match submitted {
+            Some(submitted) => self.watch.observe(submitted.partition_key(), partition),
+            None => self
+                .watch
+                .observe(&canonical_partition(partition), partition),
+        }
     }
 
     /// Sleeps unless a stop arrives first; returns whether it slept the whole time.
@@ -527,16 +591,19 @@ fn acknowledge(
 ) {
     let mut delivered: Delivered = Vec::with_capacity(resolved.len());
     let mut acks = Vec::with_capacity(resolved.len());
+    let mut acknowledged = 0;
     for ((submitted, record), outcome) in resolved.drain(..) {
         match outcome {
             Ok(metadata) => {
                 delivered.push((record, Some(metadata)));
-                acks.push(submitted);
+                acknowledged += 1;
+                acks.extend(submitted);
             }
             Err(e) if tolerate => {
                 tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
                 delivered.push((record, None));
-                acks.push(submitted);
+                acknowledged += 1;
+                acks.extend(submitted);
             }
             Err(e) => {
                 // Not acknowledged: this record's partition does not advance past it.
@@ -550,7 +617,7 @@ fn acknowledge(
         let _ = events.send(LoopEvent::Delivered(delivered));
     }
     // Counted before the acks: once nothing is outstanding, the count is final.
-    metrics.acknowledged_many(acks.len());
+    metrics.acknowledged_many(acknowledged);
     for submitted in acks {
         submitted.ack();
     }
@@ -558,7 +625,7 @@ fn acknowledge(
 
 /// Commits every `interval` until told to stop; never interrupts a commit in progress.
 async fn commit_periodically(
-    committer: Arc<Committer>,
+    committer: Arc<dyn Commit>,
     interval: Duration,
     mut stop: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<LoopEvent>,
@@ -572,9 +639,9 @@ async fn commit_periodically(
             CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
                 let _ = events.send(LoopEvent::Committed);
             }
-            CommitOutcome::Failed(_) => {}
+            CommitOutcome::Failed(e) if e.is_retriable() => {}
             // The task loop stops on it (see `StoreHealth`); no point in failing every interval.
-            CommitOutcome::StoreFailed(_) => return,
+            CommitOutcome::Failed(_) => return,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_api::{RecordMetadata, SourceRecord, async_trait};
-use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 use tokio::sync::oneshot;
 
 use super::{key_of, lock};
@@ -116,11 +116,12 @@ impl TestSink {
 }
 
 fn sink_error(message: &str, retriable: bool) -> SinkError {
-    SinkError {
-        sink: "test sink".to_owned(),
-        message: message.to_owned(),
-        retriable,
-    }
+    let kind = if retriable {
+        SinkErrorKind::Retriable
+    } else {
+        SinkErrorKind::Fatal
+    };
+    SinkError::new("test sink", kind, message)
 }
 
 #[async_trait]

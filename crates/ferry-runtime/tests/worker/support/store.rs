@@ -159,11 +159,11 @@ impl OffsetBackingStore for TestStore {
         }
         if self.fail_set.load(Ordering::SeqCst) {
             self.failed_sets.fetch_add(1, Ordering::SeqCst);
-            return Err(StoreError::Backend {
-                store: "test store".to_owned(),
-                message: "injected set failure".to_owned(),
-                retriable: true,
-            });
+            return Err(StoreError::backend(
+                "test store",
+                "injected set failure",
+                true,
+            ));
         }
         self.inner.set(batch).await?;
         self.applied_sets.fetch_add(1, Ordering::SeqCst);

@@ -1,4 +1,6 @@
-//! Turning client failures into [`StoreError`]s that say what failed and what to do.
+//! The offset store's Kafka clients: their context, and turning their failures into [`StoreError`]s
+//! that say what failed and what to do. Shared by the store and the topic administration
+//! ([`crate::admin`]), which is why it is not inside `store`: `admin` needs it, and `store` needs `admin`.
 
 use ferry_offsets::StoreError;
 use rdkafka::client::ClientContext;
@@ -39,11 +41,7 @@ pub(crate) fn describe(topic: &str, bootstrap_servers: &str) -> String {
 
 /// A [`StoreError::Backend`] of the store named `store`.
 pub(crate) fn backend(store: &str, message: impl Into<String>, retriable: bool) -> StoreError {
-    StoreError::Backend {
-        store: store.to_owned(),
-        message: message.into(),
-        retriable,
-    }
+    StoreError::backend(store, message, retriable)
 }
 
 /// A [`StoreError::Backend`] for a failed client call: `what` failed, the client's error, and whether a
@@ -56,7 +54,7 @@ pub(crate) fn kafka(store: &str, what: &str, error: &KafkaError) -> StoreError {
     } else {
         "this will not resolve by retrying; check the topic, the client settings and the broker's ACLs"
     };
-    backend(store, format!("{what} failed: {error}; {hint}"), retriable)
+    backend(store, format!("{what} failed: {error}; {hint}"), retriable).with_source(error.clone())
 }
 
 pub(crate) use crate::retriable::{is_retriable, is_retriable_code};
