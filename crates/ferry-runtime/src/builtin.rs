@@ -112,10 +112,13 @@ impl DynStoreSpec for FileStoreSpec {
             OpenMode::ReadOnly => FileStore::open_read_only(path),
         })
         .await
-        .map_err(|e| StoreError::Backend {
-            store: self.path.display().to_string(),
-            message: format!("opening the offset store panicked: {e}"),
-            retriable: false,
+        .map_err(|e| {
+            StoreError::backend(
+                self.path.display().to_string(),
+                "opening the offset store panicked",
+                false,
+            )
+            .with_source(e)
         })??;
         Ok(Arc::new(store))
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceTask};
 use ferry_offsets::MemoryStore;
 use ferry_runtime::herder::{Herder, Plugin, StandaloneHerder};
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 use ferry_runtime::stores::{
     ConfigBackingStore, MemoryConfigStore, MemoryStatusStore, State, StatusBackingStore,
 };
@@ -43,11 +43,7 @@ impl RecordSink for NoSink {
     }
 
     async fn send(&self, _: &ferry_api::SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError {
-            sink: "nothing".into(),
-            message: "unused".into(),
-            retriable: false,
-        })
+        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
     }
 
     async fn flush(&self, _: Duration) -> Result<(), SinkError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ferry_api::Config;
 use ferry_plugin::sink::{SinkProvider, TaskSinkContext};
-use ferry_runtime::sink::{RecordSink, SinkError};
+use ferry_runtime::sink::{RecordSink, SinkError, SinkErrorKind};
 use ferry_runtime::stores::{MemoryStatusStore, State, StatusBackingStore};
 use ferry_runtime::{TargetState, TaskId, TaskSpec, TaskState, Worker, WorkerError};
 
@@ -141,11 +141,11 @@ impl SinkProvider for FirstOnly {
         if task.task == 0 {
             return Ok(self.0.clone());
         }
-        Err(SinkError {
-            sink: "first-only".into(),
-            message: format!("no sink for task {}", task.task),
-            retriable: false,
-        })
+        Err(SinkError::new(
+            "first-only",
+            SinkErrorKind::Fatal,
+            format!("no sink for task {}", task.task),
+        ))
     }
 
     async fn flush(&self, _: std::time::Duration) -> Result<(), SinkError> {
