@@ -15,6 +15,7 @@
 
 mod config;
 mod file;
+mod pace;
 mod registry;
 mod sequence;
 

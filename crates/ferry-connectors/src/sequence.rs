@@ -4,6 +4,9 @@
 //! `n = 0, 1, 2, …` (value schema: a struct of `partition` int32 and `seq` int64) with the offset
 //! `{"seq": n}`. After a restart a partition resumes at its committed
 //! `seq + 1`, so a consumer can check for loss (a gap) and duplicates (a repeat) per partition.
+//!
+//! `throughput` paces each task to that many records per second, as Kafka Connect's
+//! VerifiableSource does (negative or absent: unbounded; 0: no records at all).
 
 use std::sync::Arc;
 
@@ -16,11 +19,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Issues, int_in_range, invalid_config, offsets_read_error, required_string};
 use crate::file::IDLE_SLEEP;
+use crate::pace::Pacer;
 
 const PARTITIONS: &str = "partitions";
 const RECORDS_PER_PARTITION: &str = "records.per.partition";
 const TOPIC: &str = "topic";
 const BATCH_SIZE: &str = "batch.size";
+/// Records per second per task, as VerifiableSource's `throughput`: negative means unbounded.
+const THROUGHPUT: &str = "throughput";
 /// The name of the task-config key holding a task's share of the partitions, as a JSON array.
 pub const TASK_PARTITIONS: &str = "task.partitions";
 /// The most partitions one connector may generate.
@@ -55,6 +61,28 @@ struct SequenceConfig {
     records_per_partition: Option<i64>,
     topic: String,
     batch_size: usize,
+    throughput: Throughput,
+}
+
+/// The pace of a task: `throughput` parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Throughput {
+    /// Absent or negative: as fast as polled.
+    Unbounded,
+    /// 0: no records at all (VerifiableSource blocks until stopped).
+    Nothing,
+    /// This many records per second per task.
+    PerSecond(u64),
+}
+
+impl Throughput {
+    fn from_config(value: i64) -> Self {
+        match u64::try_from(value) {
+            Err(_) => Self::Unbounded,
+            Ok(0) => Self::Nothing,
+            Ok(n) => Self::PerSecond(n),
+        }
+    }
 }
 
 impl SequenceConfig {
@@ -78,7 +106,16 @@ impl SequenceConfig {
             i64::from(i32::MAX),
             &mut issues,
         );
-        let (Some(partitions), Some(topic), Some(batch_size)) = (partitions, topic, batch_size)
+        let throughput = int_in_range(
+            config,
+            THROUGHPUT,
+            Some(-1),
+            i64::MIN,
+            i64::MAX,
+            &mut issues,
+        );
+        let (Some(partitions), Some(topic), Some(batch_size), Some(throughput)) =
+            (partitions, topic, batch_size, throughput)
         else {
             return Err(issues.into_vec());
         };
@@ -87,6 +124,7 @@ impl SequenceConfig {
             records_per_partition: records,
             topic,
             batch_size: usize::try_from(batch_size).unwrap_or(usize::MAX),
+            throughput: Throughput::from_config(throughput),
         })
     }
 }
@@ -94,7 +132,8 @@ impl SequenceConfig {
 /// The SequenceSource connector (class name `SequenceSource`).
 ///
 /// Configs: `partitions` (default 1), `records.per.partition` (absent: unbounded), `topic` (required),
-/// `batch.size` (default 1000 records per poll). The partitions are spread round-robin over
+/// `batch.size` (default 1000 records per poll), `throughput` (records per second per task; absent or
+/// negative: unbounded, 0: none). The partitions are spread round-robin over
 /// `min(tasks.max, partitions)` tasks.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SequenceSourceConnector;
@@ -130,6 +169,12 @@ impl SourceConnector for SequenceSourceConnector {
                 BATCH_SIZE,
                 Some("1000"),
                 "The most records one poll returns.",
+            ),
+            ConfigKey::optional(
+                THROUGHPUT,
+                Some("-1"),
+                "Records per second per task (Kafka Connect VerifiableSource's key); negative: \
+                 unbounded, 0: no records.",
             ),
         ]
     }
@@ -200,8 +245,9 @@ impl SourceConnector for SequenceSourceConnector {
 /// Generates the sequences of a share of a SequenceSource connector's partitions.
 ///
 /// `poll` emits round-robin over the partitions, one record each per round, up to `batch.size`
-/// records. It builds its batch synchronously and only awaits (a short sleep) once every partition has
-/// reached `records.per.partition`, so dropping a pending `poll` loses nothing.
+/// records. It builds its batch synchronously and only awaits before taking any record (a short sleep
+/// once every partition has reached `records.per.partition`, or until the next record is due under
+/// `throughput`), so dropping a pending `poll` loses nothing.
 pub struct SequenceSourceTask {
     running: Option<Running>,
 }
@@ -223,6 +269,9 @@ struct Running {
     cursor: usize,
     /// An error met after some records of the same poll were taken; returned by the next poll.
     deferred: Option<ConnectError>,
+    throughput: Throughput,
+    /// The pace under `throughput`, from the task's first poll.
+    pacer: Option<Pacer>,
 }
 
 impl SequenceSourceTask {
@@ -260,14 +309,14 @@ fn task_partitions(config: &Config, parsed: &SequenceConfig) -> Result<Vec<i32>,
 impl Running {
     /// Builds one batch synchronously. Never returns an error together with lost records: an error met
     /// after some records were taken is returned by the next poll.
-    fn poll_now(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+    fn poll_now(&mut self, max: usize) -> Result<Vec<SourceRecord>, ConnectError> {
         if let Some(e) = self.deferred.take() {
             return Err(e);
         }
         let count = self.sequences.len();
-        let mut out = Vec::with_capacity(self.batch_size.min(64 * 1024));
+        let mut out = Vec::with_capacity(max.min(64 * 1024));
         let mut exhausted_in_a_row = 0;
-        while out.len() < self.batch_size && exhausted_in_a_row < count {
+        while out.len() < max && exhausted_in_a_row < count {
             let seq = &mut self.sequences[self.cursor];
             if self.limit.is_some_and(|limit| seq.next >= limit) {
                 self.cursor = (self.cursor + 1) % count;
@@ -362,6 +411,8 @@ impl SourceTask for SequenceSourceTask {
             schema: value_schema(),
             cursor: 0,
             deferred: None,
+            throughput: parsed.throughput,
+            pacer: None,
         });
         Ok(())
     }
@@ -372,7 +423,29 @@ impl SourceTask for SequenceSourceTask {
                 "SequenceSource: poll() called before start() or after stop()",
             ));
         };
-        let records = running.poll_now()?;
+        let max = match running.throughput {
+            Throughput::Unbounded => running.batch_size,
+            Throughput::Nothing => 0,
+            Throughput::PerSecond(rate) => {
+                let pacer = running.pacer.get_or_insert_with(|| Pacer::new(rate));
+                let mut due = pacer.available(tokio::time::Instant::now(), running.batch_size);
+                if due == 0 {
+                    // Sleep until the next record is due rather than spinning; nothing is taken
+                    // before this await, so a dropped poll loses nothing.
+                    tokio::time::sleep_until(pacer.next_due()).await;
+                    due = pacer.available(tokio::time::Instant::now(), running.batch_size);
+                }
+                due
+            }
+        };
+        let records = if max == 0 {
+            Vec::new()
+        } else {
+            running.poll_now(max)?
+        };
+        if let Some(pacer) = running.pacer.as_mut() {
+            pacer.take(records.len());
+        }
         if records.is_empty() {
             tokio::time::sleep(IDLE_SLEEP).await;
         }

@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Offsets, TestResult, config, offset_field, poll_n, poll_times};
 use ferry_api::{ConfigIssue, ConnectMap, SourceConnector, SourceRecord, Value};
 use ferry_connectors::{SequenceSourceConnector, TASK_PARTITIONS};
@@ -245,5 +247,118 @@ fn alter_offsets_accepts_integers_and_rejects_the_rest() -> TestResult {
             "{shown}: {error}"
         );
     }
+    Ok(())
+}
+
+// ---- throughput (paused tokio time: exact and instant, no wall-clock timing) ----
+
+#[test]
+fn throughput_must_be_an_integer_and_any_sign_is_valid() {
+    let c = SequenceSourceConnector;
+    for bad in ["fast", "1.5", ""] {
+        assert_eq!(
+            keys(&c.validate(&config(&[("topic", "t"), ("throughput", bad)]))),
+            ["throughput"],
+            "{bad:?}"
+        );
+    }
+    for good in ["-1", "-1000", "0", "1", "1000000"] {
+        assert!(
+            c.validate(&config(&[("topic", "t"), ("throughput", good)]))
+                .is_empty(),
+            "{good:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_at_a_throughput_take_their_time_and_every_poll_brings_records() -> TestResult {
+    let cfg = config(&[
+        ("partitions", "2"),
+        ("topic", "seq"),
+        ("batch.size", "1000"),
+        ("throughput", "100"),
+    ]);
+    let (mut task, _) = Offsets::new().start(&SequenceSourceConnector, cfg).await?;
+    let start = tokio::time::Instant::now();
+    let (mut records, mut polls) = (0, 0);
+    while records < 501 {
+        let batch = task.poll().await?;
+        assert!(
+            !batch.is_empty(),
+            "a paced poll waits for its record instead of returning none"
+        );
+        records += batch.len();
+        polls += 1;
+    }
+    let elapsed = start.elapsed();
+    // Record k is due k/100 s after the first: 501 records need 5 s, and no more when polled eagerly.
+    assert_eq!(records, 501, "one record per poll when polled eagerly");
+    assert_eq!(polls, 501);
+    assert!(
+        elapsed >= Duration::from_secs(5) && elapsed < Duration::from_millis(5_100),
+        "{elapsed:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_poll_gets_the_records_that_came_due_in_one_batch_up_to_batch_size() -> TestResult {
+    let cfg = config(&[
+        ("topic", "seq"),
+        ("batch.size", "250"),
+        ("throughput", "100"),
+    ]);
+    let (mut task, _) = Offsets::new().start(&SequenceSourceConnector, cfg).await?;
+    assert_eq!(
+        task.poll().await?.len(),
+        1,
+        "the first record is due at once"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(task.poll().await?.len(), 100, "a second's worth came due");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        task.poll().await?.len(),
+        250,
+        "a stalled consumer gets one batch, not the 1000 records of its stall"
+    );
+    let start = tokio::time::Instant::now();
+    let next = task.poll().await?;
+    assert_eq!(next.len(), 1);
+    assert!(
+        start.elapsed() >= Duration::from_millis(2_500),
+        "the batch is paid for before the next record: {:?}",
+        start.elapsed()
+    );
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn throughput_zero_emits_nothing_and_negative_is_unbounded() -> TestResult {
+    let (mut stopped, _) = Offsets::new()
+        .start(
+            &SequenceSourceConnector,
+            config(&[("topic", "seq"), ("throughput", "0")]),
+        )
+        .await?;
+    for _ in 0..5 {
+        assert!(stopped.poll().await?.is_empty());
+    }
+    let (mut unbounded, _) = Offsets::new()
+        .start(
+            &SequenceSourceConnector,
+            config(&[
+                ("topic", "seq"),
+                ("batch.size", "300"),
+                ("throughput", "-1"),
+            ]),
+        )
+        .await?;
+    let start = tokio::time::Instant::now();
+    for _ in 0..3 {
+        assert_eq!(unbounded.poll().await?.len(), 300);
+    }
+    assert_eq!(start.elapsed(), Duration::ZERO, "no pacing at all");
     Ok(())
 }
