@@ -4,10 +4,12 @@
 //! `offset.storage=kafka`, byte-compatible with its offsets topic); the Kafka sink ([`KafkaSink`],
 //! `sink=kafka`) and the converters it writes keys and values with ([`convert`]: Kafka Connect's
 //! JsonConverter, StringConverter and ByteArrayConverter). [`KafkaStorePlugin`] and [`KafkaSinkPlugin`]
-//! register both with a worker, reading their own worker keys.
+//! register both with a worker, reading their own worker keys. [`connect`] holds Kafka Connect's
+//! config- and status-topic record formats and the views a distributed worker folds them into.
 
 mod admin;
 mod client;
+pub mod connect;
 pub mod convert;
 mod plugin;
 mod retriable;
