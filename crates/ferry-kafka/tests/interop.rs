@@ -13,6 +13,7 @@
 //! 2. Ferry writes the same maps, in the same field order, through `OffsetWriter` to a second topic;
 //!    read back raw, every partition of that topic holds byte-for-byte the records of the same
 //!    partition of the fixture topic, in the same order — the same bytes on the same Kafka partition.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 
@@ -49,7 +50,7 @@ fn fixture() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
 fn map(fields: Vec<(&str, Value)>) -> ConnectMap {
     let mut m = ConnectMap::new();
     for (k, v) in fields {
-        m.insert(k, v).unwrap_or_else(|e| panic!("{e}"));
+        m.insert(k, v).unwrap();
     }
     m
 }
@@ -242,15 +243,12 @@ async fn ferry_reads_the_offsets_kafka_connect_wrote() {
         "integers read back as 64-bit, 7.0 is not 7 (and was tombstoned), bytes read back as base64 strings"
     );
     // The null partition is not reachable through a task's reader (it asks with a map); read the store.
-    let null_partition = store
-        .get(&[encode_key("c", None)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let null_partition = store.get(&[encode_key("c", None)]).await.unwrap();
     let value = null_partition[0]
         .as_deref()
         .unwrap_or_else(|| panic!("the null partition has an offset"));
     assert_eq!(
-        decode_value(value).unwrap_or_else(|e| panic!("{e}")),
+        decode_value(value).unwrap(),
         map(vec![
             ("ratio", Value::Float64(1.5)),
             ("big", Value::Float64(1.0e20)),
@@ -258,10 +256,7 @@ async fn ferry_reads_the_offsets_kafka_connect_wrote() {
             ("whole", Value::Float64(2.0)),
         ])
     );
-    let known_files = store
-        .connector_offsets("file-src")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let known_files = store.connector_offsets("file-src").await.unwrap();
     assert_eq!(
         known_files.len(),
         2,
@@ -287,7 +282,7 @@ async fn ferry_writes_the_bytes_kafka_connect_writes_on_the_same_partitions() {
         let flush = writer
             .begin_flush(std::time::Duration::from_secs(5))
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert!(flush.is_some());
         flush
             .expect("staged")

@@ -1,5 +1,6 @@
 //! The shared store conformance suite against `KafkaOffsetStore` on a real broker (tansu), plus the
 //! Kafka-specific behaviours on a topic with Kafka Connect's default 25 partitions.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 
@@ -42,7 +43,7 @@ async fn conformance_on_a_one_partition_topic() {
 fn partition(fields: &[(&str, i64)]) -> ConnectMap {
     let mut m = ConnectMap::new();
     for (k, v) in fields {
-        m.insert(*k, *v).unwrap_or_else(|e| panic!("{e}"));
+        m.insert(*k, *v).unwrap();
     }
     m
 }
@@ -115,14 +116,7 @@ async fn round_trip_on_25_partitions_spreads_keys_over_partitions() {
             "placed like Kafka's Java client"
         );
     }
-    assert_eq!(
-        store
-            .entries()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
-        200
-    );
+    assert_eq!(store.entries().await.unwrap().len(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,50 +207,24 @@ async fn known_partitions_per_connector_come_from_the_log() {
     let mut expected_b: Vec<Vec<u8>> = [1, 2, 3].iter().map(|p| key("b", *p)).collect();
     expected_b.sort();
     assert_eq!(
-        known(
-            store
-                .connector_offsets("a")
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        ),
+        known(store.connector_offsets("a").await.unwrap()),
         expected_a
     );
     assert_eq!(
-        known(
-            store
-                .connector_offsets("b")
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        ),
+        known(store.connector_offsets("b").await.unwrap()),
         expected_b
     );
     drop(store);
     let reopened = open(&config).await;
     assert_eq!(
-        known(
-            reopened
-                .connector_offsets("a")
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        ),
+        known(reopened.connector_offsets("a").await.unwrap()),
         expected_a
     );
     assert_eq!(
-        known(
-            reopened
-                .connector_offsets("b")
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        ),
+        known(reopened.connector_offsets("b").await.unwrap()),
         expected_b
     );
-    assert!(
-        reopened
-            .connector_offsets("c")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .is_empty()
-    );
+    assert!(reopened.connector_offsets("c").await.unwrap().is_empty());
 }
 
 /// Logically equal keys whose bytes differ (field order) hash to different partitions: the newer
@@ -275,26 +243,14 @@ async fn field_order_variants_on_different_partitions_resolve_by_time() {
         .find(|(ab, ba)| ferry_kafka::java_partition(ab, 25) != ferry_kafka::java_partition(ba, 25))
         .unwrap_or_else(|| panic!("no key pair on different partitions"));
     let store = open(&config).await;
-    store
-        .set(&[put(&ab, 1)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    store
-        .set(&[put(&ba, 2)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.set(&[put(&ab, 1)]).await.unwrap();
+    store.set(&[put(&ba, 2)]).await.unwrap();
     assert_eq!(
         get(&store, std::slice::from_ref(&ab)).await,
         vec![Some(value(2))]
     );
-    store
-        .set(&[put(&ab, 3)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    store
-        .set(&[tombstone(&ba)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.set(&[put(&ab, 3)]).await.unwrap();
+    store.set(&[tombstone(&ba)]).await.unwrap();
     assert_eq!(
         get(&store, std::slice::from_ref(&ab)).await,
         vec![None],
@@ -307,20 +263,14 @@ async fn field_order_variants_on_different_partitions_resolve_by_time() {
         vec![None, None],
         "also on replay"
     );
-    reopened
-        .set(&[put(&ab, 4)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    reopened.set(&[put(&ab, 4)]).await.unwrap();
     drop(reopened);
     let again = open(&config).await;
     assert_eq!(
         get(&again, std::slice::from_ref(&ba)).await,
         vec![Some(value(4))]
     );
-    let known = again
-        .connector_offsets("c")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let known = again.connector_offsets("c").await.unwrap();
     assert_eq!(
         known,
         vec![(ab, value(4))],

@@ -1,6 +1,7 @@
 //! Kafka-specific behaviours of `KafkaOffsetStore` on a real broker (tansu): the topic policy check,
 //! topic creation, read-your-writes across two workers' stores, and failures that must fail rather
 //! than hang.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 
@@ -15,22 +16,11 @@ use store_support::{
 };
 
 fn key(connector: &str, p: i64) -> Vec<u8> {
-    encode_key(
-        connector,
-        Some(
-            &ConnectMap::new()
-                .with("p", p)
-                .unwrap_or_else(|e| panic!("{e}")),
-        ),
-    )
+    encode_key(connector, Some(&ConnectMap::new().with("p", p).unwrap()))
 }
 
 fn value(position: i64) -> Vec<u8> {
-    encode_value(
-        &ConnectMap::new()
-            .with("position", position)
-            .unwrap_or_else(|e| panic!("{e}")),
-    )
+    encode_value(&ConnectMap::new().with("position", position).unwrap())
 }
 
 fn put(k: &[u8], position: i64) -> OffsetWrite {
@@ -111,14 +101,7 @@ async fn a_missing_topic_is_created_compacted_and_an_existing_compacted_one_is_u
         .set(&batch)
         .await
         .unwrap_or_else(|e| panic!("set: {e}"));
-    assert!(
-        store
-            .get(&keys)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .iter()
-            .all(Option::is_some)
-    );
+    assert!(store.get(&keys).await.unwrap().iter().all(Option::is_some));
     wait_for_partitions(&broker, &existing, 5);
 }
 
@@ -136,10 +119,7 @@ async fn replication_factor_minus_one_uses_the_brokers_default() {
         .await
         .unwrap_or_else(|e| panic!("set: {e}"));
     assert_eq!(
-        store
-            .get(&[key("c", 1)])
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
+        store.get(&[key("c", 1)]).await.unwrap(),
         vec![Some(value(5))]
     );
 }
@@ -182,13 +162,7 @@ async fn read_your_writes_between_two_stores_on_one_topic() {
         .await
         .unwrap_or_else(|e| panic!("open b: {e}"));
     let keys: Vec<Vec<u8>> = (0..30).map(|p| key("c", p)).collect();
-    assert!(
-        b.get(&keys)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .iter()
-            .all(Option::is_none)
-    );
+    assert!(b.get(&keys).await.unwrap().iter().all(Option::is_none));
     for round in 1..=3 {
         let batch: Vec<OffsetWrite> = keys
             .iter()
@@ -215,13 +189,10 @@ async fn read_your_writes_between_two_stores_on_one_topic() {
     ])
     .await
     .unwrap_or_else(|e| panic!("b.set: {e}"));
-    let known = a
-        .connector_offsets("c")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let known = a.connector_offsets("c").await.unwrap();
     assert_eq!(known.len(), 29, "a knows the tombstone removed a partition");
     assert!(known.contains(&(keys[1].clone(), value(7))));
-    let all = a.entries().await.unwrap_or_else(|e| panic!("{e}"));
+    let all = a.entries().await.unwrap();
     assert_eq!(all.len(), 29);
 }
 
@@ -257,16 +228,9 @@ async fn foreign_records_in_the_topic_do_not_break_the_start() {
     let got = store
         .get(&[key("c", 1), b"not json".to_vec()])
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(got, vec![Some(value(3)), Some(b"x".to_vec())]);
-    assert_eq!(
-        store
-            .entries()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
-        2
-    );
+    assert_eq!(store.entries().await.unwrap().len(), 2);
 }
 
 /// A flush whose records the broker never acknowledges fails (retriable) instead of hanging, a read
@@ -377,11 +341,7 @@ async fn a_batch_larger_than_the_producer_queue_is_sent_whole() {
         .unwrap_or_else(|e| panic!("reopen: {e}"));
     assert_eq!(reopened.records_read(), 2_000, "start replays every record");
     assert_eq!(
-        reopened
-            .connector_offsets("big")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
+        reopened.connector_offsets("big").await.unwrap().len(),
         2_000
     );
 }

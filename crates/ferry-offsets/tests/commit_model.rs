@@ -8,6 +8,7 @@
 //!
 //! and at the end, after "ack everything, commit, begin_flush, flush":
 //! (b) the store holds, for every partition, exactly the offset of its last submitted record.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod core_support;
 

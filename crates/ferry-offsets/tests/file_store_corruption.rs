@@ -3,6 +3,7 @@
 //! The rule under test: a torn final write (a `set` that never returned `Ok`) is truncated with a WARN;
 //! any other damage refuses the open with the exact byte offset and leaves the file byte-for-byte as
 //! it was. The store never starts empty on damage.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::collections::HashMap;
 use std::fs;
@@ -118,7 +119,7 @@ fn position(store: &FileStore, p: i64) -> Option<i64> {
         .block_on(store.get(&[key(p)]))
         .unwrap_or_else(|e| panic!("get: {e}"));
     got.into_iter().next().flatten().map(|bytes| {
-        let map = ferry_offsets::decode_value(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let map = ferry_offsets::decode_value(&bytes).unwrap();
         map.get("position")
             .and_then(ferry_api::Value::as_i64)
             .unwrap_or(-1)
@@ -248,12 +249,8 @@ fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
 fn torn_last_frame_mid_payload_is_truncated_with_a_warning() {
     let f = fixture(3);
     let last_good = f.boundaries[2];
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .open(&f.path)
-        .unwrap_or_else(|e| panic!("{e}"));
-    file.set_len(last_good + FRAME_HEADER_LEN + 5)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let file = fs::OpenOptions::new().write(true).open(&f.path).unwrap();
+    file.set_len(last_good + FRAME_HEADER_LEN + 5).unwrap();
     drop(file);
 
     let store = open_repaired(&f.path, last_good);
@@ -269,12 +266,8 @@ fn torn_last_frame_mid_payload_is_truncated_with_a_warning() {
 fn torn_frame_header_at_the_tail_is_truncated() {
     let f = fixture(3);
     let last_good = f.boundaries[2];
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .open(&f.path)
-        .unwrap_or_else(|e| panic!("{e}"));
-    file.set_len(last_good + 7)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let file = fs::OpenOptions::new().write(true).open(&f.path).unwrap();
+    file.set_len(last_good + 7).unwrap();
     drop(file);
 
     assert_holds_batch(&open_repaired(&f.path, last_good), 1);
@@ -456,7 +449,7 @@ fn wrong_magic_is_refused() {
 
 #[test]
 fn empty_file_is_refused_not_treated_as_a_new_store() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets.ferry");
     write(&path, b"");
     let err = open_refused(&path);
@@ -469,7 +462,7 @@ fn empty_file_is_refused_not_treated_as_a_new_store() {
 
 #[test]
 fn kafka_connect_standalone_file_is_refused_with_the_import_command() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("connect.offsets");
     // ObjectOutputStream of a java.util.HashMap: STREAM_MAGIC, STREAM_VERSION, TC_OBJECT, TC_CLASSDESC…
     let mut bytes = vec![0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0x00, 0x11];
@@ -521,16 +514,14 @@ fn a_second_opener_gets_locked_naming_the_lock_file() {
 
 #[test]
 fn a_new_store_is_a_bare_header_and_a_missing_directory_is_an_error() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets.ferry");
     let store = open(&path);
     assert!(store.is_empty());
     assert_eq!(store.path(), path);
     assert_eq!(&read(&path)[..8], b"FERRYOFS");
     assert_eq!(file_len(&path), HEADER_LEN);
-    runtime()
-        .block_on(store.set(&[]))
-        .unwrap_or_else(|e| panic!("{e}"));
+    runtime().block_on(store.set(&[])).unwrap();
     assert_eq!(file_len(&path), HEADER_LEN, "an empty batch writes nothing");
 
     let missing = dir.path().join("no-such-dir").join("offsets.ferry");
@@ -552,7 +543,7 @@ fn stale_temporary_files_are_removed_on_open() {
     let before = read(&f.path);
 
     let (store, logs) = with_logs(|| FileStore::open(&f.path));
-    let store = store.unwrap_or_else(|e| panic!("{e}"));
+    let store = store.unwrap();
     assert!(
         !compact_tmp.exists() && !create_tmp.exists(),
         "leftovers removed"
@@ -569,18 +560,16 @@ fn stale_temporary_files_are_removed_on_open() {
 
 #[test]
 fn compaction_keeps_every_live_offset_and_drops_tombstones_and_superseded_values() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets.ferry");
     let rt = runtime();
     let store = open(&path);
     for round in 0..20 {
         let writes: Vec<OffsetWrite> = (0..50).map(|p| put(p, round * 100 + p)).collect();
-        rt.block_on(store.set(&writes))
-            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(store.set(&writes)).unwrap();
     }
     let tombstones: Vec<OffsetWrite> = (0..50).filter(|p| p % 5 == 0).map(tombstone).collect();
-    rt.block_on(store.set(&tombstones))
-        .unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(store.set(&tombstones)).unwrap();
     // Some foreign keys and a null partition, kept byte-exact.
     let odd = vec![
         OffsetWrite {
@@ -592,11 +581,8 @@ fn compaction_keeps_every_live_offset_and_drops_tombstones_and_superseded_values
             value: Some(value(1)),
         },
     ];
-    rt.block_on(store.set(&odd))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let expected = rt
-        .block_on(store.entries())
-        .unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(store.set(&odd)).unwrap();
+    let expected = rt.block_on(store.entries()).unwrap();
     assert_eq!(expected.len(), 42);
     let before = file_len(&path);
 
@@ -606,11 +592,7 @@ fn compaction_keeps_every_live_offset_and_drops_tombstones_and_superseded_values
         after * 10 < before,
         "the file shrinks to its live offsets ({before} → {after} bytes)"
     );
-    assert_eq!(
-        rt.block_on(store.entries())
-            .unwrap_or_else(|e| panic!("{e}")),
-        expected
-    );
+    assert_eq!(rt.block_on(store.entries()).unwrap(), expected);
     rt.block_on(store.set(&[put(1, 7)]))
         .unwrap_or_else(|e| panic!("appends after compaction: {e}"));
     drop(store);
@@ -619,9 +601,7 @@ fn compaction_keeps_every_live_offset_and_drops_tombstones_and_superseded_values
     let mut expected_after = expected;
     expected_after.retain(|(k, _)| *k != key(1));
     expected_after.push((key(1), value(7)));
-    let got = rt
-        .block_on(store.entries())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let got = rt.block_on(store.entries()).unwrap();
     assert_eq!(
         got, expected_after,
         "every live offset, in store order, after a reopen"
@@ -632,14 +612,14 @@ fn compaction_keeps_every_live_offset_and_drops_tombstones_and_superseded_values
 
 #[test]
 fn writes_during_background_compactions_survive_a_reopen() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets.ferry");
     let rt = runtime();
     let options = FileStoreOptions {
         compact_min_bytes: 8 << 10,
         compact_ratio: 1.5,
     };
-    let store = FileStore::open_with(&path, options.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let store = FileStore::open_with(&path, options.clone()).unwrap();
     let mut model: HashMap<i64, i64> = HashMap::new();
     let mut previous_len = file_len(&path);
     let mut shrinks = 0;

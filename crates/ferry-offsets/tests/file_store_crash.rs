@@ -8,6 +8,7 @@
 //!
 //! The child is this test binary, re-run with `--exact child_entry --ignored` and the store path in
 //! `FERRY_CRASH_CHILD_STORE`. Set `FERRY_CRASH_SEED` to replay a run's random delays.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -199,7 +200,7 @@ fn killed_writer_never_loses_an_acknowledged_flush() {
     let (mut torn_tails, mut leftovers) = (0usize, 0usize);
     for round in 0..ROUNDS {
         let stderr_path: PathBuf = dir.path().join(format!("child-{round}.stderr"));
-        let stderr = std::fs::File::create(&stderr_path).unwrap_or_else(|e| panic!("{e}"));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
@@ -321,9 +322,7 @@ fn killed_writer_never_loses_an_acknowledged_flush() {
         .sum::<usize>() as u64
         + 16;
     let appended = smallest_frame * acknowledged as u64;
-    let len = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap();
     eprintln!(
         "{kills} kills, {acknowledged} flushes acknowledged, ≥ {appended} bytes appended, file {len} \
          bytes; reopens found {torn_tails} torn tails and {leftovers} interrupted compactions"

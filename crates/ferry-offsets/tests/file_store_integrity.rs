@@ -8,6 +8,7 @@
 //! - A version-1 file (`fixtures/v1.ferry`, written by the version-1 code) reads as it did; a
 //!   writable open upgrades it to version 2, a read-only open leaves it alone.
 //! - A read-only open creates, truncates and locks nothing, and refuses writes.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::fs;
 use std::io::Write;
@@ -74,7 +75,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
         .map(|entry| {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            let path = entry.unwrap().path();
             let bytes = read(&path);
             (path, bytes)
         })
@@ -108,7 +109,7 @@ fn positions(store: &FileStore) -> Vec<(i64, i64)> {
             let p = (0..10)
                 .find(|p| key(*p) == k)
                 .unwrap_or_else(|| panic!("unexpected key {}", String::from_utf8_lossy(&k)));
-            let value = decode_value(&v).unwrap_or_else(|e| panic!("{e}"));
+            let value = decode_value(&v).unwrap();
             let position = value
                 .get("position")
                 .and_then(ferry_api::Value::as_i64)
@@ -151,7 +152,7 @@ fn assert_corrupt_at(err: &StoreError, path: &Path, offset: u64, says: &str) {
 
 #[test]
 fn a_copy_of_an_earlier_frame_appended_to_the_store_is_refused() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, b) = store_with(&dir, &[vec![put(0, 1)], vec![put(0, 2)], vec![put(0, 3)]]);
     let bytes = read(&path);
     let first_frame = bytes[b[0] as usize..b[1] as usize].to_vec();
@@ -169,13 +170,13 @@ fn a_copy_of_an_earlier_frame_appended_to_the_store_is_refused() {
 
 #[test]
 fn a_frame_from_before_a_compaction_cannot_be_replayed_after_it() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let batches: Vec<Vec<OffsetWrite>> = (0..5).map(|i| vec![put(0, i), put(1, i)]).collect();
     let (path, b) = store_with(&dir, &batches);
     let old = read(&path);
     let rt = runtime();
     {
-        let store = FileStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let store = FileStore::open(&path).unwrap();
         store.compact().unwrap_or_else(|e| panic!("compact: {e}"));
         rt.block_on(store.set(&[put(0, 100)]))
             .unwrap_or_else(|e| panic!("set: {e}"));
@@ -193,7 +194,7 @@ fn a_frame_from_before_a_compaction_cannot_be_replayed_after_it() {
         );
     }
     write(&path, &compacted);
-    let store = FileStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let store = FileStore::open(&path).unwrap();
     assert_eq!(positions(&store), vec![(0, 100), (1, 4)]);
 }
 
@@ -201,7 +202,7 @@ fn a_frame_from_before_a_compaction_cannot_be_replayed_after_it() {
 
 #[test]
 fn a_flipped_bit_in_the_version_field_is_damage_not_another_release() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_with(&dir, &[vec![put(0, 1)]]);
     let mut bytes = read(&path);
     bytes[9] ^= 0x04;
@@ -213,7 +214,7 @@ fn a_flipped_bit_in_the_version_field_is_damage_not_another_release() {
 
 #[test]
 fn damaged_magic_bytes_are_refused_with_their_offset() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_with(&dir, &[vec![put(0, 1)]]);
     let mut bytes = read(&path);
     bytes[3] ^= 0x01;
@@ -234,7 +235,7 @@ const V1_LIVE: [(i64, i64); 3] = [(0, 2), (2, 5), (3, 30)];
 
 #[test]
 fn a_version_1_file_is_read_and_upgraded_to_version_2_by_a_writable_open() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = v1_fixture(&dir);
     assert_eq!(
         &read(&path)[8..10],
@@ -260,7 +261,7 @@ fn a_version_1_file_is_read_and_upgraded_to_version_2_by_a_writable_open() {
 
 #[test]
 fn a_version_1_file_opened_read_only_is_read_and_left_as_it_is() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = v1_fixture(&dir);
     let before = snapshot(dir.path());
     let store = FileStore::open_read_only(&path).unwrap_or_else(|e| panic!("open v1: {e}"));
@@ -275,7 +276,7 @@ fn a_version_1_file_opened_read_only_is_read_and_left_as_it_is() {
 
 #[test]
 fn a_version_1_file_keeps_the_torn_tail_and_bit_rot_rules() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = v1_fixture(&dir);
     let fixture = read(&path);
 
@@ -296,7 +297,7 @@ fn a_version_1_file_keeps_the_torn_tail_and_bit_rot_rules() {
 
 #[test]
 fn a_read_only_open_of_a_missing_store_is_an_error_and_creates_nothing() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mistyped.ferry");
     let err = match FileStore::open_read_only(&path) {
         Ok(_) => panic!("a missing store must not open read-only"),
@@ -316,9 +317,9 @@ fn a_read_only_open_of_a_missing_store_is_an_error_and_creates_nothing() {
 
 #[test]
 fn a_read_only_open_reports_a_torn_tail_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_with(&dir, &[vec![put(0, 1)], vec![put(0, 2), put(1, 7)]]);
-    fs::remove_file(lock_of(&path)).unwrap_or_else(|e| panic!("{e}"));
+    fs::remove_file(lock_of(&path)).unwrap();
     append(&path, &[0x11; 7]);
     write(
         &PathBuf::from(format!("{}.compact-tmp", path.display())),
@@ -346,10 +347,10 @@ fn a_read_only_open_reports_a_torn_tail_and_changes_nothing() {
 #[cfg(unix)]
 fn a_read_only_store_in_a_read_only_directory_opens_read_only() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_with(&dir, &[vec![put(0, 1)]]);
     let set_mode = |p: &Path, mode: u32| {
-        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap_or_else(|e| panic!("{e}"));
+        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
     };
     set_mode(&path, 0o444);
     set_mode(&lock_of(&path), 0o444);
@@ -363,9 +364,9 @@ fn a_read_only_store_in_a_read_only_directory_opens_read_only() {
 
 #[test]
 fn read_only_and_writable_opens_exclude_each_other() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (path, _) = store_with(&dir, &[vec![put(0, 1)]]);
-    let writer = FileStore::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let writer = FileStore::open(&path).unwrap();
     assert!(
         matches!(
             FileStore::open_read_only(&path),
@@ -374,8 +375,8 @@ fn read_only_and_writable_opens_exclude_each_other() {
         "not while a writer holds the store"
     );
     drop(writer);
-    let reader = FileStore::open_read_only(&path).unwrap_or_else(|e| panic!("{e}"));
-    let second = FileStore::open_read_only(&path).unwrap_or_else(|e| panic!("{e}"));
+    let reader = FileStore::open_read_only(&path).unwrap();
+    let second = FileStore::open_read_only(&path).unwrap();
     assert!(
         matches!(FileStore::open(&path), Err(StoreError::Locked { .. })),
         "no writer while readers hold it"

@@ -1,4 +1,5 @@
 //! `StoreOffsetReader`: the committed offsets a task sees, and how it reports what it cannot read.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod core_support;
 

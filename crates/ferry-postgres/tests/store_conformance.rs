@@ -1,5 +1,6 @@
 //! The shared store conformance suite against `PostgresOffsetStore` on the real PostgreSQL server
 //! (127.0.0.1:5432, started by scripts/install-test-deps): each case on a fresh table, dropped after.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 

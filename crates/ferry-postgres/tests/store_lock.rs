@@ -2,6 +2,7 @@
 //! connector's offsets holds its advisory lock for its lifetime; another store (another worker) is
 //! refused with an error naming the holder, until the first is gone. Other connectors, and reads for
 //! inspection, are not blocked.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 

@@ -2,6 +2,7 @@
 //! refuses, one transaction per flush (a failing batch leaves nothing behind, a concurrent reader
 //! never sees half a batch, rows a batch does not name are not rewritten), logical lookups with one
 //! row per partition, store order, and connection failures.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
 
@@ -68,7 +69,7 @@ async fn a_missing_table_is_created_with_its_index_and_an_existing_one_is_used()
             &[&schema],
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
@@ -91,7 +92,7 @@ async fn a_missing_table_is_created_with_its_index_and_an_existing_one_is_used()
             &[&schema],
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .iter()
         .map(|r| r.get(0))
         .collect();
@@ -130,7 +131,7 @@ async fn stores_opened_together_create_the_table_once() {
     for task in opening {
         let store = task
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
             .unwrap_or_else(|e| panic!("a store opened alongside others failed: {e}"));
         stores.push(store);
     }
@@ -141,7 +142,7 @@ async fn stores_opened_together_create_the_table_once() {
             &[&scratch.table],
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .get::<_, i64>(0);
     assert_eq!(indexes, 2, "the primary key and one (connector, seq) index");
     set(&stores[0], &[put(&key("c", &[("p", 1)]), 1)]).await;
@@ -163,7 +164,7 @@ async fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
         t = wrong.quoted()
     ))
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let (store, message, retriable) = backend(open_err(wrong.config()).await);
     assert!(!retriable, "{message}");
     assert!(store.contains(&wrong.table), "{store}");
@@ -186,7 +187,7 @@ async fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
     let rows: Vec<String> = db
         .query(&format!("SELECT value FROM {}", wrong.quoted()), &[])
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .iter()
         .map(|r| r.get(0))
         .collect();
@@ -201,7 +202,7 @@ async fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
         keyless.quoted()
     ))
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let (_, message, _) = backend(open_err(keyless.config()).await);
     assert!(
         message.contains("it has no primary key, expected PRIMARY KEY (logical_key)"),
@@ -212,12 +213,12 @@ async fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
     let view = Scratch::table("ferry_view");
     db.batch_execute(&format!("CREATE VIEW {} AS SELECT 1 AS x", view.quoted()))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let (_, message, _) = backend(open_err(view.config()).await);
     assert!(message.contains("it is not a table"), "{message}");
     db.batch_execute(&format!("DROP VIEW {}", view.quoted()))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,7 +246,7 @@ async fn a_batch_that_fails_part_way_leaves_nothing_behind() {
             t = scratch.quoted()
         ))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let poison = key("poison", &[("p", 1)]);
     let error = store
         .set(&[put(&a, 2), tombstone(&b), put(&poison, 9), put(&c, 2)])
@@ -274,7 +275,7 @@ async fn a_batch_that_fails_part_way_leaves_nothing_behind() {
             scratch.quoted()
         ))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +287,7 @@ async fn a_concurrent_reader_never_sees_half_a_batch() {
     let unlocked = || async {
         PostgresOffsetStore::open(scratch.config().with_connector_locks(false))
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
     };
     let writer = unlocked().await;
     let reader = unlocked().await;
@@ -302,13 +303,10 @@ async fn a_concurrent_reader_never_sees_half_a_batch() {
             let (mut reads, mut rounds_seen) = (0u32, std::collections::BTreeSet::new());
             while !done.load(Ordering::Relaxed) || reads < 5 {
                 // Both read paths: one query for a list of keys, and the whole table.
-                let got = reader
-                    .get(&read_keys)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
+                let got = reader.get(&read_keys).await.unwrap();
                 let distinct: std::collections::BTreeSet<&Option<Vec<u8>>> = got.iter().collect();
                 assert_eq!(distinct.len(), 1, "get saw a mix of batches: {distinct:?}");
-                let all = reader.entries().await.unwrap_or_else(|e| panic!("{e}"));
+                let all = reader.entries().await.unwrap();
                 assert_eq!(all.len(), PARTITIONS as usize);
                 let distinct: std::collections::BTreeSet<&Vec<u8>> =
                     all.iter().map(|(_, v)| v).collect();
@@ -377,7 +375,7 @@ async fn row_versions(db: &tokio_postgres::Client, table: &str) -> Vec<(Vec<u8>,
         &[],
     )
     .await
-    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap()
     .iter()
     .map(|r| (r.get(0), r.get(1), r.get(2)))
     .collect()
@@ -423,7 +421,7 @@ async fn lookups_are_logical_with_one_row_per_partition() {
             &[],
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
@@ -450,31 +448,18 @@ async fn lookups_are_logical_with_one_row_per_partition() {
         vec![Some(value(2)), Some(b"raw".to_vec()), Some(value(3))]
     );
     assert_eq!(
-        store
-            .connector_offsets("c")
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
+        store.connector_offsets("c").await.unwrap(),
         vec![(ba.clone(), value(2))]
     );
     assert_eq!(
-        store
-            .connector_offsets("")
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
+        store.connector_offsets("").await.unwrap(),
         vec![(null_partition.clone(), value(3))],
         "an undecodable key belongs to no connector"
     );
     // A tombstone under either field order removes the partition.
     set(&store, &[tombstone(&ab)]).await;
     assert_eq!(get(&store, &[ba]).await, vec![None]);
-    assert_eq!(
-        store
-            .entries()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
-        2
-    );
+    assert_eq!(store.entries().await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -497,7 +482,7 @@ async fn store_order_follows_the_batches_and_the_order_within_each() {
     let order: Vec<Vec<u8>> = store
         .connector_offsets("c")
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .into_iter()
         .map(|(key, _)| key)
         .collect();
@@ -509,7 +494,7 @@ async fn store_order_follows_the_batches_and_the_order_within_each() {
     // A batch larger than one statement (10 000 rows) keeps its order too.
     let big: Vec<OffsetWrite> = (0..12_000).rev().map(|p| put(&k(100 + p), p)).collect();
     set(&store, &big).await;
-    let all = store.entries().await.unwrap_or_else(|e| panic!("{e}"));
+    let all = store.entries().await.unwrap();
     let tail: Vec<Vec<u8>> = all[6..].iter().map(|(key, _)| key.clone()).collect();
     let expected: Vec<Vec<u8>> = big.iter().map(|w| w.key.clone()).collect();
     assert_eq!(tail.len(), expected.len());
@@ -522,9 +507,7 @@ async fn a_broken_connection_is_a_retriable_error_and_is_reopened() {
     let app = unique_name("ferry_test_app");
     let config = PostgresOffsetStoreConfig::new(format!("{}?application_name={app}", url()))
         .with_table(scratch.table.clone());
-    let store = PostgresOffsetStore::open(config)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let store = PostgresOffsetStore::open(config).await.unwrap();
     let a = key("c", &[("p", 1)]);
     set(&store, &[put(&a, 1)]).await;
     let db = client().await;
@@ -535,7 +518,7 @@ async fn a_broken_connection_is_a_retriable_error_and_is_reopened() {
                 &[&app],
             )
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
             .iter()
             .map(|r| r.get(0))
             .collect();

@@ -5,6 +5,7 @@
 //! partitions, records keyed `["<connector>",{"filename":"<path>"}]` with JsonConverter values
 //! `{"position":N}`, placed by Java's murmur2 partitioner. The file connector then starts under Ferry
 //! with `offset.storage=kafka` on that topic.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
 mod support;

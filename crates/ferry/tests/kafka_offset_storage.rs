@@ -3,6 +3,7 @@
 //! one is killed (SIGKILL) and resumed from them. The offsets topic holds Kafka Connect's bytes.
 //!
 //! The connector sets its own `value.converter` (StringConverter), overriding the worker's JsonConverter.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
 mod support;

@@ -6,6 +6,7 @@
 //! 2. Records read while the broker is down are never committed: a run killed during the outage leaves
 //!    the committed position where Kafka's acknowledgements left it, and every line before it is in the
 //!    topic. The next run delivers the rest.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
 mod support;
@@ -86,7 +87,7 @@ fn a_broker_outage_delays_delivery_and_commits_but_loses_nothing() {
         log.contains("records wait in the producer and are retried"),
         "the log does not say records are waiting:\n{log}"
     );
-    broker.restart().unwrap_or_else(|e| panic!("{e}"));
+    broker.restart().unwrap();
     ferry.wait_until("every line of run 1 in the topic", || {
         reader.read_to_end();
         let lines = lines_in(&reader);
@@ -111,7 +112,7 @@ fn a_broker_outage_delays_delivery_and_commits_but_loses_nothing() {
         ferry.log()
     );
     let committed = committed_position(&ws, &worker);
-    broker.restart().unwrap_or_else(|e| panic!("{e}"));
+    broker.restart().unwrap();
     reader.read_to_end();
     let lines = lines_in(&reader);
     for position in (0..committed).step_by(LINE_LEN as usize) {

@@ -10,6 +10,7 @@
 //!   acknowledged it), and the committed position never goes backwards;
 //! - in the end, after a clean stop, every line is in the topic at least once and the committed
 //!   position is the end of the file.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
 mod support;

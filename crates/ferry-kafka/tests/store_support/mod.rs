@@ -184,7 +184,7 @@ pub fn read_raw(broker: &TansuBroker, topic: &str, partitions: i32) -> Vec<RawRe
             .unwrap_or_else(|e| panic!("watermarks of {topic}/{p}: {e}"));
         ends.push(high);
         tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
     }
     consumer
         .assign(&tpl)

@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 pub fn map<V: Into<Value>>(fields: impl IntoIterator<Item = (&'static str, V)>) -> ConnectMap {
     let mut m = ConnectMap::new();
     for (k, v) in fields {
-        m.insert(k, v).unwrap_or_else(|e| panic!("{e}"));
+        m.insert(k, v).unwrap();
     }
     m
 }

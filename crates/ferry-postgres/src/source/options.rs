@@ -341,14 +341,13 @@ mod tests {
             Some("app"),
             None,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         Isolation::RepeatableRead.apply(&mut spec);
         assert_eq!(
             spec.config.get_options(),
             Some("-c search_path=sales -c default_transaction_isolation=repeatable\\ read")
         );
-        let mut plain = parse_connection("jdbc:postgresql://db/shop", Some("app"), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut plain = parse_connection("jdbc:postgresql://db/shop", Some("app"), None).unwrap();
         Isolation::Default.apply(&mut plain);
         assert_eq!(plain.config.get_options(), None);
     }

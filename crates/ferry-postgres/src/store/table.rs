@@ -218,10 +218,10 @@ mod tests {
 
     #[test]
     fn table_names() {
-        let plain = TableName::parse("ferry_offsets").unwrap_or_else(|e| panic!("{e}"));
+        let plain = TableName::parse("ferry_offsets").unwrap();
         assert_eq!(plain.quoted(), "\"ferry_offsets\"");
         assert_eq!(plain.to_string(), "ferry_offsets");
-        let qualified = TableName::parse(" ops.offsets$2 ").unwrap_or_else(|e| panic!("{e}"));
+        let qualified = TableName::parse(" ops.offsets$2 ").unwrap();
         assert_eq!(qualified.quoted(), "\"ops\".\"offsets$2\"");
         for bad in [
             "",

@@ -132,7 +132,7 @@ impl Drop for Scratch {
 pub fn map(fields: &[(&str, i64)]) -> ConnectMap {
     let mut m = ConnectMap::new();
     for (k, v) in fields {
-        m.insert(*k, *v).unwrap_or_else(|e| panic!("{e}"));
+        m.insert(*k, *v).unwrap();
     }
     m
 }

@@ -22,7 +22,7 @@ use crate::support::{DEADLINE, Ferry};
 
 /// Starts a broker with empty storage; fails the test with the install hint if tansu is missing.
 pub fn broker() -> TansuBroker {
-    TansuBroker::start().unwrap_or_else(|e| panic!("{e}"))
+    TansuBroker::start().unwrap()
 }
 
 /// Creates `topic` with `partitions` partitions and replication factor 1.

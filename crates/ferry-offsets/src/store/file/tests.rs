@@ -52,18 +52,12 @@ impl Hooks {
 }
 
 fn key(p: i64) -> Vec<u8> {
-    let partition = ConnectMap::new()
-        .with("p", p)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let partition = ConnectMap::new().with("p", p).unwrap();
     encode_key("c", Some(&partition))
 }
 
 fn value(v: i64) -> Vec<u8> {
-    encode_value(
-        &ConnectMap::new()
-            .with("position", v)
-            .unwrap_or_else(|e| panic!("{e}")),
-    )
+    encode_value(&ConnectMap::new().with("position", v).unwrap())
 }
 
 fn put(p: i64, v: i64) -> OffsetWrite {
@@ -120,16 +114,11 @@ async fn assert_poisoned(store: &FileStore) {
 
 #[tokio::test]
 async fn a_failed_append_poisons_and_reopen_drops_the_torn_frame() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets");
     let store = open(&path, FileStoreOptions::default());
-    store
-        .set(&[put(0, 1), put(1, 1)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let good_len = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.set(&[put(0, 1), put(1, 1)]).await.unwrap();
+    let good_len = std::fs::metadata(&path).map(|m| m.len()).unwrap();
 
     store.inner.test_hooks.inject(Fault::Append);
     let err = store.set(&[put(0, 2)]).await.err();
@@ -156,9 +145,7 @@ async fn a_failed_append_poisons_and_reopen_drops_the_torn_frame() {
         Some(value(1)),
         "the failed batch is gone, the earlier one stays"
     );
-    let len = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap();
     assert_eq!(len, good_len, "the half-written frame was truncated");
     store
         .set(&[put(0, 3)])
@@ -168,13 +155,10 @@ async fn a_failed_append_poisons_and_reopen_drops_the_torn_frame() {
 
 #[tokio::test]
 async fn a_failed_fdatasync_poisons() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets");
     let store = open(&path, FileStoreOptions::default());
-    store
-        .set(&[put(0, 1)])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.set(&[put(0, 1)]).await.unwrap();
 
     store.inner.test_hooks.inject(Fault::Sync);
     let err = store.set(&[put(0, 2)]).await.err();
@@ -199,7 +183,7 @@ async fn a_failed_fdatasync_poisons() {
 
 #[tokio::test]
 async fn writes_during_a_compaction_are_carried_into_the_new_file() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets");
     let options = FileStoreOptions {
         compact_min_bytes: 0,
@@ -220,9 +204,9 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
     }));
 
     let batch = |v: i64| (0..10).map(|p| put(p, v)).collect::<Vec<_>>();
-    store.set(&batch(1)).await.unwrap_or_else(|e| panic!("{e}"));
+    store.set(&batch(1)).await.unwrap();
     // Overwrites every partition: the file is now twice its live size, so this starts a compaction.
-    store.set(&batch(2)).await.unwrap_or_else(|e| panic!("{e}"));
+    store.set(&batch(2)).await.unwrap();
     // Generous bound so a stuck compaction fails the test instead of hanging it; not a timing check.
     reached_rx
         .recv_timeout(Duration::from_secs(120))
@@ -237,14 +221,12 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
         },
         put(10, 1),
     ];
-    store.set(&late).await.unwrap_or_else(|e| panic!("{e}"));
-    let before = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.set(&late).await.unwrap();
+    let before = std::fs::metadata(&path).map(|m| m.len()).unwrap();
     let _ = go_tx.send(());
     {
         // Wait for the compaction to finish.
-        let mut writer = store.inner.writer().unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = store.inner.writer().unwrap();
         while writer.compacting {
             writer = store
                 .inner
@@ -253,9 +235,7 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }
-    let after = std::fs::metadata(&path)
-        .map(|m| m.len())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let after = std::fs::metadata(&path).map(|m| m.len()).unwrap();
     assert!(
         after < before,
         "compaction shrank the file ({before} → {after} bytes)"
@@ -270,7 +250,7 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
     // The old file's frames were 1 and 2 at the snapshot and 3 (the late batch) after it. The new
     // file numbers the snapshot from 3, the late batch after it (4), then the next append (5): the
     // next number (6) is above every number the old file used.
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = std::fs::read(&path).unwrap();
     let header =
         format::check_header(&bytes[..format::HEADER_LEN]).unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(header.first_seq, Some(3));
@@ -310,7 +290,7 @@ async fn writes_during_a_compaction_are_carried_into_the_new_file() {
 
 #[test]
 fn ratio_below_one_counts_as_one() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets");
     let store = open(
         &path,
@@ -319,7 +299,7 @@ fn ratio_below_one_counts_as_one() {
             compact_ratio: f64::NAN,
         },
     );
-    let writer = store.inner.writer().unwrap_or_else(|e| panic!("{e}"));
+    let writer = store.inner.writer().unwrap();
     assert!(
         !store.inner.wants_compaction(&writer),
         "an empty, compact file never needs compaction"
@@ -328,7 +308,7 @@ fn ratio_below_one_counts_as_one() {
 
 #[tokio::test]
 async fn history_returns_every_raw_write_in_file_order_until_compaction() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("offsets");
     let ab = br#"["c",{"a":1,"b":2}]"#.to_vec();
     let ba = br#"["c",{"b":2,"a":1}]"#.to_vec();
@@ -351,43 +331,30 @@ async fn history_returns_every_raw_write_in_file_order_until_compaction() {
         ],
     ];
     for batch in &batches {
-        store.set(batch).await.unwrap_or_else(|e| panic!("{e}"));
+        store.set(batch).await.unwrap();
     }
     let expected: Vec<StoredRecord> = batches
         .iter()
         .flatten()
         .map(|w| (w.key.clone(), w.value.clone()))
         .collect();
+    assert_eq!(store.history().await.unwrap(), expected);
     assert_eq!(
-        store.history().await.unwrap_or_else(|e| panic!("{e}")),
-        expected
-    );
-    assert_eq!(
-        store
-            .entries()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
+        store.entries().await.unwrap().len(),
         2,
         "the field-order variants are one live partition"
     );
     // After a reopen the same history; after a compaction only the live offsets, as live values.
     drop(store);
     let store = open(&path, FileStoreOptions::default());
-    assert_eq!(
-        store.history().await.unwrap_or_else(|e| panic!("{e}")),
-        expected
-    );
-    store.compact().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.history().await.unwrap(), expected);
+    store.compact().unwrap();
     let live: Vec<StoredRecord> = store
         .entries()
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .into_iter()
         .map(|(k, v)| (k, Some(v)))
         .collect();
-    assert_eq!(
-        store.history().await.unwrap_or_else(|e| panic!("{e}")),
-        live
-    );
+    assert_eq!(store.history().await.unwrap(), live);
 }
