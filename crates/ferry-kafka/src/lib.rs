@@ -3,11 +3,14 @@
 //! Ferry and Kafka: the Kafka offset store ([`KafkaOffsetStore`], Kafka Connect's
 //! `offset.storage=kafka`, byte-compatible with its offsets topic); the Kafka sink ([`KafkaSink`],
 //! `sink=kafka`) and the converters it writes keys and values with ([`convert`]: Kafka Connect's
-//! JsonConverter, StringConverter and ByteArrayConverter).
+//! JsonConverter, StringConverter and ByteArrayConverter). [`KafkaStorePlugin`] and [`KafkaSinkPlugin`]
+//! register both with a worker, reading their own worker keys.
 
 mod admin;
 pub mod convert;
+mod plugin;
 mod retriable;
+mod secret;
 pub mod sink;
 mod store;
 
@@ -17,5 +20,10 @@ pub use store::{
 };
 
 pub use convert::{ConvertError, Converter, RecordConverters};
+pub use plugin::{
+    BOOTSTRAP_SERVERS, KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec,
+    OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC,
+};
 pub use retriable::{is_retriable, is_retriable_code};
+pub use secret::is_sensitive_client_key;
 pub use sink::{KafkaSink, KafkaSinkConfig};

@@ -2,15 +2,36 @@
 
 use std::fmt;
 
+use crate::redact::is_secret;
+
 /// `producer.`: settings of the producer that sends records (`producer.linger.ms` → `linger.ms`).
 pub const PRODUCER_PREFIX: &str = "producer.";
 
 /// Kafka client settings passed to librdkafka as they are (`linger.ms=5`), in file order.
 ///
-/// `Debug` shows every key but hides the values of secrets (`sasl.password`, `sasl.jaas.config`,
-/// `ssl.key.password`, …).
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct ClientOverrides(Vec<(String, String)>);
+/// `Debug` shows every key but hides the values of secrets: those set with
+/// [`ClientOverrides::set_secret`] (the backend declares which of its client's keys are sensitive),
+/// and, until every backend declares them, any key whose name suggests one (`sasl.password`,
+/// `sasl.jaas.config`, `ssl.key.password`, …).
+///
+/// Equality compares the settings only, not which are marked secret.
+#[derive(Clone, Default)]
+pub struct ClientOverrides(Vec<Setting>);
+
+#[derive(Clone)]
+struct Setting {
+    key: String,
+    value: String,
+    secret: bool,
+}
+
+impl PartialEq for ClientOverrides {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ClientOverrides {}
 
 impl ClientOverrides {
     /// Settings from pairs, in order; a later pair of the same key wins.
@@ -26,10 +47,21 @@ impl ClientOverrides {
 
     /// Sets one setting (replacing an earlier value of the key in place).
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let (key, value) = (key.into(), value.into());
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.0.push((key, value)),
+        self.put(key.into(), value.into(), false);
+    }
+
+    /// Sets one setting whose value must never be shown (a password, a private key).
+    pub fn set_secret(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.put(key.into(), value.into(), true);
+    }
+
+    fn put(&mut self, key: String, value: String, secret: bool) {
+        match self.0.iter_mut().find(|s| s.key == key) {
+            Some(setting) => {
+                setting.value = value;
+                setting.secret |= secret;
+            }
+            None => self.0.push(Setting { key, value, secret }),
         }
     }
 
@@ -37,18 +69,26 @@ impl ClientOverrides {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .find(|s| s.key == key)
+            .map(|s| s.value.as_str())
+    }
+
+    /// Whether the value of `key` must never be shown.
+    pub fn is_secret(&self, key: &str) -> bool {
+        self.0.iter().any(|s| s.key == key && s.secret) || is_secret(key)
     }
 
     /// The settings, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.0.iter().map(|s| (s.key.as_str(), s.value.as_str()))
     }
 
     /// The settings as owned pairs, in order.
     pub fn to_vec(&self) -> Vec<(String, String)> {
-        self.0.clone()
+        self.0
+            .iter()
+            .map(|s| (s.key.clone(), s.value.clone()))
+            .collect()
     }
 
     /// How many settings there are.
@@ -65,31 +105,37 @@ impl ClientOverrides {
 impl fmt::Debug for ClientOverrides {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(
-                self.0
-                    .iter()
-                    .map(|(k, v)| (k, if is_secret(k) { "[hidden]" } else { v.as_str() })),
-            )
+            .entries(self.0.iter().map(|s| {
+                let shown = if s.secret || is_secret(&s.key) {
+                    "[hidden]"
+                } else {
+                    s.value.as_str()
+                };
+                (&s.key, shown)
+            }))
             .finish()
     }
 }
 
-/// Whether a key's value must never appear in `Debug` output: the same name-based rule as the
-/// runtime's configuration errors (`ferry-runtime` `config/error.rs`), copied until the keys declare
-/// their secrecy (issue 12, package A).
-fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    // `sasl.jaas.config` and `sasl.oauthbearer.config` embed credentials; `ssl.key.pem` is a private key.
-    [
-        "password",
-        "secret",
-        "token",
-        "credential",
-        "jaas",
-        "oauthbearer.config",
-        "key.pem",
-        "private",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_secrets_are_hidden_whatever_their_name_and_do_not_change_equality() {
+        let mut declared = ClientOverrides::default();
+        declared.set("linger.ms", "5");
+        declared.set_secret("ssl.key.location", "/etc/keys/client.key");
+        let debug = format!("{declared:?}");
+        assert!(
+            debug.contains("\"linger.ms\": \"5\"") && !debug.contains("client.key"),
+            "{debug}"
+        );
+        assert!(declared.is_secret("ssl.key.location") && !declared.is_secret("linger.ms"));
+        let plain = ClientOverrides::from_pairs([
+            ("linger.ms", "5"),
+            ("ssl.key.location", "/etc/keys/client.key"),
+        ]);
+        assert_eq!(declared, plain);
+    }
 }

@@ -1,5 +1,5 @@
-//! Which Kafka Connect converter turns a record's key or value into bytes. Parsing the
-//! `*.converter` settings is the runtime's job; the backends that convert (the Kafka sink) see this.
+//! Which Kafka Connect converter turns a record's key or value into bytes (the `*.converter` settings
+//! are read in [`crate::converter_config`]); the backends that convert (the Kafka sink) see this.
 
 use std::fmt;
 

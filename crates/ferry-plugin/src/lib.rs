@@ -2,7 +2,13 @@
 //!
 //! What a store, sink or converter backend implements to plug into Ferry's runtime: the sink contract
 //! ([`RecordSink`], [`PendingDelivery`], [`SinkError`], and the per-task [`SinkProvider`]), the
-//! converter choice ([`ConverterSpec`]), Kafka client settings ([`ClientOverrides`]) and [`Secret`].
+//! converter choice ([`ConverterSpec`]), Kafka client settings ([`ClientOverrides`]) and [`Secret`],
+//! and the configuration reading they share with the runtime ([`Properties`], [`ConfigError`]).
+//!
+//! A backend registers with the worker as a plugin: an offset store implements [`OffsetStorePlugin`]
+//! (`offset.storage=<name>`: it reads its own worker keys into a [`DynStoreSpec`], which opens the
+//! store), a sink [`SinkPlugin`] (`sink=<name>`: a [`DynSinkSpec`] that starts a [`SinkProvider`]);
+//! [`WorkerPlugins`] holds the registered ones (`ferry::Ferry::builder().offset_store(…).sink(…)`).
 //!
 //! Connectors are plugins too, but they see only `ferry-api` (their factory is
 //! `ferry_api::ConnectorPlugin`); this crate is for backends the runtime drives. It depends on no
@@ -10,13 +16,29 @@
 //! REST server by depending on it (`tests/layering.rs` keeps it so).
 
 mod client;
+mod config_error;
 mod converter;
+pub mod converter_config;
+mod hint;
+mod properties;
+pub mod redact;
+mod registry;
 mod secret;
 pub mod sink;
+mod sink_plugin;
+mod store;
+mod syntax;
 
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
+pub use config_error::{ConfigError, ConfigErrors};
 pub use converter::ConverterSpec;
+pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub use hint::{UnknownKeyHints, unknown_key_hint};
+pub use properties::Properties;
+pub use registry::WorkerPlugins;
 pub use secret::Secret;
 pub use sink::{
     Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkProvider, TaskSinkContext,
 };
+pub use sink_plugin::{DynSinkSpec, SinkPlugin};
+pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -33,6 +33,7 @@ fn ferry_plugin_depends_on_no_server_store_client_or_kafka_crate() {
         "ferry-offsets",
         "async-trait",
         "thiserror",
+        "indexmap",
         "tracing",
         "java-properties",
         "encoding_rs",

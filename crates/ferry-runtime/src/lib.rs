@@ -7,6 +7,7 @@
 //! Over the worker, the [`herder`] keeps connectors' configurations and target states (Kafka Connect's
 //! standalone herder, with KIP-875 offset management), and [`rest`] serves Kafka Connect's REST API.
 
+mod builtin;
 pub mod config;
 pub mod herder;
 pub mod metrics;
@@ -14,4 +15,7 @@ pub mod rest;
 pub mod sink;
 mod worker;
 
+pub use builtin::{
+    FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
+};
 pub use worker::{ConnectorSpec, TaskState, TaskStatus, Worker, WorkerError, WorkerSettings};

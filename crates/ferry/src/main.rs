@@ -1,88 +1,20 @@
 //! `ferry`: run source connectors standalone; inspect and edit their offsets.
 
-mod offsets;
-mod standalone;
-
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::{Parser, Subcommand};
-
-/// Ferry: Kafka Connect–style source connectors that resume exactly where they left off.
-#[derive(Parser)]
-#[command(name = "ferry", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run connectors in one process with Kafka Connect's REST API (Kafka Connect's
-    /// connect-standalone).
-    Standalone {
-        /// The worker properties file.
-        worker: PathBuf,
-        /// Connector properties files (none: connectors are created over the REST API).
-        connectors: Vec<PathBuf>,
-    },
-    /// Inspect or edit committed offsets in the worker's offset store (refused while a worker runs).
-    Offsets {
-        #[command(subcommand)]
-        action: offsets::Action,
-    },
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    use std::io::IsTerminal as _;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
-}
 
 /// Records are allocated on the task and freed on the sink's threads in batches, which glibc's malloc
 /// handles badly; mimalloc roughly doubles the data path's throughput (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// How long the async runtime may take to wind down once the command has finished. Everything that
-/// matters (final commits, the sink flush) is done by then; what may be left is a thread stuck in a
-/// connector's blocking call, which nothing can interrupt and which must not keep the process alive.
-const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
-
+/// The built-in connectors (those of `ferry-connectors` and PostgresSource), the Kafka offset store
+/// and sink, and the PostgreSQL offset store.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("ferry: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
-        match cli.command {
-            Command::Standalone { worker, connectors } => standalone::run(&worker, &connectors)
-                .await
-                .map(|()| ExitCode::SUCCESS),
-            Command::Offsets { action } => offsets::run(action).await,
-        }
-    });
-    // Dropping the runtime would wait for every blocking thread, forever for a stuck one.
-    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
-    match result {
-        Ok(code) => code,
-        Err(message) => {
-            eprintln!("ferry: {message}");
-            ExitCode::from(2)
-        }
-    }
+    ferry::Ferry::builder()
+        .connectors(ferry_connectors::builtin_connectors())
+        .connectors(ferry_postgres::source::connectors())
+        .offset_store(ferry_kafka::KafkaStorePlugin)
+        .sink(ferry_kafka::KafkaSinkPlugin)
+        .offset_store(ferry_postgres::PostgresStorePlugin)
+        .run_cli()
 }

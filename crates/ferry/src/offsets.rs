@@ -17,12 +17,14 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use ferry_api::{ConnectMap, OffsetStorageReader};
 use ferry_offsets::{
-    FileStore, OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value,
-    encode_key, encode_value,
+    OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key,
+    encode_value,
 };
-use ferry_runtime::config::{OffsetStorageSpec, WorkerConfig};
+use ferry_plugin::OpenMode;
+use ferry_runtime::config::WorkerConfig;
 
-use crate::standalone::{load_worker, open_store};
+use crate::Ferry;
+use crate::standalone::open_store;
 
 /// What to do with offsets.
 #[derive(Subcommand)]
@@ -100,21 +102,11 @@ fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
 }
 
 /// Opens the worker's offset store for a command that only reads: a file store read-only (nothing on
-/// disk changes; see [`FileStore::open_read_only`]), any other store as usual.
+/// disk changes; see `FileStore::open_read_only`), any other store as its plugin opens it to read.
 pub(crate) async fn open_store_read_only(
     config: &WorkerConfig,
 ) -> Result<Arc<dyn OffsetBackingStore>, String> {
-    match &config.offset_storage {
-        OffsetStorageSpec::File(path) => {
-            let path = path.clone();
-            let store = tokio::task::spawn_blocking(move || FileStore::open_read_only(path))
-                .await
-                .map_err(|e| format!("opening the offset store panicked: {e}"))?
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-        _ => open_store(config).await,
-    }
+    open_store(config, OpenMode::ReadOnly).await
 }
 
 fn entry(partition: Option<&ConnectMap>, offset: Option<&ConnectMap>) -> String {
@@ -136,27 +128,25 @@ fn print_offsets(entries: &[String]) {
 }
 
 /// Runs one `ferry offsets` command; the exit code is 0 unless `doctor` found a likely mismatch.
-pub(crate) async fn run(action: Action) -> Result<ExitCode, String> {
+pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, String> {
     let target = match &action {
-        Action::Export(args) => return transfer::export(args).await,
-        Action::Import(args) => return transfer::import(args).await,
-        Action::Doctor(args) => return doctor::run(args).await,
+        Action::Export(args) => return transfer::export(ferry, args).await,
+        Action::Import(args) => return transfer::import(ferry, args).await,
+        Action::Doctor(args) => return doctor::run(ferry, args).await,
         Action::List(t)
         | Action::Get { target: t, .. }
         | Action::Set { target: t, .. }
         | Action::Reset { target: t, .. } => t,
     };
-    let config = load_worker(&target.worker)?;
+    let config = ferry.load_worker(&target.worker)?;
     let store = if matches!(action, Action::List(_) | Action::Get { .. }) {
         open_store_read_only(&config).await?
     } else {
-        open_store(&config).await?
+        open_store(&config, OpenMode::ReadWrite).await?
     };
     let connector = target.connector.clone();
-    if matches!(
-        config.offset_storage,
-        OffsetStorageSpec::Kafka(_) | OffsetStorageSpec::Postgres(_)
-    ) && matches!(action, Action::Set { .. } | Action::Reset { .. })
+    if !config.offset_storage.spec().exclusive()
+        && matches!(action, Action::Set { .. } | Action::Reset { .. })
     {
         // A file store is locked while a worker uses it; a Kafka topic or a PostgreSQL table is not: a
         // running task would not see the change and its next commit would overwrite it.

@@ -4,154 +4,118 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ferry_api::SourceConnector;
-use ferry_kafka::{
-    KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSink, KafkaSinkConfig, RecordConverters,
-};
-use ferry_offsets::{FileStore, OffsetBackingStore};
-use ferry_postgres::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
-use ferry_runtime::config::{
-    ConnectorConfig, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
-};
-use ferry_runtime::herder::{ConnectorsFile, Herder, Plugin, SinkFactory};
+use ferry_offsets::OffsetBackingStore;
+use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
+use ferry_runtime::config::{ConnectorConfig, Properties, WorkerConfig};
+use ferry_runtime::herder::{ConnectorsFile, Herder, SinkFactory};
 use ferry_runtime::rest::RestServer;
-use ferry_runtime::sink::{RecordSink, file::FileSink, stdout::StdoutSink};
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
 use ferry_runtime::{Worker, WorkerSettings};
 
-/// Every connector built into the `ferry` binary: the server-less ones of `ferry-connectors` and
-/// PostgresSource (`PostgresSource`, `io.confluent.connect.jdbc.JdbcSourceConnector`).
-pub(crate) fn connector_plugins() -> Vec<Plugin> {
-    let mut plugins = ferry_connectors::builtin_connectors();
-    plugins.extend(ferry_postgres::source::connectors());
-    plugins
-}
+use crate::Ferry;
 
-/// Finds a built-in connector by `connector.class`.
-pub(crate) fn resolve_connector(class: &str) -> Option<Box<dyn SourceConnector>> {
-    connector_plugins()
-        .into_iter()
-        .find(|p| p.answers_to(class))
-        .map(|p| p.make())
-}
-
-/// Loads and checks the worker file; every problem is reported at once.
-pub(crate) fn load_worker(path: &Path) -> Result<WorkerConfig, String> {
-    let props = Properties::load(path).map_err(|e| e.to_string())?;
-    WorkerConfig::from_properties(&props).map_err(|e| e.to_string())
-}
-
-/// Opens the worker's offset store (`offset.storage`): the offsets file, refused without being touched
-/// when damaged or locked; the Kafka offsets topic, created compacted when missing and read to its
-/// end; or the PostgreSQL offsets table, created when missing and refused when it has another shape.
+/// Opens the worker's offset store (`offset.storage`) as its plugin does: e.g. the offsets file,
+/// refused without being touched when damaged or locked.
 pub(crate) async fn open_store(
     config: &WorkerConfig,
+    mode: OpenMode,
 ) -> Result<Arc<dyn OffsetBackingStore>, String> {
-    match &config.offset_storage {
-        OffsetStorageSpec::File(path) => {
-            let path = path.clone();
-            let store = tokio::task::spawn_blocking(move || FileStore::open(path))
-                .await
-                .map_err(|e| format!("opening the offset store panicked: {e}"))?
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-        OffsetStorageSpec::Kafka(spec) => {
-            let mut store_config =
-                KafkaOffsetStoreConfig::new(spec.bootstrap_servers.clone(), spec.topic.clone());
-            store_config.partitions = spec.partitions;
-            store_config.replication_factor = spec.replication_factor;
-            store_config.client_overrides = spec.client_overrides.to_vec();
-            let store = KafkaOffsetStore::open(store_config)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-        OffsetStorageSpec::Postgres(spec) => {
-            let store_config =
-                PostgresOffsetStoreConfig::new(spec.url.expose()).with_table(spec.table.clone());
-            let store = PostgresOffsetStore::open(store_config)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(store))
-        }
-    }
+    config
+        .offset_storage
+        .spec()
+        .open(mode)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-/// The worker's sink, and for the Kafka sink the shared producer connectors' sinks are made from.
-async fn open_sink(
-    config: &WorkerConfig,
-) -> Result<(Arc<dyn RecordSink>, Option<KafkaSink>), String> {
-    Ok(match &config.sink {
-        SinkSpec::File(path) => (
-            Arc::new(FileSink::open(path).await.map_err(|e| e.to_string())?),
-            None,
-        ),
-        SinkSpec::Stdout => (
-            Arc::new(StdoutSink::new().map_err(|e| e.to_string())?),
-            None,
-        ),
-        SinkSpec::Kafka {
-            bootstrap_servers,
-            producer_overrides,
-        } => {
-            let kafka = KafkaSink::new(&KafkaSinkConfig {
-                bootstrap_servers: bootstrap_servers.clone(),
-                producer_overrides: producer_overrides.clone(),
-                converters: RecordConverters::new(config.key_converter, config.value_converter),
-            })
-            .map_err(|e| e.to_string())?;
-            (Arc::new(kafka.clone()), Some(kafka))
-        }
-    })
-}
-
-/// The sink of one connector: the worker's, or for Kafka the shared producer with the connector's
-/// `key.converter` / `value.converter` where it sets them.
+/// The sink of one connector, from the sink's provider with the connector's `key.converter` /
+/// `value.converter` where it sets them.
+///
+/// The herder still asks for one sink per connector, synchronously; the provider's `open` is async
+/// (per task, for sinks with per-task state). Until the herder opens sinks per task, this polls it
+/// once and, if it is not ready, waits for it in place.
 fn connector_sink(
     connector: &ConnectorConfig,
     config: &WorkerConfig,
-    sink: &Arc<dyn RecordSink>,
-    kafka: Option<&KafkaSink>,
+    provider: &Arc<dyn SinkProvider>,
 ) -> Arc<dyn RecordSink> {
-    let Some(kafka) = kafka else {
-        if connector.key_converter.is_some() || connector.value_converter.is_some() {
-            tracing::warn!(
-                connector = %connector.name,
-                "connector {:?}: key.converter / value.converter have no effect with sink={} (converters apply to \
-                 records sent to Kafka); ignored",
-                connector.name,
-                config.sink
-            );
+    let sets_converters = connector.key_converter.is_some() || connector.value_converter.is_some();
+    if !provider.uses_converters() && sets_converters {
+        tracing::warn!(
+            connector = %connector.name,
+            "connector {:?}: key.converter / value.converter have no effect with sink={} (converters apply to \
+             records sent to Kafka); ignored",
+            connector.name,
+            config.sink
+        );
+    }
+    let context = TaskSinkContext::new(
+        &connector.name,
+        0,
+        connector.key_converter,
+        connector.value_converter,
+    );
+    let mut open = provider.open(&context);
+    // The built-in providers are ready at once; only a provider that really waits blocks this thread
+    // (which needs the multi-threaded runtime `run_cli` builds).
+    let ready = open
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    let opened = match ready {
+        std::task::Poll::Ready(opened) => opened,
+        std::task::Poll::Pending => {
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(open))
         }
-        return sink.clone();
     };
-    let converters = RecordConverters::new(
-        connector.key_converter.unwrap_or(config.key_converter),
-        connector.value_converter.unwrap_or(config.value_converter),
-    );
-    tracing::info!(
-        connector = %connector.name,
-        "connector {:?}: keys converted with {}, values with {}",
-        connector.name,
-        converters.key.spec(),
-        converters.value.spec()
-    );
-    Arc::new(kafka.with_converters(converters))
+    match opened {
+        Ok(sink) => {
+            if provider.uses_converters() {
+                tracing::info!(
+                    connector = %connector.name,
+                    "connector {:?}: keys converted with {}, values with {}",
+                    connector.name,
+                    connector.key_converter.unwrap_or(config.key_converter),
+                    connector.value_converter.unwrap_or(config.value_converter)
+                );
+            }
+            sink
+        }
+        Err(error) => Arc::new(UnopenedSink(error)),
+    }
+}
+
+/// A sink that could not be opened: every send fails with why, so the connector's tasks fail with it.
+struct UnopenedSink(SinkError);
+
+#[async_trait::async_trait]
+impl RecordSink for UnopenedSink {
+    async fn send(&self, _record: &ferry_api::SourceRecord) -> Result<PendingDelivery, SinkError> {
+        Err(self.0.clone())
+    }
+
+    fn describe(&self) -> String {
+        self.0.sink.clone()
+    }
+
+    async fn flush(&self, _timeout: std::time::Duration) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 pub(crate) async fn run(
+    ferry: &Ferry,
     worker_file: &Path,
     connector_files: &[std::path::PathBuf],
 ) -> Result<(), String> {
     // Everything is validated before anything starts.
-    let config = load_worker(worker_file)?;
+    let config = ferry.load_worker(worker_file)?;
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
         match Properties::load(file)
             .map_err(|e| e.to_string())
             .and_then(|props| {
-                ConnectorConfig::from_properties(&props, resolve_connector)
+                ConnectorConfig::from_properties(&props, |class| ferry.resolve_connector(class))
                     .map_err(|e| e.to_string())
             }) {
             Ok(parsed) => connectors.push(parsed),
@@ -179,8 +143,18 @@ pub(crate) async fn run(
     // Bound before anything is created: a taken port refuses the start with nothing changed.
     let rest = RestServer::bind(&config.rest).await?;
 
-    let store = open_store(&config).await?;
-    let (sink, kafka) = open_sink(&config).await?;
+    let store = open_store(&config, OpenMode::ReadWrite).await?;
+    let provider = config
+        .sink
+        .spec()
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
+    // The worker's own sink (for connectors started without one of their own).
+    let sink = provider
+        .open(&TaskSinkContext::new("", 0, None, None))
+        .await
+        .map_err(|e| e.to_string())?;
     tracing::info!(
         "ferry standalone: offsets in {}, records to {}, committing every {} ms; connectors created over \
          REST are kept in {}",
@@ -200,12 +174,10 @@ pub(crate) async fn run(
     let signals = StopSignals::listen()?;
     let worker = Worker::new(settings, store.clone(), sink.clone());
     let sink_for: SinkFactory = {
-        let (config, sink) = (config.clone(), sink.clone());
-        Arc::new(move |connector: &ConnectorConfig| {
-            connector_sink(connector, &config, &sink, kafka.as_ref())
-        })
+        let (config, provider) = (config.clone(), provider.clone());
+        Arc::new(move |connector: &ConnectorConfig| connector_sink(connector, &config, &provider))
     };
-    let plugins = connector_plugins();
+    let plugins = ferry.connector_plugins().to_vec();
     let herder = Arc::new(Herder::new(
         worker,
         store.clone(),
@@ -230,7 +202,7 @@ pub(crate) async fn run(
     let _ = server.await;
     tracing::info!("stopping: waiting for outstanding records, committing offsets");
     herder.shutdown().await;
-    if let Err(e) = sink.flush(config.offset_flush_timeout).await {
+    if let Err(e) = provider.flush(config.offset_flush_timeout).await {
         tracing::warn!("sink flush at exit failed: {e}");
     }
     // Offsets of records delivered after the store failed were never committed: not a clean exit.

@@ -179,20 +179,10 @@ impl KafkaOffsetStoreConfig {
     }
 }
 
-/// Redacts override values whose names suggest a secret.
+/// Whether an override's value is hidden: a declared sensitive key, or (until every key's secrecy is
+/// declared) one whose name suggests a secret.
 fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    [
-        "password",
-        "secret",
-        "token",
-        "jaas",
-        "pem",
-        "credential",
-        "sasl.username",
-    ]
-    .iter()
-    .any(|s| key.contains(s))
+    crate::secret::is_sensitive_client_key(key) || ferry_plugin::redact::is_secret(key)
 }
 
 impl fmt::Debug for KafkaOffsetStoreConfig {

@@ -4,10 +4,11 @@ use std::fmt;
 
 use ferry_api::{Config, SourceConnector};
 
-use super::converter::{self, ConverterSpec, OrphanSettings};
-use super::error::{ConfigError, ConfigErrors};
-use super::hint::UnknownKeyHints;
-use super::properties::Properties;
+use ferry_plugin::ConverterSpec;
+use ferry_plugin::Properties;
+use ferry_plugin::UnknownKeyHints;
+use ferry_plugin::converter_config::{self as converter, OrphanSettings};
+use ferry_plugin::{ConfigError, ConfigErrors};
 
 /// `name`: the connector's unique name; offsets are stored under it. Required.
 pub const NAME: &str = "name";
@@ -122,7 +123,7 @@ impl ConnectorConfig {
             Some(name) => match check_name(name) {
                 Ok(()) => Some(name.to_owned()),
                 Err(message) => {
-                    errors.push(invalid(props, NAME, message));
+                    errors.push(props.invalid(NAME, message));
                     None
                 }
             },
@@ -140,7 +141,7 @@ impl ConnectorConfig {
                 if connector.is_none() {
                     let message = "unknown connector class: no connector of this class is built into Ferry \
                                    (the name or alias is case-sensitive)";
-                    errors.push(invalid(props, CONNECTOR_CLASS, message));
+                    errors.push(props.invalid(CONNECTOR_CLASS, message));
                 }
                 connector
             }
@@ -151,8 +152,7 @@ impl ConnectorConfig {
             Some(text) => match text.trim().parse::<usize>() {
                 Ok(n) if n >= 1 && i32::try_from(n).is_ok() => n,
                 _ => {
-                    errors.push(invalid(
-                        props,
+                    errors.push(props.invalid(
                         TASKS_MAX,
                         "must be a whole number from 1 to 2147483647 (default 1)",
                     ));
@@ -169,11 +169,8 @@ impl ConnectorConfig {
             None | Some("none") => ErrorTolerance::None,
             Some("all") => ErrorTolerance::All,
             Some(_) => {
-                errors.push(invalid(
-                    props,
-                    ERRORS_TOLERANCE,
-                    "accepted values: none (default), all",
-                ));
+                errors
+                    .push(props.invalid(ERRORS_TOLERANCE, "accepted values: none (default), all"));
                 ErrorTolerance::None
             }
         };
@@ -237,13 +234,18 @@ fn check_connector_keys(
     }
     if all_required_set {
         for issue in connector.validate(&props.to_config()) {
-            errors.push(ConfigError::Invalid {
-                path: props.path().to_path_buf(),
-                line: props.line_of(&issue.key),
-                value: props.get(&issue.key).map(str::to_owned),
-                key: issue.key,
-                message: issue.message,
-            });
+            // A declared key shows its value only as its secrecy allows.
+            let error = match keys.iter().find(|k| k.name == issue.key) {
+                Some(key) => props.invalid_secret(key, issue.message),
+                None => ConfigError::Invalid {
+                    path: props.path().to_path_buf(),
+                    line: props.line_of(&issue.key),
+                    value: props.get(&issue.key).map(str::to_owned),
+                    key: issue.key,
+                    message: issue.message,
+                },
+            };
+            errors.push(error);
         }
     }
 }
@@ -270,15 +272,5 @@ fn missing(props: &Properties, key: &str, hint: &str) -> ConfigError {
         path: props.path().to_path_buf(),
         key: key.to_owned(),
         hint: hint.to_owned(),
-    }
-}
-
-fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
-        message: message.to_owned(),
     }
 }

@@ -13,41 +13,28 @@
 //!     b"offset.storage.file.filename=/tmp/connect.offsets\nsink=file:/tmp/records.jsonl\n",
 //! )?;
 //! let worker = WorkerConfig::from_properties(&props)?;
-//! assert_eq!(worker.sink, SinkSpec::File("/tmp/records.jsonl".into()));
+//! assert_eq!(worker.sink, SinkSpec::file("/tmp/records.jsonl"));
 //! assert_eq!(worker.offset_flush_interval.as_millis(), 60_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod connector;
-mod converter;
-mod error;
-mod hint;
-mod postgres;
-mod properties;
 mod rest;
-mod syntax;
 mod worker;
 
 pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
-pub use converter::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
-pub(crate) use error::is_secret;
-pub use error::{ConfigError, ConfigErrors};
-pub(crate) use postgres::shown_value;
-pub use postgres::{
-    DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_TABLE,
-    OFFSET_STORAGE_POSTGRES_URL, PostgresOffsetStorageSpec, PostgresUrl,
-};
-pub use properties::Properties;
+pub(crate) use ferry_plugin::redact::{is_secret, shown_value};
+pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
+pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
+pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
 };
 pub use worker::{
-    BOOTSTRAP_SERVERS, ClientOverrides, KafkaOffsetStorageSpec, OFFSET_FLUSH_INTERVAL_MS,
-    OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE, OFFSET_STORAGE_FILE, OFFSET_STORAGE_PARTITIONS,
-    OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC, OffsetStorageSpec, PRODUCER_PREFIX,
-    SINK, SinkSpec, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, WorkerConfig,
+    OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE, OFFSET_STORAGE_FILE,
+    OffsetStorageSpec, SINK, SinkSpec, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, WorkerConfig,
 };

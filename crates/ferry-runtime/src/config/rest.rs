@@ -2,16 +2,17 @@
 //! `rest.port` fallbacks), `rest.auth.token`, and where REST-created connectors are kept
 //! (`ferry.connectors.file`).
 
-use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use ferry_plugin::Secret;
 
-use super::error::ConfigError;
-use super::properties::Properties;
-use super::worker::{OffsetStorageSpec, location};
+use std::sync::Arc;
+
+use ferry_plugin::ConfigError;
+use ferry_plugin::DynStoreSpec;
+use ferry_plugin::Properties;
 
 /// `listeners`: where the REST API listens, `http://HOST:PORT` (comma-separated for several).
 /// Default `http://127.0.0.1:8083`: loopback only unless configured.
@@ -26,7 +27,7 @@ pub const REST_PORT: &str = "rest.port";
 pub const REST_AUTH_TOKEN: &str = "rest.auth.token";
 /// `ferry.connectors.file` (Ferry-only key): the JSON file keeping connectors created or changed over
 /// REST. Default `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`,
-/// `ferry-connectors.json` in the working directory with `offset.storage=kafka` or `postgres`.
+/// `ferry-connectors.json` in the working directory with a store that is not a file.
 pub const CONNECTORS_FILE: &str = "ferry.connectors.file";
 /// `rest.read.timeout.ms` (Ferry-only key): a REST connection is closed when it has not sent a
 /// complete request head this long after opening or after its last answer (idle and slow clients),
@@ -38,7 +39,7 @@ pub const REST_MAX_CONNECTIONS: &str = "rest.max.connections";
 
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 8083;
-const KAFKA_DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
+const DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: usize = 100;
 
@@ -120,13 +121,13 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         Some(text) => {
             match parse_listeners(text) {
                 Ok(listeners) => config.listeners = listeners,
-                Err(message) => errors.push(invalid(props, LISTENERS, &message)),
+                Err(message) => errors.push(props.invalid(LISTENERS, message)),
             }
             for key in deprecated {
                 tracing::warn!(
                     key = %key,
                     "{}: {key} is ignored because listeners is set (Kafka Connect ignores it too)",
-                    location(props, key)
+                    props.location(key)
                 );
             }
         }
@@ -139,11 +140,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             let port = match props.get(REST_PORT).map(str::trim) {
                 None => DEFAULT_PORT,
                 Some(text) => text.parse::<u16>().unwrap_or_else(|_| {
-                    errors.push(invalid(
-                        props,
-                        REST_PORT,
-                        "must be a port number, 0 to 65535",
-                    ));
+                    errors.push(props.invalid(REST_PORT, "must be a port number, 0 to 65535"));
                     DEFAULT_PORT
                 }),
             };
@@ -154,7 +151,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             tracing::warn!(
                 "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
                  (set listeners instead)",
-                location(props, deprecated[0]),
+                props.location(deprecated[0]),
                 config.listeners[0]
             );
         }
@@ -162,8 +159,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     }
     match props.get(REST_AUTH_TOKEN).map(str::trim) {
         None => {}
-        Some("") => errors.push(invalid(
-            props,
+        Some("") => errors.push(props.invalid(
             REST_AUTH_TOKEN,
             "must not be empty; remove the key to serve the REST API without authentication",
         )),
@@ -172,8 +168,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     if let Some(text) = props.get(REST_READ_TIMEOUT_MS) {
         match text.trim().parse::<u64>() {
             Ok(ms) if ms >= 1 => config.read_timeout = Duration::from_millis(ms),
-            _ => errors.push(invalid(
-                props,
+            _ => errors.push(props.invalid(
                 REST_READ_TIMEOUT_MS,
                 "must be a whole number of milliseconds, 1 or more (default 10000)",
             )),
@@ -182,10 +177,9 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     if let Some(text) = props.get(REST_MAX_CONNECTIONS) {
         match text.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_CONNECTIONS_LIMIT).contains(&n) => config.max_connections = n,
-            _ => errors.push(invalid(
-                props,
+            _ => errors.push(props.invalid(
                 REST_MAX_CONNECTIONS,
-                &format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
+                format!("must be a whole number from 1 to {MAX_CONNECTIONS_LIMIT} (default 100)"),
             )),
         }
     }
@@ -198,27 +192,21 @@ const MAX_CONNECTIONS_LIMIT: usize = 1_000_000;
 /// `ferry.connectors.file`, or its default next to the offsets file (or in the working directory).
 pub(crate) fn connectors_file(
     props: &Properties,
-    storage: Option<&OffsetStorageSpec>,
+    storage: Option<&Arc<dyn DynStoreSpec>>,
     errors: &mut Vec<ConfigError>,
 ) -> PathBuf {
     match props.get(CONNECTORS_FILE).map(str::trim) {
         Some("") => {
-            errors.push(invalid(
-                props,
+            errors.push(props.invalid(
                 CONNECTORS_FILE,
                 "must name a file, e.g. /var/lib/ferry/connectors.json",
             ));
-            PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE)
+            PathBuf::from(DEFAULT_CONNECTORS_FILE)
         }
         Some(path) => PathBuf::from(path),
-        None => match storage {
-            Some(OffsetStorageSpec::File(offsets)) => {
-                let mut name = OsString::from(offsets.as_os_str());
-                name.push(".connectors.json");
-                PathBuf::from(name)
-            }
-            _ => PathBuf::from(KAFKA_DEFAULT_CONNECTORS_FILE),
-        },
+        None => storage
+            .and_then(|spec| spec.default_connectors_file())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONNECTORS_FILE)),
     }
 }
 
@@ -276,16 +264,6 @@ fn parse_listener(text: &str) -> Result<Listener, String> {
         host: host.to_owned(),
         port,
     })
-}
-
-fn invalid(props: &Properties, key: &str, message: &str) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
-        message: message.to_owned(),
-    }
 }
 
 #[cfg(test)]

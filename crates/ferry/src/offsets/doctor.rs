@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use ferry_offsets::transfer;
 
-use crate::standalone::load_worker;
+use crate::Ferry;
 
 #[derive(Args)]
 pub(crate) struct DoctorArgs {
@@ -17,8 +17,8 @@ pub(crate) struct DoctorArgs {
     worker: PathBuf,
 }
 
-pub(super) async fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
-    let config = load_worker(&args.worker)?;
+pub(super) async fn run(ferry: &Ferry, args: &DoctorArgs) -> Result<ExitCode, String> {
+    let config = ferry.load_worker(&args.worker)?;
     let store = super::open_store_read_only(&config).await?;
     let history = store.history().await.map_err(|e| e.to_string())?;
     let live = store.entries().await.map_err(|e| e.to_string())?;

@@ -10,9 +10,10 @@ use std::time::SystemTime;
 use clap::{Args, ValueEnum};
 use ferry_offsets::transfer::{self, ImportPlan, InputFormat};
 use ferry_offsets::{OffsetBackingStore, OffsetWrite};
-use ferry_runtime::config::OffsetStorageSpec;
+use ferry_plugin::OpenMode;
 
-use crate::standalone::{load_worker, open_store};
+use crate::Ferry;
+use crate::standalone::open_store;
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
@@ -57,8 +58,8 @@ impl From<FormatArg> for InputFormat {
     }
 }
 
-pub(super) async fn export(args: &ExportArgs) -> Result<ExitCode, String> {
-    let config = load_worker(&args.worker)?;
+pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode, String> {
+    let config = ferry.load_worker(&args.worker)?;
     let store = super::open_store_read_only(&config).await?;
     let entries = match &args.connector {
         Some(connector) => store.connector_offsets(connector).await,
@@ -99,8 +100,8 @@ pub(super) async fn export(args: &ExportArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) async fn import(args: &ImportArgs) -> Result<ExitCode, String> {
-    let config = load_worker(&args.worker)?;
+pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode, String> {
+    let config = ferry.load_worker(&args.worker)?;
     let name = args.file.display().to_string();
     // The whole input is checked before the store is even opened: nothing is written on any error.
     let input = read_input(&args.file)?;
@@ -117,12 +118,9 @@ pub(super) async fn import(args: &ImportArgs) -> Result<ExitCode, String> {
     if args.dry_run {
         // A dry run writes nothing, so it opens the store read-only, and a missing store file stays
         // missing.
-        let target = match &config.offset_storage {
-            OffsetStorageSpec::File(path) if !path.exists() => format!(
-                "file {} (it does not exist yet; the import would create it)",
-                path.display()
-            ),
-            _ => super::open_store_read_only(&config).await?.describe(),
+        let target = match config.offset_storage.spec().not_created_yet() {
+            Some(target) => target,
+            None => super::open_store_read_only(&config).await?.describe(),
         };
         eprintln!(
             "dry run: {name} ({}) is valid; importing it into {target} would write \
@@ -131,8 +129,8 @@ pub(super) async fn import(args: &ImportArgs) -> Result<ExitCode, String> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let store = open_store(&config).await?;
-    let kafka = matches!(config.offset_storage, OffsetStorageSpec::Kafka(_));
+    let store = open_store(&config, OpenMode::ReadWrite).await?;
+    let kafka = !config.offset_storage.spec().atomic_batches();
     if kafka {
         eprintln!(
             "note: {} is a Kafka topic: the {} records are sent as one batch, but a batch is not \

@@ -3,11 +3,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use ferry_api::Config;
+use ferry_api::{Config, ConfigKey};
 use indexmap::IndexMap;
 
-use super::error::ConfigError;
-use super::syntax;
+use crate::config_error::ConfigError;
+use crate::redact::shown_value;
+use crate::syntax;
 
 /// The keys and values of one properties file (`java.util.Properties` syntax), with 1-based lines.
 ///
@@ -159,6 +160,40 @@ impl Properties {
     /// The file the properties came from (or the label given to [`Properties::from_pairs`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `path:line` of `key` (`path` when its line is unknown), for log messages.
+    pub fn location(&self, key: &str) -> String {
+        match self.line_of(key) {
+            Some(line) => format!("{}:{line}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    /// [`ConfigError::Invalid`] for a declared `key` as set here: its value only as the key's secrecy
+    /// allows ([`ConfigKey::shown`]: `[hidden]` for a secret).
+    pub fn invalid_secret(&self, key: &ConfigKey, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.name.to_owned(),
+            line: self.line_of(key.name),
+            value: self
+                .get(key.name)
+                .map(|value| key.shown(value).into_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// [`ConfigError::Invalid`] for `key` as set here, with `message` saying what is accepted. The
+    /// value is kept as messages may show it (a connection string's password hidden).
+    pub fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.to_owned(),
+            line: self.line_of(key),
+            value: self.get(key).map(|value| shown_value(key, value)),
+            message: message.into(),
+        }
     }
 }
 

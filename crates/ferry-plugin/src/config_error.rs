@@ -3,6 +3,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use ferry_api::HIDDEN;
+
+use crate::redact::{is_secret, shown_value};
+
 /// One problem with a configuration file. Every message names the file, the key and (when known) the
 /// line as `path:line`, and says what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +75,8 @@ pub enum ConfigError {
         key: String,
         /// The 1-based line, when known.
         line: Option<usize>,
-        /// The value as written; `None` when the key is not set.
+        /// The value as messages may show it: as written, or `[hidden]` / redacted for a key declared
+        /// secret (`ConfigKey::secret`, `embeds_secret`); `None` when the key is not set.
         value: Option<String>,
         /// What is wrong and what is accepted.
         message: String,
@@ -124,7 +129,7 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 
 impl ConfigErrors {
     /// The problems in file order; those without a line (missing keys) last.
-    pub(crate) fn in_file_order(mut errors: Vec<ConfigError>) -> Self {
+    pub fn in_file_order(mut errors: Vec<ConfigError>) -> Self {
         errors.sort_by_key(|e| (e.line().is_none(), e.line()));
         ConfigErrors(errors)
     }
@@ -185,28 +190,8 @@ fn at(path: &Path, line: Option<usize>) -> String {
 fn shown(key: &str, value: Option<&str>) -> String {
     match value {
         None => "invalid".to_owned(),
-        Some(_) if is_secret(key) => "invalid value [hidden] for".to_owned(),
-        Some(value) => format!(
-            "invalid value {:?} for",
-            super::postgres::shown_value(key, value)
-        ),
+        // A value already hidden by its key's declared secrecy (`ConfigKey::secret`) is shown as such.
+        Some(value) if is_secret(key) || value == HIDDEN => "invalid value [hidden] for".to_owned(),
+        Some(value) => format!("invalid value {:?} for", shown_value(key, value)),
     }
-}
-
-/// Whether a key's value must never appear in messages or `Debug` output.
-pub(crate) fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    // `sasl.jaas.config` and `sasl.oauthbearer.config` embed credentials; `ssl.key.pem` is a private key.
-    [
-        "password",
-        "secret",
-        "token",
-        "credential",
-        "jaas",
-        "oauthbearer.config",
-        "key.pem",
-        "private",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
 }

@@ -13,13 +13,11 @@
 //! Connect's `connect-standalone.properties`. A connector that sets `value.converter` uses that class
 //! with the connector's own `value.converter.*` settings (the worker's are not inherited), as in Kafka
 //! Connect.
+//!
+//! The runtime reads them from the worker and connector files; a sink that converts (Kafka) gets the
+//! resulting [`ConverterSpec`]s.
 
-pub use ferry_plugin::ConverterSpec;
-
-use super::error::ConfigError;
-use super::hint::unknown_key_hint;
-use super::properties::Properties;
-use super::worker::location;
+use crate::{ConfigError, ConverterSpec, Properties, unknown_key_hint};
 
 /// `key.converter`: how record keys become bytes in Kafka.
 pub const KEY_CONVERTER: &str = "key.converter";
@@ -72,7 +70,7 @@ fn from_class(class: &str) -> Option<ConverterSpec> {
 
 /// Whether `key` is a converter key or setting (`value.converter`, `key.converter.schemas.enable`,
 /// `header.converter`), handled by [`parse_converters`].
-pub(crate) fn is_converter_key(key: &str) -> bool {
+pub fn is_converter_key(key: &str) -> bool {
     key == KEY_CONVERTER
         || key == VALUE_CONVERTER
         || key == HEADER_CONVERTER
@@ -81,7 +79,7 @@ pub(crate) fn is_converter_key(key: &str) -> bool {
 }
 
 /// The converter keys a file sets, in file order (for "has no effect" warnings).
-pub(crate) fn converter_keys(props: &Properties) -> Vec<&str> {
+pub fn converter_keys(props: &Properties) -> Vec<&str> {
     props.keys().filter(|k| is_converter_key(k)).collect()
 }
 
@@ -90,7 +88,7 @@ pub(crate) fn converter_keys(props: &Properties) -> Vec<&str> {
 /// Settings of a role whose class is not set are reported by `orphan_settings` (the worker applies
 /// them to the default class; a connector ignores them, as Kafka Connect does). Problems are pushed to
 /// `errors`, each naming the key and line.
-pub(crate) fn parse_converters(
+pub fn parse_converters(
     props: &Properties,
     orphan_settings: OrphanSettings,
     errors: &mut Vec<ConfigError>,
@@ -104,7 +102,7 @@ pub(crate) fn parse_converters(
 
 /// What to do with `value.converter.*` settings when `value.converter` itself is not set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OrphanSettings {
+pub enum OrphanSettings {
     /// Worker: they configure the default converter (JsonConverter).
     ApplyToDefault,
     /// Connector: the worker's converter is used with the worker's settings; these are ignored with a
@@ -125,9 +123,7 @@ fn parse_role(
         Some(class) => match from_class(class) {
             Some(spec) => (true, spec),
             None => {
-                errors.push(invalid(
-                    props,
-                    role,
+                errors.push(props.invalid(role,
                     format!(
                         "unknown converter class; accepted: {JSON_CLASS}, {STRING_CLASS}, {BYTE_ARRAY_CLASS} \
                          (or their simple names, e.g. JsonConverter)"
@@ -144,7 +140,7 @@ fn parse_role(
                 key = %key,
                 "{}: {key} has no effect without {role} in the same file (the worker's {role} is used with \
                  the worker's settings, as in Kafka Connect); ignored",
-                location(props, key)
+                props.location(key)
             );
         }
         return None;
@@ -155,17 +151,12 @@ fn parse_role(
         match (setting, &mut spec) {
             (SCHEMAS_ENABLE, ConverterSpec::Json { schemas_enable }) => match java_bool(value) {
                 Some(enabled) => *schemas_enable = enabled,
-                None => errors.push(invalid(
-                    props,
-                    key,
-                    "must be true or false (default true)".to_owned(),
-                )),
+                None => errors
+                    .push(props.invalid(key, "must be true or false (default true)".to_owned())),
             },
             (ENCODING, ConverterSpec::String) => {
                 if !matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") {
-                    errors.push(invalid(
-                        props,
-                        key,
+                    errors.push(props.invalid(key,
                         "Ferry's StringConverter writes UTF-8 only; remove the key or set it to UTF-8".to_owned(),
                     ));
                 }
@@ -174,13 +165,13 @@ fn parse_role(
                 file = %props.path().display(),
                 key = %key,
                 "{}: {key} has no effect in Ferry (its schemas have no decimals, defaults or schema cache); ignored",
-                location(props, key)
+                props.location(key)
             ),
             (s, _) if ALL_SETTINGS.contains(&s) => tracing::warn!(
                 file = %props.path().display(),
                 key = %key,
                 "{}: {key} is not a setting of {} ({role}); ignored",
-                location(props, key),
+                props.location(key),
                 spec.class_name()
             ),
             (s, _) => {
@@ -213,9 +204,7 @@ fn check_header_converter(props: &Properties, errors: &mut Vec<ConfigError>) {
         && class != SIMPLE_HEADER_CLASS
         && class != "SimpleHeaderConverter"
     {
-        errors.push(invalid(
-            props,
-            HEADER_CONVERTER,
+        errors.push(props.invalid(HEADER_CONVERTER,
             format!(
                 "Ferry converts headers like {SIMPLE_HEADER_CLASS} only (a string header as its text, any other \
                  value as JSON); remove the key or set it to that class"
@@ -230,15 +219,5 @@ pub(crate) fn java_bool(text: &str) -> Option<bool> {
         "true" => Some(true),
         "false" => Some(false),
         _ => None,
-    }
-}
-
-fn invalid(props: &Properties, key: &str, message: String) -> ConfigError {
-    ConfigError::Invalid {
-        path: props.path().to_path_buf(),
-        key: key.to_owned(),
-        line: props.line_of(key),
-        value: props.get(key).map(str::to_owned),
-        message,
     }
 }

@@ -1,22 +1,30 @@
 //! Worker keys of `offset.storage=postgres`: `offset.storage.postgres.url` and
 //! `offset.storage.postgres.table`.
 
-use ferry_runtime::config::{
-    ConfigError, ConfigErrors, OffsetStorageSpec, PostgresOffsetStorageSpec, PostgresUrl,
-    Properties, WorkerConfig,
-};
+use ferry::Ferry;
+use ferry_postgres::{PostgresStoreSpec, PostgresUrl};
+use ferry_runtime::config::{ConfigError, ConfigErrors, Properties, WorkerConfig};
+
+/// The `ferry` binary's worker backends.
+fn ferry() -> Ferry {
+    Ferry::builder()
+        .offset_store(ferry_kafka::KafkaStorePlugin)
+        .sink(ferry_kafka::KafkaSinkPlugin)
+        .offset_store(ferry_postgres::PostgresStorePlugin)
+}
 
 fn props(pairs: &[(&str, &str)]) -> Properties {
     Properties::from_pairs("worker.properties", pairs.iter().copied())
 }
 
 fn worker(pairs: &[(&str, &str)]) -> WorkerConfig {
-    WorkerConfig::from_properties(&props(pairs))
+    ferry()
+        .parse_worker(&props(pairs))
         .unwrap_or_else(|e| panic!("valid worker config refused:\n{e}"))
 }
 
 fn worker_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
-    match WorkerConfig::from_properties(&props(pairs)) {
+    match ferry().parse_worker(&props(pairs)) {
         Ok(config) => panic!("config should be refused: {config:?}"),
         Err(errors) => errors,
     }
@@ -40,8 +48,8 @@ const URL: &str = "postgresql://ferry:s3cret@db.example:5432/ferry";
 fn postgres_storage_with_the_default_table() {
     let config = worker(&[POSTGRES, ("offset.storage.postgres.url", URL)]);
     assert_eq!(
-        config.offset_storage,
-        OffsetStorageSpec::Postgres(PostgresOffsetStorageSpec {
+        config.offset_storage.downcast_ref::<PostgresStoreSpec>(),
+        Some(&PostgresStoreSpec {
             url: PostgresUrl::new(URL),
             table: "ferry_offsets".to_owned(),
         })
@@ -55,7 +63,7 @@ fn postgres_storage_with_the_default_table() {
         config.connectors_file,
         std::path::PathBuf::from("ferry-connectors.json")
     );
-    let OffsetStorageSpec::Postgres(spec) = &config.offset_storage else {
+    let Some(spec) = config.offset_storage.downcast_ref::<PostgresStoreSpec>() else {
         panic!("not postgres: {:?}", config.offset_storage);
     };
     assert_eq!(
@@ -76,7 +84,7 @@ fn postgres_storage_with_a_schema_qualified_table_and_key_value_url() {
         ("offset.storage.postgres.url", url),
         ("offset.storage.postgres.table", "ops.connect_offsets"),
     ]);
-    let OffsetStorageSpec::Postgres(spec) = config.offset_storage else {
+    let Some(spec) = config.offset_storage.downcast_ref::<PostgresStoreSpec>() else {
         panic!("not postgres");
     };
     assert_eq!(spec.table, "ops.connect_offsets");

@@ -1,9 +1,17 @@
-//! `offset.storage=postgres`: the keys of the PostgreSQL offset store.
+//! PostgreSQL as a worker backend: `offset.storage=postgres` ([`PostgresStorePlugin`]), reading its own
+//! worker keys; the runtime does not know them.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
-use super::error::ConfigError;
-use super::properties::Properties;
+use async_trait::async_trait;
+use ferry_api::ConfigKey;
+use ferry_offsets::{OffsetBackingStore, StoreError};
+use ferry_plugin::redact::redact_connection_string;
+use ferry_plugin::{ConfigError, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties};
+
+use crate::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
 
 /// `offset.storage.postgres.url` (Ferry-only key): the PostgreSQL server and database holding the
 /// offsets table, as a libpq connection string; required with `offset.storage=postgres`.
@@ -14,13 +22,111 @@ pub const OFFSET_STORAGE_POSTGRES_TABLE: &str = "offset.storage.postgres.table";
 /// The default `offset.storage.postgres.table`.
 pub const DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE: &str = "ferry_offsets";
 
+/// `offset.storage.postgres.url`, whose password is hidden wherever it is shown.
+const URL_KEY: ConfigKey = ConfigKey::required(
+    OFFSET_STORAGE_POSTGRES_URL,
+    "the database holding the offsets table, e.g. postgresql://ferry@db.example:5432/ferry",
+)
+.embeds_secret(crate::redact::CONNECTION_STRING_REDACTOR);
+/// `offset.storage.postgres.table`.
+const TABLE_KEY: ConfigKey = ConfigKey::optional(
+    OFFSET_STORAGE_POSTGRES_TABLE,
+    Some(DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE),
+    "the offsets table, table or schema.table",
+);
+
+/// The runtime's offsets-file key, which has no effect with this store.
+const OFFSET_STORAGE_FILE: &str = "offset.storage.file.filename";
+
+/// `offset.storage=postgres`: a PostgreSQL table, one row per partition (`offset.storage.postgres.url`,
+/// `offset.storage.postgres.table`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PostgresStorePlugin;
+
+impl OffsetStorePlugin for PostgresStorePlugin {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn description(&self) -> &'static str {
+        "a PostgreSQL table (offset.storage=postgres)"
+    }
+
+    fn hint(&self) -> &'static str {
+        "in PostgreSQL with offset.storage=postgres and offset.storage.postgres.url"
+    }
+
+    fn accepted(&self) -> &'static str {
+        "postgres (offset.storage.postgres.url)"
+    }
+
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![URL_KEY, TABLE_KEY]
+    }
+
+    fn parse(
+        &self,
+        props: &Properties,
+        _alternatives: &[&'static str],
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<dyn DynStoreSpec>> {
+        if props.get(OFFSET_STORAGE_FILE).is_some() {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = OFFSET_STORAGE_FILE,
+                "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=postgres; ignored",
+                props.location(OFFSET_STORAGE_FILE)
+            );
+        }
+        postgres_storage(props, errors).map(|spec| Arc::new(spec) as Arc<dyn DynStoreSpec>)
+    }
+}
+
 /// The settings of `offset.storage=postgres`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PostgresOffsetStorageSpec {
+pub struct PostgresStoreSpec {
     /// `offset.storage.postgres.url` (required).
     pub url: PostgresUrl,
     /// `offset.storage.postgres.table` (default `ferry_offsets`).
     pub table: String,
+}
+
+impl fmt::Display for PostgresStoreSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "postgres table {} at {}",
+            self.table,
+            self.url.redacted()
+        )
+    }
+}
+
+#[async_trait]
+impl DynStoreSpec for PostgresStoreSpec {
+    fn plugin(&self) -> &'static str {
+        "postgres"
+    }
+
+    /// The offsets table, created when missing and refused when it has another shape.
+    async fn open(&self, _mode: OpenMode) -> Result<Arc<dyn OffsetBackingStore>, StoreError> {
+        let config =
+            PostgresOffsetStoreConfig::new(self.url.expose()).with_table(self.table.clone());
+        Ok(Arc::new(PostgresOffsetStore::open(config).await?))
+    }
+
+    fn exclusive(&self) -> bool {
+        false
+    }
+
+    // One transaction per write.
+    fn atomic_batches(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// A libpq connection string: a URL (`postgresql://user:password@host:5432/db?…`) or `key=value`
@@ -43,7 +149,7 @@ impl PostgresUrl {
 
     /// The connection string with any password replaced by `[hidden]`, for messages.
     pub fn redacted(&self) -> String {
-        redact(&self.0)
+        redact_connection_string(&self.0)
     }
 }
 
@@ -53,128 +159,11 @@ impl fmt::Debug for PostgresUrl {
     }
 }
 
-const HIDDEN: &str = "[hidden]";
-
-/// `text` with the password of a URL's user info, and any `password` parameter, hidden.
-pub(crate) fn redact(text: &str) -> String {
-    if let Some(scheme_end) = text.find("://") {
-        let (scheme, rest) = text.split_at(scheme_end + 3);
-        let (before_query, query) = match rest.find('?') {
-            Some(q) => rest.split_at(q),
-            None => (rest, ""),
-        };
-        let authority = match before_query.rfind('@') {
-            Some(at) => {
-                let (userinfo, host) = before_query.split_at(at);
-                match userinfo.split_once(':') {
-                    Some((user, _)) => format!("{user}:{HIDDEN}{host}"),
-                    None => before_query.to_owned(),
-                }
-            }
-            None => before_query.to_owned(),
-        };
-        let query = query
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some((key, _)) if key.trim_start_matches('?').eq_ignore_ascii_case("password") => {
-                    format!("{key}={HIDDEN}")
-                }
-                _ => param.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        return format!("{scheme}{authority}{query}");
-    }
-    redact_key_values(text)
-}
-
-/// `key=value` pairs with the value of `password` hidden (a value may be single-quoted with `\`
-/// escapes, as libpq allows).
-fn redact_key_values(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        let trimmed = rest.trim_start();
-        out.push_str(&rest[..rest.len() - trimmed.len()]);
-        rest = trimmed;
-        let key_len = rest
-            .find(|c: char| c == '=' || c.is_whitespace())
-            .unwrap_or(rest.len());
-        let key = &rest[..key_len];
-        out.push_str(key);
-        rest = &rest[key_len..];
-        let after_space = rest.trim_start();
-        let Some(after_eq) = after_space.strip_prefix('=') else {
-            continue;
-        };
-        out.push_str(&rest[..rest.len() - after_space.len()]);
-        out.push('=');
-        let value_start = after_eq.trim_start();
-        out.push_str(&after_eq[..after_eq.len() - value_start.len()]);
-        let value_len = value_length(value_start);
-        if key == "password" {
-            out.push_str(HIDDEN);
-        } else {
-            out.push_str(&value_start[..value_len]);
-        }
-        rest = &value_start[value_len..];
-    }
-    out
-}
-
-/// The length of the value at the start of `text`: a quoted value up to its closing quote, else up to
-/// whitespace.
-fn value_length(text: &str) -> usize {
-    if let Some(quoted) = text.strip_prefix('\'') {
-        let mut escaped = false;
-        for (i, c) in quoted.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '\'' => return i + 2,
-                _ => {}
-            }
-        }
-        return text.len();
-    }
-    text.find(char::is_whitespace).unwrap_or(text.len())
-}
-
-/// `value` of `key` as messages may show it: the connection string with its password hidden.
-pub(crate) fn shown_value(key: &str, value: &str) -> String {
-    if key == OFFSET_STORAGE_POSTGRES_URL {
-        redact(value)
-    } else if key == "connection.url" {
-        // PostgresSource's JDBC URL may carry `?password=…`, also in the form without `//`.
-        redact_jdbc(value)
-    } else {
-        value.to_owned()
-    }
-}
-
-/// A JDBC URL with its user-info password and `password` parameters hidden.
-fn redact_jdbc(text: &str) -> String {
-    if text.contains("://") {
-        return redact(text);
-    }
-    let Some((base, query)) = text.split_once('?') else {
-        return text.to_owned();
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|param| match param.split_once('=') {
-            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}={HIDDEN}"),
-            _ => param.to_owned(),
-        })
-        .collect();
-    format!("{base}?{}", query.join("&"))
-}
-
 /// Reads the postgres keys; pushes every problem to `errors`.
-pub(crate) fn postgres_storage(
+fn postgres_storage(
     props: &Properties,
     errors: &mut Vec<ConfigError>,
-) -> Option<PostgresOffsetStorageSpec> {
+) -> Option<PostgresStoreSpec> {
     let url = match props.get(OFFSET_STORAGE_POSTGRES_URL).map(str::trim) {
         None => {
             errors.push(ConfigError::Missing {
@@ -194,7 +183,7 @@ pub(crate) fn postgres_storage(
                     path: props.path().to_path_buf(),
                     key: OFFSET_STORAGE_POSTGRES_URL.to_owned(),
                     line: props.line_of(OFFSET_STORAGE_POSTGRES_URL),
-                    value: Some(shown_value(OFFSET_STORAGE_POSTGRES_URL, url)),
+                    value: Some(URL_KEY.shown(url).into_owned()),
                     message,
                 });
                 None
@@ -217,7 +206,7 @@ pub(crate) fn postgres_storage(
             }
         },
     };
-    Some(PostgresOffsetStorageSpec {
+    Some(PostgresStoreSpec {
         url: url?,
         table: table?,
     })
@@ -317,7 +306,7 @@ mod tests {
                 "host=db password = [hidden] dbname=x",
             ),
         ] {
-            assert_eq!(redact(url), shown, "{url}");
+            assert_eq!(PostgresUrl::new(url).redacted(), shown, "{url}");
             assert!(!format!("{:?}", PostgresUrl::new(url)).contains("s3"));
         }
     }

@@ -6,26 +6,37 @@ use log_capture::Logs;
 
 use std::sync::Arc;
 
+use ferry::Ferry;
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceRecord, SourceTask,
     SourceTaskContext, async_trait,
 };
+use ferry_kafka::{KafkaSinkSpec, KafkaStoreSpec};
 use ferry_runtime::config::{
-    ClientOverrides, ConfigError, ConfigErrors, ConnectorConfig, ConverterSpec,
-    KafkaOffsetStorageSpec, OffsetStorageSpec, Properties, SinkSpec, WorkerConfig,
+    ClientOverrides, ConfigError, ConfigErrors, ConnectorConfig, ConverterSpec, OffsetStorageSpec,
+    Properties, SinkSpec, WorkerConfig,
 };
+
+/// The `ferry` binary's worker backends.
+fn ferry() -> Ferry {
+    Ferry::builder()
+        .offset_store(ferry_kafka::KafkaStorePlugin)
+        .sink(ferry_kafka::KafkaSinkPlugin)
+        .offset_store(ferry_postgres::PostgresStorePlugin)
+}
 
 fn props(pairs: &[(&str, &str)]) -> Properties {
     Properties::from_pairs("worker.properties", pairs.iter().copied())
 }
 
 fn worker(pairs: &[(&str, &str)]) -> WorkerConfig {
-    WorkerConfig::from_properties(&props(pairs))
+    ferry()
+        .parse_worker(&props(pairs))
         .unwrap_or_else(|e| panic!("valid worker config refused:\n{e}"))
 }
 
 fn worker_errors(pairs: &[(&str, &str)]) -> ConfigErrors {
-    match WorkerConfig::from_properties(&props(pairs)) {
+    match ferry().parse_worker(&props(pairs)) {
         Ok(config) => panic!("config should be refused: {config:?}"),
         Err(errors) => errors,
     }
@@ -54,22 +65,17 @@ const JSON_WITH_SCHEMAS: ConverterSpec = ConverterSpec::Json {
 #[test]
 fn bootstrap_servers_makes_kafka_the_default_sink_with_json_converters() {
     let config = worker(&[FILE, ("bootstrap.servers", " k1:9092,k2:9092 ")]);
+    let sink = config.sink.downcast_ref::<KafkaSinkSpec>();
     assert_eq!(
-        config.sink,
-        SinkSpec::Kafka {
-            bootstrap_servers: "k1:9092,k2:9092".to_owned(),
-            producer_overrides: ClientOverrides::default(),
-        }
+        sink.map(|s| (s.bootstrap_servers.as_str(), &s.producer_overrides)),
+        Some(("k1:9092,k2:9092", &ClientOverrides::default()))
     );
     assert_eq!(config.sink.to_string(), "kafka k1:9092,k2:9092");
     assert_eq!(
         (config.key_converter, config.value_converter),
         (JSON_WITH_SCHEMAS, JSON_WITH_SCHEMAS)
     );
-    assert_eq!(
-        config.offset_storage,
-        OffsetStorageSpec::File("/tmp/o".into())
-    );
+    assert_eq!(config.offset_storage, OffsetStorageSpec::file("/tmp/o"));
 }
 
 #[test]
@@ -80,7 +86,7 @@ fn sink_kafka_needs_bootstrap_servers() {
         "{errors}"
     );
     let explicit = worker(&[FILE, ("sink", "kafka"), ("bootstrap.servers", "k:9092")]);
-    assert!(matches!(explicit.sink, SinkSpec::Kafka { .. }));
+    assert!(explicit.sink.downcast_ref::<KafkaSinkSpec>().is_some());
     let errors = worker_errors(&[FILE, ("bootstrap.servers", "")]);
     assert!(
         error_for(&errors, "bootstrap.servers").contains("at least one broker"),
@@ -98,7 +104,7 @@ fn an_explicit_file_sink_wins_and_producer_settings_then_warn() {
         ("producer.linger.ms", "5"),
         ("value.converter", "StringConverter"),
     ]);
-    assert_eq!(config.sink, SinkSpec::File("/tmp/out.jsonl".into()));
+    assert_eq!(config.sink, SinkSpec::file("/tmp/out.jsonl"));
     let logs = logs.text();
     assert!(
         logs.contains("producer.linger.ms has no effect with sink=file:/tmp/out.jsonl"),
@@ -119,9 +125,9 @@ fn producer_settings_pass_through_without_the_prefix_and_hide_secrets() {
         ("producer.sasl.password", "hunter2"),
         ("producer.compression.type", "lz4"),
     ]);
-    let SinkSpec::Kafka {
+    let Some(KafkaSinkSpec {
         producer_overrides, ..
-    } = &config.sink
+    }) = config.sink.downcast_ref::<KafkaSinkSpec>()
     else {
         panic!("not a Kafka sink: {:?}", config.sink);
     };
@@ -160,8 +166,8 @@ fn offset_storage_kafka_needs_a_topic_and_no_file() {
         ("sasl.password", "hunter2"),
     ]);
     assert_eq!(
-        config.offset_storage,
-        OffsetStorageSpec::Kafka(KafkaOffsetStorageSpec {
+        config.offset_storage.downcast_ref::<KafkaStoreSpec>(),
+        Some(&KafkaStoreSpec {
             bootstrap_servers: "k:9092".to_owned(),
             topic: "connect-offsets".to_owned(),
             partitions: 25,
@@ -188,7 +194,7 @@ fn offset_storage_kafka_needs_a_topic_and_no_file() {
         ("offset.storage.replication.factor", "-1"),
         FILE,
     ]);
-    let OffsetStorageSpec::Kafka(spec) = config.offset_storage else {
+    let Some(spec) = config.offset_storage.downcast_ref::<KafkaStoreSpec>() else {
         panic!("not Kafka");
     };
     assert_eq!((spec.partitions, spec.replication_factor), (1, -1));
@@ -466,4 +472,119 @@ fn connector_settings_without_their_class_are_ignored_with_a_warning() {
         error_for(&errors, "value.converter").contains("unknown converter class"),
         "{errors}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A whole worker file (moved from ferry-runtime's tests/config.rs: `bootstrap.servers` is a key of
+// the Kafka sink plugin, which the runtime alone does not know)
+// ---------------------------------------------------------------------------------------------
+
+mod whole_file {
+    use std::path::{Path, PathBuf};
+
+    use ferry_runtime::config::{ConfigError, ConfigErrors, Properties};
+
+    fn load(name: &str, text: &[u8]) -> (tempfile::TempDir, PathBuf, Properties) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write config");
+        let props = Properties::load(&path).expect("parse config");
+        (dir, path, props)
+    }
+
+    fn worker_errors(props: &Properties) -> ConfigErrors {
+        super::ferry()
+            .parse_worker(props)
+            .expect_err("config should be refused")
+    }
+
+    /// The error about `key`; fails if there is not exactly one.
+    fn error_for<'a>(errors: &'a ConfigErrors, key: &str) -> &'a ConfigError {
+        let found: Vec<_> = errors.iter().filter(|e| e.key() == Some(key)).collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "expected one error for {key:?} in:\n{errors}"
+        );
+        found[0]
+    }
+
+    /// Asserts the message names the file, the key and `file:line`.
+    fn assert_names(error: &ConfigError, path: &Path, key: &str, line: usize) {
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("{}:{line}:", path.display())),
+            "no file:line in {message}"
+        );
+        assert!(message.contains(&format!("{key:?}")), "no key in {message}");
+        assert_eq!(error.line(), Some(line), "{message}");
+        assert_eq!(error.path(), path);
+    }
+
+    #[test]
+    fn every_worker_problem_is_reported_at_once_with_file_key_and_line() {
+        let text = "offset.storage.file.filename=/tmp/o\n\
+                    offset.flush.interval.ms=soon\n\
+                    offset.flush.timeout.ms=0\n\
+                    offset.flush.interval=100\n\
+                    sink=kafka:x\n\
+                    bootstrap.servers= \n\
+                    colour=blue\n\
+                    task.shutdown.graceful.timeout.ms=-1\n";
+        let (_dir, path, props) = load("worker.properties", text.as_bytes());
+        let errors = worker_errors(&props);
+        assert_eq!(errors.len(), 7, "{errors}");
+        assert_eq!(
+            errors.to_string().lines().count(),
+            7,
+            "one problem per line:\n{errors}"
+        );
+
+        let interval = error_for(&errors, "offset.flush.interval.ms");
+        assert_names(interval, &path, "offset.flush.interval.ms", 2);
+        assert!(
+            interval.to_string().contains("\"soon\"")
+                && interval.to_string().contains("greater than 0"),
+            "{interval}"
+        );
+
+        let timeout = error_for(&errors, "offset.flush.timeout.ms");
+        assert_names(timeout, &path, "offset.flush.timeout.ms", 3);
+
+        let typo = error_for(&errors, "offset.flush.interval");
+        assert_names(typo, &path, "offset.flush.interval", 4);
+        assert!(matches!(typo, ConfigError::UnknownKey { .. }));
+        assert!(
+            typo.to_string()
+                .contains("did you mean \"offset.flush.interval.ms\"?"),
+            "{typo}"
+        );
+
+        let sink = error_for(&errors, "sink");
+        assert_names(sink, &path, "sink", 5);
+        assert!(sink.to_string().contains("file:PATH"), "{sink}");
+
+        let kafka = error_for(&errors, "bootstrap.servers");
+        assert_names(kafka, &path, "bootstrap.servers", 6);
+        assert!(
+            kafka
+                .to_string()
+                .contains("must list at least one broker, e.g. localhost:9092"),
+            "{kafka}"
+        );
+
+        let unknown = error_for(&errors, "colour");
+        assert_names(unknown, &path, "colour", 7);
+        assert!(
+            unknown.to_string().contains(
+                "accepted keys: bootstrap.servers, ferry.connectors.file, header.converter, key.converter, \
+                 key.converter.*, listeners,"
+            ),
+            "{unknown}"
+        );
+
+        let grace = error_for(&errors, "task.shutdown.graceful.timeout.ms");
+        assert_names(grace, &path, "task.shutdown.graceful.timeout.ms", 8);
+        assert!(grace.to_string().contains("0 or more"), "{grace}");
+    }
 }

@@ -3,14 +3,14 @@
 /// The hints for the unknown keys of one configuration: a close accepted key when there is one (a
 /// typo), else the list of accepted keys — given once, with the first such key, so that many unknown
 /// keys make a message that grows with their number, not with their number times the list.
-pub(crate) struct UnknownKeyHints<'a> {
+pub struct UnknownKeyHints<'a> {
     listed: Vec<&'a str>,
     list_given: bool,
 }
 
 impl<'a> UnknownKeyHints<'a> {
     /// Hints listing `listed` (sorted, each once) when no close key is found.
-    pub(crate) fn new(listed: &[&'a str]) -> Self {
+    pub fn new(listed: &[&'a str]) -> Self {
         let mut listed = listed.to_vec();
         listed.sort_unstable();
         listed.dedup();
@@ -21,11 +21,7 @@ impl<'a> UnknownKeyHints<'a> {
     }
 
     /// The hint for the unknown `key`, whose close matches are looked for in `candidates`.
-    pub(crate) fn hint<'c>(
-        &mut self,
-        key: &str,
-        candidates: impl IntoIterator<Item = &'c str>,
-    ) -> String {
+    pub fn hint<'c>(&mut self, key: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
         match closest(key, candidates) {
             Some(best) => format!("did you mean {best:?}?"),
             None if self.list_given => {
@@ -42,7 +38,7 @@ impl<'a> UnknownKeyHints<'a> {
 
 /// The hint for a single unknown `key`: the closest of `candidates` if it is close enough (a typo),
 /// else the list of keys that are accepted (`listed`).
-pub(crate) fn unknown_key_hint<'a>(
+pub fn unknown_key_hint<'a>(
     key: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     listed: &[&str],

@@ -1,0 +1,438 @@
+//! Kafka as a worker backend: `offset.storage=kafka` ([`KafkaStorePlugin`]) and `sink=kafka`
+//! ([`KafkaSinkPlugin`]). Each reads its own worker keys; the runtime knows neither.
+
+use std::any::Any;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_api::ConfigKey;
+use ferry_offsets::{OffsetBackingStore, StoreError};
+use ferry_plugin::{
+    ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
+    OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkPlugin, SinkProvider,
+    TaskSinkContext,
+};
+
+use crate::secret::is_sensitive_client_key;
+use crate::{
+    DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
+    KafkaSink, KafkaSinkConfig, RecordConverters,
+};
+
+/// `bootstrap.servers`: the Kafka cluster records (and, with `offset.storage=kafka`, offsets) go to.
+pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
+/// `offset.storage.topic`: the compacted topic holding offsets; required with `offset.storage=kafka`.
+pub const OFFSET_STORAGE_TOPIC: &str = "offset.storage.topic";
+/// `offset.storage.partitions`: partitions of the offsets topic when Ferry creates it (default 25).
+pub const OFFSET_STORAGE_PARTITIONS: &str = "offset.storage.partitions";
+/// `offset.storage.replication.factor`: replication of the offsets topic when Ferry creates it
+/// (default 3; -1: the broker's default).
+pub const OFFSET_STORAGE_REPLICATION_FACTOR: &str = "offset.storage.replication.factor";
+
+/// The runtime's offsets-file key, which has no effect with this store.
+const OFFSET_STORAGE_FILE: &str = "offset.storage.file.filename";
+
+/// Worker-level Kafka client settings (for the Kafka offset store's clients, as Kafka Connect uses the
+/// worker's top-level settings for its internal clients): keys starting with these.
+const CLIENT_SECURITY_PREFIXES: &[&str] = &["security.", "sasl.", "ssl."];
+
+/// `offset.storage=kafka`: a compacted Kafka topic, byte-compatible with Kafka Connect's offsets topic.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KafkaStorePlugin;
+
+impl OffsetStorePlugin for KafkaStorePlugin {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn description(&self) -> &'static str {
+        "a Kafka topic (offset.storage=kafka)"
+    }
+
+    fn hint(&self) -> &'static str {
+        "in Kafka with offset.storage=kafka and offset.storage.topic"
+    }
+
+    fn accepted(&self) -> &'static str {
+        "kafka (offset.storage.topic)"
+    }
+
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![
+            ConfigKey::required(
+                OFFSET_STORAGE_TOPIC,
+                "the compacted topic holding offsets, e.g. connect-offsets",
+            ),
+            ConfigKey::optional(
+                OFFSET_STORAGE_PARTITIONS,
+                Some("25"),
+                "partitions of the offsets topic when Ferry creates it",
+            ),
+            ConfigKey::optional(
+                OFFSET_STORAGE_REPLICATION_FACTOR,
+                Some("3"),
+                "replication of the offsets topic when Ferry creates it (-1: the broker's default)",
+            ),
+        ]
+    }
+
+    fn prefixes(&self) -> &'static [&'static str] {
+        CLIENT_SECURITY_PREFIXES
+    }
+
+    fn parse(
+        &self,
+        props: &Properties,
+        _alternatives: &[&'static str],
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<dyn DynStoreSpec>> {
+        if props.get(OFFSET_STORAGE_FILE).is_some() {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = OFFSET_STORAGE_FILE,
+                "{}: {OFFSET_STORAGE_FILE} has no effect with offset.storage=kafka; ignored",
+                props.location(OFFSET_STORAGE_FILE)
+            );
+        }
+        // An empty bootstrap.servers is reported by the sink plugin's check, whatever the sink.
+        let bootstrap_servers = bootstrap_servers(props);
+        if props.get(BOOTSTRAP_SERVERS).is_none() {
+            errors.push(props.invalid(
+                "offset.storage",
+                "offset.storage=kafka needs bootstrap.servers (e.g. bootstrap.servers=localhost:9092)",
+            ));
+        }
+        let topic = match props.get(OFFSET_STORAGE_TOPIC).map(str::trim) {
+            None => {
+                errors.push(ConfigError::Missing {
+                    path: props.path().to_path_buf(),
+                    key: OFFSET_STORAGE_TOPIC.to_owned(),
+                    hint: "offset.storage=kafka needs the topic that holds the offsets, e.g. \
+                           offset.storage.topic=connect-offsets (created compacted if missing)"
+                        .to_owned(),
+                });
+                None
+            }
+            Some(topic) if !valid_topic(topic) => {
+                errors.push(props.invalid(
+                    OFFSET_STORAGE_TOPIC,
+                    "must be a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_', '-', \
+                     and not \".\" or \"..\"",
+                ));
+                None
+            }
+            Some(topic) => Some(topic.to_owned()),
+        };
+        let partitions = int_setting(
+            props,
+            OFFSET_STORAGE_PARTITIONS,
+            DEFAULT_PARTITIONS,
+            |n| n >= 1,
+            "must be a whole number of partitions, 1 or more (default 25)",
+            errors,
+        );
+        let replication_factor = int_setting(
+            props,
+            OFFSET_STORAGE_REPLICATION_FACTOR,
+            DEFAULT_REPLICATION_FACTOR,
+            |n| n >= 1 || n == -1,
+            "must be a whole number of replicas, 1 or more, or -1 for the broker's default (default 3)",
+            errors,
+        );
+        let mut client_overrides = ClientOverrides::default();
+        for key in props
+            .keys()
+            .filter(|k| CLIENT_SECURITY_PREFIXES.iter().any(|p| k.starts_with(p)))
+        {
+            let value = props.get(key).unwrap_or_default().trim();
+            if is_sensitive_client_key(key) {
+                client_overrides.set_secret(key, value);
+            } else {
+                client_overrides.set(key, value);
+            }
+        }
+        Some(Arc::new(KafkaStoreSpec {
+            bootstrap_servers: bootstrap_servers?,
+            topic: topic?,
+            partitions,
+            replication_factor,
+            client_overrides,
+        }))
+    }
+}
+
+/// The settings of `offset.storage=kafka`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaStoreSpec {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// `offset.storage.topic` (required).
+    pub topic: String,
+    /// `offset.storage.partitions` (default 25): used when the topic is created.
+    pub partitions: i32,
+    /// `offset.storage.replication.factor` (default 3; -1: the broker's default): used when the topic
+    /// is created.
+    pub replication_factor: i16,
+    /// The worker's Kafka client security settings (`security.protocol`, `sasl.*`, `ssl.*`), passed to
+    /// the store's clients as they are.
+    pub client_overrides: ClientOverrides,
+}
+
+impl fmt::Display for KafkaStoreSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "kafka topic {} on {}",
+            self.topic, self.bootstrap_servers
+        )
+    }
+}
+
+#[async_trait]
+impl DynStoreSpec for KafkaStoreSpec {
+    fn plugin(&self) -> &'static str {
+        "kafka"
+    }
+
+    /// The offsets topic, created compacted when missing and read to its end.
+    async fn open(&self, _mode: OpenMode) -> Result<Arc<dyn OffsetBackingStore>, StoreError> {
+        let mut config =
+            KafkaOffsetStoreConfig::new(self.bootstrap_servers.clone(), self.topic.clone());
+        config.partitions = self.partitions;
+        config.replication_factor = self.replication_factor;
+        config.client_overrides = self.client_overrides.to_vec();
+        Ok(Arc::new(KafkaOffsetStore::open(config).await?))
+    }
+
+    fn exclusive(&self) -> bool {
+        false
+    }
+
+    fn atomic_batches(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `sink=kafka` (the default when `bootstrap.servers` is set): a Kafka producer, records acknowledged
+/// on the broker's acknowledgement; keys and values made bytes by the converters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KafkaSinkPlugin;
+
+impl SinkPlugin for KafkaSinkPlugin {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn accepts(&self, value: &str) -> bool {
+        value == "kafka"
+    }
+
+    fn accepted(&self) -> &'static str {
+        "kafka (needs bootstrap.servers)"
+    }
+
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::optional(
+            BOOTSTRAP_SERVERS,
+            None,
+            "the Kafka cluster records go to, e.g. localhost:9092",
+        )]
+    }
+
+    fn prefixes(&self) -> &'static [&'static str] {
+        &[PRODUCER_PREFIX]
+    }
+
+    fn check(&self, props: &Properties, errors: &mut Vec<ConfigError>) {
+        for key in props.keys().filter(|k| *k == PRODUCER_PREFIX) {
+            errors
+                .push(props.invalid(key, "names no producer setting (e.g. producer.linger.ms=5)"));
+        }
+        if props.get(BOOTSTRAP_SERVERS).map(str::trim) == Some("") {
+            errors.push(props.invalid(
+                BOOTSTRAP_SERVERS,
+                "must list at least one broker, e.g. localhost:9092",
+            ));
+        }
+    }
+
+    fn is_default_for(&self, props: &Properties) -> bool {
+        bootstrap_servers(props).is_some()
+    }
+
+    fn parse(
+        &self,
+        _value: Option<&str>,
+        props: &Properties,
+        converters: (ConverterSpec, ConverterSpec),
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<dyn DynSinkSpec>> {
+        let Some(bootstrap_servers) = bootstrap_servers(props) else {
+            if props.get(BOOTSTRAP_SERVERS).is_none() {
+                errors.push(props.invalid(
+                    "sink",
+                    "sink=kafka needs bootstrap.servers (e.g. bootstrap.servers=localhost:9092)",
+                ));
+            }
+            return None;
+        };
+        let mut producer_overrides = ClientOverrides::default();
+        for key in props.keys() {
+            if let Some(setting) = key.strip_prefix(PRODUCER_PREFIX)
+                && !setting.is_empty()
+            {
+                let value = props.get(key).unwrap_or_default().trim();
+                if is_sensitive_client_key(setting) {
+                    producer_overrides.set_secret(setting, value);
+                } else {
+                    producer_overrides.set(setting, value);
+                }
+            }
+        }
+        Some(Arc::new(KafkaSinkSpec {
+            bootstrap_servers,
+            producer_overrides,
+            key_converter: converters.0,
+            value_converter: converters.1,
+        }))
+    }
+
+    fn warn_unused(&self, props: &Properties, chosen: &dyn DynSinkSpec) {
+        for key in props.keys().filter(|k| k.starts_with(PRODUCER_PREFIX)) {
+            tracing::warn!(
+                file = %props.path().display(),
+                key = %key,
+                "{}: {key} has no effect with sink={chosen} (producer settings apply to the Kafka sink); ignored",
+                props.location(key)
+            );
+        }
+    }
+}
+
+/// The settings of `sink=kafka`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaSinkSpec {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// `producer.*` with the prefix removed (`producer.linger.ms=5` → `linger.ms=5`).
+    pub producer_overrides: ClientOverrides,
+    /// The worker's `key.converter`, for connectors that do not set their own.
+    pub key_converter: ConverterSpec,
+    /// The worker's `value.converter`, for connectors that do not set their own.
+    pub value_converter: ConverterSpec,
+}
+
+impl fmt::Display for KafkaSinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kafka {}", self.bootstrap_servers)
+    }
+}
+
+#[async_trait]
+impl DynSinkSpec for KafkaSinkSpec {
+    fn plugin(&self) -> &'static str {
+        "kafka"
+    }
+
+    /// Creates the one producer every task's sink shares.
+    async fn start(&self) -> Result<Arc<dyn SinkProvider>, SinkError> {
+        let sink = KafkaSink::new(&KafkaSinkConfig {
+            bootstrap_servers: self.bootstrap_servers.clone(),
+            producer_overrides: self.producer_overrides.clone(),
+            converters: RecordConverters::new(self.key_converter, self.value_converter),
+        })?;
+        Ok(Arc::new(KafkaSinkProvider {
+            sink,
+            key_converter: self.key_converter,
+            value_converter: self.value_converter,
+        }))
+    }
+
+    fn uses_converters(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One producer; each task's sink converts with its connector's converters where it sets them, else
+/// with the worker's.
+struct KafkaSinkProvider {
+    sink: KafkaSink,
+    key_converter: ConverterSpec,
+    value_converter: ConverterSpec,
+}
+
+impl fmt::Display for KafkaSinkProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.sink.describe())
+    }
+}
+
+#[async_trait]
+impl SinkProvider for KafkaSinkProvider {
+    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+        let converters = RecordConverters::new(
+            task.key_converter.unwrap_or(self.key_converter),
+            task.value_converter.unwrap_or(self.value_converter),
+        );
+        Ok(Arc::new(self.sink.with_converters(converters)))
+    }
+
+    fn uses_converters(&self) -> bool {
+        true
+    }
+
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
+        self.sink.flush(timeout).await
+    }
+}
+
+/// `bootstrap.servers`, trimmed, if set and not empty.
+fn bootstrap_servers(props: &Properties) -> Option<String> {
+    props
+        .get(BOOTSTRAP_SERVERS)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+fn valid_topic(topic: &str) -> bool {
+    (1..=249).contains(&topic.len())
+        && topic != "."
+        && topic != ".."
+        && topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// An integer setting (Java's `int`/`short` parsing: trimmed digits with an optional sign).
+fn int_setting<T: FromStr + Copy>(
+    props: &Properties,
+    key: &str,
+    default: T,
+    accept: impl Fn(T) -> bool,
+    message: &str,
+    errors: &mut Vec<ConfigError>,
+) -> T {
+    let Some(text) = props.get(key) else {
+        return default;
+    };
+    match text.trim().parse::<T>() {
+        Ok(n) if accept(n) => n,
+        _ => {
+            errors.push(props.invalid(key, message));
+            default
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Sink backends: the values of the worker's `sink` key and the worker keys of that sink.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ferry_api::ConfigKey;
+
+use crate::{ConfigError, ConverterSpec, Properties, SinkError, SinkProvider};
+
+/// One kind of sink (`sink=kafka`, `sink=stdout`, `sink=file:PATH`). It parses only its own keys and
+/// never connects while parsing.
+pub trait SinkPlugin: Send + Sync {
+    /// The name of the sink (`kafka`, `stdout`, `file`).
+    fn name(&self) -> &'static str;
+
+    /// Whether the value of `sink` (trimmed) chooses this sink (`file:` chooses `file`).
+    fn accepts(&self, value: &str) -> bool;
+
+    /// This sink in the "accepted values:" list of `sink`, e.g. `kafka (needs bootstrap.servers)`.
+    fn accepted(&self) -> &'static str;
+
+    /// The worker keys this sink reads, with their secrecy; accepted in any worker file.
+    fn keys(&self) -> Vec<ConfigKey> {
+        Vec::new()
+    }
+
+    /// Key prefixes this sink reads (`producer.`).
+    fn prefixes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Checks this sink's keys whatever sink is chosen (an empty `bootstrap.servers` is wrong either
+    /// way), pushing problems to `errors`.
+    fn check(&self, _props: &Properties, _errors: &mut Vec<ConfigError>) {}
+
+    /// Whether this sink is chosen when `sink` is not set (Kafka: `bootstrap.servers` is set).
+    fn is_default_for(&self, _props: &Properties) -> bool {
+        false
+    }
+
+    /// Reads the sink's settings; `value` is the trimmed value of `sink` (`None` when chosen by
+    /// default), `converters` the worker's key and value converters.
+    fn parse(
+        &self,
+        value: Option<&str>,
+        props: &Properties,
+        converters: (ConverterSpec, ConverterSpec),
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<dyn DynSinkSpec>>;
+
+    /// Logs that this sink's keys have no effect because `chosen` is the sink (called for every
+    /// sink but the chosen one).
+    fn warn_unused(&self, _props: &Properties, _chosen: &dyn DynSinkSpec) {}
+}
+
+/// A parsed `sink` choice with its settings. `Display` is how the worker names it (`stdout`,
+/// `file:/x`, `kafka host:9092`).
+#[async_trait]
+pub trait DynSinkSpec: fmt::Debug + fmt::Display + Send + Sync + Any {
+    /// The name of the plugin that parsed it.
+    fn plugin(&self) -> &'static str;
+
+    /// Creates the sink's shared resources (the Kafka producer, the open file): at start, after the
+    /// REST server is bound, never while parsing.
+    ///
+    /// # Errors
+    /// The sink cannot be created.
+    async fn start(&self) -> Result<Arc<dyn SinkProvider>, SinkError>;
+
+    /// Whether the sink applies `key.converter` / `value.converter` (Kafka does; JSON-line sinks do not).
+    fn uses_converters(&self) -> bool;
+
+    /// The typed settings, for tests and tools.
+    fn as_any(&self) -> &dyn Any;
+}

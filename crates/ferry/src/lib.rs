@@ -1,0 +1,13 @@
+//! # ferry
+//!
+//! The `ferry` program as a library: register connectors, offset stores and sinks with
+//! [`Ferry::builder`], then run the command line ([`Ferry::run_cli`]) or a standalone worker
+//! ([`Ferry::run_standalone`]). The `ferry` binary is such a program, registering the built-in
+//! connectors, Kafka and PostgreSQL.
+
+mod builder;
+mod cli;
+mod offsets;
+mod standalone;
+
+pub use builder::Ferry;
