@@ -36,7 +36,7 @@ pub use connector::{
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;
-pub use record::{Header, RecordMetadata, SourceRecord};
+pub use record::{Header, RecordMetadata, SourceRecord, SourceRecordBuilder};
 pub use schema::{
     DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, Field, Schema, SchemaKind, TIME_LOGICAL_NAME,
     TIMESTAMP_LOGICAL_NAME,
