@@ -22,6 +22,7 @@
 //! # Ok::<(), ferry_api::ValueError>(())
 //! ```
 
+pub mod config;
 mod connector;
 mod error;
 mod plugin;
