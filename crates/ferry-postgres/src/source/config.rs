@@ -36,17 +36,20 @@ pub(crate) const TIMESTAMP_INITIAL_CURRENT: i64 = -1;
 
 pub(crate) fn keys() -> Vec<ConfigKey> {
     let mut keys = vec![
+        // The URL may carry `?password=…`: messages, logs and REST bodies show it redacted.
         ConfigKey::required(
             CONNECTION_URL,
             "The database: jdbc:postgresql://host:port/database (parameters user, password, sslmode=disable|prefer, \
              connectTimeout, ApplicationName, currentSchema, options) or postgresql://host:port/database.",
-        ),
+        )
+        .embeds_secret(crate::JDBC_URL_REDACTOR),
         ConfigKey::optional(CONNECTION_USER, None, "The database user."),
         ConfigKey::optional(
             CONNECTION_PASSWORD,
             None,
             "The database user's password (never logged).",
-        ),
+        )
+        .secret(),
         ConfigKey::required(
             MODE,
             "How rows are detected: bulk (the whole table every poll.interval.ms, no offsets), incrementing \
@@ -476,6 +479,22 @@ fn split_identifier(text: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_password_and_the_url_declare_their_secrets() {
+        let keys = keys();
+        let key = |name: &str| keys.iter().find(|k| k.name == name).cloned();
+        let password = key(CONNECTION_PASSWORD).expect("connection.password is declared");
+        assert_eq!(password.shown("s3cret"), ferry_api::HIDDEN);
+        let url = key(CONNECTION_URL).expect("connection.url is declared");
+        let shown = url.shown("jdbc:postgresql://db:5432/app?user=app&password=s3cret");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("db:5432/app"),
+            "{shown}"
+        );
+        let user = key(CONNECTION_USER).expect("connection.user is declared");
+        assert_eq!(user.shown("app"), "app");
+    }
 
     #[test]
     fn table_names() {
