@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_api::config::{Issues, int_in_range, invalid_config, required_string};
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, OffsetStorageReaderExt, SourceConnector,
     SourceRecord, SourceTask, SourceTaskContext, async_trait,
@@ -14,7 +15,8 @@ pub const TOPIC: &str = "topic";
 /// The pause between two numbers, in milliseconds (optional, default 1000).
 pub const INTERVAL_MS: &str = "interval.ms";
 
-const DEFAULT_INTERVAL_MS: u64 = 1000;
+const DEFAULT_INTERVAL_MS: i64 = 1000;
+const MAX_INTERVAL_MS: i64 = 3_600_000;
 
 /// The one stream this connector reads: partition and offset are typed, so the key the task looks
 /// its offset up by is the key its records carry.
@@ -38,41 +40,23 @@ struct Settings {
 }
 
 impl Settings {
-    /// One issue per bad key, as `validate` reports them.
+    /// One issue per bad key, as `validate` reports them (ferry-api's helpers give Kafka Connect's
+    /// trimming and the runtime's wording).
     fn parse(config: &Config) -> Result<Settings, Vec<ConfigIssue>> {
-        let mut issues = Vec::new();
-        let topic = match config.get(TOPIC).map(|t| t.trim()) {
-            Some(t) if !t.is_empty() => t.to_owned(),
-            _ => {
-                issues.push(issue(TOPIC, "is required"));
-                String::new()
-            }
-        };
-        let interval = match config.get(INTERVAL_MS) {
-            None => DEFAULT_INTERVAL_MS,
-            Some(raw) => raw.trim().parse::<u64>().unwrap_or_else(|_| {
-                issues.push(issue(
-                    INTERVAL_MS,
-                    format!("{raw:?} is not a number of milliseconds"),
-                ));
-                DEFAULT_INTERVAL_MS
-            }),
-        };
-        if issues.is_empty() {
-            Ok(Settings {
-                topic,
-                interval: Duration::from_millis(interval),
-            })
-        } else {
-            Err(issues)
-        }
-    }
-}
-
-fn issue(key: &str, message: impl Into<String>) -> ConfigIssue {
-    ConfigIssue {
-        key: key.to_owned(),
-        message: message.into(),
+        let mut issues = Issues::default();
+        let topic = required_string(config, TOPIC, &mut issues);
+        let interval = int_in_range(
+            config,
+            INTERVAL_MS,
+            Some(DEFAULT_INTERVAL_MS),
+            0,
+            MAX_INTERVAL_MS,
+            &mut issues,
+        );
+        issues.finish(|| Settings {
+            topic: topic.unwrap_or_default(),
+            interval: Duration::from_millis(interval.map_or(0, i64::unsigned_abs)),
+        })
     }
 }
 
@@ -121,13 +105,8 @@ struct CounterTask {
 #[async_trait]
 impl SourceTask for CounterTask {
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
-        let settings = Settings::parse(context.configs()).map_err(|issues| {
-            let list: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            ConnectError::fatal(format!(
-                "CounterSource: invalid configuration: {}",
-                list.join("; ")
-            ))
-        })?;
+        let settings = Settings::parse(context.configs())
+            .map_err(|issues| invalid_config("CounterSource", "task configuration", &issues))?;
         let committed: Option<Position> = context.offset_storage_reader().offset_of(&MAIN).await?;
         self.last = committed.map_or(0, |p| p.n);
         self.settings = Some(settings);
