@@ -10,6 +10,7 @@ pub use ferry_plugin::Secret;
 
 use std::sync::Arc;
 
+use ferry_api::ConfigKey;
 use ferry_plugin::ConfigError;
 use ferry_plugin::DynStoreSpec;
 use ferry_plugin::Properties;
@@ -36,6 +37,14 @@ pub const REST_READ_TIMEOUT_MS: &str = "rest.read.timeout.ms";
 /// `rest.max.connections` (Ferry-only key): the most REST connections open at once; one more is
 /// answered `503` and closed. Default 100.
 pub const REST_MAX_CONNECTIONS: &str = "rest.max.connections";
+
+/// `rest.auth.token`, declared secret: its value is never shown.
+const AUTH_TOKEN_KEY: ConfigKey = ConfigKey::optional(
+    REST_AUTH_TOKEN,
+    None,
+    "the bearer token every REST request must carry",
+)
+.secret();
 
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 8083;
@@ -159,8 +168,8 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
     }
     match props.get(REST_AUTH_TOKEN).map(str::trim) {
         None => {}
-        Some("") => errors.push(props.invalid(
-            REST_AUTH_TOKEN,
+        Some("") => errors.push(props.invalid_secret(
+            &AUTH_TOKEN_KEY,
             "must not be empty; remove the key to serve the REST API without authentication",
         )),
         Some(token) => config.auth_token = Some(Secret::new(token)),
@@ -294,6 +303,21 @@ mod tests {
         assert!(one("x:1").is_err());
         assert!(one("http://x:99999").is_err());
         assert!(parse_listeners(" , ").is_err());
+    }
+
+    #[test]
+    fn an_empty_auth_token_is_refused_without_showing_its_value() {
+        let props = Properties::from_pairs("w", [("rest.auth.token", " \t ")]);
+        let mut errors = Vec::new();
+        rest_config(&props, &mut errors);
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "w: invalid value [hidden] for \"rest.auth.token\": must not be empty; remove the key to \
+              serve the REST API without authentication"
+            ]
+        );
     }
 
     fn read(pairs: &[(&str, &str)]) -> (RestConfig, usize) {

@@ -1,0 +1,68 @@
+//! The Kafka plugins read their own worker keys, and mark the client settings librdkafka calls
+//! sensitive, so `Debug` hides them even when their names do not look secret (`ssl.key.location`).
+
+use ferry_kafka::{KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec};
+use ferry_plugin::{ConverterSpec, OffsetStorePlugin, Properties, SinkPlugin};
+
+fn props(pairs: &[(&str, &str)]) -> Properties {
+    Properties::from_pairs("worker.properties", pairs.iter().copied())
+}
+
+#[test]
+fn the_store_plugin_reads_its_keys_and_marks_sensitive_client_settings() {
+    let props = props(&[
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage.topic", "connect-offsets"),
+        ("security.protocol", "SSL"),
+        ("ssl.key.location", "/etc/ferry/client-key-4711.pem"),
+    ]);
+    let mut errors = Vec::new();
+    let spec = KafkaStorePlugin
+        .parse(&props, &[], &mut errors)
+        .unwrap_or_else(|| panic!("refused: {errors:?}"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let kafka = spec
+        .as_any()
+        .downcast_ref::<KafkaStoreSpec>()
+        .unwrap_or_else(|| panic!("not a Kafka store: {spec:?}"));
+    assert_eq!(kafka.topic, "connect-offsets");
+    assert_eq!(
+        kafka.client_overrides.get("ssl.key.location"),
+        Some("/etc/ferry/client-key-4711.pem"),
+        "the store's clients get the value"
+    );
+    let debug = format!("{spec:?}");
+    assert!(
+        !debug.contains("4711") && debug.contains("ssl.key.location") && debug.contains("SSL"),
+        "{debug}"
+    );
+}
+
+#[test]
+fn the_sink_plugin_marks_sensitive_producer_settings() {
+    let props = props(&[
+        ("bootstrap.servers", "k:9092"),
+        ("producer.sasl.username", "ferry-prod-user"),
+        ("producer.linger.ms", "5"),
+    ]);
+    assert!(KafkaSinkPlugin.is_default_for(&props));
+    let mut errors = Vec::new();
+    let json = ConverterSpec::default();
+    let spec = KafkaSinkPlugin
+        .parse(None, &props, (json, json), &mut errors)
+        .unwrap_or_else(|| panic!("refused: {errors:?}"));
+    let kafka = spec
+        .as_any()
+        .downcast_ref::<KafkaSinkSpec>()
+        .unwrap_or_else(|| panic!("not a Kafka sink: {spec:?}"));
+    assert_eq!(
+        kafka.producer_overrides.get("sasl.username"),
+        Some("ferry-prod-user")
+    );
+    let debug = format!("{spec:?}");
+    assert!(
+        !debug.contains("ferry-prod-user") && debug.contains("\"linger.ms\": \"5\""),
+        "{debug}"
+    );
+    assert_eq!(spec.to_string(), "kafka k:9092");
+}
