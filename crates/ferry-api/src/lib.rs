@@ -22,6 +22,7 @@
 //! # Ok::<(), ferry_api::ValueError>(())
 //! ```
 
+pub mod config;
 mod connector;
 mod error;
 mod plugin;
@@ -36,7 +37,7 @@ pub use connector::{
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;
-pub use record::{Header, RecordMetadata, SourceRecord};
+pub use record::{Header, RecordMetadata, SourceRecord, SourceRecordBuilder};
 pub use schema::{
     DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, Field, Schema, SchemaKind, TIME_LOGICAL_NAME,
     TIMESTAMP_LOGICAL_NAME,

@@ -17,7 +17,12 @@ pub struct Header {
 ///
 /// The framework commits `source_offset` for `source_partition` once the sink has acknowledged this
 /// record and every earlier record of the same partition.
+///
+/// The fields are public to read; a record is made with [`SourceRecord::new`],
+/// [`SourceRecord::from_maps`] or [`SourceRecord::builder`] (the struct is `#[non_exhaustive]`, so
+/// fields can be added without breaking connectors).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SourceRecord {
     /// The stream the record came from; `None` is allowed (Kafka Connect's null partition).
     pub source_partition: Option<SourcePartition>,
@@ -82,6 +87,26 @@ impl SourceRecord {
         }
     }
 
+    /// A builder for a record to `topic`, for setting every field at once:
+    ///
+    /// ```
+    /// use ferry_api::{ConnectMap, SourceRecord};
+    /// let record = SourceRecord::builder("orders")
+    ///     .source_partition(ConnectMap::from_serde(&serde_json::json!({"table": "orders"}))?)
+    ///     .source_offset(ConnectMap::from_serde(&serde_json::json!({"id": 7}))?)
+    ///     .key(serde_json::json!(7))
+    ///     .value(serde_json::json!({"id": 7}))
+    ///     .timestamp(1_700_000_000_000)
+    ///     .build();
+    /// assert_eq!(record.topic, "orders");
+    /// # Ok::<(), ferry_api::ValueError>(())
+    /// ```
+    pub fn builder(topic: impl Into<String>) -> SourceRecordBuilder {
+        SourceRecordBuilder {
+            record: Self::from_maps(None, None, topic, None),
+        }
+    }
+
     /// Sets the key, builder style.
     pub fn with_key(mut self, key: serde_json::Value) -> Self {
         self.key = Some(key);
@@ -119,6 +144,78 @@ impl SourceRecord {
     pub fn with_timestamp(mut self, millis: i64) -> Self {
         self.timestamp = Some(millis);
         self
+    }
+}
+
+/// Builds a [`SourceRecord`] field by field; see [`SourceRecord::builder`]. Unset fields are
+/// absent (`None`, no headers).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SourceRecordBuilder {
+    record: SourceRecord,
+}
+
+impl SourceRecordBuilder {
+    /// The stream the record came from.
+    pub fn source_partition(mut self, partition: SourcePartition) -> Self {
+        self.record.source_partition = Some(partition);
+        self
+    }
+
+    /// The position after the record.
+    pub fn source_offset(mut self, offset: SourceOffset) -> Self {
+        self.record.source_offset = Some(offset);
+        self
+    }
+
+    /// The destination Kafka partition.
+    pub fn kafka_partition(mut self, partition: i32) -> Self {
+        self.record.kafka_partition = Some(partition);
+        self
+    }
+
+    /// The key.
+    pub fn key(mut self, key: serde_json::Value) -> Self {
+        self.record.key = Some(key);
+        self
+    }
+
+    /// The key's schema.
+    pub fn key_schema(mut self, schema: Schema) -> Self {
+        self.record.key_schema = Some(schema);
+        self
+    }
+
+    /// The value.
+    pub fn value(mut self, value: serde_json::Value) -> Self {
+        self.record.value = Some(value);
+        self
+    }
+
+    /// The value's schema.
+    pub fn value_schema(mut self, schema: Schema) -> Self {
+        self.record.value_schema = Some(schema);
+        self
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.record.headers.push(Header {
+            key: key.into(),
+            value,
+        });
+        self
+    }
+
+    /// The timestamp, in milliseconds since the epoch.
+    pub fn timestamp(mut self, millis: i64) -> Self {
+        self.record.timestamp = Some(millis);
+        self
+    }
+
+    /// The record.
+    pub fn build(self) -> SourceRecord {
+        self.record
     }
 }
 

@@ -13,7 +13,6 @@
 
 #![deny(missing_docs)]
 
-mod config;
 mod file;
 mod pace;
 mod registry;

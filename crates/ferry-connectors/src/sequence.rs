@@ -17,9 +17,11 @@ use ferry_api::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Issues, int_in_range, invalid_config, offsets_read_error, required_string};
 use crate::file::IDLE_SLEEP;
 use crate::pace::Pacer;
+use ferry_api::config::{
+    Issues, int_in_range, invalid_config, offsets_read_error, required_string,
+};
 
 const PARTITIONS: &str = "partitions";
 const RECORDS_PER_PARTITION: &str = "records.per.partition";

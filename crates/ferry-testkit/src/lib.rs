@@ -1,9 +1,68 @@
 //! # ferry-testkit
 //!
-//! Test support usable by connector authors too. [`TansuBroker`] runs a real Kafka-compatible broker
-//! (tansu, with its SQLite storage engine) on a free loopback port in a fresh temporary directory, and
-//! stops it when dropped. Its data survives [`TansuBroker::restart`], so tests can take the broker away
-//! mid-run and bring it back.
+//! Test support usable by connector authors too.
+//!
+//! [`TaskHarness`] runs a source connector's task as the runtime would — started with a context whose
+//! offset reader reads a memory store, its records' offsets committed through the real
+//! `OffsetWriter` — with nothing but `ferry-api` and `ferry-offsets` underneath: no worker, no sink,
+//! no process. The test every connector wants, "after a restart it resumes from its committed
+//! offset", is one call:
+//!
+//! ```
+//! use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, OffsetStorageReaderExt,
+//!     SourceConnector, SourceRecord, SourceTask, SourceTaskContext, async_trait};
+//! use ferry_testkit::{TaskHarness, config};
+//! # use std::sync::Arc;
+//! # #[derive(serde::Serialize)] struct Counter { counter: &'static str }
+//! # #[derive(serde::Serialize, serde::Deserialize)] struct At { n: i64 }
+//! # struct CounterSource;
+//! # impl SourceConnector for CounterSource {
+//! #     fn config_keys(&self) -> Vec<ConfigKey> { Vec::new() }
+//! #     fn validate(&self, _: &Config) -> Vec<ConfigIssue> { Vec::new() }
+//! #     fn task_configs(&self, c: &Config, _: usize) -> Result<Vec<Config>, ConnectError> { Ok(vec![c.clone()]) }
+//! #     fn create_task(&self) -> Box<dyn SourceTask> { Box::new(CounterTask { n: 0 }) }
+//! # }
+//! # struct CounterTask { n: i64 }
+//! # #[async_trait]
+//! # impl SourceTask for CounterTask {
+//! #     async fn start(&mut self, cx: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
+//! #         let at: Option<At> = cx.offset_storage_reader().offset_of(&Counter { counter: "main" }).await?;
+//! #         self.n = at.map_or(0, |a| a.n);
+//! #         Ok(())
+//! #     }
+//! #     async fn poll(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
+//! #         self.n += 1;
+//! #         let r = SourceRecord::new(&Counter { counter: "main" }, &At { n: self.n }, "t", self.n.into());
+//! #         Ok(vec![r?])
+//! #     }
+//! #     async fn stop(&mut self) -> Result<(), ConnectError> { Ok(()) }
+//! # }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let harness = TaskHarness::new("counter");
+//! // Polls 5 records, commits them, restarts the task, polls again: errors if a committed record
+//! // comes again.
+//! let resumed = harness.assert_resumes(&CounterSource, config(&[("topic", "t")]), 5).await?;
+//! assert_eq!(resumed.first_after_restart.value, Some(6.into()));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The steps are there on their own too: [`TaskHarness::start`], [`poll_n`], [`TaskHarness::commit`],
+//! [`TaskHarness::restart`], [`TaskHarness::offset`], and the [`CountingReader`] that shows what a
+//! task asked for.
+//!
+//! [`TansuBroker`] runs a real Kafka-compatible broker (tansu, with its SQLite storage engine) on a
+//! free loopback port in a fresh temporary directory, and stops it when dropped. Its data survives
+//! [`TansuBroker::restart`], so tests can take the broker away mid-run and bring it back.
+
+mod harness;
+
+pub use harness::{
+    CountingReader, HarnessError, Resumed, TaskHarness, config, poll_for, poll_n, poll_times,
+    poll_up_to,
+};
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -3,7 +3,7 @@
 use ferry_api::{Config, ConfigIssue, ConfigKey};
 
 use super::TASK_FILES;
-use crate::config::{Issues, int_in_range, optional_string, required_string};
+use ferry_api::config::{Issues, int_in_range, optional_string, required_string};
 
 pub(crate) const FILE: &str = "file";
 pub(crate) const FILES: &str = "files";

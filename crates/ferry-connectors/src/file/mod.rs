@@ -26,7 +26,7 @@ pub use task::FileStreamSourceTask;
 pub(crate) use task::IDLE_SLEEP;
 
 use self::config::{FileSourceConfig, Source, expand_glob};
-use crate::config::invalid_config;
+use ferry_api::config::invalid_config;
 
 /// The source partition of one file: `{"filename": <path>}`, Kafka Connect's key. `filename` is the
 /// path exactly as configured in `file`, or as the `files` glob expanded it.

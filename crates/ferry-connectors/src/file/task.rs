@@ -12,7 +12,7 @@ use super::config::{FileTaskConfig, TruncationPolicy};
 use super::identity::{FileId, Identity};
 use super::tail::{Phase, TailedFile};
 use super::{FileOffset, FilePartition};
-use crate::config::{invalid_config, offsets_read_error};
+use ferry_api::config::{invalid_config, offsets_read_error};
 
 /// How long `poll` sleeps when no file has a new complete line.
 pub(crate) const IDLE_SLEEP: Duration = Duration::from_millis(150);

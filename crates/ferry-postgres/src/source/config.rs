@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError};
+use ferry_api::config::{Issues, int_at_least, list, text};
+use ferry_api::{Config, ConfigIssue, ConfigKey};
 
 use super::options::{Options, TABLE_BLACKLIST};
 use super::url::{ConnectionSpec, parse_connection};
@@ -35,17 +36,20 @@ pub(crate) const TIMESTAMP_INITIAL_CURRENT: i64 = -1;
 
 pub(crate) fn keys() -> Vec<ConfigKey> {
     let mut keys = vec![
+        // The URL may carry `?password=…`: messages, logs and REST bodies show it redacted.
         ConfigKey::required(
             CONNECTION_URL,
             "The database: jdbc:postgresql://host:port/database (parameters user, password, sslmode=disable|prefer, \
              connectTimeout, ApplicationName, currentSchema, options) or postgresql://host:port/database.",
-        ),
+        )
+        .embeds_secret(crate::JDBC_URL_REDACTOR),
         ConfigKey::optional(CONNECTION_USER, None, "The database user."),
         ConfigKey::optional(
             CONNECTION_PASSWORD,
             None,
             "The database user's password (never logged).",
-        ),
+        )
+        .secret(),
         ConfigKey::required(
             MODE,
             "How rows are detected: bulk (the whole table every poll.interval.ms, no offsets), incrementing \
@@ -179,58 +183,6 @@ pub(crate) struct SourceConfig {
     pub(crate) safety: Safety,
 }
 
-/// Collects one issue per bad key.
-#[derive(Default)]
-struct Issues(Vec<ConfigIssue>);
-
-impl Issues {
-    fn push(&mut self, key: &str, message: impl Into<String>) {
-        self.0.push(ConfigIssue {
-            key: key.to_owned(),
-            message: message.into(),
-        });
-    }
-}
-
-/// The trimmed value of `key`; `None` when absent or blank.
-fn text<'a>(config: &'a Config, key: &str) -> Option<&'a str> {
-    config.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
-}
-
-fn int(
-    config: &Config,
-    key: &str,
-    default: Option<i64>,
-    min: i64,
-    issues: &mut Issues,
-) -> Option<i64> {
-    let Some(raw) = config.get(key) else {
-        return default;
-    };
-    match raw.trim().parse::<i64>() {
-        Ok(v) if v >= min => Some(v),
-        Ok(v) => {
-            issues.push(key, format!("{v} is too small: must be at least {min}"));
-            None
-        }
-        Err(_) => {
-            issues.push(key, format!("{raw:?} is not an integer"));
-            None
-        }
-    }
-}
-
-/// A comma-separated list, trimmed, without empty entries.
-fn list(value: Option<&str>) -> Vec<String> {
-    value
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 impl SourceConfig {
     /// Parses a connector configuration; one issue per bad key. Does not touch the network.
     pub(crate) fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
@@ -339,25 +291,25 @@ impl SourceConfig {
             }
             Some(p) => Some(p.trim().to_owned()),
         };
-        let poll = int(
+        let poll = int_at_least(
             config,
             POLL_INTERVAL_MS,
             Some(DEFAULT_POLL_INTERVAL_MS),
             1,
             &mut issues,
         );
-        let batch = int(
+        let batch = int_at_least(
             config,
             BATCH_MAX_ROWS,
             Some(DEFAULT_BATCH_MAX_ROWS),
             1,
             &mut issues,
         );
-        let initial = int(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
+        let initial = int_at_least(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
         let options = match Options::parse(config, split_identifier) {
             Ok(options) => Some(options),
             Err(found) => {
-                issues.0.extend(found);
+                issues.extend(found);
                 None
             }
         };
@@ -373,10 +325,10 @@ impl SourceConfig {
                 _ => {}
             }
         }
-        let delay = int(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
+        let delay = int_at_least(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
         let safety = Safety::parse(config, &mut issues);
-        if !issues.0.is_empty() {
-            return Err(issues.0);
+        if !issues.is_empty() {
+            return Err(issues.into_vec());
         }
         match (
             connection,
@@ -419,7 +371,7 @@ impl SourceConfig {
                 options,
                 safety,
             }),
-            _ => Err(issues.0),
+            _ => Err(issues.into_vec()),
         }
     }
 
@@ -524,21 +476,25 @@ fn split_identifier(text: &str) -> Result<Vec<String>, String> {
     Ok(parts)
 }
 
-/// The issues of a configuration the connector cannot run with, as a fatal error.
-pub(crate) fn invalid_config(what: &str, issues: &[ConfigIssue]) -> ConnectError {
-    let list = issues
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    ConnectError::fatal(format!(
-        "PostgresSource: invalid {what}: {list}; fix the connector configuration (check it with its validate)"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_password_and_the_url_declare_their_secrets() {
+        let keys = keys();
+        let key = |name: &str| keys.iter().find(|k| k.name == name).cloned();
+        let password = key(CONNECTION_PASSWORD).expect("connection.password is declared");
+        assert_eq!(password.shown("s3cret"), ferry_api::HIDDEN);
+        let url = key(CONNECTION_URL).expect("connection.url is declared");
+        let shown = url.shown("jdbc:postgresql://db:5432/app?user=app&password=s3cret");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("db:5432/app"),
+            "{shown}"
+        );
+        let user = key(CONNECTION_USER).expect("connection.user is declared");
+        assert_eq!(user.shown("app"), "app");
+    }
 
     #[test]
     fn table_names() {
@@ -641,9 +597,11 @@ impl Safety {
             }
         };
         let db_timezone = text(config, DB_TIMEZONE).unwrap_or("UTC").to_owned();
-        let attempts = int(config, CONNECTION_ATTEMPTS, Some(3), 1, issues).unwrap_or(3);
-        let backoff = int(config, CONNECTION_BACKOFF_MS, Some(10_000), 0, issues).unwrap_or(0);
-        let wait = int(config, LATE_COMMIT_MAX_WAIT_MS, Some(300_000), 0, issues).unwrap_or(0);
+        let attempts = int_at_least(config, CONNECTION_ATTEMPTS, Some(3), 1, issues).unwrap_or(3);
+        let backoff =
+            int_at_least(config, CONNECTION_BACKOFF_MS, Some(10_000), 0, issues).unwrap_or(0);
+        let wait =
+            int_at_least(config, LATE_COMMIT_MAX_WAIT_MS, Some(300_000), 0, issues).unwrap_or(0);
         Safety {
             validate_non_null,
             db_timezone,

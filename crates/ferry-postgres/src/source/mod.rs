@@ -62,7 +62,8 @@ pub use offset::{
 };
 pub use task::PostgresSourceTask;
 
-use config::{Source, SourceConfig, invalid_config};
+use config::{Source, SourceConfig};
+use ferry_api::config::invalid_config;
 
 /// The class names PostgresSource answers to.
 pub const CLASS_NAMES: &[&str] = &[
@@ -104,8 +105,9 @@ impl SourceConnector for PostgresSourceConnector {
     /// [`TASK_TABLES`]); a query runs in one task; without a whitelist `tasks.max` tasks each read
     /// their share ([`TASK_SHARE`]) of the tables they find.
     fn task_configs(&self, config: &Config, max_tasks: usize) -> Result<Vec<Config>, ConnectError> {
-        let parsed = SourceConfig::parse(config)
-            .map_err(|issues| invalid_config("connector configuration", &issues))?;
+        let parsed = SourceConfig::parse(config).map_err(|issues| {
+            invalid_config("PostgresSource", "connector configuration", &issues)
+        })?;
         let tables = match parsed.source {
             Source::Query(_) => return Ok(vec![config.clone()]),
             Source::Tables(tables) => tables,
@@ -154,8 +156,9 @@ impl SourceConnector for PostgresSourceConnector {
         config: &Config,
         offsets: &[(SourcePartition, Option<SourceOffset>)],
     ) -> Result<bool, ConnectError> {
-        let parsed = SourceConfig::parse(config)
-            .map_err(|issues| invalid_config("connector configuration", &issues))?;
+        let parsed = SourceConfig::parse(config).map_err(|issues| {
+            invalid_config("PostgresSource", "connector configuration", &issues)
+        })?;
         for (partition, offset) in offsets {
             if let Some(offset) = offset {
                 offset::validate_alter(parsed.mode, partition, offset)?;

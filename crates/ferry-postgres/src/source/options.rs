@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use ferry_api::config::text;
 use ferry_api::{Config, ConfigIssue, ConfigKey};
 
 use super::decode::ValueMapping;
@@ -169,10 +170,6 @@ impl Default for Options {
             fold_identifiers: false,
         }
     }
-}
-
-fn text<'a>(config: &'a Config, key: &str) -> Option<&'a str> {
-    config.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
 }
 
 impl Options {

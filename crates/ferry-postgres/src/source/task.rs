@@ -23,9 +23,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::columns;
-use super::config::{
-    Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, TableId, invalid_config,
-};
+use super::config::{Mode, Source, SourceConfig, TIMESTAMP_INITIAL_CURRENT, TableId};
 use super::conn::{Db, connect, give_up};
 use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
 use super::discovery::{Selection, auto_increment_column};
@@ -35,6 +33,7 @@ use super::sql::{self, SourceItem};
 use super::time::Micros;
 use super::url::ConnectionSpec;
 use super::zone::ZoneShifts;
+use ferry_api::config::invalid_config;
 
 /// The longest an idle poll waits before returning an empty batch.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -133,7 +132,7 @@ impl SourceTask for PostgresSourceTask {
     /// again `connection.attempts` times, `connection.backoff.ms` apart, as Kafka Connect does.
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = SourceConfig::parse_task(context.configs())
-            .map_err(|issues| invalid_config("task configuration", &issues))?;
+            .map_err(|issues| invalid_config("PostgresSource", "task configuration", &issues))?;
         if !config.connection.ignored.is_empty() {
             tracing::warn!(
                 "PostgresSource: connection.url parameters not supported by Ferry and ignored: {}",

@@ -1,19 +1,18 @@
 //! Support for the PostgresSource tests against the real PostgreSQL at 127.0.0.1:5432 (database
-//! `test`, user `postgres`, trust authentication): a client, tables that drop themselves, a task
-//! context with a memory offset store written through the real `OffsetWriter`, and poll helpers.
+//! `test`, user `postgres`, trust authentication): a client, tables that drop themselves, and
+//! ferry-testkit's task harness (a memory offset store written through the real `OffsetWriter`)
+//! under this crate's connector name and poll deadline.
 
-#![allow(dead_code)] // each test file uses a different part
+#![allow(dead_code, unused_imports)] // each test file uses a different part (and re-export)
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferry_api::{
-    Config, ConnectError, OffsetReadError, OffsetStorageReader, SourceConnector, SourceOffset,
-    SourcePartition, SourceRecord, SourceTask, SourceTaskContext, async_trait,
-};
-use ferry_offsets::{MemoryStore, OffsetBackingStore, OffsetWriter, StoreOffsetReader};
+use ferry_api::{Config, ConnectError, SourceOffset, SourcePartition, SourceRecord, SourceTask};
 use ferry_postgres::source::PostgresSourceConnector;
+pub use ferry_testkit::{CountingReader, TaskHarness, config, poll_for, poll_up_to};
 use tokio_postgres::{Client, NoTls};
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -96,14 +95,6 @@ impl Drop for Table {
     }
 }
 
-/// A config from `key=value` pairs.
-pub fn config(pairs: &[(&str, &str)]) -> Config {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
-
 /// A connector config for `table` in `mode`, polling every 50 ms, plus `extra` (which override).
 pub fn table_config(table: &str, mode: &str, extra: &[(&str, &str)]) -> Config {
     let mut config = config(&[
@@ -120,96 +111,13 @@ pub fn table_config(table: &str, mode: &str, extra: &[(&str, &str)]) -> Config {
     config
 }
 
-/// A [`StoreOffsetReader`] that counts its `offsets()` calls and remembers what was asked.
-pub struct CountingReader {
-    inner: StoreOffsetReader,
-    calls: AtomicUsize,
-    asked: std::sync::Mutex<Vec<Vec<SourcePartition>>>,
-}
-
-impl CountingReader {
-    pub fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-
-    /// The partitions of each call, in order.
-    pub fn asked(&self) -> Vec<Vec<SourcePartition>> {
-        self.asked.lock().map(|a| a.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait]
-impl OffsetStorageReader for CountingReader {
-    async fn offsets(
-        &self,
-        partitions: &[SourcePartition],
-    ) -> Result<Vec<(SourcePartition, Option<SourceOffset>)>, OffsetReadError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        if let Ok(mut asked) = self.asked.lock() {
-            asked.push(partitions.to_vec());
-        }
-        self.inner.offsets(partitions).await
-    }
-}
-
-struct TestContext {
-    config: Config,
-    reader: Arc<CountingReader>,
-}
-
-impl SourceTaskContext for TestContext {
-    fn configs(&self) -> &Config {
-        &self.config
-    }
-
-    fn offset_storage_reader(&self) -> Arc<dyn OffsetStorageReader> {
-        self.reader.clone()
-    }
-}
-
-/// One connector's offsets in a memory store, written through the real [`OffsetWriter`].
-#[derive(Clone, Default)]
-pub struct Offsets {
-    store: MemoryStore,
-}
+/// One connector's offsets in a memory store: [`TaskHarness`] under [`CONNECTOR`].
+#[derive(Clone)]
+pub struct Offsets(TaskHarness);
 
 impl Offsets {
     pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn store(&self) -> Arc<dyn OffsetBackingStore> {
-        Arc::new(self.store.clone())
-    }
-
-    /// Writes and flushes offsets, as the runtime's committer would.
-    pub async fn write(
-        &self,
-        entries: Vec<(SourcePartition, Option<SourceOffset>)>,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        let writer = OffsetWriter::new(CONNECTOR, self.store());
-        for (partition, offset) in entries {
-            writer.stage(Some(partition), offset);
-        }
-        if let Some(flush) = writer.begin_flush(Duration::from_secs(5)).await? {
-            flush.flush().await?;
-        }
-        Ok(())
-    }
-
-    /// Commits the offsets of `records` (the last per partition wins), as after their acks.
-    pub async fn commit(&self, records: &[SourceRecord]) -> Result<(), Box<dyn std::error::Error>> {
-        let entries = records
-            .iter()
-            .filter(|r| r.source_offset.is_some())
-            .map(|r| {
-                (
-                    r.source_partition.clone().unwrap_or_default(),
-                    r.source_offset.clone(),
-                )
-            })
-            .collect();
-        self.write(entries).await
+        Self(TaskHarness::new(CONNECTOR))
     }
 
     /// The committed offset of `partition`.
@@ -217,8 +125,7 @@ impl Offsets {
         &self,
         partition: &SourcePartition,
     ) -> Result<Option<SourceOffset>, Box<dyn std::error::Error>> {
-        let reader = StoreOffsetReader::new(CONNECTOR, self.store());
-        Ok(reader.offset(partition).await?)
+        Ok(self.0.offset(partition).await?)
     }
 
     /// A started task of the PostgresSource connector with `config` (a task config), and its reader.
@@ -226,18 +133,15 @@ impl Offsets {
         &self,
         config: Config,
     ) -> Result<(Box<dyn SourceTask>, Arc<CountingReader>), ConnectError> {
-        let reader = Arc::new(CountingReader {
-            inner: StoreOffsetReader::new(CONNECTOR, self.store()),
-            calls: AtomicUsize::new(0),
-            asked: std::sync::Mutex::new(Vec::new()),
-        });
-        let mut task = PostgresSourceConnector::new().create_task();
-        task.start(Arc::new(TestContext {
-            config,
-            reader: reader.clone(),
-        }))
-        .await?;
-        Ok((task, reader))
+        self.0.start(&PostgresSourceConnector::new(), config).await
+    }
+}
+
+impl Deref for Offsets {
+    type Target = TaskHarness;
+
+    fn deref(&self) -> &TaskHarness {
+        &self.0
     }
 }
 
@@ -246,33 +150,7 @@ pub async fn poll_n(
     task: &mut dyn SourceTask,
     n: usize,
 ) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    while out.len() < n {
-        if Instant::now() > deadline {
-            return Err(format!(
-                "only {} of {n} records arrived: {:?}",
-                out.len(),
-                values(&out)
-            )
-            .into());
-        }
-        out.extend(task.poll().await?);
-    }
-    Ok(out)
-}
-
-/// Polls for `duration` and returns everything.
-pub async fn poll_for(
-    task: &mut dyn SourceTask,
-    duration: Duration,
-) -> Result<Vec<SourceRecord>, ConnectError> {
-    let deadline = Instant::now() + duration;
-    let mut out = Vec::new();
-    while Instant::now() < deadline {
-        out.extend(task.poll().await?);
-    }
-    Ok(out)
+    Ok(ferry_testkit::poll_n(task, n, Duration::from_secs(20)).await?)
 }
 
 /// The record values as JSON.
@@ -399,20 +277,6 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
-}
-
-/// Polls until `n` records arrived or `timeout` passed, returning what arrived.
-pub async fn poll_up_to(
-    task: &mut dyn SourceTask,
-    n: usize,
-    timeout: Duration,
-) -> Result<Vec<SourceRecord>, ConnectError> {
-    let deadline = Instant::now() + timeout;
-    let mut out = Vec::new();
-    while out.len() < n && Instant::now() < deadline {
-        out.extend(task.poll().await?);
-    }
-    Ok(out)
 }
 
 /// The first non-empty poll (fails after 20 s): polls are empty while a transaction open elsewhere in
