@@ -2,17 +2,14 @@
 
 use std::fmt;
 
-use crate::redact::is_secret;
-
 /// `producer.`: settings of the producer that sends records (`producer.linger.ms` → `linger.ms`).
 pub const PRODUCER_PREFIX: &str = "producer.";
 
 /// Kafka client settings passed to librdkafka as they are (`linger.ms=5`), in file order.
 ///
 /// `Debug` shows every key but hides the values of secrets: those set with
-/// [`ClientOverrides::set_secret`] (the backend declares which of its client's keys are sensitive),
-/// and, until every backend declares them, any key whose name suggests one (`sasl.password`,
-/// `sasl.jaas.config`, `ssl.key.password`, …).
+/// [`ClientOverrides::set_secret`] (the backend declares which of its client's keys are sensitive;
+/// nothing is guessed from a key's name).
 ///
 /// Equality compares the settings only, not which are marked secret.
 #[derive(Clone, Default)]
@@ -75,7 +72,7 @@ impl ClientOverrides {
 
     /// Whether the value of `key` must never be shown.
     pub fn is_secret(&self, key: &str) -> bool {
-        self.0.iter().any(|s| s.key == key && s.secret) || is_secret(key)
+        self.0.iter().any(|s| s.key == key && s.secret)
     }
 
     /// The settings, in order.
@@ -106,7 +103,7 @@ impl fmt::Debug for ClientOverrides {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
             .entries(self.0.iter().map(|s| {
-                let shown = if s.secret || is_secret(&s.key) {
+                let shown = if s.secret {
                     "[hidden]"
                 } else {
                     s.value.as_str()
@@ -137,5 +134,13 @@ mod tests {
             ("ssl.key.location", "/etc/keys/client.key"),
         ]);
         assert_eq!(declared, plain);
+    }
+
+    #[test]
+    fn secrecy_is_what_the_backend_declares_not_guessed_from_the_name() {
+        // `sasl.password` set with `set` is shown: the backend decides (ferry-kafka declares it secret).
+        let plain = ClientOverrides::from_pairs([("sasl.password", "visible")]);
+        assert!(!plain.is_secret("sasl.password"));
+        assert!(format!("{plain:?}").contains("visible"));
     }
 }

@@ -5,8 +5,6 @@ use std::path::{Path, PathBuf};
 
 use ferry_api::HIDDEN;
 
-use crate::redact::{is_secret, shown_value};
-
 /// One problem with a configuration file. Every message names the file, the key and (when known) the
 /// line as `path:line`, and says what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +65,7 @@ pub enum ConfigError {
         limit: usize,
     },
     /// A key's value is not accepted.
-    #[error("{}: {} {key:?}: {message}", at(path, *line), shown(key, value.as_deref()))]
+    #[error("{}: {} {key:?}: {message}", at(path, *line), shown(value.as_deref()))]
     Invalid {
         /// The file.
         path: PathBuf,
@@ -75,8 +73,12 @@ pub enum ConfigError {
         key: String,
         /// The 1-based line, when known.
         line: Option<usize>,
-        /// The value as messages may show it: as written, or `[hidden]` / redacted for a key declared
-        /// secret (`ConfigKey::secret`, `embeds_secret`); `None` when the key is not set.
+        /// The value as messages may show it, decided by whoever declares the key when the error is
+        /// made: as written for a public key, `[hidden]` / redacted for a key declared secret
+        /// (`ConfigKey::secret`, `embeds_secret`), `[hidden]` for a key nobody declares
+        /// ([`Properties::invalid_secret`](crate::Properties::invalid_secret),
+        /// [`Properties::invalid_undeclared`](crate::Properties::invalid_undeclared)); `None` when the
+        /// key is not set. Shown as it is: nothing here guesses from the key's name.
         value: Option<String>,
         /// What is wrong and what is accepted.
         message: String,
@@ -186,12 +188,13 @@ fn at(path: &Path, line: Option<usize>) -> String {
     }
 }
 
-/// `invalid value "x" for`, with secrets hidden, or `invalid` when the key is not set.
-fn shown(key: &str, value: Option<&str>) -> String {
+/// `invalid value "x" for` (the value as its key's declaration lets it be shown), or `invalid` when
+/// the key is not set.
+fn shown(value: Option<&str>) -> String {
     match value {
         None => "invalid".to_owned(),
-        // A value already hidden by its key's declared secrecy (`ConfigKey::secret`) is shown as such.
-        Some(value) if is_secret(key) || value == HIDDEN => "invalid value [hidden] for".to_owned(),
-        Some(value) => format!("invalid value {:?} for", shown_value(key, value)),
+        // Hidden by its key's declared secrecy (or because nobody declares the key): shown unquoted.
+        Some(HIDDEN) => format!("invalid value {HIDDEN} for"),
+        Some(value) => format!("invalid value {value:?} for"),
     }
 }

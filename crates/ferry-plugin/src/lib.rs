@@ -21,7 +21,6 @@ mod converter;
 pub mod converter_config;
 mod hint;
 mod properties;
-pub mod redact;
 mod registry;
 mod secret;
 pub mod sink;

@@ -7,7 +7,6 @@ use ferry_api::{Config, ConfigKey};
 use indexmap::IndexMap;
 
 use crate::config_error::ConfigError;
-use crate::redact::shown_value;
 use crate::syntax;
 
 /// The keys and values of one properties file (`java.util.Properties` syntax), with 1-based lines.
@@ -184,14 +183,28 @@ impl Properties {
         }
     }
 
-    /// [`ConfigError::Invalid`] for `key` as set here, with `message` saying what is accepted. The
-    /// value is kept as messages may show it (a connection string's password hidden).
+    /// [`ConfigError::Invalid`] for `key` as set here, with `message` saying what is accepted, showing
+    /// the value as written: for a key its caller declares public (a port, a topic, a class name).
+    /// A key declared secret goes through [`Properties::invalid_secret`], one nobody declares through
+    /// [`Properties::invalid_undeclared`].
     pub fn invalid(&self, key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.clone(),
             key: key.to_owned(),
             line: self.line_of(key),
-            value: self.get(key).map(|value| shown_value(key, value)),
+            value: self.get(key).map(str::to_owned),
+            message: message.into(),
+        }
+    }
+
+    /// [`ConfigError::Invalid`] for a `key` that nobody declares (so nothing says whether its value is
+    /// secret): its value is never shown, only `[hidden]` when it is set.
+    pub fn invalid_undeclared(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.to_owned(),
+            line: self.line_of(key),
+            value: self.get(key).map(|_| ferry_api::HIDDEN.to_owned()),
             message: message.into(),
         }
     }
@@ -203,5 +216,38 @@ impl fmt::Debug for Properties {
             .field("path", &self.path)
             .field("keys", &self.keys().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_secret_with_an_ordinary_name_is_hidden_in_errors_and_debug() {
+        let props = Properties::from_pairs("w", [("api.key", "hunter2")]);
+        let key = ConfigKey::optional("api.key", None, "an API key").secret();
+        let error = props.invalid_secret(&key, "too short");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(
+            error.to_string(),
+            "w: invalid value [hidden] for \"api.key\": too short"
+        );
+    }
+
+    #[test]
+    fn the_value_of_a_key_nobody_declares_is_never_echoed() {
+        // An ordinary name: no guess would hide it, and no declaration says it is public.
+        let props = Properties::from_pairs("w", [("endpoint", "https://u:hunter2@host")]);
+        let error = props.invalid_undeclared("endpoint", "not a key of this connector");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(
+            error.to_string(),
+            "w: invalid value [hidden] for \"endpoint\": not a key of this connector"
+        );
+        let unset = props.invalid_undeclared("other", "required");
+        assert_eq!(unset.to_string(), "w: invalid \"other\": required");
     }
 }

@@ -5,10 +5,10 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::redact::redact_connection_string;
 use async_trait::async_trait;
 use ferry_api::ConfigKey;
 use ferry_offsets::{OffsetBackingStore, StoreError};
-use ferry_plugin::redact::redact_connection_string;
 use ferry_plugin::{ConfigError, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties};
 
 use crate::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};

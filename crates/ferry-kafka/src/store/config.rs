@@ -179,10 +179,10 @@ impl KafkaOffsetStoreConfig {
     }
 }
 
-/// Whether an override's value is hidden: a declared sensitive key, or (until every key's secrecy is
-/// declared) one whose name suggests a secret.
+/// Whether an override's value is hidden: a client key declared sensitive
+/// ([`crate::secret::is_sensitive_client_key`]); nothing is guessed from a key's name.
 fn is_secret(key: &str) -> bool {
-    crate::secret::is_sensitive_client_key(key) || ferry_plugin::redact::is_secret(key)
+    crate::secret::is_sensitive_client_key(key)
 }
 
 impl fmt::Debug for KafkaOffsetStoreConfig {
@@ -297,6 +297,26 @@ mod tests {
         assert_eq!(k.get("group.id"), Some("ferry-offset-store-reader"));
         assert_eq!(k.get("enable.auto.commit"), Some("false"));
         assert_eq!(k.get("isolation.level"), Some("read_committed"));
+    }
+
+    #[test]
+    fn debug_hides_declared_sensitive_keys_whatever_their_name() {
+        let mut c = config();
+        // librdkafka declares these sensitive though their names say neither password nor secret.
+        c.client_overrides
+            .push(("sasl.username".to_owned(), "alice-user".to_owned()));
+        c.client_overrides
+            .push(("ssl.key.location".to_owned(), "/etc/keys/k.pem".to_owned()));
+        c.client_overrides.push((
+            "ssl.endpoint.identification.algorithm".to_owned(),
+            "https".to_owned(),
+        ));
+        let text = format!("{c:?}");
+        assert!(
+            !text.contains("alice-user") && !text.contains("/etc/keys"),
+            "{text}"
+        );
+        assert!(text.contains("\"https\""), "{text}");
     }
 
     #[test]

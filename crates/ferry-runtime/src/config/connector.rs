@@ -234,20 +234,22 @@ fn check_connector_keys(
     }
     if all_required_set {
         for issue in connector.validate(&props.to_config()) {
-            // A declared key shows its value only as its secrecy allows.
+            // A declared key shows its value only as its secrecy allows; the framework's own keys are
+            // public; a key nobody declares never has its value shown.
             let error = match keys.iter().find(|k| k.name == issue.key) {
                 Some(key) => props.invalid_secret(key, issue.message),
-                None => ConfigError::Invalid {
-                    path: props.path().to_path_buf(),
-                    line: props.line_of(&issue.key),
-                    value: props.get(&issue.key).map(str::to_owned),
-                    key: issue.key,
-                    message: issue.message,
-                },
+                None if is_framework_key(&issue.key) => props.invalid(&issue.key, issue.message),
+                None => props.invalid_undeclared(&issue.key, issue.message),
             };
             errors.push(error);
         }
     }
+}
+
+/// Whether `key` is one the framework handles for every connector ([`COMMON_KEYS`], the converter
+/// settings): keys whose values are public.
+pub(crate) fn is_framework_key(key: &str) -> bool {
+    COMMON_KEYS.contains(&key) || converter::is_converter_key(key)
 }
 
 /// Kafka Connect requires a non-empty name without control characters. Surrounding whitespace is

@@ -22,11 +22,11 @@ mod connector;
 mod rest;
 mod worker;
 
+pub(crate) use connector::is_framework_key;
 pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
-pub(crate) use ferry_plugin::redact::{is_secret, shown_value};
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};

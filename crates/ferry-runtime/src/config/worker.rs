@@ -450,11 +450,11 @@ fn offset_storage(
         for key in other
             .keys()
             .into_iter()
-            .map(|k| k.name)
-            .filter(|k| props.get(k).is_some())
+            .filter(|k| props.get(k.name).is_some())
         {
-            errors.push(props.invalid(
-                key,
+            // The store declares its keys' secrecy (a connection string's password stays hidden).
+            errors.push(props.invalid_secret(
+                &key,
                 format!(
                     "is a setting of offset.storage={owner}, but offsets are stored in {chosen}; set \
                      offset.storage={owner} to keep them there, or remove this key",

@@ -4,13 +4,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ferry_api::{Config, ConfigKey, HIDDEN, Secrecy, SourceConnector};
+use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
 use crate::config::{
     CONNECTOR_CLASS, ConfigError, ConnectorConfig, ERRORS_TOLERANCE, HEADER_CONVERTER,
-    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_secret, shown_value,
+    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_framework_key,
 };
 
 /// A connector plugin: the class names it answers to and how to make one.
@@ -126,12 +126,12 @@ pub(crate) fn validate(
                 .iter()
                 .any(|(k, _)| k.as_deref() == Some(issue.key.as_str()))
             {
-                let error = ConfigError::Invalid {
-                    path: props.path().to_path_buf(),
-                    value: config.get(&issue.key).cloned(),
-                    key: issue.key,
-                    line: None,
-                    message: issue.message,
+                let error = match keys.iter().find(|k| k.name == issue.key) {
+                    Some(key) => props.invalid_secret(key, issue.message),
+                    None if is_framework_key(&issue.key) => {
+                        props.invalid(&issue.key, issue.message)
+                    }
+                    None => props.invalid_undeclared(&issue.key, issue.message),
                 };
                 errors.push(describe(&error, &keys));
             }
@@ -147,7 +147,7 @@ fn connector_class(config: &Config) -> Result<&str, HerderError> {
         .ok_or_else(|| {
             HerderError::bad_request(format!(
                 "Connector config {} contains no connector type",
-                // No class, so no declared keys: the name rule alone hides secrets here.
+                // No class, so no connector declares its keys: only the framework's values are shown.
                 java_map(config, &[])
             ))
         })
@@ -161,16 +161,15 @@ fn normalized(name: &str) -> &str {
     }
 }
 
-/// What messages and REST bodies may show of `key`'s value: what the connector declares
-/// ([`ConfigKey::shown`]); for keys it does not declare secret, the name rule as well, until every
-/// connector declares its secrets (then the name rule goes, issue 12 A/S).
+/// What messages and REST bodies may show of `key`'s value, decided by the declarations: the
+/// connector's ([`ConfigKey::shown`]); the framework's own keys are public; a key nobody declares
+/// (refused anyway) never has its value shown. Applying it to a value already shown this way changes
+/// nothing.
 fn shown(keys: &[ConfigKey], key: &str, value: &str) -> String {
     match keys.iter().find(|k| k.name == key) {
-        Some(declared) if declared.secrecy() != Secrecy::Public => {
-            declared.shown(value).into_owned()
-        }
-        _ if is_secret(key) => HIDDEN.to_owned(),
-        _ => shown_value(key, value),
+        Some(declared) => declared.shown(value).into_owned(),
+        None if is_framework_key(key) => value.to_owned(),
+        None => HIDDEN.to_owned(),
     }
 }
 
@@ -411,6 +410,27 @@ fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> Co
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_of_keys_nobody_declares_are_never_echoed() {
+        // Ordinary names no guess would hide: without a declaration the value is not shown at all.
+        let config = Config::from([
+            ("name".to_owned(), "src".to_owned()),
+            ("endpoint".to_owned(), "https://u:hunter2@host".to_owned()),
+        ]);
+        assert_eq!(java_map(&config, &[]), "{endpoint=[hidden], name=src}");
+        let error = ConfigError::Invalid {
+            path: "rest".into(),
+            key: "endpoint".to_owned(),
+            line: None,
+            value: Some("https://u:hunter2@host".to_owned()),
+            message: "unknown".to_owned(),
+        };
+        assert_eq!(
+            describe(&error, &[]).1,
+            "Invalid value [hidden] for configuration endpoint: unknown"
+        );
+    }
 
     #[test]
     fn invalid_connection_urls_are_reported_without_their_password() {
