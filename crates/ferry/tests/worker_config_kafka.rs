@@ -117,6 +117,27 @@ fn an_explicit_file_sink_wins_and_producer_settings_then_warn() {
 }
 
 #[test]
+fn client_keys_librdkafka_declares_sensitive_are_hidden_whatever_their_name() {
+    // Neither name says password or secret; librdkafka declares both sensitive.
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("producer.sasl.username", "alice-user"),
+        ("producer.ssl.key.location", "/etc/keys/client.key"),
+        ("producer.linger.ms", "5"),
+    ]);
+    let debug = format!("{config:?}");
+    assert!(
+        !debug.contains("alice-user") && !debug.contains("/etc/keys"),
+        "{debug}"
+    );
+    assert!(
+        debug.contains("sasl.username") && debug.contains("\"linger.ms\": \"5\""),
+        "{debug}"
+    );
+}
+
+#[test]
 fn producer_settings_pass_through_without_the_prefix_and_hide_secrets() {
     let config = worker(&[
         FILE,

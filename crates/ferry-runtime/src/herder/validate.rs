@@ -411,6 +411,98 @@ fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> Co
 mod tests {
     use super::*;
 
+    /// A connector whose secret has an ordinary name (`api.key`): only its declaration hides it.
+    struct ApiSource;
+
+    impl SourceConnector for ApiSource {
+        fn config_keys(&self) -> Vec<ConfigKey> {
+            vec![
+                ConfigKey::required("api.key", "the service's API key").secret(),
+                ConfigKey::optional("region", None, "the service's region"),
+            ]
+        }
+
+        fn validate(&self, config: &Config) -> Vec<ferry_api::ConfigIssue> {
+            config
+                .get("api.key")
+                .filter(|k| k.len() < 8)
+                .map(|_| ferry_api::ConfigIssue {
+                    key: "api.key".into(),
+                    message: "must be at least 8 characters".into(),
+                })
+                .into_iter()
+                .collect()
+        }
+
+        fn task_configs(
+            &self,
+            _config: &Config,
+            _max: usize,
+        ) -> Result<Vec<Config>, ferry_api::ConnectError> {
+            Ok(Vec::new())
+        }
+
+        fn create_task(&self) -> Box<dyn ferry_api::SourceTask> {
+            unreachable!("validation makes no task")
+        }
+    }
+
+    fn api_plugins() -> Plugins {
+        Plugins::new(vec![Plugin::new(["ApiSource"], || {
+            Box::new(ApiSource) as Box<dyn SourceConnector>
+        })])
+    }
+
+    #[test]
+    fn validate_responses_hide_declared_secrets_and_undeclared_values() {
+        let config = Config::from([
+            ("connector.class".to_owned(), "ApiSource".to_owned()),
+            ("api.key".to_owned(), "hunter2".to_owned()),
+            ("region".to_owned(), "eu-west".to_owned()),
+            ("endpoint".to_owned(), "https://u:pa55word@host".to_owned()),
+        ]);
+        let infos = match validate(&api_plugins(), "ApiSource", &config) {
+            Ok(infos) => infos,
+            Err(e) => panic!("validate refused: {e:?}"),
+        };
+        let value = |name: &str| {
+            infos
+                .configs
+                .iter()
+                .find(|c| c.value.name == name)
+                .map(|c| (c.value.value.clone(), c.value.errors.clone()))
+        };
+        let (api_key, api_key_errors) = value("api.key").unwrap_or_default();
+        assert_eq!(api_key.as_deref(), Some(HIDDEN));
+        assert_eq!(
+            api_key_errors,
+            ["Invalid value [hidden] for configuration api.key: must be at least 8 characters"]
+        );
+        assert_eq!(
+            value("region").unwrap_or_default().0.as_deref(),
+            Some("eu-west")
+        );
+        assert_eq!(
+            value("endpoint").unwrap_or_default().0.as_deref(),
+            Some(HIDDEN)
+        );
+        let body = format!("{infos:?}");
+        assert!(
+            !body.contains("hunter2") && !body.contains("pa55word"),
+            "{body}"
+        );
+
+        // The same through a create's 400.
+        let error = match check(&api_plugins(), "api", &config) {
+            Ok(_) => panic!("invalid configuration accepted"),
+            Err(e) => format!("{e:?} {e}"),
+        };
+        assert!(
+            error.contains("api.key") && !error.contains("hunter2") && !error.contains("pa55word"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn values_of_keys_nobody_declares_are_never_echoed() {
         // Ordinary names no guess would hide: without a declaration the value is not shown at all.
