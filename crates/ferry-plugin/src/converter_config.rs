@@ -78,6 +78,21 @@ pub fn is_converter_key(key: &str) -> bool {
         || key.starts_with("value.converter.")
 }
 
+/// Whether `key` is a converter key Ferry knows (`value.converter`, `key.converter.schemas.enable`, …):
+/// the values of these are public. A setting under a converter prefix that Ferry does not know is
+/// refused, and, since nothing declares it, its value is never shown (it may be a credential, as
+/// `value.converter.basic.auth.user.info`).
+pub fn is_known_converter_key(key: &str) -> bool {
+    if key == KEY_CONVERTER || key == VALUE_CONVERTER || key == HEADER_CONVERTER {
+        return true;
+    }
+    [KEY_CONVERTER, VALUE_CONVERTER].iter().any(|role| {
+        key.strip_prefix(role)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|setting| ALL_SETTINGS.contains(&setting))
+    })
+}
+
 /// The converter keys a file sets, in file order (for "has no effect" warnings).
 pub fn converter_keys(props: &Properties) -> Vec<&str> {
     props.keys().filter(|k| is_converter_key(k)).collect()

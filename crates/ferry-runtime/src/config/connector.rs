@@ -246,10 +246,10 @@ fn check_connector_keys(
     }
 }
 
-/// Whether `key` is one the framework handles for every connector ([`COMMON_KEYS`], the converter
-/// settings): keys whose values are public.
+/// Whether `key` is one the framework declares for every connector ([`COMMON_KEYS`], the converter
+/// settings Ferry knows): keys whose values are public.
 pub(crate) fn is_framework_key(key: &str) -> bool {
-    COMMON_KEYS.contains(&key) || converter::is_converter_key(key)
+    COMMON_KEYS.contains(&key) || converter::is_known_converter_key(key)
 }
 
 /// Kafka Connect requires a non-empty name without control characters. Surrounding whitespace is

@@ -504,6 +504,32 @@ mod tests {
     }
 
     #[test]
+    fn unknown_converter_settings_are_not_echoed_known_ones_are() {
+        // Confluent's schema-registry credentials live under the converter prefix; Ferry does not
+        // know that setting, so nothing declares it public.
+        let config = Config::from([
+            ("connector.class".to_owned(), "ApiSource".to_owned()),
+            ("api.key".to_owned(), "long-enough-key".to_owned()),
+            ("value.converter".to_owned(), "JsonConverter".to_owned()),
+            (
+                "value.converter.schemas.enable".to_owned(),
+                "maybe".to_owned(),
+            ),
+            (
+                "value.converter.basic.auth.user.info".to_owned(),
+                "user:pa55word".to_owned(),
+            ),
+        ]);
+        let infos = match validate(&api_plugins(), "ApiSource", &config) {
+            Ok(infos) => infos,
+            Err(e) => panic!("validate refused: {e:?}"),
+        };
+        let body = format!("{infos:?}");
+        assert!(!body.contains("pa55word"), "{body}");
+        assert!(body.contains("maybe"), "{body}");
+    }
+
+    #[test]
     fn values_of_keys_nobody_declares_are_never_echoed() {
         // Ordinary names no guess would hide: without a declaration the value is not shown at all.
         let config = Config::from([
