@@ -1,6 +1,7 @@
 //! The standalone herder keeps REST connectors in its config store and writes connector statuses
 //! to the worker's status store; a delete removes both. Task configurations go through the config
 //! store: the tasks run with what the store holds.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
