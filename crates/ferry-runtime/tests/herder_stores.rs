@@ -11,8 +11,8 @@ use ferry_offsets::MemoryStore;
 use ferry_runtime::herder::{Herder, Plugin, StandaloneHerder};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 use ferry_runtime::stores::{
-    ConfigBackingStore, ConfigSnapshot, ConfigStoreError, MemoryConfigStore, MemoryStatusStore,
-    State, StatusBackingStore,
+    ConfigBackingStore, ConfigSnapshot, ConfigStoreError, FileConfigStore, MemoryConfigStore,
+    MemoryStatusStore, State, StatusBackingStore,
 };
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
 
@@ -439,5 +439,66 @@ async fn command_line_connectors_run_their_tasks_without_reaching_the_config_sto
         .unwrap();
     assert_eq!(starts(&started, 3, 1).await[0]["topic"], "b");
     assert!(store.snapshot().await.unwrap().connectors.is_empty());
+    herder.shutdown().await;
+}
+
+fn recording_herder(store: Arc<dyn ConfigBackingStore>, started: &Started) -> StandaloneHerder {
+    let offsets = Arc::new(MemoryStore::new());
+    let sink: Arc<dyn RecordSink> = Arc::new(NoSink);
+    let worker = Worker::with_status(
+        WorkerSettings::default(),
+        offsets.clone(),
+        sink,
+        Arc::new(MemoryStatusStore::new()),
+        "127.0.0.1:8083",
+    );
+    let plugin_started = started.clone();
+    StandaloneHerder::new(
+        worker,
+        offsets,
+        vec![Plugin::new(["Recording"], move || {
+            Box::new(Recording(plugin_started.clone())) as Box<dyn SourceConnector>
+        })],
+        "127.0.0.1:8083",
+        store,
+    )
+}
+
+#[tokio::test]
+async fn the_connectors_file_keeps_its_format_and_task_configurations_are_made_again_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("connectors.json");
+    let started = Started::default();
+    let store = Arc::new(FileConfigStore::open(&path).unwrap());
+    let herder = recording_herder(store.clone(), &started);
+    herder
+        .create_connector("rec", recording_config("a", 2), TargetState::Running)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_tasks(store.as_ref(), "rec").await.map(|t| t.len()),
+        Some(2)
+    );
+    // Task configurations live in memory only (as in Kafka Connect standalone): the file is v1.
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"version": 1, "connectors": {"rec": {
+            "config": recording_config("a", 2),
+            "state": "RUNNING"
+        }}})
+    );
+    herder.shutdown().await;
+
+    // Restarted: the connector makes its task configurations again and they go to the store.
+    let store = Arc::new(FileConfigStore::open(&path).unwrap());
+    assert_eq!(stored_tasks(store.as_ref(), "rec").await, None);
+    let herder = recording_herder(store.clone(), &started);
+    herder.start(Vec::new()).await.unwrap();
+    let stored = stored_tasks(store.as_ref(), "rec")
+        .await
+        .expect("made again");
+    assert_eq!(stored.len(), 2);
+    assert_eq!(sorted(starts(&started, 2, 2).await), stored);
     herder.shutdown().await;
 }
