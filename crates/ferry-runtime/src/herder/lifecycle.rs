@@ -56,7 +56,7 @@ impl StandaloneHerder {
         self.halt(name, &mut entry).await;
         entry.config = config;
         tracing::info!(connector = %name, "connector {name:?} reconfigured");
-        self.launch(name, &mut entry);
+        self.launch(name, &mut entry).await;
         let info = info(name, &entry);
         state.connectors.insert(name.to_owned(), entry);
         Ok((false, info))
@@ -73,7 +73,7 @@ impl StandaloneHerder {
             .await?;
         let mut entry = Entry::new(config, target, Origin::Rest);
         tracing::info!(connector = %name, "connector {name:?} created ({target:?})");
-        self.launch(name, &mut entry);
+        self.launch(name, &mut entry).await;
         let info = info(name, &entry);
         state.connectors.insert(name.to_owned(), entry);
         Ok(info)
@@ -128,7 +128,7 @@ impl StandaloneHerder {
         let relaunched = restart_connector && self.reconfigure(&mut state, name).await;
         if !relaunched {
             for task in tasks {
-                self.restart_task_locked(&state, name, task).await?;
+                self.restart_task_locked(&mut state, name, task).await?;
             }
         }
         Ok(plan)
@@ -140,13 +140,13 @@ impl StandaloneHerder {
     /// # Errors
     /// 404: unknown connector or task.
     pub async fn restart_task(&self, name: &str, task: usize) -> Result<(), HerderError> {
-        let state = self.lock().await;
-        self.restart_task_locked(&state, name, task).await
+        let mut state = self.lock().await;
+        self.restart_task_locked(&mut state, name, task).await
     }
 
     async fn restart_task_locked(
         &self,
-        state: &State,
+        state: &mut State,
         name: &str,
         task: usize,
     ) -> Result<(), HerderError> {
@@ -160,10 +160,30 @@ impl StandaloneHerder {
             .get(crate::config::CONNECTOR_CLASS)
             .and_then(|class| self.plugins.resolve(class.trim()))
             .ok_or_else(task_missing)?;
-        self.worker
-            .restart_task(name, task, connector.as_ref())
+        // The task restarts with its configuration as the config store holds it.
+        let config = self
+            .stored_task_configs(name, entry.origin)
             .await
-            .map_err(|e| HerderError::internal(format!("Failed to start task: {name}-{task}: {e}")))
+            .map_err(|e| {
+                HerderError::internal(format!("Failed to start task: {name}-{task}: {e}"))
+            })?
+            .into_iter()
+            .nth(task)
+            .ok_or_else(task_missing)?;
+        self.worker
+            .restart_task_with(name, task, config.clone(), connector.as_ref())
+            .await
+            .map_err(|e| {
+                HerderError::internal(format!("Failed to start task: {name}-{task}: {e}"))
+            })?;
+        if let Some(slot) = state
+            .connectors
+            .get_mut(name)
+            .and_then(|entry| entry.task_configs.get_mut(task))
+        {
+            *slot = config;
+        }
+        Ok(())
     }
 
     /// Makes the task configurations again and restarts the tasks if they changed or the connector
@@ -183,7 +203,7 @@ impl StandaloneHerder {
             return false;
         }
         self.halt(name, entry).await;
-        self.launch(name, entry);
+        self.launch(name, entry).await;
         true
     }
 
@@ -233,6 +253,7 @@ impl StandaloneHerder {
         match target {
             TargetState::Stopped => {
                 self.halt(name, entry).await;
+                self.clear_task_configs(name, origin).await;
                 entry.failure = None;
                 self.publish(name, entry);
             }
@@ -240,7 +261,7 @@ impl StandaloneHerder {
                 let paused = target == TargetState::Paused;
                 if self.worker.set_paused(name, paused).is_err() {
                     // No tasks (stopped or failed): start them in the new state.
-                    self.launch(name, entry);
+                    self.launch(name, entry).await;
                 } else {
                     self.publish(name, entry);
                 }

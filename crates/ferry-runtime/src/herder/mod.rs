@@ -12,6 +12,12 @@
 //! collision the command-line file wins, with a WARN). Every change is checked first and written to
 //! the file before it takes effect, so a request that fails changes nothing.
 //!
+//! Task configurations go through the config store too, as in Kafka Connect (`putTaskConfigs`): the
+//! herder writes the set the connector makes, and starts and restarts tasks with the set the store
+//! then holds (a distributed herder reads it from the config topic). Command-line connectors, which
+//! never reach the connectors file, are kept in a [`MemoryConfigStore`] of their own, so their tasks
+//! take the same path.
+//!
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
 
 mod api;
@@ -29,7 +35,9 @@ use ferry_offsets::OffsetBackingStore;
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::config::{ConnectorConfig, ErrorTolerance};
-use crate::stores::{ConfigBackingStore, ConfigStoreError, State as Status, StatusEntry};
+use crate::stores::{
+    ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
+};
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::Herder;
 use entities::{
@@ -57,7 +65,8 @@ struct Entry {
     config: Config,
     target: TargetState,
     origin: Origin,
-    /// The task configurations of the running (or paused) tasks; empty when stopped or failed.
+    /// The task configurations of the running (or paused) tasks, as read back from the config
+    /// store when they started; empty when stopped or failed.
     task_configs: Vec<Config>,
     /// Why the connector is FAILED.
     failure: Option<String>,
@@ -74,6 +83,9 @@ pub struct StandaloneHerder {
     plugins: Plugins,
     worker_id: String,
     config_store: Arc<dyn ConfigBackingStore>,
+    /// The command-line connectors (never written to `config_store`): their configurations, target
+    /// states and task configurations, for this run only.
+    command_line_store: MemoryConfigStore,
     state: Mutex<State>,
 }
 
@@ -93,6 +105,7 @@ impl StandaloneHerder {
             plugins: Plugins::new(plugins),
             worker_id: worker_id.into(),
             config_store,
+            command_line_store: MemoryConfigStore::new(),
             state: Mutex::new(State {
                 connectors: BTreeMap::new(),
             }),
@@ -129,8 +142,12 @@ impl StandaloneHerder {
             let Some(name) = config.get(crate::config::NAME).cloned() else {
                 continue;
             };
+            self.command_line_store
+                .put_connector_config(&name, &config, TargetState::Running)
+                .await
+                .map_err(|e| format!("connector {name:?}: {e}"))?;
             let mut entry = Entry::new(config, TargetState::Running, Origin::CommandLine);
-            self.launch(&name, &mut entry);
+            self.launch(&name, &mut entry).await;
             if let Some(reason) = &entry.failure {
                 return Err(format!("connector {name:?}: {reason}"));
             }
@@ -153,7 +170,7 @@ impl StandaloneHerder {
                 connector.target
             );
             let mut entry = Entry::new(connector.config.clone(), connector.target, Origin::Rest);
-            self.launch(name, &mut entry);
+            self.launch(name, &mut entry).await;
             state.connectors.insert(name.clone(), entry);
         }
         Ok(())
@@ -312,8 +329,8 @@ impl StandaloneHerder {
     /// Makes the connector's task configurations and starts its tasks (paused if its target is
     /// PAUSED); nothing when STOPPED. A connector that cannot make task configurations is FAILED.
     /// The connector's status is written to the status store.
-    fn launch(&self, name: &str, entry: &mut Entry) {
-        self.start_tasks(name, entry);
+    async fn launch(&self, name: &str, entry: &mut Entry) {
+        self.start_tasks(name, entry).await;
         self.publish(name, entry);
     }
 
@@ -331,13 +348,23 @@ impl StandaloneHerder {
         self.worker.status_store().put_connector(name, status);
     }
 
-    fn start_tasks(&self, name: &str, entry: &mut Entry) {
+    /// Makes the task configurations, writes them to the config store and starts the tasks with the
+    /// set the store holds. A STOPPED connector's set is emptied, as Kafka Connect does.
+    async fn start_tasks(&self, name: &str, entry: &mut Entry) {
         entry.task_configs.clear();
         entry.failure = None;
         if entry.target == TargetState::Stopped {
+            self.clear_task_configs(name, entry.origin).await;
             return;
         }
-        match self.plan(name, &entry.config) {
+        let planned = match self.plan(name, &entry.config) {
+            Err(reason) => Err(reason),
+            Ok((config, connector, generated)) => self
+                .store_task_configs(name, entry.origin, &generated)
+                .await
+                .map(|task_configs| (config, connector, task_configs)),
+        };
+        match planned {
             Err(reason) => self.fail(name, entry, reason),
             Ok((config, connector, task_configs)) => {
                 let spec = ConnectorSpec {
@@ -383,6 +410,71 @@ impl StandaloneHerder {
         Ok((config, connector, task_configs))
     }
 
+    /// The config store holding `origin`'s connectors.
+    fn store_for(&self, origin: Origin) -> &dyn ConfigBackingStore {
+        match origin {
+            Origin::CommandLine => &self.command_line_store,
+            Origin::Rest => self.config_store.as_ref(),
+        }
+    }
+
+    /// Writes the connector's task configurations to its config store and returns the set the store
+    /// then holds (what its tasks run with); `Err` is the reason the connector is FAILED.
+    async fn store_task_configs(
+        &self,
+        name: &str,
+        origin: Origin,
+        task_configs: &[Config],
+    ) -> Result<Vec<Config>, String> {
+        let store = self.store_for(origin);
+        store
+            .put_task_configs(name, task_configs)
+            .await
+            .map_err(|e| {
+                format!(
+                    "its task configurations could not be written to {}: {e}",
+                    store.describe()
+                )
+            })?;
+        self.stored_task_configs(name, origin).await
+    }
+
+    /// The connector's task configurations as its config store holds them.
+    async fn stored_task_configs(&self, name: &str, origin: Origin) -> Result<Vec<Config>, String> {
+        let store = self.store_for(origin);
+        let snapshot = store.snapshot().await.map_err(|e| {
+            format!(
+                "its task configurations could not be read from {}: {e}",
+                store.describe()
+            )
+        })?;
+        snapshot
+            .connectors
+            .get(name)
+            .and_then(|c| c.tasks.clone())
+            .ok_or_else(|| {
+                format!(
+                    "{} holds no task configurations for it; restart it",
+                    store.describe()
+                )
+            })
+    }
+
+    /// Empties a stopped connector's task configurations in its config store (Kafka Connect writes
+    /// an empty set on stop). The store can only refuse for a connector it does not hold, which a
+    /// stopped connector cannot be; if it does, it is logged: the stopped connector runs nothing
+    /// either way.
+    async fn clear_task_configs(&self, name: &str, origin: Origin) {
+        let store = self.store_for(origin);
+        if let Err(e) = store.put_task_configs(name, &[]).await {
+            tracing::error!(
+                connector = %name,
+                "the task configurations of stopped connector {name:?} could not be emptied in {}: {e}",
+                store.describe()
+            );
+        }
+    }
+
     /// Stops the connector's tasks, if it has any.
     async fn halt(&self, name: &str, entry: &mut Entry) {
         entry.task_configs.clear();
@@ -395,17 +487,21 @@ impl StandaloneHerder {
         }
     }
 
-    /// Removes `name` from the config store, before the change takes effect; on failure nothing
-    /// changes.
+    /// Removes `name` (its configuration and task configurations) from the config store, before the
+    /// change takes effect; on failure nothing changes.
     async fn unpersist(&self, name: &str) -> Result<(), HerderError> {
         self.config_store
+            .remove_connector_config(name)
+            .await
+            .map_err(store_error)?;
+        self.command_line_store
             .remove_connector_config(name)
             .await
             .map_err(store_error)
     }
 
     /// Persists a REST connector's configuration and target state (command-line connectors are not
-    /// written).
+    /// written to the config store, only to the in-memory one of this run).
     async fn persist_entry(
         &self,
         name: &str,
@@ -419,7 +515,11 @@ impl StandaloneHerder {
                 "connector {name:?} comes from a properties file on the command line: this change lasts until \
                  the worker restarts"
             );
-            return Ok(());
+            return self
+                .command_line_store
+                .put_connector_config(name, config, target)
+                .await
+                .map_err(store_error);
         }
         self.config_store
             .put_connector_config(name, config, target)

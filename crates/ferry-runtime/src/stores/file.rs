@@ -1,7 +1,8 @@
 //! The file config store: the connectors file, which keeps connectors created or changed over REST in
 //! standalone mode so they survive a restart (`<offsets file>.connectors.json`, or
-//! `ferry.connectors.file`). Task configurations are kept in memory only (the connector makes them
-//! again at start), so the file's format is what it always was.
+//! `ferry.connectors.file`). Task configurations are kept in memory only (the herder has the
+//! connector make them again at start, as Kafka Connect standalone does: it does not keep them across
+//! restarts either), so the file's format is what it always was.
 //!
 //! Format (versioned JSON):
 //!

@@ -620,6 +620,31 @@ impl Worker {
         index: usize,
         connector: &dyn SourceConnector,
     ) -> Result<(), WorkerError> {
+        self.restart(name, index, None, connector).await
+    }
+
+    /// Restarts one task as [`Worker::restart_task`] does, with `config` as its task configuration
+    /// from now on (the herder passes the one in its config store).
+    ///
+    /// # Errors
+    /// Unknown connector or task.
+    pub async fn restart_task_with(
+        &self,
+        name: &str,
+        index: usize,
+        config: Config,
+        connector: &dyn SourceConnector,
+    ) -> Result<(), WorkerError> {
+        self.restart(name, index, Some(config), connector).await
+    }
+
+    async fn restart(
+        &self,
+        name: &str,
+        index: usize,
+        config: Option<Config>,
+        connector: &dyn SourceConnector,
+    ) -> Result<(), WorkerError> {
         let id = TaskId::new(name, index);
         let (old, config, launch) = {
             let mut running = self.running();
@@ -643,6 +668,9 @@ impl Worker {
                 _metrics: None,
             };
             let old = std::mem::replace(&mut slot.handle, placeholder);
+            if let Some(config) = config {
+                slot.config = config;
+            }
             (old, slot.config.clone(), slot.launch.clone())
         };
         tracing::info!(task = %old.name, "restarting task");
