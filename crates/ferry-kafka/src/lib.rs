@@ -26,6 +26,7 @@ pub use convert::{ConvertError, Converter, RecordConverters};
 pub use plugin::{
     BOOTSTRAP_SERVERS, KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec,
     OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC,
+    valid_topic,
 };
 pub use retriable::{is_retriable, is_retriable_code};
 pub use secret::is_sensitive_client_key;

@@ -407,7 +407,7 @@ fn bootstrap_servers(props: &Properties) -> Option<String> {
 }
 
 /// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
-fn valid_topic(topic: &str) -> bool {
+pub fn valid_topic(topic: &str) -> bool {
     (1..=249).contains(&topic.len())
         && topic != "."
         && topic != ".."

@@ -1,4 +1,4 @@
-//! The `ferry` command line: `standalone` and `offsets …`.
+//! The `ferry` command line: `standalone`, `distributed` (configuration only, so far) and `offsets …`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +25,12 @@ enum Command {
         worker: PathBuf,
         /// Connector properties files (none: connectors are created over the REST API).
         connectors: Vec<PathBuf>,
+    },
+    /// Check a distributed worker file (Kafka Connect's connect-distributed). The group runtime is
+    /// not implemented yet: a valid file is reported so and the command exits with status 2.
+    Distributed {
+        /// The distributed worker properties file.
+        worker: PathBuf,
     },
     /// Inspect or edit committed offsets in the worker's offset store (refused while a worker runs).
     Offsets {
@@ -69,6 +75,9 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
                 .run_standalone(&worker, &connectors)
                 .await
                 .map(|()| ExitCode::SUCCESS),
+            Command::Distributed { worker } => {
+                crate::distributed::run(&worker).map(|()| ExitCode::SUCCESS)
+            }
             Command::Offsets { action } => offsets::run(ferry, action).await,
         }
     });

@@ -119,6 +119,25 @@ impl Default for RestConfig {
     }
 }
 
+impl RestConfig {
+    /// The keys [`RestConfig::from_properties`] reads (with the deprecated `rest.host.name` /
+    /// `rest.port` fallbacks; not `ferry.connectors.file`, which only the standalone worker has).
+    pub const KEYS: &'static [&'static str] = &[
+        LISTENERS,
+        REST_HOST_NAME,
+        REST_PORT,
+        REST_AUTH_TOKEN,
+        REST_READ_TIMEOUT_MS,
+        REST_MAX_CONNECTIONS,
+    ];
+
+    /// Reads the REST keys of a worker file (standalone or distributed); every problem goes to
+    /// `errors`, naming the file, key and line.
+    pub fn from_properties(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
+        rest_config(props, errors)
+    }
+}
+
 /// Reads the REST keys; problems go to `errors`.
 pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
     let mut config = RestConfig::default();

@@ -35,9 +35,12 @@ pub const SINK: &str = "sink";
 /// `offset.storage` (Ferry-only key): `file` (default), or a registered store's name.
 pub const OFFSET_STORAGE: &str = "offset.storage";
 
-const DEFAULT_OFFSET_FLUSH_INTERVAL_MS: u64 = 60_000;
-const DEFAULT_OFFSET_FLUSH_TIMEOUT_MS: u64 = 5_000;
-const DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: u64 = 5_000;
+/// Kafka Connect's default `offset.flush.interval.ms`.
+pub const DEFAULT_OFFSET_FLUSH_INTERVAL_MS: u64 = 60_000;
+/// Kafka Connect's default `offset.flush.timeout.ms`.
+pub const DEFAULT_OFFSET_FLUSH_TIMEOUT_MS: u64 = 5_000;
+/// Kafka Connect's default `task.shutdown.graceful.timeout.ms`.
+pub const DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: u64 = 5_000;
 
 /// The keys the runtime reads (besides the converter keys and the keys of the registered backends).
 const KEYS: &[&str] = &[
@@ -475,8 +478,10 @@ fn offset_storage(
         .map(OffsetStorageSpec)
 }
 
-/// A duration in milliseconds: an integer from `min` to `i64::MAX` (Java's `long`), `default` if unset.
-fn millis(
+/// A duration in milliseconds: an integer from `min` to `i64::MAX` (Java's `long`), `default` if unset;
+/// a bad value is pushed to `errors` (naming file, key and line) and `default` returned. Shared by the
+/// standalone and distributed worker files.
+pub fn millis(
     props: &Properties,
     key: &str,
     default: u64,
