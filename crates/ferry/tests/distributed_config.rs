@@ -67,6 +67,37 @@ fn defaults_are_kafka_connects() {
     assert!(config.producer_overrides.is_empty() && config.client_overrides.is_empty());
 }
 
+/// The sample `config/connect-distributed.properties` shipped with Kafka (comments left out) runs as is.
+#[test]
+fn kafkas_sample_distributed_file_is_accepted() {
+    let sample = "bootstrap.servers=localhost:9092\n\
+                  group.id=connect-cluster\n\
+                  key.converter=org.apache.kafka.connect.json.JsonConverter\n\
+                  value.converter=org.apache.kafka.connect.json.JsonConverter\n\
+                  key.converter.schemas.enable=true\n\
+                  value.converter.schemas.enable=true\n\
+                  offset.storage.topic=connect-offsets\n\
+                  offset.storage.replication.factor=1\n\
+                  config.storage.topic=connect-configs\n\
+                  config.storage.replication.factor=1\n\
+                  status.storage.topic=connect-status\n\
+                  status.storage.replication.factor=1\n\
+                  offset.flush.interval.ms=10000\n\
+                  rest.advertised.listener=http\n\
+                  plugin.path=/usr/share/java\n";
+    let config = parse(sample).expect("Kafka's sample file is valid");
+    assert_eq!(config.offset_flush_interval, Duration::from_secs(10));
+    assert_eq!(config.offset_topic.replication_factor, 1);
+    let got = errors(&format!("{MINIMAL}rest.advertised.listener=https\n"));
+    assert_eq!(
+        got,
+        [
+            "worker.properties:6: invalid value \"https\" for \"rest.advertised.listener\": Ferry serves \
+          plain HTTP only; set it to http or remove it"
+        ]
+    );
+}
+
 #[test]
 fn settings_are_read_with_the_prefixes_removed_and_secrets_hidden() {
     let text = format!(

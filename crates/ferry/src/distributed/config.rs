@@ -435,6 +435,14 @@ fn advertised(
             host
         }
     };
+    if let Some(listener) = props.get(REST_ADVERTISED_LISTENER)
+        && !listener.trim().eq_ignore_ascii_case("http")
+    {
+        errors.push(props.invalid(
+            REST_ADVERTISED_LISTENER,
+            "Ferry serves plain HTTP only; set it to http or remove it",
+        ));
+    }
     let port = match props.get(REST_ADVERTISED_PORT).map(str::trim) {
         Some(text) => match text.parse::<u16>() {
             Ok(port) if port > 0 => Some(port),

@@ -33,6 +33,8 @@ pub const SCHEDULED_REBALANCE_MAX_DELAY_MS: &str = "scheduled.rebalance.max.dela
 pub const REST_ADVERTISED_HOST_NAME: &str = "rest.advertised.host.name";
 /// `rest.advertised.port`: the port other workers reach this one at.
 pub const REST_ADVERTISED_PORT: &str = "rest.advertised.port";
+/// `rest.advertised.listener`: `http` only (Ferry serves plain HTTP).
+pub const REST_ADVERTISED_LISTENER: &str = "rest.advertised.listener";
 
 /// Every plain key read here (the REST keys and converter keys are read by their own parsers).
 pub(super) const KEYS: &[&str] = &[
@@ -52,6 +54,7 @@ pub(super) const KEYS: &[&str] = &[
     SCHEDULED_REBALANCE_MAX_DELAY_MS,
     REST_ADVERTISED_HOST_NAME,
     REST_ADVERTISED_PORT,
+    REST_ADVERTISED_LISTENER,
     OFFSET_FLUSH_INTERVAL_MS,
     OFFSET_FLUSH_TIMEOUT_MS,
     TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
