@@ -87,13 +87,19 @@ impl KafkaSinkConfig {
         }
     }
 
-    /// Adds a producer setting (without the `producer.` prefix), builder style.
+    /// Adds a producer setting (without the `producer.` prefix), builder style. A key librdkafka
+    /// declares sensitive (`sasl.password`, `ssl.key.password`, …) is kept as a secret: never shown.
     pub fn with_producer_setting(
         mut self,
         key: impl Into<String>,
         value: impl Into<String>,
     ) -> Self {
-        self.producer_overrides.set(key, value);
+        let key = key.into();
+        if crate::secret::is_sensitive_client_key(&key) {
+            self.producer_overrides.set_secret(key, value);
+        } else {
+            self.producer_overrides.set(key, value);
+        }
         self
     }
 
