@@ -1,0 +1,321 @@
+//! The Kafka-backed config and status stores on a real broker (tansu): what one worker writes, a
+//! second worker's store reads from the same topic; task configs apply only with their commit; the
+//! topic checks refuse a config topic with several partitions and a topic that is not compacted.
+#![cfg(test)]
+
+mod store_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ferry_kafka::connect::{
+    ConfigSnapshot, InternalTopicConfig, KafkaConfigBackingStore, KafkaStatusBackingStore, Status,
+    StatusState, TargetState, encode_properties,
+};
+use ferry_testkit::TansuBroker;
+use store_support::{
+    cleanup_policy, create_topic, shared_broker, unique_topic, wait_for_partitions,
+};
+
+fn config(broker: &TansuBroker, topic: &str) -> InternalTopicConfig {
+    let mut config = InternalTopicConfig::new(broker.bootstrap_servers(), topic);
+    config.replication_factor = 1;
+    config.timeout = Duration::from_secs(30);
+    config
+}
+
+fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn task_configs(snapshot: &ConfigSnapshot, connector: &str) -> Vec<BTreeMap<String, String>> {
+    snapshot
+        .tasks(connector)
+        .into_iter()
+        .map(|t| {
+            snapshot
+                .task_config(connector, t)
+                .cloned()
+                .unwrap_or_else(|| panic!("task {t} of {connector} has no config"))
+        })
+        .collect()
+}
+
+async fn open_config(config: &InternalTopicConfig) -> KafkaConfigBackingStore {
+    KafkaConfigBackingStore::open(config)
+        .await
+        .unwrap_or_else(|e| panic!("open config store: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_and_task_configs_round_trip_and_a_second_worker_sees_them() {
+    let broker = shared_broker();
+    let topic = unique_topic("connect-configs");
+    let cfg = config(&broker, &topic);
+    let a = open_config(&cfg).await;
+    assert_eq!(
+        cleanup_policy(&broker, &topic).await.as_deref(),
+        Some("compact"),
+        "created compacted"
+    );
+    wait_for_partitions(&broker, &topic, 1);
+    let b = open_config(&cfg).await;
+
+    let connector = props(&[("connector.class", "Datagen"), ("tasks.max", "2")]);
+    let tasks = vec![props(&[("task", "0")]), props(&[("task", "1")])];
+    a.put_connector_config("my-conn", &connector).await.unwrap();
+    a.put_task_configs("my-conn", &tasks).await.unwrap();
+
+    for (who, store) in [("writer", &a), ("second worker", &b)] {
+        let snapshot = store.snapshot().await.unwrap();
+        assert_eq!(
+            snapshot.connectors().collect::<Vec<_>>(),
+            ["my-conn"],
+            "{who}"
+        );
+        assert_eq!(
+            snapshot.connector_config("my-conn"),
+            Some(&connector),
+            "{who}"
+        );
+        assert_eq!(
+            snapshot.target_state("my-conn"),
+            Some(TargetState::Started),
+            "{who}"
+        );
+        assert_eq!(task_configs(&snapshot, "my-conn"), tasks, "{who}");
+    }
+    assert_eq!(
+        a.snapshot().await.unwrap(),
+        b.snapshot().await.unwrap(),
+        "both workers fold the same snapshot"
+    );
+
+    // A store opened later reads the whole topic at open.
+    let c = open_config(&cfg).await;
+    assert_eq!(c.cached(), a.snapshot().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_configs_are_invisible_until_their_commit_is_written() {
+    let broker = shared_broker();
+    let cfg = config(&broker, &unique_topic("connect-commit"));
+    let writer = open_config(&cfg).await;
+    let reader = open_config(&cfg).await;
+    writer
+        .put_connector_config("c", &props(&[("k", "v")]))
+        .await
+        .unwrap();
+    writer
+        .put_task_configs("c", &[props(&[("gen", "1")])])
+        .await
+        .unwrap();
+    // A leader that dies between the task records and the commit: the new task configs stay hidden.
+    for task in 0..2 {
+        writer
+            .put_raw(
+                &format!("task-c-{task}"),
+                Some(encode_properties(&props(&[("gen", "2")]))),
+            )
+            .await
+            .unwrap();
+    }
+    let snapshot = reader.snapshot().await.unwrap();
+    assert_eq!(
+        task_configs(&snapshot, "c"),
+        [props(&[("gen", "1")])],
+        "uncommitted task configs are not visible"
+    );
+    writer
+        .put_raw("commit-c", Some(br#"{"tasks":2}"#.to_vec()))
+        .await
+        .unwrap();
+    let snapshot = reader.snapshot().await.unwrap();
+    assert_eq!(
+        task_configs(&snapshot, "c"),
+        [props(&[("gen", "2")]), props(&[("gen", "2")])],
+        "the commit applies them together"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn target_state_round_trips_and_a_tombstone_removes_the_connector() {
+    let broker = shared_broker();
+    let cfg = config(&broker, &unique_topic("connect-target"));
+    let a = open_config(&cfg).await;
+    let b = open_config(&cfg).await;
+    a.put_connector_config("c", &props(&[("k", "v")]))
+        .await
+        .unwrap();
+    a.put_connector_config("other", &props(&[("k", "w")]))
+        .await
+        .unwrap();
+    a.put_task_configs("c", &[props(&[("t", "0")])])
+        .await
+        .unwrap();
+    for state in [
+        TargetState::Paused,
+        TargetState::Stopped,
+        TargetState::Started,
+    ] {
+        a.put_target_state("c", state).await.unwrap();
+        assert_eq!(b.snapshot().await.unwrap().target_state("c"), Some(state));
+    }
+
+    a.remove_connector_config("c").await.unwrap();
+    let snapshot = b.snapshot().await.unwrap();
+    assert_eq!(snapshot.connectors().collect::<Vec<_>>(), ["other"]);
+    assert_eq!(snapshot.connector_config("c"), None);
+    assert_eq!(snapshot.target_state("c"), None);
+    assert!(snapshot.tasks("c").is_empty());
+    assert!(snapshot.task_config("c", 0).is_none());
+
+    // Reopened from the topic alone: the same.
+    let reopened = open_config(&cfg).await;
+    assert_eq!(reopened.cached(), snapshot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_topic_with_several_partitions_is_refused() {
+    let broker = shared_broker();
+    let topic = unique_topic("connect-configs-multi");
+    create_topic(&broker, &topic, 3, &[("cleanup.policy", "compact")]).await;
+    let err = KafkaConfigBackingStore::open(&config(&broker, &topic))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a config topic with 3 partitions must be refused"));
+    let text = err.to_string();
+    assert!(!err.retriable, "{text}");
+    assert!(
+        text.contains(&format!("topic {topic} has 3 partitions")) && text.contains("exactly 1"),
+        "{text}"
+    );
+    assert!(text.contains("config.storage.topic"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_that_are_not_compacted_are_refused() {
+    let broker = shared_broker();
+    let topic = unique_topic("connect-configs-delete");
+    create_topic(&broker, &topic, 1, &[("cleanup.policy", "delete")]).await;
+    let err = KafkaConfigBackingStore::open(&config(&broker, &topic))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a config topic with cleanup.policy=delete must be refused"));
+    let text = err.to_string();
+    assert!(!err.retriable, "{text}");
+    assert!(
+        text.contains(&format!("topic {topic} has cleanup.policy=delete,"))
+            && text.contains("a config topic must have cleanup.policy=compact")
+            && text.contains("config.storage.topic"),
+        "{text}"
+    );
+
+    let topic = unique_topic("connect-status-delete");
+    create_topic(&broker, &topic, 2, &[("cleanup.policy", "compact,delete")]).await;
+    let err = KafkaStatusBackingStore::open(&config(&broker, &topic))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a status topic with compact,delete must be refused"));
+    let text = err.to_string();
+    assert!(
+        text.contains("a status topic must have cleanup.policy=compact")
+            && text.contains("status.storage.topic"),
+        "{text}"
+    );
+    assert_eq!(
+        cleanup_policy(&broker, &topic).await.as_deref(),
+        Some("compact,delete"),
+        "the topic was not changed"
+    );
+}
+
+fn status(state: StatusState, worker: &str, generation: i32) -> Status {
+    Status {
+        state,
+        trace: None,
+        worker_id: worker.to_owned(),
+        generation,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_round_trip_and_an_older_generation_does_not_overwrite_a_newer_one() {
+    let broker = shared_broker();
+    let topic = unique_topic("connect-status");
+    let cfg = config(&broker, &topic);
+    let a = KafkaStatusBackingStore::open(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("open a: {e}"));
+    wait_for_partitions(&broker, &topic, 5);
+    assert_eq!(
+        cleanup_policy(&broker, &topic).await.as_deref(),
+        Some("compact")
+    );
+    let b = KafkaStatusBackingStore::open(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("open b: {e}"));
+
+    let failed = Status {
+        trace: Some("java.lang.RuntimeException: boom\n\tat X".to_owned()),
+        ..status(StatusState::Failed, "w1:8083", 3)
+    };
+    a.put_connector("c", &status(StatusState::Running, "w1:8083", 3))
+        .await
+        .unwrap();
+    a.put_task("c", 0, &failed).await.unwrap();
+    a.put_task("c", 1, &status(StatusState::Running, "w1:8083", 3))
+        .await
+        .unwrap();
+    let view = b.view().await.unwrap();
+    assert_eq!(
+        view.connector("c"),
+        Some(&status(StatusState::Running, "w1:8083", 3))
+    );
+    assert_eq!(view.task("c", 0), Some(&failed), "trace round trips");
+    assert_eq!(view.tasks("c").count(), 2);
+
+    // Worker w2, in the newer generation 4, took task 1 over.
+    assert!(
+        b.put_task_safe("c", 1, &status(StatusState::Running, "w2:8083", 4))
+            .await
+            .unwrap()
+    );
+    // w1, still in generation 3, must not overwrite it…
+    assert!(
+        !a.put_task_safe("c", 1, &status(StatusState::Paused, "w1:8083", 3))
+            .await
+            .unwrap(),
+        "an older generation of another worker is refused"
+    );
+    assert_eq!(
+        b.view().await.unwrap().task("c", 1),
+        Some(&status(StatusState::Running, "w2:8083", 4))
+    );
+    // …while the same worker, or the same or a newer generation, may.
+    assert!(
+        b.put_task_safe("c", 1, &status(StatusState::Paused, "w2:8083", 4))
+            .await
+            .unwrap()
+    );
+    assert!(
+        a.put_task_safe("c", 1, &status(StatusState::Running, "w1:8083", 5))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        b.view().await.unwrap().task("c", 1),
+        Some(&status(StatusState::Running, "w1:8083", 5))
+    );
+
+    // DESTROYED is a tombstone: the connector and its tasks disappear from every reader.
+    a.put_connector("c", &status(StatusState::Destroyed, "w1:8083", 5))
+        .await
+        .unwrap();
+    let view = b.view().await.unwrap();
+    assert_eq!(view.connector("c"), None);
+    assert_eq!(view.tasks("c").count(), 0);
+}
