@@ -12,6 +12,7 @@ use ferry_kafka::connect::{
     ConfigSnapshot, InternalTopicConfig, KafkaConfigBackingStore, KafkaStatusBackingStore, Status,
     StatusState, TargetState, encode_properties,
 };
+use ferry_plugin::{ConfigBackingStore, TargetState as Target};
 use ferry_testkit::TansuBroker;
 use store_support::{
     cleanup_policy, create_topic, shared_broker, unique_topic, wait_for_partitions,
@@ -66,11 +67,13 @@ async fn connector_and_task_configs_round_trip_and_a_second_worker_sees_them() {
 
     let connector = props(&[("connector.class", "Datagen"), ("tasks.max", "2")]);
     let tasks = vec![props(&[("task", "0")]), props(&[("task", "1")])];
-    a.put_connector_config("my-conn", &connector).await.unwrap();
+    a.put_connector_config("my-conn", &connector, Target::Running)
+        .await
+        .unwrap();
     a.put_task_configs("my-conn", &tasks).await.unwrap();
 
     for (who, store) in [("writer", &a), ("second worker", &b)] {
-        let snapshot = store.snapshot().await.unwrap();
+        let snapshot = store.topic_snapshot().await.unwrap();
         assert_eq!(
             snapshot.connectors().collect::<Vec<_>>(),
             ["my-conn"],
@@ -89,14 +92,34 @@ async fn connector_and_task_configs_round_trip_and_a_second_worker_sees_them() {
         assert_eq!(task_configs(&snapshot, "my-conn"), tasks, "{who}");
     }
     assert_eq!(
-        a.snapshot().await.unwrap(),
-        b.snapshot().await.unwrap(),
+        a.topic_snapshot().await.unwrap(),
+        b.topic_snapshot().await.unwrap(),
         "both workers fold the same snapshot"
+    );
+
+    // The runtime's view of the same topic (the ConfigBackingStore contract).
+    let (ra, rb) = (a.snapshot().await.unwrap(), b.snapshot().await.unwrap());
+    assert_eq!(ra, rb, "both workers see the same runtime snapshot");
+    assert_eq!(
+        ra.version, 5,
+        "the offset after the last record: target state, connector, 2 tasks, commit"
+    );
+    let entry = &ra.connectors["my-conn"];
+    assert_eq!(entry.config, connector);
+    assert_eq!(entry.target, Target::Running);
+    assert_eq!(entry.tasks.as_deref(), Some(&tasks[..]));
+    a.put_task_configs("my-conn", &[]).await.unwrap();
+    assert_eq!(
+        b.snapshot().await.unwrap().connectors["my-conn"]
+            .tasks
+            .as_deref(),
+        Some(&[][..]),
+        "an empty set (a stopped connector) is a stored set, not none"
     );
 
     // A store opened later reads the whole topic at open.
     let c = open_config(&cfg).await;
-    assert_eq!(c.cached(), a.snapshot().await.unwrap());
+    assert_eq!(c.cached(), a.topic_snapshot().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,7 +129,7 @@ async fn task_configs_are_invisible_until_their_commit_is_written() {
     let writer = open_config(&cfg).await;
     let reader = open_config(&cfg).await;
     writer
-        .put_connector_config("c", &props(&[("k", "v")]))
+        .put_connector_config("c", &props(&[("k", "v")]), Target::Running)
         .await
         .unwrap();
     writer
@@ -123,7 +146,7 @@ async fn task_configs_are_invisible_until_their_commit_is_written() {
             .await
             .unwrap();
     }
-    let snapshot = reader.snapshot().await.unwrap();
+    let snapshot = reader.topic_snapshot().await.unwrap();
     assert_eq!(
         task_configs(&snapshot, "c"),
         [props(&[("gen", "1")])],
@@ -133,7 +156,7 @@ async fn task_configs_are_invisible_until_their_commit_is_written() {
         .put_raw("commit-c", Some(br#"{"tasks":2}"#.to_vec()))
         .await
         .unwrap();
-    let snapshot = reader.snapshot().await.unwrap();
+    let snapshot = reader.topic_snapshot().await.unwrap();
     assert_eq!(
         task_configs(&snapshot, "c"),
         [props(&[("gen", "2")]), props(&[("gen", "2")])],
@@ -147,26 +170,44 @@ async fn target_state_round_trips_and_a_tombstone_removes_the_connector() {
     let cfg = config(&broker, &unique_topic("connect-target"));
     let a = open_config(&cfg).await;
     let b = open_config(&cfg).await;
-    a.put_connector_config("c", &props(&[("k", "v")]))
+    a.put_connector_config("c", &props(&[("k", "v")]), Target::Paused)
         .await
         .unwrap();
-    a.put_connector_config("other", &props(&[("k", "w")]))
+    assert_eq!(
+        b.topic_snapshot().await.unwrap().target_state("c"),
+        Some(TargetState::Paused),
+        "written with its target state"
+    );
+    a.put_connector_config("other", &props(&[("k", "w")]), Target::Running)
         .await
         .unwrap();
     a.put_task_configs("c", &[props(&[("t", "0")])])
         .await
         .unwrap();
-    for state in [
-        TargetState::Paused,
-        TargetState::Stopped,
-        TargetState::Started,
+    for (target, state) in [
+        (Target::Running, TargetState::Started),
+        (Target::Stopped, TargetState::Stopped),
+        (Target::Paused, TargetState::Paused),
     ] {
-        a.put_target_state("c", state).await.unwrap();
-        assert_eq!(b.snapshot().await.unwrap().target_state("c"), Some(state));
+        a.put_target_state("c", target).await.unwrap();
+        assert_eq!(
+            b.topic_snapshot().await.unwrap().target_state("c"),
+            Some(state)
+        );
+        assert_eq!(b.snapshot().await.unwrap().connectors["c"].target, target);
     }
+    let err = a
+        .put_target_state("never-created", Target::Paused)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("an unknown connector's target state is refused"));
+    assert!(
+        err.to_string().contains("\"never-created\" is not stored"),
+        "{err}"
+    );
 
     a.remove_connector_config("c").await.unwrap();
-    let snapshot = b.snapshot().await.unwrap();
+    let snapshot = b.topic_snapshot().await.unwrap();
     assert_eq!(snapshot.connectors().collect::<Vec<_>>(), ["other"]);
     assert_eq!(snapshot.connector_config("c"), None);
     assert_eq!(snapshot.target_state("c"), None);

@@ -99,11 +99,11 @@ impl TopicReader {
     }
 
     /// Reads every partition up to its end offset as of now, handing each record (key, value; a
-    /// `None` value is a tombstone) to `apply` in partition order. Records without a key are skipped.
+    /// `None` value is a tombstone, then its offset) to `apply` in partition order. Records without a key are skipped.
     /// Returns the number of records read.
     pub(crate) fn read_to_end(
         &mut self,
-        mut apply: impl FnMut(&str, Option<&[u8]>),
+        mut apply: impl FnMut(&str, Option<&[u8]>, i64),
     ) -> Result<u64, ConnectStoreError> {
         let ends = self.list_offsets(Offset::End, "fetching the topic's end offsets")?;
         let mut eof_at: Vec<Option<Instant>> = vec![None; ends.len()];
@@ -119,7 +119,7 @@ impl TopicReader {
                         eof_at[partition] = None;
                     }
                     match message.key().map(std::str::from_utf8) {
-                        Some(Ok(key)) => apply(key, message.payload()),
+                        Some(Ok(key)) => apply(key, message.payload(), message.offset()),
                         _ => tracing::warn!(
                             topic = %self.topic,
                             offset = message.offset(),

@@ -24,7 +24,7 @@ impl std::fmt::Debug for KafkaStatusBackingStore {
     }
 }
 
-fn apply(view: &mut StatusView, key: &str, value: Option<&[u8]>) {
+fn apply(view: &mut StatusView, key: &str, value: Option<&[u8]>, _offset: i64) {
     if let Err(e) = view.apply_raw(key, value) {
         tracing::warn!("skipping a status topic record: {e}");
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ferry_offsets::StoreError;
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
 use super::reader::{TopicReader, kafka};
 use super::{ConnectStoreError, InternalTopicConfig};
@@ -194,19 +194,36 @@ impl InternalTopic {
         &self,
         records: &[(String, Option<Vec<u8>>)],
     ) -> Result<(), ConnectStoreError> {
+        let deliveries = self.enqueue(records)?;
+        self.acknowledged(deliveries).await
+    }
+
+    /// Hands `records` to the producer in order, without waiting for the broker: what was enqueued
+    /// before is sent before (the idempotent producer keeps the order).
+    pub(crate) fn enqueue(
+        &self,
+        records: &[(String, Option<Vec<u8>>)],
+    ) -> Result<Vec<(String, DeliveryFuture)>, ConnectStoreError> {
         let mut deliveries = Vec::with_capacity(records.len());
         for (key, value) in records {
             let mut record = FutureRecord::<str, [u8]>::to(&self.topic).key(key.as_str());
             if let Some(value) = value {
                 record = record.payload(value.as_slice());
             }
-            // The idempotent producer keeps the order of records sent in order.
             let delivery = self
                 .producer
                 .send_result(record)
                 .map_err(|(e, _)| kafka(&self.describe, &format!("sending record {key}"), &e))?;
-            deliveries.push((key, delivery));
+            deliveries.push((key.clone(), delivery));
         }
+        Ok(deliveries)
+    }
+
+    /// Waits until every enqueued record is acknowledged; the first failure is the error.
+    pub(crate) async fn acknowledged(
+        &self,
+        deliveries: Vec<(String, DeliveryFuture)>,
+    ) -> Result<(), ConnectStoreError> {
         for (key, delivery) in deliveries {
             match tokio::time::timeout(self.timeout * 2, delivery).await {
                 Ok(Ok(Ok(_))) => {}
@@ -234,14 +251,14 @@ impl InternalTopic {
     pub(crate) async fn read_to_end<S: Send + 'static>(
         &self,
         state: Arc<Mutex<S>>,
-        apply: fn(&mut S, &str, Option<&[u8]>),
+        apply: fn(&mut S, &str, Option<&[u8]>, i64),
     ) -> Result<u64, ConnectStoreError> {
         let reader = self.reader.clone();
         blocking(&self.describe, move || {
             let mut reader = reader.lock().unwrap_or_else(PoisonError::into_inner);
-            reader.read_to_end(|key, value| {
+            reader.read_to_end(|key, value, offset| {
                 let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-                apply(&mut state, key, value);
+                apply(&mut state, key, value, offset);
             })
         })
         .await
