@@ -438,3 +438,31 @@ async fn the_status_backing_store_contract_between_two_workers() {
         "a worker started later does not see them either"
     );
 }
+
+/// With a background refresher, a worker learns of another worker's write through `updates()`
+/// without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_signal_another_workers_write() {
+    let broker = shared_broker();
+    let cfg = config(&broker, &unique_topic("connect-updates"));
+    let a = std::sync::Arc::new(open_config(&cfg).await);
+    let b = open_config(&cfg).await;
+    let mut updates = a
+        .updates()
+        .unwrap_or_else(|| panic!("the Kafka store has updates"));
+    a.spawn_refresher(Duration::from_millis(100));
+    b.put_connector_config("from-b", &props(&[("k", "v")]), Target::Running)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while *updates.borrow_and_update() < 2 {
+            updates.changed().await.unwrap();
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("a was not told of b's write within 30 s"));
+    assert!(
+        a.cached().connector_config("from-b").is_some(),
+        "the signalled version is already folded"
+    );
+}

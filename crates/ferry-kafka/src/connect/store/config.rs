@@ -28,6 +28,8 @@ type Properties = BTreeMap<String, String>;
 pub struct KafkaConfigBackingStore {
     topic: InternalTopic,
     state: Arc<Mutex<Folded>>,
+    /// The snapshot version after every read ([`ConfigBackingStore::updates`]).
+    versions: tokio::sync::watch::Sender<u64>,
 }
 
 /// The topic folded so far.
@@ -86,6 +88,7 @@ impl KafkaConfigBackingStore {
         let store = Self {
             topic,
             state: Arc::new(Mutex::new(Folded::default())),
+            versions: tokio::sync::watch::Sender::new(0),
         };
         store.refresh().await?;
         Ok(store)
@@ -97,7 +100,39 @@ impl KafkaConfigBackingStore {
     /// # Errors
     /// The read made no progress within the timeout (retriable).
     pub async fn refresh(&self) -> Result<u64, ConnectStoreError> {
-        self.topic.read_to_end(self.state.clone(), apply).await
+        let read = self.topic.read_to_end(self.state.clone(), apply).await?;
+        let version = self.version();
+        self.versions.send_if_modified(|current| {
+            let changed = *current != version;
+            *current = version;
+            changed
+        });
+        Ok(read)
+    }
+
+    fn version(&self) -> u64 {
+        let folded = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        u64::try_from(folded.next_offset).unwrap_or(0)
+    }
+
+    /// Refreshes every `interval` in the background (on the current runtime) until the store is
+    /// dropped, so [`ConfigBackingStore::updates`] signals other workers' writes without the herder
+    /// asking. A failed refresh is logged and tried again at the next interval.
+    pub fn spawn_refresher(self: &Arc<Self>, interval: std::time::Duration) {
+        let store = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(store) = store.upgrade() else {
+                    return;
+                };
+                if let Err(e) = store.refresh().await {
+                    tracing::warn!("refreshing the config topic failed (retried): {e}");
+                }
+            }
+        });
     }
 
     /// The topic's fold (Kafka Connect's view, with restart requests, fencing records and
@@ -227,6 +262,12 @@ impl ConfigBackingStore for KafkaConfigBackingStore {
             .send(&[(key, Some(encode_target_state(from_plugin(target))))])
             .await
             .map_err(store_error)
+    }
+
+    /// The version after every read of the topic: by the herder's own calls, and by
+    /// [`spawn_refresher`](KafkaConfigBackingStore::spawn_refresher) when running.
+    fn updates(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.versions.subscribe())
     }
 
     /// Writes `task-<name>-<n>` for every task, then `commit-<name>` with their count: readers apply
