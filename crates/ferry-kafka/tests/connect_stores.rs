@@ -466,3 +466,27 @@ async fn updates_signal_another_workers_write() {
         "the signalled version is already folded"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_settings_fail_before_contacting_the_broker() {
+    let mut cfg = InternalTopicConfig::new("127.0.0.1:1", "");
+    let err = KafkaConfigBackingStore::open(&cfg).await.err().unwrap();
+    assert!(
+        err.to_string().contains("config.storage.topic is required"),
+        "{err}"
+    );
+    cfg.topic = "t".to_owned();
+    cfg.replication_factor = 0;
+    let err = KafkaStatusBackingStore::open(&cfg).await.err().unwrap();
+    assert!(
+        !err.retriable
+            && err
+                .to_string()
+                .contains("replication factor of the status topic is 0"),
+        "{err}"
+    );
+    cfg.replication_factor = 1;
+    cfg.partitions = 0;
+    let err = KafkaStatusBackingStore::open(&cfg).await.err().unwrap();
+    assert!(err.to_string().contains("at least 1 partition"), "{err}");
+}

@@ -88,6 +88,24 @@ impl InternalTopic {
                 false,
             ));
         }
+        if config.replication_factor < 1 && config.replication_factor != -1 {
+            return Err(ConnectStoreError::new(
+                &store,
+                format!(
+                    "the replication factor of the {} is {}; it must be at least 1, or -1 for the broker's default",
+                    kind.name(),
+                    config.replication_factor
+                ),
+                false,
+            ));
+        }
+        if config.timeout.is_zero() {
+            return Err(ConnectStoreError::new(
+                &store,
+                "the timeout is zero; give the broker at least a few seconds",
+                false,
+            ));
+        }
         let context = StoreContext {
             store: store.clone(),
         };
