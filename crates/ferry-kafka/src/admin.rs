@@ -1,5 +1,5 @@
-//! Topic administration for the offset store: create the offsets topic compacted, or check that an
-//! existing one is compacted.
+//! Topic administration for the internal topics (the offsets topic, and Kafka Connect's config and
+//! status topics): create a topic compacted, or check that an existing one is compacted.
 
 use std::time::{Duration, Instant};
 
@@ -10,9 +10,69 @@ use rdkafka::error::RDKafkaErrorCode;
 
 use crate::client::{StoreConsumer, StoreContext, backend, is_retriable_code, kafka};
 
-/// What the topic administration needs to know about the offsets topic (the store passes the parts of
+/// Which internal topic is administered: it names the topic in errors and says why it must be
+/// compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TopicKind {
+    /// `offset.storage.topic`.
+    Offsets,
+    /// `config.storage.topic`.
+    Config,
+    /// `status.storage.topic`.
+    Status,
+}
+
+impl TopicKind {
+    /// "offsets topic", … (for messages).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Offsets => "offsets topic",
+            Self::Config => "config topic",
+            Self::Status => "status topic",
+        }
+    }
+
+    /// The worker key naming the topic.
+    pub(crate) fn setting(self) -> &'static str {
+        match self {
+            Self::Offsets => "offset.storage.topic",
+            Self::Config => "config.storage.topic",
+            Self::Status => "status.storage.topic",
+        }
+    }
+
+    /// The worker key prefix of its partitions and replication factor.
+    fn settings_prefix(self) -> &'static str {
+        match self {
+            Self::Offsets => "offset.storage",
+            Self::Config => "config.storage",
+            Self::Status => "status.storage",
+        }
+    }
+
+    /// What deletion would lose.
+    fn why_compacted(self) -> &'static str {
+        match self {
+            Self::Offsets => {
+                "with deletion the broker drops the offsets of partitions idle longer than retention.ms, and \
+                 their connectors silently start over"
+            }
+            Self::Config => {
+                "with deletion the broker drops connector configurations older than retention.ms, and the \
+                 connectors silently disappear"
+            }
+            Self::Status => {
+                "with deletion the broker drops statuses older than retention.ms, and the REST API reports \
+                 connectors and tasks as unknown"
+            }
+        }
+    }
+}
+
+/// What the topic administration needs to know about an internal topic (the store passes the parts of
 /// its configuration, so this module does not depend on the store's).
 pub(crate) struct OffsetsTopic<'a> {
+    pub(crate) kind: TopicKind,
     pub(crate) topic: &'a str,
     pub(crate) bootstrap_servers: &'a str,
     pub(crate) partitions: i32,
@@ -39,7 +99,7 @@ pub(crate) fn topic_state(
 ) -> Result<TopicState, StoreError> {
     let metadata = consumer
         .fetch_metadata(Some(topic), timeout)
-        .map_err(|e| kafka(store, "fetching the offsets topic's metadata", &e))?;
+        .map_err(|e| kafka(store, "fetching the topic's metadata", &e))?;
     let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
         return Ok(TopicState::Missing);
     };
@@ -54,7 +114,7 @@ pub(crate) fn topic_state(
             }
             other => Err(backend(
                 store,
-                format!("the broker reports an error for the offsets topic's metadata: {other}"),
+                format!("the broker reports an error for topic {topic}'s metadata: {other}"),
                 is_retriable_code(other),
             )),
         },
@@ -85,7 +145,7 @@ pub(crate) fn await_topic(
                 return Err(backend(
                     store,
                     format!(
-                        "the offsets topic was created but did not appear in the metadata within {timeout:?}"
+                        "topic {topic} was created but did not appear in the metadata within {timeout:?}"
                     ),
                     true,
                 ));
@@ -95,7 +155,7 @@ pub(crate) fn await_topic(
     }
 }
 
-/// Creates the offsets topic with `cleanup.policy=compact`. A topic created concurrently by another
+/// Creates the topic with `cleanup.policy=compact`. A topic created concurrently by another
 /// worker is fine (its policy is checked afterwards).
 pub(crate) async fn create_topic(
     admin: &AdminClient<StoreContext>,
@@ -114,7 +174,7 @@ pub(crate) async fn create_topic(
     let results = admin
         .create_topics([&topic], &options)
         .await
-        .map_err(|e| kafka(store, "creating the offsets topic", &e))?;
+        .map_err(|e| kafka(store, &format!("creating the {}", config.kind.name()), &e))?;
     for result in results {
         match result {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -122,11 +182,15 @@ pub(crate) async fn create_topic(
                 return Err(backend(
                     store,
                     format!(
-                        "creating the offsets topic with {} partitions, replication factor {} and \
+                        "creating the {kind} {topic} with {} partitions, replication factor {} and \
                          cleanup.policy=compact failed: {code}. Create it yourself with cleanup.policy=compact, \
-                         or fix offset.storage.partitions / offset.storage.replication.factor (-1 uses the \
+                         or fix {prefix}.partitions / {prefix}.replication.factor (-1 uses the \
                          broker's default)",
-                        config.partitions, config.replication_factor
+                        config.partitions,
+                        config.replication_factor,
+                        kind = config.kind.name(),
+                        topic = config.topic,
+                        prefix = config.kind.settings_prefix(),
                     ),
                     is_retriable_code(code),
                 ));
@@ -149,7 +213,10 @@ pub(crate) async fn verify_compacted(
         .map_err(|e| {
             kafka(
                 store,
-                "reading the offsets topic's configuration (DescribeConfigs)",
+                &format!(
+                    "reading the {}'s configuration (DescribeConfigs)",
+                    config.kind.name()
+                ),
                 &e,
             )
         })?;
@@ -159,9 +226,9 @@ pub(crate) async fn verify_compacted(
             return Err(backend(
                 store,
                 format!(
-                    "reading the offsets topic's configuration (DescribeConfigs) failed: {code}. Ferry must see \
-                     cleanup.policy=compact before it trusts the topic with offsets; grant DescribeConfigs on \
-                     the topic"
+                    "reading the {kind}'s configuration (DescribeConfigs) failed: {code}. Ferry must see \
+                     cleanup.policy=compact before it trusts the topic; grant DescribeConfigs on the topic",
+                    kind = config.kind.name()
                 ),
                 is_retriable_code(code),
             ));
@@ -169,7 +236,10 @@ pub(crate) async fn verify_compacted(
         None => {
             return Err(backend(
                 store,
-                "DescribeConfigs returned no result for the offsets topic",
+                format!(
+                    "DescribeConfigs returned no result for the {}",
+                    config.kind.name()
+                ),
                 true,
             ));
         }
@@ -177,13 +247,14 @@ pub(crate) async fn verify_compacted(
     let policy = resource
         .get("cleanup.policy")
         .and_then(|e| e.value.as_deref());
-    check_cleanup_policy(config.topic, config.bootstrap_servers, policy)
+    check_cleanup_policy(config.kind, config.topic, config.bootstrap_servers, policy)
         .map_err(|m| backend(store, m, false))
 }
 
 /// The policy check itself: exactly `compact` (Kafka Connect refuses `compact,delete` too, because
 /// deletion would drop offsets of partitions that are idle longer than `retention.ms`).
 pub(crate) fn check_cleanup_policy(
+    kind: TopicKind,
     topic: &str,
     bootstrap: &str,
     policy: Option<&str>,
@@ -205,12 +276,19 @@ pub(crate) fn check_cleanup_policy(
         return Ok(());
     }
     Err(format!(
-        "topic {topic} has cleanup.policy={policy}, but an offsets topic must have cleanup.policy=compact \
-         (exactly): with deletion the broker drops the offsets of partitions idle longer than retention.ms, and \
-         their connectors silently start over. Ferry will not use this topic. Either make it compacted \
+        "topic {topic} has cleanup.policy={policy}, but {article} {kind} must have cleanup.policy=compact \
+         (exactly): {why}. Ferry will not use this topic. Either make it compacted \
          (kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {topic} \
-         --add-config cleanup.policy=compact), or set offset.storage.topic to a topic that does not exist yet, \
-         which Ferry creates compacted"
+         --add-config cleanup.policy=compact), or set {setting} to a topic that does not exist yet, \
+         which Ferry creates compacted",
+        article = if kind == TopicKind::Offsets {
+            "an"
+        } else {
+            "a"
+        },
+        kind = kind.name(),
+        why = kind.why_compacted(),
+        setting = kind.setting(),
     ))
 }
 
@@ -220,14 +298,17 @@ mod tests {
 
     #[test]
     fn only_exactly_compact_is_accepted() {
-        assert_eq!(check_cleanup_policy("t", "b:9092", Some("compact")), Ok(()));
         assert_eq!(
-            check_cleanup_policy("t", "b:9092", Some(" compact ")),
+            check_cleanup_policy(TopicKind::Offsets, "t", "b:9092", Some("compact")),
+            Ok(())
+        );
+        assert_eq!(
+            check_cleanup_policy(TopicKind::Offsets, "t", "b:9092", Some(" compact ")),
             Ok(())
         );
         for bad in ["delete", "compact,delete", "delete,compact", "", "Compact"] {
-            let err =
-                check_cleanup_policy("offsets", "b:9092", Some(bad)).expect_err("must be refused");
+            let err = check_cleanup_policy(TopicKind::Offsets, "offsets", "b:9092", Some(bad))
+                .expect_err("must be refused");
             assert!(
                 err.contains(&format!("cleanup.policy={bad},")),
                 "{bad}: {err}"
@@ -239,7 +320,7 @@ mod tests {
             assert!(err.contains("--bootstrap-server b:9092"), "{err}");
         }
         assert!(
-            check_cleanup_policy("t", "b", None)
+            check_cleanup_policy(TopicKind::Offsets, "t", "b", None)
                 .expect_err("must be refused")
                 .contains("DescribeConfigs")
         );

@@ -9,6 +9,9 @@
 //! (`offset.storage=<name>`: it reads its own worker keys into a [`DynStoreSpec`], which opens the
 //! store), a sink [`SinkPlugin`] (`sink=<name>`: a [`DynSinkSpec`] that starts a [`SinkProvider`]);
 //! [`WorkerPlugins`] holds the registered ones (`ferry::Ferry::builder().offset_store(…).sink(…)`).
+//! The herder's stores are contracts too: [`ConfigBackingStore`] and [`StatusBackingStore`] (Kafka
+//! Connect's two backing stores, with [`TargetState`] and [`TaskId`]), so a backend crate can keep them
+//! in Kafka topics without depending on the runtime.
 //!
 //! Connectors are plugins too, but they see only `ferry-api` (their factory is
 //! `ferry_api::ConnectorPlugin`); this crate is for backends the runtime drives. It depends on no
@@ -17,21 +20,26 @@
 
 mod client;
 mod config_error;
+mod config_store;
 mod converter;
 pub mod converter_config;
+mod herder_state;
 mod hint;
 mod properties;
 mod registry;
 mod secret;
 pub mod sink;
 mod sink_plugin;
+mod status_store;
 mod store;
 mod syntax;
 
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
 pub use config_error::{ConfigError, ConfigErrors};
+pub use config_store::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
 pub use converter::ConverterSpec;
 pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub use herder_state::{TargetState, TaskId};
 pub use hint::{UnknownKeyHints, unknown_key_hint};
 pub use properties::Properties;
 pub use registry::WorkerPlugins;
@@ -41,4 +49,5 @@ pub use sink::{
     TaskSinkContext,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin};
+pub use status_store::{State, StatusBackingStore, StatusEntry};
 pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -34,6 +34,9 @@ fn ferry_plugin_depends_on_no_server_store_client_or_kafka_crate() {
         "async-trait",
         "thiserror",
         "indexmap",
+        // The herder's store contracts: TargetState's and State's JSON names, and the updates channel.
+        "serde",
+        "tokio",
         "tracing",
         "java-properties",
         "encoding_rs",

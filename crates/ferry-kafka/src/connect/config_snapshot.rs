@@ -142,6 +142,15 @@ impl ConfigSnapshot {
             .map_or_else(Vec::new, |&n| (0..n).collect())
     }
 
+    /// The task count of the last complete commit; `None` before any commit, or while inconsistent
+    /// (a commit of 0 tasks is `Some(0)`, unlike [`tasks`](Self::tasks)' empty list).
+    pub fn committed_task_count(&self, connector: &str) -> Option<i32> {
+        if self.inconsistent.contains(connector) {
+            return None;
+        }
+        self.task_counts.get(connector).copied()
+    }
+
     /// A task's applied configuration.
     pub fn task_config(&self, connector: &str, task: i32) -> Option<&Properties> {
         self.task_configs.get(&(connector.to_owned(), task))

@@ -1,5 +1,6 @@
 //! Kafka Connect's config topic and status topic records, byte for byte, and the in-memory views a
-//! reader folds them into. Pure encode/decode: no I/O (the distributed worker reads and writes them).
+//! reader folds them into (pure encode/decode, no I/O), and the stores that keep them in their Kafka
+//! topics ([`store`]).
 //!
 //! Facts from Kafka's `connect/runtime/src/main/java/org/apache/kafka/connect/storage/`
 //! `KafkaConfigBackingStore.java` and `KafkaStatusBackingStore.java`: keys are strings, values are
@@ -9,6 +10,7 @@
 mod config_records;
 mod config_snapshot;
 mod status_records;
+pub mod store;
 
 pub use config_records::{
     ConfigRecord, ConfigRecordKey, RestartRequest, TargetState, encode_commit, encode_properties,
@@ -17,6 +19,10 @@ pub use config_records::{
 pub use config_snapshot::ConfigSnapshot;
 pub use status_records::{
     Status, StatusKey, StatusState, StatusView, can_write_safely, encode_status,
+};
+pub use store::{
+    ConnectStoreError, DEFAULT_STATUS_PARTITIONS, InternalTopicConfig, KafkaConfigBackingStore,
+    KafkaStatusBackingStore,
 };
 
 /// A config- or status-topic record that cannot be read: which key, and why. Kafka Connect logs such

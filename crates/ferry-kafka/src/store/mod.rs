@@ -435,6 +435,7 @@ impl KafkaOffsetStore {
 /// The parts of the store's configuration the topic administration needs.
 fn offsets_topic(config: &KafkaOffsetStoreConfig) -> OffsetsTopic<'_> {
     OffsetsTopic {
+        kind: admin::TopicKind::Offsets,
         topic: &config.topic,
         bootstrap_servers: &config.bootstrap_servers,
         partitions: config.partitions,

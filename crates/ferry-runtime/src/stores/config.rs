@@ -1,94 +1,13 @@
 //! The config store: Kafka Connect's `ConfigBackingStore`, cut to what standalone needs and shaped
-//! for the config topic (`connector-<c>`, `task-<c>-<n>` + `commit-<c>`, `target-state-<c>`).
+//! for the config topic (`connector-<c>`, `task-<c>-<n>` + `commit-<c>`, `target-state-<c>`). The
+//! contract lives in `ferry-plugin` (so backend crates implement it) and is re-exported here; the fold
+//! the runtime's own stores share stays here.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
-use async_trait::async_trait;
 use ferry_api::Config;
 
+pub use ferry_plugin::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
+
 use crate::state::TargetState;
-
-/// Everything the store holds, as of one version.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ConfigSnapshot {
-    /// Grows with every change (distributed: the config topic's offset).
-    pub version: u64,
-    /// The connectors by name.
-    pub connectors: BTreeMap<String, ConnectorEntry>,
-}
-
-/// One connector in the store.
-#[derive(Clone, PartialEq)]
-pub struct ConnectorEntry {
-    /// Its configuration.
-    pub config: Config,
-    /// Its target state.
-    pub target: TargetState,
-    /// Its task configurations, once a complete set was stored (distributed: after `commit-<c>`).
-    pub tasks: Option<Vec<Config>>,
-}
-
-// The configuration may hold secrets: Debug shows its keys only.
-impl fmt::Debug for ConnectorEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnectorEntry")
-            .field("config_keys", &self.config.keys().collect::<Vec<_>>())
-            .field("target", &self.target)
-            .field("tasks", &self.tasks.as_ref().map(Vec::len))
-            .finish()
-    }
-}
-
-/// A config store could not do what was asked; nothing changed.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-#[non_exhaustive]
-pub struct ConfigStoreError {
-    /// What failed, where, and what to do (the REST API answers it as a 500).
-    pub message: String,
-}
-
-impl ConfigStoreError {
-    /// An error saying `message`.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-}
-
-/// Connector configurations, target states and task configurations. Every `put_*` is durable when it
-/// returns `Ok` (as durable as the store is) and changes nothing when it returns `Err`.
-#[async_trait]
-pub trait ConfigBackingStore: Send + Sync {
-    /// Where the store is, for logs ("the connectors file /x", "memory").
-    fn describe(&self) -> String;
-    /// What the store holds now (distributed: after reading the config topic to its end).
-    async fn snapshot(&self) -> Result<ConfigSnapshot, ConfigStoreError>;
-    /// Creates or replaces a connector's configuration, with its target state.
-    async fn put_connector_config(
-        &self,
-        name: &str,
-        config: &Config,
-        target: TargetState,
-    ) -> Result<(), ConfigStoreError>;
-    /// Removes a connector (distributed: a tombstone).
-    async fn remove_connector_config(&self, name: &str) -> Result<(), ConfigStoreError>;
-    /// Changes a stored connector's target state; an unknown name is an error.
-    async fn put_target_state(
-        &self,
-        name: &str,
-        target: TargetState,
-    ) -> Result<(), ConfigStoreError>;
-    /// Replaces a connector's task configurations; they apply together or not at all.
-    async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError>;
-    /// Changes made by others (distributed: other workers' writes); `None` when only this process
-    /// writes, as in standalone.
-    fn updates(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        None
-    }
-}
 
 /// Applies one change to `snapshot`; `Ok(false)` when it changes nothing.
 pub(super) fn apply(

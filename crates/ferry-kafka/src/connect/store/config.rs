@@ -1,0 +1,302 @@
+//! [`KafkaConfigBackingStore`]: connector configurations, task configurations and target states in
+//! the config topic (`KafkaConfigBackingStore.java`), behind the runtime's [`ConfigBackingStore`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use ferry_plugin::{ConfigBackingStore, ConfigStoreError, ConnectorEntry};
+
+use super::topic::InternalTopic;
+use super::{ConnectStoreError, InternalTopicConfig};
+use crate::admin::TopicKind;
+use crate::connect::{
+    ConfigRecordKey, ConfigSnapshot, TargetState, encode_commit, encode_properties,
+    encode_target_state,
+};
+
+type Properties = BTreeMap<String, String>;
+
+/// The config topic: one partition, compacted. Every write returns once the broker acknowledged it;
+/// [`ConfigBackingStore::snapshot`] and [`refresh`](Self::refresh) first read the topic to the end it
+/// had when they were called, so they see every write acknowledged before — this worker's and
+/// others'.
+///
+/// A write of several records (task configs and their commit; a removal's two tombstones) that fails
+/// may have made its first records durable: task configs without their commit stay invisible, and a
+/// connector tombstone without its target-state tombstone removes the connector all the same.
+pub struct KafkaConfigBackingStore {
+    topic: InternalTopic,
+    state: Arc<Mutex<Folded>>,
+    /// The snapshot version after every read ([`ConfigBackingStore::updates`]).
+    versions: tokio::sync::watch::Sender<u64>,
+}
+
+/// The topic folded so far.
+#[derive(Default)]
+struct Folded {
+    snapshot: ConfigSnapshot,
+    /// The offset after the last record read: the snapshot's version.
+    next_offset: i64,
+}
+
+impl std::fmt::Debug for KafkaConfigBackingStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaConfigBackingStore")
+            .field("store", &self.topic.describe)
+            .finish_non_exhaustive()
+    }
+}
+
+fn apply(folded: &mut Folded, key: &str, value: Option<&[u8]>, offset: i64) {
+    folded.next_offset = folded.next_offset.max(offset + 1);
+    // Kafka Connect logs and skips a record it cannot read; so does the store.
+    if let Err(e) = folded.snapshot.apply_raw(key, value) {
+        tracing::warn!("skipping a config topic record: {e}");
+    }
+}
+
+fn to_plugin(state: TargetState) -> ferry_plugin::TargetState {
+    match state {
+        TargetState::Started => ferry_plugin::TargetState::Running,
+        TargetState::Paused => ferry_plugin::TargetState::Paused,
+        TargetState::Stopped => ferry_plugin::TargetState::Stopped,
+    }
+}
+
+fn from_plugin(state: ferry_plugin::TargetState) -> TargetState {
+    match state {
+        ferry_plugin::TargetState::Running => TargetState::Started,
+        ferry_plugin::TargetState::Paused => TargetState::Paused,
+        ferry_plugin::TargetState::Stopped => TargetState::Stopped,
+    }
+}
+
+fn store_error(error: ConnectStoreError) -> ConfigStoreError {
+    ConfigStoreError::new(error.to_string())
+}
+
+impl KafkaConfigBackingStore {
+    /// Opens the store: creates the topic when missing (1 partition, compacted,
+    /// `config.replication_factor`), refuses a topic that is not compacted or has more than one
+    /// partition, then reads the whole topic.
+    ///
+    /// # Errors
+    /// The topic is refused (not retriable), or the brokers did not answer (retriable).
+    pub async fn open(config: &InternalTopicConfig) -> Result<Self, ConnectStoreError> {
+        let topic = InternalTopic::open(TopicKind::Config, config, Some(1)).await?;
+        let store = Self {
+            topic,
+            state: Arc::new(Mutex::new(Folded::default())),
+            versions: tokio::sync::watch::Sender::new(0),
+        };
+        store.refresh().await?;
+        Ok(store)
+    }
+
+    /// Reads the topic to its current end; returns the number of records read. What the herder calls
+    /// when it learns of (or suspects) other workers' writes.
+    ///
+    /// # Errors
+    /// The read made no progress within the timeout (retriable).
+    pub async fn refresh(&self) -> Result<u64, ConnectStoreError> {
+        let read = self.topic.read_to_end(self.state.clone(), apply).await?;
+        let version = self.version();
+        self.versions.send_if_modified(|current| {
+            let changed = *current != version;
+            *current = version;
+            changed
+        });
+        Ok(read)
+    }
+
+    fn version(&self) -> u64 {
+        let folded = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        u64::try_from(folded.next_offset).unwrap_or(0)
+    }
+
+    /// Refreshes every `interval` in the background (on the current runtime) until the store is
+    /// dropped, so [`ConfigBackingStore::updates`] signals other workers' writes without the herder
+    /// asking. A failed refresh is logged and tried again at the next interval.
+    pub fn spawn_refresher(self: &Arc<Self>, interval: std::time::Duration) {
+        let store = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(store) = store.upgrade() else {
+                    return;
+                };
+                if let Err(e) = store.refresh().await {
+                    tracing::warn!("refreshing the config topic failed (retried): {e}");
+                }
+            }
+        });
+    }
+
+    /// The topic's fold (Kafka Connect's view, with restart requests, fencing records and
+    /// inconsistent connectors) after reading to the current end.
+    ///
+    /// # Errors
+    /// As [`refresh`](Self::refresh).
+    pub async fn topic_snapshot(&self) -> Result<ConfigSnapshot, ConnectStoreError> {
+        self.refresh().await?;
+        Ok(self.cached())
+    }
+
+    /// The topic's fold as of the last read, without reading.
+    pub fn cached(&self) -> ConfigSnapshot {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .snapshot
+            .clone()
+    }
+
+    /// Writes one raw record (key and value bytes as given; `None`: a tombstone). For tests and
+    /// tools that must write what Ferry itself never writes.
+    ///
+    /// # Errors
+    /// The broker did not acknowledge the record.
+    pub async fn put_raw(
+        &self,
+        key: &str,
+        value: Option<Vec<u8>>,
+    ) -> Result<(), ConnectStoreError> {
+        self.topic.send(&[(key.to_owned(), value)]).await
+    }
+
+    fn runtime_snapshot(&self) -> ferry_plugin::ConfigSnapshot {
+        let folded = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let snapshot = &folded.snapshot;
+        let connectors = snapshot
+            .connectors()
+            .filter_map(|name| {
+                let config = snapshot.connector_config(name)?.clone();
+                let target = snapshot
+                    .target_state(name)
+                    .map_or(ferry_plugin::TargetState::Running, to_plugin);
+                let tasks = snapshot.committed_task_count(name).map(|count| {
+                    (0..count)
+                        .filter_map(|t| snapshot.task_config(name, t).cloned())
+                        .collect()
+                });
+                Some((
+                    name.to_owned(),
+                    ConnectorEntry {
+                        config,
+                        target,
+                        tasks,
+                    },
+                ))
+            })
+            .collect();
+        ferry_plugin::ConfigSnapshot {
+            version: u64::try_from(folded.next_offset).unwrap_or(0),
+            connectors,
+        }
+    }
+}
+
+#[async_trait]
+impl ConfigBackingStore for KafkaConfigBackingStore {
+    fn describe(&self) -> String {
+        self.topic.describe.clone()
+    }
+
+    /// Reads the topic to its current end; the version is the offset after the last record read.
+    async fn snapshot(&self) -> Result<ferry_plugin::ConfigSnapshot, ConfigStoreError> {
+        self.refresh().await.map_err(store_error)?;
+        Ok(self.runtime_snapshot())
+    }
+
+    /// Writes `target-state-<name>` then `connector-<name>`, as Kafka Connect does.
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        config: &Properties,
+        target: ferry_plugin::TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.topic
+            .send(&[
+                (
+                    ConfigRecordKey::TargetState(name.to_owned()).to_key(),
+                    Some(encode_target_state(from_plugin(target))),
+                ),
+                (
+                    ConfigRecordKey::Connector(name.to_owned()).to_key(),
+                    Some(encode_properties(config)),
+                ),
+            ])
+            .await
+            .map_err(store_error)
+    }
+
+    /// Tombstones for `connector-<name>` and `target-state-<name>`, as Kafka Connect writes them.
+    async fn remove_connector_config(&self, name: &str) -> Result<(), ConfigStoreError> {
+        self.topic
+            .send(&[
+                (ConfigRecordKey::Connector(name.to_owned()).to_key(), None),
+                (ConfigRecordKey::TargetState(name.to_owned()).to_key(), None),
+            ])
+            .await
+            .map_err(store_error)
+    }
+
+    /// Writes `target-state-<name>` once the topic, read to its end, holds the connector.
+    async fn put_target_state(
+        &self,
+        name: &str,
+        target: ferry_plugin::TargetState,
+    ) -> Result<(), ConfigStoreError> {
+        self.refresh().await.map_err(store_error)?;
+        if self.cached().connector_config(name).is_none() {
+            return Err(ConfigStoreError::new(format!(
+                "{}: connector {name:?} is not stored",
+                self.topic.describe
+            )));
+        }
+        let key = ConfigRecordKey::TargetState(name.to_owned()).to_key();
+        self.topic
+            .send(&[(key, Some(encode_target_state(from_plugin(target))))])
+            .await
+            .map_err(store_error)
+    }
+
+    /// The version after every read of the topic: by the herder's own calls, and by
+    /// [`spawn_refresher`](KafkaConfigBackingStore::spawn_refresher) when running.
+    fn updates(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.versions.subscribe())
+    }
+
+    /// Writes `task-<name>-<n>` for every task, then `commit-<name>` with their count: readers apply
+    /// the task configurations only once the commit is read, all together.
+    async fn put_task_configs(
+        &self,
+        name: &str,
+        tasks: &[Properties],
+    ) -> Result<(), ConfigStoreError> {
+        let count = i32::try_from(tasks.len()).map_err(|_| {
+            ConfigStoreError::new(format!(
+                "{}: connector {name:?} has {} task configurations; at most {} fit",
+                self.topic.describe,
+                tasks.len(),
+                i32::MAX
+            ))
+        })?;
+        let mut records = Vec::with_capacity(tasks.len() + 1);
+        for (task, config) in (0..count).zip(tasks) {
+            let key = ConfigRecordKey::Task {
+                connector: name.to_owned(),
+                task,
+            };
+            records.push((key.to_key(), Some(encode_properties(config))));
+        }
+        records.push((
+            ConfigRecordKey::Commit(name.to_owned()).to_key(),
+            Some(encode_commit(count)),
+        ));
+        self.topic.send(&records).await.map_err(store_error)
+    }
+}

@@ -1,0 +1,83 @@
+//! The status store: Kafka Connect's `StatusBackingStore`. Every entry carries the id of the worker
+//! that wrote it and the group generation it was written in, so that (in distributed mode) a worker
+//! that lost a task cannot overwrite the status its new owner wrote.
+
+use crate::herder_state::TaskId;
+
+/// A connector's or task's state, as Kafka Connect reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+#[non_exhaustive]
+pub enum State {
+    /// Not started yet (or being restarted).
+    Unassigned,
+    /// Running.
+    Running,
+    /// Paused.
+    Paused,
+    /// Failed; the entry's trace says why.
+    Failed,
+    /// Stopped (target state STOPPED, or being shut down).
+    Stopped,
+    /// A restart was requested and is under way.
+    Restarting,
+    /// Removed (distributed: written before the tombstone).
+    Destroyed,
+}
+
+/// One status, with who wrote it and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// The state.
+    pub state: State,
+    /// Why it failed, when FAILED.
+    pub trace: Option<String>,
+    /// The worker that wrote it (`host:port`).
+    pub worker_id: String,
+    /// The group generation it was written in (standalone: always 0).
+    pub generation: u32,
+}
+
+impl StatusEntry {
+    /// An entry without a trace.
+    pub fn new(state: State, worker_id: impl Into<String>, generation: u32) -> Self {
+        Self {
+            state,
+            trace: None,
+            worker_id: worker_id.into(),
+            generation,
+        }
+    }
+
+    /// The same entry with `trace`.
+    pub fn with_trace(mut self, trace: impl Into<String>) -> Self {
+        self.trace = Some(trace.into());
+        self
+    }
+
+    /// Whether `self` may replace `stored` under Kafka Connect's `putSafe` rule: the same worker
+    /// wrote it, or `self` is of the same or a newer generation. An older generation never wins.
+    pub fn may_replace(&self, stored: &StatusEntry) -> bool {
+        self.worker_id == stored.worker_id || self.generation >= stored.generation
+    }
+}
+
+/// Connector and task statuses. Writes are fire-and-forget (as in Kafka Connect: a status is
+/// advisory, and a lost write is repaired by the next one).
+pub trait StatusBackingStore: Send + Sync {
+    /// Sets a connector's status.
+    fn put_connector(&self, name: &str, status: StatusEntry);
+    /// Sets a task's status unconditionally.
+    fn put_task(&self, id: &TaskId, status: StatusEntry);
+    /// Sets a task's status unless the stored one is newer (Kafka Connect's `putSafe`): written only
+    /// if none exists, the same worker wrote it, or `status.generation` ≥ the stored generation.
+    fn put_task_safe(&self, id: &TaskId, status: StatusEntry);
+    /// A connector's status.
+    fn connector(&self, name: &str) -> Option<StatusEntry>;
+    /// A task's status.
+    fn task(&self, id: &TaskId) -> Option<StatusEntry>;
+    /// Every task status of a connector, in task order.
+    fn tasks(&self, connector: &str) -> Vec<(TaskId, StatusEntry)>;
+    /// Forgets a connector and its tasks.
+    fn remove_connector(&self, name: &str);
+}
