@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ferry_kafka::connect::slots::{SlotHandler, SlotsConfig, SlotsError, TaskSlots};
 use ferry_plugin::TaskId;
 use ferry_testkit::TansuBroker;
-use store_support::{shared_broker, unique_topic};
+use store_support::{own_broker, shared_broker, unique_topic};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
@@ -340,6 +340,7 @@ async fn a_slow_revoke_delays_the_new_owner_until_it_finished() {
     })
     .await;
 
+    assert_no_overlap(&timeline);
     // While a's handler was "committing", b got nothing: b's first assignment comes after a's revoke
     // finished, not merely after it started.
     let t = timeline.lock().unwrap().events.clone();
@@ -362,6 +363,54 @@ async fn a_slow_revoke_delays_the_new_owner_until_it_finished() {
     assert_no_overlap(&timeline);
     b.close(Duration::from_secs(60)).unwrap();
     a.close(Duration::from_secs(60)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
+    // A member cut off from the coordinator longer than session.timeout.ms: librdkafka declares its
+    // assignment lost, so the handler must stop the tasks without the revoke (final commit) path.
+    let mut broker = own_broker();
+    let group = unique_topic("slots-lost");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let mut config = config(&broker, &group);
+    config.session_timeout = Duration::from_secs(6);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::ZERO,
+    });
+    let a = TaskSlots::join(config, handler).unwrap();
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+
+    broker.stop();
+    wait_for(&timeline, "a to lose its slots", || {
+        !events_of(&timeline, "a", Kind::Lost).is_empty()
+    })
+    .await;
+    let lost: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Lost)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(lost, all);
+    assert!(
+        events_of(&timeline, "a", Kind::Revoking).is_empty(),
+        "lost slots must not go through revoked (no final commit)"
+    );
+    assert!(a.owned().is_empty());
+
+    // Back with the broker, the member rejoins and gets its slots again.
+    broker.restart().unwrap();
+    wait_for(&timeline, "a to own all slots again", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
 }
 
 #[test]
