@@ -248,6 +248,46 @@ async fn one_member_owns_every_slot_of_every_connector() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_tasks_grow_the_slot_topic_or_say_the_broker_cannot() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-grow");
+    let timeline = Shared::default();
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own 2 slots", || {
+        runs(&timeline, "a", &a, &tasks("c", 2))
+    })
+    .await;
+    match a.add_connector("c", 4).await {
+        Ok(()) => {
+            wait_for(&timeline, "a to own 4 slots", || {
+                runs(&timeline, "a", &a, &tasks("c", 4))
+            })
+            .await;
+            // Fewer tasks later: Kafka cannot shrink the topic, the slots stay.
+            a.add_connector("c", 3).await.unwrap();
+            assert_eq!(a.owned(), tasks("c", 4));
+        }
+        // tansu 0.6 has no CreatePartitions: the error says so and what to do, and nothing is lost.
+        Err(SlotsError::Broker { message, .. }) => {
+            assert!(
+                message.contains("has 2 partitions and needs 4")
+                    && message.contains("does not support CreatePartitions")
+                    && message.contains("tasks.max"),
+                "{message}"
+            );
+            assert!(runs(&timeline, "a", &a, &tasks("c", 2)));
+            // Asking for no more slots than there are is fine.
+            a.add_connector("c", 1).await.unwrap();
+            assert_eq!(a.owned(), tasks("c", 2));
+        }
+        Err(other) => panic!("growing the slot topic: {other}"),
+    }
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_member_gets_a_share_only_after_the_first_revoked_exactly_those() {
     let broker = shared_broker();
     let group = unique_topic("slots-two");

@@ -252,7 +252,9 @@ impl TaskSlots {
     /// Makes `connector`'s `tasks` slots part of the group: creates its slot topic with `tasks`
     /// partitions (or grows it to that many), waits until the metadata shows them, and subscribes.
     /// A topic with more partitions than `tasks` is left as it is (Kafka cannot shrink a topic): the
-    /// worker must ignore slots at or above the connector's task count.
+    /// worker must ignore slots at or above the connector's task count. Brokers without
+    /// CreatePartitions (tansu 0.6) cannot grow a slot topic: pass the connector's `tasks.max` as
+    /// `tasks` so the topic never needs to grow while `tasks.max` stays.
     pub async fn add_connector(&self, connector: &str, tasks: usize) -> Result<(), SlotsError> {
         let topic =
             topic::slot_topic(&self.config.group_id, connector).map_err(SlotsError::Config)?;
@@ -381,7 +383,21 @@ impl TaskSlots {
                     .admin
                     .create_partitions([&grow], &options)
                     .await
-                    .map_err(|e| kafka(format!("growing slot topic {topic}"), e))?;
+                    .map_err(|e| {
+                        if matches!(
+                            e,
+                            KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)
+                        ) {
+                            broker(format!(
+                                "slot topic {topic} has {n} partitions and needs {partitions}, but the \
+                                 broker does not support CreatePartitions. The topic holds no data: \
+                                 delete it while no worker runs the connector, or create the \
+                                 connector's slots with its tasks.max up front"
+                            ))
+                        } else {
+                            kafka(format!("growing slot topic {topic}"), e)
+                        }
+                    })?;
                 for result in results {
                     if let Err((_, code)) = result {
                         return Err(broker(format!(
