@@ -406,6 +406,44 @@ async fn a_slow_revoke_delays_the_new_owner_until_it_finished() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_slower_than_the_revoke_timeout_gives_the_slots_up_at_the_timeout() {
+    // The bound: a stuck stop must not hold the group's rebalance (and every other worker) forever.
+    let broker = shared_broker();
+    let group = unique_topic("slots-bound");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let mut slow = config(&broker, &group);
+    slow.revoke_timeout = Duration::from_secs(2);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::from_secs(8),
+    });
+    let a = TaskSlots::join(slow, handler).unwrap();
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    let b = join(&broker, &group, "b", &timeline);
+    b.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "b to get a slot", || {
+        !events_of(&timeline, "b", Kind::Assigned).is_empty()
+    })
+    .await;
+    let b_first = events_of(&timeline, "b", Kind::Assigned)[0].0;
+    assert!(
+        events_of(&timeline, "a", Kind::Revoked)
+            .iter()
+            .all(|(i, _)| *i > b_first),
+        "b got its slot only after a's handler returned, so the revoke timeout did not bound the wait"
+    );
+    assert!(!events_of(&timeline, "a", Kind::Revoking).is_empty());
+    b.close(Duration::from_secs(60)).unwrap();
+    a.close(Duration::from_secs(60)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
     // A member cut off from the coordinator longer than session.timeout.ms: librdkafka declares its
     // assignment lost, so the handler must stop the tasks without the revoke (final commit) path.
