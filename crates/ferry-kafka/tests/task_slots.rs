@@ -491,6 +491,35 @@ async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
     assert_no_overlap(&timeline);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_while_the_broker_is_down_still_stops_the_tasks_and_finishes() {
+    let mut broker = own_broker();
+    let group = unique_topic("slots-close-down");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    broker.stop();
+    let closing = tokio::task::spawn_blocking(move || a.close(Duration::from_secs(60)));
+    closing.await.unwrap().unwrap();
+    // Leaving is a revocation even without a broker: the worker stops its tasks and tries its final
+    // commit (which fails while the broker is down; that is the worker's to report).
+    let revoked: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Revoked)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(revoked, all);
+    assert!(
+        running(&timeline, "a").is_empty(),
+        "every task stopped (revoked or lost): {:#?}",
+        timeline.lock().unwrap().events
+    );
+}
+
 #[test]
 fn impossible_timeouts_are_refused_before_joining() {
     struct Nop;
