@@ -520,6 +520,38 @@ async fn closing_while_the_broker_is_down_still_stops_the_tasks_and_finishes() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_with_a_stuck_revoke_handler_returns_at_its_timeout() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-stuck");
+    let timeline = Shared::default();
+    let mut stuck = config(&broker, &group);
+    stuck.revoke_timeout = Duration::from_secs(1);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::from_secs(60),
+    });
+    let a = TaskSlots::join(stuck, handler).unwrap();
+    a.add_connector("c", 1).await.unwrap();
+    wait_for(&timeline, "a to own its slot", || {
+        runs(&timeline, "a", &a, &tasks("c", 1))
+    })
+    .await;
+    let started = Instant::now();
+    let closing = tokio::task::spawn_blocking(move || a.close(Duration::from_secs(5)));
+    let err = closing.await.unwrap().expect_err("the handler is stuck");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "close waited {:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("still running its last call"),
+        "{err}"
+    );
+}
+
 #[test]
 fn impossible_timeouts_are_refused_before_joining() {
     struct Nop;

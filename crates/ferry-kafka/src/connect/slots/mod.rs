@@ -19,10 +19,11 @@ mod callback;
 mod topic;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry_plugin::TaskId;
 use rdkafka::ClientConfig;
@@ -157,11 +158,11 @@ pub enum SlotsError {
 
 enum Command {
     Subscribe(Vec<String>, SyncSender<Result<(), KafkaError>>),
-    Close,
 }
 
 /// This worker's membership in the slot group. Dropping it leaves the group (revoking every slot
-/// through the handler first); [`TaskSlots::close`] does the same and says whether it finished.
+/// through the handler first), blocking up to the rebalance timeout — from async code prefer
+/// [`TaskSlots::close`] on a blocking thread, which does the same and says whether it finished.
 pub struct TaskSlots {
     config: SlotsConfig,
     admin: Arc<AdminClient<DefaultClientContext>>,
@@ -170,7 +171,12 @@ pub struct TaskSlots {
     owned: Arc<Mutex<BTreeSet<TaskId>>>,
     poll_thread: Option<JoinHandle<()>>,
     handler_thread: Option<JoinHandle<()>>,
+    /// Told when the poll thread has left the group.
     closed: Receiver<()>,
+    /// Told when the handler thread has run its last call.
+    handler_done: Receiver<()>,
+    /// Tells the poll thread to leave (a flag, not a command, so a full command queue cannot lose it).
+    stop: Arc<AtomicBool>,
 }
 
 impl TaskSlots {
@@ -211,19 +217,25 @@ impl TaskSlots {
             .create_with_context(context)
             .map_err(|e| kafka("creating the slot consumer", e))?;
 
+        let (handler_done_tx, handler_done_rx) = sync_channel(1);
         let handler_thread = std::thread::Builder::new()
             .name(format!("slots-handler-{}", config.group_id))
-            .spawn(move || handler_loop(handler, jobs_rx))
+            .spawn(move || {
+                handler_loop(handler, jobs_rx);
+                let _ = handler_done_tx.send(());
+            })
             .map_err(|e| SlotsError::Broker {
                 group: group.clone(),
                 message: format!("starting the handler thread failed: {e}"),
             })?;
         let (commands_tx, commands_rx) = sync_channel(4);
         let (closed_tx, closed_rx) = sync_channel(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stop);
         let poll_thread = std::thread::Builder::new()
             .name(format!("slots-poll-{}", config.group_id))
             .spawn(move || {
-                poll_loop(consumer, commands_rx);
+                poll_loop(consumer, commands_rx, &stop_flag);
                 let _ = closed_tx.send(());
             })
             .map_err(|e| SlotsError::Broker {
@@ -239,6 +251,8 @@ impl TaskSlots {
             poll_thread: Some(poll_thread),
             handler_thread: Some(handler_thread),
             closed: closed_rx,
+            handler_done: handler_done_rx,
+            stop,
         })
     }
 
@@ -301,22 +315,38 @@ impl TaskSlots {
         let Some(poll) = self.poll_thread.take() else {
             return Ok(());
         };
-        let _ = self.commands.try_send(Command::Close);
+        self.stop.store(true, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        let unfinished = |what: &str| SlotsError::Broker {
+            group: self.config.group_id.clone(),
+            message: format!(
+                "leaving the group did not finish within {timeout:?}: {what}; it goes on in the \
+                 background"
+            ),
+        };
         match self.closed.recv_timeout(timeout) {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
                 let _ = poll.join();
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(unfinished(
+                    "the consumer is still closing (a revoke handler running, or the broker slow)",
+                ));
+            }
+        }
+        // The handler thread ends after its last queued call; a handler stuck in a call must not
+        // hold the caller beyond the timeout.
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match self.handler_done.recv_timeout(remaining) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
                 if let Some(handler) = self.handler_thread.take() {
                     let _ = handler.join();
                 }
                 Ok(())
             }
-            Err(RecvTimeoutError::Timeout) => Err(SlotsError::Broker {
-                group: self.config.group_id.clone(),
-                message: format!(
-                    "leaving the group did not finish within {timeout:?} (a revoke handler still \
-                     running, or the broker unreachable); it goes on in the background"
-                ),
-            }),
+            Err(RecvTimeoutError::Timeout) => Err(unfinished(
+                "the slot handler is still running its last call",
+            )),
         }
     }
 
@@ -462,8 +492,8 @@ impl Drop for TaskSlots {
 /// The poll thread: polls the consumer (which serves the rebalance callbacks) and applies
 /// subscription changes until told to close; dropping the consumer then leaves the group, serving the
 /// final revocation on this same thread.
-fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>) {
-    loop {
+fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
         // No records are ever produced to slot topics; a stray one is ignored.
         let _ = consumer.poll(Duration::from_millis(50));
         match commands.try_recv() {
@@ -477,7 +507,7 @@ fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>) 
                 };
                 let _ = reply.send(result);
             }
-            Ok(Command::Close) | Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) => {}
         }
     }
