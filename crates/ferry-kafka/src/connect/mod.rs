@@ -9,6 +9,7 @@
 
 mod config_records;
 mod config_snapshot;
+pub mod slots;
 mod status_records;
 pub mod store;
 

@@ -1,0 +1,515 @@
+//! Task ownership for distributed mode: which worker runs which task.
+//!
+//! librdkafka cannot join Kafka Connect's `connect` group protocol, so the workers form an ordinary
+//! consumer group with `partition.assignment.strategy=cooperative-sticky` whose partitions stand for
+//! task slots: connector `c` has its own slot topic `<group>-slots-<c>` ([`topic`]) with one partition
+//! per task, partition p = task p, and the owner of slot 0 also runs the connector instance. A topic
+//! per connector (rather than one shared topic) because a topic can only grow: a connector's task
+//! count can then grow on its own topic (CreatePartitions), and deleting a connector only drops its
+//! topic from the subscription. Nothing is ever produced to these topics.
+//!
+//! Cooperative rebalancing revokes in one round and assigns in the next, and the revoking member
+//! rejoins only after its rebalance callback returned, which here waits (bounded) for the handler's
+//! `revoked` — the worker's stop and final commit — so two live owners of a slot never overlap while
+//! both members are healthy. A member whose session expired gets `lost` instead (librdkafka's
+//! `assignment_lost`): the group may already have given the slots away, so it must stop without
+//! committing.
+
+mod callback;
+mod topic;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ferry_plugin::TaskId;
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+use callback::{SlotsContext, handler_loop};
+pub use topic::slot_topic_name;
+
+/// What a worker does when its task slots change. Each call runs on the slots' handler thread, one
+/// at a time, in rebalance order.
+pub trait SlotHandler: Send + Sync + 'static {
+    /// These slots are now this worker's: start the tasks (slot 0 also means the connector instance).
+    fn assigned(&self, tasks: &[TaskId]);
+    /// These slots move away: stop the tasks and commit their offsets before returning. The slots are
+    /// given up when this returns or when the revoke timeout passes, whichever is first.
+    fn revoked(&self, tasks: &[TaskId]);
+    /// These slots were lost (the session expired): stop the tasks at once and commit nothing — another
+    /// worker may already own them.
+    fn lost(&self, tasks: &[TaskId]);
+}
+
+/// How to join the slot group.
+#[derive(Debug, Clone)]
+pub struct SlotsConfig {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// The worker group's `group.id`; also the prefix of the slot topics.
+    pub group_id: String,
+    /// `session.timeout.ms`: how long the group waits for a silent member.
+    pub session_timeout: Duration,
+    /// `heartbeat.interval.ms`; must be below the session timeout.
+    pub heartbeat_interval: Duration,
+    /// The rebalance timeout (`max.poll.interval.ms`): how long the group waits for members to rejoin.
+    pub rebalance_timeout: Duration,
+    /// How long a rebalance waits for [`SlotHandler::revoked`]; must be below the rebalance timeout.
+    pub revoke_timeout: Duration,
+    /// Replication factor of new slot topics (-1: the broker's default).
+    pub replication_factor: i16,
+    /// Timeout of admin and metadata calls.
+    pub admin_timeout: Duration,
+    /// Further librdkafka client settings (security, …), applied to the consumer and the admin client.
+    pub client_settings: Vec<(String, String)>,
+}
+
+impl SlotsConfig {
+    /// Kafka Connect's defaults: session 10 s, heartbeat 3 s, rebalance 60 s; revoke waits 30 s.
+    pub fn new(bootstrap_servers: impl Into<String>, group_id: impl Into<String>) -> Self {
+        Self {
+            bootstrap_servers: bootstrap_servers.into(),
+            group_id: group_id.into(),
+            session_timeout: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(3),
+            rebalance_timeout: Duration::from_secs(60),
+            revoke_timeout: Duration::from_secs(30),
+            replication_factor: -1,
+            admin_timeout: Duration::from_secs(30),
+            client_settings: Vec::new(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), SlotsError> {
+        let bad = |m: String| Err(SlotsError::Config(m));
+        if self.heartbeat_interval.is_zero() || self.heartbeat_interval >= self.session_timeout {
+            return bad(format!(
+                "the heartbeat interval ({:?}) must be above zero and below the session timeout ({:?})",
+                self.heartbeat_interval, self.session_timeout
+            ));
+        }
+        if self.revoke_timeout.is_zero() || self.revoke_timeout >= self.rebalance_timeout {
+            return bad(format!(
+                "the revoke timeout ({:?}) must be above zero and below the rebalance timeout ({:?}), or \
+                 the group removes the member while it is still stopping its tasks",
+                self.revoke_timeout, self.rebalance_timeout
+            ));
+        }
+        if self.replication_factor == 0 || self.replication_factor < -1 {
+            return bad(format!(
+                "the slot topics' replication factor must be at least 1, or -1 for the broker's default, \
+                 not {}",
+                self.replication_factor
+            ));
+        }
+        if self.admin_timeout.is_zero() {
+            return bad("the admin timeout must be above zero".to_owned());
+        }
+        topic::slot_topic(&self.group_id, "x").map_err(SlotsError::Config)?;
+        Ok(())
+    }
+
+    fn client(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.bootstrap_servers);
+        for (k, v) in &self.client_settings {
+            config.set(k, v);
+        }
+        config
+    }
+}
+
+/// What went wrong with the task slots.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotsError {
+    /// The configuration cannot work; fix it.
+    #[error("task slots: invalid configuration: {0}")]
+    Config(String),
+    /// A Kafka call failed.
+    #[error("task slots of group {group}: {what} failed: {source}")]
+    Kafka {
+        /// The group.
+        group: String,
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: Box<KafkaError>,
+    },
+    /// The broker refused or did not do something; the message says what to do.
+    #[error("task slots of group {group}: {message}")]
+    Broker {
+        /// The group.
+        group: String,
+        /// What happened and what to do.
+        message: String,
+    },
+    /// The slots were closed, or their poll thread stopped.
+    #[error("task slots of group {0} are closed")]
+    Closed(String),
+}
+
+enum Command {
+    Subscribe(Vec<String>, SyncSender<Result<(), KafkaError>>),
+}
+
+/// This worker's membership in the slot group. Dropping it leaves the group (revoking every slot
+/// through the handler first), blocking up to the rebalance timeout — from async code prefer
+/// [`TaskSlots::close`] on a blocking thread, which does the same and says whether it finished.
+pub struct TaskSlots {
+    config: SlotsConfig,
+    admin: Arc<AdminClient<DefaultClientContext>>,
+    commands: SyncSender<Command>,
+    subscribed: tokio::sync::Mutex<BTreeSet<String>>,
+    owned: Arc<Mutex<BTreeSet<TaskId>>>,
+    poll_thread: Option<JoinHandle<()>>,
+    handler_thread: Option<JoinHandle<()>>,
+    /// Told when the poll thread has left the group.
+    closed: Receiver<()>,
+    /// Told when the handler thread has run its last call.
+    handler_done: Receiver<()>,
+    /// Tells the poll thread to leave (a flag, not a command, so a full command queue cannot lose it).
+    stop: Arc<AtomicBool>,
+}
+
+impl TaskSlots {
+    /// Joins the group (with no slot topics yet; see [`TaskSlots::add_connector`]).
+    pub fn join(config: SlotsConfig, handler: Arc<dyn SlotHandler>) -> Result<Self, SlotsError> {
+        config.validate()?;
+        let group = config.group_id.clone();
+        let kafka = |what: &str, source| SlotsError::Kafka {
+            group: group.clone(),
+            what: what.to_owned(),
+            source: Box::new(source),
+        };
+        let admin: AdminClient<DefaultClientContext> = config
+            .client()
+            .create()
+            .map_err(|e| kafka("creating the admin client", e))?;
+        let (jobs_tx, jobs_rx) = sync_channel(16);
+        let owned = Arc::new(Mutex::new(BTreeSet::new()));
+        let context = SlotsContext {
+            group_id: config.group_id.clone(),
+            jobs: jobs_tx,
+            revoke_timeout: config.revoke_timeout,
+            owned: Arc::clone(&owned),
+        };
+        let ms = |d: Duration| d.as_millis().to_string();
+        let consumer: BaseConsumer<SlotsContext> = config
+            .client()
+            .set("group.id", &config.group_id)
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("session.timeout.ms", ms(config.session_timeout))
+            .set("heartbeat.interval.ms", ms(config.heartbeat_interval))
+            .set("max.poll.interval.ms", ms(config.rebalance_timeout))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            // New slot topics must show up in the subscription soon after they are created.
+            .set("topic.metadata.refresh.interval.ms", "1000")
+            .create_with_context(context)
+            .map_err(|e| kafka("creating the slot consumer", e))?;
+
+        let (handler_done_tx, handler_done_rx) = sync_channel(1);
+        let handler_thread = std::thread::Builder::new()
+            .name(format!("slots-handler-{}", config.group_id))
+            .spawn(move || {
+                handler_loop(handler, jobs_rx);
+                let _ = handler_done_tx.send(());
+            })
+            .map_err(|e| SlotsError::Broker {
+                group: group.clone(),
+                message: format!("starting the handler thread failed: {e}"),
+            })?;
+        let (commands_tx, commands_rx) = sync_channel(4);
+        let (closed_tx, closed_rx) = sync_channel(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stop);
+        let poll_thread = std::thread::Builder::new()
+            .name(format!("slots-poll-{}", config.group_id))
+            .spawn(move || {
+                poll_loop(consumer, commands_rx, &stop_flag);
+                let _ = closed_tx.send(());
+            })
+            .map_err(|e| SlotsError::Broker {
+                group: group.clone(),
+                message: format!("starting the poll thread failed: {e}"),
+            })?;
+        Ok(Self {
+            config,
+            admin: Arc::new(admin),
+            commands: commands_tx,
+            subscribed: tokio::sync::Mutex::new(BTreeSet::new()),
+            owned,
+            poll_thread: Some(poll_thread),
+            handler_thread: Some(handler_thread),
+            closed: closed_rx,
+            handler_done: handler_done_rx,
+            stop,
+        })
+    }
+
+    /// The slots this worker holds in the group now: a slot counts from its assignment (its
+    /// `assigned` call may still be queued) until it is given up (after `revoked` returned or timed
+    /// out, or at once when lost).
+    pub fn owned(&self) -> BTreeSet<TaskId> {
+        self.owned.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Makes `connector`'s `tasks` slots part of the group: creates its slot topic with `tasks`
+    /// partitions (or grows it to that many), waits until the metadata shows them, and subscribes.
+    /// A topic with more partitions than `tasks` is left as it is (Kafka cannot shrink a topic): the
+    /// worker must ignore slots at or above the connector's task count. Brokers without
+    /// CreatePartitions (tansu 0.6) cannot grow a slot topic: pass the connector's `tasks.max` as
+    /// `tasks` so the topic never needs to grow while `tasks.max` stays.
+    pub async fn add_connector(&self, connector: &str, tasks: usize) -> Result<(), SlotsError> {
+        let topic =
+            topic::slot_topic(&self.config.group_id, connector).map_err(SlotsError::Config)?;
+        if tasks == 0 {
+            return Err(SlotsError::Config(format!(
+                "connector {connector:?} needs at least one task slot"
+            )));
+        }
+        let partitions = i32::try_from(tasks).map_err(|_| {
+            SlotsError::Config(format!(
+                "connector {connector:?}: {tasks} task slots is too many"
+            ))
+        })?;
+        let mut subscribed = self.subscribed.lock().await;
+        self.ensure_topic(&topic, partitions).await?;
+        let mut next = subscribed.clone();
+        next.insert(topic);
+        self.subscribe(next.iter().cloned().collect()).await?;
+        *subscribed = next;
+        Ok(())
+    }
+
+    /// Drops `connector`'s slots from the subscription: their owners get `revoked`. The topic stays
+    /// (delete it once no worker subscribes to it).
+    pub async fn remove_connector(&self, connector: &str) -> Result<(), SlotsError> {
+        let topic =
+            topic::slot_topic(&self.config.group_id, connector).map_err(SlotsError::Config)?;
+        let mut subscribed = self.subscribed.lock().await;
+        let mut next = subscribed.clone();
+        if !next.remove(&topic) {
+            return Ok(());
+        }
+        self.subscribe(next.iter().cloned().collect()).await?;
+        *subscribed = next;
+        Ok(())
+    }
+
+    /// Leaves the group: every owned slot is revoked through the handler first. Waits up to `timeout`.
+    pub fn close(mut self, timeout: Duration) -> Result<(), SlotsError> {
+        self.shutdown(timeout)
+    }
+
+    fn shutdown(&mut self, timeout: Duration) -> Result<(), SlotsError> {
+        let Some(poll) = self.poll_thread.take() else {
+            return Ok(());
+        };
+        self.stop.store(true, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        let unfinished = |what: &str| SlotsError::Broker {
+            group: self.config.group_id.clone(),
+            message: format!(
+                "leaving the group did not finish within {timeout:?}: {what}; it goes on in the \
+                 background"
+            ),
+        };
+        match self.closed.recv_timeout(timeout) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                let _ = poll.join();
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(unfinished(
+                    "the consumer is still closing (a revoke handler running, or the broker slow)",
+                ));
+            }
+        }
+        // The handler thread ends after its last queued call; a handler stuck in a call must not
+        // hold the caller beyond the timeout.
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match self.handler_done.recv_timeout(remaining) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                if let Some(handler) = self.handler_thread.take() {
+                    let _ = handler.join();
+                }
+                Ok(())
+            }
+            Err(RecvTimeoutError::Timeout) => Err(unfinished(
+                "the slot handler is still running its last call",
+            )),
+        }
+    }
+
+    async fn subscribe(&self, topics: Vec<String>) -> Result<(), SlotsError> {
+        let (tx, rx) = sync_channel(1);
+        let closed = || SlotsError::Closed(self.config.group_id.clone());
+        self.commands
+            .send(Command::Subscribe(topics, tx))
+            .map_err(|_| closed())?;
+        let result = tokio::task::spawn_blocking(move || rx.recv())
+            .await
+            .map_err(|_| closed())?
+            .map_err(|_| closed())?;
+        result.map_err(|source| SlotsError::Kafka {
+            group: self.config.group_id.clone(),
+            what: "changing the subscription to the slot topics".to_owned(),
+            source: Box::new(source),
+        })
+    }
+
+    async fn ensure_topic(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
+        let group = &self.config.group_id;
+        let kafka = |what: String, source| SlotsError::Kafka {
+            group: group.clone(),
+            what,
+            source: Box::new(source),
+        };
+        let broker = |message: String| SlotsError::Broker {
+            group: group.clone(),
+            message,
+        };
+        let timeout = self.config.admin_timeout;
+        let options = AdminOptions::new()
+            .operation_timeout(Some(timeout))
+            .request_timeout(Some(timeout));
+        let existing = self.partition_count(topic).await?;
+        match existing {
+            None => {
+                let new = NewTopic::new(
+                    topic,
+                    partitions,
+                    TopicReplication::Fixed(i32::from(self.config.replication_factor)),
+                );
+                let results = self
+                    .admin
+                    .create_topics([&new], &options)
+                    .await
+                    .map_err(|e| kafka(format!("creating slot topic {topic}"), e))?;
+                for result in results {
+                    match result {
+                        Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                        Err((_, code)) => {
+                            return Err(broker(format!(
+                                "creating slot topic {topic} with {partitions} partitions failed: {code}; \
+                                 create it yourself or grant CreateTopics"
+                            )));
+                        }
+                    }
+                }
+            }
+            Some(n) if n < partitions => {
+                let grow = NewPartitions::new(topic, partitions as usize);
+                let results = self
+                    .admin
+                    .create_partitions([&grow], &options)
+                    .await
+                    .map_err(|e| {
+                        if matches!(
+                            e,
+                            KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)
+                        ) {
+                            broker(format!(
+                                "slot topic {topic} has {n} partitions and needs {partitions}, but the \
+                                 broker does not support CreatePartitions. The topic holds no data: \
+                                 delete it while no worker runs the connector, or create the \
+                                 connector's slots with its tasks.max up front"
+                            ))
+                        } else {
+                            kafka(format!("growing slot topic {topic}"), e)
+                        }
+                    })?;
+                for result in results {
+                    if let Err((_, code)) = result {
+                        return Err(broker(format!(
+                            "growing slot topic {topic} from {n} to {partitions} partitions failed: \
+                             {code}; grow it yourself or grant Alter on the topic"
+                        )));
+                    }
+                }
+            }
+            Some(_) => return Ok(()),
+        }
+        // Subscribing before the metadata shows every partition would leave slots unassigned.
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self
+                .partition_count(topic)
+                .await?
+                .is_some_and(|n| n >= partitions)
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(broker(format!(
+                    "slot topic {topic} did not show {partitions} partitions in the metadata within \
+                     {timeout:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The topic's partition count, or `None` if the broker does not know it.
+    async fn partition_count(&self, topic: &str) -> Result<Option<i32>, SlotsError> {
+        let admin = Arc::clone(&self.admin);
+        let name = topic.to_owned();
+        let timeout = self.config.admin_timeout;
+        let metadata =
+            tokio::task::spawn_blocking(move || admin.inner().fetch_metadata(Some(&name), timeout))
+                .await
+                .map_err(|_| SlotsError::Closed(self.config.group_id.clone()))?
+                .map_err(|source| SlotsError::Kafka {
+                    group: self.config.group_id.clone(),
+                    what: format!("fetching the metadata of slot topic {topic}"),
+                    source: Box::new(source),
+                })?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+            .map(|t| t.partitions().len() as i32))
+    }
+}
+
+impl Drop for TaskSlots {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown(self.config.rebalance_timeout) {
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+/// The poll thread: polls the consumer (which serves the rebalance callbacks) and applies
+/// subscription changes until told to close; dropping the consumer then leaves the group, serving the
+/// final revocation on this same thread.
+fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        // No records are ever produced to slot topics; a stray one is ignored.
+        let _ = consumer.poll(Duration::from_millis(50));
+        match commands.try_recv() {
+            Ok(Command::Subscribe(topics, reply)) => {
+                let result = if topics.is_empty() {
+                    consumer.unsubscribe();
+                    Ok(())
+                } else {
+                    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+                    consumer.subscribe(&names)
+                };
+                let _ = reply.send(result);
+            }
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {}
+        }
+    }
+    drop(consumer);
+}

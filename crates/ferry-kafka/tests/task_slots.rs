@@ -1,0 +1,581 @@
+//! Task ownership through the slot group on a real broker (tansu): one member owns every slot; a
+//! second member gets a share only after the first revoked exactly those; a member that leaves hands
+//! its slots to the survivor; a slow revoke (the final commit) delays the new owner. Every handler
+//! call goes on one shared timeline, which also checks that no slot ever has two live owners.
+#![cfg(test)]
+
+mod store_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_kafka::connect::slots::{SlotHandler, SlotsConfig, SlotsError, TaskSlots};
+use ferry_plugin::TaskId;
+use ferry_testkit::TansuBroker;
+use store_support::{own_broker, shared_broker, unique_topic};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    Assigned,
+    /// The revoke handler started.
+    Revoking,
+    /// The revoke handler finished (the worker's final commit is done).
+    Revoked,
+    Lost,
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    member: &'static str,
+    kind: Kind,
+    tasks: Vec<TaskId>,
+}
+
+/// The shared timeline, and who runs each slot now.
+#[derive(Default)]
+struct Timeline {
+    events: Vec<Event>,
+    live: BTreeMap<TaskId, &'static str>,
+    overlaps: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Timeline>>;
+
+struct Member {
+    name: &'static str,
+    timeline: Shared,
+    /// How long `revoked` takes (a slow stop and final commit).
+    revoke_takes: Duration,
+}
+
+impl Member {
+    fn record(&self, kind: Kind, tasks: &[TaskId]) {
+        let mut t = self.timeline.lock().unwrap();
+        for task in tasks {
+            match kind {
+                Kind::Assigned => {
+                    if let Some(other) = t.live.insert(task.clone(), self.name) {
+                        let msg = format!(
+                            "{task:?} assigned to {} while {other} still runs it",
+                            self.name
+                        );
+                        t.overlaps.push(msg);
+                    }
+                }
+                Kind::Revoked | Kind::Lost => {
+                    t.live.remove(task);
+                }
+                Kind::Revoking => {}
+            }
+        }
+        t.events.push(Event {
+            member: self.name,
+            kind,
+            tasks: tasks.to_vec(),
+        });
+    }
+}
+
+impl SlotHandler for Member {
+    fn assigned(&self, tasks: &[TaskId]) {
+        self.record(Kind::Assigned, tasks);
+    }
+    fn revoked(&self, tasks: &[TaskId]) {
+        self.record(Kind::Revoking, tasks);
+        // Stands for the worker stopping its tasks and committing their offsets.
+        std::thread::sleep(self.revoke_takes);
+        self.record(Kind::Revoked, tasks);
+    }
+    fn lost(&self, tasks: &[TaskId]) {
+        self.record(Kind::Lost, tasks);
+    }
+}
+
+fn config(broker: &TansuBroker, group: &str) -> SlotsConfig {
+    let mut config = SlotsConfig::new(broker.bootstrap_servers(), group);
+    config.session_timeout = Duration::from_secs(10);
+    config.heartbeat_interval = Duration::from_millis(500);
+    config.rebalance_timeout = Duration::from_secs(30);
+    config.revoke_timeout = Duration::from_secs(20);
+    config.replication_factor = 1;
+    config
+}
+
+fn join(broker: &TansuBroker, group: &str, name: &'static str, timeline: &Shared) -> TaskSlots {
+    join_slow(broker, group, name, timeline, Duration::ZERO)
+}
+
+fn join_slow(
+    broker: &TansuBroker,
+    group: &str,
+    name: &'static str,
+    timeline: &Shared,
+    revoke_takes: Duration,
+) -> TaskSlots {
+    let handler = Arc::new(Member {
+        name,
+        timeline: Arc::clone(timeline),
+        revoke_takes,
+    });
+    TaskSlots::join(config(broker, group), handler).unwrap_or_else(|e| panic!("{name} join: {e}"))
+}
+
+fn tasks(connector: &str, n: usize) -> BTreeSet<TaskId> {
+    (0..n).map(|t| TaskId::new(connector, t)).collect()
+}
+
+/// Waits (bounded) until `done` holds, then returns; panics with `what` and the timeline otherwise.
+async fn wait_for(timeline: &Shared, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; timeline: {:#?}",
+            timeline.lock().unwrap().events
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The tasks `member` got through `assigned`, and the index of each such event.
+fn events_of(timeline: &Shared, member: &str, kind: Kind) -> Vec<(usize, Vec<TaskId>)> {
+    timeline
+        .lock()
+        .unwrap()
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.member == member && e.kind == kind)
+        .map(|(i, e)| (i, e.tasks.clone()))
+        .collect()
+}
+
+fn assert_no_overlap(timeline: &Shared) {
+    let t = timeline.lock().unwrap();
+    assert!(
+        t.overlaps.is_empty(),
+        "two live owners: {:?}; timeline: {:#?}",
+        t.overlaps,
+        t.events
+    );
+}
+
+/// The slots whose last handler call for `member` was `assigned` (the handler runs them now).
+fn running(timeline: &Shared, member: &str) -> BTreeSet<TaskId> {
+    let t = timeline.lock().unwrap();
+    t.live
+        .iter()
+        .filter(|(_, m)| **m == member)
+        .map(|(task, _)| task.clone())
+        .collect()
+}
+
+/// Every slot of `all` run by exactly one of the members, each running some, and each member's
+/// `owned()` agreeing with what its handler runs.
+fn split_between(timeline: &Shared, a: &TaskSlots, b: &TaskSlots, all: &BTreeSet<TaskId>) -> bool {
+    let (ra, rb) = (running(timeline, "a"), running(timeline, "b"));
+    !ra.is_empty()
+        && !rb.is_empty()
+        && ra.is_disjoint(&rb)
+        && &(&ra | &rb) == all
+        && a.owned() == ra
+        && b.owned() == rb
+}
+
+/// `member` runs exactly `tasks`, and its `owned()` says so too.
+fn runs(timeline: &Shared, member: &str, slots: &TaskSlots, tasks: &BTreeSet<TaskId>) -> bool {
+    &running(timeline, member) == tasks && &slots.owned() == tasks
+}
+
+/// For every slot `to` got, `from` finished revoking it earlier on the timeline.
+fn assert_moved_after_revoke(timeline: &Shared, from: &str, to: &str) -> BTreeSet<TaskId> {
+    let revoked = events_of(timeline, from, Kind::Revoked);
+    let mut moved = BTreeSet::new();
+    for (at, got) in events_of(timeline, to, Kind::Assigned) {
+        for task in got {
+            let before = revoked.iter().any(|(i, ts)| *i < at && ts.contains(&task));
+            let was_ever_from = events_of(timeline, from, Kind::Assigned)
+                .iter()
+                .any(|(i, ts)| *i < at && ts.contains(&task));
+            if was_ever_from {
+                assert!(
+                    before,
+                    "{to} got {task:?} before {from} finished revoking it"
+                );
+                moved.insert(task);
+            }
+        }
+    }
+    moved
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_member_owns_every_slot_of_every_connector() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-one");
+    let timeline = Shared::default();
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("orders", 3).await.unwrap();
+    wait_for(&timeline, "a to own orders' 3 slots", || {
+        runs(&timeline, "a", &a, &tasks("orders", 3))
+    })
+    .await;
+    // A connector created later: its slot topic joins the subscription.
+    a.add_connector("users db", 2).await.unwrap();
+    let all = &tasks("orders", 3) | &tasks("users db", 2);
+    wait_for(&timeline, "a to own both connectors' slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    assert!(
+        events_of(&timeline, "a", Kind::Revoked).is_empty(),
+        "nothing moved away from a"
+    );
+    // Removing a connector revokes its slots.
+    a.remove_connector("orders").await.unwrap();
+    wait_for(&timeline, "orders' slots revoked", || {
+        runs(&timeline, "a", &a, &tasks("users db", 2))
+    })
+    .await;
+    let revoked: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Revoked)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(revoked, tasks("orders", 3));
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_tasks_grow_the_slot_topic_or_say_the_broker_cannot() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-grow");
+    let timeline = Shared::default();
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own 2 slots", || {
+        runs(&timeline, "a", &a, &tasks("c", 2))
+    })
+    .await;
+    match a.add_connector("c", 4).await {
+        Ok(()) => {
+            wait_for(&timeline, "a to own 4 slots", || {
+                runs(&timeline, "a", &a, &tasks("c", 4))
+            })
+            .await;
+            // Fewer tasks later: Kafka cannot shrink the topic, the slots stay.
+            a.add_connector("c", 3).await.unwrap();
+            assert_eq!(a.owned(), tasks("c", 4));
+        }
+        // tansu 0.6 has no CreatePartitions: the error says so and what to do, and nothing is lost.
+        Err(SlotsError::Broker { message, .. }) => {
+            assert!(
+                message.contains("has 2 partitions and needs 4")
+                    && message.contains("does not support CreatePartitions")
+                    && message.contains("tasks.max"),
+                "{message}"
+            );
+            assert!(runs(&timeline, "a", &a, &tasks("c", 2)));
+            // Asking for no more slots than there are is fine.
+            a.add_connector("c", 1).await.unwrap();
+            assert_eq!(a.owned(), tasks("c", 2));
+        }
+        Err(other) => panic!("growing the slot topic: {other}"),
+    }
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_member_gets_a_share_only_after_the_first_revoked_exactly_those() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-two");
+    let timeline = Shared::default();
+    let all = tasks("c", 4);
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 4).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+
+    let b = join(&broker, &group, "b", &timeline);
+    b.add_connector("c", 4).await.unwrap();
+    wait_for(&timeline, "the slots to be split", || {
+        split_between(&timeline, &a, &b, &all)
+    })
+    .await;
+
+    let moved = assert_moved_after_revoke(&timeline, "a", "b");
+    assert_eq!(moved, running(&timeline, "b"), "b's slots all came from a");
+    let revoked: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Revoked)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(revoked, b.owned(), "a revoked exactly what b got");
+    assert_no_overlap(&timeline);
+    b.close(Duration::from_secs(60)).unwrap();
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaving_member_hands_its_slots_to_the_survivor() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-leave");
+    let timeline = Shared::default();
+    let all = tasks("c", 4);
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 4).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    let b = join(&broker, &group, "b", &timeline);
+    b.add_connector("c", 4).await.unwrap();
+    wait_for(&timeline, "the slots to be split", || {
+        split_between(&timeline, &a, &b, &all)
+    })
+    .await;
+    let b_had = b.owned();
+
+    b.close(Duration::from_secs(60)).unwrap();
+    let b_revoked: BTreeSet<TaskId> = events_of(&timeline, "b", Kind::Revoked)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(
+        b_revoked, b_had,
+        "closing revoked b's slots through its handler"
+    );
+    wait_for(&timeline, "a to own all slots again", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    assert_eq!(assert_moved_after_revoke(&timeline, "b", "a"), b_had);
+    assert!(events_of(&timeline, "a", Kind::Lost).is_empty());
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_revoke_delays_the_new_owner_until_it_finished() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-slow");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let slow = Duration::from_secs(3);
+    let a = join_slow(&broker, &group, "a", &timeline, slow);
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+
+    let b = join(&broker, &group, "b", &timeline);
+    b.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "the slots to be split", || {
+        split_between(&timeline, &a, &b, &all)
+    })
+    .await;
+
+    assert_no_overlap(&timeline);
+    // While a's handler was "committing", b got nothing: b's first assignment comes after a's revoke
+    // finished, not merely after it started.
+    let t = timeline.lock().unwrap().events.clone();
+    let revoking = t
+        .iter()
+        .position(|e| e.member == "a" && e.kind == Kind::Revoking)
+        .expect("a revoked something");
+    let revoked = t
+        .iter()
+        .position(|e| e.member == "a" && e.kind == Kind::Revoked)
+        .expect("a finished revoking");
+    let b_assigned = t
+        .iter()
+        .position(|e| e.member == "b" && e.kind == Kind::Assigned)
+        .expect("b got slots");
+    assert!(
+        revoking < revoked && revoked < b_assigned,
+        "b was assigned before a's slow revoke finished: {t:#?}"
+    );
+    assert_no_overlap(&timeline);
+    b.close(Duration::from_secs(60)).unwrap();
+    a.close(Duration::from_secs(60)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_slower_than_the_revoke_timeout_gives_the_slots_up_at_the_timeout() {
+    // The bound: a stuck stop must not hold the group's rebalance (and every other worker) forever.
+    let broker = shared_broker();
+    let group = unique_topic("slots-bound");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let mut slow = config(&broker, &group);
+    slow.revoke_timeout = Duration::from_secs(2);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::from_secs(8),
+    });
+    let a = TaskSlots::join(slow, handler).unwrap();
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    let b = join(&broker, &group, "b", &timeline);
+    b.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "b to get a slot", || {
+        !events_of(&timeline, "b", Kind::Assigned).is_empty()
+    })
+    .await;
+    let b_first = events_of(&timeline, "b", Kind::Assigned)[0].0;
+    assert!(
+        events_of(&timeline, "a", Kind::Revoked)
+            .iter()
+            .all(|(i, _)| *i > b_first),
+        "b got its slot only after a's handler returned, so the revoke timeout did not bound the wait"
+    );
+    assert!(!events_of(&timeline, "a", Kind::Revoking).is_empty());
+    b.close(Duration::from_secs(60)).unwrap();
+    a.close(Duration::from_secs(60)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
+    // A member cut off from the coordinator longer than session.timeout.ms: librdkafka declares its
+    // assignment lost, so the handler must stop the tasks without the revoke (final commit) path.
+    let mut broker = own_broker();
+    let group = unique_topic("slots-lost");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let mut config = config(&broker, &group);
+    config.session_timeout = Duration::from_secs(6);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::ZERO,
+    });
+    let a = TaskSlots::join(config, handler).unwrap();
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+
+    broker.stop();
+    wait_for(&timeline, "a to lose its slots", || {
+        !events_of(&timeline, "a", Kind::Lost).is_empty()
+    })
+    .await;
+    let lost: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Lost)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(lost, all);
+    assert!(
+        events_of(&timeline, "a", Kind::Revoking).is_empty(),
+        "lost slots must not go through revoked (no final commit)"
+    );
+    assert!(a.owned().is_empty());
+
+    // Back with the broker, the member rejoins and gets its slots again.
+    broker.restart().unwrap();
+    wait_for(&timeline, "a to own all slots again", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    a.close(Duration::from_secs(60)).unwrap();
+    assert_no_overlap(&timeline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_while_the_broker_is_down_still_stops_the_tasks_and_finishes() {
+    let mut broker = own_broker();
+    let group = unique_topic("slots-close-down");
+    let timeline = Shared::default();
+    let all = tasks("c", 2);
+    let a = join(&broker, &group, "a", &timeline);
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own all slots", || {
+        runs(&timeline, "a", &a, &all)
+    })
+    .await;
+    broker.stop();
+    let closing = tokio::task::spawn_blocking(move || a.close(Duration::from_secs(60)));
+    closing.await.unwrap().unwrap();
+    // Leaving is a revocation even without a broker: the worker stops its tasks and tries its final
+    // commit (which fails while the broker is down; that is the worker's to report).
+    let revoked: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Revoked)
+        .into_iter()
+        .flat_map(|(_, t)| t)
+        .collect();
+    assert_eq!(revoked, all);
+    assert!(
+        running(&timeline, "a").is_empty(),
+        "every task stopped (revoked or lost): {:#?}",
+        timeline.lock().unwrap().events
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_with_a_stuck_revoke_handler_returns_at_its_timeout() {
+    let broker = shared_broker();
+    let group = unique_topic("slots-stuck");
+    let timeline = Shared::default();
+    let mut stuck = config(&broker, &group);
+    stuck.revoke_timeout = Duration::from_secs(1);
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::from_secs(60),
+    });
+    let a = TaskSlots::join(stuck, handler).unwrap();
+    a.add_connector("c", 1).await.unwrap();
+    wait_for(&timeline, "a to own its slot", || {
+        runs(&timeline, "a", &a, &tasks("c", 1))
+    })
+    .await;
+    let started = Instant::now();
+    let closing = tokio::task::spawn_blocking(move || a.close(Duration::from_secs(5)));
+    let err = closing.await.unwrap().expect_err("the handler is stuck");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "close waited {:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("still running its last call"),
+        "{err}"
+    );
+}
+
+#[test]
+fn impossible_timeouts_are_refused_before_joining() {
+    struct Nop;
+    impl SlotHandler for Nop {
+        fn assigned(&self, _: &[TaskId]) {}
+        fn revoked(&self, _: &[TaskId]) {}
+        fn lost(&self, _: &[TaskId]) {}
+    }
+    let mut config = SlotsConfig::new("127.0.0.1:1", "g");
+    config.revoke_timeout = config.rebalance_timeout;
+    let err = TaskSlots::join(config, Arc::new(Nop))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(err, SlotsError::Config(ref m) if m.contains("revoke timeout")),
+        "{err}"
+    );
+    let mut config = SlotsConfig::new("127.0.0.1:1", "g");
+    config.heartbeat_interval = config.session_timeout;
+    let err = TaskSlots::join(config, Arc::new(Nop))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(err, SlotsError::Config(ref m) if m.contains("heartbeat")),
+        "{err}"
+    );
+}
