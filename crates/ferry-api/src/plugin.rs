@@ -19,7 +19,7 @@ type Make = Arc<dyn Fn() -> Box<dyn SourceConnector> + Send + Sync>;
 /// #     fn config_keys(&self) -> Vec<ConfigKey> { Vec::new() }
 /// #     fn validate(&self, _: &Config) -> Vec<ConfigIssue> { Vec::new() }
 /// #     fn task_configs(&self, _: &Config, _: usize) -> Result<Vec<Config>, ConnectError> { Ok(Vec::new()) }
-/// #     fn create_task(&self) -> Box<dyn SourceTask> { unimplemented!() }
+/// #     fn create_task(&self) -> Box<dyn SourceTask> { unreachable!("the example starts no task") }
 /// # }
 /// let plugin = ConnectorPlugin::new(["Counter", "com.example.Counter"], || {
 ///     Box::new(Counter) as Box<dyn SourceConnector>
