@@ -17,6 +17,28 @@ use crate::state::{TargetState, TaskId};
 
 type R<T> = Result<T, HerderError>;
 
+/// What a write request acts on, for [`Herder::route_write`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteScope<'a> {
+    /// Creating, reconfiguring or deleting a connector, changing its target state or its offsets:
+    /// serialized cluster-wide (distributed: by the leader).
+    Cluster,
+    /// Restarting a connector (and maybe its tasks): served where the connector runs.
+    Connector(&'a str),
+    /// Restarting one task: served where the task runs.
+    Task(&'a TaskId),
+}
+
+/// Where a write request is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// Here.
+    Local,
+    /// By the worker at this REST base URL (`http://host:port`): the REST layer forwards the request
+    /// as it came (adding `forward=false`, so it is not forwarded again) and answers its response.
+    Forward(String),
+}
+
 /// What the REST API asks of a herder (Kafka Connect's `Herder` interface, cut to Ferry's endpoints).
 /// Messages and [kinds](super::HerderErrorKind) of the errors are what clients are answered.
 #[async_trait]
@@ -71,6 +93,17 @@ pub trait Herder: Send + Sync {
     async fn reset_offsets(&self, name: &str) -> R<Message>;
     /// `PUT /connector-plugins/{plugin}/config/validate`.
     async fn validate(&self, plugin: &str, config: Config) -> R<ConfigInfos>;
+    /// Where a write request (`POST`/`PUT`/`PATCH`/`DELETE`) acting on `scope` must be served. A
+    /// standalone herder serves everything itself; a distributed one sends cluster writes to the
+    /// leader and restarts to the owner. `forwarded`: the request was already forwarded once
+    /// (`forward=false`), so it must not be forwarded again — answer an error (409, as Kafka Connect
+    /// does during a rebalance) instead of [`Route::Forward`].
+    ///
+    /// # Errors
+    /// The request cannot be served now (no leader known, a rebalance under way).
+    async fn route_write(&self, _scope: WriteScope<'_>, _forwarded: bool) -> R<Route> {
+        Ok(Route::Local)
+    }
 }
 
 // Delegates to the inherent methods (which keep their names, so existing callers are unchanged).

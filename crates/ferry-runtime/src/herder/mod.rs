@@ -39,7 +39,7 @@ use crate::stores::{
     ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
 };
 use crate::worker::{ConnectorSpec, TaskState, Worker};
-pub use api::Herder;
+pub use api::{Herder, Route, WriteScope};
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
