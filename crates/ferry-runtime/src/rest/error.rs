@@ -119,26 +119,30 @@ pub fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
 pub fn parse_json(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Option<serde_json::Value>, ApiError> {
-    let bytes = body.map_err(|rejection| {
-        let status = rejection.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                format!("Request body is larger than the limit of {MAX_BODY_BYTES} bytes"),
-            )
-        } else {
-            ApiError::new(
-                status,
-                format!("Cannot read the request body: {}", rejection.body_text()),
-            )
-        }
-    })?;
+    let bytes = body.map_err(body_error)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))
+}
+
+/// Why a request body could not be read: `413` over [`MAX_BODY_BYTES`], else the rejection's own
+/// status (a stalled body: `408`).
+pub fn body_error(rejection: BytesRejection) -> ApiError {
+    let status = rejection.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            status,
+            format!("Request body is larger than the limit of {MAX_BODY_BYTES} bytes"),
+        )
+    } else {
+        ApiError::new(
+            status,
+            format!("Cannot read the request body: {}", rejection.body_text()),
+        )
+    }
 }
 
 /// A JSON object of strings, as Kafka Connect reads a connector configuration: numbers and booleans are

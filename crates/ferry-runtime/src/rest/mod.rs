@@ -10,8 +10,12 @@
 //! - A connection that sends no complete request head within `rest.read.timeout.ms` (of opening or
 //!   of its last answer), or whose body stalls that long, is closed; past `rest.max.connections`
 //!   open connections a new one is answered `503` and closed ([`serve`]).
+//! - Writes are served where the herder says ([`Herder::route_write`]): here, or forwarded to the
+//!   worker that must serve them (distributed mode: the leader, or the owner of a connector or task),
+//!   whose answer is passed back ([`forward`]).
 
 mod error;
+mod forward;
 mod handlers;
 mod json_io;
 mod serve;
@@ -26,7 +30,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -36,6 +40,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 use crate::config::{Listener, RestConfig, Secret};
 use crate::herder::Herder;
 pub use error::{ApiError, MAX_BODY_BYTES};
+pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 
 /// What every handler gets.
 #[derive(Clone)]
@@ -139,17 +144,24 @@ fn is_loopback(listener: &Listener) -> bool {
 }
 
 fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Duration) -> Router {
+    use forward::Scope;
     use handlers as h;
-    let connectors = get(h::list).post(h::create);
+    // Each write goes through `forward::route` first: served here or by the worker the herder names.
+    let write =
+        |scope: Scope| middleware::from_fn_with_state((state.clone(), scope), forward::route);
+    let connectors = get(h::list).merge(post(h::create).route_layer(write(Scope::Cluster)));
     let plugins = get(h::plugins);
     Router::new()
         .route("/", get(h::root))
         .route("/connectors", connectors.clone())
         .route("/connectors/", connectors)
-        .route("/connectors/{name}", get(h::info).delete(h::delete))
+        .route(
+            "/connectors/{name}",
+            get(h::info).merge(delete(h::delete).route_layer(write(Scope::Cluster))),
+        )
         .route(
             "/connectors/{name}/config",
-            get(h::config).put(h::put_config),
+            get(h::config).merge(put(h::put_config).route_layer(write(Scope::Cluster))),
         )
         .route("/connectors/{name}/status", get(h::status))
         .route("/connectors/{name}/tasks", get(h::tasks))
@@ -159,17 +171,31 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
         )
         .route(
             "/connectors/{name}/tasks/{task}/restart",
-            post(h::restart_task),
+            post(h::restart_task).route_layer(write(Scope::Task)),
         )
-        .route("/connectors/{name}/restart", post(h::restart))
-        .route("/connectors/{name}/pause", put(h::pause))
-        .route("/connectors/{name}/resume", put(h::resume))
-        .route("/connectors/{name}/stop", put(h::stop))
+        .route(
+            "/connectors/{name}/restart",
+            post(h::restart).route_layer(write(Scope::Connector)),
+        )
+        .route(
+            "/connectors/{name}/pause",
+            put(h::pause).route_layer(write(Scope::Cluster)),
+        )
+        .route(
+            "/connectors/{name}/resume",
+            put(h::resume).route_layer(write(Scope::Cluster)),
+        )
+        .route(
+            "/connectors/{name}/stop",
+            put(h::stop).route_layer(write(Scope::Cluster)),
+        )
         .route(
             "/connectors/{name}/offsets",
-            get(h::offsets)
-                .patch(h::alter_offsets)
-                .delete(h::reset_offsets),
+            get(h::offsets).merge(
+                patch(h::alter_offsets)
+                    .delete(h::reset_offsets)
+                    .route_layer(write(Scope::Cluster)),
+            ),
         )
         .route("/connector-plugins", plugins.clone())
         .route("/connector-plugins/", plugins)

@@ -1,0 +1,585 @@
+//! Distributed mode: a write sent to any worker is served by the worker the herder names (the leader
+//! for connector changes, the owner for restarts). Two REST servers on 127.0.0.1, each over a herder
+//! whose `route_write` is set by the test; the client sees the serving worker's status and body.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceTask};
+use ferry_offsets::MemoryStore;
+use ferry_runtime::config::{Listener, RestConfig, Secret};
+use ferry_runtime::herder::entities::{
+    ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
+    TaskInfo, TaskStateInfo,
+};
+use ferry_runtime::herder::{
+    Herder, HerderError, OffsetInput, Plugin, Route, StandaloneHerder, WriteScope,
+};
+use ferry_runtime::metrics::Metrics;
+use ferry_runtime::rest::RestServer;
+use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
+use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// A connector with no tasks.
+struct Idle;
+
+impl SourceConnector for Idle {
+    fn config_keys(&self) -> Vec<ConfigKey> {
+        vec![ConfigKey::required("topic", "the topic")]
+    }
+
+    fn validate(&self, _config: &Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+
+    fn task_configs(&self, _config: &Config, _max: usize) -> Result<Vec<Config>, ConnectError> {
+        Ok(Vec::new())
+    }
+
+    fn create_task(&self) -> Box<dyn SourceTask> {
+        unreachable!("Idle makes no task configurations")
+    }
+}
+
+struct NoSink;
+
+#[ferry_api::async_trait]
+impl RecordSink for NoSink {
+    fn describe(&self) -> String {
+        "nothing".into()
+    }
+
+    async fn send(&self, _: &ferry_api::SourceRecord) -> Result<PendingDelivery, SinkError> {
+        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
+    }
+
+    async fn flush(&self, _: Duration) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+type Router = Box<dyn Fn(&WriteScope<'_>, bool) -> Result<Route, HerderError> + Send + Sync>;
+
+/// A standalone herder whose writes are routed as the test says; every `route_write` is recorded.
+struct Routed {
+    inner: StandaloneHerder,
+    router: Mutex<Router>,
+    asked: Mutex<Vec<(String, bool)>>,
+}
+
+impl Routed {
+    fn new() -> Arc<Self> {
+        let offsets = Arc::new(MemoryStore::new());
+        let sink: Arc<dyn RecordSink> = Arc::new(NoSink);
+        let worker = Worker::with_status(
+            WorkerSettings::default(),
+            offsets.clone(),
+            sink,
+            Arc::new(MemoryStatusStore::new()),
+            "127.0.0.1:8083",
+        );
+        let inner = StandaloneHerder::new(
+            worker,
+            offsets,
+            vec![Plugin::new(["Idle"], || {
+                Box::new(Idle) as Box<dyn SourceConnector>
+            })],
+            "127.0.0.1:8083",
+            Arc::new(MemoryConfigStore::new()),
+        );
+        Arc::new(Self {
+            inner,
+            router: Mutex::new(Box::new(|_, _| Ok(Route::Local))),
+            asked: Mutex::default(),
+        })
+    }
+
+    fn route_with(
+        &self,
+        router: impl Fn(&WriteScope<'_>, bool) -> Result<Route, HerderError> + Send + Sync + 'static,
+    ) {
+        *self.router.lock().unwrap() = Box::new(router);
+    }
+
+    /// As a follower whose leader is `leader` does: forward, unless the request was forwarded already.
+    fn follow(&self, leader: String) {
+        self.route_with(move |_, forwarded| {
+            if forwarded {
+                Err(HerderError::conflict(
+                    "Cannot complete request because of a conflicting operation (e.g. worker rebalance)",
+                ))
+            } else {
+                Ok(Route::Forward(leader.clone()))
+            }
+        });
+    }
+
+    fn asked(&self) -> Vec<(String, bool)> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+#[ferry_api::async_trait]
+impl Herder for Routed {
+    fn worker_id(&self) -> &str {
+        self.inner.worker_id()
+    }
+    fn plugins(&self) -> Vec<PluginInfo> {
+        self.inner.plugins()
+    }
+    fn metrics(&self) -> Arc<Metrics> {
+        Herder::metrics(&self.inner)
+    }
+    async fn connectors(&self) -> Vec<String> {
+        self.inner.connectors().await
+    }
+    async fn connector_info(&self, name: &str) -> Result<ConnectorInfo, HerderError> {
+        self.inner.connector_info(name).await
+    }
+    async fn connector_config(&self, name: &str) -> Result<Config, HerderError> {
+        self.inner.connector_config(name).await
+    }
+    async fn connector_status(&self, name: &str) -> Result<ConnectorStateInfo, HerderError> {
+        self.inner.connector_status(name).await
+    }
+    async fn task_configs(&self, name: &str) -> Result<Vec<TaskInfo>, HerderError> {
+        self.inner.task_configs(name).await
+    }
+    async fn task_status(&self, id: &TaskId) -> Result<TaskStateInfo, HerderError> {
+        Herder::task_status(&self.inner, id).await
+    }
+    async fn create_connector(
+        &self,
+        name: &str,
+        config: Config,
+        initial: TargetState,
+    ) -> Result<ConnectorInfo, HerderError> {
+        self.inner.create_connector(name, config, initial).await
+    }
+    async fn put_connector_config(
+        &self,
+        name: &str,
+        config: Config,
+    ) -> Result<(bool, ConnectorInfo), HerderError> {
+        self.inner.put_connector_config(name, config).await
+    }
+    async fn delete_connector(&self, name: &str) -> Result<(), HerderError> {
+        self.inner.delete_connector(name).await
+    }
+    async fn restart_connector(&self, name: &str) -> Result<(), HerderError> {
+        self.inner.restart_connector(name).await
+    }
+    async fn restart_connector_and_tasks(
+        &self,
+        name: &str,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> Result<ConnectorStateInfo, HerderError> {
+        self.inner
+            .restart_connector_and_tasks(name, include_tasks, only_failed)
+            .await
+    }
+    async fn restart_task(&self, id: &TaskId) -> Result<(), HerderError> {
+        Herder::restart_task(&self.inner, id).await
+    }
+    async fn set_target_state(&self, name: &str, target: TargetState) -> Result<(), HerderError> {
+        Herder::set_target_state(&self.inner, name, target).await
+    }
+    async fn connector_offsets(&self, name: &str) -> Result<ConnectorOffsets, HerderError> {
+        self.inner.connector_offsets(name).await
+    }
+    async fn alter_offsets(
+        &self,
+        name: &str,
+        offsets: Vec<OffsetInput>,
+    ) -> Result<Message, HerderError> {
+        self.inner.alter_offsets(name, offsets).await
+    }
+    async fn reset_offsets(&self, name: &str) -> Result<Message, HerderError> {
+        self.inner.reset_offsets(name).await
+    }
+    async fn validate(&self, plugin: &str, config: Config) -> Result<ConfigInfos, HerderError> {
+        self.inner.validate(plugin, config).await
+    }
+    async fn route_write(
+        &self,
+        scope: WriteScope<'_>,
+        forwarded: bool,
+    ) -> Result<Route, HerderError> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((format!("{scope:?}"), forwarded));
+        (self.router.lock().unwrap())(&scope, forwarded)
+    }
+}
+
+/// A REST server over a [`Routed`] herder; stopped by [`Server::stop`].
+struct Server {
+    herder: Arc<Routed>,
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    async fn start(token: Option<&str>) -> Self {
+        let config = RestConfig {
+            listeners: vec![Listener {
+                host: "127.0.0.1".to_owned(),
+                port: 0,
+            }],
+            auth_token: token.map(Secret::new),
+            ..RestConfig::default()
+        };
+        let rest = RestServer::bind(&config).await.unwrap();
+        let addr = rest.local_addrs()[0];
+        let herder = Routed::new();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = rest.serve(herder.clone(), async move {
+            let _ = stopped.await;
+        });
+        Self {
+            herder,
+            addr,
+            stop,
+            serving,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.serving.await.unwrap();
+        self.herder.inner.shutdown().await;
+    }
+}
+
+/// An answer: status, headers (lower-case names) and body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// One HTTP/1.1 request on its own connection (`Connection: close`: the answer ends at EOF), with
+/// blocking I/O on a blocking thread (the servers run on the test's runtime).
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    use std::io::{Read, Write};
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let raw = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).expect("an answer within 60 s");
+        raw
+    })
+    .await
+    .unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn create_body(name: &str) -> String {
+    json!({"name": name, "config": {"connector.class": "Idle", "topic": "t"}}).to_string()
+}
+
+#[tokio::test]
+async fn a_write_sent_to_a_follower_is_served_by_the_leader_and_answered_as_the_leader_answers() {
+    let leader = Server::start(None).await;
+    let follower = Server::start(None).await;
+    follower.herder.follow(leader.url());
+
+    let created = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.json()["name"], "idle");
+    assert_eq!(created.header("content-type"), Some("application/json"));
+    assert_eq!(created.header("location"), Some("/connectors/idle"));
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+    assert!(follower.herder.connectors().await.is_empty());
+    // The follower asked once; the leader was asked for a request marked forwarded (forward=false).
+    assert_eq!(follower.herder.asked(), [("Cluster".to_owned(), false)]);
+    assert_eq!(leader.herder.asked(), [("Cluster".to_owned(), true)]);
+
+    // A second create of the same name: the leader's 409, body and all.
+    let again = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    let direct = send(
+        leader.addr,
+        "POST",
+        "/connectors",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.json(), direct.json());
+    assert_eq!(again.json()["error_code"], 409);
+
+    // Reads are served where they arrive: the follower's own herder knows no connector.
+    let read = send(follower.addr, "GET", "/connectors/idle", &[], "").await;
+    assert_eq!(read.status, 404, "{}", read.body);
+
+    // Target states, with the leader's status code (202) and no body.
+    let paused = send(follower.addr, "PUT", "/connectors/idle/pause", &[], "").await;
+    assert_eq!(paused.status, 202, "{}", paused.body);
+    let status = send(leader.addr, "GET", "/connectors/idle/status", &[], "").await;
+    assert_eq!(status.json()["connector"]["state"], "PAUSED");
+
+    // The body is validated by the worker that serves the write: the leader's 400.
+    let bad = send(follower.addr, "POST", "/connectors", &[JSON], "{not json").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{}",
+        bad.body
+    );
+
+    // Restarts are routed by connector and task; the query goes along (includeTasks).
+    let restarted = send(
+        follower.addr,
+        "POST",
+        "/connectors/idle/restart?includeTasks=true",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(restarted.status, 202, "{}", restarted.body);
+    assert_eq!(restarted.json()["name"], "idle");
+    let task = send(
+        follower.addr,
+        "POST",
+        "/connectors/idle/tasks/0/restart",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(task.status, 404, "{}", task.body);
+    let asked: Vec<String> = follower
+        .herder
+        .asked()
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert!(
+        asked.contains(&"Connector(\"idle\")".to_owned()),
+        "{asked:?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|s| s.starts_with("Task(") && s.contains("idle")),
+        "{asked:?}"
+    );
+
+    let deleted = send(follower.addr, "DELETE", "/connectors/idle", &[], "").await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    assert!(leader.herder.connectors().await.is_empty());
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+#[tokio::test]
+async fn the_bearer_token_goes_along_with_a_forwarded_write() {
+    let leader = Server::start(Some("s3cret")).await;
+    let follower = Server::start(Some("s3cret")).await;
+    follower.herder.follow(leader.url());
+    let auth = ("authorization", "Bearer s3cret");
+
+    let created = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON, auth],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+
+    // Without the token the follower refuses it itself: nothing is asked, nothing forwarded.
+    let refused = send(follower.addr, "DELETE", "/connectors/idle", &[], "").await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(follower.herder.asked().len(), 1);
+    assert_eq!(leader.herder.asked().len(), 1);
+
+    // A leader with another token refuses the forwarded request: its 401 comes back.
+    let other = Server::start(Some("other")).await;
+    follower.herder.follow(other.url());
+    let refused = send(follower.addr, "DELETE", "/connectors/idle", &[auth], "").await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(refused.json()["error_code"], 401);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+
+    other.stop().await;
+    follower.stop().await;
+    leader.stop().await;
+}
+
+#[tokio::test]
+async fn a_forwarded_write_is_never_forwarded_again() {
+    let leader = Server::start(None).await;
+    let follower = Server::start(None).await;
+    follower.herder.follow(leader.url());
+
+    // Marked forwarded: the herder's answer, nothing sent on.
+    let refused = send(
+        follower.addr,
+        "POST",
+        "/connectors?forward=false",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("conflicting operation"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(follower.herder.asked(), [("Cluster".to_owned(), true)]);
+    assert!(leader.herder.asked().is_empty());
+    assert!(leader.herder.connectors().await.is_empty());
+
+    // A herder that forwards even a forwarded request (here: to itself) is not obeyed twice.
+    let url = follower.url();
+    follower
+        .herder
+        .route_with(move |_, _| Ok(Route::Forward(url.clone())));
+    let looped = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(looped.status, 409, "{}", looped.body);
+    assert!(
+        looped.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("already forwarded once"),
+        "{}",
+        looped.body
+    );
+    assert_eq!(
+        follower.herder.asked()[1..],
+        [("Cluster".to_owned(), false), ("Cluster".to_owned(), true)]
+    );
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+#[tokio::test]
+async fn a_leader_that_cannot_be_reached_is_answered_503_at_once_naming_it() {
+    // A port nobody listens on: bound, then released.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let follower = Server::start(None).await;
+    follower.herder.follow(format!("http://{gone}"));
+
+    let started = Instant::now();
+    let answer = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON],
+        &create_body("idle"),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["error_code"], 503);
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "IO Error trying to forward REST request to http://{gone}/connectors?forward=false"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("retry"), "{message}");
+    assert!(follower.herder.connectors().await.is_empty());
+
+    follower.stop().await;
+}
