@@ -583,3 +583,121 @@ async fn a_leader_that_cannot_be_reached_is_answered_503_at_once_naming_it() {
 
     follower.stop().await;
 }
+
+/// A worker that takes one request and answers `response` as raw bytes; the request comes back
+/// whole (head and body) through the handle.
+fn one_shot_worker(response: Vec<u8>) -> (SocketAddr, std::thread::JoinHandle<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut raw = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Read the head, then as many body bytes as it announces.
+        loop {
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "the request ended early");
+            raw.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length: usize = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| v.trim().parse().unwrap());
+                if body.len() >= length {
+                    break;
+                }
+            }
+        }
+        stream.write_all(&response).unwrap();
+        String::from_utf8(raw).unwrap()
+    });
+    (addr, handle)
+}
+
+#[tokio::test]
+async fn the_forwarded_request_keeps_method_path_query_body_and_credentials_and_its_answer_comes_back()
+ {
+    let answer = "{\"message\":\"The offsets for this connector have been altered successfully\"}";
+    let (leader, request) = one_shot_worker(
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-other: dropped\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{answer}",
+            answer.len()
+        )
+        .into_bytes(),
+    );
+    let follower = Server::start(None).await;
+    follower.herder.follow(format!("http://{leader}"));
+
+    let body = r#"{"offsets":[{"partition":{"p":1},"offset":{"o":2}}]}"#;
+    let altered = send(
+        follower.addr,
+        "PATCH",
+        "/connectors/c%20d/offsets?x=1&forward=true",
+        &[JSON, ("authorization", "Bearer t0ken")],
+        body,
+    )
+    .await;
+    assert_eq!(altered.status, 200);
+    assert_eq!(altered.body, answer);
+    assert_eq!(altered.header("content-type"), Some("application/json"));
+    assert_eq!(altered.header("x-other"), None);
+
+    let request = tokio::task::spawn_blocking(move || request.join().unwrap())
+        .await
+        .unwrap();
+    let (head, sent) = request.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    assert_eq!(
+        lines.next(),
+        Some("PATCH /connectors/c%20d/offsets?x=1&forward=false HTTP/1.1")
+    );
+    let headers: Vec<String> = lines.map(str::to_ascii_lowercase).collect();
+    assert!(
+        headers.contains(&"content-type: application/json".to_owned()),
+        "{head}"
+    );
+    assert!(
+        headers.contains(&"authorization: bearer t0ken".to_owned()),
+        "{head}"
+    );
+    assert!(headers.contains(&format!("host: {leader}")), "{head}");
+    assert_eq!(sent, body);
+
+    follower.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_over_the_limit_is_not_passed_back() {
+    let too_long = ferry_runtime::rest::MAX_FORWARDED_RESPONSE_BYTES + 1;
+    let (leader, request) = one_shot_worker(
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {too_long}\r\n\r\n"
+        )
+        .into_bytes(),
+    );
+    let follower = Server::start(None).await;
+    follower.herder.follow(format!("http://{leader}"));
+
+    let answer = send(follower.addr, "DELETE", "/connectors/c", &[], "").await;
+    assert_eq!(answer.status, 502, "{}", answer.body);
+    assert!(
+        answer.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("send the request to that worker directly"),
+        "{}",
+        answer.body
+    );
+
+    tokio::task::spawn_blocking(move || request.join().unwrap())
+        .await
+        .unwrap();
+    follower.stop().await;
+}
