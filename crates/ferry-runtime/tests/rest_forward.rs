@@ -439,6 +439,12 @@ async fn a_write_sent_to_a_follower_is_served_by_the_leader_and_answered_as_the_
         "{asked:?}"
     );
 
+    // A method a path does not have is answered here, not routed.
+    let asked = follower.herder.asked().len();
+    let wrong = send(follower.addr, "GET", "/connectors/idle/pause", &[], "").await;
+    assert_eq!(wrong.status, 405, "{}", wrong.body);
+    assert_eq!(follower.herder.asked().len(), asked);
+
     let deleted = send(follower.addr, "DELETE", "/connectors/idle", &[], "").await;
     assert_eq!(deleted.status, 204, "{}", deleted.body);
     assert!(leader.herder.connectors().await.is_empty());
