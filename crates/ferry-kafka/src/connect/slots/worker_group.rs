@@ -1,0 +1,59 @@
+//! [`TaskSlots`] as the distributed herder's [`WorkerGroup`]: its blocking work (leaving the group)
+//! runs on a blocking thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_plugin::{GroupError, WorkerGroup};
+
+use super::{SlotsError, TaskSlots};
+use crate::retriable::is_retriable;
+
+impl From<SlotsError> for GroupError {
+    fn from(error: SlotsError) -> Self {
+        let retriable = match &error {
+            SlotsError::Kafka { source, .. } => is_retriable(source),
+            // The broker was slow or a read made no progress: worth another try.
+            SlotsError::Broker { .. } => true,
+            SlotsError::Config(_) | SlotsError::Closed(_) => false,
+        };
+        GroupError::new(error.to_string(), retriable)
+    }
+}
+
+#[async_trait]
+impl WorkerGroup for TaskSlots {
+    fn describe(&self) -> String {
+        format!(
+            "consumer group {} on {}",
+            self.config.group_id, self.config.bootstrap_servers
+        )
+    }
+
+    async fn add_connector(&self, connector: &str, slots: usize) -> Result<(), GroupError> {
+        Ok(TaskSlots::add_connector(self, connector, slots).await?)
+    }
+
+    async fn remove_connector(&self, connector: &str) -> Result<(), GroupError> {
+        Ok(TaskSlots::remove_connector(self, connector).await?)
+    }
+
+    async fn leader_url(&self) -> Result<Option<String>, GroupError> {
+        Ok(TaskSlots::leader_url(self).await?)
+    }
+
+    async fn leave(&self, timeout: Duration) -> Result<(), GroupError> {
+        let closer = Arc::clone(&self.closer);
+        let group = self.config.group_id.clone();
+        tokio::task::spawn_blocking(move || closer.close(timeout))
+            .await
+            .map_err(|e| {
+                GroupError::new(
+                    format!("task slots of group {group}: the thread leaving the group failed: {e}"),
+                    false,
+                )
+            })??;
+        Ok(())
+    }
+}
