@@ -3,6 +3,15 @@
 //! `static_member_child`) so it can be killed with SIGKILL — no LeaveGroup, no revoke. Rejoining with
 //! the same instance id within the hold gives `a` its slots back, and member `b` never gets them;
 //! without a rejoin, `b` gets them once the hold passed.
+//!
+//! Ignored: tansu 0.6 cannot run them. Its coordinator treats a static member's rejoin with new
+//! metadata as a "soft update" that keeps the generation (`coordinator/group/administrator.rs`,
+//! `Inner<_, Formed>::join`), but the cooperative protocol's second round is exactly such a rejoin
+//! (the revoking member's owned partitions changed), so the assignor never runs again and the revoked
+//! slots are never given to anyone: `a` revokes half its tasks and `b` gets none ("timed out waiting
+//! for a and b to share the tasks; a runs {2, 3}; b's handler calls: []"), with `b` static or not.
+//! tansu also checks sessions only on a dynamic member's request, so in an all-static group a dead
+//! member would never expire. Run them against a broker with KIP-345 support once the testkit has one.
 #![cfg(test)]
 
 mod store_support;
@@ -207,9 +216,23 @@ impl GroupHandler for Recorder {
 }
 
 async fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    wait_for_or(what, within, &mut done, String::new).await;
+}
+
+/// As `wait_for`; a failure also says `state()`.
+async fn wait_for_or(
+    what: &str,
+    within: Duration,
+    mut done: impl FnMut() -> bool,
+    state: impl Fn() -> String,
+) {
     let deadline = Instant::now() + within;
     while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; {}",
+            state()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -234,16 +257,28 @@ async fn split(
     .await
     .unwrap();
     b.add_connector("c", TASKS).await.unwrap();
-    wait_for("a and b to share the tasks", Duration::from_secs(90), || {
-        let (ra, rb) = (a.running(), recorder.running());
-        !ra.is_empty() && !rb.is_empty() && ra.is_disjoint(&rb) && &(&ra | &rb) == &all
-    })
+    wait_for_or(
+        "a and b to share the tasks",
+        Duration::from_secs(90),
+        || {
+            let (ra, rb) = (a.running(), recorder.running());
+            !ra.is_empty() && !rb.is_empty() && ra.is_disjoint(&rb) && (&ra | &rb) == all
+        },
+        || {
+            format!(
+                "a runs {:?}; b's handler calls: {:?}",
+                a.running(),
+                recorder.events.lock().unwrap()
+            )
+        },
+    )
     .await;
     let a_had = a.running();
     (a, b, recorder, a_had)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tansu 0.6 does not rebalance a cooperative group with static members; see the module doc"]
 async fn a_killed_static_member_that_rejoins_within_the_hold_gets_its_slots_back() {
     let broker = own_broker();
     let group = unique_topic("static-rejoin");
@@ -269,6 +304,7 @@ async fn a_killed_static_member_that_rejoins_within_the_hold_gets_its_slots_back
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "tansu 0.6 does not rebalance a cooperative group with static members; see the module doc"]
 async fn a_killed_static_member_that_stays_away_loses_its_slots_after_the_hold() {
     let broker = own_broker();
     let group = unique_topic("static-gone");

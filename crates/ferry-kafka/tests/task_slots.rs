@@ -213,7 +213,12 @@ fn assert_no_overlap(timeline: &Shared) {
 /// The task slots whose last handler call for `member` was `assigned` (the handler runs them now).
 fn running(timeline: &Shared, member: &str) -> BTreeSet<TaskId> {
     let t = timeline.lock().unwrap();
-    task_slots(t.live.iter().filter(|(_, m)| **m == member).map(|(slot, _)| slot))
+    task_slots(
+        t.live
+            .iter()
+            .filter(|(_, m)| **m == member)
+            .map(|(slot, _)| slot),
+    )
 }
 
 /// Every slot of `all` run by exactly one of the members, each running some, and each member's
@@ -511,10 +516,14 @@ async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
     .await;
 
     broker.stop();
-    wait_for(&timeline, "a to lose its slots, the leader slot too", || {
-        !events_of(&timeline, "a", Kind::Lost).is_empty()
-            && !leader_events(&timeline, "a", Kind::Lost).is_empty()
-    })
+    wait_for(
+        &timeline,
+        "a to lose its slots, the leader slot too",
+        || {
+            !events_of(&timeline, "a", Kind::Lost).is_empty()
+                && !leader_events(&timeline, "a", Kind::Lost).is_empty()
+        },
+    )
     .await;
     let lost: BTreeSet<TaskId> = events_of(&timeline, "a", Kind::Lost)
         .into_iter()
@@ -526,7 +535,11 @@ async fn slots_are_lost_without_a_revoke_when_the_session_expires() {
             && leader_events(&timeline, "a", Kind::Revoking).is_empty(),
         "lost slots must not go through revoked (no final commit)"
     );
-    assert_eq!(leader_events(&timeline, "a", Kind::Lost).len(), 1, "the leader slot was lost too");
+    assert_eq!(
+        leader_events(&timeline, "a", Kind::Lost).len(),
+        1,
+        "the leader slot was lost too"
+    );
     assert!(a.owned().is_empty(), "{:?}", a.owned());
 
     // Back with the broker, the member rejoins and gets its slots again, the leader slot included.

@@ -101,7 +101,10 @@ impl HandlerThread {
             }
             match self.runtime.block_on(self.leader.publish()) {
                 Ok(()) => {
-                    tracing::info!("this worker is the leader; its URL is published in {}", self.leader.describe());
+                    tracing::info!(
+                        "this worker is the leader; its URL is published in {}",
+                        self.leader.describe()
+                    );
                     return true;
                 }
                 Err(e) => {

@@ -97,7 +97,9 @@ impl LeaderTopic {
 
     /// Reads the topic to its end; the newest leader record, if any.
     pub(super) async fn newest(&self) -> Result<Option<LeaderRecord>, ConnectStoreError> {
-        self.topic.read_to_end(Arc::clone(&self.newest), apply).await?;
+        self.topic
+            .read_to_end(Arc::clone(&self.newest), apply)
+            .await?;
         Ok(self
             .newest
             .lock()
@@ -121,7 +123,10 @@ mod tests {
         apply(&mut newest, KEY, Some(&value), 0);
         apply(&mut newest, "other", Some(b"{}"), 1);
         apply(&mut newest, KEY, Some(b"not json"), 2);
-        assert_eq!(newest.as_ref().map(|r| r.worker_id.as_str()), Some("h:8083"));
+        assert_eq!(
+            newest.as_ref().map(|r| r.worker_id.as_str()),
+            Some("h:8083")
+        );
         apply(&mut newest, KEY, Some(&encode("http://k:1", "k:1")), 3);
         assert_eq!(newest.as_ref().map(|r| r.url.as_str()), Some("http://k:1"));
         apply(&mut newest, KEY, None, 4);

@@ -50,7 +50,9 @@ impl WorkerGroup for TaskSlots {
             .await
             .map_err(|e| {
                 GroupError::new(
-                    format!("task slots of group {group}: the thread leaving the group failed: {e}"),
+                    format!(
+                        "task slots of group {group}: the thread leaving the group failed: {e}"
+                    ),
                     false,
                 )
             })??;
