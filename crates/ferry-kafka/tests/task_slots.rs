@@ -733,16 +733,21 @@ async fn the_leader_slot_goes_to_one_member_and_moves_when_it_leaves() {
     );
     assert_no_overlap(&timeline);
 
-    // Nothing was ever committed through the group: the leader topic's records and the slot
-    // partitions are never consumed as a group.
-    let mut partitions = vec![(format!("{group}-leader"), 0)];
+    // Nothing was ever committed through either group (the task group and the leader slot's
+    // group): the leader topic's records and the slot partitions are never consumed as a group.
     let slot_topic = ferry_kafka::connect::slots::slot_topic_name(&group, "c").unwrap();
+    let leader_topic = ferry_kafka::connect::slots::leader_topic_name(&group).unwrap();
+    assert_eq!(leader_topic, format!("{group}-leader"));
+    let mut partitions = vec![(leader_topic, 0)];
     partitions.extend((0..3).map(|p| (slot_topic.clone(), p)));
-    let (b2, g2) = (broker.clone(), group.clone());
-    let committed = tokio::task::spawn_blocking(move || committed_any(&b2, &g2, &partitions))
-        .await
-        .unwrap();
-    assert!(!committed, "the slot group committed consumer offsets");
+    for group_id in [group.clone(), format!("{group}-leader")] {
+        let (broker, partitions) = (broker.clone(), partitions.clone());
+        let committed =
+            tokio::task::spawn_blocking(move || committed_any(&broker, &group_id, &partitions))
+                .await
+                .unwrap();
+        assert!(!committed, "the slot groups committed consumer offsets");
+    }
     WorkerGroup::leave(follower.1, Duration::from_secs(60))
         .await
         .unwrap();

@@ -26,8 +26,10 @@ impl From<SlotsError> for GroupError {
 impl WorkerGroup for TaskSlots {
     fn describe(&self) -> String {
         format!(
-            "consumer group {} on {}",
-            self.config.group_id, self.config.bootstrap_servers
+            "consumer groups {} (task slots) and {} (leader slot) on {}",
+            self.config.group_id,
+            super::topic::leader_group(&self.config.group_id),
+            self.config.bootstrap_servers
         )
     }
 
