@@ -753,3 +753,47 @@ async fn the_leader_slot_goes_to_one_member_and_moves_when_it_leaves() {
         .unwrap();
     drop((a, b));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_leader_record_written_late_is_replaced_by_the_leader() {
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let broker = shared_broker();
+    let group = unique_topic("slots-stale");
+    let timeline = Shared::default();
+    let a = join(&broker, &group, "a", &timeline).await;
+    wait_for(&timeline, "a to become the leader", || {
+        leader(&timeline) == Some("a")
+    })
+    .await;
+    // A former leader's write that lands after a's (it lost the slot while the write was under way).
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap_servers())
+        .create()
+        .unwrap();
+    let stale = r#"{"url":"http://gone.example:8083","worker_id":"gone.example:8083"}"#;
+    producer
+        .send(
+            FutureRecord::to(&format!("{group}-leader"))
+                .key("leader")
+                .payload(stale),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let url = a.leader_url().await.unwrap();
+        if url == Some(url_of("a")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the leader topic still names {url:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    WorkerGroup::leave(&a, Duration::from_secs(60))
+        .await
+        .unwrap();
+}

@@ -42,17 +42,32 @@ pub(super) struct HandlerThread {
     pub(super) leader_held: Arc<AtomicBool>,
     /// Set when the slots close.
     pub(super) stop: Arc<AtomicBool>,
+    /// This worker's URL, as published.
+    pub(super) own_url: String,
 }
 
 /// Pause between attempts to publish the leader's URL.
 const PUBLISH_RETRY: Duration = Duration::from_millis(500);
+
+/// How often the leader checks that the leader topic still names it.
+const LEADER_CHECK: Duration = Duration::from_secs(5);
 
 impl HandlerThread {
     /// Runs the handler's calls one after another, in rebalance order, until the job channel closes.
     pub(super) fn run(self, jobs: Receiver<Job>) {
         // Whether the handler was told `assigned([Leader])` (and not yet revoked or lost).
         let mut leading = false;
-        for job in jobs {
+        loop {
+            let job = match jobs.recv_timeout(LEADER_CHECK) {
+                Ok(job) => job,
+                Err(RecvTimeoutError::Timeout) => {
+                    if leading {
+                        self.check_published();
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
             match job {
                 Job::Assigned(slots) => {
                     let (leader, tasks) = split(slots);
@@ -89,6 +104,28 @@ impl HandlerThread {
             return slots;
         }
         slots.into_iter().filter(|s| *s != Slot::Leader).collect()
+    }
+
+    /// Republishes this worker's URL when the leader topic's newest record is another worker's: a
+    /// former leader's write that landed late (it lost the slot while the write was under way) must
+    /// not leave the others forwarding to it until the next rebalance.
+    fn check_published(&self) {
+        if !self.leader_held.load(Ordering::Acquire) || self.stop.load(Ordering::Acquire) {
+            return;
+        }
+        match self.runtime.block_on(self.leader.newest()) {
+            Ok(Some(record)) if record.url == self.own_url => {}
+            Ok(newest) => {
+                tracing::warn!(
+                    "the leader topic names {newest:?}, but this worker holds the leader slot; \
+                     publishing its URL again"
+                );
+                if let Err(e) = self.runtime.block_on(self.leader.publish()) {
+                    tracing::warn!("republishing the leader's URL failed (tried again later): {e}");
+                }
+            }
+            Err(e) => tracing::warn!("checking the leader topic failed (tried again later): {e}"),
+        }
     }
 
     /// Publishes this worker's URL, retrying while the slot is still this worker's; whether it was

@@ -42,6 +42,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
+use crate::connect::store::ConnectStoreError;
 use callback::{HandlerThread, SlotsContext};
 use close::{Closer, Threads};
 use leader::LeaderTopic;
@@ -235,6 +236,15 @@ pub enum SlotsError {
         /// What happened and what to do.
         message: String,
     },
+    /// Reading or writing the leader topic failed.
+    #[error("task slots of group {group}: {source}")]
+    LeaderTopic {
+        /// The group.
+        group: String,
+        /// The topic's error (it says whether a retry may help).
+        #[source]
+        source: ConnectStoreError,
+    },
     /// The slots were closed, or their poll thread stopped.
     #[error("task slots of group {0} are closed")]
     Closed(String),
@@ -275,14 +285,12 @@ impl TaskSlots {
             source: Box::new(source),
         };
         let leader_topic = topic::leader_topic(&group).map_err(SlotsError::Config)?;
-        let leader = Arc::new(
-            LeaderTopic::open(&config, &leader_topic)
-                .await
-                .map_err(|e| SlotsError::Broker {
-                    group: group.clone(),
-                    message: e.to_string(),
-                })?,
-        );
+        let leader = Arc::new(LeaderTopic::open(&config, &leader_topic).await.map_err(
+            |source| SlotsError::LeaderTopic {
+                group: group.clone(),
+                source,
+            },
+        )?);
         let admin: AdminClient<DefaultClientContext> = config
             .client()
             .create()
@@ -332,6 +340,7 @@ impl TaskSlots {
             runtime: tokio::runtime::Handle::current(),
             leader_held,
             stop: Arc::clone(&stop),
+            own_url: config.advertised_url.clone(),
         };
         let (handler_done_tx, handler_done_rx) = sync_channel(1);
         let handler_thread = std::thread::Builder::new()
@@ -387,10 +396,14 @@ impl TaskSlots {
 
     /// The REST base URL the newest leader published (reading the leader topic to its end), if any.
     pub async fn leader_url(&self) -> Result<Option<String>, SlotsError> {
-        let newest = self.leader.newest().await.map_err(|e| SlotsError::Broker {
-            group: self.config.group_id.clone(),
-            message: e.to_string(),
-        })?;
+        let newest = self
+            .leader
+            .newest()
+            .await
+            .map_err(|source| SlotsError::LeaderTopic {
+                group: self.config.group_id.clone(),
+                source,
+            })?;
         Ok(newest.map(|record| record.url))
     }
 

@@ -14,9 +14,9 @@ impl From<SlotsError> for GroupError {
     fn from(error: SlotsError) -> Self {
         let retriable = match &error {
             SlotsError::Kafka { source, .. } => is_retriable(source),
-            // The broker was slow or a read made no progress: worth another try.
-            SlotsError::Broker { .. } => true,
-            SlotsError::Config(_) | SlotsError::Closed(_) => false,
+            SlotsError::LeaderTopic { source, .. } => source.retriable,
+            // Refusals (a topic that cannot be created or grown) and an unfinished leave.
+            SlotsError::Broker { .. } | SlotsError::Config(_) | SlotsError::Closed(_) => false,
         };
         GroupError::new(error.to_string(), retriable)
     }
