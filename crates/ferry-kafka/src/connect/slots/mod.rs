@@ -49,7 +49,7 @@ use leader::LeaderTopic;
 pub use topic::{leader_topic_name, slot_topic_name};
 
 /// How to join the slot group.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SlotsConfig {
     /// `bootstrap.servers`.
     pub bootstrap_servers: String,
@@ -85,6 +85,33 @@ pub struct SlotsConfig {
     /// Not verified on a broker yet: tansu 0.6 does not rebalance a cooperative group with static
     /// members (tests/static_slots.rs, ignored, says how it fails). Leave it `None` on tansu.
     pub static_member: Option<(String, Duration)>,
+}
+
+// Client settings may hold credentials: Debug shows their keys only.
+impl std::fmt::Debug for SlotsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotsConfig")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("group_id", &self.group_id)
+            .field("session_timeout", &self.session_timeout)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("rebalance_timeout", &self.rebalance_timeout)
+            .field("revoke_timeout", &self.revoke_timeout)
+            .field("replication_factor", &self.replication_factor)
+            .field("admin_timeout", &self.admin_timeout)
+            .field(
+                "client_settings",
+                &self
+                    .client_settings
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
+            )
+            .field("advertised_url", &self.advertised_url)
+            .field("worker_id", &self.worker_id)
+            .field("static_member", &self.static_member)
+            .finish()
+    }
 }
 
 impl SlotsConfig {

@@ -61,3 +61,49 @@ impl WorkerGroup for TaskSlots {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connect::store::ConnectStoreError;
+
+    #[test]
+    fn group_errors_keep_the_message_and_say_whether_to_retry() {
+        let config: GroupError = SlotsError::Config("bad group.id".to_owned()).into();
+        assert!(!config.retriable);
+        assert!(
+            config.message.contains("bad group.id"),
+            "{}",
+            config.message
+        );
+        let source =
+            ConnectStoreError::new("kafka leader topic g-leader at b:9092", "timed out", true);
+        let leader: GroupError = SlotsError::LeaderTopic {
+            group: "g".to_owned(),
+            source,
+        }
+        .into();
+        assert!(leader.retriable);
+        assert!(
+            leader.message.contains("group g") && leader.message.contains("g-leader"),
+            "{}",
+            leader.message
+        );
+        let closed: GroupError = SlotsError::Closed("g".to_owned()).into();
+        assert!(!closed.retriable);
+    }
+
+    #[test]
+    fn debug_hides_client_setting_values() {
+        let mut config = super::super::SlotsConfig::new("b:9092", "g", "http://h:8083");
+        config
+            .client_settings
+            .push(("sasl.password".to_owned(), "hunter2".to_owned()));
+        let text = format!("{config:?}");
+        assert!(
+            text.contains("sasl.password") && !text.contains("hunter2"),
+            "{text}"
+        );
+        assert_eq!(config.worker_id, "h:8083");
+    }
+}
