@@ -20,6 +20,8 @@ pub(crate) enum TopicKind {
     Config,
     /// `status.storage.topic`.
     Status,
+    /// The worker group's leader topic `<group.id>-leader` (distributed mode's leader slot).
+    Leader,
 }
 
 impl TopicKind {
@@ -29,6 +31,7 @@ impl TopicKind {
             Self::Offsets => "offsets topic",
             Self::Config => "config topic",
             Self::Status => "status topic",
+            Self::Leader => "leader topic",
         }
     }
 
@@ -38,6 +41,8 @@ impl TopicKind {
             Self::Offsets => "offset.storage.topic",
             Self::Config => "config.storage.topic",
             Self::Status => "status.storage.topic",
+            // Named after the group: another group.id gives another leader topic.
+            Self::Leader => "group.id",
         }
     }
 
@@ -47,6 +52,8 @@ impl TopicKind {
             Self::Offsets => "offset.storage",
             Self::Config => "config.storage",
             Self::Status => "status.storage",
+            // It is created with the config topic's replication factor.
+            Self::Leader => "config.storage",
         }
     }
 
@@ -64,6 +71,10 @@ impl TopicKind {
             Self::Status => {
                 "with deletion the broker drops statuses older than retention.ms, and the REST API reports \
                  connectors and tasks as unknown"
+            }
+            Self::Leader => {
+                "with deletion the broker drops the leader's URL once it is older than retention.ms, and \
+                 the other workers cannot forward REST writes to it"
             }
         }
     }

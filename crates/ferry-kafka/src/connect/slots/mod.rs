@@ -14,42 +14,42 @@
 //! both members are healthy. A member whose session expired gets `lost` instead (librdkafka's
 //! `assignment_lost`): the group may already have given the slots away, so it must stop without
 //! committing.
+//!
+//! The workers also share one **leader slot**: the single partition of `<group>-leader` ([`leader`]),
+//! which every member subscribes to from [`TaskSlots::join`] through a second consumer group,
+//! `<group>-leader` (a group of its own so that it does not count in the task group's balance, and
+//! so that a static member's hold never delays a new leader). Its owner publishes its REST URL there
+//! and only then is told `assigned([Leader])`; [`TaskSlots::leader_url`] reads the newest URL.
+//! Nothing is read through either group: every assigned partition is paused and no offset is ever
+//! committed.
 
 mod callback;
+mod close;
+mod leader;
 mod topic;
+mod worker_group;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ferry_plugin::TaskId;
+use ferry_plugin::{GroupHandler, Slot};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
-use callback::{SlotsContext, handler_loop};
-pub use topic::slot_topic_name;
-
-/// What a worker does when its task slots change. Each call runs on the slots' handler thread, one
-/// at a time, in rebalance order.
-pub trait SlotHandler: Send + Sync + 'static {
-    /// These slots are now this worker's: start the tasks (slot 0 also means the connector instance).
-    fn assigned(&self, tasks: &[TaskId]);
-    /// These slots move away: stop the tasks and commit their offsets before returning. The slots are
-    /// given up when this returns or when the revoke timeout passes, whichever is first.
-    fn revoked(&self, tasks: &[TaskId]);
-    /// These slots were lost (the session expired): stop the tasks at once and commit nothing — another
-    /// worker may already own them.
-    fn lost(&self, tasks: &[TaskId]);
-}
+use crate::connect::store::ConnectStoreError;
+use callback::{HandlerThread, SlotsContext};
+use close::{Closer, Threads};
+use leader::LeaderTopic;
+pub use topic::{leader_topic_name, slot_topic_name};
 
 /// How to join the slot group.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SlotsConfig {
     /// `bootstrap.servers`.
     pub bootstrap_servers: String,
@@ -67,13 +67,68 @@ pub struct SlotsConfig {
     pub replication_factor: i16,
     /// Timeout of admin and metadata calls.
     pub admin_timeout: Duration,
-    /// Further librdkafka client settings (security, …), applied to the consumer and the admin client.
+    /// Further librdkafka client settings (security, …), applied to every client of the slots.
     pub client_settings: Vec<(String, String)>,
+    /// This worker's REST base URL (`http://host:port`), published when it becomes the leader.
+    pub advertised_url: String,
+    /// This worker's id (`host:port`, Kafka Connect's `worker_id`), published with the URL.
+    pub worker_id: String,
+    /// Static membership (KIP-345), Ferry's form of Kafka Connect's KIP-415 delay
+    /// (`scheduled.rebalance.max.delay.ms`): `(group.instance.id, hold)`. The member joins with that
+    /// instance id and a session timeout of `hold`, so when it goes away (killed, or closed — a
+    /// static member does not leave the group) the group keeps its slots for `hold`, and gives them
+    /// back to it when it rejoins with the same id within that time; only after `hold` do they move.
+    /// `hold` replaces `session_timeout`. The instance id must be stable across restarts of this
+    /// worker and unique in the group (the worker id suits). `None`: a dynamic member, whose slots
+    /// move as soon as the group notices it is gone.
+    ///
+    /// Not verified on a broker yet: tansu 0.6 does not rebalance a cooperative group with static
+    /// members (tests/static_slots.rs, ignored, says how it fails). Leave it `None` on tansu.
+    pub static_member: Option<(String, Duration)>,
+}
+
+// Client settings may hold credentials: Debug shows their keys only.
+impl std::fmt::Debug for SlotsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotsConfig")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("group_id", &self.group_id)
+            .field("session_timeout", &self.session_timeout)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("rebalance_timeout", &self.rebalance_timeout)
+            .field("revoke_timeout", &self.revoke_timeout)
+            .field("replication_factor", &self.replication_factor)
+            .field("admin_timeout", &self.admin_timeout)
+            .field(
+                "client_settings",
+                &self
+                    .client_settings
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
+            )
+            .field("advertised_url", &self.advertised_url)
+            .field("worker_id", &self.worker_id)
+            .field("static_member", &self.static_member)
+            .finish()
+    }
 }
 
 impl SlotsConfig {
     /// Kafka Connect's defaults: session 10 s, heartbeat 3 s, rebalance 60 s; revoke waits 30 s.
-    pub fn new(bootstrap_servers: impl Into<String>, group_id: impl Into<String>) -> Self {
+    /// `advertised_url` is the worker's REST base URL (`http://host:port`); its `host:port` is the
+    /// worker id.
+    pub fn new(
+        bootstrap_servers: impl Into<String>,
+        group_id: impl Into<String>,
+        advertised_url: impl Into<String>,
+    ) -> Self {
+        let advertised_url: String = advertised_url.into();
+        let worker_id = advertised_url
+            .split_once("://")
+            .map_or(advertised_url.as_str(), |(_, rest)| rest)
+            .trim_end_matches('/')
+            .to_owned();
         Self {
             bootstrap_servers: bootstrap_servers.into(),
             group_id: group_id.into(),
@@ -84,16 +139,33 @@ impl SlotsConfig {
             replication_factor: -1,
             admin_timeout: Duration::from_secs(30),
             client_settings: Vec::new(),
+            advertised_url,
+            worker_id,
+            static_member: None,
         }
+    }
+
+    /// The session timeout the member joins with: the static hold, or `session_timeout`.
+    fn effective_session_timeout(&self) -> Duration {
+        self.static_member
+            .as_ref()
+            .map_or(self.session_timeout, |(_, hold)| *hold)
     }
 
     fn validate(&self) -> Result<(), SlotsError> {
         let bad = |m: String| Err(SlotsError::Config(m));
-        if self.heartbeat_interval.is_zero() || self.heartbeat_interval >= self.session_timeout {
+        let session_timeout = self.effective_session_timeout().min(self.session_timeout);
+        if self.heartbeat_interval.is_zero() || self.heartbeat_interval >= session_timeout {
             return bad(format!(
-                "the heartbeat interval ({:?}) must be above zero and below the session timeout ({:?})",
-                self.heartbeat_interval, self.session_timeout
+                "the heartbeat interval ({:?}) must be above zero and below the session timeout ({:?}; \
+                 for a static member, its hold)",
+                self.heartbeat_interval, session_timeout
             ));
+        }
+        if let Some((instance_id, _)) = &self.static_member
+            && instance_id.trim().is_empty()
+        {
+            return bad("a static member needs a non-empty group.instance.id".to_owned());
         }
         if self.revoke_timeout.is_zero() || self.revoke_timeout >= self.rebalance_timeout {
             return bad(format!(
@@ -113,7 +185,47 @@ impl SlotsConfig {
             return bad("the admin timeout must be above zero".to_owned());
         }
         topic::slot_topic(&self.group_id, "x").map_err(SlotsError::Config)?;
+        topic::leader_topic(&self.group_id).map_err(SlotsError::Config)?;
+        if !(self.advertised_url.starts_with("http://")
+            || self.advertised_url.starts_with("https://"))
+        {
+            return bad(format!(
+                "the advertised URL {:?} must be this worker's REST base URL, http://host:port \
+                 (rest.advertised.host.name and rest.advertised.port)",
+                self.advertised_url
+            ));
+        }
+        if self.worker_id.trim().is_empty() {
+            return bad("the worker id (host:port) must not be empty".to_owned());
+        }
         Ok(())
+    }
+
+    /// A consumer of the group `group_id` that only takes part in its rebalances.
+    fn consumer(
+        &self,
+        group_id: &str,
+        instance_id: Option<&str>,
+        session_timeout: Duration,
+        context: SlotsContext,
+    ) -> Result<BaseConsumer<SlotsContext>, KafkaError> {
+        let ms = |d: Duration| d.as_millis().to_string();
+        let mut client = self.client();
+        if let Some(instance_id) = instance_id {
+            client.set("group.instance.id", instance_id);
+        }
+        client
+            .set("group.id", group_id)
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("session.timeout.ms", ms(session_timeout))
+            .set("heartbeat.interval.ms", ms(self.heartbeat_interval))
+            .set("max.poll.interval.ms", ms(self.rebalance_timeout))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            // New slot topics must show up in the subscription soon after they are created.
+            .set("topic.metadata.refresh.interval.ms", "1000")
+            .create_with_context(context)
     }
 
     fn client(&self) -> ClientConfig {
@@ -151,6 +263,15 @@ pub enum SlotsError {
         /// What happened and what to do.
         message: String,
     },
+    /// Reading or writing the leader topic failed.
+    #[error("task slots of group {group}: {source}")]
+    LeaderTopic {
+        /// The group.
+        group: String,
+        /// The topic's error (it says whether a retry may help).
+        #[source]
+        source: ConnectStoreError,
+    },
     /// The slots were closed, or their poll thread stopped.
     #[error("task slots of group {0} are closed")]
     Closed(String),
@@ -162,26 +283,27 @@ enum Command {
 
 /// This worker's membership in the slot group. Dropping it leaves the group (revoking every slot
 /// through the handler first), blocking up to the rebalance timeout — from async code prefer
-/// [`TaskSlots::close`] on a blocking thread, which does the same and says whether it finished.
+/// [`TaskSlots::close`] on a blocking thread or [`WorkerGroup::leave`](ferry_plugin::WorkerGroup::leave),
+/// which do the same and say whether they finished.
 pub struct TaskSlots {
     config: SlotsConfig,
     admin: Arc<AdminClient<DefaultClientContext>>,
     commands: SyncSender<Command>,
+    /// The subscription: the leader topic and every added connector's slot topic.
     subscribed: tokio::sync::Mutex<BTreeSet<String>>,
-    owned: Arc<Mutex<BTreeSet<TaskId>>>,
-    poll_thread: Option<JoinHandle<()>>,
-    handler_thread: Option<JoinHandle<()>>,
-    /// Told when the poll thread has left the group.
-    closed: Receiver<()>,
-    /// Told when the handler thread has run its last call.
-    handler_done: Receiver<()>,
-    /// Tells the poll thread to leave (a flag, not a command, so a full command queue cannot lose it).
-    stop: Arc<AtomicBool>,
+    owned: Arc<Mutex<BTreeSet<Slot>>>,
+    leader: Arc<LeaderTopic>,
+    closer: Arc<Closer>,
 }
 
 impl TaskSlots {
-    /// Joins the group (with no slot topics yet; see [`TaskSlots::add_connector`]).
-    pub fn join(config: SlotsConfig, handler: Arc<dyn SlotHandler>) -> Result<Self, SlotsError> {
+    /// Creates the group's leader topic when missing (1 partition, compacted) and joins the group,
+    /// subscribed to the leader topic only (see [`TaskSlots::add_connector`]). Returns once the
+    /// subscription is in place, not once slots are assigned: those come through `handler`.
+    pub async fn join(
+        config: SlotsConfig,
+        handler: Arc<dyn GroupHandler>,
+    ) -> Result<Self, SlotsError> {
         config.validate()?;
         let group = config.group_id.clone();
         let kafka = |what: &str, source| SlotsError::Kafka {
@@ -189,39 +311,69 @@ impl TaskSlots {
             what: what.to_owned(),
             source: Box::new(source),
         };
+        let leader_topic = topic::leader_topic(&group).map_err(SlotsError::Config)?;
+        let leader = Arc::new(LeaderTopic::open(&config, &leader_topic).await.map_err(
+            |source| SlotsError::LeaderTopic {
+                group: group.clone(),
+                source,
+            },
+        )?);
         let admin: AdminClient<DefaultClientContext> = config
             .client()
             .create()
             .map_err(|e| kafka("creating the admin client", e))?;
         let (jobs_tx, jobs_rx) = sync_channel(16);
         let owned = Arc::new(Mutex::new(BTreeSet::new()));
-        let context = SlotsContext {
-            group_id: config.group_id.clone(),
-            jobs: jobs_tx,
+        let leader_held = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let context = |group_id: &str| SlotsContext {
+            group_id: group_id.to_owned(),
+            slots_group: config.group_id.clone(),
+            leader_topic: leader_topic.clone(),
+            jobs: jobs_tx.clone(),
             revoke_timeout: config.revoke_timeout,
             owned: Arc::clone(&owned),
+            leader_held: Arc::clone(&leader_held),
         };
-        let ms = |d: Duration| d.as_millis().to_string();
-        let consumer: BaseConsumer<SlotsContext> = config
-            .client()
-            .set("group.id", &config.group_id)
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("session.timeout.ms", ms(config.session_timeout))
-            .set("heartbeat.interval.ms", ms(config.heartbeat_interval))
-            .set("max.poll.interval.ms", ms(config.rebalance_timeout))
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "false")
-            // New slot topics must show up in the subscription soon after they are created.
-            .set("topic.metadata.refresh.interval.ms", "1000")
-            .create_with_context(context)
+        // The task slots: static when asked, so a departed member's tasks wait for its return.
+        let consumer = config
+            .consumer(
+                &config.group_id,
+                config.static_member.as_ref().map(|(id, _)| id.as_str()),
+                config.effective_session_timeout(),
+                context(&config.group_id),
+            )
             .map_err(|e| kafka("creating the slot consumer", e))?;
+        // The leader slot has a group of its own: in the task group it would count in the assignor's
+        // balance (two tasks on two workers could end up both on one, the other only leading), and a
+        // dead leader must be replaced at once, not after the static hold.
+        let leader_group = topic::leader_group(&config.group_id);
+        let leader_consumer = config
+            .consumer(
+                &leader_group,
+                None,
+                config.session_timeout,
+                context(&leader_group),
+            )
+            .map_err(|e| kafka("creating the leader slot consumer", e))?;
+        leader_consumer
+            .subscribe(&[leader_topic.as_str()])
+            .map_err(|e| kafka("subscribing to the leader topic", e))?;
+        drop(jobs_tx);
 
+        let handler_thread = HandlerThread {
+            handler,
+            leader: Arc::clone(&leader),
+            runtime: tokio::runtime::Handle::current(),
+            leader_held,
+            stop: Arc::clone(&stop),
+            own_url: config.advertised_url.clone(),
+        };
         let (handler_done_tx, handler_done_rx) = sync_channel(1);
         let handler_thread = std::thread::Builder::new()
             .name(format!("slots-handler-{}", config.group_id))
             .spawn(move || {
-                handler_loop(handler, jobs_rx);
+                handler_thread.run(jobs_rx);
                 let _ = handler_done_tx.send(());
             })
             .map_err(|e| SlotsError::Broker {
@@ -230,37 +382,56 @@ impl TaskSlots {
             })?;
         let (commands_tx, commands_rx) = sync_channel(4);
         let (closed_tx, closed_rx) = sync_channel(1);
-        let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
         let poll_thread = std::thread::Builder::new()
             .name(format!("slots-poll-{}", config.group_id))
             .spawn(move || {
-                poll_loop(consumer, commands_rx, &stop_flag);
+                poll_loop(consumer, leader_consumer, commands_rx, &stop_flag);
                 let _ = closed_tx.send(());
             })
             .map_err(|e| SlotsError::Broker {
                 group: group.clone(),
                 message: format!("starting the poll thread failed: {e}"),
             })?;
-        Ok(Self {
+        let slots = Self {
+            closer: Arc::new(Closer {
+                group: group.clone(),
+                stop,
+                threads: Mutex::new(Some(Threads {
+                    poll: poll_thread,
+                    handler: handler_thread,
+                    closed: closed_rx,
+                    handler_done: handler_done_rx,
+                })),
+            }),
             config,
             admin: Arc::new(admin),
             commands: commands_tx,
             subscribed: tokio::sync::Mutex::new(BTreeSet::new()),
             owned,
-            poll_thread: Some(poll_thread),
-            handler_thread: Some(handler_thread),
-            closed: closed_rx,
-            handler_done: handler_done_rx,
-            stop,
-        })
+            leader,
+        };
+        Ok(slots)
     }
 
     /// The slots this worker holds in the group now: a slot counts from its assignment (its
     /// `assigned` call may still be queued) until it is given up (after `revoked` returned or timed
     /// out, or at once when lost).
-    pub fn owned(&self) -> BTreeSet<TaskId> {
+    pub fn owned(&self) -> BTreeSet<Slot> {
         self.owned.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The REST base URL the newest leader published (reading the leader topic to its end), if any.
+    pub async fn leader_url(&self) -> Result<Option<String>, SlotsError> {
+        let newest = self
+            .leader
+            .newest()
+            .await
+            .map_err(|source| SlotsError::LeaderTopic {
+                group: self.config.group_id.clone(),
+                source,
+            })?;
+        Ok(newest.map(|record| record.url))
     }
 
     /// Makes `connector`'s `tasks` slots part of the group: creates its slot topic with `tasks`
@@ -307,47 +478,8 @@ impl TaskSlots {
     }
 
     /// Leaves the group: every owned slot is revoked through the handler first. Waits up to `timeout`.
-    pub fn close(mut self, timeout: Duration) -> Result<(), SlotsError> {
-        self.shutdown(timeout)
-    }
-
-    fn shutdown(&mut self, timeout: Duration) -> Result<(), SlotsError> {
-        let Some(poll) = self.poll_thread.take() else {
-            return Ok(());
-        };
-        self.stop.store(true, Ordering::Release);
-        let deadline = Instant::now() + timeout;
-        let unfinished = |what: &str| SlotsError::Broker {
-            group: self.config.group_id.clone(),
-            message: format!(
-                "leaving the group did not finish within {timeout:?}: {what}; it goes on in the \
-                 background"
-            ),
-        };
-        match self.closed.recv_timeout(timeout) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                let _ = poll.join();
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                return Err(unfinished(
-                    "the consumer is still closing (a revoke handler running, or the broker slow)",
-                ));
-            }
-        }
-        // The handler thread ends after its last queued call; a handler stuck in a call must not
-        // hold the caller beyond the timeout.
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        match self.handler_done.recv_timeout(remaining) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                if let Some(handler) = self.handler_thread.take() {
-                    let _ = handler.join();
-                }
-                Ok(())
-            }
-            Err(RecvTimeoutError::Timeout) => Err(unfinished(
-                "the slot handler is still running its last call",
-            )),
-        }
+    pub fn close(self, timeout: Duration) -> Result<(), SlotsError> {
+        self.closer.close(timeout)
     }
 
     async fn subscribe(&self, topics: Vec<String>) -> Result<(), SlotsError> {
@@ -483,7 +615,7 @@ impl TaskSlots {
 
 impl Drop for TaskSlots {
     fn drop(&mut self) {
-        if let Err(e) = self.shutdown(self.config.rebalance_timeout) {
+        if let Err(e) = self.closer.close(self.config.rebalance_timeout) {
             tracing::warn!("{e}");
         }
     }
@@ -492,10 +624,17 @@ impl Drop for TaskSlots {
 /// The poll thread: polls the consumer (which serves the rebalance callbacks) and applies
 /// subscription changes until told to close; dropping the consumer then leaves the group, serving the
 /// final revocation on this same thread.
-fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>, stop: &AtomicBool) {
+fn poll_loop(
+    consumer: BaseConsumer<SlotsContext>,
+    leader_consumer: BaseConsumer<SlotsContext>,
+    commands: Receiver<Command>,
+    stop: &AtomicBool,
+) {
     while !stop.load(Ordering::Acquire) {
-        // No records are ever produced to slot topics; a stray one is ignored.
-        let _ = consumer.poll(Duration::from_millis(50));
+        // Every assigned partition is paused (nothing is read through the groups); should a record
+        // arrive anyway, it is ignored.
+        let _ = consumer.poll(Duration::from_millis(25));
+        let _ = leader_consumer.poll(Duration::from_millis(25));
         match commands.try_recv() {
             Ok(Command::Subscribe(topics, reply)) => {
                 let result = if topics.is_empty() {
@@ -511,5 +650,7 @@ fn poll_loop(consumer: BaseConsumer<SlotsContext>, commands: Receiver<Command>, 
             Err(TryRecvError::Empty) => {}
         }
     }
+    // Tasks first: the leader serves REST writes until its tasks have stopped.
     drop(consumer);
+    drop(leader_consumer);
 }

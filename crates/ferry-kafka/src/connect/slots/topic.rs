@@ -3,6 +3,9 @@
 //! A connector name may hold any character, a topic name only `[a-zA-Z0-9._-]`, so every other byte
 //! (and `_` itself) is written as `_XX` (hex). The mapping is injective and reversible, which lets the
 //! rebalance callback turn an assigned partition back into a task id without shared state.
+//!
+//! The group's leader slot is the single partition of `<group>-leader`: it does not start with the
+//! slot prefix `<group>-slots-`, so no connector's slot topic can be named like it.
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
@@ -41,10 +44,35 @@ pub(crate) fn slot_topic(group_id: &str, connector: &str) -> Result<String, Stri
     Ok(topic)
 }
 
+/// The leader topic of `group_id` (one partition, compacted), or why there cannot be one.
+pub(crate) fn leader_topic(group_id: &str) -> Result<String, String> {
+    // The same checks as a slot topic's: a valid group.id makes valid topic names.
+    slot_topic(group_id, "")?;
+    let topic = format!("{group_id}-leader");
+    if topic.len() > MAX_TOPIC_LEN {
+        return Err(format!(
+            "the leader topic name for group {group_id:?} would be {} characters long, but Kafka allows \
+             at most {MAX_TOPIC_LEN}; use a shorter group.id",
+            topic.len()
+        ));
+    }
+    Ok(topic)
+}
+
 /// The slot topic of `connector` in the group `group_id` (what an operator looks for in the
 /// broker), or why the names cannot make one.
 pub fn slot_topic_name(group_id: &str, connector: &str) -> Result<String, String> {
     slot_topic(group_id, connector)
+}
+
+/// The consumer group of `group_id`'s leader slot (the task slots' group is `group_id` itself).
+pub(crate) fn leader_group(group_id: &str) -> String {
+    format!("{group_id}-leader")
+}
+
+/// The leader topic of the group `group_id`, or why the name cannot make one.
+pub fn leader_topic_name(group_id: &str) -> Result<String, String> {
+    leader_topic(group_id)
 }
 
 /// The connector whose slot topic `topic` is, if it is one of `group_id`'s.
@@ -89,6 +117,17 @@ mod tests {
         );
         assert_eq!(connector_of("g", "other-topic"), None);
         assert_eq!(connector_of("g", "g-slots-bad_zz"), None);
+    }
+
+    #[test]
+    fn the_leader_topic_is_no_connectors_slot_topic() {
+        let leader = leader_topic("g").unwrap();
+        assert_eq!(leader, "g-leader");
+        assert_eq!(connector_of("g", &leader), None);
+        for name in ["leader", "-leader", "", "g-leader"] {
+            assert_ne!(slot_topic("g", name).unwrap(), leader);
+        }
+        assert!(leader_topic("a group").is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 pub use config::KafkaConfigBackingStore;
 pub use status::KafkaStatusBackingStore;
+pub(crate) use topic::InternalTopic;
 
 /// Kafka Connect's default `status.storage.partitions`.
 pub const DEFAULT_STATUS_PARTITIONS: i32 = 5;
