@@ -21,6 +21,7 @@
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
 
 mod api;
+mod distributed;
 pub mod entities;
 mod error;
 mod lifecycle;
@@ -40,6 +41,7 @@ use crate::stores::{
 };
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::{Herder, Route, WriteScope};
+pub use distributed::{DistributedHerder, DistributedSettings};
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
