@@ -112,6 +112,7 @@ impl DistributedHerder {
                 if id.task == 0 {
                     applied.instances.remove(&id.connector);
                 }
+                applied.retired.insert(id.connector.clone());
                 if this.owned().running.remove(&id).is_some() {
                     let this = this.clone();
                     stops.spawn(async move {
@@ -121,6 +122,7 @@ impl DistributedHerder {
             }
             while stops.join_next().await.is_some() {}
         });
+        self.kick.notify_one();
     }
 
     /// Aborts what runs in `slots`: nothing of them commits once this returns.

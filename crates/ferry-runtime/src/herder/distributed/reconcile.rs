@@ -1,7 +1,7 @@
 //! The background loop: makes this worker match the config store's latest snapshot — the group's
 //! slots, the connector instances of the slots 0 held here, and the tasks of the slots held here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,9 @@ pub(super) struct Instance {
 #[derive(Default)]
 pub(super) struct Applied {
     pub(super) instances: BTreeMap<String, Instance>,
+    /// Connectors whose tasks stopped here since the last pass: if they were deleted, their statuses
+    /// (which the stopping tasks wrote last) are removed, as Kafka Connect removes them.
+    pub(super) retired: BTreeSet<String>,
 }
 
 /// The connectors registered with the group, and the retry schedule of failed calls.
@@ -96,7 +99,12 @@ impl DistributedHerder {
         } else {
             snapshot
         };
-        self.sync_tasks(&snapshot).await;
+        self.sync_tasks(&snapshot, &mut applied).await;
+        for connector in std::mem::take(&mut applied.retired) {
+            if !snapshot.connectors.contains_key(&connector) {
+                self.statuses.remove_connector(&connector);
+            }
+        }
         retry_at
     }
 
@@ -250,7 +258,7 @@ impl DistributedHerder {
 
     /// Starts, restarts, pauses, resumes and stops the tasks of the slots held here to match the
     /// committed task configurations.
-    async fn sync_tasks(&self, snapshot: &ConfigSnapshot) {
+    async fn sync_tasks(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) {
         let (desired, running) = {
             let owned = self.owned();
             let desired: BTreeMap<TaskId, Started> = owned
@@ -260,7 +268,6 @@ impl DistributedHerder {
                 .collect();
             (desired, owned.running.clone())
         };
-        let mut gone = Vec::new();
         for (id, started) in &running {
             match desired.get(id) {
                 Some(want) if want.config == started.config => {
@@ -275,17 +282,9 @@ impl DistributedHerder {
                     self.owned().running.remove(id);
                     tracing::info!(task = %id, "stopping task {id}: its configuration changed or it is no longer wanted");
                     let _ = self.worker.stop_task(id).await;
-                    if !snapshot.connectors.contains_key(&id.connector) {
-                        gone.push(id.connector.clone());
-                    }
+                    applied.retired.insert(id.connector.clone());
                 }
             }
-        }
-        // A deleted connector's statuses go with it (Kafka Connect removes them); the tasks stopped
-        // above wrote STOPPED on their way out.
-        gone.dedup();
-        for connector in gone {
-            self.statuses.remove_connector(&connector);
         }
         for (id, want) in desired {
             if self.owned().running.contains_key(&id) {
