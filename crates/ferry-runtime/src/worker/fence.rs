@@ -39,7 +39,9 @@ impl TaskFence {
     /// is left in flight.
     pub(crate) async fn fence(&self, timeout: Duration) -> bool {
         self.close();
-        tokio::time::timeout(timeout, self.gate.write()).await.is_ok()
+        tokio::time::timeout(timeout, self.gate.write())
+            .await
+            .is_ok()
     }
 }
 

@@ -203,7 +203,8 @@ impl Worker {
             if fence.is_fenced() {
                 return;
             }
-            let mut entry = StatusEntry::new(state_of(status.state), worker_id.as_str(), generation);
+            let mut entry =
+                StatusEntry::new(state_of(status.state), worker_id.as_str(), generation);
             entry.trace = status.trace.clone();
             statuses.put_task_safe(&id, entry);
         });

@@ -40,7 +40,9 @@ async fn run(ops: Vec<Op>) {
                 cluster.join().await;
             }
             // Never below one live worker: someone must run the tasks.
-            Op::Leave(_) | Op::Crash(_) | Op::Lose(_) if live.len() < 2 && !matches!(op, Op::Lose(_)) => {
+            Op::Leave(_) | Op::Crash(_) | Op::Lose(_)
+                if live.len() < 2 && !matches!(op, Op::Lose(_)) =>
+            {
                 cluster.join().await;
             }
             Op::Leave(i) => cluster.leave(live[i % live.len()]).await,
@@ -50,7 +52,11 @@ async fn run(ops: Vec<Op>) {
         cluster.wait_running("seq", TASKS).await;
         for task in 0..TASKS {
             let owners = cluster.owners("seq", task);
-            assert_eq!(owners.len(), 1, "task {task} runs on {owners:?} after {op:?}");
+            assert_eq!(
+                owners.len(),
+                1,
+                "task {task} runs on {owners:?} after {op:?}"
+            );
         }
         let violations = cluster.offsets.violations();
         assert!(violations.is_empty(), "after {op:?}: {violations:#?}");

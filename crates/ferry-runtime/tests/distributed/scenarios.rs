@@ -32,7 +32,10 @@ async fn tasks_spread_over_three_workers_and_writes_go_to_the_leader() {
 
     cluster.wait_running("seq", 6).await;
     let spread = cluster.spread("seq");
-    assert!(spread.values().all(|&n| n == 2), "6 tasks over 3 workers: {spread:?}");
+    assert!(
+        spread.values().all(|&n| n == 2),
+        "6 tasks over 3 workers: {spread:?}"
+    );
 
     // The status shows who runs each task, read on any worker.
     let status = follower.connector_status("seq").await.expect("status");
@@ -52,12 +55,18 @@ async fn tasks_spread_over_three_workers_and_writes_go_to_the_leader() {
     // Routing: cluster writes go to the leader, restarts to the owner; a forwarded request that
     // lands on the wrong worker is a 409.
     assert_eq!(
-        leader.route_write(WriteScope::Cluster, false).await.expect("route"),
+        leader
+            .route_write(WriteScope::Cluster, false)
+            .await
+            .expect("route"),
         Route::Local
     );
     let leader_url = format!("http://{}", leader.worker_id());
     assert_eq!(
-        follower.route_write(WriteScope::Cluster, false).await.expect("route"),
+        follower
+            .route_write(WriteScope::Cluster, false)
+            .await
+            .expect("route"),
         Route::Forward(leader_url)
     );
     let refused = follower
@@ -81,14 +90,23 @@ async fn tasks_spread_over_three_workers_and_writes_go_to_the_leader() {
         if node.id == owner1 {
             assert_eq!(route, Route::Local);
         } else {
-            assert_eq!(route, Route::Forward(format!("http://{}", cluster.nodes[owner1].worker_id)));
+            assert_eq!(
+                route,
+                Route::Forward(format!("http://{}", cluster.nodes[owner1].worker_id))
+            );
         }
     }
     // The owner restarts its task: it resumes from its committed offset.
     let starts = lock(&cluster.starts).len();
-    cluster.nodes[owner1].herder.restart_task(&task1).await.expect("restart");
+    cluster.nodes[owner1]
+        .herder
+        .restart_task(&task1)
+        .await
+        .expect("restart");
     eventually("task 1 restarted", || {
-        lock(&cluster.starts)[starts..].iter().any(|s| s.task == "1")
+        lock(&cluster.starts)[starts..]
+            .iter()
+            .any(|s| s.task == "1")
     })
     .await;
 
@@ -112,24 +130,34 @@ async fn a_crashed_workers_tasks_move_and_resume_from_the_last_commit() {
     let moved: Vec<usize> = (0..3)
         .filter(|&t| cluster.owners("seq", t) == [victim])
         .collect();
-    cluster.crash(victim).await;
-    // Once the crash returned, nothing of the victim commits any more.
-    let mut at_crash = Vec::new();
-    for &t in &moved {
-        at_crash.push(cluster.offsets.committed("seq", t).await);
-    }
     let starts_before = lock(&cluster.starts).len();
+    cluster.crash(victim).await;
     cluster.wait_running("seq", 3).await;
-    for (&task, committed) in moved.iter().zip(at_crash) {
+    for &task in &moved {
         assert_ne!(cluster.owners("seq", task), [victim]);
         let start = lock(&cluster.starts)[starts_before..]
             .iter()
             .find(|s| s.task == task.to_string())
             .cloned()
             .expect("the task started again elsewhere");
+        // It resumed from the last offset committed before it (its crashed owner's last commit),
+        // and its first commit is the first after that one: the crashed owner never committed again.
+        let commits = cluster.offsets.commits(task);
+        let first_own = commits
+            .iter()
+            .position(|&(_, i)| i == start.instance)
+            .expect("the new instance committed");
+        let before = first_own.checked_sub(1).map(|k| commits[k]);
         assert_eq!(
-            start.resumed_after, committed,
-            "task {task} resumed from the last offset its crashed owner committed"
+            start.resumed_after,
+            before.map(|(n, _)| n),
+            "task {task} resumed from the last offset committed before it"
+        );
+        assert!(
+            commits[first_own..]
+                .iter()
+                .all(|&(_, i)| i == start.instance || Some(i) != before.map(|(_, i)| i)),
+            "the crashed owner committed task {task} after the new owner started"
         );
         // The new instance's first record follows that offset: no gap.
         let first = cluster
@@ -137,7 +165,7 @@ async fn a_crashed_workers_tasks_move_and_resume_from_the_last_commit() {
             .into_iter()
             .find(|d| d.instance == start.instance)
             .expect("the new instance delivered");
-        assert_eq!(Some(first.n), committed.map(|n| n + 1).or(Some(0)));
+        assert_eq!(first.n, start.resumed_after.map_or(0, |n| n + 1));
     }
     let status = cluster.nodes[cluster.live()[0]]
         .herder
@@ -149,7 +177,9 @@ async fn a_crashed_workers_tasks_move_and_resume_from_the_last_commit() {
             cluster
                 .statuses
                 .task(&TaskId::new("seq", t))
-                .is_some_and(|s| s.state == State::Running && s.worker_id != cluster.nodes[victim].worker_id)
+                .is_some_and(|s| {
+                    s.state == State::Running && s.worker_id != cluster.nodes[victim].worker_id
+                })
         })
     })
     .await;
@@ -184,8 +214,15 @@ async fn a_graceful_leave_redelivers_nothing() {
         let delivered = cluster.delivered(p);
         assert_no_gap(p, &delivered);
         let mut seen = BTreeSet::new();
-        let duplicates: Vec<i64> = delivered.iter().map(|d| d.n).filter(|n| !seen.insert(*n)).collect();
-        assert!(duplicates.is_empty(), "partition {p}: {duplicates:?} delivered twice");
+        let duplicates: Vec<i64> = delivered
+            .iter()
+            .map(|d| d.n)
+            .filter(|n| !seen.insert(*n))
+            .collect();
+        assert!(
+            duplicates.is_empty(),
+            "partition {p}: {duplicates:?} delivered twice"
+        );
     }
 }
 
@@ -240,7 +277,10 @@ async fn stopped_connectors_get_an_empty_task_set_and_then_their_offsets_can_cha
             offset: json!({"n": 1000, "i": 0}),
         }]
     };
-    let refused = leader.alter_offsets("seq", patch()).await.expect_err("running");
+    let refused = leader
+        .alter_offsets("seq", patch())
+        .await
+        .expect_err("running");
     assert_eq!(refused.status(), 400);
     assert!(refused.message.contains("STOPPED"), "{}", refused.message);
 
@@ -257,10 +297,17 @@ async fn stopped_connectors_get_an_empty_task_set_and_then_their_offsets_can_cha
     })
     .await;
     eventually("the connector is STOPPED", || {
-        cluster.statuses.connector("seq").is_some_and(|s| s.state == State::Stopped)
+        cluster
+            .statuses
+            .connector("seq")
+            .is_some_and(|s| s.state == State::Stopped)
     })
     .await;
-    let not_leader = cluster.follower().alter_offsets("seq", patch()).await.expect_err("follower");
+    let not_leader = cluster
+        .follower()
+        .alter_offsets("seq", patch())
+        .await
+        .expect_err("follower");
     assert_eq!(not_leader.status(), 409);
     leader.alter_offsets("seq", patch()).await.expect("altered");
     assert_eq!(cluster.offsets.committed("seq", 0).await, Some(1000));

@@ -236,7 +236,10 @@ async fn an_aborted_task_never_commits_again() {
         TestStore::count(&store.hung_sets) > hung
     })
     .await;
-    assert!(bounded("abort_task", worker.abort_task(&id)).await, "it ran");
+    assert!(
+        bounded("abort_task", worker.abort_task(&id)).await,
+        "it ran"
+    );
     let applied = TestStore::count(&store.applied_sets);
     let status = statuses.task(&id);
     store.hang_sets(crate::support::Hang::Nothing);
@@ -247,8 +250,15 @@ async fn an_aborted_task_never_commits_again() {
         applied,
         "no commit after abort_task returned"
     );
-    assert_eq!(crate::support::committed(&store.inner, "c", "a").await, Some(1));
-    assert_eq!(statuses.task(&id), status, "no status written after the abort");
+    assert_eq!(
+        crate::support::committed(&store.inner, "c", "a").await,
+        Some(1)
+    );
+    assert_eq!(
+        statuses.task(&id),
+        status,
+        "no status written after the abort"
+    );
     assert!(worker.tasks("c").is_empty());
     assert!(!worker.abort_task(&id).await, "nothing left to abort");
 

@@ -141,7 +141,9 @@ impl DistributedHerder {
         if ids.is_empty() {
             return;
         }
-        tracing::warn!("slots lost (another worker may own them already): aborting {ids:?} without committing");
+        tracing::warn!(
+            "slots lost (another worker may own them already): aborting {ids:?} without committing"
+        );
         let this = self.clone();
         // Not under `applied`: a graceful stop under way there must not delay the abort, and the
         // abort reaches a stopping instance too (its fence).

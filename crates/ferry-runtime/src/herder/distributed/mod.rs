@@ -216,4 +216,3 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The connectors of a snapshot by name, with `tasks.max`.
 type Sizes = BTreeMap<String, usize>;
-

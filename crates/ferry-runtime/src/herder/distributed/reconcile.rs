@@ -232,8 +232,12 @@ impl DistributedHerder {
                     })
             });
         match &generated {
-            Ok(tasks) => tracing::info!(connector = %name, "connector {name:?} started here: {} task configuration(s)", tasks.len()),
-            Err(reason) => tracing::error!(connector = %name, "connector {name:?} failed: {reason}"),
+            Ok(tasks) => {
+                tracing::info!(connector = %name, "connector {name:?} started here: {} task configuration(s)", tasks.len())
+            }
+            Err(reason) => {
+                tracing::error!(connector = %name, "connector {name:?} failed: {reason}")
+            }
         }
         Instance {
             config: config.clone(),
@@ -307,12 +311,9 @@ impl DistributedHerder {
         let (config, connector) = match checked {
             Ok(checked) => checked,
             Err(e) => {
-                let status = StatusEntry::new(
-                    State::Failed,
-                    self.settings.worker_id.as_str(),
-                    generation,
-                )
-                .with_trace(format!("the connector configuration is invalid: {e}"));
+                let status =
+                    StatusEntry::new(State::Failed, self.settings.worker_id.as_str(), generation)
+                        .with_trace(format!("the connector configuration is invalid: {e}"));
                 self.statuses.put_task_safe(id, status);
                 return;
             }

@@ -13,8 +13,7 @@ use crate::herder::entities::{
     StateInfo, TaskInfo, TaskStateInfo,
 };
 use crate::herder::{
-    Herder, HerderError, OffsetInput, Route, WriteScope, off_thread, offsets, store_error,
-    validate,
+    Herder, HerderError, OffsetInput, Route, WriteScope, off_thread, offsets, store_error, validate,
 };
 use crate::metrics::Metrics;
 use crate::state::{TargetState, TaskId};
@@ -70,7 +69,12 @@ impl DistributedHerder {
 
     /// Where a write on a slot is served: here if this worker holds it, else the worker whose status
     /// says it runs it (`http://` + its worker id).
-    fn route_to_owner(&self, id: &TaskId, status: Option<StatusEntry>, forwarded: bool) -> R<Route> {
+    fn route_to_owner(
+        &self,
+        id: &TaskId,
+        status: Option<StatusEntry>,
+        forwarded: bool,
+    ) -> R<Route> {
         if self.owned().owns(id) {
             return Ok(Route::Local);
         }
@@ -163,9 +167,14 @@ impl Herder for DistributedHerder {
     }
 
     async fn connector_status(&self, name: &str) -> R<ConnectorStateInfo> {
-        let entry = self.snapshot().await?.connectors.remove(name).ok_or_else(|| {
-            HerderError::not_found(format!("No status found for connector {name}"))
-        })?;
+        let entry = self
+            .snapshot()
+            .await?
+            .connectors
+            .remove(name)
+            .ok_or_else(|| {
+                HerderError::not_found(format!("No status found for connector {name}"))
+            })?;
         Ok(self.status(name, &entry))
     }
 

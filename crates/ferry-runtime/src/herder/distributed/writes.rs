@@ -9,7 +9,7 @@ use super::DistributedHerder;
 use super::reconcile::desired_task;
 use super::rest::{connector_info, not_here};
 use crate::herder::entities::{ConnectorInfo, ConnectorStateInfo, Message};
-use crate::herder::{HerderError, OffsetInput, offsets, off_thread, store_error, validate};
+use crate::herder::{HerderError, OffsetInput, off_thread, offsets, store_error, validate};
 use crate::state::{TargetState, TaskId};
 
 type R<T> = Result<T, HerderError>;
@@ -134,7 +134,9 @@ impl DistributedHerder {
     pub(super) async fn restart_instance(&self, name: &str) -> R<()> {
         self.entry(name).await?;
         if !self.owned().owns_connector(name) {
-            return Err(not_here(&format!("connector {name} is not running on this worker")));
+            return Err(not_here(&format!(
+                "connector {name} is not running on this worker"
+            )));
         }
         self.applied.lock().await.instances.remove(name);
         tracing::info!(connector = %name, "restarting connector {name:?}");
@@ -153,7 +155,9 @@ impl DistributedHerder {
         }
         let _applied = self.applied.lock().await;
         if !self.owned().owns(id) {
-            return Err(not_here(&format!("task {id} is not running on this worker")));
+            return Err(not_here(&format!(
+                "task {id} is not running on this worker"
+            )));
         }
         let Some(want) = desired_task(&snapshot, id) else {
             // STOPPED: nothing runs, nothing to restart.
@@ -177,11 +181,14 @@ impl DistributedHerder {
         include_tasks: bool,
         only_failed: bool,
     ) -> R<ConnectorStateInfo> {
-        let entry = self.entry(name).await.map_err(|_| {
-            HerderError::not_found(format!("Unknown connector: {name}"))
-        })?;
+        let entry = self
+            .entry(name)
+            .await
+            .map_err(|_| HerderError::not_found(format!("Unknown connector: {name}")))?;
         if !self.owned().owns_connector(name) {
-            return Err(not_here(&format!("connector {name} is not running on this worker")));
+            return Err(not_here(&format!(
+                "connector {name} is not running on this worker"
+            )));
         }
         let mut plan = self.status(name, &entry);
         let restart_connector = !only_failed || plan.connector.state == "FAILED";

@@ -40,7 +40,11 @@ pub struct Coordinator {
 }
 
 /// A handler call, on a plain thread as the real group makes it.
-async fn call(handler: &Arc<dyn GroupHandler>, f: fn(&dyn GroupHandler, &[Slot]), slots: Vec<Slot>) {
+async fn call(
+    handler: &Arc<dyn GroupHandler>,
+    f: fn(&dyn GroupHandler, &[Slot]),
+    slots: Vec<Slot>,
+) {
     if slots.is_empty() {
         return;
     }
@@ -56,7 +60,12 @@ impl Coordinator {
     }
 
     /// Adds member `id` (with its handler and REST URL) and rebalances.
-    pub async fn join(self: &Arc<Self>, id: usize, url: &str, handler: Arc<dyn GroupHandler>) -> FakeGroup {
+    pub async fn join(
+        self: &Arc<Self>,
+        id: usize,
+        url: &str,
+        handler: Arc<dyn GroupHandler>,
+    ) -> FakeGroup {
         let _one = self.rebalancing.lock().await;
         lock(&self.state).members.insert(
             id,
@@ -81,7 +90,12 @@ impl Coordinator {
         let _one = self.rebalancing.lock().await;
         let member = lock(&self.state).members.remove(&id);
         if let Some(member) = member {
-            call(&member.handler, |h, s| h.lost(s), member.owned.into_iter().collect()).await;
+            call(
+                &member.handler,
+                |h, s| h.lost(s),
+                member.owned.into_iter().collect(),
+            )
+            .await;
         }
         self.rebalance().await;
     }
@@ -133,7 +147,10 @@ impl Coordinator {
                 .iter()
                 .map(|(id, m)| {
                     let keep = target.get(id).cloned().unwrap_or_default();
-                    (m.handler.clone(), m.owned.difference(&keep).cloned().collect())
+                    (
+                        m.handler.clone(),
+                        m.owned.difference(&keep).cloned().collect(),
+                    )
                 })
                 .collect();
             (revokes, target)
@@ -253,7 +270,12 @@ impl WorkerGroup for FakeGroup {
         let Some(member) = member else {
             return Ok(());
         };
-        call(&member.handler, |h, s| h.revoked(s), member.owned.into_iter().collect()).await;
+        call(
+            &member.handler,
+            |h, s| h.revoked(s),
+            member.owned.into_iter().collect(),
+        )
+        .await;
         self.coordinator.rebalance().await;
         Ok(())
     }

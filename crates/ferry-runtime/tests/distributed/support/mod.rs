@@ -34,7 +34,10 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
     while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {DEADLINE:?} waiting for: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {DEADLINE:?} waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -47,7 +50,10 @@ where
 {
     let deadline = Instant::now() + DEADLINE;
     while !cond().await {
-        assert!(Instant::now() < deadline, "timed out after {DEADLINE:?} waiting for: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {DEADLINE:?} waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -95,14 +101,19 @@ impl RecordSink for LogSink {
     }
 }
 
+/// Per partition key: the last committed `(n, instance)`, and the instances that committed before it.
+type Seen = BTreeMap<Vec<u8>, ((i64, i64), HashSet<i64>)>;
+
 /// The shared offset store, checking every write: per partition, `n` never moves backwards, and once
 /// a task instance committed, no earlier instance commits that partition again.
 #[derive(Default)]
 pub struct CheckedStore {
     pub inner: MemoryStore,
     /// Per key: the last `(n, instance)` and the instances that committed before it.
-    seen: Mutex<BTreeMap<Vec<u8>, ((i64, i64), HashSet<i64>)>>,
+    seen: Mutex<Seen>,
     pub violations: Mutex<Vec<String>>,
+    /// Every commit: the key as text, `n`, the committing instance.
+    pub history: Mutex<Vec<(String, i64, i64)>>,
 }
 
 #[async_trait]
@@ -126,6 +137,7 @@ impl OffsetBackingStore for CheckedStore {
                 let v: serde_json::Value = serde_json::from_slice(value).expect("json offset");
                 let (n, i) = (v["n"].as_i64().expect("n"), v["i"].as_i64().unwrap_or(0));
                 let key = String::from_utf8_lossy(&write.key).into_owned();
+                lock(&self.history).push((key.clone(), n, i));
                 match seen.get_mut(&write.key) {
                     None => {
                         seen.insert(write.key.clone(), ((n, i), HashSet::new()));
@@ -175,6 +187,16 @@ impl CheckedStore {
             .await
             .expect("read")
             .and_then(|o| o.get("n").and_then(ferry_api::Value::as_i64))
+    }
+
+    /// The commits of `Seq` task `task`'s partition, in store order: `(n, instance)`.
+    pub fn commits(&self, task: usize) -> Vec<(i64, i64)> {
+        let p = format!("\"p\":\"{task}\"");
+        lock(&self.history)
+            .iter()
+            .filter(|(key, _, _)| key.contains(&p))
+            .map(|&(_, n, i)| (n, i))
+            .collect()
     }
 
     pub fn violations(&self) -> Vec<String> {
@@ -299,7 +321,11 @@ impl Cluster {
 
     /// The live nodes' indexes.
     pub fn live(&self) -> Vec<usize> {
-        self.nodes.iter().filter(|n| !n.gone).map(|n| n.id).collect()
+        self.nodes
+            .iter()
+            .filter(|n| !n.gone)
+            .map(|n| n.id)
+            .collect()
     }
 
     /// The herder holding the leader slot.
@@ -354,14 +380,16 @@ impl Cluster {
         for task in 0..tasks {
             before.push(self.offsets.committed(connector, task).await);
         }
-        eventually(&format!("{tasks} tasks of {connector} running once each"), || {
-            (0..tasks).all(|t| self.owners(connector, t).len() == 1)
-        })
+        eventually(
+            &format!("{tasks} tasks of {connector} running once each"),
+            || (0..tasks).all(|t| self.owners(connector, t).len() == 1),
+        )
         .await;
         for (task, before) in before.into_iter().enumerate() {
-            eventually_async(&format!("task {task} of {connector} committing"), || async {
-                self.offsets.committed(connector, task).await > before
-            })
+            eventually_async(
+                &format!("task {task} of {connector} committing"),
+                || async { self.offsets.committed(connector, task).await > before },
+            )
             .await;
         }
     }
@@ -369,7 +397,11 @@ impl Cluster {
     /// Every record delivered for `connector`'s task partition `p`, in delivery order.
     pub fn delivered(&self, p: usize) -> Vec<Delivered> {
         let p = p.to_string();
-        lock(&self.log).iter().filter(|d| d.p == p).cloned().collect()
+        lock(&self.log)
+            .iter()
+            .filter(|d| d.p == p)
+            .cloned()
+            .collect()
     }
 
     /// Stops every live worker gracefully.
@@ -391,7 +423,12 @@ impl Cluster {
 
     pub async fn task_count(&self, connector: &str) -> Option<usize> {
         let snapshot = self.configs.snapshot().await.expect("snapshot");
-        snapshot.connectors.get(connector)?.tasks.as_ref().map(Vec::len)
+        snapshot
+            .connectors
+            .get(connector)?
+            .tasks
+            .as_ref()
+            .map(Vec::len)
     }
 }
 
@@ -400,6 +437,9 @@ pub fn assert_no_gap(p: usize, delivered: &[Delivered]) {
     let seen: BTreeSet<i64> = delivered.iter().map(|d| d.n).collect();
     if let Some(&max) = seen.iter().next_back() {
         let missing: Vec<i64> = (0..=max).filter(|n| !seen.contains(n)).collect();
-        assert!(missing.is_empty(), "partition {p}: records {missing:?} were never delivered (a gap)");
+        assert!(
+            missing.is_empty(),
+            "partition {p}: records {missing:?} were never delivered (a gap)"
+        );
     }
 }
