@@ -2,10 +2,9 @@
 //! STOPPED, and the leader's serialized writes.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use ferry_runtime::herder::{Herder, HerderErrorKind, OffsetInput, Route, WriteScope};
-use ferry_runtime::stores::{ConfigBackingStore, State, StatusBackingStore};
+use ferry_runtime::stores::{ConfigBackingStore, State, StatusBackingStore, StatusEntry};
 use ferry_runtime::{TargetState, TaskId};
 use serde_json::json;
 
@@ -96,6 +95,25 @@ async fn tasks_spread_over_three_workers_and_writes_go_to_the_leader() {
             );
         }
     }
+    let owner0_url = format!("http://{}", owner0.worker_id);
+    for node in &cluster.nodes {
+        let route = node
+            .herder
+            .route_write(WriteScope::Connector("seq"), false)
+            .await
+            .expect("route");
+        if node.worker_id == owner0.worker_id {
+            assert_eq!(route, Route::Local);
+        } else {
+            assert_eq!(route, Route::Forward(owner0_url.clone()));
+            let refused = node
+                .herder
+                .route_write(WriteScope::Connector("seq"), true)
+                .await
+                .expect_err("forwarded to a worker that does not run it");
+            assert_eq!(refused.status(), 409);
+        }
+    }
     // The owner restarts its task: it resumes from its committed offset.
     let starts = lock(&cluster.starts).len();
     cluster.nodes[owner1]
@@ -130,6 +148,14 @@ async fn a_crashed_workers_tasks_move_and_resume_from_the_last_commit() {
     let moved: Vec<usize> = (0..3)
         .filter(|&t| cluster.owners("seq", t) == [victim])
         .collect();
+    let generation = |t: usize| {
+        cluster
+            .statuses
+            .task(&TaskId::new("seq", t))
+            .expect("a status")
+            .generation
+    };
+    let old_generations: Vec<u32> = moved.iter().map(|&t| generation(t)).collect();
     let starts_before = lock(&cluster.starts).len();
     cluster.crash(victim).await;
     cluster.wait_running("seq", 3).await;
@@ -166,6 +192,28 @@ async fn a_crashed_workers_tasks_move_and_resume_from_the_last_commit() {
             .find(|d| d.instance == start.instance)
             .expect("the new instance delivered");
         assert_eq!(first.n, start.resumed_after.map_or(0, |n| n + 1));
+    }
+    // The new owners write their statuses in a newer generation: a late write of the crashed
+    // owner's generation does not hide them.
+    for (&task, old) in moved.iter().zip(old_generations) {
+        let id = TaskId::new("seq", task);
+        eventually("the new owner's RUNNING", || {
+            cluster
+                .statuses
+                .task(&id)
+                .is_some_and(|s| s.state == State::Running && s.generation > old)
+        })
+        .await;
+        let stale = StatusEntry::new(
+            State::Unassigned,
+            cluster.nodes[victim].worker_id.as_str(),
+            old,
+        );
+        cluster.statuses.put_task_safe(&id, stale);
+        assert_eq!(
+            cluster.statuses.task(&id).map(|s| s.state),
+            Some(State::Running)
+        );
     }
     let status = cluster.nodes[cluster.live()[0]]
         .herder
@@ -309,7 +357,15 @@ async fn stopped_connectors_get_an_empty_task_set_and_then_their_offsets_can_cha
         .await
         .expect_err("follower");
     assert_eq!(not_leader.status(), 409);
-    leader.alter_offsets("seq", patch()).await.expect("altered");
+    // Accepted once every task reported its stop (409 while a final commit may be under way).
+    eventually_async("the offsets are altered", || async {
+        match leader.alter_offsets("seq", patch()).await {
+            Ok(_) => true,
+            Err(e) if e.kind == HerderErrorKind::Conflict => false,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await;
     assert_eq!(cluster.offsets.committed("seq", 0).await, Some(1000));
 
     let starts = lock(&cluster.starts).len();
@@ -333,6 +389,6 @@ async fn stopped_connectors_get_an_empty_task_set_and_then_their_offsets_can_cha
     })
     .await;
     assert!(leader.connectors().await.is_empty());
-    let _ = Arc::clone(&leader);
     cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
 }

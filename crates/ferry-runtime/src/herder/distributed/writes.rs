@@ -11,6 +11,7 @@ use super::rest::{connector_info, not_here};
 use crate::herder::entities::{ConnectorInfo, ConnectorStateInfo, Message};
 use crate::herder::{HerderError, OffsetInput, off_thread, offsets, store_error, validate};
 use crate::state::{TargetState, TaskId};
+use crate::stores::State;
 
 type R<T> = Result<T, HerderError>;
 
@@ -106,8 +107,11 @@ impl DistributedHerder {
     }
 
     /// `PATCH` (`Some`) or `DELETE` (`None`) `/connectors/{name}/offsets`, on the leader. As Kafka
-    /// Connect, only for a STOPPED connector whose committed task set is empty: its owners then run
-    /// none of its tasks (they stop them as soon as they see the empty set).
+    /// Connect, only for a STOPPED connector whose committed task set is empty (400 otherwise): its
+    /// owners then run none of its tasks. Beyond Kafka Connect, the owners must also have reported
+    /// every task stopped (its status written after its final commit): a task still stopping could
+    /// otherwise commit over the change. Until then the answer is 409 (retry); a task whose worker
+    /// died keeps its last status until its slot's new owner claims it.
     pub(super) async fn modify_offsets(
         &self,
         name: &str,
@@ -119,6 +123,20 @@ impl DistributedHerder {
         let no_tasks = entry.tasks.as_ref().is_none_or(Vec::is_empty);
         if entry.target != TargetState::Stopped || !no_tasks {
             return Err(offsets::not_stopped(name));
+        }
+        let stopping: Vec<String> = self
+            .statuses
+            .tasks(name)
+            .into_iter()
+            .filter(|(_, s)| matches!(s.state, State::Running | State::Paused | State::Restarting))
+            .map(|(id, s)| format!("{id} on {}", s.worker_id))
+            .collect();
+        if !stopping.is_empty() {
+            return Err(HerderError::conflict(format!(
+                "Connector {name} is STOPPED but these tasks have not reported their stop yet (their final \
+                 offset commits may be under way): {}; retry",
+                stopping.join(", ")
+            )));
         }
         let store = self.offsets.as_ref();
         match entries {
