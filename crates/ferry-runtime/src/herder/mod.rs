@@ -19,6 +19,9 @@
 //! take the same path.
 //!
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
+//!
+//! [`DistributedHerder`] is the other [`Herder`]: several workers over shared config, status and
+//! offset stores, sharing tasks through a group of slots (see its module, `distributed`).
 
 mod api;
 mod distributed;

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Weak};
 
 use ferry_plugin::{GroupHandler, Slot};
+use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
 use super::DistributedHerder;
@@ -177,5 +178,3 @@ impl DistributedHerder {
         }
     }
 }
-
-use tokio::runtime::Handle;

@@ -1,37 +1,7 @@
-//! The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group **slots**.
-//!
-//! Several workers share one [config store](ConfigBackingStore), one
-//! [status store](StatusBackingStore) and one offset store, and form a [`WorkerGroup`] whose slots
-//! say who runs what: slot `Task(c, p)` is task `p` of connector `c` (the owner of slot 0 also runs the
-//! connector instance), and the single `Leader` slot serves the cluster's REST writes. The group
-//! moves slots through the [`GroupHandler`] this herder gives it ([`DistributedHerder::handler`]).
-//!
-//! - **Config** is the config store's: a background loop ([`reconcile`]) wakes on the store's
-//!   `updates()`, on every change of this worker's slots, and every few seconds, takes a snapshot and
-//!   makes this worker match it. It keeps the group's slots in step with the connectors
-//!   (`add_connector(c, tasks.max)` — by `tasks.max`, since a slot topic cannot shrink and some brokers
-//!   cannot grow one; `remove_connector` for removed ones; failed calls retried with backoff).
-//! - **Connector instance** (owner of slot 0): made from the plugins as standalone does; it computes
-//!   the task configurations and writes them only when they differ from the committed ones (no
-//!   rebalance or config storm from rewriting equal sets); a STOPPED connector gets an empty set
-//!   (Kafka Connect does so, and KIP-875 offset changes require it). It writes the connector's status.
-//! - **Tasks** (owner of slot p): task p runs iff the committed set has index p and the target is not
-//!   STOPPED, with that configuration; it restarts when its committed configuration changes, stops
-//!   (final commit) when it goes away, pauses and resumes with the target state.
-//! - **Revoked** slots are stopped — final commits included — before the handler returns, so the next
-//!   owner starts after them. **Lost** slots are aborted ([`Worker::abort_task`]): no commit of them
-//!   can happen once the handler returned. A new owner simply starts the task: its offset reader reads
-//!   the offset store at start, and the offset store is relied on to return every completed write
-//!   (the Kafka offset store reads its topic to the end on every get), so the task resumes after the
-//!   previous owner's final commit.
-//! - **Status generations**: the group's generation is not readable through librdkafka, so each
-//!   worker claims one per task when it gets the slot: one above the highest stored in the task's
-//!   status (written at once as `UNASSIGNED`, which reserves it); every status it writes for that
-//!   task carries it (`put_task_safe`), so a worker that lost the task cannot overwrite its new
-//!   owner's status.
-//! - **REST** ([`rest`], [`writes`]): reads answer from the latest snapshot and the status store;
-//!   writes go to the leader (cluster writes, serialized under one lock after reading the store to its
-//!   end) or to the owner (restarts) through [`Herder::route_write`].
+//! The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group slots. What it
+//! does and guarantees is documented on [`DistributedHerder`]; one job per module: `handler` (the
+//! group's calls), `ownership` (the slots held), `reconcile` (the loop), `rest` (reads, routing),
+//! `writes` (leader writes, restarts, offsets).
 
 mod handler;
 mod ownership;
@@ -65,7 +35,49 @@ pub struct DistributedSettings {
     pub rest_url: String,
 }
 
-/// The distributed herder. See the [module documentation](self).
+/// The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group **slots**.
+///
+/// Several workers share one [config store](ConfigBackingStore), one
+/// [status store](StatusBackingStore) and one offset store, and form a [`WorkerGroup`] whose slots
+/// say who runs what: slot `Task(c, p)` is task `p` of connector `c` (the owner of slot 0 also runs the
+/// connector instance), and the single `Leader` slot serves the cluster's REST writes. The group
+/// moves slots through the [`GroupHandler`] this herder gives it ([`DistributedHerder::handler`]).
+///
+/// - **Config** is the config store's: a background loop (`reconcile.rs`) wakes on the store's
+///   `updates()`, on every change of this worker's slots, and every few seconds, takes a snapshot and
+///   makes this worker match it. It keeps the group's slots in step with the connectors
+///   (`add_connector(c, tasks.max)` — by `tasks.max`, since a slot topic cannot shrink and some brokers
+///   cannot grow one; `remove_connector` for removed ones; failed calls retried with backoff).
+/// - **Connector instance** (owner of slot 0): made from the plugins as standalone does; it computes
+///   the task configurations and writes them only when they differ from the committed ones (no
+///   rebalance or config storm from rewriting equal sets); a STOPPED connector gets an empty set
+///   (Kafka Connect does so, and KIP-875 offset changes require it). It writes the connector's status.
+/// - **Tasks** (owner of slot p): task p runs iff the committed set has index p and the target is not
+///   STOPPED, with that configuration; it restarts when its committed configuration changes, stops
+///   (final commit) when it goes away, pauses and resumes with the target state.
+/// - **Revoked** slots are stopped — final commits included — before the handler returns, so the next
+///   owner starts after them. **Lost** slots are aborted ([`Worker::abort_task`]): no commit of them
+///   can happen once the handler returned. A new owner simply starts the task: its offset reader reads
+///   the offset store at start, and the offset store is relied on to return every completed write
+///   (the Kafka offset store reads its topic to the end on every get), so the task resumes after the
+///   previous owner's final commit.
+/// - **Status generations**: the group's generation is not readable through librdkafka, so each
+///   worker claims one per task when it gets the slot: one above the highest stored in the task's
+///   status (written at once as `UNASSIGNED`, which reserves it); every status it writes for that
+///   task carries it (`put_task_safe`), so a worker that lost the task cannot overwrite its new
+///   owner's status.
+/// - **REST** (`rest.rs`, `writes.rs`): reads answer from the latest snapshot and the status store;
+///   writes go to the leader (cluster writes, serialized under one lock after reading the store to its
+///   end) or to the owner (restarts) through [`Herder::route_write`](super::Herder::route_write).
+///   KIP-875 offset changes (leader) need STOPPED and an empty committed task set (Kafka Connect's
+///   rule, 400) and every task's status no longer RUNNING/PAUSED (409, retry): a task still stopping
+///   could otherwise commit over the change.
+///
+/// Limits: `restart?includeTasks=true` restarts the connector and the matching tasks that run on the
+/// worker holding slot 0 only (others are restarted one by one on their owners); a write routed by a
+/// status whose worker died is forwarded to that dead worker until the slot's new owner writes its
+/// status; the per-task generation claim reads the status store, so two claims made before either
+/// was visible (a status store lagging behind) can be equal — `put_task_safe` then lets either win.
 pub struct DistributedHerder {
     worker: Worker,
     offsets: Arc<dyn OffsetBackingStore>,

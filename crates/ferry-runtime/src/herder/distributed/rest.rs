@@ -88,7 +88,8 @@ impl DistributedHerder {
     }
 }
 
-fn info(name: &str, entry: &ConnectorEntry) -> ConnectorInfo {
+/// `GET /connectors/{name}`'s answer from the snapshot's entry.
+pub(super) fn connector_info(name: &str, entry: &ConnectorEntry) -> ConnectorInfo {
     ConnectorInfo {
         name: name.to_owned(),
         config: entry.config.clone(),
@@ -97,10 +98,6 @@ fn info(name: &str, entry: &ConnectorEntry) -> ConnectorInfo {
             .collect(),
         kind: "source",
     }
-}
-
-pub(super) fn connector_info(name: &str, entry: &ConnectorEntry) -> ConnectorInfo {
-    info(name, entry)
 }
 
 fn task_state(task: usize, status: Option<StatusEntry>) -> TaskStateInfo {
@@ -159,7 +156,7 @@ impl Herder for DistributedHerder {
     }
 
     async fn connector_info(&self, name: &str) -> R<ConnectorInfo> {
-        Ok(info(name, &self.entry(name).await?))
+        Ok(connector_info(name, &self.entry(name).await?))
     }
 
     async fn connector_config(&self, name: &str) -> R<Config> {
