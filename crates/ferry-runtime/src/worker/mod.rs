@@ -219,6 +219,11 @@ impl Worker {
         self.health.failure()
     }
 
+    /// `task.shutdown.graceful.timeout.ms`: how long a graceful stop of a task may take.
+    pub fn graceful_timeout(&self) -> Duration {
+        self.settings.task_shutdown_graceful_timeout
+    }
+
     /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
     pub fn metrics(&self) -> Arc<Metrics> {
         self.settings.metrics.clone()

@@ -105,23 +105,35 @@ impl DistributedHerder {
         tracing::info!("slots revoked: stopping {ids:?} (final commits included)");
         let this = self.clone();
         self.block_on("revoked", async move {
-            // Waits for a start or stop under way in the loop; nothing can start these afterwards
-            // (the slots are gone from `owned`).
-            let mut applied = this.applied.lock().await;
+            // Waits for a start or stop under way in the loop (nothing can start these afterwards:
+            // the slots are gone from `owned`), but not longer than a graceful stop may take, so the
+            // whole revocation stays within graceful timeout + stop (below the revoke timeout).
+            let waited = tokio::time::timeout(this.worker.graceful_timeout(), this.applied.lock());
+            let Ok(mut applied) = waited.await else {
+                tracing::error!(
+                    "the revocation of {ids:?} waited task.shutdown.graceful.timeout.ms for a change under way; \
+                     aborting them without final commits so that their next owner never overlaps them"
+                );
+                this.abort_all(ids).await;
+                return;
+            };
             let mut stops = JoinSet::new();
-            for id in ids {
+            for id in &ids {
                 if id.task == 0 {
                     applied.instances.remove(&id.connector);
                 }
                 applied.retired.insert(id.connector.clone());
-                if this.owned().running.remove(&id).is_some() {
-                    let this = this.clone();
+                if this.owned().running.remove(id).is_some() {
+                    let (this, id) = (this.clone(), id.clone());
                     stops.spawn(async move {
                         let _ = this.worker.stop_task(&id).await;
                     });
                 }
             }
             while stops.join_next().await.is_some() {}
+            // A stop that outlasted its graceful timeout left its instance cancelled but maybe with
+            // a write in flight: fence it, so nothing of it commits once the revocation returned.
+            this.abort_all(ids).await;
         });
         self.kick.notify_one();
     }
@@ -148,16 +160,19 @@ impl DistributedHerder {
         let this = self.clone();
         // Not under `applied`: a graceful stop under way there must not delay the abort, and the
         // abort reaches a stopping instance too (its fence).
-        self.block_on("lost", async move {
-            let mut aborts = JoinSet::new();
-            for id in ids {
-                let this = this.clone();
-                aborts.spawn(async move {
-                    this.worker.abort_task(&id).await;
-                });
-            }
-            while aborts.join_next().await.is_some() {}
-        });
+        self.block_on("lost", async move { this.abort_all(ids).await });
+    }
+
+    /// Aborts every instance of `ids` (see [`crate::Worker::abort_task`]), all at once.
+    async fn abort_all(self: &Arc<Self>, ids: Vec<TaskId>) {
+        let mut aborts = JoinSet::new();
+        for id in ids {
+            let this = self.clone();
+            aborts.spawn(async move {
+                this.worker.abort_task(&id).await;
+            });
+        }
+        while aborts.join_next().await.is_some() {}
     }
 
     /// Runs `work` to its end on the herder's runtime from the group's (plain) thread. Called from
