@@ -392,3 +392,64 @@ async fn stopped_connectors_get_an_empty_task_set_and_then_their_offsets_can_cha
     cluster.shutdown().await;
     assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_group_calls_are_retried_and_pause_and_resume_reach_every_owner() {
+    let mut cluster = Cluster::new();
+    for _ in 0..2 {
+        cluster.join().await;
+    }
+    cluster
+        .coordinator
+        .failing_adds
+        .store(3, std::sync::atomic::Ordering::SeqCst);
+    cluster.create(seq("seq", 2, "")).await;
+    cluster.wait_running("seq", 2).await;
+    assert_eq!(
+        cluster
+            .coordinator
+            .failing_adds
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the failed calls were retried"
+    );
+    let leader = cluster.leader();
+    leader
+        .set_target_state("seq", TargetState::Paused)
+        .await
+        .expect("pause");
+    eventually("every task PAUSED", || {
+        (0..2).all(|t| {
+            cluster
+                .statuses
+                .task(&TaskId::new("seq", t))
+                .is_some_and(|s| s.state == State::Paused)
+        })
+    })
+    .await;
+    let paused_at: Vec<Option<i64>> = {
+        let mut v = Vec::new();
+        for t in 0..2 {
+            v.push(cluster.offsets.committed("seq", t).await);
+        }
+        v
+    };
+    let status = cluster
+        .follower()
+        .connector_status("seq")
+        .await
+        .expect("status");
+    assert_eq!(status.connector.state, "PAUSED");
+    leader
+        .set_target_state("seq", TargetState::Running)
+        .await
+        .expect("resume");
+    for (t, before) in paused_at.into_iter().enumerate() {
+        eventually_async("the task polls again", || async {
+            cluster.offsets.committed("seq", t).await > before
+        })
+        .await;
+    }
+    cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+}

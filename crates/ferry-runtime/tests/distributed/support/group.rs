@@ -37,6 +37,8 @@ pub struct Coordinator {
     rebalancing: tokio::sync::Mutex<()>,
     /// Rebalances done.
     pub rebalances: std::sync::atomic::AtomicUsize,
+    /// `add_connector` calls still to fail (retriable), as a broker that does not answer.
+    pub failing_adds: std::sync::atomic::AtomicUsize,
 }
 
 /// A handler call, on a plain thread as the real group makes it.
@@ -232,6 +234,20 @@ impl WorkerGroup for FakeGroup {
     }
 
     async fn add_connector(&self, connector: &str, slots: usize) -> Result<(), GroupError> {
+        let failing = &self.coordinator.failing_adds;
+        let failed = failing
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok();
+        if failed {
+            return Err(GroupError::new(
+                "the broker did not answer (injected)",
+                true,
+            ));
+        }
         let _one = self.coordinator.rebalancing.lock().await;
         let changed = lock(&self.coordinator.state)
             .connectors
