@@ -19,8 +19,12 @@
 //! take the same path.
 //!
 //! All requests are serialized (one lock), as in Kafka Connect's standalone herder.
+//!
+//! [`DistributedHerder`] is the other [`Herder`]: several workers over shared config, status and
+//! offset stores, sharing tasks through a group of slots (see its module, `distributed`).
 
 mod api;
+mod distributed;
 pub mod entities;
 mod error;
 mod lifecycle;
@@ -40,6 +44,7 @@ use crate::stores::{
 };
 use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::{Herder, Route, WriteScope};
+pub use distributed::{DistributedHerder, DistributedSettings};
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,

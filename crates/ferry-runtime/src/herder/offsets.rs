@@ -7,12 +7,18 @@
 //! then nothing is written — and written to the offset store in one batch (a `null` offset is a
 //! tombstone). A connector resumed afterwards starts from the new offsets: its tasks read them at
 //! start.
+//!
+//! The checks and writes are free functions over a store and the plugins, shared by the standalone
+//! and the distributed herder (each checks STOPPED its own way).
 
-use ferry_api::{ConnectMap, SourceOffset, SourcePartition};
-use ferry_offsets::{OffsetWrite, decode_key, decode_value, encode_key, encode_value};
+use ferry_api::{Config, ConnectMap, SourceOffset, SourcePartition};
+use ferry_offsets::{
+    OffsetBackingStore, OffsetWrite, decode_key, decode_value, encode_key, encode_value,
+};
 use serde_json::value::RawValue;
 
 use super::entities::{ConnectorOffset, ConnectorOffsets, Message};
+use super::validate::Plugins;
 use super::{HerderError, StandaloneHerder, State, TargetState, not_found};
 use crate::config::CONNECTOR_CLASS;
 
@@ -35,27 +41,7 @@ impl StandaloneHerder {
         if !state.connectors.contains_key(name) {
             return Err(not_found(name));
         }
-        let stored = self.store.connector_offsets(name).await.map_err(|e| {
-            HerderError::internal(format!(
-                "Failed to read the offsets of connector {name}: {e}"
-            ))
-            .with_source(e)
-        })?;
-        let mut offsets = Vec::with_capacity(stored.len());
-        for (key, value) in stored {
-            let undecodable = |e: ferry_offsets::CodecError| {
-                HerderError::internal(format!(
-                    "Failed to read the offsets of connector {name}: {e}"
-                ))
-            };
-            let partition = decode_key(&key).map_err(undecodable)?.partition;
-            let offset = decode_value(&value).map_err(undecodable)?;
-            offsets.push(ConnectorOffset {
-                partition: raw(partition.as_ref().map(encode_value))?,
-                offset: raw(Some(encode_value(&offset)))?,
-            });
-        }
-        Ok(ConnectorOffsets { offsets })
+        read_offsets(self.store.as_ref(), name).await
     }
 
     /// `PATCH /connectors/{name}/offsets`: sets (or, for a `null` offset, removes) the offsets of the
@@ -70,28 +56,8 @@ impl StandaloneHerder {
         entries: Vec<OffsetInput>,
     ) -> Result<Message, HerderError> {
         let state = self.lock().await;
-        self.check_stopped(&state, name)?;
-        if entries.is_empty() {
-            return Err(HerderError::bad_request(
-                "Partitions / offsets need to be provided for an alter offsets request".to_owned(),
-            ));
-        }
-        let normalized = entries
-            .iter()
-            .enumerate()
-            .map(|(i, entry)| normalize(i, entry))
-            .collect::<Result<Vec<_>, _>>()?;
-        let confirmed = self.call_hook(&state, name, &normalized)?;
-        let batch: Vec<OffsetWrite> = normalized
-            .iter()
-            .map(|(partition, offset)| OffsetWrite {
-                key: encode_key(name, Some(partition)),
-                value: offset.as_ref().map(encode_value),
-            })
-            .collect();
-        self.write(name, &batch).await?;
-        tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} altered over REST", batch.len());
-        Ok(message(confirmed, "altered"))
+        let config = self.check_stopped(&state, name)?;
+        alter_offsets(self.store.as_ref(), &self.plugins, name, config, &entries).await
     }
 
     /// `DELETE /connectors/{name}/offsets`: removes the offsets of every partition of the connector.
@@ -101,69 +67,160 @@ impl StandaloneHerder {
     /// store cannot be read or written.
     pub async fn reset_offsets(&self, name: &str) -> Result<Message, HerderError> {
         let state = self.lock().await;
-        self.check_stopped(&state, name)?;
-        let stored = self.store.connector_offsets(name).await.map_err(|e| {
+        let config = self.check_stopped(&state, name)?;
+        reset_offsets(self.store.as_ref(), &self.plugins, name, config).await
+    }
+
+    /// The connector's configuration, if it is STOPPED with no task in the worker.
+    fn check_stopped<'a>(&self, state: &'a State, name: &str) -> Result<&'a Config, HerderError> {
+        let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
+        if entry.target != TargetState::Stopped || self.worker.task_statuses(name).is_some() {
+            return Err(not_stopped(name));
+        }
+        Ok(&entry.config)
+    }
+}
+
+/// Kafka Connect's answer to an offsets change of a connector that is not STOPPED (or still has tasks).
+pub(crate) fn not_stopped(name: &str) -> HerderError {
+    HerderError::bad_request(format!(
+        "Connectors must be in the STOPPED state before their offsets can be modified. This can be done \
+         for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+    ))
+}
+
+/// Every partition's committed offset of connector `name`, as `GET /connectors/{name}/offsets` answers.
+///
+/// # Errors
+/// 500: the store cannot be read or holds undecodable offsets.
+pub(crate) async fn read_offsets(
+    store: &dyn OffsetBackingStore,
+    name: &str,
+) -> Result<ConnectorOffsets, HerderError> {
+    let stored = read_stored(store, name).await?;
+    let mut offsets = Vec::with_capacity(stored.len());
+    for (key, value) in stored {
+        let undecodable = |e: ferry_offsets::CodecError| {
             HerderError::internal(format!(
                 "Failed to read the offsets of connector {name}: {e}"
             ))
-            .with_source(e)
-        })?;
-        // The connector sees the partitions it can be shown; every stored key gets its tombstone.
-        let resets: Vec<(SourcePartition, Option<SourceOffset>)> = stored
-            .iter()
-            .filter_map(|(key, _)| decode_key(key).ok()?.partition)
-            .map(|partition| (partition, None))
-            .collect();
-        let confirmed = self.call_hook(&state, name, &resets)?;
-        let batch: Vec<OffsetWrite> = stored
-            .into_iter()
-            .map(|(key, _)| OffsetWrite { key, value: None })
-            .collect();
-        self.write(name, &batch).await?;
-        tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} reset over REST", batch.len());
-        Ok(message(confirmed, "reset"))
+        };
+        let partition = decode_key(&key).map_err(undecodable)?.partition;
+        let offset = decode_value(&value).map_err(undecodable)?;
+        offsets.push(ConnectorOffset {
+            partition: raw(partition.as_ref().map(encode_value))?,
+            offset: raw(Some(encode_value(&offset)))?,
+        });
     }
+    Ok(ConnectorOffsets { offsets })
+}
 
-    fn check_stopped(&self, state: &State, name: &str) -> Result<(), HerderError> {
-        let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
-        if entry.target != TargetState::Stopped || self.worker.task_statuses(name).is_some() {
-            return Err(HerderError::bad_request(format!(
-                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done \
-                 for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
-            )));
-        }
-        Ok(())
+/// Alters the offsets of a connector whose caller checked it is STOPPED: normalizes `entries`, asks
+/// the connector's `alter_offsets` hook, writes them in one batch.
+///
+/// # Errors
+/// 400: no entries, an entry is not a partition/offset map, or the connector refuses; 500: the store
+/// write failed. Nothing is written on error.
+pub(crate) async fn alter_offsets(
+    store: &dyn OffsetBackingStore,
+    plugins: &Plugins,
+    name: &str,
+    config: &Config,
+    entries: &[OffsetInput],
+) -> Result<Message, HerderError> {
+    if entries.is_empty() {
+        return Err(HerderError::bad_request(
+            "Partitions / offsets need to be provided for an alter offsets request".to_owned(),
+        ));
     }
-
-    fn call_hook(
-        &self,
-        state: &State,
-        name: &str,
-        offsets: &[(SourcePartition, Option<SourceOffset>)],
-    ) -> Result<bool, HerderError> {
-        let entry = state.connectors.get(name).ok_or_else(|| not_found(name))?;
-        let class = entry.config.get(CONNECTOR_CLASS).map_or("", |c| c.trim());
-        let connector = self.plugins.resolve(class).ok_or_else(|| {
-            HerderError::internal(format!(
-                "Failed to modify offsets for source connector {name}: its connector class {class:?} is unknown"
-            ))
-        })?;
-        connector
-            .alter_offsets(&entry.config, offsets)
-            .map_err(|e| HerderError::bad_request(chain(&e)))
-    }
-
-    async fn write(&self, name: &str, batch: &[OffsetWrite]) -> Result<(), HerderError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        self.store.set(batch).await.map_err(|e| {
-            HerderError::internal(format!(
-                "Failed to modify offsets for source connector {name}: {e}"
-            ))
-            .with_source(e)
+    let normalized = entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| normalize(i, entry))
+        .collect::<Result<Vec<_>, _>>()?;
+    let confirmed = call_hook(plugins, name, config, &normalized)?;
+    let batch: Vec<OffsetWrite> = normalized
+        .iter()
+        .map(|(partition, offset)| OffsetWrite {
+            key: encode_key(name, Some(partition)),
+            value: offset.as_ref().map(encode_value),
         })
+        .collect();
+    write(store, name, &batch).await?;
+    tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} altered over REST", batch.len());
+    Ok(message(confirmed, "altered"))
+}
+
+/// Removes every offset of a connector whose caller checked it is STOPPED.
+///
+/// # Errors
+/// 400: the connector refuses (nothing is written); 500: the store cannot be read or written.
+pub(crate) async fn reset_offsets(
+    store: &dyn OffsetBackingStore,
+    plugins: &Plugins,
+    name: &str,
+    config: &Config,
+) -> Result<Message, HerderError> {
+    let stored = read_stored(store, name).await?;
+    // The connector sees the partitions it can be shown; every stored key gets its tombstone.
+    let resets: Vec<(SourcePartition, Option<SourceOffset>)> = stored
+        .iter()
+        .filter_map(|(key, _)| decode_key(key).ok()?.partition)
+        .map(|partition| (partition, None))
+        .collect();
+    let confirmed = call_hook(plugins, name, config, &resets)?;
+    let batch: Vec<OffsetWrite> = stored
+        .into_iter()
+        .map(|(key, _)| OffsetWrite { key, value: None })
+        .collect();
+    write(store, name, &batch).await?;
+    tracing::info!(connector = %name, "offsets of {} partition(s) of connector {name:?} reset over REST", batch.len());
+    Ok(message(confirmed, "reset"))
+}
+
+async fn read_stored(
+    store: &dyn OffsetBackingStore,
+    name: &str,
+) -> Result<Vec<ferry_offsets::StoredOffset>, HerderError> {
+    store.connector_offsets(name).await.map_err(|e| {
+        HerderError::internal(format!(
+            "Failed to read the offsets of connector {name}: {e}"
+        ))
+        .with_source(e)
+    })
+}
+
+fn call_hook(
+    plugins: &Plugins,
+    name: &str,
+    config: &Config,
+    offsets: &[(SourcePartition, Option<SourceOffset>)],
+) -> Result<bool, HerderError> {
+    let class = config.get(CONNECTOR_CLASS).map_or("", |c| c.trim());
+    let connector = plugins.resolve(class).ok_or_else(|| {
+        HerderError::internal(format!(
+            "Failed to modify offsets for source connector {name}: its connector class {class:?} is unknown"
+        ))
+    })?;
+    connector
+        .alter_offsets(config, offsets)
+        .map_err(|e| HerderError::bad_request(chain(&e)))
+}
+
+async fn write(
+    store: &dyn OffsetBackingStore,
+    name: &str,
+    batch: &[OffsetWrite],
+) -> Result<(), HerderError> {
+    if batch.is_empty() {
+        return Ok(());
     }
+    store.set(batch).await.map_err(|e| {
+        HerderError::internal(format!(
+            "Failed to modify offsets for source connector {name}: {e}"
+        ))
+        .with_source(e)
+    })
 }
 
 /// An entry's partition and offset as a task would read them back from the store.

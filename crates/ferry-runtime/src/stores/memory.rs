@@ -12,10 +12,22 @@ use super::{
 };
 use crate::state::{TargetState, TaskId};
 
-/// A config store in memory: gone when the process exits.
-#[derive(Debug, Default)]
+/// A config store in memory: gone when the process exits. Shared by several herders (tests of
+/// distributed mode), it tells each of every change through [`ConfigBackingStore::updates`].
+#[derive(Debug)]
 pub struct MemoryConfigStore {
     snapshot: Mutex<ConfigSnapshot>,
+    /// The version after each change.
+    updates: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for MemoryConfigStore {
+    fn default() -> Self {
+        Self {
+            snapshot: Mutex::default(),
+            updates: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl MemoryConfigStore {
@@ -25,7 +37,11 @@ impl MemoryConfigStore {
     }
 
     fn change(&self, change: Change<'_>) -> Result<(), ConfigStoreError> {
-        apply(&mut lock(&self.snapshot), change).map(|_| ())
+        let mut snapshot = lock(&self.snapshot);
+        if apply(&mut snapshot, change)? {
+            self.updates.send_replace(snapshot.version);
+        }
+        Ok(())
     }
 }
 
@@ -62,6 +78,10 @@ impl ConfigBackingStore for MemoryConfigStore {
 
     async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError> {
         self.change(Change::Tasks(name, tasks))
+    }
+
+    fn updates(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.updates.subscribe())
     }
 }
 

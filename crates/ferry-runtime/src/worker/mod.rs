@@ -3,6 +3,7 @@
 mod commit;
 mod context;
 mod deliveries;
+mod fence;
 mod health;
 mod running;
 mod task;
@@ -11,7 +12,8 @@ mod thread;
 // The task states moved to `crate::status` (metrics reads them too); the old path stays for `task.rs`.
 use crate::status;
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ferry_api::{Config, SourceConnector};
@@ -27,6 +29,7 @@ use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
 use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
+use fence::{FencedStore, TaskFence};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
 
@@ -77,6 +80,9 @@ pub struct TaskSpec {
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one.
     pub value_converter: Option<ConverterSpec>,
+    /// The generation the task's statuses are written with (`put_task_safe`): 0 in standalone; a
+    /// distributed herder claims one above every stored status of the task when it gets the task.
+    pub generation: u32,
 }
 
 /// Why the worker refused a request.
@@ -121,6 +127,9 @@ pub struct Worker {
     statuses: Arc<dyn StatusBackingStore>,
     worker_id: String,
     running: Mutex<Running>,
+    /// The fences of every task instance that may still write offsets (running or stopping), so
+    /// that [`Worker::abort_task`] reaches a stopping one too; dead entries are pruned as it goes.
+    fences: Mutex<BTreeMap<TaskId, Vec<Weak<TaskFence>>>>,
 }
 
 impl Worker {
@@ -176,6 +185,7 @@ impl Worker {
             statuses,
             worker_id: worker_id.into(),
             running: Mutex::new(Running::default()),
+            fences: Mutex::default(),
         }
     }
 
@@ -184,11 +194,17 @@ impl Worker {
         self.statuses.clone()
     }
 
-    /// A status cell for task `id` whose every change is written to the status store.
-    fn status_cell(&self, id: &TaskId) -> StatusCell {
+    /// A status cell for task `id` whose every change is written to the status store with
+    /// `generation`, until the task instance is fenced.
+    fn status_cell(&self, id: &TaskId, generation: u32, fence: &Arc<TaskFence>) -> StatusCell {
         let (statuses, worker_id, id) = (self.statuses.clone(), self.worker_id.clone(), id.clone());
+        let fence = fence.clone();
         let listener: StatusListener = Arc::new(move |status: &TaskStatus| {
-            let mut entry = StatusEntry::new(state_of(status.state), worker_id.as_str(), 0);
+            if fence.is_fenced() {
+                return;
+            }
+            let mut entry =
+                StatusEntry::new(state_of(status.state), worker_id.as_str(), generation);
             entry.trace = status.trace.clone();
             statuses.put_task_safe(&id, entry);
         });
@@ -201,6 +217,11 @@ impl Worker {
     /// can commit again, so the process should exit non-zero.
     pub fn store_failure(&self) -> Option<String> {
         self.health.failure()
+    }
+
+    /// `task.shutdown.graceful.timeout.ms`: how long a graceful stop of a task may take.
+    pub fn graceful_timeout(&self) -> Duration {
+        self.settings.task_shutdown_graceful_timeout
     }
 
     /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
@@ -218,6 +239,7 @@ impl Worker {
         sinks: Arc<dyn SinkProvider>,
         (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
         paused: bool,
+        generation: u32,
     ) -> Launch {
         Launch {
             settings: TaskSettings {
@@ -233,6 +255,7 @@ impl Worker {
             } else {
                 TargetState::Running
             },
+            generation,
         }
     }
 
@@ -263,6 +286,7 @@ impl Worker {
             self.sinks.clone(),
             (spec.key_converter, spec.value_converter),
             target == TargetState::Paused,
+            spec.generation,
         );
         let handle = self.spawn_task(&id, config.clone(), connector, &launch);
         running.tasks.insert(
@@ -414,7 +438,7 @@ impl Worker {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused);
+        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused, 0);
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);
@@ -446,7 +470,8 @@ impl Worker {
             Arc::clone(&looked_up),
         ));
         let (control, control_rx) = watch::channel(launch.target);
-        let status = self.status_cell(id);
+        let fence = self.new_fence(id);
+        let status = self.status_cell(id, launch.generation, &fence);
         let acks = AckTracker::new();
         let metrics = self.settings.metrics.register_task(
             connector_name,
@@ -458,7 +483,12 @@ impl Worker {
         let runner = {
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             let task = connector.create_task();
-            let writer = Arc::new(OffsetWriter::new(connector_name, self.store.clone()));
+            let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
+                inner: self.store.clone(),
+                fence: fence.clone(),
+                task: name.clone(),
+            });
+            let writer = Arc::new(OffsetWriter::new(connector_name, fenced));
             let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
             let (health, helpers) = (self.health.clone(), helpers.clone());
             move |sink: Arc<dyn RecordSink>| TaskRunner {
@@ -523,6 +553,62 @@ impl Worker {
             store_reader,
             _metrics: Some(metrics),
         }
+    }
+
+    /// A fence for a new instance of task `id`, registered for [`Worker::abort_task`].
+    fn new_fence(&self, id: &TaskId) -> Arc<TaskFence> {
+        let fence = Arc::new(TaskFence::default());
+        let mut fences = self.fences.lock().unwrap_or_else(|p| p.into_inner());
+        let live = fences.entry(id.clone()).or_default();
+        live.retain(|f| f.strong_count() > 0);
+        live.push(Arc::downgrade(&fence));
+        fence
+    }
+
+    /// Stops one task **at once, without any final commit** (distributed mode: the assignment was
+    /// lost, another worker may already run the task). Every instance of the task that may still
+    /// write — the running one, and one still stopping (a restart, a graceful stop under way) — is
+    /// fenced: when this returns, no offset write of it is in flight and none will reach the store
+    /// again, and it writes no more statuses (they are the new owner's). The running instance's
+    /// thread is cancelled as a graceful stop that timed out is; records it sent since its last
+    /// commit are delivered again by the next owner. Returns whether the task ran here.
+    ///
+    /// An offset write already handed to the store when the fence closed is waited for (at most
+    /// `offset.flush.timeout.ms`; a longer one is logged): it completes, or it is dropped with the
+    /// cancelled task.
+    pub async fn abort_task(&self, id: &TaskId) -> bool {
+        let task = self.running().tasks.remove(id);
+        let fences: Vec<Arc<TaskFence>> = {
+            let mut all = self.fences.lock().unwrap_or_else(|p| p.into_inner());
+            all.remove(id)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Weak::upgrade)
+                .collect()
+        };
+        for fence in &fences {
+            fence.close();
+        }
+        let ran = task.is_some();
+        if let Some(task) = task {
+            let mut handle = task.handle;
+            handle.control.send_replace(TargetState::Stopped);
+            if let Some(mut thread) = handle.join.take() {
+                thread.cancel();
+            }
+            handle.store_reader.close();
+            tracing::warn!(task = %handle.name, "task aborted without a final commit (its assignment was lost)");
+        }
+        for fence in &fences {
+            if !fence.fence(self.settings.offset_flush_timeout).await {
+                tracing::error!(
+                    task = %id,
+                    "an offset write of aborted task {id} did not finish within offset.flush.timeout.ms={} ms",
+                    self.settings.offset_flush_timeout.as_millis()
+                );
+            }
+        }
+        ran
     }
 
     /// The status of each task of a connector, in task order; `None` for a connector the worker
@@ -659,11 +745,12 @@ impl Worker {
                 return Err(WorkerError::NotFound(name.to_owned()));
             };
             // Until the new instance runs, the slot reports UNASSIGNED.
+            let fence = self.new_fence(&id);
             let placeholder = TaskHandle {
                 name: slot.handle.name.clone(),
                 control: watch::channel(TargetState::Stopped).0,
                 join: None,
-                status: self.status_cell(&id),
+                status: self.status_cell(&id, slot.launch.generation, &fence),
                 store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
                 _metrics: None,
             };

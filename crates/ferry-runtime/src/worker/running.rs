@@ -74,6 +74,8 @@ pub(super) struct Launch {
     pub(super) value_converter: Option<ConverterSpec>,
     /// What a (re)started task is told to do: run or stay paused.
     pub(super) target: TargetState,
+    /// The generation its statuses are written with.
+    pub(super) generation: u32,
 }
 
 /// Tells a task to run or pause; a task told to stop stays stopping.

@@ -188,3 +188,95 @@ async fn each_task_opens_its_sink_and_a_refused_sink_fails_only_that_task() {
     assert_eq!(status(0).state, TaskState::Running);
     bounded("shutdown", worker.shutdown()).await;
 }
+
+/// A lost assignment: `abort_task` stops the task without its final commit, and once it returned no
+/// commit of that task reaches the store — not even one that was in flight when it was called — and
+/// the task writes no status any more (its new owner's are not overwritten).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_task_never_commits_again() {
+    let statuses = Arc::new(MemoryStatusStore::new());
+    let store = TestStore::new();
+    let sink: Arc<dyn RecordSink> = TestSink::new();
+    let worker = Worker::with_status(
+        settings(25, 30_000, 30_000),
+        store.clone(),
+        sink,
+        statuses.clone(),
+        "w1:8083",
+    );
+    let probe = Probe::new();
+    let connector = TestConnector::new(&probe);
+    let id = TaskId::new("c", 0);
+    let spec = TaskSpec {
+        generation: 4,
+        ..TaskSpec::default()
+    };
+    worker
+        .start_task(
+            id.clone(),
+            &spec,
+            Config::new(),
+            &connector,
+            TargetState::Running,
+        )
+        .expect("starts");
+    probe.push(vec![record("a", 1)]);
+    crate::support::wait_committed(&store.inner, "c", "a", 1).await;
+    assert_eq!(
+        statuses.task(&id).map(|s| (s.state, s.generation)),
+        Some((State::Running, 4)),
+        "statuses carry the task's generation"
+    );
+
+    // A periodic commit of a:2 is in flight (the store hangs) when the assignment is lost.
+    store.hang_sets(crate::support::Hang::All);
+    let hung = TestStore::count(&store.hung_sets);
+    probe.push(vec![record("a", 2)]);
+    eventually("a commit of a:2 in flight", || {
+        TestStore::count(&store.hung_sets) > hung
+    })
+    .await;
+    assert!(
+        bounded("abort_task", worker.abort_task(&id)).await,
+        "it ran"
+    );
+    let applied = TestStore::count(&store.applied_sets);
+    let status = statuses.task(&id);
+    store.hang_sets(crate::support::Hang::Nothing);
+    probe.push(vec![record("a", 3)]);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        TestStore::count(&store.applied_sets),
+        applied,
+        "no commit after abort_task returned"
+    );
+    assert_eq!(
+        crate::support::committed(&store.inner, "c", "a").await,
+        Some(1)
+    );
+    assert_eq!(
+        statuses.task(&id),
+        status,
+        "no status written after the abort"
+    );
+    assert!(worker.tasks("c").is_empty());
+    assert!(!worker.abort_task(&id).await, "nothing left to abort");
+
+    // The slot can be taken again: a new instance resumes from the last commit.
+    let resumed = Probe::new();
+    resumed.look_up(vec![crate::support::partition("a")]);
+    worker
+        .start_task(
+            id.clone(),
+            &spec,
+            Config::new(),
+            &TestConnector::new(&resumed),
+            TargetState::Running,
+        )
+        .expect("starts again");
+    eventually("the new instance read its offsets", || {
+        crate::support::lock(&resumed.resumed).is_some()
+    })
+    .await;
+    bounded("shutdown", worker.shutdown()).await;
+}

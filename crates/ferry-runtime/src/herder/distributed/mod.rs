@@ -1,0 +1,230 @@
+//! The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group slots. What it
+//! does and guarantees is documented on [`DistributedHerder`]; one job per module: `handler` (the
+//! group's calls), `ownership` (the slots held), `reconcile` (the loop), `rest` (reads, routing),
+//! `writes` (leader writes, restarts, offsets).
+
+mod handler;
+mod ownership;
+mod reconcile;
+mod rest;
+mod writes;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use ferry_api::Config;
+use ferry_offsets::OffsetBackingStore;
+use ferry_plugin::{GroupHandler, WorkerGroup};
+use tokio::runtime::Handle;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use super::validate::{Plugin, Plugins};
+use crate::stores::{ConfigBackingStore, StatusBackingStore};
+use crate::worker::Worker;
+use ownership::Ownership;
+use reconcile::{Applied, GroupSync};
+
+/// Who this worker is in the cluster.
+#[derive(Debug, Clone)]
+pub struct DistributedSettings {
+    /// The worker id written in statuses: the advertised REST `host:port`.
+    pub worker_id: String,
+    /// The REST base URL other workers forward to: `http://host:port`.
+    pub rest_url: String,
+}
+
+/// The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group **slots**.
+///
+/// Several workers share one [config store](ConfigBackingStore), one
+/// [status store](StatusBackingStore) and one offset store, and form a [`WorkerGroup`] whose slots
+/// say who runs what: slot `Task(c, p)` is task `p` of connector `c` (the owner of slot 0 also runs the
+/// connector instance), and the single `Leader` slot serves the cluster's REST writes. The group
+/// moves slots through the [`GroupHandler`] this herder gives it ([`DistributedHerder::handler`]).
+///
+/// - **Config** is the config store's: a background loop (`reconcile.rs`) wakes on the store's
+///   `updates()`, on every change of this worker's slots, and every few seconds, takes a snapshot and
+///   makes this worker match it. It keeps the group's slots in step with the connectors
+///   (`add_connector(c, tasks.max)` — by `tasks.max`, since a slot topic cannot shrink and some brokers
+///   cannot grow one; `remove_connector` for removed ones; failed calls retried with backoff).
+/// - **Connector instance** (owner of slot 0): made from the plugins as standalone does; it computes
+///   the task configurations and writes them only when they differ from the committed ones (no
+///   rebalance or config storm from rewriting equal sets); a STOPPED connector gets an empty set
+///   (Kafka Connect does so, and KIP-875 offset changes require it). It writes the connector's status.
+/// - **Tasks** (owner of slot p): task p runs iff the committed set has index p and the target is not
+///   STOPPED, with that configuration; it restarts when its committed configuration changes, stops
+///   (final commit) when it goes away, pauses and resumes with the target state.
+/// - **Revoked** slots are stopped — final commits included — before the handler returns, so the next
+///   owner starts after them. **Lost** slots are aborted ([`Worker::abort_task`]): no commit of them
+///   can happen once the handler returned. A new owner simply starts the task: its offset reader reads
+///   the offset store at start, and the offset store is relied on to return every completed write
+///   (the Kafka offset store reads its topic to the end on every get), so the task resumes after the
+///   previous owner's final commit.
+/// - **Status generations**: the group's generation is not readable through librdkafka, so each
+///   worker claims one per task when it gets the slot: one above the highest stored in the task's
+///   status (written at once as `UNASSIGNED`, which reserves it); every status it writes for that
+///   task carries it (`put_task_safe`), so a worker that lost the task cannot overwrite its new
+///   owner's status.
+/// - **REST** (`rest.rs`, `writes.rs`): reads answer from the latest snapshot and the status store;
+///   writes go to the leader (cluster writes, serialized under one lock after reading the store to its
+///   end) or to the owner (restarts) through [`Herder::route_write`](super::Herder::route_write).
+///   KIP-875 offset changes (leader) need STOPPED and an empty committed task set (Kafka Connect's
+///   rule, 400) and every task's status no longer RUNNING/PAUSED (409, retry): a task still stopping
+///   could otherwise commit over the change.
+///
+/// Limits: `restart?includeTasks=true` restarts the connector and the matching tasks that run on the
+/// worker holding slot 0 only (others are restarted one by one on their owners); a write routed by a
+/// status whose worker died is forwarded to that dead worker until the slot's new owner writes its
+/// status; the per-task generation claim reads the status store, so two claims made before either
+/// was visible (a status store lagging behind) can be equal — `put_task_safe` then lets either win.
+pub struct DistributedHerder {
+    worker: Worker,
+    offsets: Arc<dyn OffsetBackingStore>,
+    plugins: Plugins,
+    settings: DistributedSettings,
+    config_store: Arc<dyn ConfigBackingStore>,
+    statuses: Arc<dyn StatusBackingStore>,
+    /// The slots this worker holds and the tasks it started in them. A std mutex, never held across
+    /// an await: the group's handler thread and the loop both take it briefly, and a task is started
+    /// only under it after checking its slot, so a slot revoked or lost meanwhile is never started.
+    owned: Mutex<Ownership>,
+    /// Held by every change to what runs here (the loop's pass, restarts, revocations): a revocation
+    /// waits for a stop or start under way, so the next owner never overlaps this one.
+    applied: tokio::sync::Mutex<Applied>,
+    /// The connectors registered with the group (outside `applied`: a group call may wait for a
+    /// rebalance, whose revocation needs `applied`).
+    group_sync: tokio::sync::Mutex<GroupSync>,
+    /// Serializes the cluster writes this worker serves as the leader.
+    writes: tokio::sync::Mutex<()>,
+    group: OnceLock<Arc<dyn WorkerGroup>>,
+    /// The runtime the handler's calls run on (the handler runs on a plain thread).
+    runtime: OnceLock<Handle>,
+    /// Wakes the loop.
+    kick: Notify,
+    stop: watch::Sender<bool>,
+    reconciler: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl DistributedHerder {
+    /// A herder running tasks on `worker` (whose status store should be `statuses`), reading and
+    /// altering offsets in `offsets`, with `plugins`, as `settings` says, over the shared
+    /// `config_store` and `statuses`.
+    pub fn new(
+        worker: Worker,
+        offsets: Arc<dyn OffsetBackingStore>,
+        plugins: Vec<Plugin>,
+        settings: DistributedSettings,
+        config_store: Arc<dyn ConfigBackingStore>,
+        statuses: Arc<dyn StatusBackingStore>,
+    ) -> Arc<Self> {
+        let herder = Arc::new(Self {
+            worker,
+            offsets,
+            plugins: Plugins::new(plugins),
+            settings,
+            config_store,
+            statuses,
+            owned: Mutex::default(),
+            applied: tokio::sync::Mutex::default(),
+            group_sync: tokio::sync::Mutex::default(),
+            writes: tokio::sync::Mutex::new(()),
+            group: OnceLock::new(),
+            runtime: OnceLock::new(),
+            kick: Notify::new(),
+            stop: watch::Sender::new(false),
+            reconciler: Mutex::new(None),
+        });
+        if let Ok(handle) = Handle::try_current() {
+            let _ = herder.runtime.set(handle);
+        }
+        herder
+    }
+
+    /// The handler to pass to the group when joining it (events may arrive before
+    /// [`DistributedHerder::start`]: they are recorded, and acted on once started).
+    pub fn handler(self: &Arc<Self>) -> Arc<dyn GroupHandler> {
+        Arc::new(handler::SlotHandler::new(self))
+    }
+
+    /// Attaches the joined group and starts the background loop on the current tokio runtime.
+    ///
+    /// # Errors
+    /// Already started, or the config store cannot be read.
+    pub async fn start(self: &Arc<Self>, group: Arc<dyn WorkerGroup>) -> Result<(), String> {
+        let _ = self.runtime.set(Handle::current());
+        self.config_store.snapshot().await.map_err(|e| {
+            format!(
+                "cannot read the connector configurations from {}: {e}",
+                self.config_store.describe()
+            )
+        })?;
+        let description = group.describe();
+        if self.group.set(group).is_err() {
+            return Err("the distributed herder was already started".to_owned());
+        }
+        tracing::info!(
+            "worker {} joined {description}; reconciling with {}",
+            self.settings.worker_id,
+            self.config_store.describe()
+        );
+        let this = self.clone();
+        let stop = self.stop.subscribe();
+        *lock(&self.reconciler) = Some(tokio::spawn(async move { this.run(stop).await }));
+        self.kick.notify_one();
+        Ok(())
+    }
+
+    /// Stops the background loop, leaves the group (every slot is revoked through the handler: tasks
+    /// stop with their final commits), then stops the worker (whatever still runs).
+    pub async fn shutdown(&self, timeout: Duration) {
+        self.stop.send_replace(true);
+        let reconciler = lock(&self.reconciler).take();
+        if let Some(reconciler) = reconciler {
+            let _ = reconciler.await;
+        }
+        if let Some(group) = self.group.get()
+            && let Err(e) = group.leave(timeout).await
+        {
+            tracing::error!(
+                "leaving {} failed: {e}; the remaining tasks are stopped anyway",
+                group.describe()
+            );
+        }
+        let _applied = self.applied.lock().await;
+        self.worker.shutdown().await;
+        lock(&self.owned).clear();
+    }
+
+    /// The worker.
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    /// Whether this worker holds the leader slot.
+    pub fn is_leader(&self) -> bool {
+        lock(&self.owned).leader
+    }
+
+    fn owned(&self) -> MutexGuard<'_, Ownership> {
+        lock(&self.owned)
+    }
+}
+
+/// `tasks.max` of a connector configuration (1 when absent or not a positive number: the
+/// configuration check reports it; here it only sizes the group's slots).
+fn tasks_max(config: &Config) -> usize {
+    config
+        .get(crate::config::TASKS_MAX)
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// A poisoned lock still holds consistent data here (every change is a few map operations).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The connectors of a snapshot by name, with `tasks.max`.
+type Sizes = BTreeMap<String, usize>;

@@ -1,0 +1,355 @@
+//! The background loop: makes this worker match the config store's latest snapshot — the group's
+//! slots, the connector instances of the slots 0 held here, and the tasks of the slots held here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry_api::{Config, SourceConnector};
+use ferry_plugin::ConfigSnapshot;
+use tokio::sync::watch;
+
+use super::ownership::Started;
+use super::{DistributedHerder, Sizes, tasks_max};
+use crate::config::ErrorTolerance;
+use crate::herder::validate;
+use crate::state::{TargetState, TaskId};
+use crate::stores::{State, StatusEntry};
+use crate::worker::TaskSpec;
+
+/// How often the loop takes a snapshot even when nothing woke it: a missed update or a status
+/// another worker overwrote is repaired within this time.
+const RESYNC: Duration = Duration::from_secs(5);
+
+/// First and largest delay between retries of a failed group call.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// One connector instance run here (this worker holds its slot 0).
+pub(super) struct Instance {
+    /// The configuration it was made from.
+    config: Config,
+    /// The task configurations it made, or why it failed.
+    generated: Result<Vec<Config>, String>,
+}
+
+/// What the loop applied: the connector instances run here.
+#[derive(Default)]
+pub(super) struct Applied {
+    pub(super) instances: BTreeMap<String, Instance>,
+    /// Connectors whose tasks stopped here since the last pass: if they were deleted, their statuses
+    /// (which the stopping tasks wrote last) are removed, as Kafka Connect removes them.
+    pub(super) retired: BTreeSet<String>,
+}
+
+/// The connectors registered with the group, and the retry schedule of failed calls.
+#[derive(Default)]
+pub(super) struct GroupSync {
+    registered: Sizes,
+    backoff: Option<Duration>,
+    retry_at: Option<Instant>,
+}
+
+impl DistributedHerder {
+    /// The loop: one pass at every wake-up, until `stop`.
+    pub(super) async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        let mut updates = self.config_store.updates();
+        loop {
+            if *stop.borrow_and_update() {
+                return;
+            }
+            let retry_at = self.pass().await;
+            let wait = retry_at.map_or(RESYNC, |at| at.saturating_duration_since(Instant::now()));
+            let update = async {
+                match updates.as_mut() {
+                    Some(rx) => rx.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.changed() => return,
+                () = self.kick.notified() => {}
+                alive = update => if !alive { updates = None },
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One reconciliation; returns when a failed group call should be retried.
+    pub(super) async fn pass(&self) -> Option<Instant> {
+        let snapshot = match self.config_store.snapshot().await {
+            Ok(snapshot) => snapshot,
+            Err(e) => {
+                tracing::error!(
+                    "cannot read {}: {e}; retrying in {} s",
+                    self.config_store.describe(),
+                    RESYNC.as_secs()
+                );
+                return None;
+            }
+        };
+        let retry_at = self.sync_group(&snapshot).await;
+        let mut applied = self.applied.lock().await;
+        let wrote = self.sync_connectors(&snapshot, &mut applied).await;
+        let snapshot = if wrote {
+            match self.config_store.snapshot().await {
+                Ok(snapshot) => snapshot,
+                Err(_) => return retry_at,
+            }
+        } else {
+            snapshot
+        };
+        self.sync_tasks(&snapshot, &mut applied).await;
+        for connector in std::mem::take(&mut applied.retired) {
+            if !snapshot.connectors.contains_key(&connector) {
+                self.statuses.remove_connector(&connector);
+            }
+        }
+        retry_at
+    }
+
+    /// Registers the snapshot's connectors with the group (by `tasks.max`) and drops removed ones.
+    async fn sync_group(&self, snapshot: &ConfigSnapshot) -> Option<Instant> {
+        let group = self.group.get()?;
+        let mut sync = self.group_sync.lock().await;
+        if let Some(at) = sync.retry_at
+            && Instant::now() < at
+        {
+            return Some(at);
+        }
+        let wanted: Sizes = snapshot
+            .connectors
+            .iter()
+            .map(|(name, entry)| (name.clone(), tasks_max(&entry.config)))
+            .collect();
+        let mut failed = false;
+        for (name, slots) in &wanted {
+            if sync.registered.get(name) == Some(slots) {
+                continue;
+            }
+            match group.add_connector(name, *slots).await {
+                Ok(()) => {
+                    tracing::info!(connector = %name, "connector {name:?}: {slots} task slot(s) in {}", group.describe());
+                    sync.registered.insert(name.clone(), *slots);
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %name, "adding connector {name:?}'s {slots} slot(s) to {} failed: {e}; retrying", group.describe());
+                    failed = true;
+                }
+            }
+        }
+        let removed: Vec<String> = sync
+            .registered
+            .keys()
+            .filter(|name| !wanted.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in removed {
+            match group.remove_connector(&name).await {
+                Ok(()) => {
+                    tracing::info!(connector = %name, "connector {name:?} removed from {}", group.describe());
+                    sync.registered.remove(&name);
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %name, "removing connector {name:?} from {} failed: {e}; retrying", group.describe());
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            let delay = sync.backoff.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX));
+            sync.backoff = Some(delay);
+            sync.retry_at = Some(Instant::now() + delay);
+        } else {
+            sync.backoff = None;
+            sync.retry_at = None;
+        }
+        sync.retry_at
+    }
+
+    /// Runs the connector instances of the slots 0 held here: task configurations written when they
+    /// changed (empty when STOPPED), the connector's status. Returns whether it wrote to the store.
+    async fn sync_connectors(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) -> bool {
+        let mine = self.owned().connectors();
+        applied
+            .instances
+            .retain(|name, _| mine.contains(name) && snapshot.connectors.contains_key(name));
+        let mut wrote = false;
+        for name in mine {
+            let Some(entry) = snapshot.connectors.get(&name) else {
+                continue;
+            };
+            let stale = applied
+                .instances
+                .get(&name)
+                .is_none_or(|instance| instance.config != entry.config);
+            if stale {
+                let instance = self.make_instance(&name, &entry.config);
+                applied.instances.insert(name.clone(), instance);
+            }
+            let Some(instance) = applied.instances.get(&name) else {
+                continue;
+            };
+            let desired = match (&instance.generated, entry.target) {
+                (_, TargetState::Stopped) => Some(Vec::new()),
+                (Ok(generated), _) => Some(generated.clone()),
+                // A failed connector keeps its committed tasks, as in Kafka Connect.
+                (Err(_), _) => None,
+            };
+            let mut failure = instance.generated.as_ref().err().cloned();
+            if let Some(desired) = desired
+                && entry.tasks.as_ref() != Some(&desired)
+            {
+                match self.config_store.put_task_configs(&name, &desired).await {
+                    Ok(()) => {
+                        tracing::info!(connector = %name, "connector {name:?}: {} task configuration(s) written", desired.len());
+                        wrote = true;
+                    }
+                    Err(e) => {
+                        let reason = format!(
+                            "its task configurations could not be written to {}: {e}",
+                            self.config_store.describe()
+                        );
+                        tracing::error!(connector = %name, "connector {name:?}: {reason}");
+                        failure = Some(reason);
+                    }
+                }
+            }
+            self.publish_connector(&name, entry.target, failure);
+        }
+        wrote
+    }
+
+    /// A connector instance made from `config`, with its task configurations (or its failure).
+    fn make_instance(&self, name: &str, config: &Config) -> Instance {
+        let generated = validate::check(&self.plugins, name, config)
+            .map_err(|e| e.to_string())
+            .and_then(|(checked, connector)| {
+                connector
+                    .task_configs(&checked.props, checked.tasks_max.max(1))
+                    .map_err(|e| {
+                        format!("the connector could not create its task configurations: {e}")
+                    })
+            });
+        match &generated {
+            Ok(tasks) => {
+                tracing::info!(connector = %name, "connector {name:?} started here: {} task configuration(s)", tasks.len())
+            }
+            Err(reason) => {
+                tracing::error!(connector = %name, "connector {name:?} failed: {reason}")
+            }
+        }
+        Instance {
+            config: config.clone(),
+            generated,
+        }
+    }
+
+    /// Writes the connector's status when the stored one says otherwise.
+    fn publish_connector(&self, name: &str, target: TargetState, failure: Option<String>) {
+        let state = match (&failure, target) {
+            (Some(_), _) => State::Failed,
+            (None, TargetState::Running) => State::Running,
+            (None, TargetState::Paused) => State::Paused,
+            (None, TargetState::Stopped) => State::Stopped,
+        };
+        let mut status = StatusEntry::new(state, self.settings.worker_id.as_str(), 0);
+        status.trace = failure;
+        if self.statuses.connector(name).as_ref() != Some(&status) {
+            self.statuses.put_connector(name, status);
+        }
+    }
+
+    /// Starts, restarts, pauses, resumes and stops the tasks of the slots held here to match the
+    /// committed task configurations.
+    async fn sync_tasks(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) {
+        let (desired, running) = {
+            let owned = self.owned();
+            let desired: BTreeMap<TaskId, Started> = owned
+                .slots
+                .keys()
+                .filter_map(|id| desired_task(snapshot, id).map(|s| (id.clone(), s)))
+                .collect();
+            (desired, owned.running.clone())
+        };
+        for (id, started) in &running {
+            match desired.get(id) {
+                Some(want) if want.config == started.config => {
+                    if want.target != started.target {
+                        let _ = self.worker.set_target(id, want.target);
+                        if let Some(s) = self.owned().running.get_mut(id) {
+                            s.target = want.target;
+                        }
+                    }
+                }
+                _ => {
+                    self.owned().running.remove(id);
+                    tracing::info!(task = %id, "stopping task {id}: its configuration changed or it is no longer wanted");
+                    let _ = self.worker.stop_task(id).await;
+                    applied.retired.insert(id.connector.clone());
+                }
+            }
+        }
+        for (id, want) in desired {
+            if self.owned().running.contains_key(&id) {
+                continue;
+            }
+            self.start_task(snapshot, &id, want);
+        }
+    }
+
+    /// Starts task `id` if its slot is still held here.
+    pub(super) fn start_task(&self, snapshot: &ConfigSnapshot, id: &TaskId, want: Started) {
+        let Some(entry) = snapshot.connectors.get(&id.connector) else {
+            return;
+        };
+        let checked = validate::check(&self.plugins, &id.connector, &entry.config);
+        let mut owned = self.owned();
+        let Some(&generation) = owned.slots.get(id) else {
+            return;
+        };
+        let (config, connector) = match checked {
+            Ok(checked) => checked,
+            Err(e) => {
+                let status =
+                    StatusEntry::new(State::Failed, self.settings.worker_id.as_str(), generation)
+                        .with_trace(format!("the connector configuration is invalid: {e}"));
+                self.statuses.put_task_safe(id, status);
+                return;
+            }
+        };
+        let spec = TaskSpec {
+            tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
+            key_converter: config.key_converter,
+            value_converter: config.value_converter,
+            generation,
+        };
+        // Under `owned`: a slot revoked or lost meanwhile is not started.
+        match self.worker.start_task(
+            id.clone(),
+            &spec,
+            want.config.clone(),
+            connector.as_ref() as &dyn SourceConnector,
+            want.target,
+        ) {
+            Ok(()) => {
+                tracing::info!(task = %id, "task {id} started here ({:?})", want.target);
+                owned.running.insert(id.clone(), want);
+            }
+            Err(e) => tracing::warn!(task = %id, "task {id} not started: {e}"),
+        }
+    }
+}
+
+/// What task `id` should run as, per the snapshot: its committed configuration, unless STOPPED.
+pub(super) fn desired_task(snapshot: &ConfigSnapshot, id: &TaskId) -> Option<Started> {
+    let entry = snapshot.connectors.get(&id.connector)?;
+    if entry.target == TargetState::Stopped {
+        return None;
+    }
+    let config = entry.tasks.as_ref()?.get(id.task)?.clone();
+    Some(Started {
+        config,
+        target: entry.target,
+    })
+}
