@@ -77,6 +77,7 @@ impl DistributedHerder {
                         generation,
                     );
                     self.statuses.put_task_safe(id, status);
+                    owned.fenced.remove(id);
                     owned.slots.insert(id.clone(), generation);
                     tracing::info!(task = %id, "slot {id} assigned to this worker (status generation {generation})");
                 }
@@ -97,6 +98,7 @@ impl DistributedHerder {
             }
             for id in &ids {
                 owned.slots.remove(id);
+                owned.fenced.remove(id);
             }
         }
         if ids.is_empty() {
@@ -149,6 +151,7 @@ impl DistributedHerder {
             for id in &ids {
                 owned.slots.remove(id);
                 owned.running.remove(id);
+                owned.fenced.remove(id);
             }
         }
         if ids.is_empty() {
@@ -164,7 +167,7 @@ impl DistributedHerder {
     }
 
     /// Aborts every instance of `ids` (see [`crate::Worker::abort_task`]), all at once.
-    async fn abort_all(self: &Arc<Self>, ids: Vec<TaskId>) {
+    pub(super) async fn abort_all(self: &Arc<Self>, ids: Vec<TaskId>) {
         let mut aborts = JoinSet::new();
         for id in ids {
             let this = self.clone();

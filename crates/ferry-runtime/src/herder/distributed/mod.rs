@@ -3,6 +3,7 @@
 //! group's calls), `ownership` (the slots held), `reconcile` (the loop), `rest` (reads, routing),
 //! `writes` (leader writes, restarts, offsets).
 
+mod fence;
 mod handler;
 mod ownership;
 mod reconcile;
@@ -104,6 +105,8 @@ pub struct DistributedHerder {
     kick: Notify,
     stop: watch::Sender<bool>,
     reconciler: Mutex<Option<JoinHandle<()>>>,
+    /// The self-fencing loop ([`fence`]).
+    fencer: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl DistributedHerder {
@@ -134,6 +137,7 @@ impl DistributedHerder {
             kick: Notify::new(),
             stop: watch::Sender::new(false),
             reconciler: Mutex::new(None),
+            fencer: Mutex::new(None),
         });
         if let Ok(handle) = Handle::try_current() {
             let _ = herder.runtime.set(handle);
@@ -171,6 +175,8 @@ impl DistributedHerder {
         let this = self.clone();
         let stop = self.stop.subscribe();
         *lock(&self.reconciler) = Some(tokio::spawn(async move { this.run(stop).await }));
+        let (this, stop) = (self.clone(), self.stop.subscribe());
+        *lock(&self.fencer) = Some(tokio::spawn(async move { this.fence(stop).await }));
         self.kick.notify_one();
         Ok(())
     }
@@ -182,6 +188,10 @@ impl DistributedHerder {
         let reconciler = lock(&self.reconciler).take();
         if let Some(reconciler) = reconciler {
             let _ = reconciler.await;
+        }
+        let fencer = lock(&self.fencer).take();
+        if let Some(fencer) = fencer {
+            let _ = fencer.await;
         }
         if let Some(group) = self.group.get()
             && let Err(e) = group.leave(timeout).await

@@ -22,6 +22,9 @@ pub(super) struct Ownership {
     pub(super) slots: BTreeMap<TaskId, u32>,
     /// The tasks started here (a subset of `slots`).
     pub(super) running: BTreeMap<TaskId, Started>,
+    /// Slots the group still gives this worker but another worker claimed with a newer status
+    /// generation (see `fence`): nothing runs in them here until that worker releases them.
+    pub(super) fenced: BTreeSet<TaskId>,
 }
 
 impl Ownership {
