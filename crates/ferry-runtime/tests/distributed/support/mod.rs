@@ -223,6 +223,8 @@ pub struct Cluster {
     pub starts: Starts,
     pub nodes: Vec<Node>,
     settings: fn() -> WorkerSettings,
+    /// `scheduled.rebalance.max.delay.ms` of workers joining from now on (default 0: no hold-back).
+    pub delay: Duration,
 }
 
 /// Commits every 20 ms.
@@ -256,6 +258,7 @@ impl Cluster {
             starts: Starts::default(),
             nodes: Vec::new(),
             settings: fast,
+            delay: Duration::ZERO,
         }
     }
 
@@ -277,6 +280,7 @@ impl Cluster {
         let settings = DistributedSettings {
             worker_id: worker_id.clone(),
             rest_url: format!("http://{worker_id}"),
+            scheduled_rebalance_max_delay: self.delay,
         };
         let herder = DistributedHerder::new(
             worker,
