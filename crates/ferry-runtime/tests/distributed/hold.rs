@@ -1,7 +1,7 @@
 //! `scheduled.rebalance.max.delay.ms` (KIP-415's delay, done by the new owner): a task whose worker
 //! departed while running it is held back for the delay after its slot's reassignment, then starts
 //! from the last commit; with a zero delay, or after a graceful leave, it starts at once; a slot
-//! revoked while held back started nothing on the worker that held it.
+//! revoked or lost while held back started nothing on the worker that held it.
 //!
 //! Timing is asserted from instants, never with fixed sleeps: a held task's start is compared with
 //! an instant taken before the crash (the assignment, and so the hold, began after it), so a slow
@@ -242,6 +242,47 @@ async fn a_slot_revoked_during_its_hold_started_nothing_there() {
         "task 0 started once, on the newcomer: {task0_starts:?}"
     );
     assert!(task0_starts[0].at >= join_began);
+    let on_holder = cluster
+        .delivered(0)
+        .iter()
+        .filter(|d| d.worker == holder_id)
+        .count();
+    assert_eq!(on_holder, 0, "the worker holding task 0 back never ran it");
+    cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+    assert_no_gap(0, &cluster.delivered(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slot_lost_during_its_hold_started_nothing_there() {
+    let mut cluster = Cluster::new();
+    cluster.delay = LONG_HOLD;
+    for _ in 0..3 {
+        cluster.join().await;
+    }
+    cluster.create(seq("seq", 2, "")).await;
+    cluster.wait_running("seq", 2).await;
+    let victim = cluster.owners("seq", 0)[0];
+    cluster.crash(victim).await;
+    let task0 = TaskId::new("seq", 0);
+    let holder = cluster
+        .live()
+        .into_iter()
+        .find(|&i| {
+            cluster.nodes[i]
+                .herder
+                .held_back()
+                .iter()
+                .any(|(id, _)| *id == task0)
+        })
+        .expect("task 0 is held back by its new owner");
+    let holder_id = cluster.nodes[holder].worker_id.clone();
+
+    // The holder's session expires during the hold: its slots are lost (nothing of task 0 ran
+    // there to abort), then it comes back.
+    cluster.lose_and_rejoin(holder).await;
+    assert!(cluster.nodes[holder].herder.held_back().is_empty());
+    cluster.wait_running("seq", 2).await;
     let on_holder = cluster
         .delivered(0)
         .iter()

@@ -89,9 +89,10 @@ impl DistributedHerder {
                                  it starts here after scheduled.rebalance.max.delay.ms={} ms (at {}) unless \
                                  its slot moves first",
                                 delay.as_millis(),
-                                utc_clock(SystemTime::now() + delay)
+                                utc_clock(SystemTime::now().checked_add(delay))
                             );
-                            Some(now + delay)
+                            // A delay beyond the clock's range (absurd) holds for a century.
+                            now.checked_add(delay).or_else(|| now.checked_add(FOREVER))
                         }
                         _ => None,
                     };
@@ -162,7 +163,8 @@ impl DistributedHerder {
         self.block_on("revoked", async move {
             // Waits for a start or stop under way in the loop (nothing can start these afterwards:
             // the slots are gone from `owned`), but not longer than a graceful stop may take, so the
-            // whole revocation stays within graceful timeout + stop (below the revoke timeout).
+            // whole revocation stays within graceful timeout + stop (below the revoke timeout), plus
+            // at most `CATCH_UP` to make the final statuses durable (`release`).
             let waited = tokio::time::timeout(this.worker.graceful_timeout(), this.applied.lock());
             let Ok(mut applied) = waited.await else {
                 tracing::error!(
@@ -290,8 +292,14 @@ fn is_live(status: &StatusEntry) -> bool {
 /// revocation's return and the assignment's decisions).
 const CATCH_UP: Duration = Duration::from_secs(5);
 
+/// A hold no delay reaches in practice (`scheduled.rebalance.max.delay.ms` is at most ~25 days).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// `HH:MM:SS.mmm UTC` of `at`, for logs.
-fn utc_clock(at: SystemTime) -> String {
+fn utc_clock(at: Option<SystemTime>) -> String {
+    let Some(at) = at else {
+        return "never".to_owned();
+    };
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs() % 86_400;
     format!(
