@@ -439,6 +439,31 @@ async fn the_status_backing_store_contract_between_two_workers() {
     );
 }
 
+/// `catch_up` (what the distributed herder calls around a rebalance): once the writer's catch-up
+/// returned, its fire-and-forget writes are durable, and a reader's catch-up sees them — without
+/// polling, as a new owner deciding whether to hold a task back needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_makes_a_fire_and_forget_write_visible_to_another_worker() {
+    use ferry_plugin::{State, StatusBackingStore, StatusEntry, TaskId};
+    let broker = shared_broker();
+    let cfg = config(&broker, &unique_topic("connect-status-catch-up"));
+    let a = KafkaStatusBackingStore::open(&cfg).await.unwrap();
+    let b = KafkaStatusBackingStore::open(&cfg).await.unwrap();
+    let t0 = TaskId::new("c", 0);
+    b.catch_up().await.unwrap();
+    assert_eq!(b.task(&t0), None);
+
+    a.put_task(&t0, StatusEntry::new(State::Running, "w1:8083", 1));
+    a.put_task(&t0, StatusEntry::new(State::Stopped, "w1:8083", 1));
+    a.catch_up().await.unwrap();
+    b.catch_up().await.unwrap();
+    assert_eq!(
+        b.task(&t0),
+        Some(StatusEntry::new(State::Stopped, "w1:8083", 1)),
+        "the writer's last status, seen by the reader's first catch-up after the writer's"
+    );
+}
+
 /// With a background refresher, a worker learns of another worker's write through `updates()`
 /// without asking.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,5 +51,5 @@ pub use sink::{
     TaskSinkContext,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin};
-pub use status_store::{State, StatusBackingStore, StatusEntry};
+pub use status_store::{CatchUp, State, StatusBackingStore, StatusEntry, StatusStoreError};
 pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -2,6 +2,9 @@
 //! that wrote it and the group generation it was written in, so that (in distributed mode) a worker
 //! that lost a task cannot overwrite the status its new owner wrote.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::herder_state::TaskId;
 
 /// A connector's or task's state, as Kafka Connect reports it.
@@ -62,6 +65,29 @@ impl StatusEntry {
     }
 }
 
+/// A status store could not catch up ([`StatusBackingStore::catch_up`]); its getters answer from
+/// what it had read before.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct StatusStoreError {
+    /// What failed, where, and what to do.
+    pub message: String,
+}
+
+impl StatusStoreError {
+    /// An error saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// What [`StatusBackingStore::catch_up`] returns (a boxed future: the trait stays object-safe and
+/// synchronous everywhere else).
+pub type CatchUp<'a> = Pin<Box<dyn Future<Output = Result<(), StatusStoreError>> + Send + 'a>>;
+
 /// Connector and task statuses. Writes are fire-and-forget (as in Kafka Connect: a status is
 /// advisory, and a lost write is repaired by the next one).
 pub trait StatusBackingStore: Send + Sync {
@@ -80,4 +106,12 @@ pub trait StatusBackingStore: Send + Sync {
     fn tasks(&self, connector: &str) -> Vec<(TaskId, StatusEntry)>;
     /// Forgets a connector and its tasks.
     fn remove_connector(&self, name: &str);
+    /// Brings the getters up to date with the shared store: when it returns `Ok`, every status this
+    /// store wrote before the call is durable and every status another worker's store had durably
+    /// written before the call is visible here. A store answering from a cache (the Kafka one)
+    /// needs it; the default, for stores that are always current (memory), does nothing. Callers
+    /// bound it with a timeout.
+    fn catch_up(&self) -> CatchUp<'_> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ferry_plugin::{State, StatusBackingStore, StatusEntry, TaskId};
+use ferry_plugin::{CatchUp, State, StatusBackingStore, StatusEntry, StatusStoreError, TaskId};
 use tokio::runtime::Handle;
 
 use super::topic::InternalTopic;
@@ -259,6 +259,21 @@ impl StatusBackingStore for KafkaStatusBackingStore {
                 Some((TaskId::new(connector, task), to_entry(status)))
             })
             .collect()
+    }
+
+    /// Waits for this store's own writes to be acknowledged, then reads the topic to its end, so a
+    /// status another worker wrote just before (a revoked task's STOPPED) is seen.
+    fn catch_up(&self) -> CatchUp<'_> {
+        Box::pin(async move {
+            let caught_up = async {
+                self.topic.flush().await?;
+                self.refresh().await
+            };
+            caught_up
+                .await
+                .map(|_| ())
+                .map_err(|e| StatusStoreError::new(e.to_string()))
+        })
     }
 
     /// Tombstones for every task status the view holds, then the connector's: the task records sit

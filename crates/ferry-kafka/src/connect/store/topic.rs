@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ferry_offsets::StoreError;
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 
 use super::reader::{TopicReader, kafka};
 use super::{ConnectStoreError, InternalTopicConfig};
@@ -262,6 +262,26 @@ impl InternalTopic {
             }
         }
         Ok(())
+    }
+
+    /// Waits (at most the store's timeout, on a blocking thread) until every record enqueued so far
+    /// was acknowledged or failed.
+    pub(crate) async fn flush(&self) -> Result<(), ConnectStoreError> {
+        let (producer, timeout, describe) =
+            (self.producer.clone(), self.timeout, self.describe.clone());
+        blocking(&self.describe, move || {
+            producer.flush(timeout).map_err(|e| {
+                ConnectStoreError::new(
+                    &describe,
+                    format!(
+                        "records were still unacknowledged after {timeout:?} ({e}); check that the \
+                         brokers are reachable"
+                    ),
+                    true,
+                )
+            })
+        })
+        .await
     }
 
     /// Reads the topic to its end as of now, applying each record with `apply`, on a blocking thread.

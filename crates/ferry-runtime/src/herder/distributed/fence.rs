@@ -1,32 +1,49 @@
-//! Self-fencing through the status store: a worker stops a task at once, without committing, when
-//! another worker has claimed it with a newer status generation.
+//! Handoff and self-fencing through the status store.
 //!
 //! The group should never give a slot to two live workers, but a worker cannot prove it still holds a
 //! slot: its session may have expired unnoticed (Kafka Connect's zombie workers, KAFKA-9184 and
-//! KAFKA-16056), and a broker's coordinator may assign a slot again before the old owner revoked it
-//! (seen with tansu 0.6 after a member's session expired). Every new owner writes a claim — an
-//! UNASSIGNED status one generation above every stored one — before it starts the task, so a claim
-//! above this worker's own, by another worker, means the task runs elsewhere now. The check runs every
-//! [`FENCE_EVERY`] against the status store's view (refreshed by its owner), so an overlap lasts
-//! about one refresh plus one check; what the old owner delivered meanwhile is delivered again by the
-//! new one (duplicates, never a gap: every commit either made is of records it delivered).
+//! KAFKA-16056), and a broker's coordinator may give a slot to a new member before its old owner
+//! revoked it (tansu 0.6 answers a JoinGroup without waiting for the other members, so the assignor
+//! works from their previous subscriptions). So ownership is also settled in the status store:
 //!
-//! A fenced slot stays fenced while the group still gives it to this worker, until the claimant
-//! releases the task (its last status is STOPPED: it stopped it on a revocation) or its status is
-//! gone; then this worker claims it again and runs it. Without that, a slot the group kept here while
-//! it also (wrongly) gave it to another worker, then took back from that worker, would run nowhere.
+//! - every new owner writes a **claim** — an UNASSIGNED status one generation above every stored
+//!   one — when it gets the slot; if the stored status showed another worker still running the task,
+//!   it starts nothing until that worker **releases** it (writes STOPPED) or the handoff timeout (or
+//!   the longer `scheduled.rebalance.max.delay.ms`) passed (see `handler`);
+//! - every worker checks every [`FENCE_EVERY`] whether a task it holds was claimed by another worker
+//!   with a newer generation; if so it stops the task **with its final commit** (the claimant has not
+//!   started it: it waits for the release) and then releases it: STOPPED at the claim's generation,
+//!   which the claimant reads as its go. The new owner then resumes exactly after that commit.
+//!
+//! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
+//! releases it in turn (a STOPPED status written by the claimant: the group took the slot back from
+//! it); then this worker claims it again. Without that, a slot the group kept here while it also gave
+//! it to another worker, then took back from that worker, would run nowhere.
+//!
+//! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
+//! delivered after its last commit, as any crash); a stop slower than the handoff timeout overlaps the
+//! new owner briefly (duplicates, never a gap: every commit either makes is of records it delivered).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use super::DistributedHerder;
 use crate::state::TaskId;
 use crate::stores::{State, StatusEntry};
 
-/// How often this worker looks for newer claims on the tasks it holds.
+/// How often this worker looks for newer claims on its tasks and for releases it waits for.
 pub(super) const FENCE_EVERY: Duration = Duration::from_millis(250);
+
+/// A task another worker claimed: who, at which generation, and this worker's generation.
+struct Superseded {
+    id: TaskId,
+    claimant: String,
+    claim: u32,
+    mine: u32,
+}
 
 impl DistributedHerder {
     /// Checks every [`FENCE_EVERY`] until `stop`.
@@ -41,50 +58,104 @@ impl DistributedHerder {
             if *stop.borrow() {
                 return;
             }
-            if self.reclaim_released() {
+            let mut changed = self.released_holds();
+            changed |= self.reclaim_released();
+            let superseded = self.superseded();
+            if !superseded.is_empty() {
+                self.hand_over(superseded).await;
+                changed = true;
+            }
+            if changed {
                 self.kick.notify_one();
             }
-            let superseded = self.superseded();
-            if superseded.is_empty() {
-                continue;
-            }
-            for (id, claim) in &superseded {
-                tracing::warn!(
-                    task = %id,
-                    "task {id} was claimed by worker {} (status generation {}) while this worker still held \
-                     it (generation {}): the group gave it to two workers; stopping it here without \
-                     committing",
-                    claim.0,
-                    claim.1,
-                    claim.2
-                );
-            }
-            let ids: Vec<TaskId> = superseded.into_iter().map(|(id, _)| id).collect();
-            self.abort_all(ids).await;
-            self.kick.notify_one();
         }
     }
 
-    /// The slots held here that another worker claimed since (their slots and tasks are forgotten
-    /// here, so nothing starts them again until the group assigns them anew), each with
-    /// (claiming worker, its generation, this worker's generation).
-    fn superseded(&self) -> Vec<(TaskId, (String, u32, u32))> {
+    /// Ends the holds whose previous owner released the task; whether any ended.
+    fn released_holds(&self) -> bool {
         let mut owned = self.owned();
-        let superseded: Vec<(TaskId, (String, u32, u32))> = owned
+        let mut any = false;
+        for (id, claim) in &mut owned.slots {
+            let Some(previous) = &claim.waits_for else {
+                continue;
+            };
+            if claim.hold_until.is_none() {
+                continue;
+            }
+            if self
+                .statuses
+                .task(id)
+                .is_some_and(|s| s.state == State::Stopped && s.worker_id == *previous)
+            {
+                tracing::info!(task = %id, "task {id} was released by {previous}; starting it here");
+                claim.hold_until = None;
+                claim.waits_for = None;
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// The slots held here that another worker claimed since: forgotten here (nothing starts them
+    /// again until they are released or assigned anew) and returned.
+    fn superseded(&self) -> Vec<Superseded> {
+        let mut owned = self.owned();
+        let superseded: Vec<Superseded> = owned
             .slots
             .iter()
             .filter_map(|(id, mine)| {
                 let stored = self.statuses.task(id)?;
-                (stored.worker_id != self.settings.worker_id && stored.generation > *mine)
-                    .then(|| (id.clone(), (stored.worker_id, stored.generation, *mine)))
+                (stored.worker_id != self.settings.worker_id && stored.generation > mine.generation)
+                    .then(|| Superseded {
+                        id: id.clone(),
+                        claimant: stored.worker_id,
+                        claim: stored.generation,
+                        mine: mine.generation,
+                    })
             })
             .collect();
-        for (id, _) in &superseded {
-            owned.slots.remove(id);
-            owned.running.remove(id);
-            owned.fenced.insert(id.clone());
+        for s in &superseded {
+            owned.slots.remove(&s.id);
+            owned.running.remove(&s.id);
+            owned.fenced.insert(s.id.clone(), s.claimant.clone());
         }
         superseded
+    }
+
+    /// Stops the superseded tasks (final commits included), then releases each to its claimant.
+    async fn hand_over(self: &Arc<Self>, superseded: Vec<Superseded>) {
+        for s in &superseded {
+            tracing::warn!(
+                task = %s.id,
+                "task {} was claimed by worker {} (status generation {}) while this worker held it \
+                 (generation {}): the group gave it to two workers; stopping it here (final commit \
+                 included) and releasing it to that worker",
+                s.id,
+                s.claimant,
+                s.claim,
+                s.mine
+            );
+        }
+        // Like a revocation: wait (bounded) for a start or stop under way in the loop.
+        let applied =
+            tokio::time::timeout(self.worker.graceful_timeout(), self.applied.lock()).await;
+        let mut stops = JoinSet::new();
+        for s in &superseded {
+            let (this, id) = (self.clone(), s.id.clone());
+            stops.spawn(async move {
+                let _ = this.worker.stop_task(&id).await;
+            });
+        }
+        while stops.join_next().await.is_some() {}
+        drop(applied);
+        // Anything of them still running (a stop past its graceful timeout) never commits again.
+        self.abort_all(superseded.iter().map(|s| s.id.clone()).collect())
+            .await;
+        for s in &superseded {
+            let release =
+                StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), s.claim);
+            self.statuses.put_task(&s.id, release);
+        }
     }
 
     /// Claims again the fenced slots whose claimant released them (see the module docs); whether
@@ -94,9 +165,9 @@ impl DistributedHerder {
         let released: Vec<(TaskId, u32)> = owned
             .fenced
             .iter()
-            .filter_map(|id| match self.statuses.task(id) {
+            .filter_map(|(id, claimant)| match self.statuses.task(id) {
                 None => Some((id.clone(), 0)),
-                Some(stored) if stored.state == State::Stopped => {
+                Some(stored) if stored.state == State::Stopped && stored.worker_id == *claimant => {
                     Some((id.clone(), stored.generation.saturating_add(1)))
                 }
                 Some(_) => None,
@@ -110,7 +181,14 @@ impl DistributedHerder {
                 *generation,
             );
             self.statuses.put_task_safe(id, claim);
-            owned.slots.insert(id.clone(), *generation);
+            owned.slots.insert(
+                id.clone(),
+                super::ownership::Claim {
+                    generation: *generation,
+                    hold_until: None,
+                    waits_for: None,
+                },
+            );
             tracing::info!(
                 task = %id,
                 "task {id} was released by the worker that claimed it; this worker, which still holds its \

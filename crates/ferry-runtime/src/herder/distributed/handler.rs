@@ -2,12 +2,14 @@
 //! (abort, nothing committed).
 
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferry_plugin::{GroupHandler, Slot};
 use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
 use super::DistributedHerder;
+use super::ownership::Claim;
 use crate::state::TaskId;
 use crate::stores::{State, StatusEntry};
 
@@ -56,7 +58,14 @@ fn tasks(slots: &[Slot]) -> Vec<TaskId> {
 }
 
 impl DistributedHerder {
-    fn assigned(&self, slots: &[Slot]) {
+    fn assigned(self: &Arc<Self>, slots: &[Slot]) {
+        // A graceful revocation's STOPPED may not have reached this worker's view yet: catch up
+        // first, or the task would be held back for nothing.
+        if slots.iter().any(|s| matches!(s, Slot::Task(_))) {
+            self.catch_up_statuses("assigned");
+        }
+        let now = Instant::now();
+        let delay = self.settings.scheduled_rebalance_max_delay;
         let mut owned = self.owned();
         for slot in slots {
             match slot {
@@ -65,12 +74,33 @@ impl DistributedHerder {
                     tracing::info!(worker = %self.settings.worker_id, "this worker is now the leader");
                 }
                 Slot::Task(id) => {
+                    let stored = self.statuses.task(id);
                     // The claim: one above every generation stored for the task, written now so that
                     // a later claim by another worker is above this one (see the module docs).
-                    let generation = self
-                        .statuses
-                        .task(id)
+                    let generation = stored
+                        .as_ref()
                         .map_or(0, |s| s.generation.saturating_add(1));
+                    let departed = stored.as_ref().and_then(|s| self.departed(s));
+                    // Its previous owner still ran it (no revocation reached it, or it died): wait
+                    // for its release (it sees this claim and stops, see `fence`) or, if it never
+                    // comes, for the longer of the handoff timeout and the rebalance delay.
+                    let hold = delay.max(self.settings.handoff_timeout);
+                    let hold_until = match departed {
+                        Some(departed) if !hold.is_zero() => {
+                            tracing::info!(
+                                task = %id,
+                                "task {id} waits for its previous owner {departed}, which still ran it, to \
+                                 release it; it starts here then, or at {} at the latest \
+                                 (scheduled.rebalance.max.delay.ms={} ms) if that worker is gone",
+                                utc_clock(SystemTime::now().checked_add(hold)),
+                                delay.as_millis(),
+                            );
+                            // A delay beyond the clock's range (absurd) holds for a century.
+                            now.checked_add(hold).or_else(|| now.checked_add(FOREVER))
+                        }
+                        _ => None,
+                    };
+                    let waits_for = hold_until.and(departed.map(str::to_owned));
                     let status = StatusEntry::new(
                         State::Unassigned,
                         self.settings.worker_id.as_str(),
@@ -78,7 +108,14 @@ impl DistributedHerder {
                     );
                     self.statuses.put_task_safe(id, status);
                     owned.fenced.remove(id);
-                    owned.slots.insert(id.clone(), generation);
+                    owned.slots.insert(
+                        id.clone(),
+                        Claim {
+                            generation,
+                            hold_until,
+                            waits_for,
+                        },
+                    );
                     tracing::info!(task = %id, "slot {id} assigned to this worker (status generation {generation})");
                 }
             }
@@ -87,20 +124,47 @@ impl DistributedHerder {
         self.kick.notify_one();
     }
 
+    /// The worker that departed with the task still running, if `stored` says so: RUNNING, PAUSED
+    /// or RESTARTING under another worker (a graceful stop leaves STOPPED, or UNASSIGNED).
+    fn departed<'a>(&self, stored: &'a StatusEntry) -> Option<&'a str> {
+        (is_live(stored) && stored.worker_id != self.settings.worker_id)
+            .then_some(stored.worker_id.as_str())
+    }
+
+    /// Catches the status store up (bounded by [`CATCH_UP`]); on failure the decisions use what it
+    /// had read before.
+    fn catch_up_statuses(&self, when: &str) {
+        let statuses = self.statuses.clone();
+        let caught_up = self.block_on(when, async move {
+            tokio::time::timeout(CATCH_UP, statuses.catch_up()).await
+        });
+        match caught_up {
+            Some(Ok(Ok(()))) | None => {}
+            Some(Ok(Err(e))) => tracing::warn!(
+                "slots {when}: the status store could not catch up ({e}); going on with the statuses read before"
+            ),
+            Some(Err(_)) => tracing::warn!(
+                "slots {when}: the status store did not catch up within {CATCH_UP:?}; going on with the statuses read before"
+            ),
+        }
+    }
+
     /// Stops what runs in `slots` — final commits included — before returning.
     fn revoked(self: &Arc<Self>, slots: &[Slot]) {
         let ids = tasks(slots);
-        {
+        let claims: Vec<(TaskId, u32)> = {
             let mut owned = self.owned();
             if slots.contains(&Slot::Leader) {
                 owned.leader = false;
                 tracing::info!(worker = %self.settings.worker_id, "this worker is no longer the leader");
             }
             for id in &ids {
-                owned.slots.remove(id);
                 owned.fenced.remove(id);
             }
-        }
+            ids.iter()
+                .filter_map(|id| owned.slots.remove(id).map(|c| (id.clone(), c.generation)))
+                .collect()
+        };
         if ids.is_empty() {
             return;
         }
@@ -109,7 +173,8 @@ impl DistributedHerder {
         self.block_on("revoked", async move {
             // Waits for a start or stop under way in the loop (nothing can start these afterwards:
             // the slots are gone from `owned`), but not longer than a graceful stop may take, so the
-            // whole revocation stays within graceful timeout + stop (below the revoke timeout).
+            // whole revocation stays within graceful timeout + stop (below the revoke timeout), plus
+            // at most `CATCH_UP` to make the final statuses durable (`release`).
             let waited = tokio::time::timeout(this.worker.graceful_timeout(), this.applied.lock());
             let Ok(mut applied) = waited.await else {
                 tracing::error!(
@@ -137,7 +202,33 @@ impl DistributedHerder {
             // a write in flight: fence it, so nothing of it commits once the revocation returned.
             this.abort_all(ids).await;
         });
+        self.release(&claims);
         self.kick.notify_one();
+    }
+
+    /// After a revocation: a task whose status still says it runs here (its stop was cut short: an
+    /// abort writes no status) is marked UNASSIGNED, so that its next owner does not hold it back as
+    /// a departed worker's; then the status writes are made durable (bounded) before the handler
+    /// returns, so the next owner, which catches up first, sees them.
+    fn release(&self, claims: &[(TaskId, u32)]) {
+        if claims.is_empty() {
+            return;
+        }
+        for (id, generation) in claims {
+            let still_live = self
+                .statuses
+                .task(id)
+                .is_some_and(|s| s.worker_id == self.settings.worker_id && is_live(&s));
+            if still_live {
+                let status = StatusEntry::new(
+                    State::Unassigned,
+                    self.settings.worker_id.as_str(),
+                    *generation,
+                );
+                self.statuses.put_task_safe(id, status);
+            }
+        }
+        self.catch_up_statuses("revoked");
     }
 
     /// Aborts what runs in `slots`: nothing of them commits once this returns.
@@ -179,20 +270,54 @@ impl DistributedHerder {
     }
 
     /// Runs `work` to its end on the herder's runtime from the group's (plain) thread. Called from
-    /// inside a runtime by mistake, it runs on a thread of its own rather than panic.
-    fn block_on(&self, what: &str, work: impl Future<Output = ()> + Send + 'static) {
+    /// inside a runtime by mistake, it runs on a thread of its own rather than panic. `None`: no
+    /// runtime yet (nothing ran), or the work panicked.
+    fn block_on<T: Send>(
+        &self,
+        what: &str,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Option<T> {
         let Some(runtime) = self.runtime.get() else {
             tracing::error!(
                 "slots {what} before the herder was created inside a tokio runtime: nothing ran yet, nothing to stop"
             );
-            return;
+            return None;
         };
         if Handle::try_current().is_ok() {
-            std::thread::scope(|scope| {
-                let _ = scope.spawn(|| runtime.block_on(work)).join();
-            });
+            std::thread::scope(|scope| scope.spawn(|| runtime.block_on(work)).join().ok())
         } else {
-            runtime.block_on(work);
+            Some(runtime.block_on(work))
         }
     }
+}
+
+/// Whether a stored status says the task runs (or is about to run again).
+fn is_live(status: &StatusEntry) -> bool {
+    matches!(
+        status.state,
+        State::Running | State::Paused | State::Restarting
+    )
+}
+
+/// How long a catch-up with the status store may take in a handler call (it delays the
+/// revocation's return and the assignment's decisions).
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// A hold no delay reaches in practice (`scheduled.rebalance.max.delay.ms` is at most ~25 days).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// `HH:MM:SS.mmm UTC` of `at`, for logs.
+fn utc_clock(at: Option<SystemTime>) -> String {
+    let Some(at) = at else {
+        return "never".to_owned();
+    };
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{:03} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        since.subsec_millis()
+    )
 }

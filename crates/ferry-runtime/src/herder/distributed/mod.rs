@@ -12,7 +12,7 @@ mod writes;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry_api::Config;
 use ferry_offsets::OffsetBackingStore;
@@ -22,6 +22,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::validate::{Plugin, Plugins};
+use crate::state::TaskId;
 use crate::stores::{ConfigBackingStore, StatusBackingStore};
 use crate::worker::Worker;
 use ownership::Ownership;
@@ -34,6 +35,33 @@ pub struct DistributedSettings {
     pub worker_id: String,
     /// The REST base URL other workers forward to: `http://host:port`.
     pub rest_url: String,
+    /// `scheduled.rebalance.max.delay.ms` (Kafka Connect's KIP-415 delay): how long a task slot this
+    /// worker gets is held back when its previous owner departed with the task still running (a
+    /// crash, a lost session) — that worker may come back. Zero: never held.
+    pub scheduled_rebalance_max_delay: Duration,
+    /// How long a new owner waits for a previous owner that still ran the task to release it (see
+    /// `fence`) before starting it anyway (when the delay above is shorter): long enough for a live
+    /// worker to see the claim and stop the task, short enough not to keep a dead worker's tasks
+    /// waiting.
+    pub handoff_timeout: Duration,
+}
+
+impl DistributedSettings {
+    /// The default [`handoff_timeout`](Self::handoff_timeout).
+    pub const DEFAULT_HANDOFF_TIMEOUT: Duration = Duration::from_secs(2);
+
+    /// Kafka Connect's default `scheduled.rebalance.max.delay.ms`: 5 minutes.
+    pub const DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY: Duration = Duration::from_secs(300);
+
+    /// Settings for worker `worker_id` reached at `rest_url`, with Kafka Connect's default delay.
+    pub fn new(worker_id: impl Into<String>, rest_url: impl Into<String>) -> Self {
+        Self {
+            worker_id: worker_id.into(),
+            rest_url: rest_url.into(),
+            scheduled_rebalance_max_delay: Self::DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
+            handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
+        }
+    }
 }
 
 /// The distributed herder: Kafka Connect's `DistributedHerder`, with ownership by group **slots**.
@@ -62,6 +90,17 @@ pub struct DistributedSettings {
 ///   the offset store at start, and the offset store is relied on to return every completed write
 ///   (the Kafka offset store reads its topic to the end on every get), so the task resumes after the
 ///   previous owner's final commit.
+/// - **Hold-back** (`scheduled.rebalance.max.delay.ms`, KIP-415's delay done by the new owner): on
+///   getting a task slot the worker first catches up with the status store
+///   ([`StatusBackingStore::catch_up`]), then looks at the task's status. RUNNING, PAUSED or
+///   RESTARTING under another worker means that worker departed without stopping it (a graceful
+///   revocation leaves STOPPED or UNASSIGNED, written and made durable before the handler returns):
+///   the slot is held — claimed (UNASSIGNED) but nothing of it, nor slot 0's connector instance,
+///   starts until the delay has passed since the assignment. A zero delay never holds (KAFKA-15693).
+///   A slot revoked or lost while held had nothing started. The group, not this herder, picks the
+///   next owner, so a returning worker does not get its old slots back: the hold only keeps the
+///   tasks from starting elsewhere for that long; and a held slot revoked again passes to its next
+///   owner as UNASSIGNED, which starts it at once (the remaining hold is not carried over).
 /// - **Status generations**: the group's generation is not readable through librdkafka, so each
 ///   worker claims one per task when it gets the slot: one above the highest stored in the task's
 ///   status (written at once as `UNASSIGNED`, which reserves it); every status it writes for that
@@ -209,6 +248,22 @@ impl DistributedHerder {
     /// The worker.
     pub fn worker(&self) -> &Worker {
         &self.worker
+    }
+
+    /// The task slots held back here now (`scheduled.rebalance.max.delay.ms`), each with when it
+    /// may start.
+    pub fn held_back(&self) -> Vec<(TaskId, Instant)> {
+        let now = Instant::now();
+        self.owned()
+            .slots
+            .iter()
+            .filter_map(|(id, claim)| {
+                claim
+                    .hold_until
+                    .filter(|&until| now < until)
+                    .map(|until| (id.clone(), until))
+            })
+            .collect()
     }
 
     /// Whether this worker holds the leader slot.

@@ -1,6 +1,7 @@
 //! What this worker holds in the group, and which tasks it started in those slots.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 use ferry_api::Config;
 
@@ -13,18 +14,36 @@ pub(super) struct Started {
     pub(super) target: TargetState,
 }
 
+/// A task slot held here: the generation claimed for its statuses and, when its previous owner
+/// departed with it still running, until when nothing of it starts (`scheduled.rebalance.max.delay.ms`).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Claim {
+    pub(super) generation: u32,
+    pub(super) hold_until: Option<Instant>,
+    /// The worker whose release (its STOPPED status for the task) ends the hold early: the previous
+    /// owner that still ran the task when this worker got the slot.
+    pub(super) waits_for: Option<String>,
+}
+
+impl Claim {
+    /// Whether nothing of the slot may start yet.
+    pub(super) fn held(&self, now: Instant) -> bool {
+        self.hold_until.is_some_and(|until| now < until)
+    }
+}
+
 /// The slots held and the tasks started in them (see `DistributedHerder::owned`).
 #[derive(Debug, Default)]
 pub(super) struct Ownership {
     /// Holds the leader slot.
     pub(super) leader: bool,
-    /// The task slots held, each with the generation claimed for its statuses.
-    pub(super) slots: BTreeMap<TaskId, u32>,
+    /// The task slots held.
+    pub(super) slots: BTreeMap<TaskId, Claim>,
     /// The tasks started here (a subset of `slots`).
     pub(super) running: BTreeMap<TaskId, Started>,
-    /// Slots the group still gives this worker but another worker claimed with a newer status
-    /// generation (see `fence`): nothing runs in them here until that worker releases them.
-    pub(super) fenced: BTreeSet<TaskId>,
+    /// Slots the group still gives this worker but another worker (the value) claimed with a newer
+    /// status generation (see `fence`): nothing runs in them here until that worker releases them.
+    pub(super) fenced: BTreeMap<TaskId, String>,
 }
 
 impl Ownership {
@@ -38,13 +57,26 @@ impl Ownership {
         self.owns(&TaskId::new(connector, 0))
     }
 
-    /// The connectors whose instance runs here.
-    pub(super) fn connectors(&self) -> BTreeSet<String> {
+    /// Whether slot `id` is held here and may run now (not held back).
+    pub(super) fn may_run(&self, id: &TaskId, now: Instant) -> bool {
+        self.slots.get(id).is_some_and(|claim| !claim.held(now))
+    }
+
+    /// The connectors whose instance runs here: slot 0 held and not held back.
+    pub(super) fn connectors(&self, now: Instant) -> BTreeSet<String> {
         self.slots
-            .keys()
-            .filter(|id| id.task == 0)
-            .map(|id| id.connector.clone())
+            .iter()
+            .filter(|(id, claim)| id.task == 0 && !claim.held(now))
+            .map(|(id, _)| id.connector.clone())
             .collect()
+    }
+
+    /// When the first slot held back here may run.
+    pub(super) fn next_release(&self, now: Instant) -> Option<Instant> {
+        self.slots
+            .values()
+            .filter_map(|claim| claim.hold_until.filter(|&until| now < until))
+            .min()
     }
 
     /// Forgets everything (the worker stopped).

@@ -75,8 +75,19 @@ impl DistributedHerder {
         }
     }
 
-    /// One reconciliation; returns when a failed group call should be retried.
+    /// One reconciliation; returns when the next one is due before the periodic one: a failed group
+    /// call to retry, or a held-back slot to start.
     pub(super) async fn pass(&self) -> Option<Instant> {
+        let retry_at = self.reconcile().await;
+        let release = self.owned().next_release(Instant::now());
+        match (retry_at, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// One reconciliation; returns when a failed group call should be retried.
+    async fn reconcile(&self) -> Option<Instant> {
         let snapshot = match self.config_store.snapshot().await {
             Ok(snapshot) => snapshot,
             Err(e) => {
@@ -170,7 +181,7 @@ impl DistributedHerder {
     /// Runs the connector instances of the slots 0 held here: task configurations written when they
     /// changed (empty when STOPPED), the connector's status. Returns whether it wrote to the store.
     async fn sync_connectors(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) -> bool {
-        let mine = self.owned().connectors();
+        let mine = self.owned().connectors(Instant::now());
         applied
             .instances
             .retain(|name, _| mine.contains(name) && snapshot.connectors.contains_key(name));
@@ -265,9 +276,12 @@ impl DistributedHerder {
     async fn sync_tasks(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) {
         let (desired, running) = {
             let owned = self.owned();
+            let now = Instant::now();
+            // A held-back slot runs nothing yet (it cannot have started anything either).
             let desired: BTreeMap<TaskId, Started> = owned
                 .slots
                 .keys()
+                .filter(|id| owned.may_run(id, now))
                 .filter_map(|id| desired_task(snapshot, id).map(|s| (id.clone(), s)))
                 .collect();
             (desired, owned.running.clone())
@@ -298,16 +312,22 @@ impl DistributedHerder {
         }
     }
 
-    /// Starts task `id` if its slot is still held here.
+    /// Starts task `id` if its slot is still held here and not held back (a held-back task starts
+    /// when the loop reaches it after the hold).
     pub(super) fn start_task(&self, snapshot: &ConfigSnapshot, id: &TaskId, want: Started) {
         let Some(entry) = snapshot.connectors.get(&id.connector) else {
             return;
         };
         let checked = validate::check(&self.plugins, &id.connector, &entry.config);
         let mut owned = self.owned();
-        let Some(&generation) = owned.slots.get(id) else {
+        let Some(claim) = owned.slots.get(id) else {
             return;
         };
+        if claim.held(Instant::now()) {
+            tracing::info!(task = %id, "task {id} not started yet: its slot is held back");
+            return;
+        }
+        let generation = claim.generation;
         let (config, connector) = match checked {
             Ok(checked) => checked,
             Err(e) => {

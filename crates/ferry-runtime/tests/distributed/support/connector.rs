@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, ConnectMap, SourceConnector, SourceOffset,
@@ -24,6 +24,8 @@ pub struct Start {
     pub tag: String,
     pub instance: i64,
     pub resumed_after: Option<i64>,
+    /// When it started (after reading its offset).
+    pub at: Instant,
 }
 
 /// What every `Seq` task of the process started with.
@@ -104,6 +106,7 @@ impl SourceTask for SeqTask {
             tag: context.configs().get("tag").cloned().unwrap_or_default(),
             instance: self.instance,
             resumed_after: committed,
+            at: Instant::now(),
         });
         Ok(())
     }

@@ -223,6 +223,8 @@ pub struct Cluster {
     pub starts: Starts,
     pub nodes: Vec<Node>,
     settings: fn() -> WorkerSettings,
+    /// `scheduled.rebalance.max.delay.ms` of workers joining from now on (default 0: no hold-back).
+    pub delay: Duration,
 }
 
 /// Commits every 20 ms.
@@ -256,6 +258,7 @@ impl Cluster {
             starts: Starts::default(),
             nodes: Vec::new(),
             settings: fast,
+            delay: Duration::ZERO,
         }
     }
 
@@ -277,6 +280,9 @@ impl Cluster {
         let settings = DistributedSettings {
             worker_id: worker_id.clone(),
             rest_url: format!("http://{worker_id}"),
+            scheduled_rebalance_max_delay: self.delay,
+            // A crashed worker never releases its tasks: a short handoff keeps the tests quick.
+            handoff_timeout: Duration::from_millis(500),
         };
         let herder = DistributedHerder::new(
             worker,
