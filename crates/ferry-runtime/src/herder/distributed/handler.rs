@@ -206,45 +206,57 @@ impl DistributedHerder {
         self.kick.notify_one();
     }
 
-    /// After a revocation: a task whose status still says it runs here (its stop was cut short: an
-    /// abort writes no status) is marked UNASSIGNED, so that its next owner does not hold it back as
-    /// a departed worker's; then the status writes are made durable (bounded) before the handler
-    /// returns, so the next owner, which catches up first, sees them.
+    /// After a revocation: each task is **released** — a STOPPED status, which tells its next owner
+    /// it may start at once (no hold-back, see `fence`) — then the status writes are made durable
+    /// (bounded) before the handler returns, so the next owner, which catches up first, sees them.
     fn release(&self, claims: &[(TaskId, u32)]) {
         if claims.is_empty() {
             return;
         }
-        for (id, generation) in claims {
-            let still_live = self
-                .statuses
-                .task(id)
-                .is_some_and(|s| s.worker_id == self.settings.worker_id && is_live(&s));
-            if still_live {
-                let status = StatusEntry::new(
-                    State::Unassigned,
-                    self.settings.worker_id.as_str(),
-                    *generation,
-                );
-                self.statuses.put_task_safe(id, status);
-            }
-        }
+        self.write_releases(claims);
         self.catch_up_statuses("revoked");
+    }
+
+    /// Writes the release of each task given up here, unless another worker already runs it (its
+    /// live status is not overwritten): over this worker's own status (a stop cut short writes
+    /// none, a slot still held back never ran), and over another worker's claim that waits for it,
+    /// at that claim's generation.
+    fn write_releases(&self, claims: &[(TaskId, u32)]) {
+        for (id, generation) in claims {
+            let stored = self.statuses.task(id);
+            let generation = match &stored {
+                None => *generation,
+                Some(s) if s.worker_id == self.settings.worker_id => {
+                    if !(is_live(s) || s.state == State::Unassigned) {
+                        continue;
+                    }
+                    s.generation.max(*generation)
+                }
+                Some(s) if s.state == State::Unassigned => s.generation.max(*generation),
+                Some(_) => continue,
+            };
+            let release =
+                StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), generation);
+            self.statuses.put_task(id, release);
+        }
     }
 
     /// Aborts what runs in `slots`: nothing of them commits once this returns.
     fn lost(self: &Arc<Self>, slots: &[Slot]) {
         let ids = tasks(slots);
-        {
+        let claims: Vec<(TaskId, u32)> = {
             let mut owned = self.owned();
             if slots.contains(&Slot::Leader) {
                 owned.leader = false;
             }
             for id in &ids {
-                owned.slots.remove(id);
                 owned.running.remove(id);
                 owned.fenced.remove(id);
             }
-        }
+            ids.iter()
+                .filter_map(|id| owned.slots.remove(id).map(|c| (id.clone(), c.generation)))
+                .collect()
+        };
         if ids.is_empty() {
             return;
         }
@@ -255,6 +267,9 @@ impl DistributedHerder {
         // Not under `applied`: a graceful stop under way there must not delay the abort, and the
         // abort reaches a stopping instance too (its fence).
         self.block_on("lost", async move { this.abort_all(ids).await });
+        // Nothing of them commits any more: a next owner waiting for them may start (if the broker
+        // is reachable at all; the writes are not waited for).
+        self.write_releases(&claims);
     }
 
     /// Aborts every instance of `ids` (see [`crate::Worker::abort_task`]), all at once.

@@ -90,15 +90,8 @@ impl Coordinator {
     /// and it vanishes from the group without a revoke; its slots go to the others.
     pub async fn crash(&self, id: usize) {
         let _one = self.rebalancing.lock().await;
-        let member = lock(&self.state).members.remove(&id);
-        if let Some(member) = member {
-            call(
-                &member.handler,
-                |h, s| h.lost(s),
-                member.owned.into_iter().collect(),
-            )
-            .await;
-        }
+        // A dead process is told nothing (its tasks died with it: the caller aborts them first).
+        lock(&self.state).members.remove(&id);
         self.rebalance().await;
     }
 

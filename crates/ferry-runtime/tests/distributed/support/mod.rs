@@ -314,6 +314,13 @@ impl Cluster {
 
     /// Worker `i` dies at once.
     pub async fn crash(&mut self, i: usize) {
+        // As SIGKILL: every task dies at once, without a final commit or a last status.
+        let worker = self.nodes[i].herder.worker();
+        for connector in worker.connector_names() {
+            for id in worker.tasks(&connector) {
+                worker.abort_task(&id).await;
+            }
+        }
         self.coordinator.crash(i).await;
         self.nodes[i].herder.shutdown(Duration::from_secs(1)).await;
         self.nodes[i].gone = true;
