@@ -1,4 +1,4 @@
-//! The `ferry` command line: `standalone`, `distributed` (configuration only, so far) and `offsets …`.
+//! The `ferry` command line: `standalone`, `distributed` and `offsets …`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,8 +26,8 @@ enum Command {
         /// Connector properties files (none: connectors are created over the REST API).
         connectors: Vec<PathBuf>,
     },
-    /// Check a distributed worker file (Kafka Connect's connect-distributed). The group runtime is
-    /// not implemented yet: a valid file is reported so and the command exits with status 2.
+    /// Run a distributed worker (Kafka Connect's connect-distributed): workers sharing a `group.id`
+    /// share connectors and tasks through Kafka.
     Distributed {
         /// The distributed worker properties file.
         worker: PathBuf,
@@ -75,9 +75,9 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
                 .run_standalone(&worker, &connectors)
                 .await
                 .map(|()| ExitCode::SUCCESS),
-            Command::Distributed { worker } => {
-                crate::distributed::run(&worker).map(|()| ExitCode::SUCCESS)
-            }
+            Command::Distributed { worker } => crate::distributed::run(&ferry, &worker)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Offsets { action } => offsets::run(ferry, action).await,
         }
     });

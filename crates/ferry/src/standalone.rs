@@ -193,13 +193,13 @@ pub(crate) async fn run(
 
 /// The SIGTERM and SIGINT listeners. A signal that arrives after [`StopSignals::listen`] is kept until
 /// [`StopSignals::wait`] takes it.
-struct StopSignals {
+pub(crate) struct StopSignals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
 }
 
 impl StopSignals {
-    fn listen() -> Result<Self, String> {
+    pub(crate) fn listen() -> Result<Self, String> {
         use tokio::signal::unix::{SignalKind, signal};
         let term = signal(SignalKind::terminate())
             .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
@@ -208,7 +208,7 @@ impl StopSignals {
         Ok(Self { term, int })
     }
 
-    async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         tokio::select! {
             _ = self.term.recv() => tracing::info!("SIGTERM received"),
             _ = self.int.recv() => tracing::info!("SIGINT received"),

@@ -1,6 +1,6 @@
-//! `ferry distributed WORKER.properties` (issue 13, configuration only): Kafka Connect's key names and
+//! `ferry distributed WORKER.properties`: its configuration: Kafka Connect's key names and
 //! defaults, every problem of a file reported at once with its line, the timeout cross-checks, and the
-//! command's honest refusal to start (the group runtime does not exist yet).
+//! command's refusal to start on a bad file.
 
 mod support;
 
@@ -263,22 +263,8 @@ fn a_revoked_task_must_stop_and_commit_within_the_rebalance_timeout() {
 }
 
 #[test]
-fn ferry_distributed_checks_the_file_and_says_the_group_runtime_is_missing() {
+fn ferry_distributed_refuses_a_bad_file_before_starting_anything() {
     let ws = Workspace::new();
-    let worker = ws.write("worker.properties", MINIMAL);
-    let out = run(ws.path(), &["distributed", &path_str(&worker)]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    for fragment in [
-        "ferry: distributed mode: configuration valid; the group runtime is not implemented yet",
-        "worker.properties: group connect-cluster, worker id 127.0.0.1:8083)",
-    ] {
-        assert!(
-            out.stderr.contains(fragment),
-            "{fragment:?} missing from:\n{}",
-            out.stderr
-        );
-    }
-
     let bad = ws.write(
         "bad.properties",
         "bootstrap.servers=localhost:9092\ngroup.id=g\nheartbeat.interval.ms=soon\n",

@@ -17,7 +17,8 @@
 //!
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
 //! releases it in turn (a STOPPED status written by the claimant: the group took the slot back from
-//! it); then this worker claims it again. Without that, a slot the group kept here while it also gave
+//! it), or this worker's own release stayed untaken for twice the handoff timeout (the claimant's
+//! release raced with it); then this worker claims it again. Without that, a slot the group kept here while it also gave
 //! it to another worker, then took back from that worker, would run nowhere.
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
@@ -25,12 +26,13 @@
 //! new owner briefly (duplicates, never a gap: every commit either makes is of records it delivered).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::DistributedHerder;
+use super::ownership::Fenced;
 use crate::state::TaskId;
 use crate::stores::{State, StatusEntry};
 
@@ -117,7 +119,13 @@ impl DistributedHerder {
         for s in &superseded {
             owned.slots.remove(&s.id);
             owned.running.remove(&s.id);
-            owned.fenced.insert(s.id.clone(), s.claimant.clone());
+            owned.fenced.insert(
+                s.id.clone(),
+                Fenced {
+                    claimant: s.claimant.clone(),
+                    since: Instant::now(),
+                },
+            );
         }
         superseded
     }
@@ -162,12 +170,25 @@ impl DistributedHerder {
     /// any was.
     fn reclaim_released(&self) -> bool {
         let mut owned = self.owned();
+        let now = Instant::now();
+        // Our own release left untaken this long: the claimant gave the slot up meanwhile (its own
+        // release was overwritten or not seen), so the task would run nowhere.
+        let untaken = self
+            .settings
+            .handoff_timeout
+            .saturating_mul(2)
+            .max(FENCE_EVERY * 8);
         let released: Vec<(TaskId, u32)> = owned
             .fenced
             .iter()
-            .filter_map(|(id, claimant)| match self.statuses.task(id) {
+            .filter_map(|(id, fenced)| match self.statuses.task(id) {
                 None => Some((id.clone(), 0)),
-                Some(stored) if stored.state == State::Stopped && stored.worker_id == *claimant => {
+                Some(stored)
+                    if stored.state == State::Stopped
+                        && (stored.worker_id == fenced.claimant
+                            || (stored.worker_id == self.settings.worker_id
+                                && now.duration_since(fenced.since) > untaken)) =>
+                {
                     Some((id.clone(), stored.generation.saturating_add(1)))
                 }
                 Some(_) => None,

@@ -32,6 +32,13 @@ impl Claim {
     }
 }
 
+/// A slot fenced here: who claimed it, and since when.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Fenced {
+    pub(super) claimant: String,
+    pub(super) since: Instant,
+}
+
 /// The slots held and the tasks started in them (see `DistributedHerder::owned`).
 #[derive(Debug, Default)]
 pub(super) struct Ownership {
@@ -43,7 +50,7 @@ pub(super) struct Ownership {
     pub(super) running: BTreeMap<TaskId, Started>,
     /// Slots the group still gives this worker but another worker (the value) claimed with a newer
     /// status generation (see `fence`): nothing runs in them here until that worker releases them.
-    pub(super) fenced: BTreeMap<TaskId, String>,
+    pub(super) fenced: BTreeMap<TaskId, Fenced>,
 }
 
 impl Ownership {

@@ -1,0 +1,184 @@
+//! `ferry distributed WORKER.properties`: assembles a distributed worker from the runtime's
+//! [`DistributedHerder`] and Kafka's pieces — the config, status and offsets topics, the Kafka sink and
+//! the task-slot consumer group — then serves the REST API until SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_kafka::connect::slots::{SlotsConfig, TaskSlots};
+use ferry_kafka::connect::{InternalTopicConfig, KafkaConfigBackingStore, KafkaStatusBackingStore};
+use ferry_kafka::{KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSinkSpec};
+use ferry_offsets::OffsetBackingStore;
+use ferry_plugin::{DynSinkSpec, StatusBackingStore, WorkerGroup};
+use ferry_runtime::herder::{DistributedHerder, DistributedSettings};
+use ferry_runtime::rest::RestServer;
+use ferry_runtime::{Worker, WorkerSettings};
+
+use super::{DistributedConfig, InternalTopic};
+use crate::Ferry;
+use crate::standalone::StopSignals;
+
+/// How often other workers' config and status writes are read.
+const REFRESH_EVERY: Duration = Duration::from_millis(500);
+/// How long a broker call of the internal stores may make no progress.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTopicConfig {
+    let mut clients = config.client_overrides.to_vec();
+    clients.extend(config.admin_overrides.to_vec());
+    InternalTopicConfig {
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        topic: topic.name.clone(),
+        partitions: topic.partitions,
+        replication_factor: topic.replication_factor,
+        client_overrides: clients,
+        timeout: STORE_TIMEOUT,
+    }
+}
+
+/// Runs one distributed worker until SIGTERM or SIGINT.
+pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
+    // Bound first: a taken port refuses the start before anything is created.
+    let rest = RestServer::bind(&config.rest).await?;
+    let port = rest.local_addrs().first().map_or(0, |a| a.port());
+    let worker_id = config.worker_id(port);
+    let rest_url = format!("http://{worker_id}");
+
+    let config_store = Arc::new(
+        KafkaConfigBackingStore::open(&topic_config(&config, &config.config_topic))
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    config_store.spawn_refresher(REFRESH_EVERY);
+    let status_store = Arc::new(
+        KafkaStatusBackingStore::open(&topic_config(&config, &config.status_topic))
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    spawn_status_refresher(&status_store);
+    let mut offsets_config = KafkaOffsetStoreConfig::new(
+        config.bootstrap_servers.clone(),
+        config.offset_topic.name.clone(),
+    );
+    offsets_config.partitions = config.offset_topic.partitions;
+    offsets_config.replication_factor = config.offset_topic.replication_factor;
+    offsets_config.client_overrides = config.client_overrides.to_vec();
+    let offsets: Arc<dyn OffsetBackingStore> = Arc::new(
+        KafkaOffsetStore::open(offsets_config)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let mut producer_overrides = config.client_overrides.clone();
+    for (k, v) in config.producer_overrides.iter() {
+        if config.producer_overrides.is_secret(k) {
+            producer_overrides.set_secret(k, v);
+        } else {
+            producer_overrides.set(k, v);
+        }
+    }
+    let sink_spec = KafkaSinkSpec {
+        bootstrap_servers: config.bootstrap_servers.clone(),
+        producer_overrides,
+        key_converter: config.key_converter,
+        value_converter: config.value_converter,
+    };
+    let sinks = sink_spec.start().await.map_err(|e| e.to_string())?;
+    tracing::info!(
+        "ferry distributed: worker {worker_id} in group {}; configs in {}, statuses in {}, offsets in {}, \
+         records to {}",
+        config.group_id,
+        config.config_topic.name,
+        config.status_topic.name,
+        offsets.describe(),
+        sink_spec
+    );
+
+    let signals = StopSignals::listen()?;
+    let statuses: Arc<dyn StatusBackingStore> = status_store.clone();
+    let settings = WorkerSettings {
+        offset_flush_interval: config.offset_flush_interval,
+        offset_flush_timeout: config.offset_flush_timeout,
+        task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        ..WorkerSettings::default()
+    };
+    let worker = Worker::with_sinks(
+        settings,
+        offsets.clone(),
+        sinks.clone(),
+        statuses.clone(),
+        worker_id.clone(),
+    );
+    let herder = DistributedHerder::new(
+        worker,
+        offsets.clone(),
+        ferry.connector_plugins().to_vec(),
+        DistributedSettings {
+            worker_id: worker_id.clone(),
+            rest_url: rest_url.clone(),
+            scheduled_rebalance_max_delay: config.scheduled_rebalance_max_delay,
+            handoff_timeout: DistributedSettings::DEFAULT_HANDOFF_TIMEOUT,
+        },
+        config_store.clone(),
+        statuses,
+    );
+    let group: Arc<dyn WorkerGroup> = Arc::new(join_group(&config, &rest_url, &herder).await?);
+    herder.start(group).await?;
+
+    let (stop_rest, rest_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = rest.serve(herder.clone(), async move {
+        let _ = rest_stopped.await;
+    });
+    signals.wait().await;
+    let _ = stop_rest.send(());
+    let _ = server.await;
+    tracing::info!("stopping: leaving the group (revoked tasks commit their offsets)");
+    herder.shutdown(config.rebalance_timeout).await;
+    if let Err(e) = sinks.flush(config.offset_flush_timeout).await {
+        tracing::warn!("sink flush at exit failed: {e}");
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn join_group(
+    config: &DistributedConfig,
+    rest_url: &str,
+    herder: &Arc<DistributedHerder>,
+) -> Result<TaskSlots, String> {
+    let mut slots = SlotsConfig::new(
+        config.bootstrap_servers.clone(),
+        config.group_id.clone(),
+        rest_url,
+    );
+    slots.session_timeout = config.session_timeout;
+    slots.heartbeat_interval = config.heartbeat_interval;
+    slots.rebalance_timeout = config.rebalance_timeout;
+    // A revoked task stops (graceful timeout) then commits (flush timeout); checked below the
+    // rebalance timeout when the file was read.
+    slots.revoke_timeout = config.task_shutdown_graceful_timeout + config.offset_flush_timeout;
+    slots.replication_factor = config.config_topic.replication_factor;
+    let mut clients = config.client_overrides.to_vec();
+    clients.extend(config.consumer_overrides.to_vec());
+    slots.client_settings = clients;
+    TaskSlots::join(slots, herder.handler())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Reads the status topic every [`REFRESH_EVERY`], so REST answers show other workers' statuses.
+fn spawn_status_refresher(store: &Arc<KafkaStatusBackingStore>) {
+    let store = Arc::downgrade(store);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(REFRESH_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let Some(store) = store.upgrade() else {
+                return;
+            };
+            if let Err(e) = store.refresh().await {
+                tracing::warn!("reading the status topic failed (retried): {e}");
+            }
+        }
+    });
+}

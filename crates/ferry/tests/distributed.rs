@@ -1,0 +1,509 @@
+//! `ferry distributed`: several worker processes on one real broker (tansu) share connectors and
+//! tasks through a consumer group and Kafka Connect's config, status and offsets topics.
+//!
+//! Records come from SequenceSource (paced by `throughput`), one source partition per task, into a
+//! Kafka topic; each record is `{"partition":p,"seq":n}`, so a reader checks every partition's
+//! sequence for a gap (a record lost: never acceptable) and for repeats (duplicates: allowed only
+//! where a worker died without committing).
+//!
+//! Each test starts its own broker and stops every worker it started.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
+
+mod kafka_support;
+mod rest_support;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ferry_testkit::TansuBroker;
+use kafka_support::{TopicReader, broker, create_topic};
+use rest_support::Api as Client;
+use serde_json::{Value, json};
+use support::{DEADLINE, Ferry, Workspace, killed_by_sigkill};
+
+const TOPIC: &str = "sequences";
+
+/// One broker, one workspace, the workers of one group.
+struct Cluster {
+    broker: TansuBroker,
+    ws: Workspace,
+    worker_file: PathBuf,
+    workers: Vec<Option<Worker>>,
+}
+
+struct Worker {
+    ferry: Ferry,
+    url: String,
+}
+
+impl Worker {
+    fn client(&self) -> Client {
+        Client::new(&self.url)
+    }
+
+    /// `host:port`, the worker id in statuses.
+    fn id(&self) -> String {
+        self.url.trim_start_matches("http://").to_owned()
+    }
+}
+
+impl Cluster {
+    fn new(extra: &[(&str, &str)]) -> Self {
+        let broker = broker();
+        let ws = Workspace::new();
+        create_topic(&broker.bootstrap_servers(), TOPIC, 1);
+        let mut entries = vec![
+            ("bootstrap.servers", broker.bootstrap_servers().to_owned()),
+            ("group.id", "ferry-cluster".to_owned()),
+            ("config.storage.topic", "ferry-configs".to_owned()),
+            ("offset.storage.topic", "ferry-offsets".to_owned()),
+            ("status.storage.topic", "ferry-status".to_owned()),
+            ("config.storage.replication.factor", "1".to_owned()),
+            ("offset.storage.replication.factor", "1".to_owned()),
+            ("status.storage.replication.factor", "1".to_owned()),
+            ("offset.storage.partitions", "5".to_owned()),
+            ("status.storage.partitions", "2".to_owned()),
+            ("listeners", "http://127.0.0.1:0".to_owned()),
+            ("session.timeout.ms", "6000".to_owned()),
+            ("heartbeat.interval.ms", "1000".to_owned()),
+            ("rebalance.timeout.ms", "30000".to_owned()),
+            ("scheduled.rebalance.max.delay.ms", "0".to_owned()),
+            ("offset.flush.interval.ms", "300".to_owned()),
+            ("offset.flush.timeout.ms", "5000".to_owned()),
+            ("task.shutdown.graceful.timeout.ms", "5000".to_owned()),
+            ("key.converter.schemas.enable", "false".to_owned()),
+            ("value.converter.schemas.enable", "false".to_owned()),
+        ];
+        for (k, v) in extra {
+            entries.retain(|(key, _)| key != k);
+            entries.push((k, (*v).to_owned()));
+        }
+        let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let worker_file = ws.properties("worker.properties", &entries);
+        Self {
+            broker,
+            ws,
+            worker_file,
+            workers: Vec::new(),
+        }
+    }
+
+    /// Starts one more worker; returns its index.
+    fn start_worker(&mut self) -> usize {
+        let n = self.workers.len();
+        let mut ferry = Ferry::spawn(
+            self.ws.path(),
+            [
+                std::ffi::OsStr::new("distributed"),
+                self.worker_file.as_os_str(),
+            ],
+            &self.ws.file(&format!("worker-{n}.stdout")),
+            &self.ws.file(&format!("worker-{n}.stderr")),
+        );
+        let url = ferry.rest_url();
+        self.workers.push(Some(Worker { ferry, url }));
+        n
+    }
+
+    fn worker(&mut self, n: usize) -> &mut Worker {
+        self.workers[n].as_mut().expect("worker is running")
+    }
+
+    fn live(&self) -> impl Iterator<Item = &Worker> {
+        self.workers.iter().flatten()
+    }
+
+    /// SIGKILL.
+    fn kill(&mut self, n: usize) {
+        let mut worker = self.workers[n].take().expect("worker is running");
+        assert!(killed_by_sigkill(worker.ferry.kill()));
+    }
+
+    /// SIGTERM; asserts a clean exit.
+    fn stop(&mut self, n: usize) {
+        let mut worker = self.workers[n].take().expect("worker is running");
+        worker.ferry.terminate_cleanly();
+    }
+
+    /// Every live worker's log, for failure messages.
+    fn logs(&self) -> String {
+        self.workers
+            .iter()
+            .enumerate()
+            .filter_map(|(n, w)| {
+                w.as_ref()
+                    .map(|w| format!("--- worker {n}:\n{}", w.ferry.log()))
+            })
+            .collect()
+    }
+
+    /// Polls `check` on the first live worker's REST API until it returns `Some`.
+    fn wait_until<T>(&self, what: &str, mut check: impl FnMut(&Client) -> Option<T>) -> T {
+        let start = Instant::now();
+        loop {
+            let client = self.live().next().expect("a live worker").client();
+            if let Some(value) = check(&client) {
+                return value;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; logs:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Creates a connector through worker `n`, retrying while the cluster has no leader yet (409
+    /// "retry", as Kafka Connect answers during a rebalance).
+    fn create(&mut self, n: usize, body: &str) {
+        let client = self.worker(n).client();
+        self.wait_until("a leader to accept the connector", |_| {
+            let reply = client.post("/connectors", Some(body));
+            match reply.status {
+                201 => Some(()),
+                409 if reply.body.contains("retry") => None,
+                _ => panic!("creating a connector: {reply:?}"),
+            }
+        });
+    }
+
+    /// Waits until every task of `connector` is RUNNING on a live worker; returns task → worker id.
+    fn running_tasks(&self, connector: &str, tasks: usize) -> BTreeMap<usize, String> {
+        self.running_on(connector, tasks, 1)
+    }
+
+    /// Waits until every task of `connector` is RUNNING on a live worker, spread over at least
+    /// `workers` workers; returns task → worker id.
+    fn running_on(&self, connector: &str, tasks: usize, workers: usize) -> BTreeMap<usize, String> {
+        let live: BTreeSet<String> = self.live().map(Worker::id).collect();
+        let what = format!("{tasks} running tasks of {connector} on {workers} or more workers");
+        self.wait_until(&what, |client| {
+            let reply = client.get(&format!("/connectors/{connector}/status"));
+            if reply.status != 200 {
+                return None;
+            }
+            let status = reply.json();
+            let owners: BTreeMap<usize, String> = status["tasks"]
+                .as_array()?
+                .iter()
+                .filter(|t| t["state"] == "RUNNING")
+                .filter(|t| live.contains(t["worker_id"].as_str().unwrap_or_default()))
+                .map(|t| {
+                    (
+                        usize::try_from(t["id"].as_u64().unwrap_or(0)).unwrap_or(0),
+                        t["worker_id"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let spread: BTreeSet<&String> = owners.values().collect();
+            (owners.len() == tasks && spread.len() >= workers).then_some(owners)
+        })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for worker in self.workers.iter_mut().flatten() {
+            worker.ferry.kill();
+        }
+    }
+}
+
+fn sequence_connector(name: &str, tasks: usize, throughput: u32) -> String {
+    json!({
+        "name": name,
+        "config": {
+            "connector.class": "SequenceSource",
+            "tasks.max": tasks.to_string(),
+            "partitions": tasks.to_string(),
+            "topic": TOPIC,
+            "throughput": throughput.to_string(),
+        }
+    })
+    .to_string()
+}
+
+/// Every `(partition, seq)` in the topic, in topic order.
+fn sequences(reader: &mut TopicReader) -> Vec<(i64, i64)> {
+    reader.read_to_end();
+    reader
+        .values()
+        .iter()
+        .map(|v| {
+            let v: Value = serde_json::from_str(v).expect("a JSON record");
+            (
+                v["partition"].as_i64().expect("partition"),
+                v["seq"].as_i64().expect("seq"),
+            )
+        })
+        .collect()
+}
+
+/// Per partition: the highest seq seen, after asserting that every seq from 0 up to it is there.
+fn assert_no_gap(records: &[(i64, i64)]) -> BTreeMap<i64, i64> {
+    let mut seen: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
+    for (p, seq) in records {
+        seen.entry(*p).or_default().insert(*seq);
+    }
+    seen.iter()
+        .map(|(p, seqs)| {
+            let max = *seqs.last().expect("non-empty");
+            let missing: Vec<i64> = (0..=max).filter(|s| !seqs.contains(s)).take(10).collect();
+            assert!(
+                missing.is_empty(),
+                "partition {p}: records lost (gap), first missing seqs {missing:?} of 0..={max}"
+            );
+            (*p, max)
+        })
+        .collect()
+}
+
+/// Records repeated per partition.
+fn duplicates(records: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut seen = BTreeSet::new();
+    records
+        .iter()
+        .filter(|r| !seen.insert(**r))
+        .copied()
+        .collect()
+}
+
+/// Waits until every partition `0..partitions` reached at least `at_least` (and checks no gap).
+fn wait_progress(cluster: &Cluster, reader: &mut TopicReader, partitions: i64, at_least: i64) {
+    let start = Instant::now();
+    loop {
+        let max = assert_no_gap(&sequences(reader));
+        if (0..partitions).all(|p| max.get(&p).is_some_and(|m| *m >= at_least)) {
+            return;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out waiting for every partition to reach seq {at_least}: {max:?}; logs:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn three_workers_share_tasks_and_a_killed_workers_tasks_move_without_a_gap() {
+    let mut cluster = Cluster::new(&[]);
+    for _ in 0..3 {
+        cluster.start_worker();
+    }
+    cluster.create(0, &sequence_connector("seq", 6, 50));
+    // Every worker runs a share of the tasks (once the group has settled).
+    cluster.running_on("seq", 6, 3);
+    // Every worker answers the same status.
+    for w in cluster.live() {
+        let status = w.client().get("/connectors/seq/status").expect(200);
+        assert_eq!(
+            status["tasks"].as_array().map(Vec::len),
+            Some(6),
+            "{status}"
+        );
+    }
+
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    wait_progress(&cluster, &mut reader, 6, 20);
+    let victim = cluster.worker(1).id();
+    cluster.kill(1);
+    let owners = cluster.running_tasks("seq", 6);
+    assert!(
+        !owners.values().any(|w| *w == victim),
+        "the killed worker's tasks moved: {owners:?}"
+    );
+    let before = assert_no_gap(&sequences(&mut reader));
+    // Every partition goes on past where it was: the moved tasks resumed.
+    wait_progress(
+        &cluster,
+        &mut reader,
+        6,
+        before.values().max().copied().unwrap_or(0) + 20,
+    );
+
+    // A joining worker gets a share.
+    let joined = cluster.start_worker();
+    let joined_id = cluster.worker(joined).id();
+    cluster.wait_until("the joining worker to run a task", |client| {
+        let status = client.get("/connectors/seq/status").json();
+        status["tasks"]
+            .as_array()?
+            .iter()
+            .any(|t| t["worker_id"] == joined_id.as_str() && t["state"] == "RUNNING")
+            .then_some(())
+    });
+    let after = assert_no_gap(&sequences(&mut reader));
+    wait_progress(
+        &cluster,
+        &mut reader,
+        6,
+        after.values().max().copied().unwrap_or(0) + 10,
+    );
+    for n in [0, 2, joined] {
+        cluster.stop(n);
+    }
+    assert_no_gap(&sequences(&mut reader));
+}
+
+#[test]
+fn graceful_stops_and_joins_redeliver_nothing() {
+    let mut cluster = Cluster::new(&[]);
+    cluster.start_worker();
+    cluster.start_worker();
+    cluster.create(0, &sequence_connector("seq", 4, 50));
+    cluster.running_tasks("seq", 4);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    wait_progress(&cluster, &mut reader, 4, 20);
+    // A third worker joins: tasks are revoked (stopped, committed) and move.
+    cluster.start_worker();
+    cluster.wait_until("the joining worker to run a task", |client| {
+        let status = client.get("/connectors/seq/status").json();
+        let owners: BTreeSet<&str> = status["tasks"]
+            .as_array()?
+            .iter()
+            .filter_map(|t| t["worker_id"].as_str())
+            .collect();
+        (owners.len() == 3).then_some(())
+    });
+    cluster.running_tasks("seq", 4);
+    let max = assert_no_gap(&sequences(&mut reader));
+    wait_progress(
+        &cluster,
+        &mut reader,
+        4,
+        max.values().max().copied().unwrap_or(0) + 20,
+    );
+    // A worker stops gracefully: its tasks commit before they move.
+    cluster.stop(0);
+    cluster.running_tasks("seq", 4);
+    let max = assert_no_gap(&sequences(&mut reader));
+    wait_progress(
+        &cluster,
+        &mut reader,
+        4,
+        max.values().max().copied().unwrap_or(0) + 20,
+    );
+    let logs = cluster.logs();
+    cluster.stop(1);
+    cluster.stop(2);
+    let records = sequences(&mut reader);
+    assert_no_gap(&records);
+    let repeated = duplicates(&records);
+    assert!(
+        repeated.is_empty(),
+        "graceful moves re-delivered {} records, e.g. {:?}; logs:\n{logs}",
+        repeated.len(),
+        &repeated[..repeated.len().min(10)]
+    );
+}
+
+#[test]
+fn a_full_restart_keeps_connectors_target_states_and_offsets() {
+    let mut cluster = Cluster::new(&[]);
+    create_topic(&cluster.broker.bootstrap_servers(), "paused-topic", 1);
+    cluster.start_worker();
+    cluster.start_worker();
+    cluster.create(0, &sequence_connector("seq", 2, 50));
+    let client = cluster.worker(0).client();
+    // A second connector, paused: it must stay paused across the restart.
+    let paused = json!({
+        "name": "paused",
+        "config": {
+            "connector.class": "SequenceSource",
+            "tasks.max": "1",
+            "topic": "paused-topic",
+            "throughput": "1",
+        }
+    })
+    .to_string();
+    client.post("/connectors", Some(&paused)).expect(201);
+    cluster.running_tasks("paused", 1);
+    client.put("/connectors/paused/pause", None).expect(202);
+    cluster.running_tasks("seq", 2);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    wait_progress(&cluster, &mut reader, 2, 20);
+    cluster.stop(0);
+    cluster.stop(1);
+    let stopped_at = assert_no_gap(&sequences(&mut reader));
+
+    cluster.start_worker();
+    cluster.start_worker();
+    let client = cluster.live().next().expect("a live worker").client();
+    let mut names: Vec<String> =
+        serde_json::from_value(client.get("/connectors").expect(200)).expect("a list of names");
+    names.sort();
+    assert_eq!(names, ["paused", "seq"]);
+    cluster.running_tasks("seq", 2);
+    cluster.wait_until("the paused connector to stay paused", |client| {
+        let status = client.get("/connectors/paused/status").json();
+        (status["connector"]["state"] == "PAUSED"
+            && status["tasks"]
+                .as_array()?
+                .iter()
+                .all(|t| t["state"] == "PAUSED"))
+        .then_some(())
+    });
+    wait_progress(
+        &cluster,
+        &mut reader,
+        2,
+        stopped_at.values().max().copied().unwrap_or(0) + 20,
+    );
+    cluster.stop(2);
+    cluster.stop(3);
+    let records = sequences(&mut reader);
+    assert_no_gap(&records);
+    let repeated = duplicates(&records);
+    assert!(
+        repeated.is_empty(),
+        "a clean restart resumed after the committed offsets, but {} records came again, e.g. {:?}",
+        repeated.len(),
+        &repeated[..repeated.len().min(10)]
+    );
+}
+
+#[test]
+fn two_workers_creating_the_same_connector_get_one_201_and_one_409() {
+    let mut cluster = Cluster::new(&[]);
+    cluster.start_worker();
+    cluster.start_worker();
+    let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
+    // Wait until each worker's writes reach a leader (a rebalance may still be under way at first).
+    for (n, client) in clients.iter().enumerate() {
+        let body = sequence_connector(&format!("warmup-{n}"), 1, 1);
+        cluster.wait_until("a write through every worker", |_| {
+            (client.post("/connectors", Some(&body)).status == 201).then_some(())
+        });
+    }
+    let body = sequence_connector("same", 1, 10);
+    let replies: Vec<rest_support::Reply> = std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .iter()
+            .map(|c| s.spawn(|| c.post("/connectors", Some(&body))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("request thread"))
+            .collect()
+    });
+    let mut statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    statuses.sort_unstable();
+    assert_eq!(
+        statuses,
+        [201, 409],
+        "{replies:?}; logs:\n{}",
+        cluster.logs()
+    );
+    let conflict = replies.iter().find(|r| r.status == 409).expect("a 409");
+    conflict.expect_error(409, "already exists");
+    // Both workers see the one connector.
+    for client in &clients {
+        cluster.wait_until("the connector on every worker", |_| {
+            (client.get("/connectors/same").status == 200).then_some(())
+        });
+    }
+}
