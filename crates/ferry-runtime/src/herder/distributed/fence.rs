@@ -16,9 +16,10 @@
 //!   which the claimant reads as its go. The new owner then resumes exactly after that commit.
 //!
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
-//! releases it in turn (a STOPPED status written by the claimant: the group took the slot back from
-//! it), or this worker's own release stayed untaken for twice the handoff timeout (the claimant's
-//! release raced with it); then this worker claims it again. Without that, a slot the group kept here while it also gave
+//! releases it in turn (a STOPPED status written by another worker: the group took the slot back from
+//! whoever held it), or this worker's own release stayed untaken for twice the handoff timeout (the
+//! claimant's release raced with it); then this worker claims it again, holding it for a second so
+//! that of two workers claiming it back at once, the one whose claim the store did not keep steps back. Without that, a slot the group kept here while it also gave
 //! it to another worker, then took back from that worker, would run nowhere.
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
@@ -38,6 +39,9 @@ use crate::stores::{State, StatusEntry};
 
 /// How often this worker looks for newer claims on its tasks and for releases it waits for.
 pub(super) const FENCE_EVERY: Duration = Duration::from_millis(250);
+
+/// How long a slot claimed back waits before it starts (see `reclaim_released`).
+const RECLAIM_SETTLE: Duration = Duration::from_secs(1);
 
 /// A task another worker claimed: who, at which generation, and this worker's generation.
 struct Superseded {
@@ -183,11 +187,12 @@ impl DistributedHerder {
             .iter()
             .filter_map(|(id, fenced)| match self.statuses.task(id) {
                 None => Some((id.clone(), 0)),
+                // Released by whoever held it last (the claimant, or a later claimant of its own),
+                // or this worker's own release left untaken.
                 Some(stored)
                     if stored.state == State::Stopped
-                        && (stored.worker_id == fenced.claimant
-                            || (stored.worker_id == self.settings.worker_id
-                                && now.duration_since(fenced.since) > untaken)) =>
+                        && (stored.worker_id != self.settings.worker_id
+                            || now.duration_since(fenced.since) > untaken) =>
                 {
                     Some((id.clone(), stored.generation.saturating_add(1)))
                 }
@@ -202,11 +207,13 @@ impl DistributedHerder {
                 *generation,
             );
             self.statuses.put_task_safe(id, claim);
+            // Held briefly: another fenced worker may claim it back at the same generation from the
+            // same view; the one whose claim the store does not keep steps back (`superseded`).
             owned.slots.insert(
                 id.clone(),
                 super::ownership::Claim {
                     generation: *generation,
-                    hold_until: None,
+                    hold_until: Some(now + RECLAIM_SETTLE),
                     waits_for: None,
                 },
             );
