@@ -90,6 +90,11 @@ async fn assert_handed_over(
     to: usize,
     began: Instant,
 ) -> Start {
+    // A task is listed as running before its `start` (which records it) returned.
+    eventually("the new instance's start", || {
+        !starts_since(cluster, starts_before).is_empty()
+    })
+    .await;
     let starts = starts_since(cluster, starts_before);
     assert_eq!(starts.len(), 1, "task {TASK} started once: {starts:?}");
     let start = starts[0].clone();
@@ -258,4 +263,59 @@ async fn a_slot_taken_back_from_the_claimant_runs_again_at_its_group_owner() {
         assert_no_gap(p, &delivered);
         assert_no_duplicate(p, &delivered);
     }
+}
+
+/// When the group takes the slot back from B before B started the task.
+#[derive(Debug, Clone, Copy)]
+enum TakenBack {
+    /// Right after B's claim: A most likely has not seen it yet (it looks every 250 ms).
+    AfterTheClaim,
+    /// As soon as A released the task to B: B most likely has not seen the release yet.
+    AfterTheRelease,
+}
+
+/// A double assignment the group ends before B started the task: whichever way the race between
+/// the revocation and the fence goes, the task runs again on A, the worker the group kept it at.
+async fn taken_back_before_the_start(when: TakenBack) {
+    let (mut cluster, a, b) = running().await;
+    let id = TaskId::new("seq", TASK);
+    let a_id = cluster.nodes[a].worker_id.clone();
+    cluster.coordinator.double_assign(b, slot()).await;
+    if let TakenBack::AfterTheRelease = when {
+        eventually("A releasing the task", || {
+            cluster
+                .statuses
+                .task(&id)
+                .is_some_and(|s| s.state == State::Stopped && s.worker_id == a_id)
+        })
+        .await;
+    }
+    cluster.coordinator.take_back(b, slot()).await;
+    wait_moved(&cluster, a).await;
+    eventually("the task's status RUNNING on A", || {
+        cluster
+            .statuses
+            .task(&id)
+            .is_some_and(|s| s.state == State::Running && s.worker_id == a_id)
+    })
+    .await;
+    let on_a = starts_since(&cluster, 0).last().expect("a start").instance;
+    eventually("A committing the task", || last_commit(&cluster).0 == on_a).await;
+    cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+    for p in 0..3 {
+        let delivered = cluster.delivered(p);
+        assert_no_gap(p, &delivered);
+        assert_no_duplicate(p, &delivered);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slot_taken_back_right_after_the_claim_runs_again_at_its_group_owner() {
+    taken_back_before_the_start(TakenBack::AfterTheClaim).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slot_taken_back_right_after_the_release_runs_again_at_its_group_owner() {
+    taken_back_before_the_start(TakenBack::AfterTheRelease).await;
 }
