@@ -17,7 +17,8 @@
 //!
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
 //! releases it in turn (a STOPPED status written by the claimant: the group took the slot back from
-//! it); then this worker claims it again. Without that, a slot the group kept here while it also gave
+//! it — after running the task, or before, then one generation above its claim); then this worker
+//! claims it again. Without that, a slot the group kept here while it also gave
 //! it to another worker, then took back from that worker, would run nowhere.
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
@@ -43,6 +44,9 @@ struct Superseded {
     claimant: String,
     claim: u32,
     mine: u32,
+    /// The claimant released it already (its STOPPED): the group took the slot back from it before
+    /// it ran the task. Nothing to release; it is claimed again here once stopped.
+    released: bool,
 }
 
 impl DistributedHerder {
@@ -111,6 +115,7 @@ impl DistributedHerder {
                         claimant: stored.worker_id,
                         claim: stored.generation,
                         mine: mine.generation,
+                        released: stored.state == State::Stopped,
                     })
             })
             .collect();
@@ -151,10 +156,12 @@ impl DistributedHerder {
         // Anything of them still running (a stop past its graceful timeout) never commits again.
         self.abort_all(superseded.iter().map(|s| s.id.clone()).collect())
             .await;
-        for s in &superseded {
+        for s in superseded.iter().filter(|s| !s.released) {
+            // `put_task_safe`: a release back by the claimant (one generation above its claim, see
+            // `handler`'s `release`) written meanwhile is not overwritten.
             let release =
                 StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), s.claim);
-            self.statuses.put_task(&s.id, release);
+            self.statuses.put_task_safe(&s.id, release);
         }
     }
 

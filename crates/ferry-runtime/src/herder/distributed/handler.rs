@@ -208,17 +208,33 @@ impl DistributedHerder {
 
     /// After a revocation: a task whose status still says it runs here (its stop was cut short: an
     /// abort writes no status) is marked UNASSIGNED, so that its next owner does not hold it back as
-    /// a departed worker's; then the status writes are made durable (bounded) before the handler
-    /// returns, so the next owner, which catches up first, sees them.
+    /// a departed worker's; a claim never started here (this worker's UNASSIGNED claim, or the
+    /// previous owner's release to it) is released back — STOPPED by this worker, one generation
+    /// above, so that a late release to this worker (`put_task_safe`) cannot overwrite it — which a
+    /// worker the group kept the slot at reads as its cue to claim it again (see `fence`). Then the
+    /// status writes are made durable (bounded) before the handler returns, so the next owner, which
+    /// catches up first, sees them.
     fn release(&self, claims: &[(TaskId, u32)]) {
         if claims.is_empty() {
             return;
         }
+        let me = self.settings.worker_id.as_str();
         for (id, generation) in claims {
-            let still_live = self
-                .statuses
-                .task(id)
-                .is_some_and(|s| s.worker_id == self.settings.worker_id && is_live(&s));
+            let stored = self.statuses.task(id);
+            let never_started = stored.as_ref().is_some_and(|s| {
+                s.generation == *generation
+                    && match s.state {
+                        State::Unassigned => s.worker_id == me,
+                        State::Stopped => s.worker_id != me,
+                        _ => false,
+                    }
+            });
+            if never_started {
+                let back = StatusEntry::new(State::Stopped, me, generation.saturating_add(1));
+                self.statuses.put_task_safe(id, back);
+                continue;
+            }
+            let still_live = stored.is_some_and(|s| s.worker_id == me && is_live(&s));
             if still_live {
                 let status = StatusEntry::new(
                     State::Unassigned,
