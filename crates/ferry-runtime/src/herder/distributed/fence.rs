@@ -18,8 +18,8 @@
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
 //! releases it in turn (a STOPPED status written by the claimant: the group took the slot back from
 //! it — after running the task, or before, then one generation above its claim); then this worker
-//! claims it again. Without that, a slot the group kept here while it also gave
-//! it to another worker, then took back from that worker, would run nowhere.
+//! claims it again. Without that, a slot the group kept here while it also gave it to another
+//! worker, then took back from that worker, would run nowhere.
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
 //! delivered after its last commit, as any crash); a stop slower than the handoff timeout overlaps the
