@@ -23,7 +23,10 @@
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
 //! delivered after its last commit, as any crash); a stop slower than the handoff timeout overlaps the
-//! new owner briefly (duplicates, never a gap: every commit either makes is of records it delivered).
+//! new owner briefly (duplicates, never a gap: every commit either makes is of records it delivered);
+//! a claimant whose slot is lost (not revoked) before it started the task writes nothing (a late
+//! write could overwrite a newer owner's claim), so a worker that fenced the slot for it stays fenced
+//! and the task runs nowhere until the group moves the slot.
 
 use std::sync::Arc;
 use std::time::Duration;
