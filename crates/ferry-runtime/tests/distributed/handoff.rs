@@ -2,7 +2,8 @@
 //! first, as tansu 0.6 can): ownership is settled through the status store (`fence`). The new owner
 //! claims the task and waits; the old owner sees the claim, stops the task with its final commit and
 //! releases it; the new owner resumes exactly after that commit. When the group takes the slot back
-//! from the claimant, the worker the group kept it at runs it again.
+//! from the claimant — after it ran the task or before — the worker the group kept it at runs it
+//! again. Slot 0 moves the connector instance with its task.
 //!
 //! The handoff timeout is set far beyond what the tests wait, so a task can only start on its new
 //! owner through the release: a start before the timeout proves the handoff, not the timeout.
