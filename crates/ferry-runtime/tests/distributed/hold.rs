@@ -243,8 +243,9 @@ async fn a_slot_revoked_during_its_hold_started_nothing_there() {
     );
     assert!(cluster.nodes[holder].herder.held_back().is_empty());
 
-    // The newcomer got the slot UNASSIGNED from the holder: it does not carry the hold over (a
-    // documented limit) and runs the task, which resumes from the crashed owner's last commit.
+    // The newcomer got the slot STOPPED (released back) by the holder: it does not carry the hold
+    // over (a documented limit) and runs the task, which resumes from the crashed owner's last
+    // commit.
     cluster.wait_running("seq", 2).await;
     assert_eq!(cluster.owners("seq", 0), [newcomer]);
     let starts = lock(&cluster.starts)[starts_before..].to_vec();

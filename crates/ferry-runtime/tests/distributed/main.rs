@@ -6,6 +6,7 @@
 //! what reached the store and the sink.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+mod handoff;
 mod hold;
 mod ownership;
 mod scenarios;

@@ -17,14 +17,19 @@
 //!
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
 //! releases it in turn (a STOPPED status written by another worker: the group took the slot back from
-//! whoever held it), or this worker's own release stayed untaken for twice the handoff timeout (the
-//! claimant's release raced with it); then this worker claims it again, holding it for a second so
-//! that of two workers claiming it back at once, the one whose claim the store did not keep steps back. Without that, a slot the group kept here while it also gave
-//! it to another worker, then took back from that worker, would run nowhere.
+//! whoever held it — after running the task, or before, then one generation above its claim), or
+//! this worker's own release stayed untaken for twice the handoff timeout (the claimant's release
+//! raced with it); then this worker claims it again, holding it for a second so that of two workers
+//! claiming it back at once, the one whose claim the store did not keep steps back. Without that, a
+//! slot the group kept here while it also gave it to another worker, then took back from that
+//! worker, would run nowhere.
 //!
 //! Limits: a worker that died cannot release, so its tasks start after the hold (duplicates of what it
 //! delivered after its last commit, as any crash); a stop slower than the handoff timeout overlaps the
 //! new owner briefly (duplicates, never a gap: every commit either makes is of records it delivered).
+//! A lost slot is released too (after its abort), with `put_task_safe` and never over another
+//! worker's live status; if the broker cannot be reached the write is lost, and a worker that fenced
+//! the slot for it claims it back once its own release stayed untaken (above).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,6 +54,9 @@ struct Superseded {
     claimant: String,
     claim: u32,
     mine: u32,
+    /// The claimant released it already (its STOPPED): the group took the slot back from it before
+    /// it ran the task. Nothing to release; it is claimed again here once stopped.
+    released: bool,
 }
 
 impl DistributedHerder {
@@ -117,6 +125,7 @@ impl DistributedHerder {
                         claimant: stored.worker_id,
                         claim: stored.generation,
                         mine: mine.generation,
+                        released: stored.state == State::Stopped,
                     })
             })
             .collect();
@@ -163,10 +172,12 @@ impl DistributedHerder {
         // Anything of them still running (a stop past its graceful timeout) never commits again.
         self.abort_all(superseded.iter().map(|s| s.id.clone()).collect())
             .await;
-        for s in &superseded {
+        for s in superseded.iter().filter(|s| !s.released) {
+            // `put_task_safe`: a release back by the claimant (one generation above its claim, see
+            // `handler`'s `release`) written meanwhile is not overwritten.
             let release =
                 StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), s.claim);
-            self.statuses.put_task(&s.id, release);
+            self.statuses.put_task_safe(&s.id, release);
         }
     }
 

@@ -207,8 +207,9 @@ impl DistributedHerder {
     }
 
     /// After a revocation: each task is **released** — a STOPPED status, which tells its next owner
-    /// it may start at once (no hold-back, see `fence`) — then the status writes are made durable
-    /// (bounded) before the handler returns, so the next owner, which catches up first, sees them.
+    /// it may start at once (no hold-back) and a worker the group kept the slot at that it may claim
+    /// it again (see `fence`) — then the status writes are made durable (bounded) before the handler
+    /// returns, so the next owner, which catches up first, sees them.
     fn release(&self, claims: &[(TaskId, u32)]) {
         if claims.is_empty() {
             return;
@@ -218,26 +219,37 @@ impl DistributedHerder {
     }
 
     /// Writes the release of each task given up here, unless another worker already runs it (its
-    /// live status is not overwritten): over this worker's own status (a stop cut short writes
-    /// none, a slot still held back never ran), and over another worker's claim that waits for it,
-    /// at that claim's generation.
+    /// live status is never overwritten):
+    /// - a claim never started here (this worker's UNASSIGNED claim, or the previous owner's release
+    ///   to it) is released one generation above it, so that a late release to this worker
+    ///   (`put_task_safe`, at the claim's generation) cannot hide it;
+    /// - a task whose status still says it runs here (a stop cut short: an abort writes no status);
+    /// - another worker's claim that waits for this worker: released at that claim's generation.
     fn write_releases(&self, claims: &[(TaskId, u32)]) {
+        let me = self.settings.worker_id.as_str();
         for (id, generation) in claims {
-            let stored = self.statuses.task(id);
-            let generation = match &stored {
-                None => *generation,
-                Some(s) if s.worker_id == self.settings.worker_id => {
-                    if !(is_live(s) || s.state == State::Unassigned) {
-                        continue;
-                    }
-                    s.generation.max(*generation)
-                }
-                Some(s) if s.state == State::Unassigned => s.generation.max(*generation),
-                Some(_) => continue,
+            let Some(stored) = self.statuses.task(id) else {
+                self.statuses
+                    .put_task_safe(id, StatusEntry::new(State::Stopped, me, *generation));
+                continue;
             };
-            let release =
-                StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), generation);
-            self.statuses.put_task(id, release);
+            let never_started = stored.generation == *generation
+                && match stored.state {
+                    State::Unassigned => stored.worker_id == me,
+                    State::Stopped => stored.worker_id != me,
+                    _ => false,
+                };
+            let release = if never_started {
+                generation.saturating_add(1)
+            } else if stored.worker_id == me && is_live(&stored) {
+                stored.generation.max(*generation)
+            } else if stored.worker_id != me && stored.state == State::Unassigned {
+                stored.generation
+            } else {
+                continue;
+            };
+            self.statuses
+                .put_task_safe(id, StatusEntry::new(State::Stopped, me, release));
         }
     }
 

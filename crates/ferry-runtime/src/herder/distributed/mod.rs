@@ -100,7 +100,8 @@ impl DistributedSettings {
 ///   A slot revoked or lost while held had nothing started. The group, not this herder, picks the
 ///   next owner, so a returning worker does not get its old slots back: the hold only keeps the
 ///   tasks from starting elsewhere for that long; and a held slot revoked again passes to its next
-///   owner as UNASSIGNED, which starts it at once (the remaining hold is not carried over).
+///   owner as STOPPED (released back, see `fence`), which starts it at once (the remaining hold is
+///   not carried over).
 /// - **Status generations**: the group's generation is not readable through librdkafka, so each
 ///   worker claims one per task when it gets the slot: one above the highest stored in the task's
 ///   status (written at once as `UNASSIGNED`, which reserves it); every status it writes for that

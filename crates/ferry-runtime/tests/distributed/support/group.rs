@@ -3,7 +3,9 @@
 //! does; members keep what they hold up to their share. A crashed member vanishes: its slots are
 //! reassigned without a revoke. A lost member is told `lost` before its slots are reassigned (the
 //! model's assumption: a session that expired is noticed by the member before the group moves its
-//! slots — the timing race between the two is outside this model).
+//! slots — the timing race between the two is outside this model). A double assignment (a broker's
+//! coordinator giving a slot to a second member without revoking it from its owner, as tansu 0.6
+//! can) is injected with [`Coordinator::double_assign`] and ended with [`Coordinator::take_back`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,9 @@ struct Member {
     handler: Arc<dyn GroupHandler>,
     url: String,
     owned: BTreeSet<Slot>,
+    /// Slots this member was given (`assigned`) while the group's view keeps them at another member:
+    /// an injected double assignment. Not counted by the assignor; revoked with the member's others.
+    doubled: BTreeSet<Slot>,
     /// Out of the group (session expired) until it rejoins.
     expired: bool,
 }
@@ -75,6 +80,7 @@ impl Coordinator {
                 handler,
                 url: url.to_owned(),
                 owned: BTreeSet::new(),
+                doubled: BTreeSet::new(),
                 expired: false,
             },
         );
@@ -105,7 +111,8 @@ impl Coordinator {
                 return;
             };
             member.expired = true;
-            let slots: Vec<Slot> = std::mem::take(&mut member.owned).into_iter().collect();
+            let mut slots: Vec<Slot> = std::mem::take(&mut member.owned).into_iter().collect();
+            slots.extend(std::mem::take(&mut member.doubled));
             (member.handler.clone(), slots)
         };
         call(&handler, |h, s| h.lost(s), slots).await;
@@ -128,6 +135,40 @@ impl Coordinator {
             .get(&id)
             .map(|m| m.owned.clone())
             .unwrap_or_default()
+    }
+
+    /// Gives `slot` to member `id` (its handler's `assigned`) without revoking it from the member
+    /// holding it: the group's view does not change, as with a coordinator that assigned from stale
+    /// subscriptions. The slot stays doubled until [`Coordinator::take_back`], until the group gives
+    /// it to `id` for real (no second `assigned`), or until `id` leaves, crashes or is lost.
+    pub async fn double_assign(&self, id: usize, slot: Slot) {
+        let _one = self.rebalancing.lock().await;
+        let handler = {
+            let mut state = lock(&self.state);
+            let member = state.members.get_mut(&id).expect("a member");
+            assert!(
+                !member.owned.contains(&slot) && member.doubled.insert(slot.clone()),
+                "member {id} holds {slot:?} already"
+            );
+            member.handler.clone()
+        };
+        call(&handler, |h, s| h.assigned(s), vec![slot]).await;
+    }
+
+    /// Ends a double assignment: `slot` is revoked from member `id` (its handler's `revoked`); the
+    /// member the group's view gives it to keeps it.
+    pub async fn take_back(&self, id: usize, slot: Slot) {
+        let _one = self.rebalancing.lock().await;
+        let handler = {
+            let mut state = lock(&self.state);
+            let member = state.members.get_mut(&id).expect("a member");
+            assert!(
+                member.doubled.remove(&slot),
+                "{slot:?} is not doubled at member {id}"
+            );
+            member.handler.clone()
+        };
+        call(&handler, |h, s| h.revoked(s), vec![slot]).await;
     }
 
     /// Revokes what moves (all revocations return first), then assigns it.
@@ -158,7 +199,12 @@ impl Coordinator {
             let mut assigns = Vec::new();
             for (id, member) in &mut state.members {
                 let want = target.get(id).cloned().unwrap_or_default();
-                let new: Vec<Slot> = want.difference(&member.owned).cloned().collect();
+                // A doubled slot the group now gives this member was assigned to it already.
+                let new: Vec<Slot> = want
+                    .iter()
+                    .filter(|s| !member.owned.contains(*s) && !member.doubled.remove(*s))
+                    .cloned()
+                    .collect();
                 member.owned = want;
                 assigns.push((member.handler.clone(), new));
             }
@@ -282,7 +328,7 @@ impl WorkerGroup for FakeGroup {
         call(
             &member.handler,
             |h, s| h.revoked(s),
-            member.owned.into_iter().collect(),
+            member.owned.union(&member.doubled).cloned().collect(),
         )
         .await;
         self.coordinator.rebalance().await;

@@ -225,6 +225,9 @@ pub struct Cluster {
     settings: fn() -> WorkerSettings,
     /// `scheduled.rebalance.max.delay.ms` of workers joining from now on (default 0: no hold-back).
     pub delay: Duration,
+    /// The handoff timeout of workers joining from now on (default 500 ms: a crashed worker never
+    /// releases its tasks, a short handoff keeps the tests quick).
+    pub handoff: Duration,
 }
 
 /// Commits every 20 ms.
@@ -259,6 +262,7 @@ impl Cluster {
             nodes: Vec::new(),
             settings: fast,
             delay: Duration::ZERO,
+            handoff: Duration::from_millis(500),
         }
     }
 
@@ -281,8 +285,7 @@ impl Cluster {
             worker_id: worker_id.clone(),
             rest_url: format!("http://{worker_id}"),
             scheduled_rebalance_max_delay: self.delay,
-            // A crashed worker never releases its tasks: a short handoff keeps the tests quick.
-            handoff_timeout: Duration::from_millis(500),
+            handoff_timeout: self.handoff,
         };
         let herder = DistributedHerder::new(
             worker,
