@@ -75,7 +75,7 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
                 .run_standalone(&worker, &connectors)
                 .await
                 .map(|()| ExitCode::SUCCESS),
-            Command::Distributed { worker } => crate::distributed::run(&ferry, &worker)
+            Command::Distributed { worker } => crate::distributed::run(ferry, &worker)
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Command::Offsets { action } => offsets::run(ferry, action).await,
