@@ -507,3 +507,54 @@ fn two_workers_creating_the_same_connector_get_one_201_and_one_409() {
         });
     }
 }
+
+#[test]
+fn offsets_are_altered_through_any_worker_once_the_connector_is_stopped() {
+    let mut cluster = Cluster::new(&[]);
+    cluster.start_worker();
+    cluster.start_worker();
+    cluster.create(0, &sequence_connector("seq", 1, 50));
+    cluster.running_tasks("seq", 1);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    wait_progress(&cluster, &mut reader, 1, 20);
+    let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
+    let patch = r#"{"offsets":[{"partition":{"partition":0},"offset":{"seq":99999}}]}"#;
+    // Running: refused (Kafka Connect's rule), whichever worker is asked.
+    let refused = clients[1].patch("/connectors/seq/offsets", patch);
+    assert_eq!(refused.status, 400, "{refused:?}");
+    clients[1].put("/connectors/seq/stop", None).expect(204);
+    // Once every task reported stopped, the change goes through (served by the leader).
+    cluster.wait_until("the offsets change to be accepted", |_| {
+        let reply = clients[1].patch("/connectors/seq/offsets", patch);
+        match reply.status {
+            200 => Some(()),
+            400 | 409 => None,
+            _ => panic!("altering offsets: {reply:?}"),
+        }
+    });
+    let stopped_at = assert_no_gap(&sequences(&mut reader))[&0];
+    let offsets = clients[0].get("/connectors/seq/offsets").expect(200);
+    assert_eq!(
+        offsets["offsets"][0]["offset"]["seq"], 99999,
+        "every worker reads the altered offset: {offsets}"
+    );
+    clients[0].put("/connectors/seq/resume", None).expect(202);
+    cluster.running_tasks("seq", 1);
+    cluster.wait_until("the task to resume after the altered offset", |_| {
+        let records = sequences(&mut reader);
+        records.iter().any(|(_, seq)| *seq >= 100_000).then_some(())
+    });
+    let records = sequences(&mut reader);
+    let after: Vec<i64> = records
+        .iter()
+        .map(|(_, seq)| *seq)
+        .filter(|seq| *seq > stopped_at)
+        .collect();
+    assert_eq!(
+        after.first(),
+        Some(&100_000),
+        "the first record after the resume: {after:?}"
+    );
+    cluster.stop(0);
+    cluster.stop(1);
+}
