@@ -35,9 +35,9 @@ fn a_valid_config_has_no_issues() -> TestResult {
 #[test]
 fn each_bad_key_is_one_issue_naming_it() {
     let c = FileStreamSourceConnector;
-    assert_eq!(keys(&c.validate(&config(&[("file", "/tmp/x")]))), ["topic"]);
+    assert_eq!(keys(&c.validate(&config(&[("file", "/does/not/exist/x")]))), ["topic"]);
     assert_eq!(
-        keys(&c.validate(&config(&[("file", "/tmp/x"), ("topic", " ")]))),
+        keys(&c.validate(&config(&[("file", "/does/not/exist/x"), ("topic", " ")]))),
         ["topic"]
     );
     assert_eq!(
@@ -47,7 +47,7 @@ fn each_bad_key_is_one_issue_naming_it() {
     );
     assert_eq!(
         keys(&c.validate(&config(&[
-            ("file", "/tmp/x"),
+            ("file", "/does/not/exist/x"),
             ("files", "/tmp/*"),
             ("topic", "t")
         ]))),
@@ -55,14 +55,14 @@ fn each_bad_key_is_one_issue_naming_it() {
     );
     for bad in ["abc", "0", "-5", "1.5", "99999999999"] {
         let issues = c.validate(&config(&[
-            ("file", "/tmp/x"),
+            ("file", "/does/not/exist/x"),
             ("topic", "t"),
             ("batch.size", bad),
         ]));
         assert_eq!(keys(&issues), ["batch.size"], "batch.size={bad}");
     }
     let issues = c.validate(&config(&[
-        ("file", "/tmp/x"),
+        ("file", "/does/not/exist/x"),
         ("topic", "t"),
         ("file.truncation.policy", "ignore"),
     ]));

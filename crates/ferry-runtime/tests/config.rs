@@ -702,7 +702,7 @@ fn many_unknown_keys_list_the_accepted_keys_once() {
     let mut pairs = vec![
         ("name".to_owned(), "n".to_owned()),
         ("connector.class".to_owned(), "FileStreamSource".to_owned()),
-        ("file".to_owned(), "/tmp/x".to_owned()),
+        ("file".to_owned(), "/does/not/exist/x".to_owned()),
         ("topic".to_owned(), "t".to_owned()),
         ("tpoic".to_owned(), "t".to_owned()),
     ];
