@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
-use ferry_runtime::config::{ConnectorConfig, Properties, WorkerConfig};
+use ferry_runtime::config::{ConnectorConfig, WorkerConfig, load_connector_file};
 use ferry_runtime::herder::StandaloneHerder;
 use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, SinkError};
@@ -86,7 +86,7 @@ pub(crate) async fn run(
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
-        match Properties::load(file)
+        match load_connector_file(file)
             .map_err(|e| e.to_string())
             .and_then(|props| {
                 ConnectorConfig::from_properties(&props, |class| ferry.resolve_connector(class))

@@ -19,6 +19,7 @@
 //! ```
 
 mod connector;
+mod connector_file;
 mod rest;
 mod worker;
 
@@ -27,6 +28,7 @@ pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
+pub use connector_file::load_connector_file;
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
