@@ -157,13 +157,16 @@ pub(crate) async fn run(
         rest.worker_id(),
     );
     let plugins = ferry.connector_plugins().to_vec();
-    let herder = Arc::new(StandaloneHerder::new(
-        worker,
-        store.clone(),
-        plugins,
-        rest.worker_id(),
-        connectors_file,
-    ));
+    let herder = Arc::new(
+        StandaloneHerder::new(
+            worker,
+            store.clone(),
+            plugins,
+            rest.worker_id(),
+            connectors_file,
+        )
+        .with_config_providers(config.config_providers.clone()),
+    );
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
     if let Err(e) = herder.start(command_line).await {
         herder.shutdown().await;

@@ -20,6 +20,7 @@
 
 mod connector;
 mod connector_file;
+mod providers;
 mod rest;
 mod worker;
 
@@ -32,6 +33,8 @@ pub use connector_file::load_connector_file;
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub(crate) use providers::scrub;
+pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
