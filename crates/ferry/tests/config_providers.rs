@@ -25,7 +25,10 @@ fn a_file_placeholder_is_resolved_when_the_connector_starts_and_never_shown() {
     let ws = Workspace::new();
     // A distinctive name, so that finding it in a response means the secret leaked.
     let input = ws.write("hidden-input-7d3f.txt", "one\ntwo\n");
-    let secrets = ws.properties("secrets.properties", &[("input.path", &path_str(&input))]);
+    let secrets = ws.properties(
+        "secrets.properties",
+        &[("input.path", &path_str(&input)), ("tasks", "1")],
+    );
     let placeholder = format!("${{file:{}:input.path}}", path_str(&secrets));
     let worker = ws.worker(100, PROVIDERS);
     let connector = ws.properties(
@@ -35,6 +38,11 @@ fn a_file_placeholder_is_resolved_when_the_connector_starts_and_never_shown() {
             ("connector.class", "FileStreamSource"),
             ("file", &placeholder),
             ("topic", "lines"),
+            // A typed key too: the file is checked resolved before the worker starts.
+            (
+                "tasks.max",
+                &format!("${{file:{}:tasks}}", path_str(&secrets)),
+            ),
         ],
     );
     let mut ferry = Ferry::standalone(&ws, "run", &worker, &[connector.as_path()]);

@@ -33,8 +33,7 @@ pub use connector_file::load_connector_file;
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
-pub(crate) use providers::scrub;
-pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved};
+pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved, scrub};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,

@@ -327,7 +327,7 @@ impl ConfigProviders {
 }
 
 /// `message` with every (non-empty) resolved value replaced by `[hidden]`.
-pub(crate) fn scrub(message: String, secrets: &[String]) -> String {
+pub fn scrub(message: String, secrets: &[String]) -> String {
     secrets
         .iter()
         .filter(|s| !s.is_empty())
