@@ -4,9 +4,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use ferry_api::SourceConnector;
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
-use ferry_runtime::config::{ConnectorConfig, Properties, WorkerConfig};
+use ferry_runtime::config::{
+    ConnectorConfig, Properties, WorkerConfig, load_connector_file, scrub,
+};
 use ferry_runtime::herder::StandaloneHerder;
 use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, SinkError};
@@ -76,6 +79,35 @@ impl SinkProvider for ConnectorSinks {
     }
 }
 
+/// Checks a command-line connector file as the herder will when it starts the connector: with its
+/// config-provider placeholders resolved (a value that is a placeholder is checked resolved). Returns
+/// the checked configuration holding the file's values as written (placeholders kept).
+fn check_connector_file(
+    ferry: &Ferry,
+    worker: &WorkerConfig,
+    props: Properties,
+) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), String> {
+    let raw = props.to_config();
+    let resolved = worker.config_providers.resolve(&raw).map_err(|errors| {
+        let messages: Vec<String> = errors
+            .into_iter()
+            .map(|(_, m)| format!("{}: {m}", props.path().display()))
+            .collect();
+        messages.join("\n")
+    })?;
+    // Without placeholders the file itself is checked (its errors carry line numbers).
+    let checked = if resolved.secrets.is_empty() {
+        props
+    } else {
+        Properties::from_pairs(props.path(), resolved.config)
+    };
+    let (mut config, connector) =
+        ConnectorConfig::from_properties(&checked, |class| ferry.resolve_connector(class))
+            .map_err(|e| scrub(e.to_string(), &resolved.secrets))?;
+    config.props = raw;
+    Ok((config, connector))
+}
+
 pub(crate) async fn run(
     ferry: &Ferry,
     worker_file: &Path,
@@ -86,12 +118,10 @@ pub(crate) async fn run(
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
-        match Properties::load(file)
+        match load_connector_file(file)
             .map_err(|e| e.to_string())
-            .and_then(|props| {
-                ConnectorConfig::from_properties(&props, |class| ferry.resolve_connector(class))
-                    .map_err(|e| e.to_string())
-            }) {
+            .and_then(|props| check_connector_file(ferry, &config, props))
+        {
             Ok(parsed) => connectors.push(parsed),
             Err(e) => problems.push(e),
         }
@@ -157,13 +187,16 @@ pub(crate) async fn run(
         rest.worker_id(),
     );
     let plugins = ferry.connector_plugins().to_vec();
-    let herder = Arc::new(StandaloneHerder::new(
-        worker,
-        store.clone(),
-        plugins,
-        rest.worker_id(),
-        connectors_file,
-    ));
+    let herder = Arc::new(
+        StandaloneHerder::new(
+            worker,
+            store.clone(),
+            plugins,
+            rest.worker_id(),
+            connectors_file,
+        )
+        .with_config_providers(config.config_providers.clone()),
+    );
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
     if let Err(e) = herder.start(command_line).await {
         herder.shutdown().await;

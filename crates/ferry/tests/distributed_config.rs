@@ -302,3 +302,24 @@ fn errors_carry_their_key() {
             .any(|e| matches!(e, ConfigError::Missing { key, .. } if key == "bootstrap.servers"))
     );
 }
+
+#[test]
+fn config_providers_are_accepted_as_in_standalone() {
+    let config = parse(&format!(
+        "{MINIMAL}config.providers=file,env\n\
+         config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n\
+         config.providers.env.class=EnvVarConfigProvider\n\
+         config.providers.env.param.allowlist.pattern=DB_.*\n"
+    ))
+    .expect("provider keys are worker keys");
+    assert!(!config.config_providers.is_empty());
+    let found = errors(&format!(
+        "{MINIMAL}config.providers=vault\nconfig.providers.vault.class=com.acme.Vault\n"
+    ));
+    assert!(
+        found
+            .iter()
+            .any(|e| e.contains("config.providers.vault.class") && e.contains("com.acme.Vault")),
+        "{found:?}"
+    );
+}

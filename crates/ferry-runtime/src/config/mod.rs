@@ -19,6 +19,8 @@
 //! ```
 
 mod connector;
+mod connector_file;
+mod providers;
 mod rest;
 mod worker;
 
@@ -27,9 +29,11 @@ pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
+pub use connector_file::load_connector_file;
 pub use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved, scrub};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,

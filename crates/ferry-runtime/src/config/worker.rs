@@ -92,6 +92,9 @@ pub struct WorkerConfig {
     /// `<offset.storage.file.filename>.connectors.json`, or `ferry-connectors.json` with a store
     /// that is not a file).
     pub connectors_file: PathBuf,
+    /// `config.providers` and `config.providers.<name>.*`: how `${provider:path:key}` placeholders
+    /// of connector configurations are resolved (none by default).
+    pub config_providers: super::ConfigProviders,
 }
 
 impl WorkerConfig {
@@ -295,12 +298,14 @@ impl WorkerConfig {
             .chain(backends.keys())
             .chain(rest::LISTED_KEYS.iter().copied())
             .chain(PREFIXED_KEYS.iter().copied())
+            .chain(super::ConfigProviders::LISTED.iter().copied())
             .collect();
         listed.extend(listed_prefixes.iter().map(String::as_str));
         let mut hints = UnknownKeyHints::new(&listed);
         for key in props.keys() {
             let line = props.line_of(key);
             if known.contains(&key)
+                || super::ConfigProviders::is_key(key)
                 || converter::is_converter_key(key)
                 || prefixes.iter().any(|p| key.starts_with(p))
             {
@@ -358,6 +363,7 @@ impl WorkerConfig {
         );
         let sink = sink(props, &backends, converters, &mut errors);
         let rest = rest::rest_config(props, &mut errors);
+        let config_providers = super::ConfigProviders::from_properties(props, &mut errors);
         let connectors_file = rest::connectors_file(
             props,
             offset_storage.as_ref().map(OffsetStorageSpec::spec),
@@ -386,6 +392,7 @@ impl WorkerConfig {
                 value_converter: converters.1,
                 rest,
                 connectors_file,
+                config_providers,
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
         }

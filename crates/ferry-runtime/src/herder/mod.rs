@@ -38,7 +38,7 @@ use ferry_api::{Config, SourceConnector};
 use ferry_offsets::OffsetBackingStore;
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::config::{ConnectorConfig, ErrorTolerance};
+use crate::config::{ConfigProviders, ConnectorConfig, ErrorTolerance, scrub};
 use crate::stores::{
     ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
 };
@@ -115,6 +115,14 @@ impl StandaloneHerder {
                 connectors: BTreeMap::new(),
             }),
         }
+    }
+
+    /// Resolves `${provider:path:key}` placeholders of connector configurations with `providers`
+    /// when connectors start (the stored configurations keep the placeholders).
+    #[must_use]
+    pub fn with_config_providers(mut self, providers: ConfigProviders) -> Self {
+        self.plugins.set_providers(providers);
+        self
     }
 
     /// The worker.
@@ -372,6 +380,15 @@ impl StandaloneHerder {
         match planned {
             Err(reason) => self.fail(name, entry, reason),
             Ok((config, connector, task_configs)) => {
+                // The store keeps the placeholders; the tasks run with them resolved.
+                let resolved: Result<Vec<Config>, String> = task_configs
+                    .iter()
+                    .map(|t| self.plugins.resolve_task(t))
+                    .collect();
+                let resolved = match resolved {
+                    Ok(resolved) => resolved,
+                    Err(reason) => return self.fail(name, entry, reason),
+                };
                 let spec = ConnectorSpec {
                     name: name.to_owned(),
                     tasks_max: config.tasks_max,
@@ -382,7 +399,7 @@ impl StandaloneHerder {
                 let paused = entry.target == TargetState::Paused;
                 match self.worker.start_provided_tasks(
                     spec,
-                    task_configs.clone(),
+                    resolved,
                     connector.as_ref(),
                     converters,
                     paused,
@@ -407,11 +424,18 @@ impl StandaloneHerder {
         name: &str,
         config: &Config,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>, Vec<Config>), String> {
-        let (config, connector) =
-            validate::check(&self.plugins, name, config).map_err(|e| e.to_string())?;
+        let raw = config;
+        let (config, connector, secrets) =
+            validate::check_resolved(&self.plugins, name, raw).map_err(|e| e.to_string())?;
         let task_configs = connector
             .task_configs(&config.props, config.tasks_max.max(1))
-            .map_err(|e| format!("the connector could not create its task configurations: {e}"))?;
+            .map_err(|e| {
+                scrub(
+                    format!("the connector could not create its task configurations: {e}"),
+                    &secrets,
+                )
+            })?;
+        let task_configs = self.plugins.unresolve(raw, &config.props, task_configs);
         Ok((config, connector, task_configs))
     }
 

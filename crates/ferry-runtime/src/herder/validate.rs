@@ -3,26 +3,55 @@
 //! Connect reports them over REST — a `400` listing every error, or a `ConfigInfos` document.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
 use crate::config::{
-    CONNECTOR_CLASS, ConfigError, ConnectorConfig, ERRORS_TOLERANCE, HEADER_CONVERTER,
-    KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER, is_framework_key,
+    CONNECTOR_CLASS, ConfigError, ConfigProviders, ConnectorConfig, ERRORS_TOLERANCE,
+    HEADER_CONVERTER, KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER,
+    is_framework_key, scrub,
 };
 
 /// A connector plugin: the class names it answers to and how to make one.
 pub use ferry_api::ConnectorPlugin as Plugin;
 
-/// The connector plugins a herder knows.
+/// The connector plugins a herder knows, and the worker's config providers (placeholders in
+/// connector configurations are resolved here, for every herder, when a connector is checked).
 #[derive(Clone, Default)]
-pub(crate) struct Plugins(Vec<Plugin>);
+pub(crate) struct Plugins(Vec<Plugin>, Arc<ConfigProviders>);
 
 impl Plugins {
     pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
-        Self(plugins)
+        Self(plugins, Arc::default())
+    }
+
+    pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {
+        self.1 = Arc::new(providers);
+    }
+
+    /// Task configurations made from a resolved configuration, with `raw`'s placeholders put back
+    /// (what the config store keeps).
+    pub(crate) fn unresolve(
+        &self,
+        raw: &Config,
+        resolved: &Config,
+        tasks: Vec<Config>,
+    ) -> Vec<Config> {
+        ConfigProviders::unresolve(raw, resolved, tasks)
+    }
+
+    /// A stored task configuration with its placeholders resolved (what the task runs with).
+    ///
+    /// # Errors
+    /// Why a placeholder cannot be resolved (naming the key, never a value).
+    pub(crate) fn resolve_task(&self, task: &Config) -> Result<Config, String> {
+        self.1.resolve(task).map(|r| r.config).map_err(|errors| {
+            let messages: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+            messages.join("; ")
+        })
     }
 
     /// A new connector of `class` (exact match of any of its names).
@@ -66,21 +95,52 @@ pub(crate) fn check(
     name: &str,
     config: &Config,
 ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), HerderError> {
+    check_resolved(plugins, name, config).map(|(config, connector, _)| (config, connector))
+}
+
+/// A checked configuration (placeholders resolved), its connector, and the resolved values.
+pub(crate) type Checked = (ConnectorConfig, Box<dyn SourceConnector>, Vec<String>);
+
+/// [`check`], with the config providers' placeholders resolved: the configuration returned holds
+/// the resolved values, listed (as secrets to keep out of messages) in the third element.
+///
+/// # Errors
+/// As [`check`]; also every placeholder that cannot be resolved, naming its key.
+pub(crate) fn check_resolved(
+    plugins: &Plugins,
+    name: &str,
+    config: &Config,
+) -> Result<Checked, HerderError> {
     let class = connector_class(config)?;
     let Some(connector) = plugins.resolve(class) else {
         return Err(plugins.unknown(class));
     };
+    let resolved = plugins.1.resolve(config).map_err(|errors| {
+        let messages: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+        invalid(messages)
+    })?;
     let keys = connector.config_keys();
-    let props = Properties::from_pairs(format!("connector {name}"), config.clone());
-    ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)).map_err(|errors| {
-        let messages: Vec<String> = errors.iter().map(|e| describe(e, &keys).1).collect();
-        HerderError::bad_request(format!(
-            "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also \
-             find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
-            messages.len(),
-            messages.join("\n")
-        ))
-    })
+    let secrets = resolved.secrets;
+    let props = Properties::from_pairs(format!("connector {name}"), resolved.config);
+    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+        Ok((checked, connector)) => Ok((checked, connector, secrets)),
+        Err(errors) => Err(invalid(
+            errors
+                .iter()
+                .map(|e| scrub(describe(e, &keys).1, &secrets))
+                .collect(),
+        )),
+    }
+}
+
+/// Kafka Connect's `400` for an invalid connector configuration.
+fn invalid(messages: Vec<String>) -> HerderError {
+    HerderError::bad_request(format!(
+        "Connector configuration is invalid and contains the following {} error(s):\n{}\nYou can also \
+         find the above list of errors at the endpoint `/connector-plugins/{{connectorType}}/config/validate`",
+        messages.len(),
+        messages.join("\n")
+    ))
 }
 
 /// `PUT /connector-plugins/{plugin}/config/validate`.
@@ -104,24 +164,34 @@ pub(crate) fn validate(
         .resolve(class.trim())
         .ok_or_else(|| plugins.unknown(class))?;
     let keys = connector.config_keys();
-    let props = Properties::from_pairs("validate request", config.clone());
-    let mut errors: Vec<(Option<String>, String)> =
-        match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
-            Ok(_) => Vec::new(),
-            Err(errors) => errors
+    // Placeholders are resolved as when the connector starts (as Kafka Connect's validation does);
+    // one that cannot be is an error of its key, checked further with its placeholder text.
+    let (resolved, secrets, mut errors) = match plugins.1.resolve(config) {
+        Ok(resolved) => (resolved.config, resolved.secrets, Vec::new()),
+        Err(errors) => (
+            config.clone(),
+            Vec::new(),
+            errors.into_iter().map(|(k, m)| (Some(k), m)).collect(),
+        ),
+    };
+    let props = Properties::from_pairs("validate request", resolved.clone());
+    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+        Ok(_) => {}
+        Err(found) => errors.extend(
+            found
                 .iter()
                 // As in Kafka Connect, a configuration being validated need not name its connector.
                 .filter(|e| !matches!(e, ConfigError::Missing { key, .. } if key == NAME))
-                .map(|e| describe(e, &keys))
-                .collect(),
-        };
+                .map(|e| describe(e, &keys)),
+        ),
+    }
     // The connector's own checks are skipped above while a required key is missing; a validation
     // reports every key's problems at once, as Kafka Connect's does.
     let missing_required = errors
         .iter()
         .any(|(_, m)| m.starts_with("Missing required configuration"));
     if missing_required {
-        for issue in connector.validate(config) {
+        for issue in connector.validate(&resolved) {
             if !errors
                 .iter()
                 .any(|(k, _)| k.as_deref() == Some(issue.key.as_str()))
@@ -136,6 +206,9 @@ pub(crate) fn validate(
                 errors.push(describe(&error, &keys));
             }
         }
+    }
+    for (_, message) in &mut errors {
+        *message = scrub(std::mem::take(message), &secrets);
     }
     Ok(config_infos(class, config, connector.as_ref(), &errors))
 }

@@ -16,7 +16,7 @@ use ferry_plugin::{
     ClientOverrides, ConfigError, ConfigErrors, ConverterSpec, Properties, UnknownKeyHints,
 };
 use ferry_runtime::config::{
-    DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
+    ConfigProviders, DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
     DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS,
     RestConfig, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, millis,
 };
@@ -83,6 +83,8 @@ pub struct DistributedConfig {
     pub consumer_overrides: ClientOverrides,
     /// `admin.*`, prefix removed.
     pub admin_overrides: ClientOverrides,
+    /// `config.providers` and `config.providers.<name>.*`, as in standalone.
+    pub config_providers: ConfigProviders,
 }
 
 impl DistributedConfig {
@@ -145,6 +147,7 @@ impl DistributedConfig {
         let rest = RestConfig::from_properties(props, &mut errors);
         let (advertised_host, advertised_port) = advertised(props, &rest, &mut errors);
         let clients = client_settings(props, &mut errors);
+        let config_providers = ConfigProviders::from_properties(props, &mut errors);
 
         let config = DistributedConfig {
             bootstrap_servers: bootstrap_servers.unwrap_or_default(),
@@ -168,6 +171,7 @@ impl DistributedConfig {
             producer_overrides: clients.1,
             consumer_overrides: clients.2,
             admin_overrides: clients.3,
+            config_providers,
         };
         config.check_timeouts(props, &mut errors);
         if errors.is_empty() {
@@ -236,11 +240,13 @@ fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
         .copied()
         .chain(RestConfig::KEYS.iter().copied())
         .chain(LISTED_PREFIXES.iter().copied())
+        .chain(ConfigProviders::LISTED.iter().copied())
         .collect();
     let mut hints = UnknownKeyHints::new(&listed);
     for key in props.keys() {
         if KEYS.contains(&key)
             || RestConfig::KEYS.contains(&key)
+            || ConfigProviders::is_key(key)
             || converter::is_converter_key(key)
             || CLIENT_PREFIXES.iter().any(|p| key.starts_with(p))
         {

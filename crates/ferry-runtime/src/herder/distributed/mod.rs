@@ -44,6 +44,9 @@ pub struct DistributedSettings {
     /// worker to see the claim and stop the task, short enough not to keep a dead worker's tasks
     /// waiting.
     pub handoff_timeout: Duration,
+    /// The worker's config providers: `${provider:path:key}` in connector configurations is resolved
+    /// with them when a connector or task starts here (the config topic keeps the placeholders).
+    pub config_providers: crate::config::ConfigProviders,
 }
 
 impl DistributedSettings {
@@ -60,6 +63,7 @@ impl DistributedSettings {
             rest_url: rest_url.into(),
             scheduled_rebalance_max_delay: Self::DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
             handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
+            config_providers: crate::config::ConfigProviders::default(),
         }
     }
 }
@@ -164,7 +168,11 @@ impl DistributedHerder {
         let herder = Arc::new(Self {
             worker,
             offsets,
-            plugins: Plugins::new(plugins),
+            plugins: {
+                let mut plugins = Plugins::new(plugins);
+                plugins.set_providers(settings.config_providers.clone());
+                plugins
+            },
             settings,
             config_store,
             statuses,

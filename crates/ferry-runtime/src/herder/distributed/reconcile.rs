@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::ownership::Started;
 use super::{DistributedHerder, Sizes, tasks_max};
 use crate::config::ErrorTolerance;
-use crate::herder::validate;
+use crate::herder::{HerderError, validate};
 use crate::state::{TargetState, TaskId};
 use crate::stores::{State, StatusEntry};
 use crate::worker::TaskSpec;
@@ -233,13 +233,18 @@ impl DistributedHerder {
 
     /// A connector instance made from `config`, with its task configurations (or its failure).
     fn make_instance(&self, name: &str, config: &Config) -> Instance {
-        let generated = validate::check(&self.plugins, name, config)
+        // Made from the resolved configuration; written with the placeholders put back.
+        let generated = validate::check_resolved(&self.plugins, name, config)
             .map_err(|e| e.to_string())
-            .and_then(|(checked, connector)| {
+            .and_then(|(checked, connector, secrets)| {
                 connector
                     .task_configs(&checked.props, checked.tasks_max.max(1))
+                    .map(|tasks| self.plugins.unresolve(config, &checked.props, tasks))
                     .map_err(|e| {
-                        format!("the connector could not create its task configurations: {e}")
+                        crate::config::scrub(
+                            format!("the connector could not create its task configurations: {e}"),
+                            &secrets,
+                        )
                     })
             });
         match &generated {
@@ -318,7 +323,14 @@ impl DistributedHerder {
         let Some(entry) = snapshot.connectors.get(&id.connector) else {
             return;
         };
-        let checked = validate::check(&self.plugins, &id.connector, &entry.config);
+        let checked =
+            validate::check(&self.plugins, &id.connector, &entry.config).and_then(|checked| {
+                // The task runs with its stored configuration's placeholders resolved.
+                self.plugins
+                    .resolve_task(&want.config)
+                    .map(|task| (checked, task))
+                    .map_err(HerderError::bad_request)
+            });
         let mut owned = self.owned();
         let Some(claim) = owned.slots.get(id) else {
             return;
@@ -328,7 +340,7 @@ impl DistributedHerder {
             return;
         }
         let generation = claim.generation;
-        let (config, connector) = match checked {
+        let ((config, connector), task_config) = match checked {
             Ok(checked) => checked,
             Err(e) => {
                 let status =
@@ -348,7 +360,7 @@ impl DistributedHerder {
         match self.worker.start_task(
             id.clone(),
             &spec,
-            want.config.clone(),
+            task_config,
             connector.as_ref() as &dyn SourceConnector,
             want.target,
         ) {

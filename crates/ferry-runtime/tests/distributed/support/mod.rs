@@ -286,6 +286,7 @@ impl Cluster {
             rest_url: format!("http://{worker_id}"),
             scheduled_rebalance_max_delay: self.delay,
             handoff_timeout: self.handoff,
+            config_providers: Default::default(),
         };
         let herder = DistributedHerder::new(
             worker,
