@@ -35,7 +35,10 @@ fn a_valid_config_has_no_issues() -> TestResult {
 #[test]
 fn each_bad_key_is_one_issue_naming_it() {
     let c = FileStreamSourceConnector;
-    assert_eq!(keys(&c.validate(&config(&[("file", "/does/not/exist/x")]))), ["topic"]);
+    assert_eq!(
+        keys(&c.validate(&config(&[("file", "/does/not/exist/x")]))),
+        ["topic"]
+    );
     assert_eq!(
         keys(&c.validate(&config(&[("file", "/does/not/exist/x"), ("topic", " ")]))),
         ["topic"]
