@@ -598,8 +598,8 @@ mod whole_file {
         assert_names(unknown, &path, "colour", 7);
         assert!(
             unknown.to_string().contains(
-                "accepted keys: bootstrap.servers, ferry.connectors.file, header.converter, key.converter, \
-                 key.converter.*, listeners,"
+                "accepted keys: bootstrap.servers, config.providers, config.providers.*, \
+                 ferry.connectors.file, header.converter, key.converter, key.converter.*, listeners,"
             ),
             "{unknown}"
         );
