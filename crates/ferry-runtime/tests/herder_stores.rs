@@ -3,56 +3,21 @@
 //! store: the tasks run with what the store holds.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+mod idle_support;
+
+use idle_support::{Idle, NoSink};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceTask};
 use ferry_offsets::MemoryStore;
 use ferry_runtime::herder::{Herder, Plugin, StandaloneHerder};
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{
     ConfigBackingStore, ConfigSnapshot, ConfigStoreError, FileConfigStore, MemoryConfigStore,
     MemoryStatusStore, State, StatusBackingStore,
 };
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
-
-/// A connector with no tasks: its status is the herder's alone.
-struct Idle;
-
-impl SourceConnector for Idle {
-    fn config_keys(&self) -> Vec<ConfigKey> {
-        vec![ConfigKey::required("topic", "the topic")]
-    }
-
-    fn validate(&self, _config: &Config) -> Vec<ConfigIssue> {
-        Vec::new()
-    }
-
-    fn task_configs(&self, _config: &Config, _max: usize) -> Result<Vec<Config>, ConnectError> {
-        Ok(Vec::new())
-    }
-
-    fn create_task(&self) -> Box<dyn SourceTask> {
-        unreachable!("Idle makes no task configurations")
-    }
-}
-
-struct NoSink;
-
-#[ferry_api::async_trait]
-impl RecordSink for NoSink {
-    fn describe(&self) -> String {
-        "nothing".into()
-    }
-
-    async fn send(&self, _: &ferry_api::SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
-    }
-
-    async fn flush(&self, _: Duration) -> Result<(), SinkError> {
-        Ok(())
-    }
-}
 
 fn config() -> Config {
     Config::from([

@@ -3,11 +3,14 @@
 //! whose `route_write` is set by the test; the client sees the serving worker's status and body.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+mod idle_support;
+
+use idle_support::{Idle, NoSink};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceTask};
+use ferry_api::{Config, SourceConnector};
 use ferry_offsets::MemoryStore;
 use ferry_runtime::config::{Listener, RestConfig, Secret};
 use ferry_runtime::herder::entities::{
@@ -19,49 +22,11 @@ use ferry_runtime::herder::{
 };
 use ferry_runtime::metrics::Metrics;
 use ferry_runtime::rest::RestServer;
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-
-/// A connector with no tasks.
-struct Idle;
-
-impl SourceConnector for Idle {
-    fn config_keys(&self) -> Vec<ConfigKey> {
-        vec![ConfigKey::required("topic", "the topic")]
-    }
-
-    fn validate(&self, _config: &Config) -> Vec<ConfigIssue> {
-        Vec::new()
-    }
-
-    fn task_configs(&self, _config: &Config, _max: usize) -> Result<Vec<Config>, ConnectError> {
-        Ok(Vec::new())
-    }
-
-    fn create_task(&self) -> Box<dyn SourceTask> {
-        unreachable!("Idle makes no task configurations")
-    }
-}
-
-struct NoSink;
-
-#[ferry_api::async_trait]
-impl RecordSink for NoSink {
-    fn describe(&self) -> String {
-        "nothing".into()
-    }
-
-    async fn send(&self, _: &ferry_api::SourceRecord) -> Result<PendingDelivery, SinkError> {
-        Err(SinkError::new("nothing", SinkErrorKind::Fatal, "unused"))
-    }
-
-    async fn flush(&self, _: Duration) -> Result<(), SinkError> {
-        Ok(())
-    }
-}
 
 type Router = Box<dyn Fn(&WriteScope<'_>, bool) -> Result<Route, HerderError> + Send + Sync>;
 
