@@ -40,6 +40,22 @@ pub enum ConfigError {
         /// A close accepted key (`did you mean "tasks.max"?`) or the list of accepted keys.
         hint: String,
     },
+    /// A Kafka Connect setting Ferry does not implement yet (see `not_implemented_connector_key`).
+    #[error(
+        "{}: {key:?} is a Kafka Connect setting that Ferry does not implement yet ({what}); remove it, \
+         or keep this configuration on Kafka Connect",
+        at(path, *line)
+    )]
+    NotImplemented {
+        /// The file.
+        path: PathBuf,
+        /// The key as written.
+        key: String,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+        /// The Kafka Connect feature the key belongs to.
+        what: String,
+    },
     /// A required key is not set.
     #[error("{}: missing required key {key:?}: {hint}", path.display())]
     Missing {
@@ -92,6 +108,7 @@ impl ConfigError {
             ConfigError::Io { path, .. }
             | ConfigError::Parse { path, .. }
             | ConfigError::UnknownKey { path, .. }
+            | ConfigError::NotImplemented { path, .. }
             | ConfigError::Missing { path, .. }
             | ConfigError::TooManyKeys { path, .. }
             | ConfigError::Invalid { path, .. } => path,
@@ -105,6 +122,7 @@ impl ConfigError {
             | ConfigError::Parse { .. }
             | ConfigError::TooManyKeys { .. } => None,
             ConfigError::UnknownKey { key, .. }
+            | ConfigError::NotImplemented { key, .. }
             | ConfigError::Missing { key, .. }
             | ConfigError::Invalid { key, .. } => Some(key),
         }
@@ -115,6 +133,7 @@ impl ConfigError {
         match self {
             ConfigError::Parse { line, .. }
             | ConfigError::UnknownKey { line, .. }
+            | ConfigError::NotImplemented { line, .. }
             | ConfigError::Invalid { line, .. } => *line,
             ConfigError::Io { .. }
             | ConfigError::Missing { .. }

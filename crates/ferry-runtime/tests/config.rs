@@ -454,10 +454,11 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
                 fiel=/tmp/in.txt\n\
                 topic=t\n\
                 errors.tolerance=some\n\
-                transforms=route\n";
+                transforms=route\n\
+                colour=red\n";
     let (_dir, path, props) = load("source.properties", text.as_bytes());
     let errors = connector_errors(&props);
-    assert_eq!(errors.len(), 5, "{errors}");
+    assert_eq!(errors.len(), 6, "{errors}");
 
     assert_names(error_for(&errors, "tasks.max"), &path, "tasks.max", 3);
     assert!(
@@ -494,14 +495,51 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
         "{errors}"
     );
 
-    let unknown = error_for(&errors, "transforms");
-    assert_names(unknown, &path, "transforms", 7);
+    // A Kafka Connect setting Ferry lacks is named as such, not as an unknown key.
+    let transforms = error_for(&errors, "transforms");
+    assert_names(transforms, &path, "transforms", 7);
+    assert!(matches!(transforms, ConfigError::NotImplemented { .. }));
+    assert!(
+        transforms.to_string().contains(
+            "\"transforms\" is a Kafka Connect setting that Ferry does not implement yet (Single \
+             Message Transforms)"
+        ),
+        "{transforms}"
+    );
+
+    let unknown = error_for(&errors, "colour");
+    assert_names(unknown, &path, "colour", 8);
     assert!(
         unknown
             .to_string()
             .contains("accepted keys: batch.size, connector.class,"),
         "{unknown}"
     );
+}
+
+#[test]
+fn kafka_connect_worker_settings_ferry_lacks_are_named_as_such() {
+    let text = "offset.storage.file.filename=/tmp/o\n\
+                topic.creation.enable=true\n\
+                connector.client.config.override.policy=All\n";
+    let (_dir, path, props) = load("worker.properties", text.as_bytes());
+    let errors = worker_errors(&props);
+    for (key, line, what) in [
+        ("topic.creation.enable", 2, "topic creation, KIP-158"),
+        (
+            "connector.client.config.override.policy",
+            3,
+            "per-connector client overrides",
+        ),
+    ] {
+        let error = error_for(&errors, key);
+        assert_names(error, &path, key, line);
+        assert!(
+            matches!(error, ConfigError::NotImplemented { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains(what), "{error}");
+    }
 }
 
 #[test]

@@ -217,6 +217,15 @@ fn check_connector_keys(
         .keys()
         .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k))
     {
+        if let Some(what) = ferry_plugin::not_implemented_connector_key(key) {
+            errors.push(ConfigError::NotImplemented {
+                path: props.path().to_path_buf(),
+                key: key.to_owned(),
+                line: props.line_of(key),
+                what: what.to_owned(),
+            });
+            continue;
+        }
         errors.push(ConfigError::UnknownKey {
             path: props.path().to_path_buf(),
             key: key.to_owned(),

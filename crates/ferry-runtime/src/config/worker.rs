@@ -319,6 +319,13 @@ impl WorkerConfig {
                      settings); ignored",
                     props.location(key)
                 );
+            } else if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {
+                errors.push(ConfigError::NotImplemented {
+                    path: path.to_path_buf(),
+                    key: key.to_owned(),
+                    line,
+                    what: what.to_owned(),
+                });
             } else {
                 let candidates = known.iter().chain(IGNORED_KEYS).copied();
                 errors.push(ConfigError::UnknownKey {

@@ -1,0 +1,113 @@
+//! Kafka Connect settings Ferry knows of but does not implement yet: refused with an error saying so
+//! (`ConfigError::NotImplemented`), never as an "unknown" key, so a user moving a Kafka Connect
+//! configuration learns it is a missing feature, not a typo.
+
+/// (key or `prefix.`, what it is) for a source connector's configuration.
+const CONNECTOR: &[(&str, &str)] = &[
+    ("transforms", "Single Message Transforms"),
+    ("transforms.", "Single Message Transforms"),
+    ("predicates", "transform predicates"),
+    ("predicates.", "transform predicates"),
+    ("topic.creation.", "topic creation, KIP-158"),
+    ("topic.creation.groups", "topic creation, KIP-158"),
+    ("errors.retry.timeout", "retrying failed operations"),
+    ("errors.retry.delay.max.ms", "retrying failed operations"),
+    ("errors.log.enable", "logging tolerated errors"),
+    ("errors.log.include.messages", "logging tolerated errors"),
+    ("producer.override.", "per-connector client overrides"),
+    ("admin.override.", "per-connector client overrides"),
+    ("consumer.override.", "per-connector client overrides"),
+    (
+        "exactly.once.support",
+        "exactly-once source support, KIP-618",
+    ),
+    (
+        "transaction.boundary",
+        "exactly-once source support, KIP-618",
+    ),
+    (
+        "transaction.boundary.interval.ms",
+        "exactly-once source support, KIP-618",
+    ),
+    (
+        "offsets.storage.topic",
+        "per-connector offsets topics, KIP-618",
+    ),
+    (
+        "config.action.reload",
+        "restarting on a changed config provider value",
+    ),
+];
+
+/// (key, what it is) for a worker's configuration (standalone and distributed).
+const WORKER: &[(&str, &str)] = &[
+    ("topic.creation.enable", "topic creation, KIP-158"),
+    (
+        "connector.client.config.override.policy",
+        "per-connector client overrides",
+    ),
+    (
+        "exactly.once.source.support",
+        "exactly-once source support, KIP-618",
+    ),
+    (
+        "config.providers.",
+        "config provider settings beyond class and allowlist",
+    ),
+];
+
+fn find(table: &[(&str, &'static str)], key: &str) -> Option<&'static str> {
+    table
+        .iter()
+        .find(|(k, _)| {
+            if k.ends_with('.') {
+                key.starts_with(k)
+            } else {
+                key == *k
+            }
+        })
+        .map(|(_, what)| *what)
+}
+
+/// What a connector key is, if it is a Kafka Connect setting Ferry does not implement yet.
+pub fn not_implemented_connector_key(key: &str) -> Option<&'static str> {
+    find(CONNECTOR, key)
+}
+
+/// What a worker key is, if it is a Kafka Connect setting Ferry does not implement yet. Call it only
+/// for keys the worker did not accept (the config providers' class and allowlist keys are accepted).
+pub fn not_implemented_worker_key(key: &str) -> Option<&'static str> {
+    find(WORKER, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_connect_keys_are_named_and_others_are_not() {
+        assert_eq!(
+            not_implemented_connector_key("transforms"),
+            Some("Single Message Transforms")
+        );
+        assert_eq!(
+            not_implemented_connector_key("transforms.MakeMap.type"),
+            Some("Single Message Transforms")
+        );
+        assert_eq!(
+            not_implemented_connector_key("producer.override.linger.ms"),
+            Some("per-connector client overrides")
+        );
+        assert_eq!(
+            not_implemented_connector_key("topic.creation.default.partitions"),
+            Some("topic creation, KIP-158")
+        );
+        assert_eq!(not_implemented_connector_key("transformz"), None);
+        assert_eq!(not_implemented_connector_key("tasks.max"), None);
+        assert_eq!(
+            not_implemented_worker_key("topic.creation.enable"),
+            Some("topic creation, KIP-158")
+        );
+        assert_eq!(not_implemented_worker_key("colour"), None);
+    }
+}
