@@ -271,6 +271,26 @@ fn duplicates(records: &[(i64, i64)]) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// Asserts every record is there exactly once: no gap, no repeat; `why` says what should have
+/// prevented a repeat.
+fn assert_exactly_once(records: &[(i64, i64)], why: &str) {
+    assert_no_gap(records);
+    let repeated = duplicates(records);
+    assert!(
+        repeated.is_empty(),
+        "{why}, but {} records came again, e.g. {:?}",
+        repeated.len(),
+        &repeated[..repeated.len().min(10)]
+    );
+}
+
+/// Waits until every partition `0..partitions` went `by` records past the highest seq read so far.
+fn advance(cluster: &Cluster, reader: &mut TopicReader, partitions: i64, by: i64) {
+    let max = assert_no_gap(&sequences(reader));
+    let at_least = max.values().max().copied().unwrap_or(0) + by;
+    wait_progress(cluster, reader, partitions, at_least);
+}
+
 /// Waits until every partition `0..partitions` reached at least `at_least` (and checks no gap).
 fn wait_progress(cluster: &Cluster, reader: &mut TopicReader, partitions: i64, at_least: i64) {
     let start = Instant::now();
@@ -316,14 +336,8 @@ fn three_workers_share_tasks_and_a_killed_workers_tasks_move_without_a_gap() {
         !owners.values().any(|w| *w == victim),
         "the killed worker's tasks moved: {owners:?}"
     );
-    let before = assert_no_gap(&sequences(&mut reader));
     // Every partition goes on past where it was: the moved tasks resumed.
-    wait_progress(
-        &cluster,
-        &mut reader,
-        6,
-        before.values().max().copied().unwrap_or(0) + 20,
-    );
+    advance(&cluster, &mut reader, 6, 20);
 
     // A joining worker gets a share.
     let joined = cluster.start_worker();
@@ -336,13 +350,7 @@ fn three_workers_share_tasks_and_a_killed_workers_tasks_move_without_a_gap() {
             .any(|t| t["worker_id"] == joined_id.as_str() && t["state"] == "RUNNING")
             .then_some(())
     });
-    let after = assert_no_gap(&sequences(&mut reader));
-    wait_progress(
-        &cluster,
-        &mut reader,
-        6,
-        after.values().max().copied().unwrap_or(0) + 10,
-    );
+    advance(&cluster, &mut reader, 6, 10);
     for n in [0, 2, joined] {
         cluster.stop(n);
     }
@@ -370,34 +378,17 @@ fn graceful_stops_and_joins_redeliver_nothing() {
         (owners.len() == 3).then_some(())
     });
     cluster.running_tasks("seq", 4);
-    let max = assert_no_gap(&sequences(&mut reader));
-    wait_progress(
-        &cluster,
-        &mut reader,
-        4,
-        max.values().max().copied().unwrap_or(0) + 20,
-    );
+    advance(&cluster, &mut reader, 4, 20);
     // A worker stops gracefully: its tasks commit before they move.
     cluster.stop(0);
     cluster.running_tasks("seq", 4);
-    let max = assert_no_gap(&sequences(&mut reader));
-    wait_progress(
-        &cluster,
-        &mut reader,
-        4,
-        max.values().max().copied().unwrap_or(0) + 20,
-    );
+    advance(&cluster, &mut reader, 4, 20);
     let logs = cluster.logs();
     cluster.stop(1);
     cluster.stop(2);
-    let records = sequences(&mut reader);
-    assert_no_gap(&records);
-    let repeated = duplicates(&records);
-    assert!(
-        repeated.is_empty(),
-        "graceful moves re-delivered {} records, e.g. {:?}; logs:\n{logs}",
-        repeated.len(),
-        &repeated[..repeated.len().min(10)]
+    assert_exactly_once(
+        &sequences(&mut reader),
+        &format!("joins and graceful stops commit before tasks move; logs:\n{logs}"),
     );
 }
 
@@ -455,14 +446,9 @@ fn a_full_restart_keeps_connectors_target_states_and_offsets() {
     );
     cluster.stop(2);
     cluster.stop(3);
-    let records = sequences(&mut reader);
-    assert_no_gap(&records);
-    let repeated = duplicates(&records);
-    assert!(
-        repeated.is_empty(),
-        "a clean restart resumed after the committed offsets, but {} records came again, e.g. {:?}",
-        repeated.len(),
-        &repeated[..repeated.len().min(10)]
+    assert_exactly_once(
+        &sequences(&mut reader),
+        "a clean restart resumes after the committed offsets",
     );
 }
 
