@@ -28,6 +28,7 @@ mod error;
 mod plugin;
 mod record;
 mod schema;
+pub mod transform;
 mod typed;
 mod value;
 
