@@ -392,3 +392,71 @@ async fn a_slot_whose_claimant_was_lost_before_the_start_runs_again_at_its_group
     cluster.shutdown().await;
     assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
 }
+
+/// When a third worker gets the slot during a handoff (tansu can give one slot to three members in
+/// a row): it must not start the task while either earlier holder may still run it.
+#[derive(Debug, Clone, Copy)]
+enum Third {
+    /// Right after B's claim, while B still waits for A's release.
+    WhileTheClaimantWaits,
+    /// Right after A released the task to B, before B started it (B looks every 250 ms).
+    AfterTheReleaseToTheClaimant,
+}
+
+/// A runs the task; B, then C get its slot without a revocation. Whatever the order of the fences,
+/// the task never runs on two workers at once and no record is delivered twice.
+async fn a_third_owner_waits(when: Third) {
+    let (mut cluster, a, b) = running(TASK).await;
+    let c = *cluster
+        .live()
+        .iter()
+        .find(|&&i| i != a && i != b)
+        .expect("a third worker");
+    let id = TaskId::new("seq", TASK);
+    let a_id = cluster.nodes[a].worker_id.clone();
+    cluster.coordinator.double_assign(b, slot(TASK)).await;
+    if let Third::AfterTheReleaseToTheClaimant = when {
+        eventually("A releasing the task to B", || {
+            cluster
+                .statuses
+                .task(&id)
+                .is_some_and(|s| s.state == State::Stopped && s.worker_id == a_id)
+        })
+        .await;
+    }
+    cluster.coordinator.double_assign(c, slot(TASK)).await;
+    wait_moved(&cluster, TASK, c).await;
+    let c_id = cluster.nodes[c].worker_id.clone();
+    eventually("the task's status RUNNING on C", || {
+        cluster
+            .statuses
+            .task(&id)
+            .is_some_and(|s| s.state == State::Running && s.worker_id == c_id)
+    })
+    .await;
+    let on_c = starts_since(&cluster, TASK, 0)
+        .last()
+        .expect("a start")
+        .instance;
+    eventually("C committing the task", || {
+        last_commit(&cluster, TASK).0 == on_c
+    })
+    .await;
+    cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+    for p in 0..3 {
+        let delivered = cluster.delivered(p);
+        assert_no_gap(p, &delivered);
+        assert_no_duplicate(p, &delivered);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_third_owner_during_a_handoff_waits_for_the_claimant_and_the_old_owner() {
+    a_third_owner_waits(Third::WhileTheClaimantWaits).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_third_owner_right_after_a_release_waits_for_the_claimant_it_was_released_to() {
+    a_third_owner_waits(Third::AfterTheReleaseToTheClaimant).await;
+}

@@ -15,6 +15,13 @@
 //!   started it: it waits for the release) and then releases it: STOPPED at the claim's generation,
 //!   which the claimant reads as its go. The new owner then resumes exactly after that commit.
 //!
+//! A release to a claimant names it (`ownership::release_to`, in the STOPPED status's trace): it
+//! means "that claimant may run it now", unlike a revocation's STOPPED ("runs nowhere"). So a third
+//! worker getting the slot during a handoff (a claim, or a release to a claimant, stored) waits
+//! for that claimant's release as for a running owner's; and a claimant that still waited itself
+//! when a newer claim came releases to it only once the worker it waited for released the task
+//! (`deferred_releases`): the newest claimant starts only when no earlier holder may run it.
+//!
 //! A fenced slot stays fenced while the group still gives it to this worker, until its claimant
 //! releases it in turn (a STOPPED status written by another worker: the group took the slot back from
 //! whoever held it — after running the task, or before, then one generation above its claim), or
@@ -38,7 +45,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::DistributedHerder;
-use super::ownership::Fenced;
+use super::ownership::{Deferred, Fenced, release_to, released_to};
 use crate::state::TaskId;
 use crate::stores::{State, StatusEntry};
 
@@ -57,6 +64,8 @@ struct Superseded {
     /// The claimant released it already (its STOPPED): the group took the slot back from it before
     /// it ran the task. Nothing to release; it is claimed again here once stopped.
     released: bool,
+    /// This worker had not started the task yet: it still waited for this worker's release.
+    waiting_for: Option<(String, Instant)>,
 }
 
 impl DistributedHerder {
@@ -73,6 +82,7 @@ impl DistributedHerder {
                 return;
             }
             let mut changed = self.released_holds();
+            self.deferred_releases();
             changed |= self.reclaim_released();
             let superseded = self.superseded();
             if !superseded.is_empty() {
@@ -96,11 +106,13 @@ impl DistributedHerder {
             if claim.hold_until.is_none() {
                 continue;
             }
-            if self
-                .statuses
-                .task(id)
-                .is_some_and(|s| s.state == State::Stopped && s.worker_id == *previous)
-            {
+            // Its release: STOPPED by it, addressed to this worker or to no one (a revocation).
+            let me = self.settings.worker_id.as_str();
+            if self.statuses.task(id).is_some_and(|s| {
+                s.state == State::Stopped
+                    && s.worker_id == *previous
+                    && released_to(&s).is_none_or(|to| to == me)
+            }) {
                 tracing::info!(task = %id, "task {id} was released by {previous}; starting it here");
                 claim.hold_until = None;
                 claim.waits_for = None;
@@ -119,13 +131,18 @@ impl DistributedHerder {
             .iter()
             .filter_map(|(id, mine)| {
                 let stored = self.statuses.task(id)?;
+                let addressee = released_to(&stored).map(str::to_owned);
                 (stored.worker_id != self.settings.worker_id && stored.generation > mine.generation)
                     .then(|| Superseded {
                         id: id.clone(),
-                        claimant: stored.worker_id,
+                        released: stored.state == State::Stopped && addressee.is_none(),
+                        claimant: addressee.unwrap_or(stored.worker_id),
                         claim: stored.generation,
                         mine: mine.generation,
-                        released: stored.state == State::Stopped,
+                        waiting_for: mine
+                            .waits_for
+                            .clone()
+                            .zip(mine.hold_until.filter(|_| mine.held(Instant::now()))),
                     })
             })
             .collect();
@@ -173,11 +190,79 @@ impl DistributedHerder {
         self.abort_all(superseded.iter().map(|s| s.id.clone()).collect())
             .await;
         for s in superseded.iter().filter(|s| !s.released) {
-            // `put_task_safe`: a release back by the claimant (one generation above its claim, see
-            // `handler`'s `release`) written meanwhile is not overwritten.
-            let release =
-                StatusEntry::new(State::Stopped, self.settings.worker_id.as_str(), s.claim);
-            self.statuses.put_task_safe(&s.id, release);
+            if let Some((waits_for, until)) = &s.waiting_for {
+                // Never started here, but the worker this one waited for may still run it: the
+                // claimant waits for this worker's release, so it is written once that worker
+                // released the task (see `deferred_releases`).
+                self.owned().deferred.insert(
+                    s.id.clone(),
+                    Deferred {
+                        claim: s.claim,
+                        waits_for: waits_for.clone(),
+                        until: *until,
+                    },
+                );
+                continue;
+            }
+            self.release_to_newest(&s.id, s.claim, &s.claimant);
+        }
+    }
+
+    /// Releases `id` to its newest claimant: the one stored now if a newer claim came meanwhile,
+    /// else `claimant` at `claim`. `put_task_safe`: a release back by the claimant (one generation
+    /// above its claim, see `handler`'s `release`) written meanwhile is not overwritten.
+    fn release_to_newest(&self, id: &TaskId, claim: u32, claimant: &str) {
+        let me = self.settings.worker_id.as_str();
+        let (to, generation) = match self.statuses.task(id) {
+            Some(stored)
+                if stored.generation > claim
+                    && stored.worker_id != me
+                    && stored.state == State::Unassigned =>
+            {
+                (stored.worker_id, stored.generation)
+            }
+            _ => (claimant.to_owned(), claim),
+        };
+        self.statuses
+            .put_task_safe(id, release_to(me, &to, generation));
+    }
+
+    /// Writes the deferred releases whose wait is over: the worker this one waited for released the
+    /// task (its STOPPED, to anyone: it stopped), or this worker's hold ran out (that worker is
+    /// presumed gone, as by the claimant's own hold).
+    fn deferred_releases(&self) {
+        let now = Instant::now();
+        let due: Vec<(TaskId, Deferred)> = {
+            let mut owned = self.owned();
+            let due: Vec<TaskId> = owned
+                .deferred
+                .iter()
+                .filter(|(id, d)| {
+                    now >= d.until
+                        || self
+                            .statuses
+                            .task(id)
+                            .is_none_or(|s| s.state == State::Stopped && s.worker_id == d.waits_for)
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            due.into_iter()
+                .filter_map(|id| owned.deferred.remove(&id).map(|d| (id, d)))
+                .collect()
+        };
+        for (id, d) in due {
+            let claimant = match self.statuses.task(&id) {
+                Some(stored) => released_to(&stored)
+                    .map(str::to_owned)
+                    .unwrap_or(stored.worker_id),
+                None => continue,
+            };
+            tracing::info!(
+                task = %id,
+                "task {id}: {} released it; releasing it to {claimant}, which claimed it while this worker waited",
+                d.waits_for
+            );
+            self.release_to_newest(&id, d.claim, &claimant);
         }
     }
 
@@ -200,10 +285,18 @@ impl DistributedHerder {
                 None => Some((id.clone(), 0)),
                 // Released by whoever held it last (the claimant, or a later claimant of its own),
                 // or this worker's own release left untaken.
+                // A release to another claimant is not one: that claimant runs it now.
                 Some(stored)
                     if stored.state == State::Stopped
-                        && (stored.worker_id != self.settings.worker_id
-                            || now.duration_since(fenced.since) > untaken) =>
+                        && released_to(&stored).is_none_or(|to| to == self.settings.worker_id)
+                        && stored.worker_id != self.settings.worker_id =>
+                {
+                    Some((id.clone(), stored.generation.saturating_add(1)))
+                }
+                Some(stored)
+                    if stored.state == State::Stopped
+                        && stored.worker_id == self.settings.worker_id
+                        && now.duration_since(fenced.since) > untaken =>
                 {
                     Some((id.clone(), stored.generation.saturating_add(1)))
                 }

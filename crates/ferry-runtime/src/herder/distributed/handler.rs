@@ -81,9 +81,10 @@ impl DistributedHerder {
                         .as_ref()
                         .map_or(0, |s| s.generation.saturating_add(1));
                     let departed = stored.as_ref().and_then(|s| self.departed(s));
-                    // Its previous owner still ran it (no revocation reached it, or it died): wait
-                    // for its release (it sees this claim and stops, see `fence`) or, if it never
-                    // comes, for the longer of the handoff timeout and the rebalance delay.
+                    // Another worker may run it (it still ran it — no revocation reached it, or it
+                    // died —, or it claimed it, or it was released to it): wait for its release (it
+                    // sees this claim and stops, see `fence`) or, if it never comes, for the longer
+                    // of the handoff timeout and the rebalance delay.
                     let hold = delay.max(self.settings.handoff_timeout);
                     let hold_until = match departed {
                         Some(departed) if !hold.is_zero() => {
@@ -108,6 +109,7 @@ impl DistributedHerder {
                     );
                     self.statuses.put_task_safe(id, status);
                     owned.fenced.remove(id);
+                    owned.deferred.remove(id);
                     owned.slots.insert(
                         id.clone(),
                         Claim {
@@ -124,11 +126,19 @@ impl DistributedHerder {
         self.kick.notify_one();
     }
 
-    /// The worker that departed with the task still running, if `stored` says so: RUNNING, PAUSED
-    /// or RESTARTING under another worker (a graceful stop leaves STOPPED, or UNASSIGNED).
+    /// The other worker that may run the task, if `stored` says so: RUNNING, PAUSED or RESTARTING
+    /// under it (it departed with the task running, or no revocation reached it), its UNASSIGNED
+    /// claim (it may have started the task already: its RUNNING comes after the start), or a
+    /// release to it (it starts the task as soon as it sees the release). A revocation's STOPPED,
+    /// without an addressee, leaves the task running nowhere.
     fn departed<'a>(&self, stored: &'a StatusEntry) -> Option<&'a str> {
-        (is_live(stored) && stored.worker_id != self.settings.worker_id)
-            .then_some(stored.worker_id.as_str())
+        let me = self.settings.worker_id.as_str();
+        let holder = if is_live(stored) || stored.state == State::Unassigned {
+            Some(stored.worker_id.as_str())
+        } else {
+            super::ownership::released_to(stored)
+        };
+        holder.filter(|holder| *holder != me)
     }
 
     /// Catches the status store up (bounded by [`CATCH_UP`]); on failure the decisions use what it
@@ -244,7 +254,13 @@ impl DistributedHerder {
             } else if stored.worker_id == me && is_live(&stored) {
                 stored.generation.max(*generation)
             } else if stored.worker_id != me && stored.state == State::Unassigned {
-                stored.generation
+                // Addressed to the claimant, so that a worker getting the slot after it waits for
+                // the claimant (see `departed`).
+                self.statuses.put_task_safe(
+                    id,
+                    super::ownership::release_to(me, &stored.worker_id, stored.generation),
+                );
+                continue;
             } else {
                 continue;
             };

@@ -6,6 +6,31 @@ use std::time::Instant;
 use ferry_api::Config;
 
 use crate::state::{TargetState, TaskId};
+use crate::stores::{State, StatusEntry};
+
+/// How a release addressed to one claimant reads in its STOPPED status's `trace`. A release to a
+/// claimant means that claimant may now run the task, so a worker getting the slot next must wait
+/// for that claimant, not take the STOPPED as "runs nowhere".
+const RELEASED_TO: &str = "released to worker ";
+const HANDOFF: &str = " (handoff)";
+
+/// The release of a task by `me` to the worker `to` that claimed it: STOPPED at `generation`.
+pub(super) fn release_to(me: &str, to: &str, generation: u32) -> StatusEntry {
+    StatusEntry::new(State::Stopped, me, generation)
+        .with_trace(format!("{RELEASED_TO}{to}{HANDOFF}"))
+}
+
+/// The worker a STOPPED status released the task to, if it is a release to a claimant.
+pub(super) fn released_to(status: &StatusEntry) -> Option<&str> {
+    if status.state != State::Stopped {
+        return None;
+    }
+    status
+        .trace
+        .as_deref()?
+        .strip_prefix(RELEASED_TO)?
+        .strip_suffix(HANDOFF)
+}
 
 /// A task this worker started in one of its slots: with what, and in which state.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +64,19 @@ pub(super) struct Fenced {
     pub(super) since: Instant,
 }
 
+/// A release this worker owes a newer claimant but may write only once the worker it waited for
+/// itself released the task (or its hold ran out): until then that worker may still run it, and
+/// the newer claimant waits for this worker's release, not that worker's.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Deferred {
+    /// The newer claimant's generation.
+    pub(super) claim: u32,
+    /// The worker this one waited for.
+    pub(super) waits_for: String,
+    /// When this worker's own hold would have ended.
+    pub(super) until: Instant,
+}
+
 /// The slots held and the tasks started in them (see `DistributedHerder::owned`).
 #[derive(Debug, Default)]
 pub(super) struct Ownership {
@@ -51,6 +89,8 @@ pub(super) struct Ownership {
     /// Slots the group still gives this worker but another worker (the value) claimed with a newer
     /// status generation (see `fence`): nothing runs in them here until that worker releases them.
     pub(super) fenced: BTreeMap<TaskId, Fenced>,
+    /// Releases owed to newer claimants once the worker this one waited for released the task.
+    pub(super) deferred: BTreeMap<TaskId, Deferred>,
 }
 
 impl Ownership {
