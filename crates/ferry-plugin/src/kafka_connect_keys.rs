@@ -4,16 +4,8 @@
 
 /// (key or `prefix.`, what it is) for a source connector's configuration.
 const CONNECTOR: &[(&str, &str)] = &[
-    ("transforms", "Single Message Transforms"),
-    ("transforms.", "Single Message Transforms"),
-    ("predicates", "transform predicates"),
-    ("predicates.", "transform predicates"),
     ("topic.creation.", "topic creation, KIP-158"),
     ("topic.creation.groups", "topic creation, KIP-158"),
-    ("errors.retry.timeout", "retrying failed operations"),
-    ("errors.retry.delay.max.ms", "retrying failed operations"),
-    ("errors.log.enable", "logging tolerated errors"),
-    ("errors.log.include.messages", "logging tolerated errors"),
     ("producer.override.", "per-connector client overrides"),
     ("admin.override.", "per-connector client overrides"),
     ("consumer.override.", "per-connector client overrides"),
@@ -86,13 +78,10 @@ mod tests {
 
     #[test]
     fn kafka_connect_keys_are_named_and_others_are_not() {
-        assert_eq!(
-            not_implemented_connector_key("transforms"),
-            Some("Single Message Transforms")
-        );
+        // Implemented: not listed.
         assert_eq!(
             not_implemented_connector_key("transforms.MakeMap.type"),
-            Some("Single Message Transforms")
+            None
         );
         assert_eq!(
             not_implemented_connector_key("producer.override.linger.ms"),

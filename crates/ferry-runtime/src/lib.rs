@@ -16,6 +16,7 @@ pub mod sink;
 mod state;
 mod status;
 pub mod stores;
+pub mod transforms;
 mod worker;
 
 pub use builtin::{

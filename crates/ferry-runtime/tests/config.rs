@@ -454,7 +454,7 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
                 fiel=/tmp/in.txt\n\
                 topic=t\n\
                 errors.tolerance=some\n\
-                transforms=route\n\
+                exactly.once.support=required\n\
                 colour=red\n";
     let (_dir, path, props) = load("source.properties", text.as_bytes());
     let errors = connector_errors(&props);
@@ -496,15 +496,15 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
     );
 
     // A Kafka Connect setting Ferry lacks is named as such, not as an unknown key.
-    let transforms = error_for(&errors, "transforms");
-    assert_names(transforms, &path, "transforms", 7);
-    assert!(matches!(transforms, ConfigError::NotImplemented { .. }));
+    let eos = error_for(&errors, "exactly.once.support");
+    assert_names(eos, &path, "exactly.once.support", 7);
+    assert!(matches!(eos, ConfigError::NotImplemented { .. }));
     assert!(
-        transforms.to_string().contains(
-            "\"transforms\" is a Kafka Connect setting that Ferry does not implement yet (Single \
-             Message Transforms)"
+        eos.to_string().contains(
+            "\"exactly.once.support\" is a Kafka Connect setting that Ferry does not implement yet \
+             (exactly-once source support, KIP-618)"
         ),
-        "{transforms}"
+        "{eos}"
     );
 
     let unknown = error_for(&errors, "colour");

@@ -10,6 +10,12 @@ use ferry_plugin::UnknownKeyHints;
 use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 use ferry_plugin::{ConfigError, ConfigErrors};
 
+use crate::transforms::spec::is_chain_key;
+use crate::transforms::{
+    ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
+    ERRORS_RETRY_TIMEOUT, ErrorHandling, TransformRegistry, Transforms,
+};
+
 /// `name`: the connector's unique name; offsets are stored under it. Required.
 pub const NAME: &str = "name";
 /// `connector.class`: which connector to run. Required.
@@ -34,6 +40,10 @@ pub const COMMON_KEYS: &[&str] = &[
     "key.converter",
     "value.converter",
     "header.converter",
+    ERRORS_RETRY_TIMEOUT,
+    ERRORS_RETRY_DELAY_MAX_MS,
+    ERRORS_LOG_ENABLE,
+    ERRORS_LOG_INCLUDE_MESSAGES,
 ];
 
 /// `errors.tolerance`: what a task does when a record cannot be delivered.
@@ -61,6 +71,10 @@ pub struct ConnectorConfig {
     pub key_converter: Option<ConverterSpec>,
     /// `value.converter` (+ `value.converter.*`): overrides the worker's; `None` uses the worker's.
     pub value_converter: Option<ConverterSpec>,
+    /// `transforms` and `predicates` (with their `.*` keys), checked.
+    pub transforms: Transforms,
+    /// `errors.retry.*` and `errors.log.*`.
+    pub error_handling: ErrorHandling,
     /// Every key as given in the file, including `name` and `connector.class`; what the connector's
     /// `validate` and `task_configs` receive.
     pub props: Config,
@@ -76,6 +90,8 @@ impl fmt::Debug for ConnectorConfig {
             .field("errors_tolerance", &self.errors_tolerance)
             .field("key_converter", &self.key_converter)
             .field("value_converter", &self.value_converter)
+            .field("transforms", &self.transforms.aliases())
+            .field("error_handling", &self.error_handling)
             .field("props", &self.props.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -100,6 +116,19 @@ impl ConnectorConfig {
     pub fn from_properties(
         props: &Properties,
         resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
+        Self::from_properties_with(props, resolve, &TransformRegistry::default())
+    }
+
+    /// [`from_properties`](Self::from_properties) with the transformations and predicates of
+    /// `registry` (the built-in ones and those plugins add).
+    ///
+    /// # Errors
+    /// As [`from_properties`](Self::from_properties).
+    pub fn from_properties_with(
+        props: &Properties,
+        resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
+        registry: &TransformRegistry,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
         if props.len() > MAX_CONNECTOR_KEYS {
             return Err(ConfigError::TooManyKeys {
@@ -178,6 +207,16 @@ impl ConnectorConfig {
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::Ignore, &mut errors);
 
+        let config = props.to_config();
+        let transforms = Transforms::parse(&config, registry).unwrap_or_else(|issues| {
+            errors.extend(issues.into_iter().map(|(k, m)| props.invalid(&k, m)));
+            Transforms::default()
+        });
+        let error_handling = ErrorHandling::parse(&config).unwrap_or_else(|issues| {
+            errors.extend(issues.into_iter().map(|(k, m)| props.invalid(&k, m)));
+            ErrorHandling::default()
+        });
+
         if let Some(connector) = &connector {
             check_connector_keys(props, connector.as_ref(), &mut errors);
         }
@@ -191,7 +230,9 @@ impl ConnectorConfig {
                     errors_tolerance,
                     key_converter,
                     value_converter,
-                    props: props.to_config(),
+                    transforms,
+                    error_handling,
+                    props: config,
                 },
                 connector,
             )),
@@ -215,7 +256,7 @@ fn check_connector_keys(
     let mut hints = UnknownKeyHints::new(&accepted);
     for key in props
         .keys()
-        .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k))
+        .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k) && !is_chain_key(k))
     {
         if let Some(what) = ferry_plugin::not_implemented_connector_key(key) {
             errors.push(ConfigError::NotImplemented {
@@ -258,7 +299,7 @@ fn check_connector_keys(
 /// Whether `key` is one the framework declares for every connector ([`COMMON_KEYS`], the converter
 /// settings Ferry knows): keys whose values are public.
 pub(crate) fn is_framework_key(key: &str) -> bool {
-    COMMON_KEYS.contains(&key) || converter::is_known_converter_key(key)
+    COMMON_KEYS.contains(&key) || converter::is_known_converter_key(key) || is_chain_key(key)
 }
 
 /// Kafka Connect requires a non-empty name without control characters. Surrounding whitespace is

@@ -47,6 +47,10 @@ pub trait Herder: Send + Sync {
     fn worker_id(&self) -> &str;
     /// `GET /connector-plugins`.
     fn plugins(&self) -> Vec<PluginInfo>;
+    /// The transformations and predicates `GET /connector-plugins?connectorsOnly=false` lists too.
+    fn transform_plugins(&self) -> Vec<PluginInfo> {
+        Vec::new()
+    }
     /// The metrics served at `GET /metrics`.
     fn metrics(&self) -> Arc<Metrics>;
     /// `GET /connectors`: the names of all connectors.
@@ -114,6 +118,9 @@ impl Herder for StandaloneHerder {
     }
     fn plugins(&self) -> Vec<PluginInfo> {
         StandaloneHerder::plugins(self)
+    }
+    fn transform_plugins(&self) -> Vec<PluginInfo> {
+        self.plugins.transform_infos()
     }
     fn metrics(&self) -> Arc<Metrics> {
         self.worker().metrics()

@@ -125,6 +125,17 @@ impl StandaloneHerder {
         self
     }
 
+    /// Adds plugins' own transformations and predicates to the built-in ones (Kafka Connect's).
+    #[must_use]
+    pub fn with_transforms(
+        mut self,
+        transformations: Vec<ferry_api::transform::TransformationPlugin>,
+        predicates: Vec<ferry_api::transform::PredicatePlugin>,
+    ) -> Self {
+        self.plugins.add_transforms(transformations, predicates);
+        self
+    }
+
     /// The worker.
     pub fn worker(&self) -> &Worker {
         &self.worker
@@ -393,6 +404,8 @@ impl StandaloneHerder {
                     name: name.to_owned(),
                     tasks_max: config.tasks_max,
                     tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
+                    transforms: config.transforms.clone(),
+                    error_handling: config.error_handling,
                     config: config.props.clone(),
                 };
                 let converters = (config.key_converter, config.value_converter);

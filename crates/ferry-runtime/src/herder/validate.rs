@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
 use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
 
 use super::HerderError;
@@ -14,18 +15,29 @@ use crate::config::{
     HEADER_CONVERTER, KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER,
     is_framework_key, scrub,
 };
+use crate::transforms::TransformRegistry;
 
 /// A connector plugin: the class names it answers to and how to make one.
 pub use ferry_api::ConnectorPlugin as Plugin;
 
-/// The connector plugins a herder knows, and the worker's config providers (placeholders in
-/// connector configurations are resolved here, for every herder, when a connector is checked).
+/// The connector plugins a herder knows, the worker's config providers (placeholders in
+/// connector configurations are resolved here, for every herder, when a connector is checked), and
+/// the transformations and predicates connectors may use.
 #[derive(Clone, Default)]
-pub(crate) struct Plugins(Vec<Plugin>, Arc<ConfigProviders>);
+pub(crate) struct Plugins(Vec<Plugin>, Arc<ConfigProviders>, Arc<TransformRegistry>);
 
 impl Plugins {
     pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
-        Self(plugins, Arc::default())
+        Self(plugins, Arc::default(), Arc::default())
+    }
+
+    /// Adds plugins' own transformations and predicates to the built-in ones.
+    pub(crate) fn add_transforms(
+        &mut self,
+        transformations: Vec<TransformationPlugin>,
+        predicates: Vec<PredicatePlugin>,
+    ) {
+        Arc::make_mut(&mut self.2).add(transformations, predicates);
     }
 
     pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {
@@ -71,6 +83,23 @@ impl Plugins {
                 version: p.make().version(),
             })
             .collect()
+    }
+
+    /// The transformations and predicates, as `GET /connector-plugins?connectorsOnly=false` lists
+    /// them (Kafka Connect lists their version as the worker's).
+    pub(crate) fn transform_infos(&self) -> Vec<PluginInfo> {
+        let version = env!("CARGO_PKG_VERSION");
+        let transformations = self.2.transformations().iter().map(|p| PluginInfo {
+            class: p.class().to_owned(),
+            kind: "transformation",
+            version: version.to_owned(),
+        });
+        let predicates = self.2.predicates().iter().map(|p| PluginInfo {
+            class: p.class().to_owned(),
+            kind: "predicate",
+            version: version.to_owned(),
+        });
+        transformations.chain(predicates).collect()
     }
 
     /// Kafka Connect's message for an unknown class.
@@ -122,7 +151,7 @@ pub(crate) fn check_resolved(
     let keys = connector.config_keys();
     let secrets = resolved.secrets;
     let props = Properties::from_pairs(format!("connector {name}"), resolved.config);
-    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+    match ConnectorConfig::from_properties_with(&props, |c| plugins.resolve(c), &plugins.2) {
         Ok((checked, connector)) => Ok((checked, connector, secrets)),
         Err(errors) => Err(invalid(
             errors
@@ -175,7 +204,7 @@ pub(crate) fn validate(
         ),
     };
     let props = Properties::from_pairs("validate request", resolved.clone());
-    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+    match ConnectorConfig::from_properties_with(&props, |c| plugins.resolve(c), &plugins.2) {
         Ok(_) => {}
         Err(found) => errors.extend(
             found

@@ -375,6 +375,7 @@ pub(crate) async fn plugins(State(app): State<AppState>, Query(params): Params) 
             kind: "header_converter",
             version,
         });
+        plugins.extend(app.herder.transform_plugins());
     }
     ok(&plugins)
 }

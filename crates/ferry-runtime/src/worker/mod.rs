@@ -29,6 +29,7 @@ use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
 use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
+use crate::transforms::{ErrorHandling, Transforms};
 use fence::{FencedStore, TaskFence};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
@@ -67,6 +68,10 @@ pub struct ConnectorSpec {
     pub tasks_max: usize,
     /// `errors.tolerance=all`.
     pub tolerate_delivery_errors: bool,
+    /// The connector's transforms (`transforms=…`), checked.
+    pub transforms: Transforms,
+    /// `errors.retry.*`, `errors.log.*`.
+    pub error_handling: ErrorHandling,
     /// The full connector configuration.
     pub config: Config,
 }
@@ -76,6 +81,10 @@ pub struct ConnectorSpec {
 pub struct TaskSpec {
     /// `errors.tolerance=all`: a record the sink refuses is skipped instead of failing the task.
     pub tolerate_delivery_errors: bool,
+    /// The connector's transforms (`transforms=…`), checked.
+    pub transforms: Transforms,
+    /// `errors.retry.*`, `errors.log.*`.
+    pub error_handling: ErrorHandling,
     /// The connector's own `key.converter`, if it sets one (for sinks that convert).
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one.
@@ -235,7 +244,7 @@ impl Worker {
 
     fn launch(
         &self,
-        tolerate_delivery_errors: bool,
+        (tolerate_delivery_errors, transforms, error_handling): (bool, Transforms, ErrorHandling),
         sinks: Arc<dyn SinkProvider>,
         (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
         paused: bool,
@@ -246,6 +255,8 @@ impl Worker {
                 flush_interval: self.settings.offset_flush_interval,
                 flush_timeout: self.settings.offset_flush_timeout,
                 tolerate_delivery_errors,
+                transforms,
+                error_handling,
             },
             sinks,
             key_converter,
@@ -282,7 +293,11 @@ impl Worker {
             return Err(WorkerError::TaskExists(id));
         }
         let launch = self.launch(
-            spec.tolerate_delivery_errors,
+            (
+                spec.tolerate_delivery_errors,
+                spec.transforms.clone(),
+                spec.error_handling,
+            ),
             self.sinks.clone(),
             (spec.key_converter, spec.value_converter),
             target == TargetState::Paused,
@@ -438,7 +453,12 @@ impl Worker {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused, 0);
+        let errors = (
+            spec.tolerate_delivery_errors,
+            spec.transforms.clone(),
+            spec.error_handling,
+        );
+        let launch = self.launch(errors, sinks, converters, paused, 0);
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);

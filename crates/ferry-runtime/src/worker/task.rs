@@ -17,6 +17,7 @@ mod at_least_once;
 #[cfg(test)]
 mod hooks_order;
 mod semantics;
+mod transform;
 
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -50,6 +51,10 @@ pub(crate) struct TaskSettings {
     pub(crate) flush_timeout: Duration,
     /// `errors.tolerance=all`: a failed delivery counts as delivered.
     pub(crate) tolerate_delivery_errors: bool,
+    /// The connector's transforms: each task builds its own chain from them.
+    pub(crate) transforms: crate::transforms::Transforms,
+    /// `errors.retry.*`, `errors.log.*`.
+    pub(crate) error_handling: crate::transforms::ErrorHandling,
 }
 
 /// Records the watcher found delivered together: each with its metadata (`None`: failed and tolerated).
@@ -201,6 +206,15 @@ impl TaskRunner {
             self.stop_task().await;
             return;
         }
+        let mut chain = match self.settings.transforms.chain() {
+            Ok(chain) => chain,
+            Err(reason) => {
+                self.fail(reason);
+                self.store_reader.close();
+                self.status.set(TaskState::Stopped);
+                return;
+            }
+        };
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
             self.fail(format!("start() failed: {}", describe(&e)));
@@ -234,8 +248,15 @@ impl TaskRunner {
         }
 
         let mut store = self.health.subscribe();
-        self.poll_until_stopped(hooks, &failure, &mut store, &inflight_tx, &mut events)
-            .await;
+        self.poll_until_stopped(
+            hooks,
+            &failure,
+            &mut store,
+            &inflight_tx,
+            &mut events,
+            &mut chain,
+        )
+        .await;
 
         // Stop: no new records; let the committer finish its current commit, then drain.
         let _ = stop_committer_tx.send(true);
@@ -286,6 +307,7 @@ impl TaskRunner {
         store: &mut watch::Receiver<Option<String>>,
         inflight: &mpsc::Sender<InFlight>,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+        chain: &mut crate::transforms::Chain,
     ) {
         let mut backoff = Backoff::new();
         loop {
@@ -346,6 +368,22 @@ impl TaskRunner {
                     }
                     let mut dispatched = true;
                     for record in records {
+                        let record = match self.transform(chain, record).await {
+                            transform::Transformed::Record(record) => record,
+                            transform::Transformed::Skipped(polled) => {
+                                self.skip(hooks, &polled).await;
+                                continue;
+                            }
+                            transform::Transformed::Stopping => {
+                                dispatched = false;
+                                break;
+                            }
+                            transform::Transformed::Failed(reason) => {
+                                failure.set(reason);
+                                dispatched = false;
+                                break;
+                            }
+                        };
                         match self
                             .send(hooks, Box::new(record), inflight, &mut backoff)
                             .await
@@ -417,18 +455,24 @@ impl TaskRunner {
                 }
                 Err(e) if self.settings.tolerate_delivery_errors => {
                     tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
-                    let submitted = hooks.record_dropped(&record);
-                    self.observe(&record, submitted.as_ref());
-                    self.metrics.acknowledged();
-                    if let Some(submitted) = submitted {
-                        submitted.ack();
-                    }
-                    self.call_commit_record(&record, None).await;
+                    self.skip(hooks, &record).await;
                     return Ok(Sent::Done);
                 }
                 Err(e) => return Err(refused(&e)),
             }
         }
+    }
+
+    /// A record that goes nowhere (a transform dropped it, or its error was tolerated): counted as
+    /// delivered, so its offset is committed like a delivered record's (as Kafka Connect's).
+    async fn skip<H: TaskHooks>(&mut self, hooks: &mut H, record: &SourceRecord) {
+        let submitted = hooks.record_dropped(record);
+        self.observe(record, submitted.as_ref());
+        self.metrics.acknowledged();
+        if let Some(submitted) = submitted {
+            submitted.ack();
+        }
+        self.call_commit_record(record, None).await;
     }
 
     /// Tells the partition watch about a sent record's partition, by the key the semantics already

@@ -352,6 +352,8 @@ impl DistributedHerder {
         };
         let spec = TaskSpec {
             tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
+            transforms: config.transforms.clone(),
+            error_handling: config.error_handling,
             key_converter: config.key_converter,
             value_converter: config.value_converter,
             generation,

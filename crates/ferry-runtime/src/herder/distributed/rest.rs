@@ -141,6 +141,10 @@ impl Herder for DistributedHerder {
         self.plugins.infos()
     }
 
+    fn transform_plugins(&self) -> Vec<PluginInfo> {
+        self.plugins.transform_infos()
+    }
+
     fn metrics(&self) -> Arc<Metrics> {
         self.worker.metrics()
     }

@@ -1,0 +1,21 @@
+//! Single Message Transforms in the runtime: which transforms a connector's `transforms=…` names
+//! ([`Transforms`], checked with the connector's configuration), the chain each task applies to its
+//! records ([`Chain`]), and the connector's error-handling keys for them ([`ErrorHandling`]).
+//!
+//! Kafka Connect's rules: `transforms=a,b` lists aliases; `transforms.a.type` names a
+//! transformation class; `transforms.a.predicate=p` (an alias listed in `predicates=…`, with
+//! `predicates.p.type`) applies `a` only to records for which `p` holds, `transforms.a.negate=true`
+//! to those for which it does not; every other `transforms.a.<key>` / `predicates.p.<key>` goes to
+//! the transform or predicate without the prefix. Ferry also refuses keys of an alias that is not
+//! listed (Kafka Connect ignores them), so a typo in an alias is not silently a no-op.
+
+mod chain;
+mod errors;
+pub(crate) mod spec;
+
+pub use chain::{Chain, StepError};
+pub use errors::{
+    ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
+    ERRORS_RETRY_TIMEOUT, ErrorHandling,
+};
+pub use spec::{TransformRegistry, Transforms};

@@ -1,0 +1,341 @@
+//! Reading `transforms.*` and `predicates.*` from a connector configuration.
+
+use std::sync::Arc;
+
+use ferry_api::Config;
+use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
+
+use super::chain::{Chain, Step};
+
+/// The transformations and predicates a worker knows: the built-in ones (Kafka Connect's) plus
+/// those plugins registered.
+#[derive(Clone, Debug)]
+pub struct TransformRegistry {
+    transformations: Vec<TransformationPlugin>,
+    predicates: Vec<PredicatePlugin>,
+}
+
+impl Default for TransformRegistry {
+    /// The built-in transformations and predicates.
+    fn default() -> Self {
+        Self {
+            transformations: ferry_transforms::builtin_transformations(),
+            predicates: ferry_transforms::builtin_predicates(),
+        }
+    }
+}
+
+impl TransformRegistry {
+    /// Adds plugins' own transformations and predicates (after the built-in ones, so a plugin
+    /// cannot shadow a Kafka Connect class name).
+    pub fn add(
+        &mut self,
+        transformations: impl IntoIterator<Item = TransformationPlugin>,
+        predicates: impl IntoIterator<Item = PredicatePlugin>,
+    ) {
+        self.transformations.extend(transformations);
+        self.predicates.extend(predicates);
+    }
+
+    /// Every transformation plugin.
+    pub fn transformations(&self) -> &[TransformationPlugin] {
+        &self.transformations
+    }
+
+    /// Every predicate plugin.
+    pub fn predicates(&self) -> &[PredicatePlugin] {
+        &self.predicates
+    }
+
+    fn transformation(&self, class: &str) -> Option<&TransformationPlugin> {
+        self.transformations.iter().find(|p| p.answers_to(class))
+    }
+
+    fn predicate(&self, class: &str) -> Option<&PredicatePlugin> {
+        self.predicates.iter().find(|p| p.answers_to(class))
+    }
+}
+
+/// One transform of a connector's chain, as configured.
+#[derive(Clone, Debug)]
+pub(super) struct StepSpec {
+    pub(super) alias: String,
+    pub(super) plugin: TransformationPlugin,
+    /// Its own keys, prefix removed (without `type`, `predicate`, `negate`).
+    pub(super) config: Config,
+    pub(super) predicate: Option<PredicateSpec>,
+}
+
+/// The predicate a transform is conditioned on.
+#[derive(Clone, Debug)]
+pub(super) struct PredicateSpec {
+    pub(super) alias: String,
+    pub(super) plugin: PredicatePlugin,
+    pub(super) config: Config,
+    pub(super) negate: bool,
+}
+
+/// A connector's transforms, checked: what every task builds its [`Chain`] from. Empty when the
+/// connector sets no `transforms`.
+#[derive(Clone, Debug, Default)]
+pub struct Transforms {
+    steps: Arc<Vec<StepSpec>>,
+}
+
+/// Most transforms or predicates one connector may list.
+const MAX_ALIASES: usize = 100;
+
+fn is_transform_key(key: &str) -> bool {
+    key == "transforms" || key.starts_with("transforms.")
+}
+
+fn is_predicate_key(key: &str) -> bool {
+    key == "predicates" || key.starts_with("predicates.")
+}
+
+/// Whether `key` belongs to the transforms or predicates of a connector configuration.
+pub(crate) fn is_chain_key(key: &str) -> bool {
+    is_transform_key(key) || is_predicate_key(key)
+}
+
+/// The aliases of a `transforms` / `predicates` list: trimmed, empty entries skipped.
+fn aliases(list: Option<&String>) -> Vec<String> {
+    list.map(|l| {
+        l.split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The keys under `prefix` (removed), except `skip`.
+fn own_keys(config: &Config, prefix: &str, skip: &[&str]) -> Config {
+    config
+        .iter()
+        .filter_map(|(k, v)| {
+            let own = k.strip_prefix(prefix)?;
+            (!skip.contains(&own)).then(|| (own.to_owned(), v.clone()))
+        })
+        .collect()
+}
+
+impl Transforms {
+    /// Reads and checks the transforms of a connector configuration: every listed alias has a known
+    /// `type` whose `configure` accepts its keys, every predicate referred to is listed and known,
+    /// and no key names an alias that is not listed.
+    ///
+    /// # Errors
+    /// One `(key, message)` per problem.
+    pub fn parse(
+        config: &Config,
+        registry: &TransformRegistry,
+    ) -> Result<Self, Vec<(String, String)>> {
+        let mut issues = Vec::new();
+        let transform_aliases = aliases(config.get("transforms"));
+        let predicate_aliases = aliases(config.get("predicates"));
+        for (key, list) in [
+            ("transforms", &transform_aliases),
+            ("predicates", &predicate_aliases),
+        ] {
+            if list.len() > MAX_ALIASES {
+                issues.push((
+                    key.to_owned(),
+                    format!(
+                        "lists {} aliases; at most {MAX_ALIASES} are allowed",
+                        list.len()
+                    ),
+                ));
+                return Err(issues);
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for alias in list {
+                if !seen.insert(alias) {
+                    issues.push((key.to_owned(), format!("alias {alias:?} is listed twice")));
+                }
+            }
+        }
+        // Keys of aliases not listed: a typo would otherwise silently configure nothing.
+        for key in config.keys() {
+            for (prefix, list, what) in [
+                ("transforms.", &transform_aliases, "transforms"),
+                ("predicates.", &predicate_aliases, "predicates"),
+            ] {
+                let Some(rest) = key.strip_prefix(prefix) else {
+                    continue;
+                };
+                if !list.iter().any(|a| {
+                    rest.strip_prefix(a.as_str())
+                        .is_some_and(|r| r.starts_with('.'))
+                }) {
+                    issues.push((
+                        key.clone(),
+                        format!(
+                            "no alias of {what}={} matches this key; add the alias to {what} or remove the key",
+                            list.join(",")
+                        ),
+                    ));
+                }
+            }
+        }
+
+        let mut predicates = Vec::new();
+        for alias in &predicate_aliases {
+            let type_key = format!("predicates.{alias}.type");
+            let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
+                issues.push((type_key, "missing: the predicate's class, e.g. org.apache.kafka.connect.transforms.predicates.TopicNameMatches".to_owned()));
+                continue;
+            };
+            let Some(plugin) = registry.predicate(class) else {
+                issues.push((
+                    type_key,
+                    format!(
+                        "unknown predicate class {class:?}; known: {}",
+                        known(registry.predicates().iter().map(PredicatePlugin::class))
+                    ),
+                ));
+                continue;
+            };
+            let prefix = format!("predicates.{alias}.");
+            let own = own_keys(config, &prefix, &["type"]);
+            let mut instance = plugin.make();
+            if let Err(errors) = instance.configure(&own) {
+                issues.extend(
+                    errors
+                        .into_iter()
+                        .map(|i| (format!("{prefix}{}", i.key), i.message)),
+                );
+                continue;
+            }
+            predicates.push(PredicateSpec {
+                alias: alias.clone(),
+                plugin: plugin.clone(),
+                config: own,
+                negate: false,
+            });
+        }
+
+        let mut steps = Vec::new();
+        for alias in &transform_aliases {
+            let prefix = format!("transforms.{alias}.");
+            let type_key = format!("{prefix}type");
+            let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
+                issues.push((type_key, "missing: the transformation's class, e.g. org.apache.kafka.connect.transforms.InsertField$Value".to_owned()));
+                continue;
+            };
+            let Some(plugin) = registry.transformation(class) else {
+                issues.push((
+                    type_key,
+                    format!(
+                        "unknown transformation class {class:?}; known: {}",
+                        known(
+                            registry
+                                .transformations()
+                                .iter()
+                                .map(TransformationPlugin::class)
+                        )
+                    ),
+                ));
+                continue;
+            };
+            let negate_key = format!("{prefix}negate");
+            let negate = match config
+                .get(&negate_key)
+                .map(|v| v.trim().to_ascii_lowercase())
+            {
+                None => false,
+                Some(v) if v == "true" => true,
+                Some(v) if v == "false" => false,
+                Some(_) => {
+                    issues.push((negate_key.clone(), "must be true or false".to_owned()));
+                    false
+                }
+            };
+            let predicate_key = format!("{prefix}predicate");
+            let predicate = match config.get(&predicate_key).map(|p| p.trim()) {
+                None | Some("") => {
+                    if config.contains_key(&negate_key) {
+                        issues.push((negate_key, "is set, but there is no predicate to negate: set transforms.<alias>.predicate too".to_owned()));
+                    }
+                    None
+                }
+                Some(p) => match predicates.iter().find(|s: &&PredicateSpec| s.alias == p) {
+                    Some(spec) => Some(PredicateSpec {
+                        negate,
+                        ..spec.clone()
+                    }),
+                    None => {
+                        if predicate_aliases.iter().any(|a| a == p) {
+                            // Listed, but its own configuration failed (reported above).
+                        } else {
+                            issues.push((
+                                predicate_key,
+                                format!(
+                                    "predicate {p:?} is not listed in predicates={}",
+                                    predicate_aliases.join(",")
+                                ),
+                            ));
+                        }
+                        None
+                    }
+                },
+            };
+            let own = own_keys(config, &prefix, &["type", "predicate", "negate"]);
+            let mut instance = plugin.make();
+            if let Err(errors) = instance.configure(&own) {
+                issues.extend(
+                    errors
+                        .into_iter()
+                        .map(|i| (format!("{prefix}{}", i.key), i.message)),
+                );
+                continue;
+            }
+            steps.push(StepSpec {
+                alias: alias.clone(),
+                plugin: plugin.clone(),
+                config: own,
+                predicate,
+            });
+        }
+        if issues.is_empty() {
+            Ok(Self {
+                steps: Arc::new(steps),
+            })
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Whether the connector transforms nothing.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The aliases, in order.
+    pub fn aliases(&self) -> Vec<&str> {
+        self.steps.iter().map(|s| s.alias.as_str()).collect()
+    }
+
+    /// A task's own chain: new, configured instances.
+    ///
+    /// # Errors
+    /// A transform or predicate refused the configuration it accepted when checked (a plugin whose
+    /// `configure` is not deterministic).
+    pub fn chain(&self) -> Result<Chain, String> {
+        let mut steps = Vec::with_capacity(self.steps.len());
+        for spec in self.steps.iter() {
+            steps.push(Step::new(spec)?);
+        }
+        Ok(Chain::new(steps))
+    }
+}
+
+fn known<'a>(classes: impl Iterator<Item = &'a str>) -> String {
+    let classes: Vec<&str> = classes.collect();
+    if classes.is_empty() {
+        "none".to_owned()
+    } else {
+        classes.join(", ")
+    }
+}
