@@ -361,7 +361,7 @@ impl Transformation for HeaderFrom {
                 if let Some(unknown) = self.fields.iter().find(|f| schema.field(f).is_none()) {
                     // Kafka fails here with a NullPointerException; Struct's own message instead.
                     return Err(ConnectError::fatal(format!(
-                        "{unknown} is not a valid field name (HeaderFrom$Value/$Key fields must be fields of the {} schema {schema})",
+                        "{unknown} is not a valid field name: the record's {} schema ({schema}) has no such field; fix the transform's '{FIELDS}'",
                         if self.side == Side::Key {
                             "key"
                         } else {

@@ -7,7 +7,7 @@ use ferry_api::{Config, ConfigIssue, ConfigKey, SourceRecord};
 use regex::Regex;
 
 use crate::PACKAGE;
-use crate::routing_config::{regex, required_non_empty_string};
+use crate::routing_config::{regex_and_full_match, required_non_empty_string};
 
 pub(crate) fn plugins() -> Vec<PredicatePlugin> {
     vec![
@@ -44,11 +44,9 @@ impl Predicate for TopicNameMatches {
 
     fn configure(&mut self, config: &Config) -> Result<(), Vec<ConfigIssue>> {
         let mut issues = Issues::default();
-        let pattern = required_non_empty_string(config, PATTERN, &mut issues).and_then(|p| {
-            // Checked alone first, so the message is about what the user wrote.
-            regex(PATTERN, &p, &mut issues)?;
-            regex(PATTERN, &format!(r"\A(?:{p})\z"), &mut issues)
-        });
+        let pattern = required_non_empty_string(config, PATTERN, &mut issues)
+            .and_then(|p| regex_and_full_match(PATTERN, &p, &mut issues))
+            .map(|(_, full)| full);
         self.pattern = issues.finish(|| pattern)?;
         Ok(())
     }

@@ -7,7 +7,7 @@ use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceRecord};
 use regex::Regex;
 
 use crate::PACKAGE;
-use crate::routing_config::{regex, required_string, string_or};
+use crate::routing_config::{regex_and_full_match, required_string, string_or};
 use crate::routing_date::DatePattern;
 
 pub(crate) fn plugins() -> Vec<TransformationPlugin> {
@@ -46,12 +46,9 @@ impl Transformation for RegexRouter {
         let mut issues = Issues::default();
         let pattern = required_string(config, REGEX, &mut issues);
         let replacement = required_string(config, REPLACEMENT, &mut issues);
-        let compiled = pattern.as_deref().and_then(|p| {
-            let re = regex(REGEX, p, &mut issues)?;
-            // The inner regex compiled, so wrapping it in a group compiles too.
-            let full = regex(REGEX, &format!(r"\A(?:{p})\z"), &mut issues)?;
-            Some((re, full))
-        });
+        let compiled = pattern
+            .as_deref()
+            .and_then(|p| regex_and_full_match(REGEX, p, &mut issues));
         // Java reports a bad replacement only when a topic matches; checking it here against the
         // regex's groups reports it before the first record.
         let translated = match (&compiled, replacement) {
@@ -304,8 +301,7 @@ mod tests {
 
     #[test]
     fn regex_router_replacement_syntax_is_javas() {
-        // Named groups, an escaped dollar, a literal dollar in Rust's sense (`$$` is not special
-        // in Java: `$` then `$` is an illegal reference, so use `\$`).
+        // Named groups; `\$` is a literal dollar (Rust's `$$`), `\\` a backslash.
         assert_eq!(
             route("(?<db>[a-z]+)\\.(?<t>[a-z]+)", "${t}_${db}", "shop.orders"),
             "orders_shop"

@@ -98,6 +98,27 @@ pub(crate) fn regex(key: &str, value: &str, issues: &mut Issues) -> Option<Regex
     }
 }
 
+/// `pattern` compiled twice: as written, and anchored at both ends for Java's
+/// `Matcher.matches()` (a match of the whole text, not only of a prefix). Issues as [`regex`].
+pub(crate) fn regex_and_full_match(
+    key: &str,
+    pattern: &str,
+    issues: &mut Issues,
+) -> Option<(Regex, Regex)> {
+    let re = regex(key, pattern, issues)?;
+    // A pattern ending in an `(?x)` comment would comment out the closing `)` (the wrapped
+    // pattern then fails to compile); a newline ends the comment and is whitespace in that mode.
+    let full = Regex::new(&format!(r"\A(?:{pattern})\z"))
+        .or_else(|_| Regex::new(&format!("\\A(?:{pattern}\n)\\z")));
+    match full {
+        Ok(full) => Some((re, full)),
+        Err(e) => {
+            issues.push(key, format!("Invalid regex: {e}"));
+            None
+        }
+    }
+}
+
 /// The Java class Kafka Connect would name in a `DataException` for `value` (the JSON form of a
 /// Connect value, read with its schema when it has one): `null`, `java.lang.String`, …
 pub(crate) fn java_class_name(value: Option<&Value>, schema: Option<&Schema>) -> &'static str {
@@ -161,6 +182,25 @@ mod tests {
             issues[1].message,
             "Missing required configuration \"absent\" which has no default value."
         );
+    }
+
+    #[test]
+    fn full_match_regexes_match_the_whole_text() {
+        let mut issues = Issues::default();
+        for (pattern, text, full) in [
+            ("a|ab", "ab", true),
+            ("foo", "foo-x", false),
+            ("foo", "x-foo", false),
+            ("(?x) foo \\- bar  # a comment", "foo-bar", true),
+            ("(?x) foo \\- bar  # a comment", "foo-bar-x", false),
+            ("(?i)FOO", "foo", true),
+        ] {
+            let (_, re) = regex_and_full_match("k", pattern, &mut issues).unwrap();
+            assert_eq!(re.is_match(text), full, "{pattern} on {text}");
+        }
+        assert!(issues.is_empty());
+        assert!(regex_and_full_match("k", "(", &mut issues).is_none());
+        assert!(issues.has("k"));
     }
 
     #[test]
