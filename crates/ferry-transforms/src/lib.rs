@@ -16,6 +16,8 @@ mod mask_field;
 mod predicates;
 mod replace_field;
 mod routers;
+mod routing_config;
+mod routing_date;
 mod set_schema_metadata;
 mod timestamp_converter;
 mod value_to_key;
