@@ -1,0 +1,1 @@
+//! Kafka Connect's `SingleFieldPath` (KIP-821).
