@@ -11,10 +11,10 @@ use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceRecord};
 use serde_json::Value as Json;
 
 use crate::fields_common::{
-    boolean, key_and_value, require_map, require_struct, required_field_name, Side,
-    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC,
+    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC, Side, boolean, key_and_value,
+    require_map, require_struct, required_field_name,
 };
-use crate::fields_path::{is_v2, FieldPath, FIELD_SYNTAX_VERSION, FIELD_SYNTAX_VERSION_DOC};
+use crate::fields_path::{FIELD_SYNTAX_VERSION, FIELD_SYNTAX_VERSION_DOC, FieldPath, is_v2};
 
 const FIELD: &str = "field";
 const PURPOSE: &str = "field extraction";
@@ -44,7 +44,11 @@ impl Transformation for ExtractField {
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
             ConfigKey::required(FIELD, "Field name to extract."),
-            ConfigKey::optional(REPLACE_NULL_WITH_DEFAULT, Some("true"), REPLACE_NULL_WITH_DEFAULT_DOC),
+            ConfigKey::optional(
+                REPLACE_NULL_WITH_DEFAULT,
+                Some("true"),
+                REPLACE_NULL_WITH_DEFAULT_DOC,
+            ),
             ConfigKey::optional(FIELD_SYNTAX_VERSION, Some("V1"), FIELD_SYNTAX_VERSION_DOC),
         ]
     }
@@ -54,13 +58,15 @@ impl Transformation for ExtractField {
         let field = required_field_name(config, FIELD, &mut issues);
         boolean(config, REPLACE_NULL_WITH_DEFAULT, true, &mut issues);
         let v2 = is_v2(config, &mut issues);
-        let path = field.as_deref().and_then(|f| match FieldPath::parse(f, v2) {
-            Ok(path) => Some(path),
-            Err(message) => {
-                issues.push(FIELD, message);
-                None
-            }
-        });
+        let path = field
+            .as_deref()
+            .and_then(|f| match FieldPath::parse(f, v2) {
+                Ok(path) => Some(path),
+                Err(message) => {
+                    issues.push(FIELD, message);
+                    None
+                }
+            });
         issues.finish(|| {
             if let (Some(field), Some(path)) = (field, path) {
                 self.original = field;
@@ -104,8 +110,8 @@ impl Transformation for ExtractField {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields_common::test_support::{config, has_issue, plugin};
     use crate::PACKAGE;
+    use crate::fields_common::test_support::{config, has_issue, plugin};
     use ferry_api::{Field, Schema};
     use serde_json::json;
 
@@ -181,7 +187,10 @@ mod tests {
 
     #[test]
     fn v2_reads_nested_fields_and_v1_does_not() {
-        let mut t = make("Value", &[("field", "magic.foo"), ("field.syntax.version", "v2")]);
+        let mut t = make(
+            "Value",
+            &[("field", "magic.foo"), ("field.syntax.version", "v2")],
+        );
         let inner = Schema::struct_("in", [Field::new("foo", Schema::string())]);
         let schema = Schema::struct_("s", [Field::new("magic", inner)]);
         let record = SourceRecord::builder("t")
@@ -195,16 +204,57 @@ mod tests {
         let record = SourceRecord::builder("t")
             .value(json!({"magic": {"foo": "bar"}, "magic.foo": "flat"}))
             .build();
-        assert_eq!(t.apply(record.clone()).unwrap().unwrap().value, Some(json!("bar")));
+        assert_eq!(
+            t.apply(record.clone()).unwrap().unwrap().value,
+            Some(json!("bar"))
+        );
         let mut v1 = make("Value", &[("field", "magic.foo")]);
-        assert_eq!(v1.apply(record).unwrap().unwrap().value, Some(json!("flat")));
+        assert_eq!(
+            v1.apply(record).unwrap().unwrap().value,
+            Some(json!("flat"))
+        );
+    }
+
+    #[test]
+    fn key_schemaful_null_and_unknown_nested_field() {
+        let mut t = make("Key", &[("field", "magic")]);
+        let schema = Schema::unnamed_struct([Field::new("magic", Schema::int32())]).optional();
+        let record = SourceRecord::builder("t")
+            .key_schema(schema)
+            .value(json!("v"))
+            .build();
+        let out = t.apply(record).unwrap().unwrap();
+        assert_eq!(out.key_schema, Some(Schema::int32()));
+        assert_eq!(out.key, None);
+        assert_eq!(out.value, Some(json!("v")));
+
+        let mut t = make(
+            "Key",
+            &[
+                ("field", "magic.nonexistent"),
+                ("field.syntax.version", "V2"),
+            ],
+        );
+        let foo = Schema::unnamed_struct([Field::new("foo", Schema::int32())]);
+        let record = SourceRecord::builder("t")
+            .key_schema(Schema::unnamed_struct([Field::new("magic", foo)]))
+            .key(json!({"magic": {"foo": 42}}))
+            .build();
+        assert_eq!(
+            t.apply(record).unwrap_err().to_string(),
+            "Unknown field: magic.nonexistent"
+        );
     }
 
     #[test]
     fn config_issues_name_their_key() {
         let p = plugin(&plugins(), &format!("{PACKAGE}.ExtractField$Value"));
         let issues = p.make().configure(&config(&[])).unwrap_err();
-        assert!(has_issue(&issues, "field", "Missing required configuration \"field\""));
+        assert!(has_issue(
+            &issues,
+            "field",
+            "Missing required configuration \"field\""
+        ));
         let issues = p
             .make()
             .configure(&config(&[("field", "a"), ("field.syntax.version", "V3")]))
@@ -212,7 +262,10 @@ mod tests {
         assert!(has_issue(&issues, FIELD_SYNTAX_VERSION, "V1, V2"));
         let issues = p
             .make()
-            .configure(&config(&[("field", "`a.b"), ("field.syntax.version", "V2")]))
+            .configure(&config(&[
+                ("field", "`a.b"),
+                ("field.syntax.version", "V2"),
+            ]))
             .unwrap_err();
         assert!(has_issue(&issues, "field", "Incomplete backtick pair"));
     }

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use ferry_api::config::Issues;
 use ferry_api::transform::{Transformation, TransformationPlugin};
 use ferry_api::{
-    Config, ConnectError, Field, Schema, SchemaKind, SourceRecord, DATE_LOGICAL_NAME,
-    DECIMAL_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME, TIME_LOGICAL_NAME,
+    Config, ConnectError, DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, Field, Schema, SchemaKind,
+    SourceRecord, TIME_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME,
 };
 use serde_json::{Map, Value as Json};
 
@@ -41,7 +41,12 @@ impl Side {
     }
 
     /// Replaces schema and data of this side (Kafka Connect's `newRecord`).
-    pub(crate) fn set(self, record: &mut SourceRecord, schema: Option<Schema>, value: Option<Json>) {
+    pub(crate) fn set(
+        self,
+        record: &mut SourceRecord,
+        schema: Option<Schema>,
+        value: Option<Json>,
+    ) {
         match self {
             Side::Key => {
                 record.key_schema = schema;
@@ -232,7 +237,11 @@ pub(crate) fn missing(issues: &mut Issues, key: &str) {
 /// A required `STRING` key, trimmed as `ConfigDef` trims it. A blank value is refused: it would
 /// name a field "" (Kafka Connect accepts it and fails on the first record, or inserts a field
 /// without a name).
-pub(crate) fn required_field_name(config: &Config, key: &str, issues: &mut Issues) -> Option<String> {
+pub(crate) fn required_field_name(
+    config: &Config,
+    key: &str,
+    issues: &mut Issues,
+) -> Option<String> {
     let Some(raw) = config.get(key) else {
         missing(issues, key);
         return None;

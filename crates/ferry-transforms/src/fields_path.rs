@@ -6,7 +6,7 @@ use ferry_api::config::Issues;
 use ferry_api::{Config, ConnectError, Field, Schema, SchemaKind};
 use serde_json::{Map, Value as Json};
 
-use crate::fields_common::{require_struct, java_class};
+use crate::fields_common::{java_class, require_struct};
 
 /// The config key choosing the syntax.
 pub(crate) const FIELD_SYNTAX_VERSION: &str = "field.syntax.version";
@@ -65,7 +65,10 @@ impl FieldPath {
     ///
     /// # Errors
     /// A step looks into a schema that is not a struct.
-    pub(crate) fn field_from<'a>(&self, schema: &'a Schema) -> Result<Option<&'a Field>, ConnectError> {
+    pub(crate) fn field_from<'a>(
+        &self,
+        schema: &'a Schema,
+    ) -> Result<Option<&'a Field>, ConnectError> {
         let (parents, last) = self.split();
         let mut current = schema;
         for step in parents {
@@ -120,7 +123,7 @@ impl FieldPath {
                     return Err(ConnectError::fatal(format!(
                         "Only Map objects supported in absence of schema for [nested field access], found: {}",
                         java_class(None, Some(other))
-                    )))
+                    )));
                 }
             }
         }
@@ -235,7 +238,10 @@ mod tests {
         assert_eq!(v2("foo."), ["foo", ""]);
         assert_eq!(v2(".foo"), ["", "foo"]);
         assert_eq!(v2("foo..bar"), ["foo", "", "bar"]);
-        assert_eq!(FieldPath::parse("foo.bar", false).unwrap().steps, ["foo.bar"]);
+        assert_eq!(
+            FieldPath::parse("foo.bar", false).unwrap().steps,
+            ["foo.bar"]
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use ferry_api::transform::{Transformation, TransformationPlugin};
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, SourceRecord};
 use serde_json::Value as Json;
 
-use crate::fields_common::{check_null, key_and_value, required_field_name, struct_like, Side};
+use crate::fields_common::{Side, check_null, key_and_value, required_field_name, struct_like};
 
 const FIELD: &str = "field";
 
@@ -73,14 +73,15 @@ impl Transformation for HoistField {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields_common::test_support::{config, has_issue, plugin};
     use crate::PACKAGE;
+    use crate::fields_common::test_support::{config, has_issue, plugin};
     use ferry_api::Schema;
     use serde_json::json;
 
     fn make(variant: &str, field: &str) -> Box<dyn Transformation> {
         let mut t = plugin(&plugins(), &format!("{PACKAGE}.HoistField${variant}")).make();
-        t.configure(&config(&[("field", field)])).expect("valid config");
+        t.configure(&config(&[("field", field)]))
+            .expect("valid config");
         t
     }
 
@@ -107,7 +108,10 @@ mod tests {
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(
             out.key_schema,
-            Some(Schema::unnamed_struct([Field::new("magic", Schema::int32())]))
+            Some(Schema::unnamed_struct([Field::new(
+                "magic",
+                Schema::int32()
+            )]))
         );
         assert_eq!(out.key, Some(json!({"magic": 420})));
     }
@@ -153,10 +157,63 @@ mod tests {
         );
     }
 
+    /// Kafka Connect's documented example: FileStreamSource lines hoisted into a `line` field,
+    /// then tagged with a static `data_source` field.
+    #[test]
+    fn file_stream_source_example_hoists_then_inserts() {
+        let all = crate::builtin_transformations();
+        let mut hoist = plugin(&all, &format!("{PACKAGE}.HoistField$Value")).make();
+        hoist.configure(&config(&[("field", "line")])).unwrap();
+        let mut insert = plugin(&all, &format!("{PACKAGE}.InsertField$Value")).make();
+        insert
+            .configure(&config(&[
+                ("static.field", "data_source"),
+                ("static.value", "test-file-source"),
+            ]))
+            .unwrap();
+        let mut chain = |record: SourceRecord| {
+            let hoisted = hoist.apply(record).unwrap().unwrap();
+            insert.apply(hoisted).unwrap().unwrap()
+        };
+
+        let out = chain(
+            SourceRecord::builder("connect-test")
+                .value(json!("hello"))
+                .build(),
+        );
+        assert_eq!(
+            out.value,
+            Some(json!({"line": "hello", "data_source": "test-file-source"}))
+        );
+        assert_eq!(out.value_schema, None);
+
+        let out = chain(
+            SourceRecord::builder("connect-test")
+                .value_schema(Schema::string())
+                .value(json!("hello"))
+                .build(),
+        );
+        assert_eq!(
+            out.value,
+            Some(json!({"line": "hello", "data_source": "test-file-source"}))
+        );
+        assert_eq!(
+            out.value_schema,
+            Some(Schema::unnamed_struct([
+                Field::new("line", Schema::string()),
+                Field::new("data_source", Schema::string().optional()),
+            ]))
+        );
+    }
+
     #[test]
     fn missing_field_is_a_config_issue() {
         let p = plugin(&plugins(), &format!("{PACKAGE}.HoistField$Value"));
         let issues = p.make().configure(&config(&[])).unwrap_err();
-        assert!(has_issue(&issues, "field", "Missing required configuration \"field\""));
+        assert!(has_issue(
+            &issues,
+            "field",
+            "Missing required configuration \"field\""
+        ));
     }
 }

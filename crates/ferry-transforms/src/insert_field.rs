@@ -14,8 +14,8 @@ use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, Schema, Sou
 use serde_json::Value as Json;
 
 use crate::fields_common::{
-    boolean, key_and_value, optional_field_name, require_map, require_struct, struct_get,
-    struct_like, Side, REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC,
+    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC, Side, boolean, key_and_value,
+    optional_field_name, require_map, require_struct, struct_get, struct_like,
 };
 
 const TOPIC_FIELD: &str = "topic.field";
@@ -134,13 +134,41 @@ impl InsertField {
 impl Transformation for InsertField {
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
-            ConfigKey::optional(TOPIC_FIELD, None, "Field name for Kafka topic. Suffix with ! to make this a required field, or ? to keep it optional (the default)."),
-            ConfigKey::optional(PARTITION_FIELD, None, "Field name for Kafka partition. Suffix with ! to make this a required field, or ? to keep it optional (the default)."),
-            ConfigKey::optional(OFFSET_FIELD, None, "Field name for Kafka offset - only applicable to sink connectors (a source record with it fails). Suffix with ! to make this a required field, or ? to keep it optional (the default)."),
-            ConfigKey::optional(TIMESTAMP_FIELD, None, "Field name for record timestamp. Suffix with ! to make this a required field, or ? to keep it optional (the default)."),
-            ConfigKey::optional(STATIC_FIELD, None, "Field name for static data field. Suffix with ! to make this a required field, or ? to keep it optional (the default)."),
-            ConfigKey::optional(STATIC_VALUE, None, "Static field value, if field name configured."),
-            ConfigKey::optional(REPLACE_NULL_WITH_DEFAULT, Some("true"), REPLACE_NULL_WITH_DEFAULT_DOC),
+            ConfigKey::optional(
+                TOPIC_FIELD,
+                None,
+                "Field name for Kafka topic. Suffix with ! to make this a required field, or ? to keep it optional (the default).",
+            ),
+            ConfigKey::optional(
+                PARTITION_FIELD,
+                None,
+                "Field name for Kafka partition. Suffix with ! to make this a required field, or ? to keep it optional (the default).",
+            ),
+            ConfigKey::optional(
+                OFFSET_FIELD,
+                None,
+                "Field name for Kafka offset - only applicable to sink connectors (a source record with it fails). Suffix with ! to make this a required field, or ? to keep it optional (the default).",
+            ),
+            ConfigKey::optional(
+                TIMESTAMP_FIELD,
+                None,
+                "Field name for record timestamp. Suffix with ! to make this a required field, or ? to keep it optional (the default).",
+            ),
+            ConfigKey::optional(
+                STATIC_FIELD,
+                None,
+                "Field name for static data field. Suffix with ! to make this a required field, or ? to keep it optional (the default).",
+            ),
+            ConfigKey::optional(
+                STATIC_VALUE,
+                None,
+                "Static field value, if field name configured.",
+            ),
+            ConfigKey::optional(
+                REPLACE_NULL_WITH_DEFAULT,
+                Some("true"),
+                REPLACE_NULL_WITH_DEFAULT_DOC,
+            ),
         ]
     }
 
@@ -239,8 +267,8 @@ impl InsertField {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields_common::test_support::{config, has_issue, plugin};
     use crate::PACKAGE;
+    use crate::fields_common::test_support::{config, has_issue, plugin};
     use serde_json::json;
 
     fn make(variant: &str, pairs: &[(&str, &str)]) -> Box<dyn Transformation> {
@@ -411,17 +439,32 @@ mod tests {
     fn config_errors_name_their_key() {
         let p = plugin(&plugins(), &format!("{PACKAGE}.InsertField$Value"));
         let issues = p.make().configure(&config(&[])).unwrap_err();
-        assert!(has_issue(&issues, TOPIC_FIELD, "No field insertion configured"));
+        assert!(has_issue(
+            &issues,
+            TOPIC_FIELD,
+            "No field insertion configured"
+        ));
         let issues = p
             .make()
             .configure(&config(&[("static.field", "s")]))
             .unwrap_err();
-        assert!(has_issue(&issues, STATIC_VALUE, "No value specified for static field: s"));
+        assert!(has_issue(
+            &issues,
+            STATIC_VALUE,
+            "No value specified for static field: s"
+        ));
         let issues = p
             .make()
-            .configure(&config(&[("topic.field", "t"), ("replace.null.with.default", "maybe")]))
+            .configure(&config(&[
+                ("topic.field", "t"),
+                ("replace.null.with.default", "maybe"),
+            ]))
             .unwrap_err();
-        assert!(has_issue(&issues, REPLACE_NULL_WITH_DEFAULT, "true or false"));
+        assert!(has_issue(
+            &issues,
+            REPLACE_NULL_WITH_DEFAULT,
+            "true or false"
+        ));
         let issues = p
             .make()
             .configure(&config(&[("topic.field", " ! ")]))

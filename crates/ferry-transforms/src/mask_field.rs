@@ -16,15 +16,15 @@ use base64::Engine as _;
 use ferry_api::config::Issues;
 use ferry_api::transform::{Transformation, TransformationPlugin};
 use ferry_api::{
-    Config, ConfigIssue, ConfigKey, ConnectError, Schema, SchemaKind, SourceRecord,
-    DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME, TIME_LOGICAL_NAME,
+    Config, ConfigIssue, ConfigKey, ConnectError, DATE_LOGICAL_NAME, DECIMAL_LOGICAL_NAME, Schema,
+    SchemaKind, SourceRecord, TIME_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME,
 };
 use regex::Regex;
 use serde_json::Value as Json;
 
 use crate::fields_common::{
-    boolean, json_class, key_and_value, require_map, require_struct, required_non_empty_list,
-    schema_class, struct_get, Side, REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC,
+    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC, Side, boolean, json_class,
+    key_and_value, require_map, require_struct, required_non_empty_list, schema_class, struct_get,
 };
 
 const FIELDS: &str = "fields";
@@ -158,7 +158,7 @@ fn empty(kind: Kind, value: &Json) -> Result<Json, ConnectError> {
         Kind::Other(class) => {
             return Err(ConnectError::fatal(format!(
                 "Cannot mask value of type: class {class}"
-            )))
+            )));
         }
     })
 }
@@ -183,7 +183,7 @@ fn replaced(kind: Kind, replacement: &str) -> Result<Json, ConnectError> {
             return Err(ConnectError::fatal(format!(
                 "Cannot mask value of type class {} with custom replacement.",
                 kind.class()
-            )))
+            )));
         }
     })
 }
@@ -280,8 +280,16 @@ impl Transformation for MaskField {
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
             ConfigKey::required(FIELDS, "Names of fields to mask."),
-            ConfigKey::optional(REPLACEMENT, None, "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only)."),
-            ConfigKey::optional(REPLACE_NULL_WITH_DEFAULT, Some("true"), REPLACE_NULL_WITH_DEFAULT_DOC),
+            ConfigKey::optional(
+                REPLACEMENT,
+                None,
+                "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty string values only).",
+            ),
+            ConfigKey::optional(
+                REPLACE_NULL_WITH_DEFAULT,
+                Some("true"),
+                REPLACE_NULL_WITH_DEFAULT_DOC,
+            ),
         ]
     }
 
@@ -337,8 +345,8 @@ impl Transformation for MaskField {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields_common::test_support::{config, has_issue, plugin};
     use crate::PACKAGE;
+    use crate::fields_common::test_support::{config, has_issue, plugin};
     use ferry_api::Field;
     use serde_json::json;
 
@@ -408,7 +416,10 @@ mod tests {
 
     #[test]
     fn value_schemaless_masks_by_json_type_and_adds_absent_fields() {
-        let mut t = make("Value", &[("fields", "bool,long,double,string,list,map,absent")]);
+        let mut t = make(
+            "Value",
+            &[("fields", "bool,long,double,string,list,map,absent")],
+        );
         let record = SourceRecord::builder("t")
             .value(json!({
                 "magic": 42, "bool": true, "long": 42, "double": 4.2, "string": "55.121.20.20",
@@ -448,7 +459,10 @@ mod tests {
             let out = t.apply(record).unwrap().unwrap().value.unwrap();
             assert_eq!(&out[field], expected, "{field} with {replacement}");
         }
-        let mut t = make("Value", &[("fields", "long,double,string"), ("replacement", "123")]);
+        let mut t = make(
+            "Value",
+            &[("fields", "long,double,string"), ("replacement", "123")],
+        );
         let record = SourceRecord::builder("t")
             .value(json!({"long": 1, "double": 1.5, "string": "x"}))
             .build();
@@ -507,6 +521,25 @@ mod tests {
     }
 
     #[test]
+    fn key_schemaful_masks_the_key_struct() {
+        let mut t = make("Key", &[("fields", "ssn"), ("replacement", "***")]);
+        let schema = Schema::struct_(
+            "k",
+            [
+                Field::new("id", Schema::int32()),
+                Field::new("ssn", Schema::string()),
+            ],
+        );
+        let record = SourceRecord::builder("t")
+            .key_schema(schema.clone())
+            .key(json!({"id": 1, "ssn": "123-45-6789"}))
+            .build();
+        let out = t.apply(record).unwrap().unwrap();
+        assert_eq!(out.key_schema, Some(schema));
+        assert_eq!(out.key, Some(json!({"id": 1, "ssn": "***"})));
+    }
+
+    #[test]
     fn null_value_fails_as_in_kafka_connect() {
         let mut t = make("Value", &[("fields", "a")]);
         let err = t.apply(SourceRecord::builder("t").build()).unwrap_err();
@@ -520,7 +553,11 @@ mod tests {
     fn config_issues_name_their_key() {
         let p = plugin(&plugins(), &format!("{PACKAGE}.MaskField$Value"));
         let issues = p.make().configure(&config(&[])).unwrap_err();
-        assert!(has_issue(&issues, FIELDS, "Missing required configuration \"fields\""));
+        assert!(has_issue(
+            &issues,
+            FIELDS,
+            "Missing required configuration \"fields\""
+        ));
         let issues = p.make().configure(&config(&[("fields", " ")])).unwrap_err();
         assert!(has_issue(&issues, FIELDS, "Empty list"));
         let issues = p
@@ -539,6 +576,9 @@ mod tests {
         assert_eq!(decimal_bytes(-129), "/38="); // 0xff 0x7f
         assert!(decimal_replacement("1.5", 2).is_err());
         assert_eq!(decimal_replacement("1.50", 2).unwrap(), decimal_bytes(150));
-        assert_eq!(decimal_replacement("-15e-1", 1).unwrap(), decimal_bytes(-15));
+        assert_eq!(
+            decimal_replacement("-15e-1", 1).unwrap(),
+            decimal_bytes(-15)
+        );
     }
 }

@@ -16,8 +16,8 @@ use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, SourceRecor
 use serde_json::Value as Json;
 
 use crate::fields_common::{
-    boolean, key_and_value, list, require_map, require_struct, struct_get, struct_like, Side,
-    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC,
+    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC, Side, boolean, key_and_value, list,
+    require_map, require_struct, struct_get, struct_like,
 };
 
 const EXCLUDE: &str = "exclude";
@@ -96,12 +96,28 @@ fn parse_renames(entries: &[String], issues: &mut Issues) -> Option<HashMap<Stri
 impl Transformation for ReplaceField {
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
-            ConfigKey::optional(EXCLUDE, Some(""), "Fields to exclude. This takes precedence over the fields to include."),
+            ConfigKey::optional(
+                EXCLUDE,
+                Some(""),
+                "Fields to exclude. This takes precedence over the fields to include.",
+            ),
             ConfigKey::optional(EXCLUDE_ALIAS, None, "Deprecated. Use exclude instead."),
-            ConfigKey::optional(INCLUDE, Some(""), "Fields to include. If specified, only these fields will be used."),
+            ConfigKey::optional(
+                INCLUDE,
+                Some(""),
+                "Fields to include. If specified, only these fields will be used.",
+            ),
             ConfigKey::optional(INCLUDE_ALIAS, None, "Deprecated. Use include instead."),
-            ConfigKey::optional(RENAMES, Some(""), "Field rename mappings: a list of colon-delimited pairs, e.g. foo:bar,abc:xyz."),
-            ConfigKey::optional(REPLACE_NULL_WITH_DEFAULT, Some("true"), REPLACE_NULL_WITH_DEFAULT_DOC),
+            ConfigKey::optional(
+                RENAMES,
+                Some(""),
+                "Field rename mappings: a list of colon-delimited pairs, e.g. foo:bar,abc:xyz.",
+            ),
+            ConfigKey::optional(
+                REPLACE_NULL_WITH_DEFAULT,
+                Some("true"),
+                REPLACE_NULL_WITH_DEFAULT_DOC,
+            ),
         ]
     }
 
@@ -150,7 +166,12 @@ impl Transformation for ReplaceField {
                 let updated = updated_schema
                     .fields()
                     .iter()
-                    .map(|f| (f.name.clone(), struct_get(map, self.reverse_renamed(&f.name))))
+                    .map(|f| {
+                        (
+                            f.name.clone(),
+                            struct_get(map, self.reverse_renamed(&f.name)),
+                        )
+                    })
                     .collect();
                 (Some(updated_schema), updated)
             }
@@ -163,8 +184,8 @@ impl Transformation for ReplaceField {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields_common::test_support::{config, has_issue, plugin};
     use crate::PACKAGE;
+    use crate::fields_common::test_support::{config, has_issue, plugin};
     use ferry_api::Schema;
     use serde_json::json;
 
@@ -181,7 +202,10 @@ mod tests {
 
     #[test]
     fn value_schemaless_excludes_and_renames() {
-        let mut t = make("Value", &[("exclude", "dont"), ("renames", "abc:xyz,foo:bar")]);
+        let mut t = make(
+            "Value",
+            &[("exclude", "dont"), ("renames", "abc:xyz,foo:bar")],
+        );
         let out = value_of(
             &mut t,
             json!({"dont": "whatever", "abc": 42, "foo": true, "etc": "etc"}),
@@ -191,19 +215,38 @@ mod tests {
 
     #[test]
     fn include_keeps_only_listed_and_exclude_wins() {
-        let mut t = make("Value", &[("include", "abc,foo"), ("exclude", "foo"), ("renames", "abc:xyz")]);
-        let out = value_of(&mut t, json!({"dont": 1, "abc": 42, "foo": true, "etc": "etc"}));
+        let mut t = make(
+            "Value",
+            &[
+                ("include", "abc,foo"),
+                ("exclude", "foo"),
+                ("renames", "abc:xyz"),
+            ],
+        );
+        let out = value_of(
+            &mut t,
+            json!({"dont": 1, "abc": 42, "foo": true, "etc": "etc"}),
+        );
         assert_eq!(out, json!({"xyz": 42}));
     }
 
     #[test]
     fn deprecated_aliases_apply_unless_the_key_is_set() {
-        let mut t = make("Value", &[("blacklist", "dont"), ("renames", "abc:xyz,foo:bar")]);
-        let out = value_of(&mut t, json!({"dont": "whatever", "abc": 42, "foo": true, "etc": "etc"}));
+        let mut t = make(
+            "Value",
+            &[("blacklist", "dont"), ("renames", "abc:xyz,foo:bar")],
+        );
+        let out = value_of(
+            &mut t,
+            json!({"dont": "whatever", "abc": 42, "foo": true, "etc": "etc"}),
+        );
         assert_eq!(out, json!({"xyz": 42, "bar": true, "etc": "etc"}));
 
         let mut t = make("Value", &[("whitelist", "abc")]);
-        assert_eq!(value_of(&mut t, json!({"abc": 1, "d": 2})), json!({"abc": 1}));
+        assert_eq!(
+            value_of(&mut t, json!({"abc": 1, "d": 2})),
+            json!({"abc": 1})
+        );
 
         // The key wins over its alias.
         let mut t = make("Value", &[("include", "d"), ("whitelist", "abc")]);
@@ -212,7 +255,10 @@ mod tests {
 
     #[test]
     fn value_schemaful_builds_the_new_schema() {
-        let mut t = make("Value", &[("include", "abc,foo"), ("renames", "abc:xyz,foo:bar")]);
+        let mut t = make(
+            "Value",
+            &[("include", "abc,foo"), ("renames", "abc:xyz,foo:bar")],
+        );
         let schema = Schema::struct_(
             "n",
             [
@@ -261,11 +307,39 @@ mod tests {
     }
 
     #[test]
+    fn key_schemaful_keeps_and_renames() {
+        let mut t = make("Key", &[("include", "id"), ("renames", "id:key_id")]);
+        let schema = Schema::struct_(
+            "k",
+            [
+                Field::new("id", Schema::int64()),
+                Field::new("x", Schema::string()),
+            ],
+        );
+        let record = SourceRecord::builder("t")
+            .key_schema(schema)
+            .key(json!({"id": 7, "x": "y"}))
+            .build();
+        let out = t.apply(record).unwrap().unwrap();
+        assert_eq!(
+            out.key_schema,
+            Some(Schema::struct_(
+                "k",
+                [Field::new("key_id", Schema::int64())]
+            ))
+        );
+        assert_eq!(out.key, Some(json!({"key_id": 7})));
+    }
+
+    #[test]
     fn rename_onto_an_existing_struct_field_fails() {
         let mut t = make("Value", &[("renames", "a:b")]);
         let schema = Schema::struct_(
             "n",
-            [Field::new("a", Schema::int32()), Field::new("b", Schema::int32())],
+            [
+                Field::new("a", Schema::int32()),
+                Field::new("b", Schema::int32()),
+            ],
         );
         let record = SourceRecord::builder("t")
             .value_schema(schema)
@@ -285,7 +359,10 @@ mod tests {
                 .make()
                 .configure(&config(&[("renames", bad)]))
                 .unwrap_err();
-            assert!(has_issue(&issues, RENAMES, "Invalid rename mapping"), "{bad}");
+            assert!(
+                has_issue(&issues, RENAMES, "Invalid rename mapping"),
+                "{bad}"
+            );
         }
     }
 }

@@ -11,11 +11,11 @@ use ferry_api::transform::{Transformation, TransformationPlugin};
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, SourceRecord};
 use serde_json::Value as Json;
 
-use crate::fields_common::{
-    boolean, require_map, require_struct, required_non_empty_list, struct_get, struct_like,
-    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC,
-};
 use crate::PACKAGE;
+use crate::fields_common::{
+    REPLACE_NULL_WITH_DEFAULT, REPLACE_NULL_WITH_DEFAULT_DOC, boolean, require_map, require_struct,
+    required_non_empty_list, struct_get, struct_like,
+};
 
 const FIELDS: &str = "fields";
 const PURPOSE: &str = "copying fields from value to key";
@@ -34,8 +34,15 @@ struct ValueToKey {
 impl Transformation for ValueToKey {
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
-            ConfigKey::required(FIELDS, "Field names on the record value to extract as the record key."),
-            ConfigKey::optional(REPLACE_NULL_WITH_DEFAULT, Some("true"), REPLACE_NULL_WITH_DEFAULT_DOC),
+            ConfigKey::required(
+                FIELDS,
+                "Field names on the record value to extract as the record key.",
+            ),
+            ConfigKey::optional(
+                REPLACE_NULL_WITH_DEFAULT,
+                Some("true"),
+                REPLACE_NULL_WITH_DEFAULT_DOC,
+            ),
         ]
     }
 
@@ -89,7 +96,8 @@ mod tests {
 
     fn make(fields: &str) -> Box<dyn Transformation> {
         let mut t = plugin(&plugins(), &format!("{PACKAGE}.ValueToKey")).make();
-        t.configure(&config(&[("fields", fields)])).expect("valid config");
+        t.configure(&config(&[("fields", fields)]))
+            .expect("valid config");
         t
     }
 
@@ -166,7 +174,11 @@ mod tests {
     fn config_issues_name_their_key() {
         let p = plugin(&plugins(), &format!("{PACKAGE}.ValueToKey"));
         let issues = p.make().configure(&config(&[])).unwrap_err();
-        assert!(has_issue(&issues, FIELDS, "Missing required configuration \"fields\""));
+        assert!(has_issue(
+            &issues,
+            FIELDS,
+            "Missing required configuration \"fields\""
+        ));
         let issues = p.make().configure(&config(&[("fields", ",")])).unwrap_err();
         assert!(has_issue(&issues, FIELDS, "Empty list"));
     }
