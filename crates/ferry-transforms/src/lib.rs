@@ -7,6 +7,8 @@
 
 mod cast;
 mod extract_field;
+mod fields_common;
+mod fields_path;
 mod filter;
 mod flatten;
 mod headers;
