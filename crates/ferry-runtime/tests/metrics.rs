@@ -195,6 +195,8 @@ async fn each_task_has_its_own_series_and_a_shared_registry_is_used() {
         name: "two".to_owned(),
         tasks_max: 2,
         tolerate_delivery_errors: false,
+        transforms: Default::default(),
+        error_handling: Default::default(),
         config: ferry_api::Config::new(),
     };
     worker

@@ -89,6 +89,8 @@ pub async fn run_until_committed(
         name: name.to_owned(),
         tasks_max: 1,
         tolerate_delivery_errors: false,
+        transforms: Default::default(),
+        error_handling: Default::default(),
         config,
     };
     worker

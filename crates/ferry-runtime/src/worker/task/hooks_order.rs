@@ -174,6 +174,8 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
             flush_interval: Duration::from_secs(60),
             flush_timeout: Duration::from_secs(5),
             tolerate_delivery_errors: false,
+            transforms: Default::default(),
+            error_handling: Default::default(),
         },
         health: Arc::new(StoreHealth::new()),
         helpers: Arc::new(Helpers::default()),

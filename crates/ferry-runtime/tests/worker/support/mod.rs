@@ -229,6 +229,8 @@ impl Harness {
             name: name.to_owned(),
             tasks_max,
             tolerate_delivery_errors,
+            transforms: Default::default(),
+            error_handling: Default::default(),
             config: Config::new(),
         };
         self.worker
