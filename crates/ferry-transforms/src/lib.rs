@@ -18,6 +18,9 @@ mod replace_field;
 mod routers;
 mod set_schema_metadata;
 mod timestamp_converter;
+mod types_common;
+mod types_number;
+mod types_time;
 mod value_to_key;
 
 use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
