@@ -29,7 +29,8 @@ use crate::types_time::{MILLIS_PER_DAY, connect_date_string};
 const SPEC: &str = "spec";
 const REPLACE_NULL_WITH_DEFAULT: &str = "replace.null.with.default";
 const PURPOSE: &str = "cast types";
-const SUPPORTED_INPUT: &str = "[INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]";
+const SUPPORTED_INPUT: &str =
+    "[INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]";
 const SUPPORTED_OUTPUT: &str = "[INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING]";
 
 pub(crate) fn plugins() -> Vec<TransformationPlugin> {
@@ -80,7 +81,12 @@ impl Target {
                     "Cast transformation does not support casting to {upper}; supported types are {SUPPORTED_OUTPUT}"
                 ));
             }
-            _ => return Err(format!("Invalid type found in casting spec: {}", name.trim())),
+            _ => {
+                return Err(format!(
+                    "Invalid type found in casting spec: {}",
+                    name.trim()
+                ));
+            }
         })
     }
 }
@@ -292,7 +298,9 @@ fn input_of(value: &Value, schema: Option<&Schema>, target: Target) -> Result<In
         SchemaKind::Float32 => {
             Input::Float(value.as_f64().ok_or_else(|| mismatch(value, schema))? as f32)
         }
-        SchemaKind::Float64 => Input::Double(value.as_f64().ok_or_else(|| mismatch(value, schema))?),
+        SchemaKind::Float64 => {
+            Input::Double(value.as_f64().ok_or_else(|| mismatch(value, schema))?)
+        }
         SchemaKind::Boolean => Input::Bool(value.as_bool().ok_or_else(|| mismatch(value, schema))?),
         SchemaKind::String => Input::Str(
             value
@@ -332,7 +340,11 @@ fn unsupported_input(type_name: &str) -> ConnectError {
 }
 
 /// Kafka Connect's `Cast.castValueToType`: null stays null.
-fn cast_value(value: &Value, schema: Option<&Schema>, target: Target) -> Result<Value, ConnectError> {
+fn cast_value(
+    value: &Value,
+    schema: Option<&Schema>,
+    target: Target,
+) -> Result<Value, ConnectError> {
     if value.is_null() {
         return Ok(Value::Null);
     }
@@ -420,7 +432,9 @@ fn parse_java_float(s: &str) -> Option<f64> {
         .filter(|rest| !rest.is_empty())
         .unwrap_or(t);
     // Rust also reads "inf" and "nan", which Java does not.
-    if t.chars().any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E')) {
+    if t.chars()
+        .any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E'))
+    {
         return None;
     }
     t.parse().ok()
@@ -620,7 +634,10 @@ mod tests {
     fn bad_specs_are_config_issues_on_spec() {
         for (spec, message) in [
             ("", "Must specify at least one field to cast."),
-            ("foo:faketype", "Invalid type found in casting spec: faketype"),
+            (
+                "foo:faketype",
+                "Invalid type found in casting spec: faketype",
+            ),
             (
                 "foo:array",
                 "Cast transformation does not support casting to ARRAY; supported types are [INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING]",
@@ -734,7 +751,10 @@ mod tests {
             ("float64", json!("1.5"), json!(1.5)),
         ] {
             let mut cast = value_cast(spec);
-            let out = apply(&mut cast, SourceRecord::builder("t").value(input.clone()).build());
+            let out = apply(
+                &mut cast,
+                SourceRecord::builder("t").value(input.clone()).build(),
+            );
             assert_eq!(out.value, Some(expected), "{spec} {input}");
             assert_eq!(out.value_schema, None);
         }
@@ -743,14 +763,25 @@ mod tests {
     #[test]
     fn whole_value_keeps_the_schema_name_version_and_optionality() {
         let mut cast = value_cast("int64");
-        let schema = Schema::int32().named("com.example.Id").with_version(3).optional();
+        let schema = Schema::int32()
+            .named("com.example.Id")
+            .with_version(3)
+            .optional();
         let out = apply(
             &mut cast,
-            SourceRecord::builder("t").value_schema(schema).value(json!(7)).build(),
+            SourceRecord::builder("t")
+                .value_schema(schema)
+                .value(json!(7))
+                .build(),
         );
         assert_eq!(
             out.value_schema,
-            Some(Schema::int64().named("com.example.Id").with_version(3).optional())
+            Some(
+                Schema::int64()
+                    .named("com.example.Id")
+                    .with_version(3)
+                    .optional()
+            )
         );
     }
 
@@ -886,7 +917,10 @@ mod tests {
         });
         let out = apply(
             &mut cast,
-            SourceRecord::builder("t").value_schema(schema).value(value).build(),
+            SourceRecord::builder("t")
+                .value_schema(schema)
+                .value(value)
+                .build(),
         );
         assert_eq!(
             out.value,
@@ -897,7 +931,11 @@ mod tests {
             }))
         );
         assert_eq!(
-            out.value_schema.unwrap().field("null_timestamp_to_int32").unwrap().schema,
+            out.value_schema
+                .unwrap()
+                .field("null_timestamp_to_int32")
+                .unwrap()
+                .schema,
             Schema::int32().optional()
         );
     }
@@ -917,7 +955,10 @@ mod tests {
         });
         let out = apply(
             &mut cast,
-            SourceRecord::builder("t").value_schema(schema).value(value).build(),
+            SourceRecord::builder("t")
+                .value_schema(schema)
+                .value(value)
+                .build(),
         );
         assert_eq!(
             out.value,

@@ -5,7 +5,9 @@
 //! or value passes through unchanged.
 
 use ferry_api::transform::{Transformation, TransformationPlugin};
-use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, Schema, SchemaKind, SourceRecord};
+use ferry_api::{
+    Config, ConfigIssue, ConfigKey, ConnectError, Field, Schema, SchemaKind, SourceRecord,
+};
 use serde_json::{Map, Value};
 
 use crate::types_common::{
@@ -168,7 +170,8 @@ impl Transformation for Flatten {
                 Some(copy_schema_basics(schema, SchemaKind::Struct { fields }))
             }
         };
-        self.side.set(&mut record, Some(Value::Object(out)), new_schema);
+        self.side
+            .set(&mut record, Some(Value::Object(out)), new_schema);
         Ok(Some(record))
     }
 }
@@ -268,8 +271,15 @@ mod tests {
         assert_eq!(
             names,
             [
-                "A.B.int8", "A.B.int16", "A.B.int32", "A.B.int64", "A.B.float32", "A.B.float64",
-                "A.B.boolean", "A.B.string", "A.B.bytes"
+                "A.B.int8",
+                "A.B.int16",
+                "A.B.int32",
+                "A.B.int64",
+                "A.B.float32",
+                "A.B.float64",
+                "A.B.boolean",
+                "A.B.string",
+                "A.B.bytes"
             ]
         );
         assert_eq!(schema.field("A.B.bytes").unwrap().schema, Schema::bytes());
@@ -317,7 +327,9 @@ mod tests {
         assert_eq!(out.value, Some(json!({"B.opt_int32": null})));
         // testOptionalStruct: a null value passes through.
         let optional = inner.clone().optional();
-        let mut record = SourceRecord::builder("t").value_schema(optional.clone()).build();
+        let mut record = SourceRecord::builder("t")
+            .value_schema(optional.clone())
+            .build();
         record.value = None;
         assert_eq!(apply(&mut xform, record.clone()), record);
         // testOptionalNestedStruct: a null optional struct gives null, optional fields.
@@ -335,7 +347,10 @@ mod tests {
         assert_eq!(out.value, Some(json!({"B.req": null})));
         assert_eq!(
             out.value_schema,
-            Some(Schema::unnamed_struct([Field::new("B.req", Schema::int32().optional())]))
+            Some(Schema::unnamed_struct([Field::new(
+                "B.req",
+                Schema::int32().optional()
+            )]))
         );
         // The flattened struct itself is required, as Kafka Connect builds it.
         let out = apply(
@@ -347,7 +362,10 @@ mod tests {
         );
         assert_eq!(
             out.value_schema,
-            Some(Schema::unnamed_struct([Field::new("x", Schema::int32().optional())]))
+            Some(Schema::unnamed_struct([Field::new(
+                "x",
+                Schema::int32().optional()
+            )]))
         );
         // testOptionalFieldMap
         let out = apply(
@@ -378,15 +396,16 @@ mod tests {
     fn arrays_are_not_flattened() {
         let mut xform = flatten(Side::Value, None);
         let value = json!({"foo": ["bar", {"baz": {"lfg": "lfg"}}]});
-        let out = apply(&mut xform, SourceRecord::builder("t").value(value.clone()).build());
+        let out = apply(
+            &mut xform,
+            SourceRecord::builder("t").value(value.clone()).build(),
+        );
         assert_eq!(out.value, Some(value));
 
         let nested = Schema::unnamed_struct([Field::new("lfg", Schema::string())]);
         let inner = Schema::unnamed_struct([Field::new("baz", nested)]);
-        let schema = Schema::unnamed_struct([Field::new(
-            "foo",
-            Schema::array(inner).with_doc("durk"),
-        )]);
+        let schema =
+            Schema::unnamed_struct([Field::new("foo", Schema::array(inner).with_doc("durk"))]);
         let value = json!({"foo": [{"baz": {"lfg": "lfg"}}]});
         let out = apply(
             &mut xform,
@@ -418,11 +437,20 @@ mod tests {
             "firstNull": null, "firstNonNull": "nonNull", "secondNull": null,
             "secondNonNull": "alsoNonNull", "thirdNonNull": null,
         });
-        let out = apply(&mut xform, SourceRecord::builder("t").value(value.clone()).build());
+        let out = apply(
+            &mut xform,
+            SourceRecord::builder("t").value(value.clone()).build(),
+        );
         assert_eq!(out.value, Some(value.clone()));
         let schema = Schema::unnamed_struct(
-            ["firstNull", "firstNonNull", "secondNull", "secondNonNull", "thirdNonNull"]
-                .map(|n| Field::new(n, Schema::string().optional())),
+            [
+                "firstNull",
+                "firstNonNull",
+                "secondNull",
+                "secondNonNull",
+                "thirdNonNull",
+            ]
+            .map(|n| Field::new(n, Schema::string().optional())),
         );
         let out = apply(
             &mut xform,
@@ -455,7 +483,10 @@ mod tests {
             "Flatten transformation does not support MAP for record with schemas (for field m)."
         );
         let schema = Schema::unnamed_struct([
-            Field::new("a", Schema::unnamed_struct([Field::new("b", Schema::int32())])),
+            Field::new(
+                "a",
+                Schema::unnamed_struct([Field::new("b", Schema::int32())]),
+            ),
             Field::new("a.b", Schema::int32()),
         ]);
         let err = xform

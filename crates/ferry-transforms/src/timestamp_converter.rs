@@ -110,7 +110,7 @@ impl Precision {
     }
 
     /// Java's `TimeUnit.X.toMillis`: division truncates, multiplication saturates.
-    fn to_millis(self, value: i64) -> i64 {
+    fn unix_to_millis(self, value: i64) -> i64 {
         match self {
             Precision::Seconds => value.saturating_mul(1000),
             Precision::Milliseconds => value,
@@ -119,7 +119,7 @@ impl Precision {
         }
     }
 
-    fn from_millis(self, millis: i64) -> i64 {
+    fn unix_from_millis(self, millis: i64) -> i64 {
         match self {
             Precision::Seconds => millis / 1000,
             Precision::Milliseconds => millis,
@@ -179,7 +179,7 @@ impl Settings {
             }
             Kind::Unix => value
                 .as_i64()
-                .map(|v| self.precision.to_millis(v))
+                .map(|v| self.precision.unix_to_millis(v))
                 .ok_or_else(|| {
                     ConnectError::fatal(format!(
                         "Expected Unix timestamp to be a Long, but found {}",
@@ -216,7 +216,7 @@ impl Settings {
                     .map(|f| f.format(millis))
                     .unwrap_or_default(),
             ),
-            Kind::Unix => Value::from(self.precision.from_millis(millis)),
+            Kind::Unix => Value::from(self.precision.unix_from_millis(millis)),
             Kind::Timestamp => Value::from(millis),
             Kind::Date => {
                 let days = millis.div_euclid(MILLIS_PER_DAY);
@@ -406,7 +406,8 @@ impl Transformation for TimestampConverter {
                         }
                     })
                     .collect();
-                let mut updated = copy_schema_basics(schema, SchemaKind::Struct { fields: new_fields });
+                let mut updated =
+                    copy_schema_basics(schema, SchemaKind::Struct { fields: new_fields });
                 updated.optional = schema.optional;
                 let converted = match value {
                     None => None,
@@ -504,7 +505,11 @@ mod tests {
         assert_eq!(issues(&[])[0].key, TARGET_TYPE);
         let invalid = issues(&[(TARGET_TYPE, "invalid")]);
         assert_eq!(invalid[0].key, TARGET_TYPE);
-        assert!(invalid[0].message.contains("string, unix, Date, Time, Timestamp"));
+        assert!(
+            invalid[0]
+                .message
+                .contains("string, unix, Date, Time, Timestamp")
+        );
         assert_eq!(
             issues(&[(TARGET_TYPE, "unix"), (UNIX_PRECISION, "invalid")])[0].key,
             UNIX_PRECISION
@@ -604,14 +609,19 @@ mod tests {
         for (schema, value, expected) in [
             (Schema::date(), json!(1), DATE),
             (Schema::time(), json!(TIME), TIME),
-            (Schema::int64(), json!(DATE_PLUS_TIME_UNIX), DATE_PLUS_TIME_UNIX),
+            (
+                Schema::int64(),
+                json!(DATE_PLUS_TIME_UNIX),
+                DATE_PLUS_TIME_UNIX,
+            ),
             (
                 Schema::string(),
                 json!(DATE_PLUS_TIME_STRING),
                 DATE_PLUS_TIME_UNIX,
             ),
         ] {
-            let mut xform = value_converter(&[(TARGET_TYPE, "Timestamp"), (FORMAT, STRING_DATE_FMT)]);
+            let mut xform =
+                value_converter(&[(TARGET_TYPE, "Timestamp"), (FORMAT, STRING_DATE_FMT)]);
             let out = apply(&mut xform, with_schema(schema.clone(), Some(value)));
             assert_eq!(out.value, Some(json!(expected)), "{schema}");
             assert_eq!(out.value_schema, Some(Schema::timestamp()));
@@ -650,7 +660,10 @@ mod tests {
                 ]);
                 let out = apply(
                     &mut field,
-                    with_schema(struct_schema.clone(), Some(json!({"ts": null, "other": "test"}))),
+                    with_schema(
+                        struct_schema.clone(),
+                        Some(json!({"ts": null, "other": "test"})),
+                    ),
                 );
                 assert_eq!(out.value, Some(json!({"ts": null, "other": "test"})));
                 assert_eq!(out.value_schema, Some(expected_schema.clone()));
@@ -658,8 +671,11 @@ mod tests {
                 assert_eq!(out.value, None);
                 assert_eq!(out.value_schema, Some(expected_schema.optional()));
             }
-            let mut schemaless_field =
-                value_converter(&[(TARGET_TYPE, target), (FORMAT, STRING_DATE_FMT), (FIELD, "ts")]);
+            let mut schemaless_field = value_converter(&[
+                (TARGET_TYPE, target),
+                (FORMAT, STRING_DATE_FMT),
+                (FIELD, "ts"),
+            ]);
             assert_eq!(apply(&mut schemaless_field, schemaless(None)).value, None);
         }
     }
@@ -675,7 +691,11 @@ mod tests {
 
         for (precision, ts, expected) in [
             ("milliseconds", DATE_PLUS_TIME_UNIX, DATE_PLUS_TIME_UNIX),
-            ("microseconds", DATE_PLUS_TIME_UNIX * 1000 + 123, DATE_PLUS_TIME_UNIX),
+            (
+                "microseconds",
+                DATE_PLUS_TIME_UNIX * 1000 + 123,
+                DATE_PLUS_TIME_UNIX,
+            ),
             (
                 "nanoseconds",
                 (DATE_PLUS_TIME_UNIX * 1000 + 123) * 1000 + 456,
@@ -699,7 +719,11 @@ mod tests {
                 &mut xform,
                 with_schema(schema, Some(json!({"ts": ts, "other": "test"}))),
             );
-            assert_eq!(out.value, Some(json!({"ts": expected, "other": "test"})), "{precision}");
+            assert_eq!(
+                out.value,
+                Some(json!({"ts": expected, "other": "test"})),
+                "{precision}"
+            );
             assert_eq!(
                 out.value_schema,
                 Some(Schema::struct_(
@@ -730,17 +754,26 @@ mod tests {
             .value(json!(DATE_PLUS_TIME_UNIX))
             .build();
         let out = apply(&mut xform, record);
-        assert_eq!((out.key, out.key_schema), (Some(json!(1)), Some(Schema::date())));
+        assert_eq!(
+            (out.key, out.key_schema),
+            (Some(json!(1)), Some(Schema::date()))
+        );
         assert_eq!(out.value, Some(json!(DATE_PLUS_TIME_UNIX)));
     }
 
     #[test]
     fn negative_instants_floor_to_the_previous_day() {
         let mut xform = value_converter(&[(TARGET_TYPE, "Date")]);
-        let out = apply(&mut xform, with_schema(Schema::timestamp(), Some(json!(-1))));
+        let out = apply(
+            &mut xform,
+            with_schema(Schema::timestamp(), Some(json!(-1))),
+        );
         assert_eq!(out.value, Some(json!(-1)));
         let mut xform = value_converter(&[(TARGET_TYPE, "Time")]);
-        let out = apply(&mut xform, with_schema(Schema::timestamp(), Some(json!(-1))));
+        let out = apply(
+            &mut xform,
+            with_schema(Schema::timestamp(), Some(json!(-1))),
+        );
         assert_eq!(out.value, Some(json!(MILLIS_PER_DAY - 1)));
     }
 

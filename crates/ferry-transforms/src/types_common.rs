@@ -29,7 +29,12 @@ impl Side {
     }
 
     /// Replaces the value and schema the transform works on.
-    pub(crate) fn set(self, record: &mut SourceRecord, value: Option<Value>, schema: Option<Schema>) {
+    pub(crate) fn set(
+        self,
+        record: &mut SourceRecord,
+        value: Option<Value>,
+        schema: Option<Schema>,
+    ) {
         match self {
             Side::Key => {
                 record.key = value;
@@ -157,7 +162,11 @@ pub(crate) fn class_with_schema(value: &Value, schema: &Schema) -> &'static str 
 pub(crate) fn is_date_like(schema: &Schema) -> bool {
     matches!(
         schema.name.as_deref(),
-        Some(ferry_api::DATE_LOGICAL_NAME | ferry_api::TIME_LOGICAL_NAME | ferry_api::TIMESTAMP_LOGICAL_NAME)
+        Some(
+            ferry_api::DATE_LOGICAL_NAME
+                | ferry_api::TIME_LOGICAL_NAME
+                | ferry_api::TIMESTAMP_LOGICAL_NAME
+        )
     )
 }
 
@@ -228,7 +237,9 @@ mod tests {
 
     #[test]
     fn boolean_config_is_case_insensitive_and_rejects_other_words() {
-        let config: Config = [("b".to_owned(), " TRUE ".to_owned())].into_iter().collect();
+        let config: Config = [("b".to_owned(), " TRUE ".to_owned())]
+            .into_iter()
+            .collect();
         let mut issues = Issues::default();
         assert!(boolean(&config, "b", false, &mut issues));
         assert!(!boolean(&Config::new(), "b", false, &mut issues));

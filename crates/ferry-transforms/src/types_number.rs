@@ -73,7 +73,11 @@ impl BigDecimal {
             };
         }
         let (first, rest) = digits.split_at(1);
-        let point = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let point = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         let exp_sign = if adjusted >= 0 { "+" } else { "" };
         format!("{sign}{first}{point}E{exp_sign}{adjusted}")
     }
@@ -95,7 +99,11 @@ impl BigDecimal {
             low = low.wrapping_mul(10);
         }
         let low = low.cast_signed();
-        if self.negative { low.wrapping_neg() } else { low }
+        if self.negative {
+            low.wrapping_neg()
+        } else {
+            low
+        }
     }
 
     /// `BigDecimal.intValue()`: the low 32 bits of [`long_value`](Self::long_value).
@@ -157,7 +165,10 @@ pub(crate) fn java_double_string(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
-    java_layout(&format!("{value:e}"), value == 0.0 || (1e-3..1e7).contains(&value.abs()))
+    java_layout(
+        &format!("{value:e}"),
+        value == 0.0 || (1e-3..1e7).contains(&value.abs()),
+    )
 }
 
 /// Java's `Float.toString`.
@@ -168,7 +179,10 @@ pub(crate) fn java_float_string(value: f32) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
-    java_layout(&format!("{value:e}"), value == 0.0 || (1e-3..1e7).contains(&value.abs()))
+    java_layout(
+        &format!("{value:e}"),
+        value == 0.0 || (1e-3..1e7).contains(&value.abs()),
+    )
 }
 
 /// Lays out Rust's shortest `{:e}` form (`-1.2345e3`) the way Java does: plain with at least one
@@ -259,7 +273,10 @@ mod tests {
         assert_eq!(java_double_string(1.5e-3), "0.0015");
         assert_eq!(java_double_string(1e7), "1.0E7");
         assert_eq!(java_double_string(1.25e-5), "1.25E-5");
-        assert_eq!(java_double_string(9.223372036854776E18), "9.223372036854776E18");
+        assert_eq!(
+            java_double_string(9.223372036854776E18),
+            "9.223372036854776E18"
+        );
         assert_eq!(java_double_string(1234567.5), "1234567.5");
         assert_eq!(java_float_string(0.1), "0.1");
         assert_eq!(java_float_string(32.0), "32.0");

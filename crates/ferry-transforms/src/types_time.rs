@@ -211,7 +211,11 @@ impl DatePattern {
                 'H' => pad(&mut out, f.hour, count),
                 'k' => pad(&mut out, if f.hour == 0 { 24 } else { f.hour }, count),
                 'K' => pad(&mut out, f.hour % 12, count),
-                'h' => pad(&mut out, if f.hour % 12 == 0 { 12 } else { f.hour % 12 }, count),
+                'h' => pad(
+                    &mut out,
+                    if f.hour % 12 == 0 { 12 } else { f.hour % 12 },
+                    count,
+                ),
                 'm' => pad(&mut out, f.minute, count),
                 's' => pad(&mut out, f.second, count),
                 'S' => pad(&mut out, f.milli, count),
@@ -509,7 +513,9 @@ mod tests {
 
     #[test]
     fn civil_dates_round_trip_across_eras_and_leap_days() {
-        for days in [-800_000, -719_468, -1, 0, 1, 59, 365, 11_016, 19_000, 2_932_896] {
+        for days in [
+            -800_000, -719_468, -1, 0, 1, 59, 365, 11_016, 19_000, 2_932_896,
+        ] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
         }
@@ -538,7 +544,10 @@ mod tests {
         assert_eq!(p.parse("2017-01-01 00:00:00"), Some(1_483_228_800_000));
         assert_eq!(p.format(1_483_228_800_000), "2017-01-01 00:00:00");
         assert_eq!(pattern("''yy''").format(0), "'70'");
-        assert_eq!(pattern("'o''clock' h a").format(13 * 3_600_000), "o'clock 1 PM");
+        assert_eq!(
+            pattern("'o''clock' h a").format(13 * 3_600_000),
+            "o'clock 1 PM"
+        );
     }
 
     #[test]
@@ -562,9 +571,15 @@ mod tests {
         assert_eq!(p.parse("2017/01/01"), None);
         assert_eq!(p.parse(""), None);
         let abutting = pattern("yyyyMMddHHmm");
-        assert_eq!(abutting.parse("201701010102"), Some(1_483_228_800_000 + 3_720_000));
+        assert_eq!(
+            abutting.parse("201701010102"),
+            Some(1_483_228_800_000 + 3_720_000)
+        );
         let offset = pattern("yyyy-MM-dd'T'HH:mmXXX");
-        assert_eq!(offset.parse("2017-01-01T02:00+02:00"), Some(1_483_228_800_000));
+        assert_eq!(
+            offset.parse("2017-01-01T02:00+02:00"),
+            Some(1_483_228_800_000)
+        );
         assert_eq!(offset.parse("2017-01-01T00:00Z"), Some(1_483_228_800_000));
     }
 
@@ -574,8 +589,15 @@ mod tests {
             DatePattern::compile("bad-format").unwrap_err(),
             "Illegal pattern character 'b'"
         );
-        assert_eq!(DatePattern::compile("yyyy'T").unwrap_err(), "Unterminated quote");
-        assert!(DatePattern::compile("YYYY-ww").unwrap_err().contains("not supported by Ferry"));
+        assert_eq!(
+            DatePattern::compile("yyyy'T").unwrap_err(),
+            "Unterminated quote"
+        );
+        assert!(
+            DatePattern::compile("YYYY-ww")
+                .unwrap_err()
+                .contains("not supported by Ferry")
+        );
         assert!(DatePattern::compile("XXXX").is_err());
     }
 
@@ -583,6 +605,9 @@ mod tests {
     fn connect_date_strings_follow_values_date_format_for() {
         assert_eq!(connect_date_string(3_600_000), "01:00:00.000Z");
         assert_eq!(connect_date_string(MILLIS_PER_DAY), "1970-01-02");
-        assert_eq!(connect_date_string(MILLIS_PER_DAY + 1), "1970-01-02T00:00:00.001Z");
+        assert_eq!(
+            connect_date_string(MILLIS_PER_DAY + 1),
+            "1970-01-02T00:00:00.001Z"
+        );
     }
 }
