@@ -361,8 +361,8 @@ fn cast_value(
         Target::Float32 => {
             let f = match &input {
                 Input::Bool(b) => f32::from(u8::from(*b)),
-                Input::Str(s) => parse_java_float(s)
-                    .map(|f| f as f32)
+                Input::Str(s) => java_float_text(s)
+                    .and_then(|t| t.parse::<f32>().ok())
                     .ok_or_else(|| out_of_range(&input))?,
                 Input::Byte(v) => f32::from(*v),
                 Input::Short(v) => f32::from(*v),
@@ -378,7 +378,9 @@ fn cast_value(
         Target::Float64 => {
             let f = match &input {
                 Input::Bool(b) => f64::from(u8::from(*b)),
-                Input::Str(s) => parse_java_float(s).ok_or_else(|| out_of_range(&input))?,
+                Input::Str(s) => java_float_text(s)
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .ok_or_else(|| out_of_range(&input))?,
                 Input::Byte(v) => f64::from(*v),
                 Input::Short(v) => f64::from(*v),
                 Input::Int(v) => f64::from(*v),
@@ -424,20 +426,19 @@ fn not_finite(input: &Input) -> ConnectError {
     ))
 }
 
-/// Java's `Double.parseDouble`: surrounding whitespace allowed, an optional `f`/`d` suffix.
-fn parse_java_float(s: &str) -> Option<f64> {
+/// The text Java's `Float.parseFloat` / `Double.parseDouble` would read, ready for Rust's
+/// parser (which rounds correctly, as Java does): surrounding whitespace and an `f`/`d` suffix
+/// removed. `None` for what Rust reads but Java does not (`inf`, `nan`).
+fn java_float_text(s: &str) -> Option<&str> {
     let t = s.trim();
     let t = t
         .strip_suffix(['f', 'F', 'd', 'D'])
         .filter(|rest| !rest.is_empty())
         .unwrap_or(t);
-    // Rust also reads "inf" and "nan", which Java does not.
-    if t.chars()
-        .any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E'))
-    {
-        return None;
-    }
-    t.parse().ok()
+    let letters_ok = t
+        .chars()
+        .all(|c| !c.is_ascii_alphabetic() || matches!(c, 'e' | 'E'));
+    letters_ok.then_some(t)
 }
 
 /// Kafka Connect's `Cast.castToString`.
@@ -749,6 +750,9 @@ mod tests {
             ("boolean", json!("TRUE"), json!(true)),
             ("boolean", json!("yes"), json!(false)),
             ("float64", json!("1.5"), json!(1.5)),
+            ("float32", json!("0.1"), json!(0.1)),
+            ("float32", json!(" 2.5f "), json!(2.5)),
+            ("int16", json!(70_000), json!(4464)),
         ] {
             let mut cast = value_cast(spec);
             let out = apply(

@@ -59,12 +59,7 @@ impl Transformation for SetSchemaMetadata {
             .and_then(|raw| match raw.trim().parse::<i32>() {
                 Ok(v) => Some(v),
                 Err(_) => {
-                    issues.push(
-                        SCHEMA_VERSION,
-                        format!(
-                            "Invalid value {raw} for configuration {SCHEMA_VERSION}: Not a number of type INT"
-                        ),
-                    );
+                    issues.push(SCHEMA_VERSION, format!("Not a number of type INT: {raw:?}"));
                     None
                 }
             });
@@ -238,9 +233,6 @@ mod tests {
             .unwrap_err();
         assert_eq!(issues.len(), 1);
         assert_eq!(issues[0].key, SCHEMA_VERSION);
-        assert_eq!(
-            issues[0].message,
-            "Invalid value x for configuration schema.version: Not a number of type INT"
-        );
+        assert_eq!(issues[0].message, "Not a number of type INT: \"x\"");
     }
 }

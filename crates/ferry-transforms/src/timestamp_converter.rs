@@ -302,7 +302,7 @@ impl Transformation for TimestampConverter {
                     issues.push(
                         TARGET_TYPE,
                         format!(
-                            "Invalid value {} for configuration target.type: String must be one of: string, unix, Date, Time, Timestamp",
+                            "String must be one of: string, unix, Date, Time, Timestamp (got {:?})",
                             raw.trim()
                         ),
                     );
@@ -318,7 +318,7 @@ impl Transformation for TimestampConverter {
             issues.push(
                 UNIX_PRECISION,
                 format!(
-                    "Invalid value {precision_raw} for configuration unix.precision: String must be one of: nanoseconds, microseconds, milliseconds, seconds"
+                    "String must be one of: nanoseconds, microseconds, milliseconds, seconds (got {precision_raw:?})"
                 ),
             );
         }

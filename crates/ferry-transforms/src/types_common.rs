@@ -72,7 +72,7 @@ pub(crate) fn boolean(config: &Config, key: &str, default: bool, issues: &mut Is
         _ => {
             issues.push(
                 key,
-                format!("Invalid value {raw} for configuration {key}: Expected value to be either true or false"),
+                format!("Expected value to be either true or false (got {raw:?})"),
             );
             default
         }
