@@ -432,7 +432,10 @@ fn zone(text: &str) -> Option<(i64, &str)> {
     let mut rest = text;
     let mut named = false;
     for name in ["UTC", "GMT", "UT", "Z"] {
-        if rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name) {
+        if rest
+            .get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name))
+        {
             rest = &rest[name.len()..];
             named = true;
             break;
@@ -570,6 +573,10 @@ mod tests {
         assert_eq!(p.parse("2017-01-01 and more"), p.parse("2017-01-01"));
         assert_eq!(p.parse("2017/01/01"), None);
         assert_eq!(p.parse(""), None);
+        // Non-ASCII text where a number, a name or a zone is expected does not match.
+        assert_eq!(pattern("yyyy z").parse("2017 é€"), None);
+        assert_eq!(pattern("MMM").parse("é€"), None);
+        assert_eq!(pattern("d").parse("€"), None);
         let abutting = pattern("yyyyMMddHHmm");
         assert_eq!(
             abutting.parse("201701010102"),
