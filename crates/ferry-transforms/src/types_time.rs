@@ -591,6 +591,24 @@ mod tests {
     }
 
     #[test]
+    fn format_then_parse_gives_the_instant_back_from_year_1_to_9999() {
+        let p = pattern("yyyy-MM-dd'T'HH:mm:ss.SSS");
+        let first = days_from_civil(1, 1, 1) * MILLIS_PER_DAY;
+        let last = days_from_civil(9999, 12, 31) * MILLIS_PER_DAY;
+        // A stride that is not a multiple of a day, a second or a millisecond pattern.
+        let mut millis = first;
+        while millis <= last {
+            assert_eq!(
+                p.parse(&p.format(millis)),
+                Some(millis),
+                "{}",
+                p.format(millis)
+            );
+            millis += 7_777_777_777;
+        }
+    }
+
+    #[test]
     fn refuses_patterns_java_refuses_and_letters_not_implemented() {
         assert_eq!(
             DatePattern::compile("bad-format").unwrap_err(),
