@@ -22,6 +22,9 @@ mod routing_config;
 mod routing_date;
 mod set_schema_metadata;
 mod timestamp_converter;
+mod types_common;
+mod types_number;
+mod types_time;
 mod value_to_key;
 
 use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
