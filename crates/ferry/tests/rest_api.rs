@@ -73,6 +73,31 @@ fn every_endpoint_answers_as_kafka_connect_does() {
             .is_some_and(|p| p.iter().any(|p| p["type"] == "converter")),
         "{all}"
     );
+    // Transformations and predicates too, by Kafka Connect's class names.
+    for (class, kind) in [
+        (
+            "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transformation",
+        ),
+        (
+            "org.apache.kafka.connect.transforms.HoistField$Key",
+            "transformation",
+        ),
+        (
+            "org.apache.kafka.connect.transforms.Filter",
+            "transformation",
+        ),
+        (
+            "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+            "predicate",
+        ),
+    ] {
+        assert!(
+            all.as_array()
+                .is_some_and(|p| p.iter().any(|p| p["class"] == class && p["type"] == kind)),
+            "{class} listed as {kind}: {all}"
+        );
+    }
 
     // Validate: a valid configuration, then one with two errors.
     let input = ws.write("input.txt", "one\n");
