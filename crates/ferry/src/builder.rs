@@ -26,6 +26,7 @@ use ferry_runtime::config::{ConfigErrors, Properties, WorkerConfig};
 pub struct Ferry {
     connectors: Vec<ConnectorPlugin>,
     worker: WorkerPlugins,
+    transforms: ferry_runtime::transforms::TransformRegistry,
 }
 
 impl Ferry {
@@ -62,6 +63,23 @@ impl Ferry {
     pub fn sink(mut self, plugin: impl SinkPlugin + 'static) -> Self {
         self.worker.add_sink(Arc::new(plugin));
         self
+    }
+
+    /// Registers transformations and predicates besides Kafka Connect's built-in ones
+    /// (`transforms.<alias>.type` / `predicates.<alias>.type` are matched against their names).
+    #[must_use]
+    pub fn transforms(
+        mut self,
+        transformations: impl IntoIterator<Item = ferry_api::transform::TransformationPlugin>,
+        predicates: impl IntoIterator<Item = ferry_api::transform::PredicatePlugin>,
+    ) -> Self {
+        self.transforms.add(transformations, predicates);
+        self
+    }
+
+    /// The built-in and registered transformations and predicates.
+    pub fn transform_registry(&self) -> &ferry_runtime::transforms::TransformRegistry {
+        &self.transforms
     }
 
     /// The registered connectors.

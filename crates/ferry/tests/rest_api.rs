@@ -139,6 +139,39 @@ fn every_endpoint_answers_as_kafka_connect_does() {
             "{entry}"
         );
     }
+    // A transform's keys are validated too, under their alias's prefix (as Kafka Connect's).
+    let mut with_transform = file_config.clone();
+    with_transform["transforms"] = json!("MakeMap");
+    with_transform["transforms.MakeMap.type"] =
+        json!("org.apache.kafka.connect.transforms.HoistField$Value");
+    let checked = api
+        .put(
+            "/connector-plugins/FileStreamSource/config/validate",
+            Some(&with_transform.to_string()),
+        )
+        .expect(200);
+    assert_eq!(checked["error_count"], 1, "{checked}");
+    let field = checked["configs"]
+        .as_array()
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c["definition"]["name"] == "transforms.MakeMap.field")
+        })
+        .unwrap_or_else(|| panic!("no transforms.MakeMap.field in {checked}"));
+    assert!(
+        field["value"]["errors"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("field")),
+        "{field}"
+    );
+    with_transform["transforms.MakeMap.field"] = json!("line");
+    let checked = api
+        .put(
+            "/connector-plugins/FileStreamSource/config/validate",
+            Some(&with_transform.to_string()),
+        )
+        .expect(200);
+    assert_eq!(checked["error_count"], 0, "{checked}");
     api.put(
         "/connector-plugins/SequenceSource/config/validate",
         Some(&file_config.to_string()),

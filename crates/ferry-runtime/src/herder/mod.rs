@@ -125,14 +125,10 @@ impl StandaloneHerder {
         self
     }
 
-    /// Adds plugins' own transformations and predicates to the built-in ones (Kafka Connect's).
+    /// The transformations and predicates connectors may use (default: the built-in ones).
     #[must_use]
-    pub fn with_transforms(
-        mut self,
-        transformations: Vec<ferry_api::transform::TransformationPlugin>,
-        predicates: Vec<ferry_api::transform::PredicatePlugin>,
-    ) -> Self {
-        self.plugins.add_transforms(transformations, predicates);
+    pub fn with_transforms(mut self, registry: crate::transforms::TransformRegistry) -> Self {
+        self.plugins.set_transforms(registry);
         self
     }
 

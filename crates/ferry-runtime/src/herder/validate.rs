@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
 use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
 
 use super::HerderError;
@@ -31,13 +30,9 @@ impl Plugins {
         Self(plugins, Arc::default(), Arc::default())
     }
 
-    /// Adds plugins' own transformations and predicates to the built-in ones.
-    pub(crate) fn add_transforms(
-        &mut self,
-        transformations: Vec<TransformationPlugin>,
-        predicates: Vec<PredicatePlugin>,
-    ) {
-        Arc::make_mut(&mut self.2).add(transformations, predicates);
+    /// Uses `registry`'s transformations and predicates.
+    pub(crate) fn set_transforms(&mut self, registry: TransformRegistry) {
+        self.2 = Arc::new(registry);
     }
 
     pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {
@@ -239,7 +234,13 @@ pub(crate) fn validate(
     for (_, message) in &mut errors {
         *message = scrub(std::mem::take(message), &secrets);
     }
-    Ok(config_infos(class, config, connector.as_ref(), &errors))
+    Ok(config_infos(
+        class,
+        config,
+        connector.as_ref(),
+        &errors,
+        &plugins.2,
+    ))
 }
 
 fn connector_class(config: &Config) -> Result<&str, HerderError> {
@@ -411,6 +412,78 @@ const COMMON: &[CommonKey] = &[
         "SHORT",
         "Error Tolerance",
     ),
+    (
+        "transforms",
+        "LIST",
+        false,
+        Some(""),
+        "LOW",
+        "Aliases for the transformations to be applied to records.",
+        "Transforms",
+        6,
+        "LONG",
+        "Transforms",
+    ),
+    (
+        "predicates",
+        "LIST",
+        false,
+        Some(""),
+        "LOW",
+        "Aliases for the predicates used by transformations.",
+        "Predicates",
+        7,
+        "LONG",
+        "Predicates",
+    ),
+    (
+        crate::transforms::ERRORS_RETRY_TIMEOUT,
+        "LONG",
+        false,
+        Some("0"),
+        "MEDIUM",
+        "The maximum duration in milliseconds that a failed transformation will be reattempted. The default is 0, which means no retries will be attempted. Use -1 for infinite retries.",
+        "Error Handling",
+        1,
+        "MEDIUM",
+        "Retry Timeout for Errors",
+    ),
+    (
+        crate::transforms::ERRORS_RETRY_DELAY_MAX_MS,
+        "LONG",
+        false,
+        Some("60000"),
+        "MEDIUM",
+        "The maximum duration in milliseconds between consecutive retry attempts.",
+        "Error Handling",
+        2,
+        "MEDIUM",
+        "Maximum Delay Between Retries for Errors",
+    ),
+    (
+        crate::transforms::ERRORS_LOG_ENABLE,
+        "BOOLEAN",
+        false,
+        Some("false"),
+        "MEDIUM",
+        "If true, write each error and the details of the failed operation and problematic record to the Connect application log.",
+        "Error Handling",
+        4,
+        "SHORT",
+        "Log Errors",
+    ),
+    (
+        crate::transforms::ERRORS_LOG_INCLUDE_MESSAGES,
+        "BOOLEAN",
+        false,
+        Some("false"),
+        "MEDIUM",
+        "Whether to include in the log the Connect record that resulted in a failure.",
+        "Error Handling",
+        5,
+        "SHORT",
+        "Log Error Details",
+    ),
 ];
 
 fn config_infos(
@@ -418,6 +491,7 @@ fn config_infos(
     config: &Config,
     connector: &dyn SourceConnector,
     errors: &[(Option<String>, String)],
+    registry: &TransformRegistry,
 ) -> ConfigInfos {
     let mut definitions: Vec<ConfigKeyInfo> = COMMON
         .iter()
@@ -444,6 +518,7 @@ fn config_infos(
         keys.iter()
             .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
     );
+    definitions.extend(chain_definitions(config, registry));
     // Errors by key, looked up once per definition (not a scan of every error per key: a request with
     // many unknown keys would cost their number squared).
     let mut by_key: HashMap<&str, Vec<String>> = HashMap::new();
@@ -491,6 +566,82 @@ fn config_infos(
         groups: vec!["Common".to_owned(), "Error Handling".to_owned()],
         configs,
     }
+}
+
+/// The definitions of the listed transforms' and predicates' keys (as Kafka Connect adds them to a
+/// validation): `type`, `negate` and `predicate` of each transform, `type` of each predicate, and the
+/// keys each declares, all under their alias's prefix.
+fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<ConfigKeyInfo> {
+    let list = |key: &str| -> Vec<String> {
+        config
+            .get(key)
+            .map(|l| {
+                l.split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut definitions = Vec::new();
+    for alias in list("transforms") {
+        let prefix = format!("transforms.{alias}.");
+        definitions.push(plain_key(
+            &format!("{prefix}type"),
+            true,
+            None,
+            "Class for the 'transforms' transformation.",
+        ));
+        definitions.push(plain_key(
+            &format!("{prefix}negate"),
+            false,
+            Some("false"),
+            "Whether the configured predicate should be negated.",
+        ));
+        definitions.push(plain_key(
+            &format!("{prefix}predicate"),
+            false,
+            None,
+            "The alias of a predicate used to determine whether to apply this transformation.",
+        ));
+        let class = config.get(&format!("{prefix}type")).map(|c| c.trim());
+        if let Some(plugin) =
+            class.and_then(|c| registry.transformations().iter().find(|p| p.answers_to(c)))
+        {
+            for key in plugin.make().config_keys() {
+                definitions.push(plain_key(
+                    &format!("{prefix}{}", key.name),
+                    key.required,
+                    key.default,
+                    key.doc,
+                ));
+            }
+        }
+    }
+    for alias in list("predicates") {
+        let prefix = format!("predicates.{alias}.");
+        definitions.push(plain_key(
+            &format!("{prefix}type"),
+            true,
+            None,
+            "Class for the 'predicates' predicate.",
+        ));
+        let class = config.get(&format!("{prefix}type")).map(|c| c.trim());
+        if let Some(plugin) =
+            class.and_then(|c| registry.predicates().iter().find(|p| p.answers_to(c)))
+        {
+            for key in plugin.make().config_keys() {
+                definitions.push(plain_key(
+                    &format!("{prefix}{}", key.name),
+                    key.required,
+                    key.default,
+                    key.doc,
+                ));
+            }
+        }
+    }
+    definitions
 }
 
 fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> ConfigKeyInfo {

@@ -47,6 +47,8 @@ pub struct DistributedSettings {
     /// The worker's config providers: `${provider:path:key}` in connector configurations is resolved
     /// with them when a connector or task starts here (the config topic keeps the placeholders).
     pub config_providers: crate::config::ConfigProviders,
+    /// The transformations and predicates connectors may use (default: the built-in ones).
+    pub transforms: crate::transforms::TransformRegistry,
 }
 
 impl DistributedSettings {
@@ -64,6 +66,7 @@ impl DistributedSettings {
             scheduled_rebalance_max_delay: Self::DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
             handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
             config_providers: crate::config::ConfigProviders::default(),
+            transforms: crate::transforms::TransformRegistry::default(),
         }
     }
 }
@@ -171,6 +174,7 @@ impl DistributedHerder {
             plugins: {
                 let mut plugins = Plugins::new(plugins);
                 plugins.set_providers(settings.config_providers.clone());
+                plugins.set_transforms(settings.transforms.clone());
                 plugins
             },
             settings,
