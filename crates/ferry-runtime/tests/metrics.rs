@@ -197,6 +197,7 @@ async fn each_task_has_its_own_series_and_a_shared_registry_is_used() {
         tolerate_delivery_errors: false,
         transforms: Default::default(),
         error_handling: Default::default(),
+        secrets: Vec::new(),
         config: ferry_api::Config::new(),
     };
     worker

@@ -91,6 +91,7 @@ pub async fn run_until_committed(
         tolerate_delivery_errors: false,
         transforms: Default::default(),
         error_handling: Default::default(),
+        secrets: Vec::new(),
         config,
     };
     worker

@@ -388,12 +388,12 @@ impl StandaloneHerder {
             Err(reason) => self.fail(name, entry, reason),
             Ok((config, connector, task_configs)) => {
                 // The store keeps the placeholders; the tasks run with them resolved.
-                let resolved: Result<Vec<Config>, String> = task_configs
+                let resolved: Result<Vec<(Config, Vec<String>)>, String> = task_configs
                     .iter()
                     .map(|t| self.plugins.resolve_task(t))
                     .collect();
-                let resolved = match resolved {
-                    Ok(resolved) => resolved,
+                let (resolved, secrets): (Vec<Config>, Vec<Vec<String>>) = match resolved {
+                    Ok(resolved) => resolved.into_iter().unzip(),
                     Err(reason) => return self.fail(name, entry, reason),
                 };
                 let spec = ConnectorSpec {
@@ -402,6 +402,7 @@ impl StandaloneHerder {
                     tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
                     transforms: config.transforms.clone(),
                     error_handling: config.error_handling,
+                    secrets: secrets.concat(),
                     config: config.props.clone(),
                 };
                 let converters = (config.key_converter, config.value_converter);

@@ -54,11 +54,14 @@ impl Plugins {
     ///
     /// # Errors
     /// Why a placeholder cannot be resolved (naming the key, never a value).
-    pub(crate) fn resolve_task(&self, task: &Config) -> Result<Config, String> {
-        self.1.resolve(task).map(|r| r.config).map_err(|errors| {
-            let messages: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
-            messages.join("; ")
-        })
+    pub(crate) fn resolve_task(&self, task: &Config) -> Result<(Config, Vec<String>), String> {
+        self.1
+            .resolve(task)
+            .map(|r| (r.config, r.secrets))
+            .map_err(|errors| {
+                let messages: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+                messages.join("; ")
+            })
     }
 
     /// A new connector of `class` (exact match of any of its names).

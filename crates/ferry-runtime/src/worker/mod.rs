@@ -72,6 +72,8 @@ pub struct ConnectorSpec {
     pub transforms: Transforms,
     /// `errors.retry.*`, `errors.log.*`.
     pub error_handling: ErrorHandling,
+    /// Values resolved from config providers: never shown in a task's failure trace or logs.
+    pub secrets: Vec<String>,
     /// The full connector configuration.
     pub config: Config,
 }
@@ -85,6 +87,8 @@ pub struct TaskSpec {
     pub transforms: Transforms,
     /// `errors.retry.*`, `errors.log.*`.
     pub error_handling: ErrorHandling,
+    /// Values resolved from config providers: never shown in the task's failure trace or logs.
+    pub secrets: Vec<String>,
     /// The connector's own `key.converter`, if it sets one (for sinks that convert).
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one.
@@ -244,7 +248,12 @@ impl Worker {
 
     fn launch(
         &self,
-        (tolerate_delivery_errors, transforms, error_handling): (bool, Transforms, ErrorHandling),
+        (tolerate_delivery_errors, transforms, error_handling, secrets): (
+            bool,
+            Transforms,
+            ErrorHandling,
+            Vec<String>,
+        ),
         sinks: Arc<dyn SinkProvider>,
         (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
         paused: bool,
@@ -257,6 +266,7 @@ impl Worker {
                 tolerate_delivery_errors,
                 transforms,
                 error_handling,
+                secrets: Arc::new(secrets),
             },
             sinks,
             key_converter,
@@ -297,6 +307,7 @@ impl Worker {
                 spec.tolerate_delivery_errors,
                 spec.transforms.clone(),
                 spec.error_handling,
+                spec.secrets.clone(),
             ),
             self.sinks.clone(),
             (spec.key_converter, spec.value_converter),
@@ -457,6 +468,7 @@ impl Worker {
             spec.tolerate_delivery_errors,
             spec.transforms.clone(),
             spec.error_handling,
+            spec.secrets.clone(),
         );
         let launch = self.launch(errors, sinks, converters, paused, 0);
         for (i, config) in task_configs.into_iter().enumerate() {

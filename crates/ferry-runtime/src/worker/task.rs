@@ -55,6 +55,8 @@ pub(crate) struct TaskSettings {
     pub(crate) transforms: crate::transforms::Transforms,
     /// `errors.retry.*`, `errors.log.*`.
     pub(crate) error_handling: crate::transforms::ErrorHandling,
+    /// Values resolved from config providers: scrubbed from failure traces and retry logs.
+    pub(crate) secrets: Arc<Vec<String>>,
 }
 
 /// Records the watcher found delivered together: each with its metadata (`None`: failed and tolerated).
@@ -409,6 +411,7 @@ impl TaskRunner {
                 }
                 Err(e) if e.is_retriable() => {
                     let delay = backoff.next();
+                    let e = crate::config::scrub(e.to_string(), &self.settings.secrets);
                     tracing::warn!(task = %self.name, "poll failed, retrying in {} ms: {e}", delay.as_millis());
                     self.sleep_unless_stopped(delay).await;
                 }
@@ -530,6 +533,8 @@ impl TaskRunner {
     }
 
     fn fail(&self, reason: String) {
+        // A connector's error may quote its configuration (a connection string with a password).
+        let reason = crate::config::scrub(reason, &self.settings.secrets);
         let message = format!("task failed: {reason}");
         if self.status.fail(reason) {
             tracing::error!(task = %self.name, "{message}");

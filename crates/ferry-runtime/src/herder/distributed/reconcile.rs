@@ -340,7 +340,7 @@ impl DistributedHerder {
             return;
         }
         let generation = claim.generation;
-        let ((config, connector), task_config) = match checked {
+        let ((config, connector), (task_config, secrets)) = match checked {
             Ok(checked) => checked,
             Err(e) => {
                 let status =
@@ -354,6 +354,7 @@ impl DistributedHerder {
             tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
             transforms: config.transforms.clone(),
             error_handling: config.error_handling,
+            secrets,
             key_converter: config.key_converter,
             value_converter: config.value_converter,
             generation,

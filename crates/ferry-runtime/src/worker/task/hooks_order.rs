@@ -176,6 +176,7 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
             tolerate_delivery_errors: false,
             transforms: Default::default(),
             error_handling: Default::default(),
+            secrets: Default::default(),
         },
         health: Arc::new(StoreHealth::new()),
         helpers: Arc::new(Helpers::default()),

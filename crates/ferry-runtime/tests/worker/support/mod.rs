@@ -231,6 +231,7 @@ impl Harness {
             tolerate_delivery_errors,
             transforms: Default::default(),
             error_handling: Default::default(),
+            secrets: Vec::new(),
             config: Config::new(),
         };
         self.worker
