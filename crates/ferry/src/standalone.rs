@@ -101,9 +101,12 @@ fn check_connector_file(
     } else {
         Properties::from_pairs(props.path(), resolved.config)
     };
-    let (mut config, connector) =
-        ConnectorConfig::from_properties(&checked, |class| ferry.resolve_connector(class))
-            .map_err(|e| scrub(e.to_string(), &resolved.secrets))?;
+    let (mut config, connector) = ConnectorConfig::from_properties_for_sink(
+        &checked,
+        |class| ferry.resolve_connector(class),
+        Some(worker.sink.spec().as_ref()),
+    )
+    .map_err(|e| scrub(e.to_string(), &resolved.secrets))?;
     config.props = raw;
     Ok((config, connector))
 }
@@ -195,7 +198,8 @@ pub(crate) async fn run(
             rest.worker_id(),
             connectors_file,
         )
-        .with_config_providers(config.config_providers.clone()),
+        .with_config_providers(config.config_providers.clone())
+        .with_sink_spec(config.sink.spec().clone()),
     );
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
     if let Err(e) = herder.start(command_line).await {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
+use ferry_plugin::DynSinkSpec;
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
@@ -21,11 +22,27 @@ pub use ferry_api::ConnectorPlugin as Plugin;
 /// The connector plugins a herder knows, and the worker's config providers (placeholders in
 /// connector configurations are resolved here, for every herder, when a connector is checked).
 #[derive(Clone, Default)]
-pub(crate) struct Plugins(Vec<Plugin>, Arc<ConfigProviders>);
+pub(crate) struct Plugins(
+    Vec<Plugin>,
+    Arc<ConfigProviders>,
+    Option<Arc<dyn DynSinkSpec>>,
+);
 
 impl Plugins {
     pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
-        Self(plugins, Arc::default())
+        Self(plugins, Arc::default(), None)
+    }
+
+    /// The worker's sink: the connector keys it reads itself are accepted and checked by it.
+    pub(crate) fn set_sink(&mut self, sink: Arc<dyn DynSinkSpec>) {
+        self.2 = Some(sink);
+    }
+
+    fn check_config(
+        &self,
+        props: &Properties,
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), crate::config::ConfigErrors> {
+        ConnectorConfig::from_properties_for_sink(props, |c| self.resolve(c), self.2.as_deref())
     }
 
     pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {
@@ -122,7 +139,7 @@ pub(crate) fn check_resolved(
     let keys = connector.config_keys();
     let secrets = resolved.secrets;
     let props = Properties::from_pairs(format!("connector {name}"), resolved.config);
-    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+    match plugins.check_config(&props) {
         Ok((checked, connector)) => Ok((checked, connector, secrets)),
         Err(errors) => Err(invalid(
             errors
@@ -175,7 +192,7 @@ pub(crate) fn validate(
         ),
     };
     let props = Properties::from_pairs("validate request", resolved.clone());
-    match ConnectorConfig::from_properties(&props, |c| plugins.resolve(c)) {
+    match plugins.check_config(&props) {
         Ok(_) => {}
         Err(found) => errors.extend(
             found

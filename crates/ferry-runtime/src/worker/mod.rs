@@ -80,6 +80,9 @@ pub struct TaskSpec {
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one.
     pub value_converter: Option<ConverterSpec>,
+    /// The connector's configuration (placeholders resolved), given to the sink provider for the
+    /// connector keys a sink reads itself; empty when unknown.
+    pub connector_config: Config,
     /// The generation the task's statuses are written with (`put_task_safe`): 0 in standalone; a
     /// distributed herder claims one above every stored status of the task when it gets the task.
     pub generation: u32,
@@ -238,6 +241,7 @@ impl Worker {
         tolerate_delivery_errors: bool,
         sinks: Arc<dyn SinkProvider>,
         (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
+        connector_config: Arc<Config>,
         paused: bool,
         generation: u32,
     ) -> Launch {
@@ -250,6 +254,7 @@ impl Worker {
             sinks,
             key_converter,
             value_converter,
+            connector_config,
             target: if paused {
                 TargetState::Paused
             } else {
@@ -285,6 +290,7 @@ impl Worker {
             spec.tolerate_delivery_errors,
             self.sinks.clone(),
             (spec.key_converter, spec.value_converter),
+            Arc::new(spec.connector_config.clone()),
             target == TargetState::Paused,
             spec.generation,
         );
@@ -438,7 +444,15 @@ impl Worker {
             return Err(WorkerError::AlreadyExists(spec.name));
         }
         tracing::info!(connector = %spec.name, "starting {} task(s)", task_configs.len());
-        let launch = self.launch(spec.tolerate_delivery_errors, sinks, converters, paused, 0);
+        let connector_config = Arc::new(spec.config.clone());
+        let launch = self.launch(
+            spec.tolerate_delivery_errors,
+            sinks,
+            converters,
+            connector_config,
+            paused,
+            0,
+        );
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);
@@ -513,9 +527,11 @@ impl Worker {
         let run = {
             let (sinks, id) = (launch.sinks.clone(), id.clone());
             let (key, value) = (launch.key_converter, launch.value_converter);
+            let connector_config = launch.connector_config.clone();
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             async move {
-                let context = TaskSinkContext::new(&id.connector, id.task, key, value);
+                let context = TaskSinkContext::new(&id.connector, id.task, key, value)
+                    .with_connector_config(&connector_config);
                 match sinks.open(&context).await {
                     Ok(sink) => runner(sink).run().await,
                     Err(e) => {

@@ -47,6 +47,9 @@ pub struct DistributedSettings {
     /// The worker's config providers: `${provider:path:key}` in connector configurations is resolved
     /// with them when a connector or task starts here (the config topic keeps the placeholders).
     pub config_providers: crate::config::ConfigProviders,
+    /// The worker's sink, if connector configurations are checked with it: the connector keys it
+    /// reads itself (Kafka's `topic.creation.*`, `producer.override.*`) are accepted and checked by it.
+    pub sink: Option<Arc<dyn ferry_plugin::DynSinkSpec>>,
 }
 
 impl DistributedSettings {
@@ -64,6 +67,7 @@ impl DistributedSettings {
             scheduled_rebalance_max_delay: Self::DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
             handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
             config_providers: crate::config::ConfigProviders::default(),
+            sink: None,
         }
     }
 }
@@ -171,6 +175,9 @@ impl DistributedHerder {
             plugins: {
                 let mut plugins = Plugins::new(plugins);
                 plugins.set_providers(settings.config_providers.clone());
+                if let Some(sink) = &settings.sink {
+                    plugins.set_sink(sink.clone());
+                }
                 plugins
             },
             settings,

@@ -354,6 +354,7 @@ impl DistributedHerder {
             tolerate_delivery_errors: config.errors_tolerance == ErrorTolerance::All,
             key_converter: config.key_converter,
             value_converter: config.value_converter,
+            connector_config: config.props.clone(),
             generation,
         };
         // Under `owned`: a slot revoked or lost meanwhile is not started.

@@ -287,6 +287,7 @@ impl Cluster {
             scheduled_rebalance_max_delay: self.delay,
             handoff_timeout: self.handoff,
             config_providers: Default::default(),
+            sink: None,
         };
         let herder = DistributedHerder::new(
             worker,
