@@ -12,7 +12,7 @@ use ferry_plugin::sink::{RecordSink, SinkProvider, TaskSinkContext};
 use ferry_plugin::{ConverterSpec, DynSinkSpec, Properties, SinkPlugin};
 use ferry_testkit::TansuBroker;
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde_json::json;
@@ -84,6 +84,27 @@ async fn partitions(bootstrap: &str, topic: &str) -> Option<usize> {
     .expect("metadata thread")
 }
 
+/// The topic's `cleanup.policy` as the broker reports it.
+async fn cleanup_policy(bootstrap: &str, topic: &str) -> Option<String> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("admin client");
+    let results = admin
+        .describe_configs(
+            [&ResourceSpecifier::Topic(topic)],
+            &AdminOptions::new().request_timeout(Some(DEADLINE)),
+        )
+        .await
+        .expect("describe configs");
+    let resource = results
+        .into_iter()
+        .next()
+        .expect("one result")
+        .expect("described");
+    resource.get("cleanup.policy").and_then(|e| e.value.clone())
+}
+
 async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -110,6 +131,7 @@ async fn missing_topics_are_created_with_their_groups_settings_and_existing_ones
         ("name", "orders-source"),
         ("topic.creation.default.replication.factor", "1"),
         ("topic.creation.default.partitions", "3"),
+        ("topic.creation.default.cleanup.policy", "compact"),
         ("topic.creation.groups", "wide"),
         ("topic.creation.wide.include", "wide-.*"),
         ("topic.creation.wide.exclude", "wide-but-not"),
@@ -123,6 +145,10 @@ async fn missing_topics_are_created_with_their_groups_settings_and_existing_ones
     assert_eq!(partitions(&bootstrap, "orders").await, None);
     deliver(sink.as_ref(), "orders").await;
     assert_eq!(partitions(&bootstrap, "orders").await, Some(3));
+    assert_eq!(
+        cleanup_policy(&bootstrap, "orders").await.as_deref(),
+        Some("compact")
+    );
 
     deliver(sink.as_ref(), "wide-events").await;
     assert_eq!(partitions(&bootstrap, "wide-events").await, Some(5));
