@@ -21,6 +21,13 @@
 //! `linger.ms`, `delivery.timeout.ms`, `batch.size`); an unknown one fails when the sink is created,
 //! naming the `producer.` key.
 //!
+//! # Per-connector settings
+//!
+//! A connector with `producer.override.*` gets its own producer (the settings above, then its
+//! overrides, as the worker's `connector.client.config.override.policy` allows); the others share
+//! one. A connector with `topic.creation.*` settings has its missing topics created before their first
+//! record (see [`crate::connector_keys`]).
+//!
 //! # Delivery
 //!
 //! [`RecordSink::send`] converts the key and value with the connector's converters (see
