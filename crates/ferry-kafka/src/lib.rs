@@ -10,23 +10,26 @@
 mod admin;
 mod client;
 pub mod connect;
+pub mod connector_keys;
 pub mod convert;
 mod plugin;
 mod retriable;
 mod secret;
 pub mod sink;
 mod store;
+mod topics;
 
 pub use store::{
     DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
     java_murmur2, java_partition,
 };
 
+pub use connector_keys::OverridePolicy;
 pub use convert::{ConvertError, Converter, RecordConverters};
 pub use plugin::{
     BOOTSTRAP_SERVERS, KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec,
     OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC,
-    valid_topic,
+    connector_settings, valid_topic,
 };
 pub use retriable::{is_retriable, is_retriable_code};
 pub use secret::is_sensitive_client_key;

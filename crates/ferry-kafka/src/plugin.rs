@@ -4,19 +4,26 @@
 use std::any::Any;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferry_api::ConfigKey;
+use ferry_api::{Config, ConfigIssue, ConfigKey};
 use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
-    OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkPlugin, SinkProvider,
-    TaskSinkContext,
+    OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkErrorKind, SinkPlugin,
+    SinkProvider, TaskSinkContext,
 };
 
+use crate::connector_keys::{
+    CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY, OVERRIDE_POLICY_VALUES, OverridePolicy,
+    TOPIC_CREATION_ENABLE, TopicCreation, check_producer_overrides, is_kafka_connector_key,
+    producer_overrides,
+};
 use crate::secret::is_sensitive_client_key;
+use crate::sink::WeakSink;
+use crate::topics::TopicCreator;
 use crate::{
     DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
     KafkaSink, KafkaSinkConfig, RecordConverters,
@@ -239,11 +246,23 @@ impl SinkPlugin for KafkaSinkPlugin {
     }
 
     fn keys(&self) -> Vec<ConfigKey> {
-        vec![ConfigKey::optional(
-            BOOTSTRAP_SERVERS,
-            None,
-            "the Kafka cluster records go to, e.g. localhost:9092",
-        )]
+        vec![
+            ConfigKey::optional(
+                BOOTSTRAP_SERVERS,
+                None,
+                "the Kafka cluster records go to, e.g. localhost:9092",
+            ),
+            ConfigKey::optional(
+                TOPIC_CREATION_ENABLE,
+                Some("true"),
+                "whether connectors with topic.creation.* settings have their missing topics created",
+            ),
+            ConfigKey::optional(
+                CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
+                Some("All"),
+                "which producer.override.* settings connectors may set: None, Principal or All",
+            ),
+        ]
     }
 
     fn prefixes(&self) -> &'static [&'static str] {
@@ -296,16 +315,23 @@ impl SinkPlugin for KafkaSinkPlugin {
                 }
             }
         }
+        let (topic_creation_enable, override_policy) = connector_settings(props, errors);
         Some(Arc::new(KafkaSinkSpec {
             bootstrap_servers,
             producer_overrides,
             key_converter: converters.0,
             value_converter: converters.1,
+            topic_creation_enable,
+            override_policy,
         }))
     }
 
     fn warn_unused(&self, props: &Properties, chosen: &dyn DynSinkSpec) {
-        for key in props.keys().filter(|k| k.starts_with(PRODUCER_PREFIX)) {
+        for key in props.keys().filter(|k| {
+            k.starts_with(PRODUCER_PREFIX)
+                || *k == TOPIC_CREATION_ENABLE
+                || *k == CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY
+        }) {
             tracing::warn!(
                 file = %props.path().display(),
                 key = %key,
@@ -327,6 +353,47 @@ pub struct KafkaSinkSpec {
     pub key_converter: ConverterSpec,
     /// The worker's `value.converter`, for connectors that do not set their own.
     pub value_converter: ConverterSpec,
+    /// `topic.creation.enable` (default true): connectors with `topic.creation.*` settings have
+    /// their missing topics created.
+    pub topic_creation_enable: bool,
+    /// `connector.client.config.override.policy` (default `All`): which `producer.override.*`
+    /// settings connectors may set.
+    pub override_policy: OverridePolicy,
+}
+
+/// The worker's `topic.creation.enable` and `connector.client.config.override.policy` (Kafka
+/// Connect's worker keys governing the connector keys the Kafka sink reads), with their defaults.
+/// Invalid values are pushed to `errors`.
+pub fn connector_settings(
+    props: &Properties,
+    errors: &mut Vec<ConfigError>,
+) -> (bool, OverridePolicy) {
+    let enable = match props
+        .get(TOPIC_CREATION_ENABLE)
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(_) => {
+            errors.push(props.invalid(
+                TOPIC_CREATION_ENABLE,
+                "accepted values: true (default), false",
+            ));
+            true
+        }
+    };
+    let policy = match props.get(CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY) {
+        None => OverridePolicy::default(),
+        Some(value) => OverridePolicy::parse(value).unwrap_or_else(|| {
+            errors.push(props.invalid(
+                CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
+                format!("accepted values: {OVERRIDE_POLICY_VALUES}"),
+            ));
+            OverridePolicy::default()
+        }),
+    };
+    (enable, policy)
 }
 
 impl fmt::Display for KafkaSinkSpec {
@@ -341,17 +408,23 @@ impl DynSinkSpec for KafkaSinkSpec {
         "kafka"
     }
 
-    /// Creates the one producer every task's sink shares.
+    /// Creates the one producer the tasks of connectors without `producer.override.*` share.
     async fn start(&self) -> Result<Arc<dyn SinkProvider>, SinkError> {
-        let sink = KafkaSink::new(&KafkaSinkConfig {
+        let base = KafkaSinkConfig {
             bootstrap_servers: self.bootstrap_servers.clone(),
             producer_overrides: self.producer_overrides.clone(),
             converters: RecordConverters::new(self.key_converter, self.value_converter),
-        })?;
+        };
+        let sink = KafkaSink::new(&base)?;
         Ok(Arc::new(KafkaSinkProvider {
             sink,
+            base,
             key_converter: self.key_converter,
             value_converter: self.value_converter,
+            topic_creation_enable: self.topic_creation_enable,
+            override_policy: self.override_policy,
+            producers: Mutex::default(),
+            creators: Mutex::default(),
         }))
     }
 
@@ -359,17 +432,123 @@ impl DynSinkSpec for KafkaSinkSpec {
         true
     }
 
+    fn handles_connector_key(&self, key: &str) -> bool {
+        is_kafka_connector_key(key)
+    }
+
+    fn check_connector(&self, config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = check_producer_overrides(self.override_policy, config);
+        // As Kafka Connect: with topic creation off on the worker, the keys are not used or checked.
+        if self.topic_creation_enable
+            && let Err(found) = TopicCreation::from_config(config)
+        {
+            issues.extend(found);
+        }
+        issues
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-/// One producer; each task's sink converts with its connector's converters where it sets them, else
-/// with the worker's.
+/// One producer shared by the connectors without `producer.override.*`; one per connector for the
+/// others (the worker's settings plus its overrides), alive while its tasks' sinks are. Each task's
+/// sink converts with its connector's converters where it sets them, else with the worker's, and
+/// creates its connector's missing topics when the connector has `topic.creation.*` settings.
 struct KafkaSinkProvider {
     sink: KafkaSink,
+    /// The worker's producer settings.
+    base: KafkaSinkConfig,
     key_converter: ConverterSpec,
     value_converter: ConverterSpec,
+    topic_creation_enable: bool,
+    override_policy: OverridePolicy,
+    /// (connector, its overrides) → its producer, while any task uses it.
+    producers: Mutex<Vec<(ConnectorKeys, WeakSink)>>,
+    /// (connector, its `topic.creation.*` settings) → its topic creator, while any task uses it.
+    creators: Mutex<Vec<(ConnectorKeys, Weak<TopicCreator>)>>,
+}
+
+/// A connector's name and some of its settings: what a cached client was made for (a reconfigured
+/// connector gets new clients; the old ones go with its old tasks).
+type ConnectorKeys = (String, Vec<(String, String)>);
+
+impl KafkaSinkProvider {
+    /// The producer of a connector with `overrides`: cached while in use, else created.
+    fn connector_producer(
+        &self,
+        connector: &str,
+        overrides: Vec<(String, String)>,
+    ) -> Result<KafkaSink, SinkError> {
+        let mut producers = self
+            .producers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        producers.retain(|(_, weak)| weak.upgrade().is_some());
+        let key = (connector.to_owned(), overrides);
+        if let Some(sink) = producers
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, weak)| weak.upgrade())
+        {
+            return Ok(sink);
+        }
+        let mut config = self.base.clone();
+        for (setting, value) in &key.1 {
+            config = config.with_producer_setting(setting.clone(), value.clone());
+        }
+        let describe = format!(
+            "kafka {} (connector {connector}'s producer with producer.override.*)",
+            self.base.bootstrap_servers
+        );
+        let sink = KafkaSink::with_description(&config, describe, &key.1)?;
+        producers.push((key, sink.downgrade()));
+        Ok(sink)
+    }
+
+    /// The topic creator of a connector with topic creation `rules` (from `settings`, its
+    /// `topic.creation.*` keys), cached while in use.
+    fn connector_creator(
+        &self,
+        connector: &str,
+        settings: Vec<(String, String)>,
+        rules: TopicCreation,
+        overrides: &[(String, String)],
+    ) -> Result<Arc<TopicCreator>, SinkError> {
+        let mut creators = self.creators.lock().unwrap_or_else(PoisonError::into_inner);
+        creators.retain(|(_, weak)| weak.strong_count() > 0);
+        let key = (connector.to_owned(), settings);
+        if let Some(creator) = creators
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, weak)| weak.upgrade())
+        {
+            return Ok(creator);
+        }
+        // The clients authenticate as the connector's producer does.
+        let mut client_settings = self.base.producer_overrides.to_vec();
+        client_settings.extend(overrides.iter().cloned());
+        let creator = Arc::new(TopicCreator::new(
+            connector,
+            rules,
+            &self.base.bootstrap_servers,
+            &client_settings,
+            &self.sink.describe(),
+        )?);
+        creators.push((key, Arc::downgrade(&creator)));
+        Ok(creator)
+    }
+
+    /// Live producers besides the shared one.
+    fn connector_producers(&self) -> Vec<KafkaSink> {
+        self.producers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(|(_, weak)| weak.upgrade())
+            .collect()
+    }
 }
 
 impl fmt::Display for KafkaSinkProvider {
@@ -385,7 +564,55 @@ impl SinkProvider for KafkaSinkProvider {
             task.key_converter.unwrap_or(self.key_converter),
             task.value_converter.unwrap_or(self.value_converter),
         );
-        Ok(Arc::new(self.sink.with_converters(converters)))
+        let empty = Config::new();
+        let config = task.connector_config.unwrap_or(&empty);
+        let refuse = |what: &str, issues: Vec<ConfigIssue>| {
+            let issues: Vec<String> = issues
+                .into_iter()
+                .map(|i| format!("{}: {}", i.key, i.message))
+                .collect();
+            SinkError::new(
+                self.sink.describe(),
+                SinkErrorKind::Fatal,
+                format!(
+                    "connector {}'s {what} are invalid: {}",
+                    task.connector,
+                    issues.join("; ")
+                ),
+            )
+        };
+        // Checked again here (as Kafka Connect does when a task starts): the worker's policy may
+        // have changed since the configuration was stored.
+        let refused = check_producer_overrides(self.override_policy, config);
+        if !refused.is_empty() {
+            return Err(refuse("producer.override.* settings", refused));
+        }
+        let overrides = producer_overrides(config);
+        let mut sink = if overrides.is_empty() {
+            self.sink.with_converters(converters)
+        } else {
+            self.connector_producer(task.connector, overrides.clone())?
+                .with_converters(converters)
+        };
+        if self.topic_creation_enable {
+            match TopicCreation::from_config(config) {
+                Ok(None) => {}
+                Ok(Some(rules)) => {
+                    let settings = config
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.starts_with(crate::connector_keys::TOPIC_CREATION_PREFIX)
+                        })
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    let creator =
+                        self.connector_creator(task.connector, settings, rules, &overrides)?;
+                    sink = sink.with_topic_creator(creator);
+                }
+                Err(issues) => return Err(refuse("topic.creation.* settings", issues)),
+            }
+        }
+        Ok(Arc::new(sink))
     }
 
     fn uses_converters(&self) -> bool {
@@ -393,7 +620,11 @@ impl SinkProvider for KafkaSinkProvider {
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
-        self.sink.flush(timeout).await
+        let shared = self.sink.flush(timeout).await;
+        for sink in self.connector_producers() {
+            sink.flush(timeout).await?;
+        }
+        shared
     }
 }
 

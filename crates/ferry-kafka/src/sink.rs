@@ -21,6 +21,13 @@
 //! `linger.ms`, `delivery.timeout.ms`, `batch.size`); an unknown one fails when the sink is created,
 //! naming the `producer.` key.
 //!
+//! # Per-connector settings
+//!
+//! A connector with `producer.override.*` gets its own producer (the settings above, then its
+//! overrides, as the worker's `connector.client.config.override.policy` allows); the others share
+//! one. A connector with `topic.creation.*` settings has its missing topics created before their first
+//! record (see [`crate::connector_keys`]).
+//!
 //! # Delivery
 //!
 //! [`RecordSink::send`] converts the key and value with the connector's converters (see
@@ -32,7 +39,7 @@
 //! the task backs off. A conversion failure is not retriable.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 pub use crate::retriable::is_retriable;
@@ -48,6 +55,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 
 use crate::convert::{RecordConverters, Role, header_value};
+use crate::topics::TopicCreator;
 
 /// Ferry's producer defaults (see the module docs), applied before `producer.*`.
 const DEFAULTS: &[(&str, &str)] = &[
@@ -223,6 +231,23 @@ struct Shared {
 pub struct KafkaSink {
     shared: Arc<Shared>,
     converters: RecordConverters,
+    /// Creates missing topics before their first record (the connector's `topic.creation.*`).
+    topics: Option<Arc<TopicCreator>>,
+}
+
+/// A [`KafkaSink`]'s producer, not keeping it alive (a provider's cache of per-connector producers).
+#[derive(Clone)]
+pub(crate) struct WeakSink(Weak<Shared>);
+
+impl WeakSink {
+    /// The sink, if its producer is still in use.
+    pub(crate) fn upgrade(&self) -> Option<KafkaSink> {
+        self.0.upgrade().map(|shared| KafkaSink {
+            shared,
+            converters: RecordConverters::default(),
+            topics: None,
+        })
+    }
 }
 
 impl fmt::Debug for KafkaSink {
@@ -243,6 +268,16 @@ impl KafkaSink {
     /// cannot be created.
     pub fn new(config: &KafkaSinkConfig) -> Result<KafkaSink, SinkError> {
         let describe = format!("kafka {}", config.bootstrap_servers);
+        Self::with_description(config, describe, &[])
+    }
+
+    /// [`KafkaSink::new`], naming itself `describe`; an invalid setting among `connector_overrides`
+    /// is named as the connector's `producer.override.` key.
+    pub(crate) fn with_description(
+        config: &KafkaSinkConfig,
+        describe: String,
+        connector_overrides: &[(String, String)],
+    ) -> Result<KafkaSink, SinkError> {
         let context = SinkContext {
             sink: describe.clone(),
             logs: Throttle::default(),
@@ -251,11 +286,23 @@ impl KafkaSink {
         let producer: FutureProducer<SinkContext> = config
             .client_config()
             .create_with_context(context)
-            .map_err(|e| creation_error(&describe, config, &e))?;
+            .map_err(|e| creation_error(&describe, config, connector_overrides, &e))?;
         Ok(KafkaSink {
             shared: Arc::new(Shared { producer, describe }),
             converters: config.converters,
+            topics: None,
         })
+    }
+
+    /// This sink creating missing topics with `creator` before their first record.
+    pub(crate) fn with_topic_creator(mut self, creator: Arc<TopicCreator>) -> KafkaSink {
+        self.topics = Some(creator);
+        self
+    }
+
+    /// The producer, not kept alive.
+    pub(crate) fn downgrade(&self) -> WeakSink {
+        WeakSink(Arc::downgrade(&self.shared))
     }
 
     /// This sink with other converters (a connector's `key.converter` / `value.converter`), sharing the
@@ -264,6 +311,7 @@ impl KafkaSink {
         KafkaSink {
             shared: Arc::clone(&self.shared),
             converters,
+            topics: self.topics.clone(),
         }
     }
 
@@ -289,6 +337,9 @@ impl RecordSink for KafkaSink {
     }
 
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
+        if let Some(topics) = &self.topics {
+            topics.ensure(&record.topic).await?;
+        }
         let key = self
             .converters
             .key
@@ -457,10 +508,17 @@ fn delivery_hint(error: &KafkaError) -> &'static str {
 
 /// A producer that cannot be created: an invalid setting names its `producer.` key when it came from
 /// the overrides.
-fn creation_error(sink: &str, config: &KafkaSinkConfig, error: &KafkaError) -> SinkError {
+fn creation_error(
+    sink: &str,
+    config: &KafkaSinkConfig,
+    connector_overrides: &[(String, String)],
+    error: &KafkaError,
+) -> SinkError {
     let message = match error {
         KafkaError::ClientConfig(_, description, key, _) => {
-            let origin = if config.producer_overrides.get(key).is_some() {
+            let origin = if connector_overrides.iter().any(|(k, _)| k == key) {
+                format!("{}{key}", crate::connector_keys::PRODUCER_OVERRIDE_PREFIX)
+            } else if config.producer_overrides.get(key).is_some() {
                 format!("{PRODUCER_PREFIX}{key}")
             } else {
                 key.clone()

@@ -4,9 +4,6 @@
 
 /// (key or `prefix.`, what it is) for a source connector's configuration.
 const CONNECTOR: &[(&str, &str)] = &[
-    ("topic.creation.", "topic creation, KIP-158"),
-    ("topic.creation.groups", "topic creation, KIP-158"),
-    ("producer.override.", "per-connector client overrides"),
     ("admin.override.", "per-connector client overrides"),
     ("consumer.override.", "per-connector client overrides"),
     (
@@ -33,11 +30,6 @@ const CONNECTOR: &[(&str, &str)] = &[
 
 /// (key, what it is) for a worker's configuration (standalone and distributed).
 const WORKER: &[(&str, &str)] = &[
-    ("topic.creation.enable", "topic creation, KIP-158"),
-    (
-        "connector.client.config.override.policy",
-        "per-connector client overrides",
-    ),
     (
         "exactly.once.source.support",
         "exactly-once source support, KIP-618",
@@ -84,19 +76,25 @@ mod tests {
             None
         );
         assert_eq!(
-            not_implemented_connector_key("producer.override.linger.ms"),
+            not_implemented_connector_key("admin.override.linger.ms"),
             Some("per-connector client overrides")
+        );
+        // Implemented by the Kafka sink (it reads them itself).
+        assert_eq!(
+            not_implemented_connector_key("producer.override.linger.ms"),
+            None
         );
         assert_eq!(
             not_implemented_connector_key("topic.creation.default.partitions"),
-            Some("topic creation, KIP-158")
+            None
         );
         assert_eq!(not_implemented_connector_key("transformz"), None);
         assert_eq!(not_implemented_connector_key("tasks.max"), None);
         assert_eq!(
-            not_implemented_worker_key("topic.creation.enable"),
-            Some("topic creation, KIP-158")
+            not_implemented_worker_key("exactly.once.source.support"),
+            Some("exactly-once source support, KIP-618")
         );
+        assert_eq!(not_implemented_worker_key("topic.creation.enable"), None);
         assert_eq!(not_implemented_worker_key("colour"), None);
     }
 }

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferry_api::{RecordMetadata, SourceRecord};
+use ferry_api::{Config, RecordMetadata, SourceRecord};
 
 use crate::converter::ConverterSpec;
 
@@ -142,6 +142,10 @@ pub struct TaskSinkContext<'a> {
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one (else the worker's applies).
     pub value_converter: Option<ConverterSpec>,
+    /// The connector's configuration (placeholders resolved), for the connector keys the sink reads
+    /// itself ([`DynSinkSpec::handles_connector_key`](crate::DynSinkSpec::handles_connector_key),
+    /// e.g. Kafka's `topic.creation.*`); `None` when the task runs without one (a worker's own sink).
+    pub connector_config: Option<&'a Config>,
 }
 
 impl<'a> TaskSinkContext<'a> {
@@ -157,7 +161,15 @@ impl<'a> TaskSinkContext<'a> {
             task,
             key_converter,
             value_converter,
+            connector_config: None,
         }
+    }
+
+    /// The same context with the connector's configuration, builder style.
+    #[must_use]
+    pub fn with_connector_config(mut self, config: &'a Config) -> Self {
+        self.connector_config = Some(config);
+        self
     }
 }
 

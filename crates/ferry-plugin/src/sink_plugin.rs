@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ferry_api::ConfigKey;
+use ferry_api::{Config, ConfigIssue, ConfigKey};
 
 use crate::{ConfigError, ConverterSpec, Properties, SinkError, SinkProvider};
 
@@ -71,6 +71,19 @@ pub trait DynSinkSpec: fmt::Debug + fmt::Display + Send + Sync + Any {
 
     /// Whether the sink applies `key.converter` / `value.converter` (Kafka does; JSON-line sinks do not).
     fn uses_converters(&self) -> bool;
+
+    /// Whether `key` is a connector key this sink reads itself (Kafka: `topic.creation.*`,
+    /// `producer.override.*`): the runtime accepts it in every connector configuration and leaves its
+    /// checks to [`check_connector`](Self::check_connector). None by default.
+    fn handles_connector_key(&self, _key: &str) -> bool {
+        false
+    }
+
+    /// Checks a connector configuration's keys of this sink against the worker's settings (a refused
+    /// client override, an invalid topic creation group), one issue per problem, naming its key.
+    fn check_connector(&self, _config: &Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
 
     /// The typed settings, for tests and tools.
     fn as_any(&self) -> &dyn Any;

@@ -105,6 +105,7 @@ fn check_connector_file(
         &checked,
         |class| ferry.resolve_connector(class),
         ferry.transform_registry(),
+        Some(worker.sink.spec().as_ref()),
     )
     .map_err(|e| scrub(e.to_string(), &resolved.secrets))?;
     config.props = raw;
@@ -199,7 +200,8 @@ pub(crate) async fn run(
             connectors_file,
         )
         .with_config_providers(config.config_providers.clone())
-        .with_transforms(ferry.transform_registry().clone()),
+        .with_transforms(ferry.transform_registry().clone())
+        .with_sink_spec(config.sink.spec().clone()),
     );
     let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
     if let Err(e) = herder.start(command_line).await {

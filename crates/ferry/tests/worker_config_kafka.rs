@@ -599,7 +599,8 @@ mod whole_file {
         assert!(
             unknown.to_string().contains(
                 "accepted keys: bootstrap.servers, config.providers, config.providers.*, \
-                 ferry.connectors.file, header.converter, key.converter, key.converter.*, listeners,"
+                 connector.client.config.override.policy, ferry.connectors.file, header.converter, \
+                 key.converter, key.converter.*, listeners,"
             ),
             "{unknown}"
         );
@@ -608,4 +609,42 @@ mod whole_file {
         assert_names(grace, &path, "task.shutdown.graceful.timeout.ms", 8);
         assert!(grace.to_string().contains("0 or more"), "{grace}");
     }
+}
+
+#[test]
+fn topic_creation_and_override_policy_are_kafka_sink_worker_keys() {
+    let config = worker(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("topic.creation.enable", " FALSE "),
+        ("connector.client.config.override.policy", "Principal"),
+    ]);
+    let Some(spec) = config.sink.downcast_ref::<KafkaSinkSpec>() else {
+        panic!("not a Kafka sink: {:?}", config.sink);
+    };
+    assert!(!spec.topic_creation_enable);
+    assert_eq!(spec.override_policy, ferry_kafka::OverridePolicy::Principal);
+    // Kafka Connect's defaults: topic creation on, every override allowed.
+    let config = worker(&[FILE, ("bootstrap.servers", "k:9092")]);
+    let Some(spec) = config.sink.downcast_ref::<KafkaSinkSpec>() else {
+        panic!("not a Kafka sink: {:?}", config.sink);
+    };
+    assert!(spec.topic_creation_enable);
+    assert_eq!(spec.override_policy, ferry_kafka::OverridePolicy::All);
+
+    let errors = worker_errors(&[
+        FILE,
+        ("bootstrap.servers", "k:9092"),
+        ("topic.creation.enable", "yes"),
+        ("connector.client.config.override.policy", "Some"),
+    ]);
+    assert!(
+        error_for(&errors, "topic.creation.enable").contains("true (default), false"),
+        "{errors}"
+    );
+    assert!(
+        error_for(&errors, "connector.client.config.override.policy")
+            .contains("None, Principal, All (default)"),
+        "{errors}"
+    );
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use ferry_api::{Config, SourceConnector};
 
 use ferry_plugin::ConverterSpec;
+use ferry_plugin::DynSinkSpec;
 use ferry_plugin::Properties;
 use ferry_plugin::UnknownKeyHints;
 use ferry_plugin::converter_config::{self as converter, OrphanSettings};
@@ -117,18 +118,22 @@ impl ConnectorConfig {
         props: &Properties,
         resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
-        Self::from_properties_with(props, resolve, &TransformRegistry::default())
+        Self::from_properties_with(props, resolve, &TransformRegistry::default(), None)
     }
 
     /// [`from_properties`](Self::from_properties) with the transformations and predicates of
-    /// `registry` (the built-in ones and those plugins add).
+    /// `registry` (the built-in ones and those plugins add), for a worker writing to `sink`: the
+    /// connector keys the sink reads itself ([`DynSinkSpec::handles_connector_key`]) are accepted and
+    /// checked by it ([`DynSinkSpec::check_connector`], with the worker's settings). Without a sink
+    /// they are unknown.
     ///
     /// # Errors
-    /// As [`from_properties`](Self::from_properties).
+    /// As [`from_properties`](Self::from_properties), and the sink's issues.
     pub fn from_properties_with(
         props: &Properties,
         resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
         registry: &TransformRegistry,
+        sink: Option<&dyn DynSinkSpec>,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ConfigErrors> {
         if props.len() > MAX_CONNECTOR_KEYS {
             return Err(ConfigError::TooManyKeys {
@@ -218,7 +223,7 @@ impl ConnectorConfig {
         });
 
         if let Some(connector) = &connector {
-            check_connector_keys(props, connector.as_ref(), &mut errors);
+            check_connector_keys(props, connector.as_ref(), sink, &mut errors);
         }
 
         match (name, class, connector) {
@@ -245,6 +250,7 @@ impl ConnectorConfig {
 fn check_connector_keys(
     props: &Properties,
     connector: &dyn SourceConnector,
+    sink: Option<&dyn DynSinkSpec>,
     errors: &mut Vec<ConfigError>,
 ) {
     let keys = connector.config_keys();
@@ -257,6 +263,7 @@ fn check_connector_keys(
     for key in props
         .keys()
         .filter(|k| !accepted.contains(k) && !converter::is_converter_key(k) && !is_chain_key(k))
+        .filter(|k| !sink.is_some_and(|s| s.handles_connector_key(k)))
     {
         if let Some(what) = ferry_plugin::not_implemented_connector_key(key) {
             errors.push(ConfigError::NotImplemented {
@@ -273,6 +280,12 @@ fn check_connector_keys(
             line: props.line_of(key),
             hint: hints.hint(key, accepted.iter().copied()),
         });
+    }
+    if let Some(sink) = sink {
+        // The sink's keys are not declared here, so their values stay hidden in messages.
+        for issue in sink.check_connector(&props.to_config()) {
+            errors.push(props.invalid_undeclared(&issue.key, issue.message));
+        }
     }
     let mut all_required_set = true;
     for key in keys

@@ -132,6 +132,14 @@ impl StandaloneHerder {
         self
     }
 
+    /// Checks connector configurations with the worker's sink: the connector keys it reads itself
+    /// (Kafka's `topic.creation.*`, `producer.override.*`) are accepted and checked by it.
+    #[must_use]
+    pub fn with_sink_spec(mut self, sink: Arc<dyn ferry_plugin::DynSinkSpec>) -> Self {
+        self.plugins.set_sink(sink);
+        self
+    }
+
     /// The worker.
     pub fn worker(&self) -> &Worker {
         &self.worker

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ferry_api::{Config, ConfigKey, HIDDEN, SourceConnector};
+use ferry_plugin::DynSinkSpec;
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
@@ -23,16 +24,38 @@ pub use ferry_api::ConnectorPlugin as Plugin;
 /// connector configurations are resolved here, for every herder, when a connector is checked), and
 /// the transformations and predicates connectors may use.
 #[derive(Clone, Default)]
-pub(crate) struct Plugins(Vec<Plugin>, Arc<ConfigProviders>, Arc<TransformRegistry>);
+pub(crate) struct Plugins(
+    Vec<Plugin>,
+    Arc<ConfigProviders>,
+    Arc<TransformRegistry>,
+    Option<Arc<dyn DynSinkSpec>>,
+);
 
 impl Plugins {
     pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
-        Self(plugins, Arc::default(), Arc::default())
+        Self(plugins, Arc::default(), Arc::default(), None)
     }
 
     /// Uses `registry`'s transformations and predicates.
     pub(crate) fn set_transforms(&mut self, registry: TransformRegistry) {
         self.2 = Arc::new(registry);
+    }
+
+    /// The worker's sink: the connector keys it reads itself are accepted and checked by it.
+    pub(crate) fn set_sink(&mut self, sink: Arc<dyn DynSinkSpec>) {
+        self.3 = Some(sink);
+    }
+
+    fn check_config(
+        &self,
+        props: &Properties,
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), crate::config::ConfigErrors> {
+        ConnectorConfig::from_properties_with(
+            props,
+            |c| self.resolve(c),
+            &self.2,
+            self.3.as_deref(),
+        )
     }
 
     pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {
@@ -149,7 +172,7 @@ pub(crate) fn check_resolved(
     let keys = connector.config_keys();
     let secrets = resolved.secrets;
     let props = Properties::from_pairs(format!("connector {name}"), resolved.config);
-    match ConnectorConfig::from_properties_with(&props, |c| plugins.resolve(c), &plugins.2) {
+    match plugins.check_config(&props) {
         Ok((checked, connector)) => Ok((checked, connector, secrets)),
         Err(errors) => Err(invalid(
             errors
@@ -202,7 +225,7 @@ pub(crate) fn validate(
         ),
     };
     let props = Properties::from_pairs("validate request", resolved.clone());
-    match ConnectorConfig::from_properties_with(&props, |c| plugins.resolve(c), &plugins.2) {
+    match plugins.check_config(&props) {
         Ok(_) => {}
         Err(found) => errors.extend(
             found

@@ -93,6 +93,9 @@ pub struct TaskSpec {
     pub key_converter: Option<ConverterSpec>,
     /// The connector's own `value.converter`, if it sets one.
     pub value_converter: Option<ConverterSpec>,
+    /// The connector's configuration (placeholders resolved), given to the sink provider for the
+    /// connector keys a sink reads itself; empty when unknown.
+    pub connector_config: Config,
     /// The generation the task's statuses are written with (`put_task_safe`): 0 in standalone; a
     /// distributed herder claims one above every stored status of the task when it gets the task.
     pub generation: u32,
@@ -256,6 +259,7 @@ impl Worker {
         ),
         sinks: Arc<dyn SinkProvider>,
         (key_converter, value_converter): (Option<ConverterSpec>, Option<ConverterSpec>),
+        connector_config: Arc<Config>,
         paused: bool,
         generation: u32,
     ) -> Launch {
@@ -271,6 +275,7 @@ impl Worker {
             sinks,
             key_converter,
             value_converter,
+            connector_config,
             target: if paused {
                 TargetState::Paused
             } else {
@@ -311,6 +316,7 @@ impl Worker {
             ),
             self.sinks.clone(),
             (spec.key_converter, spec.value_converter),
+            Arc::new(spec.connector_config.clone()),
             target == TargetState::Paused,
             spec.generation,
         );
@@ -470,7 +476,8 @@ impl Worker {
             spec.error_handling,
             spec.secrets.clone(),
         );
-        let launch = self.launch(errors, sinks, converters, paused, 0);
+        let connector_config = Arc::new(spec.config.clone());
+        let launch = self.launch(errors, sinks, converters, connector_config, paused, 0);
         for (i, config) in task_configs.into_iter().enumerate() {
             let id = TaskId::new(spec.name.as_str(), i);
             let handle = self.spawn_task(&id, config.clone(), connector, &launch);
@@ -545,9 +552,11 @@ impl Worker {
         let run = {
             let (sinks, id) = (launch.sinks.clone(), id.clone());
             let (key, value) = (launch.key_converter, launch.value_converter);
+            let connector_config = launch.connector_config.clone();
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             async move {
-                let context = TaskSinkContext::new(&id.connector, id.task, key, value);
+                let context = TaskSinkContext::new(&id.connector, id.task, key, value)
+                    .with_connector_config(&connector_config);
                 match sinks.open(&context).await {
                     Ok(sink) => runner(sink).run().await,
                     Err(e) => {

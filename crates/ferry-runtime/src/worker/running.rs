@@ -72,6 +72,8 @@ pub(super) struct Launch {
     /// The connector's own converters, given to the sink provider.
     pub(super) key_converter: Option<ConverterSpec>,
     pub(super) value_converter: Option<ConverterSpec>,
+    /// The connector's configuration, given to the sink provider (for the keys a sink reads itself).
+    pub(super) connector_config: Arc<Config>,
     /// What a (re)started task is told to do: run or stay paused.
     pub(super) target: TargetState,
     /// The generation its statuses are written with.

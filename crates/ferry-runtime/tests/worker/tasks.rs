@@ -141,10 +141,15 @@ impl SinkProvider for FirstOnly {
         if task.task == 0 {
             return Ok(self.0.clone());
         }
+        // The connector's configuration reaches the provider (for the keys a sink reads itself).
+        let setting = task
+            .connector_config
+            .and_then(|c| c.get("sink.setting"))
+            .map_or("unset", String::as_str);
         Err(SinkError::new(
             "first-only",
             SinkErrorKind::Fatal,
-            format!("no sink for task {}", task.task),
+            format!("no sink for task {} (sink.setting={setting})", task.task),
         ))
     }
 
@@ -165,11 +170,15 @@ async fn each_task_opens_its_sink_and_a_refused_sink_fails_only_that_task() {
     );
     let (p0, p1) = (Probe::new(), Probe::new());
     let connector = TestConnector::with_tasks(vec![p0.clone(), p1.clone()]);
+    let spec = TaskSpec {
+        connector_config: Config::from([("sink.setting".to_owned(), "7".to_owned())]),
+        ..TaskSpec::default()
+    };
     for task in 0..2 {
         worker
             .start_task(
                 TaskId::new("o", task),
-                &TaskSpec::default(),
+                &spec,
                 Config::new(),
                 &connector,
                 TargetState::Running,
@@ -180,7 +189,8 @@ async fn each_task_opens_its_sink_and_a_refused_sink_fails_only_that_task() {
     eventually("task 1 failed", || status(1).state == TaskState::Failed).await;
     let trace = status(1).trace.expect("a reason");
     assert!(
-        trace.contains("cannot open the sink first-only") && trace.contains("no sink for task 1"),
+        trace.contains("cannot open the sink first-only")
+            && trace.contains("no sink for task 1 (sink.setting=7)"),
         "{trace}"
     );
     p0.push(vec![record("a", 1)]);

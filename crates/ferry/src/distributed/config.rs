@@ -85,6 +85,10 @@ pub struct DistributedConfig {
     pub admin_overrides: ClientOverrides,
     /// `config.providers` and `config.providers.<name>.*`, as in standalone.
     pub config_providers: ConfigProviders,
+    /// `topic.creation.enable` (default true).
+    pub topic_creation_enable: bool,
+    /// `connector.client.config.override.policy` (default `All`).
+    pub override_policy: ferry_kafka::OverridePolicy,
 }
 
 impl DistributedConfig {
@@ -148,6 +152,8 @@ impl DistributedConfig {
         let (advertised_host, advertised_port) = advertised(props, &rest, &mut errors);
         let clients = client_settings(props, &mut errors);
         let config_providers = ConfigProviders::from_properties(props, &mut errors);
+        let (topic_creation_enable, override_policy) =
+            ferry_kafka::connector_settings(props, &mut errors);
 
         let config = DistributedConfig {
             bootstrap_servers: bootstrap_servers.unwrap_or_default(),
@@ -172,6 +178,8 @@ impl DistributedConfig {
             consumer_overrides: clients.2,
             admin_overrides: clients.3,
             config_providers,
+            topic_creation_enable,
+            override_policy,
         };
         config.check_timeouts(props, &mut errors);
         if errors.is_empty() {

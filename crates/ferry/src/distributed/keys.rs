@@ -61,6 +61,8 @@ pub(super) const KEYS: &[&str] = &[
     ferry_plugin::KEY_CONVERTER,
     ferry_plugin::VALUE_CONVERTER,
     ferry_plugin::HEADER_CONVERTER,
+    ferry_kafka::connector_keys::TOPIC_CREATION_ENABLE,
+    ferry_kafka::connector_keys::CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
 ];
 
 /// The required keys, with what to set them to.

@@ -81,6 +81,8 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         producer_overrides,
         key_converter: config.key_converter,
         value_converter: config.value_converter,
+        topic_creation_enable: config.topic_creation_enable,
+        override_policy: config.override_policy,
     };
     let sinks = sink_spec.start().await.map_err(|e| e.to_string())?;
     tracing::info!(
@@ -119,6 +121,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
             handoff_timeout: DistributedSettings::DEFAULT_HANDOFF_TIMEOUT,
             config_providers: config.config_providers.clone(),
             transforms: ferry.transform_registry().clone(),
+            sink: Some(Arc::new(sink_spec.clone())),
         },
         config_store.clone(),
         statuses,

@@ -49,6 +49,9 @@ pub struct DistributedSettings {
     pub config_providers: crate::config::ConfigProviders,
     /// The transformations and predicates connectors may use (default: the built-in ones).
     pub transforms: crate::transforms::TransformRegistry,
+    /// The worker's sink, if connector configurations are checked with it: the connector keys it
+    /// reads itself (Kafka's `topic.creation.*`, `producer.override.*`) are accepted and checked by it.
+    pub sink: Option<Arc<dyn ferry_plugin::DynSinkSpec>>,
 }
 
 impl DistributedSettings {
@@ -67,6 +70,7 @@ impl DistributedSettings {
             handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
             config_providers: crate::config::ConfigProviders::default(),
             transforms: crate::transforms::TransformRegistry::default(),
+            sink: None,
         }
     }
 }
@@ -175,6 +179,9 @@ impl DistributedHerder {
                 let mut plugins = Plugins::new(plugins);
                 plugins.set_providers(settings.config_providers.clone());
                 plugins.set_transforms(settings.transforms.clone());
+                if let Some(sink) = &settings.sink {
+                    plugins.set_sink(sink.clone());
+                }
                 plugins
             },
             settings,

@@ -357,6 +357,7 @@ impl DistributedHerder {
             secrets,
             key_converter: config.key_converter,
             value_converter: config.value_converter,
+            connector_config: config.props.clone(),
             generation,
         };
         // Under `owned`: a slot revoked or lost meanwhile is not started.

@@ -288,6 +288,7 @@ impl Cluster {
             handoff_timeout: self.handoff,
             config_providers: Default::default(),
             transforms: Default::default(),
+            sink: None,
         };
         let herder = DistributedHerder::new(
             worker,
