@@ -307,10 +307,8 @@ impl ConfigProviders {
                     match raw.get(key) {
                         Some(raw) if PLACEHOLDER.is_match(raw) => value.clone_from(raw),
                         _ => {
-                            for (secret, placeholder) in &swaps {
-                                if value.contains(secret) {
-                                    *value = value.replace(secret, placeholder);
-                                }
+                            if swaps.iter().any(|(secret, _)| value.contains(secret)) {
+                                *value = swap_once(value, &swaps);
                             }
                         }
                     }
@@ -324,6 +322,27 @@ impl ConfigProviders {
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
     }
+}
+
+/// `value` with each occurrence of a secret replaced by its placeholder, in one pass from the left
+/// (longest secret first at each position): a placeholder put in is never searched again, so a short
+/// secret (`1`) found inside a longer one's placeholder text cannot corrupt it.
+fn swap_once(value: &str, swaps: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(c) = rest.chars().next() {
+        match swaps.iter().find(|(secret, _)| rest.starts_with(secret)) {
+            Some((secret, placeholder)) => {
+                out.push_str(placeholder);
+                rest = &rest[secret.len()..];
+            }
+            None => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
 }
 
 /// `message` with every (non-empty) resolved value replaced by `[hidden]`.
@@ -479,6 +498,30 @@ mod tests {
         assert_eq!(tasks[0]["file"], "${file:/p:k}");
         assert_eq!(tasks[0]["topic"], "t");
         assert_eq!(tasks[0]["task.files"], "[\"${file:/p:k}\"]");
+    }
+
+    /// A regression: a short resolved value (`tasks.max` → `1`) was also replaced inside the
+    /// placeholder just put back for a longer one whose path contains a `1`.
+    #[test]
+    fn unresolve_never_rewrites_a_placeholder_it_put_back() {
+        let raw = config(&[
+            ("file", "${file:/tmp/x1y/s.properties:path}"),
+            ("tasks.max", "${file:/tmp/x1y/s.properties:tasks}"),
+        ]);
+        let resolved = config(&[("file", "/tmp/x1y/in.txt"), ("tasks.max", "1")]);
+        let tasks = ConfigProviders::unresolve(
+            &raw,
+            &resolved,
+            vec![config(&[
+                ("task.files", "[\"/tmp/x1y/in.txt\"]"),
+                ("n", "1"),
+            ])],
+        );
+        assert_eq!(
+            tasks[0]["task.files"],
+            "[\"${file:/tmp/x1y/s.properties:path}\"]"
+        );
+        assert_eq!(tasks[0]["n"], "${file:/tmp/x1y/s.properties:tasks}");
     }
 
     #[test]
