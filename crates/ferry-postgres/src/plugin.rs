@@ -228,7 +228,8 @@ fn check_url(url: &str) -> Result<(), String> {
         );
     }
     if lower.starts_with("postgresql://") || lower.starts_with("postgres://") {
-        return Ok(());
+        // The TLS parameters are checked now; the rest when the store connects.
+        return crate::tls::split_libpq(url).map(|_| ());
     }
     if url.contains("://") {
         return Err(
@@ -238,7 +239,7 @@ fn check_url(url: &str) -> Result<(), String> {
         );
     }
     if url.contains('=') {
-        return Ok(());
+        return crate::tls::split_libpq(url).map(|_| ());
     }
     Err(
         "accepted: a URL, postgresql://user[:password]@host[:port]/dbname, or key=value pairs, \
@@ -318,6 +319,12 @@ mod tests {
         assert!(check_url("jdbc:postgresql://h/db").is_err());
         assert!(check_url("mysql://h/db").is_err());
         assert!(check_url("db.example").is_err());
+        assert!(check_url("postgresql://h/db?sslmode=verify-full&sslrootcert=/ca.pem").is_ok());
+        assert!(check_url("host=h sslmode=verify-ca sslrootcert=/ca.pem").is_ok());
+        let e = check_url("postgresql://h/db?sslmode=on")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("sslmode=on"), "{e}");
         assert!(check_table("ferry_offsets").is_ok());
         assert!(check_table("ops.offsets").is_ok());
         for bad in ["", "a.b.c", "Offsets", "1t", "t-x", "a."] {
