@@ -510,33 +510,33 @@ pub(crate) fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
     }
 }
 
-/// What to do after the TLS failure `text`.
+/// What to do after the TLS failure `text` (the caller names the settings).
 fn tls_hint(text: &str, tls: &TlsOptions) -> String {
-    let mode = tls.describe();
+    let unchecked = if matches!(tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+        "or use sslmode=require (without sslrootcert) to encrypt without checking it"
+    } else {
+        "or remove sslrootcert to encrypt without checking it"
+    };
     if text.contains("server does not support TLS") {
-        format!(
-            "the server does not accept TLS connections ({mode}): enable ssl on the server \
-             (postgresql.conf ssl=on), or use sslmode=prefer or disable"
-        )
+        "the server does not accept TLS connections: enable ssl on the server (postgresql.conf \
+         ssl=on), or use sslmode=prefer or disable"
+            .to_owned()
     } else if text.contains("NotValidForName") || text.contains("not valid for name") {
-        format!(
-            "the server's certificate does not name the host connected to ({mode}): connect with a \
-             host name the certificate lists in its subjectAltName, or use sslmode=verify-ca to check \
-             only the certificate chain"
-        )
+        "the server's certificate does not name the host connected to: connect with a host name the \
+         certificate lists in its subjectAltName, or use sslmode=verify-ca to check only the \
+         certificate chain"
+            .to_owned()
     } else if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
         format!(
-            "the server's certificate is not signed by a CA in sslrootcert ({mode}): set sslrootcert \
-             to the CA certificate that signed the server's certificate, or use sslmode=require to \
-             encrypt without checking it"
+            "the server's certificate is not signed by a CA in sslrootcert: set sslrootcert to the CA \
+             certificate that signed the server's certificate, {unchecked}"
         )
     } else if text.contains("Expired") || text.contains("expired") || text.contains("NotValidYet") {
-        format!("the server's certificate is not valid now ({mode}): renew it on the server")
+        format!("the server's certificate is not valid now: renew it on the server, {unchecked}")
     } else {
-        format!(
-            "the TLS handshake failed ({mode}): check the server's ssl settings and the \
-             sslrootcert, sslcert and sslkey files"
-        )
+        "the TLS handshake failed: check the server's ssl settings and the sslrootcert, sslcert and \
+         sslkey files"
+            .to_owned()
     }
 }
 

@@ -119,6 +119,9 @@ pub(crate) fn parse_connection(
         spec.config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
     }
     spec.tls.apply(&mut spec.config);
+    // The certificate files are read now, so validation reports a missing or bad one; they are read
+    // again at each connection (a renewed certificate is used without a restart).
+    spec.tls.connector()?;
     if spec.config.get_application_name().is_none() {
         spec.config.application_name("ferry PostgresSource");
     }
@@ -323,46 +326,55 @@ mod tests {
 
     #[test]
     fn tls_parameters() {
-        let spec = parse(
-            "jdbc:postgresql://h/db?sslmode=verify-full&sslrootcert=%2Fca.pem&sslcert=/c.pem&sslkey=/k.pk8",
-        );
-        assert_eq!(spec.tls.mode, SslMode::VerifyFull);
+        // The URL alone (parse_connection also reads the certificate files, which do not exist here).
+        let jdbc = |rest: &str| match parse_jdbc(rest) {
+            Ok(spec) => spec.tls,
+            Err(e) => panic!("{rest}: {e}"),
+        };
+        let tls =
+            jdbc("//h/db?sslmode=verify-full&sslrootcert=%2Fca.pem&sslcert=/c.pem&sslkey=/k.pk8");
+        assert_eq!(tls.mode, SslMode::VerifyFull);
         assert_eq!(
-            spec.tls.root_cert.as_deref(),
+            tls.root_cert.as_deref(),
             Some(std::path::Path::new("/ca.pem"))
         );
+        assert_eq!(tls.cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(tls.key.as_deref(), Some(std::path::Path::new("/k.pk8")));
+        assert_eq!(jdbc("//h/db").mode, SslMode::Prefer);
+        assert_eq!(jdbc("//h/db?ssl=true").mode, SslMode::VerifyFull);
+        assert_eq!(jdbc("//h/db?ssl").mode, SslMode::VerifyFull);
         assert_eq!(
-            spec.tls.key.as_deref(),
-            Some(std::path::Path::new("/k.pk8"))
+            jdbc("//h/db?ssl=true&sslmode=require").mode,
+            SslMode::Require
         );
+        assert!(jdbc("//h/db?sslfactory=org.postgresql.ssl.NonValidatingFactory").non_validating);
+        // tokio-postgres's own mode: the verify-* modes and require need TLS.
+        let spec = parse("jdbc:postgresql://h/db?sslmode=require");
         assert_eq!(
             spec.config.get_ssl_mode(),
             tokio_postgres::config::SslMode::Require
-        );
-        assert_eq!(parse("jdbc:postgresql://h/db").tls.mode, SslMode::Prefer);
-        assert_eq!(
-            parse("jdbc:postgresql://h/db?ssl=true").tls.mode,
-            SslMode::VerifyFull
-        );
-        assert_eq!(
-            parse("jdbc:postgresql://h/db?ssl=true&sslmode=require")
-                .tls
-                .mode,
-            SslMode::Require
         );
         let spec = parse("jdbc:postgresql://h/db?sslmode=disable");
         assert_eq!(
             spec.config.get_ssl_mode(),
             tokio_postgres::config::SslMode::Disable
         );
-        let spec =
-            parse("jdbc:postgresql://h/db?sslfactory=org.postgresql.ssl.NonValidatingFactory");
-        assert!(spec.tls.non_validating);
-        let spec = parse("postgresql://h/db?sslmode=verify-ca&sslrootcert=/ca.pem");
-        assert_eq!(spec.tls.mode, SslMode::VerifyCa);
+        let spec = parse("postgresql://h/db");
         assert_eq!(
             spec.config.get_ssl_mode(),
-            tokio_postgres::config::SslMode::Require
+            tokio_postgres::config::SslMode::Prefer
+        );
+        // A certificate file that is not there is reported when the URL is read.
+        let e = parse_connection(
+            "postgresql://h/db?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem",
+            Some("u"),
+            None,
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
+            "{e}"
         );
     }
 

@@ -324,7 +324,7 @@ impl PostgresOffsetStore {
                     };
                     let error = self.backend(
                         format!(
-                            "connecting ({}) failed: {}; {hint}",
+                            "connecting failed ({}): {}; {hint}",
                             self.tls.describe(),
                             failure.message
                         ),
