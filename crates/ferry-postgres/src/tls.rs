@@ -267,6 +267,9 @@ impl TlsOptions {
             (None, None) => builder.with_no_client_auth(),
         };
         config.enable_sni = !self.no_sni;
+        // As libpq 17: lets a server that checks ALPN (PostgreSQL 17, sslnegotiation=direct) accept
+        // the connection; older servers ignore it.
+        config.alpn_protocols = vec![b"postgresql".to_vec()];
         Ok(MakeRustlsConnect::new(config))
     }
 }
