@@ -91,7 +91,12 @@ pub(crate) struct TlsOptions {
     pub(crate) non_validating: bool,
     /// `sslsni=0`: no server name indication.
     pub(crate) no_sni: bool,
+    /// Whether `sslmode` was given (else `sslrootcert=system` makes it `verify-full`).
+    pub(crate) mode_given: bool,
 }
+
+/// `sslrootcert=system`: the operating system's CA certificates (libpq 16).
+const SYSTEM: &str = "system";
 
 /// Whether and how the server's certificate is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,15 +114,17 @@ impl TlsOptions {
     /// An invalid or unsupported value, in words for a config issue.
     pub(crate) fn take(&mut self, key: &str, value: &str) -> Result<bool, String> {
         match key {
-            "sslmode" => self.mode = SslMode::parse(value)?,
-            "sslrootcert" if value == "system" => {
-                return Err(
-                    "sets sslrootcert=system, which Ferry does not support; set sslrootcert to a file \
-                     of the CA certificates that signed the server's certificate"
-                        .to_owned(),
-                );
+            "sslmode" => {
+                self.mode = SslMode::parse(value)?;
+                self.mode_given = true;
             }
-            "sslrootcert" => self.root_cert = non_empty(value),
+            "sslrootcert" => {
+                self.root_cert = non_empty(value);
+                // libpq: the system's CAs make verify-full the default (and the only mode allowed).
+                if value == SYSTEM && !self.mode_given {
+                    self.mode = SslMode::VerifyFull;
+                }
+            }
             "sslcert" => self.cert = non_empty(value),
             "sslkey" => self.key = non_empty(value),
             "sslsni" => self.no_sni = value == "0",
@@ -213,7 +220,20 @@ impl TlsOptions {
                     ));
                 };
                 let mut roots = RootCertStore::empty();
-                for cert in read_certs(root, "sslrootcert")? {
+                let certs = if root == Path::new(SYSTEM) {
+                    if self.mode != SslMode::VerifyFull {
+                        return Err(format!(
+                            "sets sslrootcert=system with sslmode={}: the system's CA certificates are \
+                             used only with sslmode=verify-full (as libpq); use it, or set sslrootcert \
+                             to a CA file",
+                            self.mode.name()
+                        ));
+                    }
+                    system_roots()?
+                } else {
+                    read_certs(root, "sslrootcert")?
+                };
+                for cert in certs {
                     roots.add(cert).map_err(|e| {
                         format!(
                             "sslrootcert={}: a certificate in it is not a usable CA certificate ({e})",
@@ -272,6 +292,24 @@ impl TlsOptions {
         config.alpn_protocols = vec![b"postgresql".to_vec()];
         Ok(MakeRustlsConnect::new(config))
     }
+}
+
+/// The operating system's CA certificates (`sslrootcert=system`).
+fn system_roots() -> Result<Vec<CertificateDer<'static>>, String> {
+    let found = rustls_native_certs::load_native_certs();
+    if found.certs.is_empty() {
+        let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "sets sslrootcert=system, but no system CA certificates were found ({}); install the \
+             system's CA bundle (Debian: ca-certificates) or set sslrootcert to a CA file",
+            if why.is_empty() {
+                "none installed".to_owned()
+            } else {
+                why.join("; ")
+            }
+        ));
+    }
+    Ok(found.certs)
 }
 
 fn non_empty(value: &str) -> Option<PathBuf> {
@@ -680,7 +718,16 @@ mod tests {
         assert!(!tls.take("user", "x").unwrap_or(true));
         assert!(tls.take("sslmode", "verify").is_err());
         assert!(tls.take("sslpassword", "x").is_err());
-        assert!(tls.take("sslrootcert", "system").is_err());
+        // sslrootcert=system: verify-full unless sslmode says otherwise, which is then refused.
+        let mut tls = TlsOptions::default();
+        assert!(tls.take("sslrootcert", "system").unwrap_or(false));
+        assert_eq!(tls.mode, SslMode::VerifyFull);
+        let mut tls = TlsOptions::default();
+        assert!(tls.take("sslmode", "require").unwrap_or(false));
+        assert!(tls.take("sslrootcert", "system").unwrap_or(false));
+        assert_eq!(tls.mode, SslMode::Require);
+        let e = tls.connector().err().unwrap_or_default();
+        assert!(e.contains("sslrootcert=system with sslmode=require"), "{e}");
     }
 
     #[test]

@@ -228,6 +228,33 @@ async fn require_encrypts_without_a_root_certificate_and_disable_is_plain_text()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslrootcert_system_means_verify_full_against_the_systems_cas() -> TestResult {
+    let t = three_rows("tls_system").await?;
+    // The test CA is not one of the system's: refused (verify-full, as libpq, without sslmode).
+    let message = start_error(
+        "jdbc:postgresql://localhost:5432/test?sslrootcert=system",
+        &t.name,
+    )
+    .await;
+    assert!(
+        message.contains("sslmode=verify-full with sslrootcert=system")
+            && (message.contains("not signed by a CA in sslrootcert")
+                || message.contains("no system CA certificates were found")),
+        "{message}"
+    );
+    let message = start_error(
+        "jdbc:postgresql://localhost:5432/test?sslmode=require&sslrootcert=system",
+        &t.name,
+    )
+    .await;
+    assert!(
+        message.contains("sslrootcert=system with sslmode=require"),
+        "{message}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_full_without_a_root_certificate_says_to_set_sslrootcert() -> TestResult {
     let t = three_rows("tls_noroot").await?;
     if std::env::var_os("HOME")
