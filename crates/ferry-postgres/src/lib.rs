@@ -7,6 +7,7 @@ mod plugin;
 mod redact;
 pub mod source;
 pub mod store;
+mod tls;
 
 pub use plugin::{
     DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE, OFFSET_STORAGE_POSTGRES_TABLE,

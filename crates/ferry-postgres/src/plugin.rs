@@ -228,7 +228,8 @@ fn check_url(url: &str) -> Result<(), String> {
         );
     }
     if lower.starts_with("postgresql://") || lower.starts_with("postgres://") {
-        return Ok(());
+        // The TLS parameters and certificate files are checked now; the rest when the store connects.
+        return check_tls(url);
     }
     if url.contains("://") {
         return Err(
@@ -238,13 +239,19 @@ fn check_url(url: &str) -> Result<(), String> {
         );
     }
     if url.contains('=') {
-        return Ok(());
+        return check_tls(url);
     }
     Err(
         "accepted: a URL, postgresql://user[:password]@host[:port]/dbname, or key=value pairs, \
          host=… port=… user=… dbname=…"
             .to_owned(),
     )
+}
+
+/// The TLS parameters of a connection string, and the certificate files they name.
+fn check_tls(url: &str) -> Result<(), String> {
+    let (_, tls) = crate::tls::split_libpq(url)?;
+    tls.connector().map(|_| ())
 }
 
 /// `table` or `schema.table`, each part a lower-case SQL identifier of at most 63 characters.
@@ -318,6 +325,19 @@ mod tests {
         assert!(check_url("jdbc:postgresql://h/db").is_err());
         assert!(check_url("mysql://h/db").is_err());
         assert!(check_url("db.example").is_err());
+        assert!(check_url("postgresql://h/db?sslmode=require").is_ok());
+        assert!(check_url("host=h sslmode=disable").is_ok());
+        let e = check_url("host=h sslmode=verify-ca sslrootcert=/nonexistent/ca.pem")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
+            "{e}"
+        );
+        let e = check_url("postgresql://h/db?sslmode=on")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("sslmode=on"), "{e}");
         assert!(check_table("ferry_offsets").is_ok());
         assert!(check_table("ops.offsets").is_ok());
         for bad in ["", "a.b.c", "Offsets", "1t", "t-x", "a."] {

@@ -86,7 +86,7 @@ fn redact_key_values(text: &str) -> String {
 
 /// The length of the value at the start of `text`: a quoted value up to its closing quote, else up to
 /// whitespace.
-fn value_length(text: &str) -> usize {
+pub(crate) fn value_length(text: &str) -> usize {
     if let Some(quoted) = text.strip_prefix('\'') {
         let mut escaped = false;
         for (i, c) in quoted.char_indices() {

@@ -257,7 +257,10 @@ fn validate_reports_one_issue_per_bad_key() {
     assert_eq!(found.len(), 2, "{found:?}");
     let found = issues(&[(
         "connection.url",
-        "jdbc:postgresql://h/db?sslmode=verify-full",
+        "jdbc:postgresql://h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
     )]);
-    assert!(found[0].contains("TLS"), "{found:?}");
+    assert!(
+        found[0].contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
+        "{found:?}"
+    );
 }

@@ -145,6 +145,11 @@ fn keys_of_another_store_are_refused() {
         "{text}"
     );
     assert!(!text.contains("s3cret"), "{text}");
+    // verify-full needs a CA certificate (libpq's default one, ~/.postgresql/root.crt, when present).
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if home.is_some_and(|h| h.join(".postgresql/root.crt").exists()) {
+        return;
+    }
     let errors = worker_errors(&[
         ("offset.storage", "kafka"),
         ("bootstrap.servers", "k:9092"),
@@ -181,4 +186,42 @@ fn unknown_storage_lists_postgres() {
     let errors = worker_errors(&[POSTGRES, ("offset.storage.postgres.uri", URL)]);
     let text = errors.to_string();
     assert!(text.contains("offset.storage.postgres.url"), "{text}");
+}
+
+#[test]
+fn postgres_storage_tls_settings_are_checked_with_the_worker_config() {
+    let url = "postgresql://ferry:s3cret@db.example/ferry?sslmode=require";
+    let config = worker(&[POSTGRES, ("offset.storage.postgres.url", url)]);
+    assert_eq!(
+        config.offset_storage.to_string(),
+        "postgres table ferry_offsets at postgresql://ferry:[hidden]@db.example/ferry?sslmode=require"
+    );
+    let errors = worker_errors(&[
+        POSTGRES,
+        (
+            "offset.storage.postgres.url",
+            "postgresql://ferry:s3cret@db.example/ferry?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+        ),
+    ]);
+    let text = error_for(&errors, "offset.storage.postgres.url");
+    assert!(
+        text.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+    // verify-full needs a CA certificate (libpq's default one, ~/.postgresql/root.crt, when present).
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if home.is_some_and(|h| h.join(".postgresql/root.crt").exists()) {
+        return;
+    }
+    let errors = worker_errors(&[
+        POSTGRES,
+        (
+            "offset.storage.postgres.url",
+            "host=db.example user=ferry password=s3cret sslmode=verify-full",
+        ),
+    ]);
+    let text = error_for(&errors, "offset.storage.postgres.url");
+    assert!(text.contains("sslmode=verify-full"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
 }

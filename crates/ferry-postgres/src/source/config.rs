@@ -39,8 +39,9 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
         // The URL may carry `?password=…`: messages, logs and REST bodies show it redacted.
         ConfigKey::required(
             CONNECTION_URL,
-            "The database: jdbc:postgresql://host:port/database (parameters user, password, sslmode=disable|prefer, \
-             connectTimeout, ApplicationName, currentSchema, options) or postgresql://host:port/database.",
+            "The database: jdbc:postgresql://host:port/database (parameters user, password, connectTimeout, \
+             ApplicationName, currentSchema, options, and TLS's sslmode=disable|allow|prefer|require|verify-ca|verify-full, \
+             sslrootcert, sslcert, sslkey) or postgresql://host:port/database.",
         )
         .embeds_secret(crate::JDBC_URL_REDACTOR),
         ConfigKey::optional(CONNECTION_USER, None, "The database user."),

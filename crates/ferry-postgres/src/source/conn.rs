@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use ferry_api::ConnectError;
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use super::url::ConnectionSpec;
 
@@ -81,17 +81,21 @@ impl Db {
 /// Connects, failing with a message that names the server, the user and the cause.
 pub(crate) async fn connect(spec: &ConnectionSpec) -> Result<Db, ConnectError> {
     let describe = spec.to_string();
-    let (client, connection) = spec.config.connect(NoTls).await.map_err(|e| {
-        let message = format!(
-            "PostgresSource: cannot connect to {describe}: {}",
-            error_text(&e)
-        );
-        if is_transient(&e) {
-            ConnectError::retriable(message)
-        } else {
-            ConnectError::fatal(format!("{message}; {RESTART_HINT}"))
-        }
-    })?;
+    let (client, connection) = crate::tls::connect(&spec.config, &spec.tls, error_text)
+        .await
+        .map_err(|failure| {
+            let message = format!(
+                "PostgresSource: cannot connect to {describe} ({}): {}",
+                spec.tls.describe(),
+                failure.message
+            );
+            let transient = !failure.permanent && failure.error.as_ref().is_some_and(is_transient);
+            if transient {
+                ConnectError::retriable(message)
+            } else {
+                ConnectError::fatal(format!("{message}; {RESTART_HINT}"))
+            }
+        })?;
     let closed = Arc::new(Mutex::new(None));
     let slot = closed.clone();
     let name = describe.clone();

@@ -4,14 +4,19 @@
 //! Accepted JDBC forms, as the PostgreSQL JDBC driver reads them: `jdbc:postgresql:db`,
 //! `jdbc:postgresql:/`, `jdbc:postgresql://host/db`, `jdbc:postgresql://host:port/db`,
 //! `jdbc:postgresql://host1:port1,host2:port2/db` and `jdbc:postgresql://[::1]:5432/db`, with the
-//! query parameters `user`, `password`, `sslmode` (`disable`, `allow`, `prefer`), `connectTimeout`
-//! (seconds), `ApplicationName`, `currentSchema` and `options`. Other parameters are ignored with a
-//! warning at task start. Values are percent-decoded.
+//! query parameters `user`, `password`, `connectTimeout` (seconds), `ApplicationName`,
+//! `currentSchema`, `options` and TLS's `sslmode` (`disable`, `allow`, `prefer` — the default —,
+//! `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert`, `sslkey`, `ssl=true` (pgjdbc:
+//! `verify-full` unless `sslmode` says otherwise) and `sslfactory=org.postgresql.ssl.NonValidatingFactory`
+//! (no certificate check). Other parameters are ignored with a warning at task start. Values are
+//! percent-decoded. A libpq URL takes libpq's TLS parameters (see [`crate::tls`]).
 
 use std::fmt;
 use std::time::Duration;
 
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
+
+use crate::tls::{SslMode, TlsOptions, percent_decode, split_libpq};
 
 /// The default port of PostgreSQL.
 const DEFAULT_PORT: u16 = 5432;
@@ -23,6 +28,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub(crate) struct ConnectionSpec {
     pub(crate) config: tokio_postgres::Config,
+    /// `sslmode` and the certificates.
+    pub(crate) tls: TlsOptions,
     /// URL parameters that were ignored, by name.
     pub(crate) ignored: Vec<String>,
 }
@@ -78,11 +85,13 @@ pub(crate) fn parse_connection(
     let mut spec = if let Some(rest) = url.strip_prefix("jdbc:postgresql:") {
         parse_jdbc(rest)?
     } else if url.starts_with("postgresql://") || url.starts_with("postgres://") {
-        let config = url.parse::<tokio_postgres::Config>().map_err(|e| {
+        let (rest, tls) = split_libpq(url)?;
+        let config = rest.parse::<tokio_postgres::Config>().map_err(|e| {
             format!("is not a valid PostgreSQL URL ({e}); use jdbc:postgresql://host:port/database")
         })?;
         ConnectionSpec {
             config,
+            tls,
             ignored: Vec::new(),
         }
     } else if url.starts_with("jdbc:") {
@@ -109,13 +118,10 @@ pub(crate) fn parse_connection(
     if spec.config.get_connect_timeout().is_none() {
         spec.config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
     }
-    if matches!(spec.config.get_ssl_mode(), SslMode::Require) {
-        return Err(
-            "asks for TLS (sslmode=require), which Ferry's PostgreSQL client does not support yet; use \
-             sslmode=disable or prefer, or a TLS-terminating proxy"
-                .to_owned(),
-        );
-    }
+    spec.tls.apply(&mut spec.config);
+    // The certificate files are read now, so validation reports a missing or bad one; they are read
+    // again at each connection (a renewed certificate is used without a restart).
+    spec.tls.connector()?;
     if spec.config.get_application_name().is_none() {
         spec.config.application_name("ferry PostgresSource");
     }
@@ -185,6 +191,8 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
         config.dbname(database);
     }
     let mut ignored = Vec::new();
+    let mut tls = TlsOptions::default();
+    let (mut ssl, mut mode_set) = (false, false);
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = percent_decode(value)?;
@@ -195,29 +203,15 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
             "password" => {
                 config.password(value);
             }
+            "ssl" => ssl = value != "false",
+            "sslfactory" if value == "org.postgresql.ssl.NonValidatingFactory" => {
+                tls.non_validating = true;
+            }
             "sslmode" => {
-                let mode = match value.as_str() {
-                    "disable" => SslMode::Disable,
-                    "allow" | "prefer" => SslMode::Prefer,
-                    other => {
-                        return Err(format!(
-                            "sets sslmode={other}, but Ferry's PostgreSQL client does not support TLS yet; \
-                             use sslmode=disable or prefer, or a TLS-terminating proxy"
-                        ));
-                    }
-                };
-                config.ssl_mode(mode);
+                mode_set = true;
+                tls.take(key, &value)?;
             }
-            "ssl" if value == "false" => {
-                config.ssl_mode(SslMode::Disable);
-            }
-            "ssl" => {
-                return Err(
-                    "sets ssl=true, but Ferry's PostgreSQL client does not support TLS yet; remove it or \
-                     use a TLS-terminating proxy"
-                        .to_owned(),
-                );
-            }
+            _ if tls.take(key, &value)? => {}
             "connectTimeout" | "loginTimeout" => {
                 let seconds: u64 = value.parse().map_err(|_| {
                     format!("sets {key}={value}, which is not a whole number of seconds")
@@ -238,7 +232,22 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
             other => ignored.push(other.to_owned()),
         }
     }
-    Ok(ConnectionSpec { config, ignored })
+    // pgjdbc: ssl=true without sslmode is verify-full.
+    if ssl && !mode_set {
+        tls.mode = SslMode::VerifyFull;
+    }
+    if tls.non_validating && matches!(tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+        return Err(format!(
+            "sets sslfactory=org.postgresql.ssl.NonValidatingFactory (no certificate check) with \
+             sslmode={}; use sslmode=require with it, or remove it to check the certificate",
+            tls.mode.name()
+        ));
+    }
+    Ok(ConnectionSpec {
+        config,
+        tls,
+        ignored,
+    })
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
@@ -264,28 +273,6 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
         return Err("has an empty host name".to_owned());
     }
     Ok((percent_decode(name)?, port))
-}
-
-/// Decodes `%XX` escapes (and keeps `+` as is, as the JDBC driver does).
-fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| "has an invalid %-escape".to_owned())?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "has %-escapes that are not UTF-8".to_owned())
 }
 
 #[cfg(test)]
@@ -338,12 +325,70 @@ mod tests {
     }
 
     #[test]
+    fn tls_parameters() {
+        // The URL alone (parse_connection also reads the certificate files, which do not exist here).
+        let jdbc = |rest: &str| match parse_jdbc(rest) {
+            Ok(spec) => spec.tls,
+            Err(e) => panic!("{rest}: {e}"),
+        };
+        let tls =
+            jdbc("//h/db?sslmode=verify-full&sslrootcert=%2Fca.pem&sslcert=/c.pem&sslkey=/k.pk8");
+        assert_eq!(tls.mode, SslMode::VerifyFull);
+        assert_eq!(
+            tls.root_cert.as_deref(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        assert_eq!(tls.cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(tls.key.as_deref(), Some(std::path::Path::new("/k.pk8")));
+        assert_eq!(jdbc("//h/db").mode, SslMode::Prefer);
+        assert_eq!(jdbc("//h/db?ssl=true").mode, SslMode::VerifyFull);
+        assert_eq!(jdbc("//h/db?ssl").mode, SslMode::VerifyFull);
+        assert_eq!(
+            jdbc("//h/db?ssl=true&sslmode=require").mode,
+            SslMode::Require
+        );
+        assert!(jdbc("//h/db?sslfactory=org.postgresql.ssl.NonValidatingFactory").non_validating);
+        // tokio-postgres's own mode: the verify-* modes and require need TLS.
+        let spec = parse("jdbc:postgresql://h/db?sslmode=require");
+        assert_eq!(
+            spec.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        let spec = parse("jdbc:postgresql://h/db?sslmode=disable");
+        assert_eq!(
+            spec.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        let spec = parse("postgresql://h/db");
+        assert_eq!(
+            spec.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Prefer
+        );
+        // A certificate file that is not there is reported when the URL is read.
+        let e = parse_connection(
+            "postgresql://h/db?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem",
+            Some("u"),
+            None,
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bad_urls() {
         for (url, fragment) in [
             ("jdbc:mysql://localhost/db", "jdbc:mysql: is not supported"),
             ("http://x", "must be a PostgreSQL JDBC URL"),
             ("jdbc:postgresql://h:99999/db", "invalid port"),
-            ("jdbc:postgresql://h/db?sslmode=require", "TLS"),
+            ("jdbc:postgresql://h/db?sslmode=verify", "sslmode=verify;"),
+            (
+                "jdbc:postgresql://h/db?sslpassword=x",
+                "encrypted client keys",
+            ),
             ("jdbc:postgresql://h/db?password=%zz", "%-escape"),
         ] {
             match parse_connection(url, Some("u"), None) {

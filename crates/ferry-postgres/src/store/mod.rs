@@ -25,8 +25,10 @@
 //! - **The table** is created when missing (with an index on `(connector, seq)`). An existing table
 //!   with another shape is refused, never changed.
 //! - **Connection.** One connection, opened with the store and opened again by the next operation
-//!   after it breaks. Connection failures are retriable [`StoreError::Backend`]s. No TLS: the store
-//!   connects in plain text (`sslmode=require` in the URL fails to connect).
+//!   after it breaks. Connection failures are retriable [`StoreError::Backend`]s, except TLS failures
+//!   (a refused certificate, a server without TLS under `sslmode=require`), which are permanent.
+//! - **TLS** as libpq: `sslmode` (`disable`, `allow`, `prefer` — the default —, `require`, `verify-ca`,
+//!   `verify-full`), `sslrootcert`, `sslcert` and `sslkey` in the URL or its `key=value` form.
 //! - **One worker per connector.** The first [`get`](OffsetBackingStore::get) or
 //!   [`set`](OffsetBackingStore::set) naming a connector takes a session advisory lock for (table,
 //!   connector) on the store's connection, held for the store's lifetime (taken again after a
@@ -50,7 +52,9 @@ use ferry_offsets::{
 };
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, GenericClient, NoTls};
+use tokio_postgres::{Client, GenericClient};
+
+use crate::tls::{TlsOptions, split_libpq};
 
 use table::{FoundColumn, Statements, TableName, shape_problems};
 
@@ -111,10 +115,11 @@ impl PostgresOffsetStoreConfig {
 
 impl fmt::Debug for PostgresOffsetStoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let target = match self.url.parse::<tokio_postgres::Config>() {
-            Ok(config) => server(&config),
-            Err(_) => "[unparsable url]".to_owned(),
-        };
+        let target =
+            match split_libpq(&self.url).map(|(url, _)| url.parse::<tokio_postgres::Config>()) {
+                Ok(Ok(config)) => server(&config),
+                _ => "[unparsable url]".to_owned(),
+            };
         f.debug_struct("PostgresOffsetStoreConfig")
             .field("server", &target)
             .field("table", &self.table)
@@ -147,6 +152,8 @@ pub struct PostgresOffsetStore {
     describe: String,
     table: TableName,
     connect: tokio_postgres::Config,
+    /// `sslmode` and the certificates of the URL.
+    tls: TlsOptions,
     sql: Statements,
     /// The connection; `None` after it broke, until the next operation connects again.
     client: Mutex<Option<Client>>,
@@ -228,7 +235,14 @@ impl PostgresOffsetStore {
     /// the table cannot be created; or an existing table is not a Ferry offsets table (it is left as it
     /// is).
     pub async fn open(config: PostgresOffsetStoreConfig) -> Result<Self, StoreError> {
-        let mut connect: tokio_postgres::Config = config.url.parse().map_err(|e| {
+        let (url, tls) = split_libpq(&config.url).map_err(|message| {
+            StoreError::backend(
+                format!("postgres table {}", config.table.trim()),
+                format!("offset.storage.postgres.url {message}"),
+                false,
+            )
+        })?;
+        let mut connect: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::backend(
                 format!("postgres table {}", config.table.trim()),
                 format!(
@@ -258,6 +272,7 @@ impl PostgresOffsetStore {
             sql: Statements::new(&table),
             table,
             connect,
+            tls,
             client: Mutex::new(None),
             connector_locks: config.connector_locks,
             held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
@@ -293,21 +308,33 @@ impl PostgresOffsetStore {
         let mut guard = self.client.lock().await;
         if guard.as_ref().is_none_or(Client::is_closed) {
             *guard = None;
-            let (client, connection) = self.connect.connect(NoTls).await.map_err(|e| {
-                let retriable = is_retriable(&e);
-                let hint = if retriable {
-                    "check that PostgreSQL is running and reachable at the host and port of \
-                     offset.storage.postgres.url; it will be retried"
-                } else {
-                    "the server refused the connection; check the user, password and database of \
-                     offset.storage.postgres.url"
-                };
-                self.backend(
-                    format!("connecting failed: {}; {hint}", chain(&e)),
-                    retriable,
-                )
-                .with_source(e)
-            })?;
+            let (client, connection) = crate::tls::connect(&self.connect, &self.tls, |e| chain(e))
+                .await
+                .map_err(|failure| {
+                    let retriable = !failure.permanent
+                        && failure.error.as_ref().is_some_and(is_retriable);
+                    let hint = if failure.permanent {
+                        "fix the ssl settings of offset.storage.postgres.url (or the server's)"
+                    } else if retriable {
+                        "check that PostgreSQL is running and reachable at the host and port of \
+                         offset.storage.postgres.url; it will be retried"
+                    } else {
+                        "the server refused the connection; check the user, password and database of \
+                         offset.storage.postgres.url"
+                    };
+                    let error = self.backend(
+                        format!(
+                            "connecting failed ({}): {}; {hint}",
+                            self.tls.describe(),
+                            failure.message
+                        ),
+                        retriable,
+                    );
+                    match failure.error {
+                        Some(e) => error.with_source(e),
+                        None => error,
+                    }
+                })?;
             let describe = self.describe.clone();
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
