@@ -195,10 +195,7 @@ struct Server {
 impl Server {
     async fn start(token: Option<&str>) -> Self {
         let config = RestConfig {
-            listeners: vec![Listener {
-                host: "127.0.0.1".to_owned(),
-                port: 0,
-            }],
+            listeners: vec![Listener::http("127.0.0.1", 0)],
             auth_token: token.map(Secret::new),
             ..RestConfig::default()
         };

@@ -92,8 +92,8 @@ fn kafkas_sample_distributed_file_is_accepted() {
     assert_eq!(
         got,
         [
-            "worker.properties:6: invalid value \"https\" for \"rest.advertised.listener\": Ferry serves \
-          plain HTTP only; set it to http or remove it"
+            "worker.properties:6: invalid value \"https\" for \"rest.advertised.listener\": no listener \
+          is https://; add one to listeners or change rest.advertised.listener"
         ]
     );
 }
