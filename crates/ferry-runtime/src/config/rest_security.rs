@@ -38,6 +38,13 @@ const READ_TLS_KEYS: &[&str] = &[
     "ssl.client.auth",
 ];
 
+/// The keys whose values are PEM text, which may hold a private key.
+const INLINE_PEM_KEYS: &[&str] = &[
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+];
+
 /// Kafka Connect `ssl.*` keys accepted for the HTTPS listener but not used: rustls chooses the
 /// protocol versions (TLS 1.2 and 1.3) and cipher suites, and has no pluggable engines.
 const IGNORED_TLS_KEYS: &[&str] = &[
@@ -207,11 +214,21 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
         }
     }
     let before = errors.len();
-    let mut invalid = |name: &str, message: String| errors.push(props.invalid(&key(name), message));
-    let pem_only = |name: &str, invalid: &mut dyn FnMut(&str, String)| {
-        if let Some(kind) = get(name)
-            && !kind.eq_ignore_ascii_case("PEM")
-        {
+    // Inline PEM values (a private key) are never shown in messages.
+    let mut invalid = |name: &str, message: String| {
+        let error = if INLINE_PEM_KEYS.contains(&name) {
+            props.invalid_undeclared(&key(name), message)
+        } else {
+            props.invalid(&key(name), message)
+        };
+        errors.push(error);
+    };
+    let pem_only = |name: &str, invalid: &mut dyn FnMut(&str, String)| -> bool {
+        let Some(kind) = get(name) else {
+            return false;
+        };
+        let refused = !kind.eq_ignore_ascii_case("PEM");
+        if refused {
             invalid(
                 name,
                 format!(
@@ -222,9 +239,13 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
                 ),
             );
         }
+        refused
     };
-    pem_only("ssl.keystore.type", &mut invalid);
-    pem_only("ssl.truststore.type", &mut invalid);
+    // A store that is not PEM: its content is not read (the other messages would only repeat it).
+    let keystore_refused = pem_only("ssl.keystore.type", &mut invalid);
+    if pem_only("ssl.truststore.type", &mut invalid) | keystore_refused {
+        return None;
+    }
 
     // The keystore: one PEM file with the key and the chain, or both inline.
     let (chain, private_key, source) = match (
@@ -268,11 +289,18 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
             return None;
         }
     };
-    let keystore_key = if get("ssl.keystore.location").is_some() {
-        "ssl.keystore.location"
+    let (keystore_key, chain_key) = if get("ssl.keystore.location").is_some() {
+        ("ssl.keystore.location", "ssl.keystore.location")
     } else {
-        "ssl.keystore.key"
+        ("ssl.keystore.key", "ssl.keystore.certificate.chain")
     };
+    if get("ssl.key.password").is_some() {
+        tracing::warn!(
+            "{}: {} is ignored: the HTTPS listener reads unencrypted PEM private keys only",
+            props.location(&key("ssl.key.password")),
+            key("ssl.key.password")
+        );
+    }
     let private_key = match private_key {
         Ok(k) => Some(k),
         Err(why) => {
@@ -284,7 +312,7 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
         Ok(c) if !c.is_empty() => Some(c),
         Ok(_) => {
             invalid(
-                keystore_key,
+                chain_key,
                 "holds no certificate (-----BEGIN CERTIFICATE-----); a JKS or PKCS12 keystore must be \
                  converted to PEM"
                     .to_owned(),
@@ -292,7 +320,7 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
             None
         }
         Err(why) => {
-            invalid(keystore_key, why);
+            invalid(chain_key, why);
             None
         }
     };
