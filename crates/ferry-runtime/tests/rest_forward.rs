@@ -813,6 +813,23 @@ async fn send_tls(
     target: &str,
     body: &str,
 ) -> Result<Answer, String> {
+    send_tls_with(addr, cert, None, method, target, body).await
+}
+
+/// A client certificate chain and its key.
+type ClientIdentity = (
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+);
+
+async fn send_tls_with(
+    addr: SocketAddr,
+    cert: &str,
+    identity: Option<ClientIdentity>,
+    method: &str,
+    target: &str,
+    body: &str,
+) -> Result<Answer, String> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -825,8 +842,11 @@ async fn send_tls(
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    .with_root_certificates(roots);
+    let config = match identity {
+        None => config.with_no_client_auth(),
+        Some((chain, key)) => config.with_client_auth_cert(chain, key).unwrap(),
+    };
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
@@ -839,10 +859,15 @@ async fn send_tls(
          content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
-    tls.write_all(request.as_bytes()).await.unwrap();
+    tls.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     // rustls reports a peer that closes without close_notify as an error after the data.
-    let _ = tls.read_to_end(&mut raw).await;
+    let read = tls.read_to_end(&mut raw).await;
+    if raw.is_empty() {
+        return Err(format!("no answer: {read:?}"));
+    }
     let raw = String::from_utf8(raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").ok_or(raw.clone())?;
     let mut lines = head.split("\r\n");
@@ -891,4 +916,64 @@ async fn https_listeners_serve_tls_with_a_pem_keystore_and_forward_to_each_other
 
     follower.stop().await;
     leader.stop().await;
+}
+
+#[tokio::test]
+async fn with_ssl_client_auth_required_only_clients_with_a_trusted_certificate_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let (keystore, cert) = self_signed(dir.path());
+    // Workers share one certificate and trust it: forwarding presents it as the client certificate.
+    let mtls = || {
+        rest_config(&[
+            ("listeners", "https://127.0.0.1:0"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", &keystore),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", &cert),
+            ("ssl.client.auth", "required"),
+        ])
+    };
+    let leader = Server::start_with(mtls()).await;
+    let follower = Server::start_with(mtls()).await;
+    follower.herder.follow(leader.url());
+
+    // A client without a certificate is refused during the handshake (or sees the connection
+    // closed right after it, TLS 1.3 reporting the refusal on the first read).
+    let refused = send_tls(leader.addr, &cert, "GET", "/", "").await;
+    assert!(refused.is_err(), "served without a client certificate");
+
+    let created = send_tls_as_worker(
+        follower.addr,
+        &keystore,
+        &cert,
+        "POST",
+        "/connectors",
+        &create_body("idle"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+/// [`send_tls`] presenting the keystore's certificate as the client certificate.
+async fn send_tls_as_worker(
+    addr: SocketAddr,
+    keystore: &str,
+    cert: &str,
+    method: &str,
+    target: &str,
+    body: &str,
+) -> Result<Answer, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(keystore)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(keystore).unwrap();
+    send_tls_with(addr, cert, Some((chain, key)), method, target, body).await
 }

@@ -5,98 +5,19 @@
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod support;
+mod tls_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::Arc;
-
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 use support::{Ferry, Workspace, path_str, run};
+use tls_support::{Answer, basic, self_signed};
 
-/// Status, lower-cased head, body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-/// `GET path` over TLS to `addr`, trusting only `cert` (PEM), with an optional `Authorization`.
 fn get_tls(addr: &str, cert: &str, path: &str, authorization: Option<&str>) -> Answer {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(cert.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let host = addr.rsplit_once(':').unwrap().0.to_owned();
-    let connection =
-        rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(host).unwrap())
-            .unwrap();
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .unwrap();
-    let mut tls = rustls::StreamOwned::new(connection, tcp);
-    let auth = authorization
-        .map(|a| format!("authorization: {a}\r\n"))
-        .unwrap_or_default();
-    write!(
-        tls,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n{auth}\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    // The server may close without close_notify after its answer; what was read is the answer.
-    let _ = tls.read_to_end(&mut raw);
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"));
-    Answer {
-        status: head[9..12].parse().unwrap(),
-        head: head.to_ascii_lowercase(),
-        body: body.to_owned(),
-    }
-}
-
-fn basic(user: &str, password: &str) -> String {
-    // base64 by hand: the test needs it for two short strings only.
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let input = format!("{user}:{password}");
-    let mut out = String::new();
-    for chunk in input.as_bytes().chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    format!("Basic {out}")
+    tls_support::request(addr, cert, "GET", path, authorization, None)
 }
 
 #[test]
 fn a_standalone_worker_serves_https_and_checks_basic_credentials() {
     let ws = Workspace::new();
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("a certificate");
-    let cert = certified.cert.pem();
-    let keystore = ws.write(
-        "keystore.pem",
-        format!("{}{cert}", certified.key_pair.serialize_pem()),
-    );
+    let (keystore, cert) = self_signed(ws.path(), &["127.0.0.1"]);
     let users = ws.write("users.properties", "alice: s3cret-pw\nbob=hunter2-pw\n");
     let worker = ws.worker(
         100,

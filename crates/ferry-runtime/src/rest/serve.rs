@@ -81,7 +81,10 @@ pub(crate) async fn serve(
                 );
             }
             refused += 1;
-            refuse(stream);
+            // A TLS client could not read a plain-text answer: it sees the connection closed.
+            if tls.is_none() {
+                refuse(stream);
+            }
             continue;
         };
         if refused > 0 {
