@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::MemoryStore;
-use ferry_runtime::config::{Listener, RestConfig, Secret};
+use ferry_runtime::config::{Listener, Properties, RestConfig, Secret};
 use ferry_runtime::herder::entities::{
     ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
     TaskInfo, TaskStateInfo,
@@ -188,6 +188,7 @@ impl Herder for Routed {
 struct Server {
     herder: Arc<Routed>,
     addr: SocketAddr,
+    scheme: &'static str,
     stop: oneshot::Sender<()>,
     serving: tokio::task::JoinHandle<()>,
 }
@@ -195,13 +196,15 @@ struct Server {
 impl Server {
     async fn start(token: Option<&str>) -> Self {
         let config = RestConfig {
-            listeners: vec![Listener {
-                host: "127.0.0.1".to_owned(),
-                port: 0,
-            }],
+            listeners: vec![Listener::http("127.0.0.1", 0)],
             auth_token: token.map(Secret::new),
             ..RestConfig::default()
         };
+        Self::start_with(config).await
+    }
+
+    async fn start_with(config: RestConfig) -> Self {
+        let scheme = config.listeners[0].scheme();
         let rest = RestServer::bind(&config).await.unwrap();
         let addr = rest.local_addrs()[0];
         let herder = Routed::new();
@@ -212,13 +215,14 @@ impl Server {
         Self {
             herder,
             addr,
+            scheme,
             stop,
             serving,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     async fn stop(self) {
@@ -671,4 +675,305 @@ async fn an_answer_over_the_limit_is_not_passed_back() {
         .await
         .unwrap();
     follower.stop().await;
+}
+
+/// `Basic base64(user:password)`.
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
+}
+
+/// A worker file's REST keys read as the workers read them.
+fn rest_config(pairs: &[(&str, &str)]) -> RestConfig {
+    let props = Properties::from_pairs("worker.properties", pairs.iter().copied());
+    let mut errors = Vec::new();
+    let config = RestConfig::from_properties(&props, &mut errors);
+    assert!(errors.is_empty(), "{errors:?}");
+    config
+}
+
+#[tokio::test]
+async fn basic_credentials_and_the_bearer_token_are_each_accepted_and_go_along_when_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users.properties");
+    // Kafka Connect's JAAS PropertyFileLoginModule file, as is.
+    std::fs::write(&users, "# user: password\nalice: s3cret\nbob=hunter2\n").unwrap();
+    let users = users.to_str().unwrap();
+    let both = || {
+        rest_config(&[
+            ("listeners", "http://127.0.0.1:0"),
+            ("rest.basic.auth.credentials.file", users),
+            ("rest.auth.token", "tok"),
+        ])
+    };
+    let leader = Server::start_with(both()).await;
+    let follower = Server::start_with(both()).await;
+    follower.herder.follow(leader.url());
+
+    let alice = basic("alice", "s3cret");
+    for (what, header) in [
+        ("alice", alice.as_str()),
+        ("bob", &basic("bob", "hunter2")),
+        ("the token", "Bearer tok"),
+    ] {
+        let got = send(
+            leader.addr,
+            "GET",
+            "/connectors",
+            &[("authorization", header)],
+            "",
+        )
+        .await;
+        assert_eq!(got.status, 200, "{what}: {}", got.body);
+    }
+    for (what, headers) in [
+        (
+            "a wrong password",
+            vec![("authorization", basic("alice", "s3cre"))],
+        ),
+        (
+            "an unknown user",
+            vec![("authorization", basic("mallory", "s3cret"))],
+        ),
+        (
+            "a password as token",
+            vec![("authorization", "Bearer s3cret".to_owned())],
+        ),
+        ("no credentials", vec![]),
+    ] {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let got = send(leader.addr, "GET", "/connectors", &headers, "").await;
+        assert_eq!(got.status, 401, "{what}: {}", got.body);
+        assert_eq!(got.json()["error_code"], 401, "{what}");
+        assert_eq!(
+            got.json()["message"],
+            "User cannot access the resource.",
+            "{what}"
+        );
+        let challenges: Vec<&str> = got
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "www-authenticate")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert!(
+            challenges.iter().any(|c| c.starts_with("Basic realm="))
+                && challenges.contains(&"Bearer"),
+            "{what}: {challenges:?}"
+        );
+    }
+
+    // A write sent to the follower with Basic credentials is served by the leader.
+    let created = send(
+        follower.addr,
+        "POST",
+        "/connectors",
+        &[JSON, ("authorization", &alice)],
+        &create_body("idle"),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+    assert_eq!(leader.herder.asked(), [("Cluster".to_owned(), true)]);
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost, written as one PEM keystore file (key and
+/// chain, as Kafka Connect's `ssl.keystore.type=PEM` file) and as a certificate file.
+fn self_signed(dir: &std::path::Path) -> (String, String) {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let keystore = dir.join("keystore.pem");
+    let cert = dir.join("cert.pem");
+    std::fs::write(
+        &keystore,
+        format!(
+            "{}{}",
+            certified.key_pair.serialize_pem(),
+            certified.cert.pem()
+        ),
+    )
+    .unwrap();
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    (
+        keystore.to_str().unwrap().to_owned(),
+        cert.to_str().unwrap().to_owned(),
+    )
+}
+
+/// One HTTPS request (`curl --cacert cert.pem`): the client trusts `cert` only.
+async fn send_tls(
+    addr: SocketAddr,
+    cert: &str,
+    method: &str,
+    target: &str,
+    body: &str,
+) -> Result<Answer, String> {
+    send_tls_with(addr, cert, None, method, target, body).await
+}
+
+/// A client certificate chain and its key.
+type ClientIdentity = (
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+);
+
+async fn send_tls_with(
+    addr: SocketAddr,
+    cert: &str,
+    identity: Option<ClientIdentity>,
+    method: &str,
+    target: &str,
+    body: &str,
+) -> Result<Answer, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(cert).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    let config = match identity {
+        None => config.with_no_client_auth(),
+        Some((chain, key)) => config.with_client_auth_cert(chain, key).unwrap(),
+    };
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| e.to_string())?;
+    let request = format!(
+        "{method} {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    // rustls reports a peer that closes without close_notify as an error after the data.
+    let read = tls.read_to_end(&mut raw).await;
+    if raw.is_empty() {
+        return Err(format!("no answer: {read:?}"));
+    }
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").ok_or(raw.clone())?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap()[9..12].parse().unwrap();
+    Ok(Answer {
+        status,
+        headers: Vec::new(),
+        body: body.to_owned(),
+    })
+}
+
+#[tokio::test]
+async fn https_listeners_serve_tls_with_a_pem_keystore_and_forward_to_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (keystore, cert) = self_signed(dir.path());
+    let https = || {
+        rest_config(&[
+            ("listeners", "https://127.0.0.1:0"),
+            ("listeners.https.ssl.keystore.type", "PEM"),
+            ("listeners.https.ssl.keystore.location", &keystore),
+        ])
+    };
+    let leader = Server::start_with(https()).await;
+    let follower = Server::start_with(https()).await;
+    assert!(leader.url().starts_with("https://127.0.0.1:"));
+    follower.herder.follow(leader.url());
+
+    let root = send_tls(leader.addr, &cert, "GET", "/", "").await.unwrap();
+    assert_eq!(root.status, 200, "{}", root.body);
+    assert!(root.json()["version"].is_string(), "{}", root.body);
+
+    // A write sent to the follower is forwarded to the leader over HTTPS (trusting the shared
+    // certificate: no truststore is configured).
+    let created = send_tls(
+        follower.addr,
+        &cert,
+        "POST",
+        "/connectors",
+        &create_body("idle"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+    assert_eq!(leader.herder.asked(), [("Cluster".to_owned(), true)]);
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+#[tokio::test]
+async fn with_ssl_client_auth_required_only_clients_with_a_trusted_certificate_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let (keystore, cert) = self_signed(dir.path());
+    // Workers share one certificate and trust it: forwarding presents it as the client certificate.
+    let mtls = || {
+        rest_config(&[
+            ("listeners", "https://127.0.0.1:0"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", &keystore),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", &cert),
+            ("ssl.client.auth", "required"),
+        ])
+    };
+    let leader = Server::start_with(mtls()).await;
+    let follower = Server::start_with(mtls()).await;
+    follower.herder.follow(leader.url());
+
+    // A client without a certificate is refused during the handshake (or sees the connection
+    // closed right after it, TLS 1.3 reporting the refusal on the first read).
+    let refused = send_tls(leader.addr, &cert, "GET", "/", "").await;
+    assert!(refused.is_err(), "served without a client certificate");
+
+    let created = send_tls_as_worker(
+        follower.addr,
+        &keystore,
+        &cert,
+        "POST",
+        "/connectors",
+        &create_body("idle"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(leader.herder.connectors().await, ["idle"]);
+
+    follower.stop().await;
+    leader.stop().await;
+}
+
+/// [`send_tls`] presenting the keystore's certificate as the client certificate.
+async fn send_tls_as_worker(
+    addr: SocketAddr,
+    keystore: &str,
+    cert: &str,
+    method: &str,
+    target: &str,
+    body: &str,
+) -> Result<Answer, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(keystore)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(keystore).unwrap();
+    send_tls_with(addr, cert, Some((chain, key)), method, target, body).await
 }

@@ -12,6 +12,7 @@
 mod kafka_support;
 mod rest_support;
 mod support;
+mod tls_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -543,4 +544,84 @@ fn offsets_are_altered_through_any_worker_once_the_connector_is_stopped() {
     );
     cluster.stop(0);
     cluster.stop(1);
+}
+
+#[test]
+fn workers_with_https_listeners_and_basic_auth_forward_writes_to_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    // One certificate for every worker (they all run on 127.0.0.1): without a truststore, forwarding
+    // trusts the listener's own chain.
+    let (keystore, cert) = tls_support::self_signed(dir.path(), &["127.0.0.1"]);
+    let users = dir.path().join("users.properties");
+    std::fs::write(&users, "alice: s3cret\n").unwrap();
+    let mut cluster = Cluster::new(&[
+        ("listeners", "https://127.0.0.1:0"),
+        ("listeners.https.ssl.keystore.type", "PEM"),
+        (
+            "listeners.https.ssl.keystore.location",
+            keystore.to_str().unwrap(),
+        ),
+        ("rest.basic.auth.credentials.file", users.to_str().unwrap()),
+    ]);
+    cluster.start_worker();
+    cluster.start_worker();
+    let addrs: Vec<String> = cluster
+        .live()
+        .map(|w| {
+            assert!(w.url.starts_with("https://"), "{}", w.url);
+            w.url.trim_start_matches("https://").to_owned()
+        })
+        .collect();
+    let alice = tls_support::basic("alice", "s3cret");
+    // One connector created through each worker: one of them is not the leader and forwards it.
+    for (n, addr) in addrs.iter().enumerate() {
+        let body = sequence_connector(&format!("tls-{n}"), 1, 1);
+        cluster.wait_until("a write through every worker", |_| {
+            let reply = tls_support::request(
+                addr,
+                &cert,
+                "POST",
+                "/connectors",
+                Some(&alice),
+                Some(&body),
+            );
+            (reply.status == 201).then_some(())
+        });
+    }
+    for addr in &addrs {
+        let list = tls_support::request(addr, &cert, "GET", "/connectors", Some(&alice), None);
+        let names: Value = serde_json::from_str(&list.body).unwrap();
+        let mut names: Vec<&str> = names
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, ["tls-0", "tls-1"], "{list:?}");
+        let refused = tls_support::request(addr, &cert, "GET", "/connectors", None, None);
+        assert_eq!(refused.status, 401, "{refused:?}");
+    }
+    // Statuses name workers by their advertised https listener's host:port.
+    let worker_id = cluster.wait_until("tls-0 running", |_| {
+        let status = tls_support::request(
+            &addrs[0],
+            &cert,
+            "GET",
+            "/connectors/tls-0/status",
+            Some(&alice),
+            None,
+        );
+        let status: Value = serde_json::from_str(&status.body).unwrap();
+        (status["connector"]["state"] == "RUNNING").then(|| {
+            status["connector"]["worker_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+    });
+    assert!(
+        addrs.contains(&worker_id),
+        "{worker_id} is not one of {addrs:?}"
+    );
 }

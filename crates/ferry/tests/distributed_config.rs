@@ -92,8 +92,8 @@ fn kafkas_sample_distributed_file_is_accepted() {
     assert_eq!(
         got,
         [
-            "worker.properties:6: invalid value \"https\" for \"rest.advertised.listener\": Ferry serves \
-          plain HTTP only; set it to http or remove it"
+            "worker.properties:6: invalid value \"https\" for \"rest.advertised.listener\": no listener \
+          is https://; add one to listeners or change rest.advertised.listener"
         ]
     );
 }
@@ -321,5 +321,56 @@ fn config_providers_are_accepted_as_in_standalone() {
             .iter()
             .any(|e| e.contains("config.providers.vault.class") && e.contains("com.acme.Vault")),
         "{found:?}"
+    );
+}
+
+#[test]
+fn an_https_listener_is_advertised_as_kafka_connect_chooses_it_and_basic_auth_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users.properties");
+    std::fs::write(&users, "alice: s3cret\n").unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["w1.example".to_owned()]).unwrap();
+    let keystore = dir.path().join("keystore.pem");
+    std::fs::write(
+        &keystore,
+        format!(
+            "{}{}",
+            certified.key_pair.serialize_pem(),
+            certified.cert.pem()
+        ),
+    )
+    .unwrap();
+    let tls = format!(
+        "listeners.https.ssl.keystore.type=PEM\nlisteners.https.ssl.keystore.location={}\n\
+         rest.basic.auth.credentials.file={}\n",
+        keystore.display(),
+        users.display()
+    );
+    // Only https: it is advertised.
+    let config = parse(&format!(
+        "{MINIMAL}{tls}listeners=https://w1.example:8443\n"
+    ))
+    .expect("valid");
+    assert_eq!(config.advertised_scheme(), "https");
+    assert_eq!(config.worker_id(0), "w1.example:8443");
+    assert!(config.rest.tls.is_some() && config.rest.basic_auth.is_some());
+    // http and https: Kafka Connect advertises http unless rest.advertised.listener says https.
+    let both = format!("{MINIMAL}{tls}listeners=https://w1.example:8443,http://w1.example:8083\n");
+    let config = parse(&both).expect("valid");
+    assert_eq!(
+        (config.advertised_scheme(), config.worker_id(0)),
+        ("http", "w1.example:8083".to_owned())
+    );
+    let config = parse(&format!("{both}rest.advertised.listener=https\n")).expect("valid");
+    assert_eq!(
+        (config.advertised_scheme(), config.worker_id(0)),
+        ("https", "w1.example:8443".to_owned())
+    );
+    // An https listener without a keystore is refused, naming what to set.
+    let got = errors(&format!("{MINIMAL}listeners=https://w1.example:8443\n"));
+    assert!(
+        got.iter()
+            .any(|e| e.contains("ssl.keystore.location") && e.contains("PEM")),
+        "{got:?}"
     );
 }

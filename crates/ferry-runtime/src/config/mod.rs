@@ -22,6 +22,7 @@ mod connector;
 mod connector_file;
 mod providers;
 mod rest;
+mod rest_security;
 mod worker;
 
 pub(crate) use connector::is_framework_key;
@@ -37,6 +38,10 @@ pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved, scrub};
 pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
+};
+pub(crate) use rest_security::constant_time_eq;
+pub use rest_security::{
+    BasicCredentials, ClientAuth, LISTENERS_HTTPS_PREFIX, REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls,
 };
 pub use worker::{
     DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,

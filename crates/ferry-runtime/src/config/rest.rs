@@ -15,7 +15,10 @@ use ferry_plugin::ConfigError;
 use ferry_plugin::DynStoreSpec;
 use ferry_plugin::Properties;
 
-/// `listeners`: where the REST API listens, `http://HOST:PORT` (comma-separated for several).
+use super::rest_security::{self, BasicCredentials, REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls};
+
+/// `listeners`: where the REST API listens, `http://HOST:PORT` or `https://HOST:PORT`
+/// (comma-separated for several; https needs the `ssl.keystore.*` keys).
 /// Default `http://127.0.0.1:8083`: loopback only unless configured.
 pub const LISTENERS: &str = "listeners";
 /// `rest.host.name` (Kafka Connect, deprecated): the host of the REST listener when `listeners` is not
@@ -52,7 +55,8 @@ const DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: usize = 100;
 
-/// The REST keys, for the worker's list of accepted keys.
+/// The REST keys, for the worker's list of accepted keys (and the security keys:
+/// [`RestConfig::is_key`]).
 pub(crate) const KEYS: &[&str] = &[
     LISTENERS,
     REST_HOST_NAME,
@@ -67,26 +71,47 @@ pub(crate) const KEYS: &[&str] = &[
 pub(crate) const LISTED_KEYS: &[&str] = &[
     LISTENERS,
     REST_AUTH_TOKEN,
+    REST_BASIC_AUTH_CREDENTIALS_FILE,
     CONNECTORS_FILE,
     REST_READ_TIMEOUT_MS,
     REST_MAX_CONNECTIONS,
+    "listeners.https.ssl.*",
 ];
 
-/// One REST listener, `http://HOST:PORT`. Port 0 asks the OS for a free port.
+/// One REST listener, `http://HOST:PORT` or `https://HOST:PORT`. Port 0 asks the OS for a free port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     /// The host name or IP address to bind (`0.0.0.0` for `http://:PORT`, as in Kafka Connect).
     pub host: String,
     /// The port.
     pub port: u16,
+    /// `https://`: TLS with [`RestConfig::tls`].
+    pub https: bool,
+}
+
+impl Listener {
+    /// A plain HTTP listener.
+    pub fn http(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+            https: false,
+        }
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.https { "https" } else { "http" }
+    }
 }
 
 impl fmt::Display for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = self.scheme();
         if self.host.contains(':') {
-            write!(f, "http://[{}]:{}", self.host, self.port)
+            write!(f, "{scheme}://[{}]:{}", self.host, self.port)
         } else {
-            write!(f, "http://{}:{}", self.host, self.port)
+            write!(f, "{scheme}://{}:{}", self.host, self.port)
         }
     }
 }
@@ -98,6 +123,11 @@ pub struct RestConfig {
     pub listeners: Vec<Listener>,
     /// `rest.auth.token`: the bearer token every request must carry; `None`: no authentication.
     pub auth_token: Option<Secret>,
+    /// `rest.basic.auth.credentials.file`: the users who may authenticate with HTTP Basic (with
+    /// `auth_token` too, either credential is accepted).
+    pub basic_auth: Option<BasicCredentials>,
+    /// The `ssl.*` (or `listeners.https.ssl.*`) settings, read when a listener is `https://`.
+    pub tls: Option<RestTls>,
     /// `rest.read.timeout.ms` (default 10 s): how long a connection may take to send a request head
     /// (counted from opening or from its last answer), and how long its request body may stall.
     pub read_timeout: Duration,
@@ -108,11 +138,10 @@ pub struct RestConfig {
 impl Default for RestConfig {
     fn default() -> Self {
         Self {
-            listeners: vec![Listener {
-                host: DEFAULT_HOST.to_owned(),
-                port: DEFAULT_PORT,
-            }],
+            listeners: vec![Listener::http(DEFAULT_HOST, DEFAULT_PORT)],
             auth_token: None,
+            basic_auth: None,
+            tls: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
@@ -127,9 +156,21 @@ impl RestConfig {
         REST_HOST_NAME,
         REST_PORT,
         REST_AUTH_TOKEN,
+        REST_BASIC_AUTH_CREDENTIALS_FILE,
         REST_READ_TIMEOUT_MS,
         REST_MAX_CONNECTIONS,
     ];
+
+    /// Whether a worker file key is a REST key: [`RestConfig::KEYS`], the HTTPS listener's
+    /// `ssl.*` keys and their `listeners.https.` forms.
+    pub fn is_key(key: &str) -> bool {
+        Self::KEYS.contains(&key) || rest_security::is_key(key)
+    }
+
+    /// Whether the REST API asks for credentials (`rest.auth.token` or Basic users).
+    pub fn authenticates(&self) -> bool {
+        self.auth_token.is_some() || self.basic_auth.is_some()
+    }
 
     /// Reads the REST keys of a worker file (standalone or distributed); every problem goes to
     /// `errors`, naming the file, key and line.
@@ -172,10 +213,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
                     DEFAULT_PORT
                 }),
             };
-            config.listeners = vec![Listener {
-                host: host.trim_matches(['[', ']']).to_owned(),
-                port,
-            }];
+            config.listeners = vec![Listener::http(host.trim_matches(['[', ']']), port)];
             tracing::warn!(
                 "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
                  (set listeners instead)",
@@ -192,6 +230,20 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
             "must not be empty; remove the key to serve the REST API without authentication",
         )),
         Some(token) => config.auth_token = Some(Secret::new(token)),
+    }
+    match props.get(REST_BASIC_AUTH_CREDENTIALS_FILE).map(str::trim) {
+        None => {}
+        Some("") => errors.push(props.invalid(
+            REST_BASIC_AUTH_CREDENTIALS_FILE,
+            "must name a file of `user: password` lines; remove the key to turn Basic authentication off",
+        )),
+        Some(file) => match BasicCredentials::load(file) {
+            Ok(users) => config.basic_auth = Some(users),
+            Err(why) => errors.push(props.invalid(REST_BASIC_AUTH_CREDENTIALS_FILE, why)),
+        },
+    }
+    if config.listeners.iter().any(|l| l.https) {
+        config.tls = rest_security::rest_tls(props, errors);
     }
     if let Some(text) = props.get(REST_READ_TIMEOUT_MS) {
         match text.trim().parse::<u64>() {
@@ -254,13 +306,10 @@ fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
 
 fn parse_listener(text: &str) -> Result<Listener, String> {
     let lower = text.to_ascii_lowercase();
-    let rest = if lower.starts_with("http://") {
-        &text["http://".len()..]
+    let (rest, https) = if lower.starts_with("http://") {
+        (&text["http://".len()..], false)
     } else if lower.starts_with("https://") {
-        return Err(format!(
-            "{text}: https listeners are not supported (Ferry serves plain HTTP); use http://HOST:PORT \
-             behind a TLS-terminating proxy"
-        ));
+        (&text["https://".len()..], true)
     } else {
         return Err(format!(
             "{text}: a listener is http://HOST:PORT, e.g. http://127.0.0.1:8083"
@@ -291,6 +340,7 @@ fn parse_listener(text: &str) -> Result<Listener, String> {
     Ok(Listener {
         host: host.to_owned(),
         port,
+        https,
     })
 }
 
@@ -303,10 +353,7 @@ mod tests {
         let one = |t: &str| parse_listeners(t).map(|mut l| l.remove(0));
         assert_eq!(
             one("http://127.0.0.1:8083"),
-            Ok(Listener {
-                host: "127.0.0.1".into(),
-                port: 8083
-            })
+            Ok(Listener::http("127.0.0.1", 8083))
         );
         assert_eq!(one("HTTP://:0").map(|l| l.host), Ok("0.0.0.0".to_owned()));
         assert_eq!(
@@ -317,7 +364,7 @@ mod tests {
             parse_listeners("http://a:1, http://b:2").map(|l| l.len()),
             Ok(2)
         );
-        assert!(one("https://x:1").is_err_and(|e| e.contains("not supported")));
+        assert!(one("https://x:1").is_ok_and(|l| l.https && l.to_string() == "https://x:1"));
         assert!(one("http://x").is_err_and(|e| e.contains("port is missing")));
         assert!(one("x:1").is_err());
         assert!(one("http://x:99999").is_err());

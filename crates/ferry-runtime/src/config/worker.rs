@@ -307,6 +307,7 @@ impl WorkerConfig {
             if known.contains(&key)
                 || super::ConfigProviders::is_key(key)
                 || converter::is_converter_key(key)
+                || RestConfig::is_key(key)
                 || prefixes.iter().any(|p| key.starts_with(p))
             {
                 continue;

@@ -5,7 +5,9 @@
 //! run here or sends the request, as it came, to the worker named.
 //!
 //! - The forwarded request keeps its method, path, query, body, `Content-Type` and `Authorization`
-//!   (the only header the API checks, `rest.auth.token`), and gets `forward=false` (Kafka Connect's
+//!   (the only header the API checks: a `rest.auth.token` bearer token or Basic credentials of
+//!   `rest.basic.auth.credentials.file` pass as the client sent them, so every worker must accept
+//!   the same credentials), and gets `forward=false` (Kafka Connect's
 //!   parameter): the worker receiving it serves it or refuses it, never forwards it again. A request
 //!   that already carries `forward=false` and would be forwarded is answered `409` here too, whatever
 //!   the herder says, so two workers that disagree about the leader cannot bounce a request.
@@ -18,10 +20,14 @@
 //!   answer within [`FORWARD_TIMEOUT`]) gets `503` with `IO Error trying to forward REST request to
 //!   <url>: …` (Kafka Connect answers `500` with the same opening words; `503` says "retry", which is
 //!   what the client should do while the cluster elects another leader or moves the task).
-//! - Plain HTTP only: one connection per forwarded request (writes are rare; no pool to bound).
+//! - One connection per forwarded request (writes are rare; no pool to bound). An `https://` target
+//!   is reached with this worker's TLS client settings ([`crate::config::RestTls`]: the truststore,
+//!   or the listener's own chain, and the listener's certificate for `ssl.client.auth`), checking
+//!   the target's host name against its certificate.
 
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -31,6 +37,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper::body::Body as _;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::AppState;
@@ -113,7 +120,16 @@ pub(crate) async fn route(
         Ok(body) => body,
         Err(rejection) => return body_error(rejection).into_response(),
     };
-    match forward(&target, method, &uri, &headers, body).await {
+    match forward(
+        &target,
+        app.tls_client.as_ref(),
+        method,
+        &uri,
+        &headers,
+        body,
+    )
+    .await
+    {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
@@ -144,8 +160,9 @@ fn with_forward_false(query: Option<&str>) -> String {
     out.join("&")
 }
 
-/// Where to forward: a REST base URL `http://host:port[/prefix]`.
+/// Where to forward: a REST base URL `http[s]://host:port[/prefix]`.
 struct Target {
+    https: bool,
     host: String,
     port: u16,
     authority: String,
@@ -164,24 +181,21 @@ impl Target {
             )
         };
         let uri: Uri = base.parse().map_err(|_| invalid("it is not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(invalid(
-                    "forwarding over HTTPS is not supported yet; use http:// listeners",
-                ));
-            }
-            _ => return Err(invalid("it is not an http:// URL")),
-        }
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(invalid("it is not an http:// or https:// URL")),
+        };
         let (Some(host), Some(authority)) = (uri.host(), uri.authority()) else {
             return Err(invalid("it names no host"));
         };
         Ok(Self {
+            https,
             host: host
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_owned(),
-            port: uri.port_u16().unwrap_or(80),
+            port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
             authority: authority.as_str().to_owned(),
             prefix: uri.path().trim_end_matches('/').to_owned(),
         })
@@ -197,6 +211,7 @@ enum Failure {
 /// Sends the request to `base` and answers its response.
 async fn forward(
     base: &str,
+    tls: Option<&Arc<rustls::ClientConfig>>,
     method: Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -209,7 +224,8 @@ async fn forward(
         uri.path(),
         with_forward_false(uri.query())
     );
-    let url = format!("http://{}{path_and_query}", target.authority);
+    let scheme = if target.https { "https" } else { "http" };
+    let url = format!("{scheme}://{}{path_and_query}", target.authority);
     tracing::debug!("forwarding {method} {} to {url}", uri.path());
     let mut request = axum::http::Request::builder()
         .method(method.clone())
@@ -228,7 +244,8 @@ async fn forward(
             format!("Cannot forward the request to {url}: {e}"),
         )
     })?;
-    let answer = match tokio::time::timeout(FORWARD_TIMEOUT, exchange(&target, request)).await {
+    let answer = match tokio::time::timeout(FORWARD_TIMEOUT, exchange(&target, tls, request)).await
+    {
         Ok(answer) => answer,
         Err(_) => Err(Failure::Io(format!(
             "no whole answer within {} s",
@@ -270,7 +287,11 @@ impl Drop for AbortOnDrop {
 }
 
 /// One request over one new connection; the answer's body is read whole (bounded).
-async fn exchange(target: &Target, request: Request) -> Result<Response, Failure> {
+async fn exchange(
+    target: &Target,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    request: Request,
+) -> Result<Response, Failure> {
     let connect = TcpStream::connect((target.host.as_str(), target.port));
     let stream = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
         Ok(Ok(stream)) => stream,
@@ -282,6 +303,44 @@ async fn exchange(target: &Target, request: Request) -> Result<Response, Failure
             )));
         }
     };
+    if !target.https {
+        return send(stream, request).await;
+    }
+    let Some(tls) = tls else {
+        return Err(Failure::Io(
+            "that worker serves HTTPS but this one has no TLS settings to reach it with; give this \
+             worker the ssl.truststore.* keys (listeners.https.ssl.truststore.location) that trust the \
+             other workers' certificates"
+                .to_owned(),
+        ));
+    };
+    let name = rustls::pki_types::ServerName::try_from(target.host.clone())
+        .map_err(|e| Failure::Io(format!("{:?} is not a TLS server name: {e}", target.host)))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, stream)).await
+    {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            return Err(Failure::Io(format!(
+                "TLS handshake failed: {e} (the truststore of this worker must trust that worker's \
+                 certificate, issued for the host it advertises)"
+            )));
+        }
+        Err(_) => {
+            return Err(Failure::Io(format!(
+                "no TLS handshake within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    send(stream, request).await
+}
+
+/// Sends `request` over a connected stream; the answer's body is read whole (bounded).
+async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    request: Request,
+) -> Result<Response, Failure> {
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| Failure::Io(e.to_string()))?;
@@ -360,7 +419,10 @@ mod tests {
         );
         assert_eq!(target.prefix, "");
         assert_eq!(Target::parse("http://w1/api").expect("valid").port, 80);
-        for bad in ["https://w1:8083", "w1:8083", "not a url", "http:///x"] {
+        let secure = Target::parse("https://w1:8443").expect("valid");
+        assert!(secure.https && secure.port == 8443);
+        assert_eq!(Target::parse("https://w1").expect("valid").port, 443);
+        for bad in ["ftp://w1:8083", "w1:8083", "not a url", "http:///x"] {
             let e = Target::parse(bad).err().expect(bad);
             assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR, "{bad}");
         }

@@ -3,7 +3,10 @@
 //!
 //! - `listeners` (default `http://127.0.0.1:8083`) are bound by [`RestServer::bind`], which logs
 //!   `REST API listening on http://HOST:PORT` for each (port 0 picks a free port).
-//! - With `rest.auth.token`, every request without `Authorization: Bearer <token>` gets `401`.
+//! - With `rest.auth.token` and/or `rest.basic.auth.credentials.file`, every request without
+//!   `Authorization: Bearer <token>` or `Authorization: Basic <user:password>` (either is accepted
+//!   when both are configured) gets `401` ([`auth`]).
+//! - `https://` listeners serve TLS (rustls) with the PEM keystore of the `ssl.*` keys.
 //! - Request bodies over 1 MiB get `413`; malformed JSON gets `400` naming the problem; any other
 //!   non-JSON error (an unknown path, a wrong method, a panic, a request hyper cannot parse) is
 //!   answered in the same JSON shape.
@@ -14,6 +17,7 @@
 //!   worker that must serve them (distributed mode: the leader, or the owner of a connector or task),
 //!   whose answer is passed back ([`forward`]).
 
+mod auth;
 mod error;
 mod forward;
 mod handlers;
@@ -26,8 +30,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, post, put};
@@ -37,7 +41,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
-use crate::config::{Listener, RestConfig, Secret};
+use crate::config::{Listener, RestConfig};
 use crate::herder::Herder;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
@@ -46,12 +50,15 @@ pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub(crate) herder: Arc<dyn Herder>,
+    /// The TLS client settings for forwarding to `https://` workers (from this worker's `ssl.*`).
+    pub(crate) tls_client: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// Bound REST listeners, not yet serving.
 pub struct RestServer {
-    listeners: Vec<(TcpListener, SocketAddr)>,
-    token: Option<Secret>,
+    listeners: Vec<(TcpListener, SocketAddr, bool)>,
+    auth: auth::Auth,
+    tls: Option<crate::config::RestTls>,
     limits: serve::Limits,
 }
 
@@ -63,27 +70,44 @@ impl RestServer {
     pub async fn bind(config: &RestConfig) -> Result<Self, String> {
         let mut listeners = Vec::with_capacity(config.listeners.len());
         for listener in &config.listeners {
+            if listener.https && config.tls.is_none() {
+                return Err(format!(
+                    "cannot listen on {listener} (listeners): no TLS settings; set ssl.keystore.type=PEM \
+                     and ssl.keystore.location (or the listeners.https.ssl.* forms)"
+                ));
+            }
             let bound = TcpListener::bind((listener.host.as_str(), listener.port))
                 .await
                 .map_err(|e| format!("cannot listen on {listener} (listeners): {e}"))?;
             let addr = bound
                 .local_addr()
                 .map_err(|e| format!("cannot listen on {listener} (listeners): {e}"))?;
-            tracing::info!("REST API listening on {}", url(addr));
-            listeners.push((bound, addr));
+            tracing::info!("REST API listening on {}", url(addr, listener.https));
+            listeners.push((bound, addr, listener.https));
         }
-        if config.auth_token.is_none() {
+        if let Some(tls) = &config.tls {
+            tracing::info!("REST API TLS: {}", tls.description);
+        }
+        if let Some(users) = &config.basic_auth {
+            tracing::info!(
+                "REST API Basic authentication: users read from {} (read at start, not reloaded)",
+                users.file().display()
+            );
+        }
+        if !config.authenticates() {
             let open = config.listeners.iter().filter(|l| !is_loopback(l)).count();
             if open > 0 {
                 tracing::warn!(
-                    "the REST API listens beyond loopback without rest.auth.token: anyone who can reach it can \
-                     change connectors and offsets"
+                    "the REST API listens beyond loopback without rest.auth.token or \
+                     rest.basic.auth.credentials.file: anyone who can reach it can change connectors and \
+                     offsets"
                 );
             }
         }
         Ok(Self {
             listeners,
-            token: config.auth_token.clone(),
+            auth: auth::Auth::new(config),
+            tls: config.tls.clone(),
             limits: serve::Limits {
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,
@@ -93,14 +117,14 @@ impl RestServer {
 
     /// The bound addresses, in `listeners` order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners.iter().map(|(_, addr)| *addr).collect()
+        self.listeners.iter().map(|(_, addr, _)| *addr).collect()
     }
 
     /// Kafka Connect's worker id: `host:port` of the first listener.
     pub fn worker_id(&self) -> String {
         self.listeners
             .first()
-            .map(|(_, addr)| addr.to_string())
+            .map(|(_, addr, _)| addr.to_string())
             .unwrap_or_default()
     }
 
@@ -110,15 +134,22 @@ impl RestServer {
         herder: Arc<dyn Herder>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> JoinHandle<()> {
-        let app = router(AppState { herder }, self.token, self.limits.read_timeout);
+        let state = AppState {
+            herder,
+            tls_client: self.tls.as_ref().map(|t| t.client.clone()),
+        };
+        let app = router(state, self.auth, self.limits.read_timeout);
         let (stop, _) = tokio::sync::watch::channel(false);
         let mut servers = Vec::new();
-        for (listener, addr) in self.listeners {
+        for (listener, addr, https) in self.listeners {
             let stopped = stop.subscribe();
             let app = app.clone();
             let limits = self.limits;
+            let tls = https
+                .then(|| self.tls.as_ref().map(|t| t.server.clone()))
+                .flatten();
             servers.push(tokio::spawn(serve::serve(
-                listener, addr, app, limits, stopped,
+                listener, addr, tls, app, limits, stopped,
             )));
         }
         tokio::spawn(async move {
@@ -131,8 +162,8 @@ impl RestServer {
     }
 }
 
-fn url(addr: SocketAddr) -> String {
-    format!("http://{addr}")
+fn url(addr: SocketAddr, https: bool) -> String {
+    format!("{}://{addr}", if https { "https" } else { "http" })
 }
 
 fn is_loopback(listener: &Listener) -> bool {
@@ -143,7 +174,7 @@ fn is_loopback(listener: &Listener) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Duration) -> Router {
+fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) -> Router {
     use forward::Scope;
     use handlers as h;
     // Each write goes through `forward::route` first: served here or by the worker the herder names.
@@ -211,47 +242,11 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(RequestBodyTimeoutLayer::new(read_timeout))
         .layer(middleware::from_fn_with_state(
-            Arc::new(token),
-            authenticate,
+            Arc::new(auth),
+            auth::authenticate,
         ))
         .layer(middleware::from_fn(json_errors))
         .layer(CatchPanicLayer::custom(panicked))
-}
-
-/// With `rest.auth.token`, refuses requests without `Authorization: Bearer <token>`.
-async fn authenticate(
-    State(token): State<Arc<Option<Secret>>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(token) = token.as_ref() else {
-        return next.run(request).await;
-    };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, credentials)| credentials.trim());
-    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.expose().as_bytes())) {
-        return next.run(request).await;
-    }
-    let mut response =
-        ApiError::new(StatusCode::UNAUTHORIZED, "User cannot access the resource.").into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
-/// Compares without an early exit, so the time taken does not tell how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, &x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0));
-    }
-    diff == 0
 }
 
 /// Turns error responses that are not JSON (axum's and tower-http's rejections: a body over the limit,

@@ -1,6 +1,7 @@
 //! Serving one listener: a bounded number of HTTP/1.1 connections, each closed when it is idle or
 //! too slow to send its request head (`rest.read.timeout.ms`), so that neither slow nor idle clients
-//! can use up the worker's file descriptors and make the API unreachable.
+//! can use up the worker's file descriptors and make the API unreachable. On an `https://` listener
+//! each connection first completes a TLS handshake (bounded by the same timeout).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
@@ -37,10 +39,12 @@ pub(crate) struct Limits {
 pub(crate) async fn serve(
     listener: TcpListener,
     addr: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
     app: Router,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     // One WARN when accepting starts failing or connections start being refused, one INFO when it
     // is over: a flood must not flood the log too.
@@ -77,7 +81,10 @@ pub(crate) async fn serve(
                 );
             }
             refused += 1;
-            refuse(stream);
+            // A TLS client could not read a plain-text answer: it sees the connection closed.
+            if tls.is_none() {
+                refuse(stream);
+            }
             continue;
         };
         if refused > 0 {
@@ -86,8 +93,27 @@ pub(crate) async fn serve(
         }
         let app = app.clone();
         let stopped = stopped.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            connection(stream, app, limits.read_timeout, stopped).await;
+            match tls {
+                None => connection(stream, app, limits.read_timeout, stopped).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.read_timeout, acceptor.accept(stream)).await;
+                    match handshake {
+                        Ok(Ok(stream)) => {
+                            connection(stream, app, limits.read_timeout, stopped).await;
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!("a TLS handshake on https://{addr} failed: {e}")
+                        }
+                        Err(_) => tracing::debug!(
+                            "a TLS handshake on https://{addr} did not complete within \
+                             rest.read.timeout.ms"
+                        ),
+                    }
+                }
+            }
             drop(slot);
         });
     }
@@ -106,8 +132,8 @@ fn refuse(stream: TcpStream) {
     let _ = stream.try_write(response.as_bytes());
 }
 
-async fn connection(
-    stream: TcpStream,
+async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
     app: Router,
     read_timeout: Duration,
     mut stopped: watch::Receiver<bool>,

@@ -70,8 +70,12 @@ pub struct DistributedConfig {
     pub value_converter: ConverterSpec,
     /// The REST server: `listeners`, `rest.auth.token`, … (shared with the standalone worker).
     pub rest: RestConfig,
-    /// `rest.advertised.host.name`, else the first listener's host.
+    /// `rest.advertised.host.name`, else the advertised listener's host.
     pub advertised_host: String,
+    /// The index in `rest.listeners` of the advertised listener: the first with the
+    /// `rest.advertised.listener` protocol, else (as Kafka Connect) the first `http://` one if there
+    /// is one, else the first.
+    pub advertised_listener: usize,
     /// `rest.advertised.port`, else the first listener's port; `None` when that is 0 (the port the
     /// listener is given is advertised).
     pub advertised_port: Option<u16>,
@@ -102,6 +106,14 @@ impl DistributedConfig {
         } else {
             format!("{}:{port}", self.advertised_host)
         }
+    }
+
+    /// `http` or `https`: the scheme of the advertised REST URL, which other workers forward to.
+    pub fn advertised_scheme(&self) -> &'static str {
+        self.rest
+            .listeners
+            .get(self.advertised_listener)
+            .map_or("http", |l| l.scheme())
     }
 
     /// Reads and checks a distributed worker file, reporting every problem at once.
@@ -149,7 +161,8 @@ impl DistributedConfig {
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::ApplyToDefault, &mut errors);
         let rest = RestConfig::from_properties(props, &mut errors);
-        let (advertised_host, advertised_port) = advertised(props, &rest, &mut errors);
+        let (advertised_listener, advertised_host, advertised_port) =
+            advertised(props, &rest, &mut errors);
         let clients = client_settings(props, &mut errors);
         let config_providers = ConfigProviders::from_properties(props, &mut errors);
         let (topic_creation_enable, override_policy) =
@@ -172,6 +185,7 @@ impl DistributedConfig {
             value_converter: value_converter.unwrap_or_default(),
             rest,
             advertised_host,
+            advertised_listener,
             advertised_port,
             client_overrides: clients.0,
             producer_overrides: clients.1,
@@ -253,7 +267,7 @@ fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
     let mut hints = UnknownKeyHints::new(&listed);
     for key in props.keys() {
         if KEYS.contains(&key)
-            || RestConfig::KEYS.contains(&key)
+            || RestConfig::is_key(key)
             || ConfigProviders::is_key(key)
             || converter::is_converter_key(key)
             || CLIENT_PREFIXES.iter().any(|p| key.starts_with(p))
@@ -426,13 +440,43 @@ fn int_ms(
     Duration::from_millis(u64::try_from(ms).unwrap_or_default())
 }
 
-/// The advertised host and port (the worker id), from `rest.advertised.*` or the first listener.
+/// The advertised listener (its index), host and port (the worker id), from `rest.advertised.*` or
+/// the advertised listener.
 fn advertised(
     props: &Properties,
     rest: &RestConfig,
     errors: &mut Vec<ConfigError>,
-) -> (String, Option<u16>) {
-    let listener = rest.listeners.first();
+) -> (usize, String, Option<u16>) {
+    let wanted = match props.get(REST_ADVERTISED_LISTENER).map(str::trim) {
+        None => None,
+        Some(p) if p.eq_ignore_ascii_case("http") => Some(false),
+        Some(p) if p.eq_ignore_ascii_case("https") => Some(true),
+        Some(_) => {
+            errors.push(props.invalid(
+                REST_ADVERTISED_LISTENER,
+                "must be http or https (the protocol of the listener other workers forward to)",
+            ));
+            None
+        }
+    };
+    let index = match wanted {
+        Some(https) => match rest.listeners.iter().position(|l| l.https == https) {
+            Some(i) => i,
+            None => {
+                errors.push(props.invalid(
+                    REST_ADVERTISED_LISTENER,
+                    format!(
+                        "no listener is {}://; add one to listeners or change {REST_ADVERTISED_LISTENER}",
+                        if https { "https" } else { "http" }
+                    ),
+                ));
+                0
+            }
+        },
+        // Kafka Connect advertises http when any listener is http.
+        None => rest.listeners.iter().position(|l| !l.https).unwrap_or(0),
+    };
+    let listener = rest.listeners.get(index);
     let host = match props.get(REST_ADVERTISED_HOST_NAME).map(str::trim) {
         Some("") => {
             errors.push(props.invalid(
@@ -458,14 +502,6 @@ fn advertised(
             host
         }
     };
-    if let Some(listener) = props.get(REST_ADVERTISED_LISTENER)
-        && !listener.trim().eq_ignore_ascii_case("http")
-    {
-        errors.push(props.invalid(
-            REST_ADVERTISED_LISTENER,
-            "Ferry serves plain HTTP only; set it to http or remove it",
-        ));
-    }
     let port = match props.get(REST_ADVERTISED_PORT).map(str::trim) {
         Some(text) => match text.parse::<u16>() {
             Ok(port) if port > 0 => Some(port),
@@ -479,7 +515,7 @@ fn advertised(
         },
         None => listener.map(|l| l.port).filter(|&port| port > 0),
     };
-    (host, port)
+    (index, host, port)
 }
 
 /// The client settings: top-level security settings for every client, then each prefix's own.

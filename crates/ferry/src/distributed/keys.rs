@@ -33,7 +33,8 @@ pub const SCHEDULED_REBALANCE_MAX_DELAY_MS: &str = "scheduled.rebalance.max.dela
 pub const REST_ADVERTISED_HOST_NAME: &str = "rest.advertised.host.name";
 /// `rest.advertised.port`: the port other workers reach this one at.
 pub const REST_ADVERTISED_PORT: &str = "rest.advertised.port";
-/// `rest.advertised.listener`: `http` only (Ferry serves plain HTTP).
+/// `rest.advertised.listener`: `http` or `https`, the protocol of the listener other workers forward
+/// to.
 pub const REST_ADVERTISED_LISTENER: &str = "rest.advertised.listener";
 
 /// Every plain key read here (the REST keys and converter keys are read by their own parsers).

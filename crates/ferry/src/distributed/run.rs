@@ -40,9 +40,12 @@ fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTo
 pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
     // Bound first: a taken port refuses the start before anything is created.
     let rest = RestServer::bind(&config.rest).await?;
-    let port = rest.local_addrs().first().map_or(0, |a| a.port());
+    let port = rest
+        .local_addrs()
+        .get(config.advertised_listener)
+        .map_or(0, |a| a.port());
     let worker_id = config.worker_id(port);
-    let rest_url = format!("http://{worker_id}");
+    let rest_url = format!("{}://{worker_id}", config.advertised_scheme());
 
     let config_store = Arc::new(
         KafkaConfigBackingStore::open(&topic_config(&config, &config.config_topic))

@@ -328,11 +328,11 @@ impl Ferry {
         }
     }
 
-    /// Waits for the REST API's `REST API listening on http://HOST:PORT` log line; returns the URL.
+    /// Waits for the REST API's `REST API listening on http[s]://HOST:PORT` log line; returns the URL.
     pub fn rest_url(&mut self) -> String {
-        let log = self.wait_for_log("REST API listening on http://");
+        let log = self.wait_for_log("REST API listening on http");
         let start = log
-            .find("REST API listening on http://")
+            .find("REST API listening on http")
             .expect("the line was found")
             + "REST API listening on ".len();
         log[start..]

@@ -1,0 +1,562 @@
+//! The REST server's security keys besides `rest.auth.token`: HTTP Basic users
+//! (`rest.basic.auth.credentials.file`) and HTTPS listeners (Kafka Connect's `listeners.https.ssl.*`
+//! or `ssl.*` keys, PEM only).
+//!
+//! Both are read once, when the worker starts: a changed credentials file or certificate takes
+//! effect at the next start.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferry_plugin::{ConfigError, Properties, Secret};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// `rest.basic.auth.credentials.file` (Ferry's name for the file Kafka Connect's
+/// `BasicAuthSecurityRestExtension` reads through JAAS `PropertyFileLoginModule`): a Java properties
+/// file of `user: password` (or `user=password`) lines. When set, requests may authenticate with
+/// `Authorization: Basic …` as one of its users.
+pub const REST_BASIC_AUTH_CREDENTIALS_FILE: &str = "rest.basic.auth.credentials.file";
+
+/// The prefix of the HTTPS listener's own TLS keys (Kafka Connect's): when any key starts with it,
+/// only those are read; otherwise the top-level `ssl.*` keys are.
+pub const LISTENERS_HTTPS_PREFIX: &str = "listeners.https.";
+
+/// The `ssl.*` keys the HTTPS listener reads.
+const READ_TLS_KEYS: &[&str] = &[
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.certificates",
+    "ssl.truststore.password",
+    "ssl.client.auth",
+];
+
+/// The keys whose values are PEM text, which may hold a private key.
+const INLINE_PEM_KEYS: &[&str] = &[
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+];
+
+/// Kafka Connect `ssl.*` keys accepted for the HTTPS listener but not used: rustls chooses the
+/// protocol versions (TLS 1.2 and 1.3) and cipher suites, and has no pluggable engines.
+const IGNORED_TLS_KEYS: &[&str] = &[
+    "ssl.protocol",
+    "ssl.enabled.protocols",
+    "ssl.cipher.suites",
+    "ssl.provider",
+    "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm",
+    "ssl.secure.random.implementation",
+    "ssl.endpoint.identification.algorithm",
+    "ssl.engine.factory.class",
+];
+
+/// Whether `key` is one of the REST security keys (for the workers' lists of accepted keys).
+pub(crate) fn is_key(key: &str) -> bool {
+    let name = key.strip_prefix(LISTENERS_HTTPS_PREFIX).unwrap_or(key);
+    key == REST_BASIC_AUTH_CREDENTIALS_FILE
+        || READ_TLS_KEYS.contains(&name)
+        || IGNORED_TLS_KEYS.contains(&name)
+}
+
+/// The users of `rest.basic.auth.credentials.file`, read when the worker starts (not reloaded).
+/// `Debug` shows the file and the number of users, never a password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BasicCredentials {
+    file: PathBuf,
+    users: Vec<(String, Secret)>,
+}
+
+impl fmt::Debug for BasicCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BasicCredentials")
+            .field("file", &self.file)
+            .field("users", &self.users.len())
+            .finish()
+    }
+}
+
+impl BasicCredentials {
+    /// Reads a credentials file: Java properties syntax, one `user: password` (or `user=password`)
+    /// a line, as JAAS `PropertyFileLoginModule` reads it.
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed, or names no user; the message names the file (never a
+    /// password).
+    pub fn load(file: impl AsRef<Path>) -> Result<Self, String> {
+        let file = file.as_ref();
+        let props = Properties::load(file).map_err(|e| e.to_string())?;
+        Self::from_properties(&props)
+    }
+
+    /// The users of already parsed properties (`props.path()` names the file).
+    ///
+    /// # Errors
+    /// No user, or a user with an empty name.
+    pub fn from_properties(props: &Properties) -> Result<Self, String> {
+        let file = props.path().to_path_buf();
+        let users: Vec<(String, Secret)> = props
+            .iter()
+            .map(|(user, password)| (user.to_owned(), Secret::new(password)))
+            .collect();
+        if users.is_empty() {
+            return Err(format!(
+                "{}: names no user; write one `user: password` a line (the file Kafka Connect's \
+                 BasicAuthSecurityRestExtension reads works as is)",
+                file.display()
+            ));
+        }
+        Ok(Self { file, users })
+    }
+
+    /// The file the users were read from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Whether `user` is known with `password`. Every user's password is compared, each in constant
+    /// time, so the time taken tells neither which users exist nor how much of a guess was right.
+    pub fn check(&self, user: &str, password: &str) -> bool {
+        let mut found = false;
+        for (name, secret) in &self.users {
+            let name_ok = constant_time_eq(name.as_bytes(), user.as_bytes());
+            let password_ok = constant_time_eq(secret.expose().as_bytes(), password.as_bytes());
+            found |= name_ok & password_ok;
+        }
+        found
+    }
+}
+
+/// Compares without an early exit, so the time taken does not tell how much of a guess was right.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, &x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+/// `ssl.client.auth`: whether the HTTPS listener asks clients for a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// `none` (default): no client certificate.
+    None,
+    /// `requested`: a client certificate is verified when one is presented.
+    Requested,
+    /// `required`: every client must present a certificate the truststore trusts.
+    Required,
+}
+
+/// The HTTPS listener's TLS settings, built when the worker file is read: the server side, and the
+/// client side used to forward requests to other workers' HTTPS listeners (it trusts the truststore,
+/// or without one the listener's own certificate chain, and presents the listener's certificate).
+#[derive(Clone)]
+pub struct RestTls {
+    /// The HTTPS listener's settings.
+    pub server: Arc<rustls::ServerConfig>,
+    /// The forwarding client's settings.
+    pub client: Arc<rustls::ClientConfig>,
+    /// Where the keystore and truststore came from, for messages.
+    pub description: String,
+}
+
+impl fmt::Debug for RestTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+impl PartialEq for RestTls {
+    fn eq(&self, other: &Self) -> bool {
+        self.description == other.description
+    }
+}
+
+impl Eq for RestTls {}
+
+/// The ring provider, chosen explicitly so no process-wide default is needed.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Reads the HTTPS listener's keys; `None` with the problems in `errors` when they are incomplete
+/// or invalid.
+pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<RestTls> {
+    // Kafka Connect's valuesWithPrefixAllOrNothing: the listeners.https. keys when there are any.
+    let prefix = if props.keys().any(|k| k.starts_with(LISTENERS_HTTPS_PREFIX)) {
+        LISTENERS_HTTPS_PREFIX
+    } else {
+        ""
+    };
+    let key = |name: &str| format!("{prefix}{name}");
+    let get = |name: &str| {
+        props
+            .get(&key(name))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    for name in IGNORED_TLS_KEYS {
+        if get(name).is_some() {
+            tracing::warn!(
+                "{}: {} is ignored by the HTTPS listener (rustls offers TLS 1.2 and 1.3 with its own \
+                 cipher suites and always checks host names)",
+                props.location(&key(name)),
+                key(name)
+            );
+        }
+    }
+    let before = errors.len();
+    // Inline PEM values (a private key) are never shown in messages.
+    let mut invalid = |name: &str, message: String| {
+        let error = if INLINE_PEM_KEYS.contains(&name) {
+            props.invalid_undeclared(&key(name), message)
+        } else {
+            props.invalid(&key(name), message)
+        };
+        errors.push(error);
+    };
+    let pem_only = |name: &str, invalid: &mut dyn FnMut(&str, String)| -> bool {
+        let Some(kind) = get(name) else {
+            return false;
+        };
+        let refused = !kind.eq_ignore_ascii_case("PEM");
+        if refused {
+            invalid(
+                name,
+                format!(
+                    "{kind} stores are not supported by Ferry's HTTPS listener; use PEM: set {name}=PEM \
+                     and convert the store, e.g. `keytool -importkeystore -srckeystore store.jks \
+                     -destkeystore store.p12 -deststoretype PKCS12` then `openssl pkcs12 -in store.p12 \
+                     -nodes -out store.pem`"
+                ),
+            );
+        }
+        refused
+    };
+    // A store that is not PEM: its content is not read (the other messages would only repeat it).
+    let keystore_refused = pem_only("ssl.keystore.type", &mut invalid);
+    if pem_only("ssl.truststore.type", &mut invalid) | keystore_refused {
+        return None;
+    }
+
+    // The keystore: one PEM file with the key and the chain, or both inline.
+    let (chain, private_key, source) = match (
+        get("ssl.keystore.location"),
+        get("ssl.keystore.key"),
+        get("ssl.keystore.certificate.chain"),
+    ) {
+        (Some(path), None, None) => match std::fs::read(path) {
+            Ok(bytes) => (
+                certificates(&bytes),
+                private_key(&bytes),
+                format!("keystore {path}"),
+            ),
+            Err(e) => {
+                invalid("ssl.keystore.location", format!("cannot read {path}: {e}"));
+                return None;
+            }
+        },
+        (None, Some(k), Some(c)) => (
+            certificates(c.as_bytes()),
+            private_key(k.as_bytes()),
+            format!("keystore {}", key("ssl.keystore.key")),
+        ),
+        (None, None, None) => {
+            invalid(
+                "ssl.keystore.location",
+                "an https:// listener needs a PEM keystore: set ssl.keystore.type=PEM and \
+                 ssl.keystore.location (a file with the private key and the certificate chain), or \
+                 ssl.keystore.key and ssl.keystore.certificate.chain"
+                    .to_owned(),
+            );
+            return None;
+        }
+        _ => {
+            invalid(
+                "ssl.keystore.location",
+                "set either ssl.keystore.location, or both ssl.keystore.key and \
+                 ssl.keystore.certificate.chain"
+                    .to_owned(),
+            );
+            return None;
+        }
+    };
+    let (keystore_key, chain_key) = if get("ssl.keystore.location").is_some() {
+        ("ssl.keystore.location", "ssl.keystore.location")
+    } else {
+        ("ssl.keystore.key", "ssl.keystore.certificate.chain")
+    };
+    if get("ssl.key.password").is_some() {
+        tracing::warn!(
+            "{}: {} is ignored: the HTTPS listener reads unencrypted PEM private keys only",
+            props.location(&key("ssl.key.password")),
+            key("ssl.key.password")
+        );
+    }
+    let private_key = match private_key {
+        Ok(k) => Some(k),
+        Err(why) => {
+            invalid(keystore_key, why);
+            None
+        }
+    };
+    let chain = match chain {
+        Ok(c) if !c.is_empty() => Some(c),
+        Ok(_) => {
+            invalid(
+                chain_key,
+                "holds no certificate (-----BEGIN CERTIFICATE-----); a JKS or PKCS12 keystore must be \
+                 converted to PEM"
+                    .to_owned(),
+            );
+            None
+        }
+        Err(why) => {
+            invalid(chain_key, why);
+            None
+        }
+    };
+
+    // The truststore: PEM certificates, from a file or inline.
+    let trusted = match (
+        get("ssl.truststore.location"),
+        get("ssl.truststore.certificates"),
+    ) {
+        (Some(path), _) => match std::fs::read(path) {
+            Ok(bytes) => match certificates(&bytes) {
+                Ok(c) if !c.is_empty() => Some(c),
+                _ => {
+                    invalid(
+                        "ssl.truststore.location",
+                        format!(
+                            "{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----); a JKS or \
+                             PKCS12 truststore must be converted to PEM"
+                        ),
+                    );
+                    None
+                }
+            },
+            Err(e) => {
+                invalid(
+                    "ssl.truststore.location",
+                    format!("cannot read {path}: {e}"),
+                );
+                None
+            }
+        },
+        (None, Some(text)) => match certificates(text.as_bytes()) {
+            Ok(c) if !c.is_empty() => Some(c),
+            _ => {
+                invalid(
+                    "ssl.truststore.certificates",
+                    "holds no PEM certificate".to_owned(),
+                );
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    let client_auth = match get("ssl.client.auth")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None | Some("none") => ClientAuth::None,
+        Some("requested") => ClientAuth::Requested,
+        Some("required") => ClientAuth::Required,
+        Some(_) => {
+            invalid(
+                "ssl.client.auth",
+                "must be one of none, requested, required".to_owned(),
+            );
+            ClientAuth::None
+        }
+    };
+    if client_auth != ClientAuth::None && trusted.is_none() {
+        invalid(
+            "ssl.client.auth",
+            "checking client certificates needs ssl.truststore.location (the PEM certificates of \
+             the CAs that sign them)"
+                .to_owned(),
+        );
+    }
+    let (Some(chain), Some(private_key)) = (chain, private_key) else {
+        return None;
+    };
+    if errors.len() > before {
+        return None;
+    }
+    let anchors = trusted.clone().unwrap_or_else(|| chain.clone());
+    let mut roots = rustls::RootCertStore::empty();
+    let (_, unusable) = roots.add_parsable_certificates(anchors);
+    if roots.is_empty() {
+        errors.push(props.invalid(
+            &key("ssl.truststore.location"),
+            format!("no usable certificate to trust ({unusable} could not be parsed)"),
+        ));
+        return None;
+    }
+    let roots = Arc::new(roots);
+    let fail = |e: &dyn fmt::Display| props.invalid(&key(keystore_key), e.to_string());
+    let builder = match rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+    {
+        Ok(b) => b,
+        Err(e) => {
+            errors.push(fail(&e));
+            return None;
+        }
+    };
+    let builder = match client_auth {
+        ClientAuth::None => builder.with_no_client_auth(),
+        auth => {
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                roots.clone(),
+                provider(),
+            );
+            let verifier = if auth == ClientAuth::Requested {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            match verifier.build() {
+                Ok(v) => builder.with_client_cert_verifier(v),
+                Err(e) => {
+                    errors.push(fail(&e));
+                    return None;
+                }
+            }
+        }
+    };
+    let mut server = match builder.with_single_cert(chain.clone(), private_key.clone_key()) {
+        Ok(s) => s,
+        Err(e) => {
+            errors.push(fail(&format!(
+                "the private key and certificate chain do not make a usable server identity: {e}"
+            )));
+            return None;
+        }
+    };
+    server.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let client = match rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots))
+        .and_then(|b| b.with_client_auth_cert(chain, private_key))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(fail(&e));
+            return None;
+        }
+    };
+    let description = format!(
+        "{source} (PEM), {}, ssl.client.auth={}",
+        match get("ssl.truststore.location") {
+            Some(path) => format!("truststore {path}"),
+            None if trusted.is_some() => "truststore inline".to_owned(),
+            None => "no truststore (forwarding trusts the keystore's own chain)".to_owned(),
+        },
+        format!("{client_auth:?}").to_ascii_lowercase()
+    );
+    Some(RestTls {
+        server: Arc::new(server),
+        client: Arc::new(client),
+        description,
+    })
+}
+
+/// Every `CERTIFICATE` block of PEM text.
+fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            format!("is not valid PEM ({e}); a JKS or PKCS12 store must be converted to PEM")
+        })
+}
+
+/// The one private key of PEM text (PKCS#8, PKCS#1 or SEC1, unencrypted).
+fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
+    if pem
+        .windows(b"ENCRYPTED PRIVATE KEY".len())
+        .any(|w| w == b"ENCRYPTED PRIVATE KEY")
+    {
+        return Err(
+            "holds an encrypted private key, which Ferry cannot read; decrypt it \
+             (`openssl pkcs8 -in key.pem -out plain.pem`), keep the file readable only by the worker, \
+             and remove ssl.key.password"
+                .to_owned(),
+        );
+    }
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| {
+        format!(
+            "holds no usable private key ({e}); it must be PEM (-----BEGIN PRIVATE KEY-----); a JKS or \
+             PKCS12 keystore must be converted to PEM"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_java_properties_and_checked_exactly() {
+        let props = Properties::parse(
+            "creds",
+            b"# users\nalice: s3cret\nbob=pa:ss\ncarol pass word\n",
+        )
+        .expect("parses");
+        let creds = BasicCredentials::from_properties(&props).expect("users");
+        assert!(creds.check("alice", "s3cret"));
+        assert!(creds.check("bob", "pa:ss"));
+        assert!(creds.check("carol", "pass word"));
+        assert!(!creds.check("alice", "s3cre"));
+        assert!(!creds.check("alice", "s3cret "));
+        assert!(!creds.check("mallory", "s3cret"));
+        assert!(!creds.check("", ""));
+        assert!(!format!("{creds:?}").contains("s3cret"));
+        let empty = Properties::parse("creds", b"# nobody\n").expect("parses");
+        assert!(
+            BasicCredentials::from_properties(&empty).is_err_and(|e| e.contains("names no user"))
+        );
+    }
+
+    #[test]
+    fn tls_keys_are_recognized_with_and_without_the_listener_prefix() {
+        assert!(is_key("ssl.keystore.location"));
+        assert!(is_key("listeners.https.ssl.keystore.location"));
+        assert!(is_key("listeners.https.ssl.cipher.suites"));
+        assert!(is_key(REST_BASIC_AUTH_CREDENTIALS_FILE));
+        assert!(!is_key("listeners.https.colour"));
+        assert!(!is_key("ssl.colour"));
+    }
+
+    #[test]
+    fn jks_stores_are_refused_with_a_hint_to_use_pem() {
+        let props = Properties::from_pairs(
+            "w",
+            [
+                ("ssl.keystore.type", "JKS"),
+                ("ssl.keystore.location", "/nonexistent.jks"),
+            ],
+        );
+        let mut errors = Vec::new();
+        assert!(rest_tls(&props, &mut errors).is_none());
+        let text = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            text.contains("ssl.keystore.type") && text.contains("use PEM"),
+            "{text}"
+        );
+    }
+}
