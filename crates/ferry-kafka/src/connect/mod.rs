@@ -19,7 +19,8 @@ pub use config_records::{
 };
 pub use config_snapshot::ConfigSnapshot;
 pub use status_records::{
-    Status, StatusKey, StatusState, StatusView, can_write_safely, encode_status,
+    Status, StatusKey, StatusState, StatusView, can_write_safely, decode_topic_status,
+    encode_status, encode_topic_status,
 };
 pub use store::{
     ConnectStoreError, DEFAULT_STATUS_PARTITIONS, InternalTopicConfig, KafkaConfigBackingStore,
