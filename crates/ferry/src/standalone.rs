@@ -174,6 +174,7 @@ pub(crate) async fn run(
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
         ..WorkerSettings::default()
     };
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must

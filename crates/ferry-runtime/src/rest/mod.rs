@@ -19,6 +19,7 @@ mod forward;
 mod handlers;
 mod json_io;
 mod serve;
+mod topics;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -165,6 +166,11 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
         )
         .route("/connectors/{name}/status", get(h::status))
         .route("/connectors/{name}/tasks", get(h::tasks))
+        .route("/connectors/{name}/topics", get(topics::active_topics))
+        .route(
+            "/connectors/{name}/topics/reset",
+            put(topics::reset_active_topics),
+        )
         .route(
             "/connectors/{name}/tasks/{task}/status",
             get(h::task_status),

@@ -101,6 +101,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
         ..WorkerSettings::default()
     };
     let worker = Worker::with_sinks(
