@@ -18,6 +18,7 @@ mod error;
 mod forward;
 mod handlers;
 mod json_io;
+mod loggers;
 mod serve;
 mod topics;
 
@@ -42,11 +43,14 @@ use crate::config::{Listener, RestConfig, Secret};
 use crate::herder::Herder;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
+pub use loggers::{LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER};
 
 /// What every handler gets.
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub(crate) herder: Arc<dyn Herder>,
+    /// `/admin/loggers` (none: answered 404).
+    pub(crate) log_levels: Option<Arc<LogLevels>>,
 }
 
 /// Bound REST listeners, not yet serving.
@@ -54,9 +58,17 @@ pub struct RestServer {
     listeners: Vec<(TcpListener, SocketAddr)>,
     token: Option<Secret>,
     limits: serve::Limits,
+    log_levels: Option<Arc<LogLevels>>,
 }
 
 impl RestServer {
+    /// Serves `/admin/loggers` with `levels`.
+    #[must_use]
+    pub fn with_log_levels(mut self, levels: Arc<LogLevels>) -> Self {
+        self.log_levels = Some(levels);
+        self
+    }
+
     /// Binds every listener of `config` and logs `REST API listening on http://HOST:PORT` for each.
     ///
     /// # Errors
@@ -89,6 +101,7 @@ impl RestServer {
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,
             },
+            log_levels: None,
         })
     }
 
@@ -111,7 +124,11 @@ impl RestServer {
         herder: Arc<dyn Herder>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> JoinHandle<()> {
-        let app = router(AppState { herder }, self.token, self.limits.read_timeout);
+        let state = AppState {
+            herder,
+            log_levels: self.log_levels,
+        };
+        let app = router(state, self.token, self.limits.read_timeout);
         let (stop, _) = tokio::sync::watch::channel(false);
         let mut servers = Vec::new();
         for (listener, addr) in self.listeners {
@@ -210,6 +227,11 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
             put(h::validate),
         )
         .route("/metrics", get(h::metrics))
+        .route("/admin/loggers", get(loggers::list))
+        .route(
+            "/admin/loggers/{name}",
+            get(loggers::get).merge(put(loggers::set)),
+        )
         .fallback(h::no_such_path)
         .method_not_allowed_fallback(h::method_not_allowed)
         .with_state(state)

@@ -39,7 +39,10 @@ fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTo
 /// Runs one distributed worker until SIGTERM or SIGINT.
 pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
     // Bound first: a taken port refuses the start before anything is created.
-    let rest = RestServer::bind(&config.rest).await?;
+    let mut rest = RestServer::bind(&config.rest).await?;
+    if let Some(levels) = crate::cli::log_levels() {
+        rest = rest.with_log_levels(levels);
+    }
     let port = rest.local_addrs().first().map_or(0, |a| a.port());
     let worker_id = config.worker_id(port);
     let rest_url = format!("http://{worker_id}");
