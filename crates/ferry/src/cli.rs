@@ -49,10 +49,8 @@ pub(crate) fn log_levels() -> Option<Arc<LogLevels>> {
     LOG_LEVELS.get().cloned()
 }
 
-type FilterHandle = tracing_subscriber::reload::Handle<
-    tracing_subscriber::EnvFilter,
-    tracing_subscriber::Registry,
->;
+type FilterHandle =
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
 
 /// Applies the levels of `/admin/loggers` through the subscriber's reload layer.
 struct ReloadFilter(FilterHandle);

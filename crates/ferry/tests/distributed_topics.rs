@@ -70,7 +70,12 @@ fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywher
         .collect();
     let logs = || {
         (0..2)
-            .map(|n| format!("--- worker {n}:\n{}", support::read_lossy(&ws.file(&format!("worker-{n}.stderr")))))
+            .map(|n| {
+                format!(
+                    "--- worker {n}:\n{}",
+                    support::read_lossy(&ws.file(&format!("worker-{n}.stderr")))
+                )
+            })
             .collect::<String>()
     };
 
@@ -96,9 +101,11 @@ fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywher
 
     let expected = json!({"seq": {"topics": [TOPIC]}});
     for (n, (_, api)) in workers.iter().enumerate() {
-        wait(&format!("worker {n} to list {TOPIC} as active"), &logs, || {
-            api.get("/connectors/seq/topics").expect(200) == expected
-        });
+        wait(
+            &format!("worker {n} to list {TOPIC} as active"),
+            &logs,
+            || api.get("/connectors/seq/topics").expect(200) == expected,
+        );
     }
 
     // The status topic holds Kafka Connect's record for it.
@@ -114,7 +121,12 @@ fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywher
     assert_eq!(value["topic"]["name"], TOPIC);
     assert_eq!(value["topic"]["connector"], "seq");
     assert_eq!(value["topic"]["task"], 0);
-    assert!(value["topic"]["discoverTimestamp"].as_i64().is_some_and(|t| t > 0), "{value}");
+    assert!(
+        value["topic"]["discoverTimestamp"]
+            .as_i64()
+            .is_some_and(|t| t > 0),
+        "{value}"
+    );
 
     // Stopped (else its task records the topic again at once), then reset through the other worker.
     wait("the connector to stop", &logs, || {
@@ -134,9 +146,11 @@ fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywher
         .expect(202);
     let empty = json!({"seq": {"topics": []}});
     for (n, (_, api)) in workers.iter().enumerate() {
-        wait(&format!("worker {n} to list no active topic"), &logs, || {
-            api.get("/connectors/seq/topics").expect(200) == empty
-        });
+        wait(
+            &format!("worker {n} to list no active topic"),
+            &logs,
+            || api.get("/connectors/seq/topics").expect(200) == empty,
+        );
     }
     status.read_to_end();
     assert!(

@@ -129,7 +129,10 @@ fn a_logger_set_to_debug_logs_debug_lines_and_is_listed() {
 
     let own = api.get("/admin/loggers/ferry_runtime::worker").expect(200);
     assert_eq!(own["level"], "DEBUG");
-    assert!(own["last_modified"].as_i64().is_some_and(|t| t > 0), "{own}");
+    assert!(
+        own["last_modified"].as_i64().is_some_and(|t| t > 0),
+        "{own}"
+    );
     // A child inherits it; the list shows it with root.
     assert_eq!(
         api.get("/admin/loggers/ferry_runtime::worker::commit")
@@ -141,8 +144,10 @@ fn a_logger_set_to_debug_logs_debug_lines_and_is_listed() {
     assert_eq!(all["root"]["level"], "INFO");
 
     // Kafka Connect's errors: no level → 400, an unknown level → 404.
-    api.put("/admin/loggers/x", Some("{}"))
-        .expect_error(400, "Desired 'level' parameter was not specified in request.");
+    api.put("/admin/loggers/x", Some("{}")).expect_error(
+        400,
+        "Desired 'level' parameter was not specified in request.",
+    );
     api.put("/admin/loggers/x", Some(r#"{"level":"LOUD"}"#))
         .expect_error(404, "invalid log level 'LOUD'.");
     ferry.terminate_cleanly();

@@ -339,7 +339,10 @@ impl StatusView {
 
     /// A connector's active topics, by topic name.
     pub fn topics(&self, connector: &str) -> impl Iterator<Item = &TopicStatus> {
-        self.topics.get(connector).into_iter().flat_map(|t| t.values())
+        self.topics
+            .get(connector)
+            .into_iter()
+            .flat_map(|t| t.values())
     }
 
     /// A connector's status.

@@ -684,7 +684,10 @@ fn active_topics_are_capped_per_connector() -> Result<(), RecordError> {
         view.apply_raw(&key, Some(&encode_topic_status(&status)))?;
     }
     let over = encode_topic_status(&foo_bar());
-    assert!(view.apply_raw("status-topic-foo:connector-bar", Some(&over)).is_err());
+    assert!(
+        view.apply_raw("status-topic-foo:connector-bar", Some(&over))
+            .is_err()
+    );
     assert_eq!(view.topic("bar", "foo"), None);
     // Rewriting a topic already kept is fine, and another connector has its own cap.
     let again = encode_topic_status(&ferry_plugin::TopicStatus {

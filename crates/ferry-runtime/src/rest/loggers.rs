@@ -217,14 +217,12 @@ impl LogLevels {
                 put(name, entry);
             }
         }
-        self.reload
-            .reload(&directives(&next))
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("Cannot change the level of logger {logger}: {e}"),
-                )
-            })?;
+        self.reload.reload(&directives(&next)).map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Cannot change the level of logger {logger}: {e}"),
+            )
+        })?;
         tracing::info!("set the level of logger {logger} and its children to {upper}");
         *levels = next;
         changed.sort();

@@ -29,12 +29,12 @@ use crate::sink::{RecordSink, SharedSink, SinkProvider, TaskSinkContext};
 use crate::state::{TargetState, TaskId};
 use crate::status::{StatusCell, StatusListener};
 pub use crate::status::{TaskState, TaskStatus};
-pub use topics::TopicTracking;
 use crate::stores::{MemoryStatusStore, State, StatusBackingStore, StatusEntry};
 use crate::transforms::{ErrorHandling, Transforms};
 use fence::{FencedStore, TaskFence};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
+pub use topics::TopicTracking;
 
 /// Worker-wide timing settings (Kafka Connect's names).
 #[derive(Debug, Clone)]

@@ -57,7 +57,10 @@ impl TopicTracker {
 
     /// Records the topics of acknowledged records not yet recorded (`None`: not acknowledged, counted
     /// as delivered under `errors.tolerance=all`, so not recorded, as in Kafka Connect).
-    pub(crate) fn record<'a>(&mut self, acknowledged: impl Iterator<Item = Option<&'a RecordMetadata>>) {
+    pub(crate) fn record<'a>(
+        &mut self,
+        acknowledged: impl Iterator<Item = Option<&'a RecordMetadata>>,
+    ) {
         let Some(statuses) = &self.statuses else {
             return;
         };
