@@ -30,55 +30,84 @@ fn wait(what: &str, logs: &dyn Fn() -> String, mut check: impl FnMut() -> bool) 
     }
 }
 
-#[test]
-fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywhere() {
-    let broker = broker();
-    let ws = Workspace::new();
-    create_topic(&broker.bootstrap_servers(), TOPIC, 1);
-    let entries = [
-        ("bootstrap.servers", broker.bootstrap_servers().to_owned()),
-        ("group.id", "ferry-topics".to_owned()),
-        ("config.storage.topic", "ferry-configs".to_owned()),
-        ("offset.storage.topic", "ferry-offsets".to_owned()),
-        ("status.storage.topic", "ferry-status".to_owned()),
-        ("config.storage.replication.factor", "1".to_owned()),
-        ("offset.storage.replication.factor", "1".to_owned()),
-        ("status.storage.replication.factor", "1".to_owned()),
-        ("offset.storage.partitions", "5".to_owned()),
-        ("status.storage.partitions", "2".to_owned()),
-        ("listeners", "http://127.0.0.1:0".to_owned()),
-        ("session.timeout.ms", "6000".to_owned()),
-        ("heartbeat.interval.ms", "1000".to_owned()),
-        ("scheduled.rebalance.max.delay.ms", "0".to_owned()),
-        ("offset.flush.interval.ms", "300".to_owned()),
-        ("key.converter.schemas.enable", "false".to_owned()),
-        ("value.converter.schemas.enable", "false".to_owned()),
-    ];
-    let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let worker_file = ws.properties("worker.properties", &entries);
-    let mut workers: Vec<(Ferry, Api)> = (0..2)
-        .map(|n| {
-            let mut ferry = Ferry::spawn(
-                ws.path(),
-                [std::ffi::OsStr::new("distributed"), worker_file.as_os_str()],
-                &ws.file(&format!("worker-{n}.stdout")),
-                &ws.file(&format!("worker-{n}.stderr")),
-            );
-            let api = Api::new(&ferry.rest_url());
-            (ferry, api)
-        })
-        .collect();
-    let logs = || {
-        (0..2)
+/// A broker and two distributed workers of one group.
+struct Cluster {
+    broker: ferry_testkit::TansuBroker,
+    ws: Workspace,
+    workers: Vec<(Ferry, Api)>,
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let broker = broker();
+        let ws = Workspace::new();
+        create_topic(&broker.bootstrap_servers(), TOPIC, 1);
+        let entries = [
+            ("bootstrap.servers", broker.bootstrap_servers().to_owned()),
+            ("group.id", "ferry-topics".to_owned()),
+            ("config.storage.topic", "ferry-configs".to_owned()),
+            ("offset.storage.topic", "ferry-offsets".to_owned()),
+            ("status.storage.topic", "ferry-status".to_owned()),
+            ("config.storage.replication.factor", "1".to_owned()),
+            ("offset.storage.replication.factor", "1".to_owned()),
+            ("status.storage.replication.factor", "1".to_owned()),
+            ("offset.storage.partitions", "5".to_owned()),
+            ("status.storage.partitions", "2".to_owned()),
+            ("listeners", "http://127.0.0.1:0".to_owned()),
+            ("session.timeout.ms", "6000".to_owned()),
+            ("heartbeat.interval.ms", "1000".to_owned()),
+            ("scheduled.rebalance.max.delay.ms", "0".to_owned()),
+            ("offset.flush.interval.ms", "300".to_owned()),
+            ("key.converter.schemas.enable", "false".to_owned()),
+            ("value.converter.schemas.enable", "false".to_owned()),
+        ];
+        let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let worker_file = ws.properties("worker.properties", &entries);
+        let workers: Vec<(Ferry, Api)> = (0..2)
+            .map(|n| {
+                let mut ferry = Ferry::spawn(
+                    ws.path(),
+                    [std::ffi::OsStr::new("distributed"), worker_file.as_os_str()],
+                    &ws.file(&format!("worker-{n}.stdout")),
+                    &ws.file(&format!("worker-{n}.stderr")),
+                );
+                let api = Api::new(&ferry.rest_url());
+                (ferry, api)
+            })
+            .collect();
+        Self {
+            broker,
+            ws,
+            workers,
+        }
+    }
+
+    fn logs(&self) -> String {
+        (0..self.workers.len())
             .map(|n| {
                 format!(
                     "--- worker {n}:\n{}",
-                    support::read_lossy(&ws.file(&format!("worker-{n}.stderr")))
+                    support::read_lossy(&self.ws.file(&format!("worker-{n}.stderr")))
                 )
             })
-            .collect::<String>()
-    };
+            .collect()
+    }
+}
 
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (ferry, _) in &mut self.workers {
+            ferry.kill();
+        }
+    }
+}
+
+#[test]
+fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywhere() {
+    let mut cluster = Cluster::start();
+    let broker = &cluster.broker;
+    let logs = || cluster.logs();
+    let workers = &cluster.workers;
     let body = json!({
         "name": "seq",
         "config": {
@@ -162,7 +191,46 @@ fn every_worker_answers_the_same_active_topics_and_a_reset_clears_them_everywher
             .is_some_and(|m| m.payload().is_none()),
         "the reset writes a tombstone for {key}"
     );
-    for (ferry, _) in &mut workers {
+    for (ferry, _) in &mut cluster.workers {
+        ferry.terminate_cleanly();
+    }
+}
+
+#[test]
+fn a_cluster_scoped_log_level_reaches_every_worker_through_the_config_topic() {
+    let mut cluster = Cluster::start();
+    let logs = || cluster.logs();
+    let workers = &cluster.workers;
+    let logger = "/admin/loggers/ferry_runtime::worker";
+    for (_, api) in workers {
+        assert_eq!(api.get(logger).expect(200)["level"], "INFO");
+    }
+    // Written through worker 1, applied by both once read from the config topic: 204, as in Kafka
+    // Connect.
+    assert_eq!(
+        workers[1]
+            .1
+            .put(
+                &format!("{logger}?scope=cluster"),
+                Some(r#"{"level":"DEBUG"}"#)
+            )
+            .expect(204),
+        Value::Null
+    );
+    for (n, (_, api)) in workers.iter().enumerate() {
+        wait(&format!("worker {n} to apply DEBUG"), &logs, || {
+            api.get(logger).expect(200)["level"] == "DEBUG"
+        });
+    }
+    let mut configs = TopicReader::new(&cluster.broker.bootstrap_servers(), "ferry-configs");
+    configs.read_to_end();
+    let record = configs
+        .messages
+        .iter()
+        .find(|m| m.key() == Some(b"logger-cluster-ferry_runtime::worker".as_slice()))
+        .expect("the logger-cluster record");
+    assert_eq!(record.payload(), Some(br#"{"level":"DEBUG"}"#.as_slice()));
+    for (ferry, _) in &mut cluster.workers {
         ferry.terminate_cleanly();
     }
 }

@@ -143,6 +143,20 @@ fn a_logger_set_to_debug_logs_debug_lines_and_is_listed() {
     assert_eq!(all["ferry_runtime::worker"]["level"], "DEBUG");
     assert_eq!(all["root"]["level"], "INFO");
 
+    // Standalone is the whole cluster: scope=cluster changes this worker and answers 204.
+    assert_eq!(
+        api.put(
+            "/admin/loggers/ferry_kafka?scope=cluster",
+            Some(r#"{"level":"WARN"}"#)
+        )
+        .expect(204),
+        Value::Null
+    );
+    assert_eq!(
+        api.get("/admin/loggers/ferry_kafka").expect(200)["level"],
+        "WARN"
+    );
+
     // Kafka Connect's errors: no level → 400, an unknown level → 404.
     api.put("/admin/loggers/x", Some("{}")).expect_error(
         400,

@@ -14,8 +14,8 @@ mod status_records;
 pub mod store;
 
 pub use config_records::{
-    ConfigRecord, ConfigRecordKey, RestartRequest, TargetState, encode_commit, encode_properties,
-    encode_restart, encode_target_state, encode_task_count,
+    ConfigRecord, ConfigRecordKey, RestartRequest, TargetState, decode_logger_level, encode_commit,
+    encode_logger_level, encode_properties, encode_restart, encode_target_state, encode_task_count,
 };
 pub use config_snapshot::ConfigSnapshot;
 pub use status_records::{

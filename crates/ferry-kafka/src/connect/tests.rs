@@ -708,3 +708,20 @@ fn active_topics_are_capped_per_connector() -> Result<(), RecordError> {
     );
     Ok(())
 }
+
+#[test]
+fn cluster_log_levels_are_jsonconverter_bytes() -> Result<(), RecordError> {
+    // KafkaConfigBackingStore.putLoggerLevel: key `logger-cluster-<namespace>`, a LOGGER_LEVEL_V0
+    // struct value.
+    assert_eq!(
+        ConfigRecordKey::LoggerCluster("org.apache.kafka.connect".into()).to_key(),
+        "logger-cluster-org.apache.kafka.connect"
+    );
+    assert_eq!(text(&encode_logger_level("DEBUG")), r#"{"level":"DEBUG"}"#);
+    assert_eq!(
+        decode_logger_level("logger-cluster-x", br#"{"level":"WARN"}"#)?,
+        "WARN"
+    );
+    assert!(decode_logger_level("logger-cluster-x", br#"{"level":3}"#).is_err());
+    Ok(())
+}

@@ -16,7 +16,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::error::{ApiError, json_response, parse_json};
@@ -34,6 +34,17 @@ pub trait LogFilterReload: Send + Sync {
     /// # Errors
     /// The filter cannot be applied (the message says why).
     fn reload(&self, directives: &str) -> Result<(), String>;
+}
+
+/// Writes a cluster-wide log level (`PUT /admin/loggers/{name}?scope=cluster`) where every worker
+/// reads and applies it (distributed: a `logger-cluster-<name>` record in the config topic).
+pub trait ClusterLogLevels: Send + Sync {
+    /// Writes `level` (a valid Kafka level name, upper case) for `namespace`.
+    fn put<'a>(
+        &'a self,
+        namespace: &'a str,
+        level: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
 }
 
 /// One logger's level: `{"level":"INFO","last_modified":…}` (milliseconds since the epoch of the last
@@ -58,6 +69,7 @@ struct Levels {
 pub struct LogLevels {
     levels: Mutex<Levels>,
     reload: Box<dyn LogFilterReload>,
+    cluster: std::sync::OnceLock<Arc<dyn ClusterLogLevels>>,
 }
 
 impl std::fmt::Debug for LogLevels {
@@ -119,7 +131,14 @@ impl LogLevels {
         Self {
             levels: Mutex::new(levels),
             reload: Box::new(reload),
+            cluster: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Where `?scope=cluster` levels are written (distributed mode); set once, later calls are
+    /// ignored. Without it (standalone, the whole cluster) `scope=cluster` changes this worker.
+    pub fn set_cluster(&self, cluster: Arc<dyn ClusterLogLevels>) {
+        let _ = self.cluster.set(cluster);
     }
 
     fn lock(&self) -> MutexGuard<'_, Levels> {
@@ -164,13 +183,7 @@ impl LogLevels {
     /// `404` for an unknown level (Kafka Connect's answer), `400` for a name that cannot be a target
     /// or one logger too many, `500` when the filter cannot be applied.
     pub fn set(&self, logger: &str, level: &str) -> Result<Vec<String>, ApiError> {
-        let upper = level.to_ascii_uppercase();
-        if tracing_level(&upper).is_none() {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("invalid log level '{level}'."),
-            ));
-        }
+        let upper = valid_level(level)?;
         let is_root = logger.eq_ignore_ascii_case(ROOT_LOGGER);
         if !is_root && (logger.is_empty() || logger.contains(RESERVED)) {
             return Err(ApiError::bad_request(format!(
@@ -230,6 +243,18 @@ impl LogLevels {
     }
 }
 
+/// The level in upper case; `404` (Kafka Connect's answer) when it is not one.
+fn valid_level(level: &str) -> Result<String, ApiError> {
+    let upper = level.to_ascii_uppercase();
+    if tracing_level(&upper).is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("invalid log level '{level}'."),
+        ));
+    }
+    Ok(upper)
+}
+
 /// The level a logger not yet listed has now (its longest listed prefix's, else root's).
 fn self_level(levels: &Levels, logger: &str) -> String {
     levels
@@ -287,7 +312,8 @@ pub(crate) async fn get(
 
 /// `PUT /admin/loggers/{name}` with `{"level":"DEBUG"}` → `200` and the loggers changed. `?scope=`
 /// `worker` (the default; an unknown scope is taken as it, with a WARN, as in Kafka Connect) or
-/// `cluster`: Ferry applies `cluster` to this worker only and answers as for `worker`.
+/// `cluster` → `204`: written for every worker to apply (distributed), or applied here (standalone,
+/// as Kafka Connect's standalone herder does).
 pub(crate) async fn set(
     State(app): State<AppState>,
     Path(name): Path<String>,
@@ -303,16 +329,30 @@ pub(crate) async fn set(
         .ok_or_else(|| {
             ApiError::bad_request("Desired 'level' parameter was not specified in request.")
         })?;
-    if let Some((_, scope)) = params.iter().rev().find(|(k, _)| k == "scope") {
-        match scope.to_ascii_lowercase().as_str() {
-            "worker" => {}
-            "cluster" => tracing::warn!(
-                "scope=cluster for logger {name}: Ferry changes the level on this worker only"
-            ),
-            _ => tracing::warn!(
-                "Received invalid scope '{scope}' in request to adjust logging level; will default to worker"
-            ),
+    let scope = params
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "scope")
+        .map_or_else(|| "worker".to_owned(), |(_, v)| v.to_ascii_lowercase());
+    if scope == "cluster" {
+        let upper = valid_level(level)?;
+        match levels.cluster.get() {
+            Some(cluster) => cluster.put(&name, &upper).await.map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("Cannot write the cluster log level of {name}: {e}"),
+                )
+            })?,
+            None => {
+                levels.set(&name, &upper)?;
+            }
         }
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    if scope != "worker" {
+        tracing::warn!(
+            "Received invalid scope '{scope}' in request to adjust logging level; will default to worker"
+        );
     }
     let changed = levels.set(&name, level)?;
     Ok(json_response(StatusCode::OK, &changed))

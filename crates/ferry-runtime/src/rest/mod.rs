@@ -43,7 +43,9 @@ use crate::config::{Listener, RestConfig, Secret};
 use crate::herder::Herder;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
-pub use loggers::{LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER};
+pub use loggers::{
+    ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,
+};
 
 /// What every handler gets.
 #[derive(Clone)]

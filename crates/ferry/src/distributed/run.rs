@@ -53,6 +53,9 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
             .map_err(|e| e.to_string())?,
     );
     config_store.spawn_refresher(REFRESH_EVERY);
+    if let Some(levels) = crate::cli::log_levels() {
+        apply_cluster_log_levels(&config_store, levels);
+    }
     let status_store = Arc::new(
         KafkaStatusBackingStore::open(&topic_config(&config, &config.status_topic))
             .await
@@ -187,6 +190,46 @@ fn spawn_status_refresher(store: &Arc<KafkaStatusBackingStore>) {
             };
             if let Err(e) = store.refresh().await {
                 tracing::warn!("reading the status topic failed (retried): {e}");
+            }
+        }
+    });
+}
+
+/// Writes `?scope=cluster` log levels to the config topic, where every worker reads them.
+struct ConfigTopicLogLevels(Arc<KafkaConfigBackingStore>);
+
+impl ferry_runtime::rest::ClusterLogLevels for ConfigTopicLogLevels {
+    fn put<'a>(
+        &'a self,
+        namespace: &'a str,
+        level: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            self.0
+                .put_logger_level(namespace, level)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Applies every `logger-cluster-…` record the config store reads from now on (KIP-976), and
+/// writes `?scope=cluster` levels there.
+fn apply_cluster_log_levels(
+    store: &Arc<KafkaConfigBackingStore>,
+    levels: Arc<ferry_runtime::rest::LogLevels>,
+) {
+    levels.set_cluster(Arc::new(ConfigTopicLogLevels(store.clone())));
+    let Some(mut updates) = store.take_logger_levels() else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some((namespace, level)) = updates.recv().await {
+            if let Err(e) = levels.set(&namespace, &level) {
+                tracing::warn!(
+                    "the cluster log level {level} of {namespace} from the config topic was not applied: {}",
+                    e.message
+                );
             }
         }
     });
