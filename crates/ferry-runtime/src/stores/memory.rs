@@ -203,3 +203,39 @@ impl StatusBackingStore for MemoryStatusStore {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(connector: &str, topic: &str) -> TopicStatus {
+        TopicStatus {
+            topic: topic.to_owned(),
+            connector: connector.to_owned(),
+            task: 0,
+            discover_timestamp: 1,
+        }
+    }
+
+    #[test]
+    fn active_topics_are_kept_per_connector_capped_and_forgotten_with_the_connector() {
+        let store = MemoryStatusStore::new();
+        for i in 0..MAX_ACTIVE_TOPICS_PER_CONNECTOR {
+            assert!(store.put_topic(topic("a", &format!("t{i}"))));
+        }
+        // Past the cap a new topic is refused; one already kept may be written again.
+        assert!(!store.put_topic(topic("a", "one-more")));
+        assert!(store.put_topic(topic("a", "t0")));
+        assert!(store.put_topic(topic("b", "t0")));
+        assert_eq!(store.topics("a").len(), MAX_ACTIVE_TOPICS_PER_CONNECTOR);
+        assert_eq!(store.topic("b", "t0"), Some(topic("b", "t0")));
+
+        store.delete_topic("a", "t1");
+        assert_eq!(store.topic("a", "t1"), None);
+        assert!(store.put_topic(topic("a", "one-more")));
+
+        store.remove_connector("a");
+        assert!(store.topics("a").is_empty());
+        assert_eq!(store.topics("b").len(), 1);
+    }
+}

@@ -106,3 +106,58 @@ fn now_millis() -> i64 {
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stores::MemoryStatusStore;
+
+    fn acked(topic: &str) -> RecordMetadata {
+        RecordMetadata {
+            topic: topic.to_owned(),
+            partition: None,
+            offset: None,
+        }
+    }
+
+    fn names(store: &MemoryStatusStore, connector: &str) -> Vec<String> {
+        store
+            .topics(connector)
+            .into_iter()
+            .map(|t| t.topic)
+            .collect()
+    }
+
+    #[test]
+    fn acknowledged_topics_are_recorded_once_and_a_fenced_task_records_none() {
+        let store = Arc::new(MemoryStatusStore::new());
+        let fence = Arc::new(TaskFence::default());
+        let mut tracker = TopicTracker::new(
+            Some(store.clone() as Arc<dyn StatusBackingStore>),
+            TaskId::new("c", 2),
+            fence.clone(),
+        );
+        let (a, b) = (acked("a"), acked("b"));
+        // `None`: delivery failed, counted under errors.tolerance=all: not an active topic.
+        tracker.record([Some(&a), Some(&a), None, Some(&b)].into_iter());
+        assert_eq!(names(&store, "c"), ["a", "b"]);
+        let first = store.topic("c", "a").expect("recorded");
+        assert_eq!(first.task, 2);
+        assert!(first.discover_timestamp > 0);
+        tracker.record([Some(&a)].into_iter());
+        assert_eq!(
+            store.topic("c", "a"),
+            Some(first),
+            "kept from the first time"
+        );
+
+        fence.close();
+        tracker.record([Some(&acked("z"))].into_iter());
+        assert_eq!(names(&store, "c"), ["a", "b"]);
+
+        // Disabled (topic.tracking.enable=false): nothing recorded.
+        let mut off = TopicTracker::new(None, TaskId::new("d", 0), Arc::default());
+        off.record([Some(&a)].into_iter());
+        assert!(store.topics("d").is_empty());
+    }
+}
