@@ -106,7 +106,16 @@ impl LogLevels {
             loggers: BTreeMap::new(),
             extra: Vec::new(),
         };
-        for part in initial.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parts: Vec<&str> = initial
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        // RUST_LOG with directives but no bare level logs nothing else; an empty one logs errors.
+        if !parts.is_empty() {
+            levels.root.level = "OFF".to_owned();
+        }
+        for part in parts {
             let upper = part.to_ascii_uppercase();
             if tracing_level(&upper).is_some() {
                 levels.root.level = upper;
