@@ -53,5 +53,8 @@ pub use sink::{
     TaskSinkContext,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin};
-pub use status_store::{CatchUp, State, StatusBackingStore, StatusEntry, StatusStoreError};
+pub use status_store::{
+    CatchUp, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry,
+    StatusStoreError, TopicStatus,
+};
 pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};

@@ -65,6 +65,25 @@ impl StatusEntry {
     }
 }
 
+/// The most active topics a status store keeps per connector (KIP-558). Kafka Connect has no cap; here a
+/// connector that writes to more topics has the first ones recorded, and a newer one is not recorded
+/// (its task logs a WARN once) until the set is reset (`PUT /connectors/<c>/topics/reset`).
+pub const MAX_ACTIVE_TOPICS_PER_CONNECTOR: usize = 10_000;
+
+/// One active topic of a connector (KIP-558, Kafka Connect's `TopicStatus`): a task of `connector`
+/// had a record written to `topic` acknowledged, first at `discover_timestamp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicStatus {
+    /// The topic.
+    pub topic: String,
+    /// The connector.
+    pub connector: String,
+    /// The task that first wrote to it.
+    pub task: u32,
+    /// When the task first wrote to it, in milliseconds since the Unix epoch.
+    pub discover_timestamp: i64,
+}
+
 /// A status store could not catch up ([`StatusBackingStore::catch_up`]); its getters answer from
 /// what it had read before.
 #[derive(Debug, thiserror::Error)]
@@ -104,8 +123,28 @@ pub trait StatusBackingStore: Send + Sync {
     fn task(&self, id: &TaskId) -> Option<StatusEntry>;
     /// Every task status of a connector, in task order.
     fn tasks(&self, connector: &str) -> Vec<(TaskId, StatusEntry)>;
-    /// Forgets a connector and its tasks.
+    /// Forgets a connector, its tasks, and its active topics.
     fn remove_connector(&self, name: &str);
+    /// Records an active topic (KIP-558); returns `false` when it was not recorded because the
+    /// connector already has [`MAX_ACTIVE_TOPICS_PER_CONNECTOR`] others. The default keeps nothing.
+    fn put_topic(&self, status: TopicStatus) -> bool {
+        let _ = status;
+        true
+    }
+    /// An active topic of a connector, if recorded.
+    fn topic(&self, connector: &str, topic: &str) -> Option<TopicStatus> {
+        let _ = (connector, topic);
+        None
+    }
+    /// A connector's active topics, by topic name.
+    fn topics(&self, connector: &str) -> Vec<TopicStatus> {
+        let _ = connector;
+        Vec::new()
+    }
+    /// Forgets one active topic of a connector (Kafka Connect: a tombstone).
+    fn delete_topic(&self, connector: &str, topic: &str) {
+        let _ = (connector, topic);
+    }
     /// Brings the getters up to date with the shared store: when it returns `Ok`, every status this
     /// store wrote before the call is durable and every status another worker's store had durably
     /// written before the call is visible here. A store answering from a cache (the Kafka one)

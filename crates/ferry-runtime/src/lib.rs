@@ -24,4 +24,4 @@ pub use builtin::{
 };
 pub use state::{TargetState, TaskId};
 pub use status::{TaskState, TaskStatus};
-pub use worker::{ConnectorSpec, TaskSpec, Worker, WorkerError, WorkerSettings};
+pub use worker::{ConnectorSpec, TaskSpec, TopicTracking, Worker, WorkerError, WorkerSettings};

@@ -173,6 +173,7 @@ fn defaults_apply_when_keys_are_absent() {
             },
             rest: RestConfig::default(),
             connectors_file: PathBuf::from("offsets.dat.connectors.json"),
+            topic_tracking: ferry_runtime::TopicTracking::default(),
             config_providers: Default::default(),
         }
     );

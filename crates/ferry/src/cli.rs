@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use ferry_runtime::rest::{LogFilterReload, LogLevels};
 
 use crate::{Ferry, offsets};
 
@@ -39,15 +41,46 @@ enum Command {
     },
 }
 
+/// The process's log levels, changed over `PUT /admin/loggers/{name}` (set by `init_logging`).
+static LOG_LEVELS: std::sync::OnceLock<Arc<LogLevels>> = std::sync::OnceLock::new();
+
+/// The process's log levels, for the REST server's `/admin/loggers`.
+pub(crate) fn log_levels() -> Option<Arc<LogLevels>> {
+    LOG_LEVELS.get().cloned()
+}
+
+type FilterHandle =
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+
+/// Applies the levels of `/admin/loggers` through the subscriber's reload layer.
+struct ReloadFilter(FilterHandle);
+
+impl LogFilterReload for ReloadFilter {
+    fn reload(&self, directives: &str) -> Result<(), String> {
+        let filter = tracing_subscriber::EnvFilter::try_new(directives)
+            .map_err(|e| format!("the filter {directives:?} is not valid: {e}"))?;
+        self.0
+            .reload(filter)
+            .map_err(|e| format!("the log filter cannot be replaced: {e}"))
+    }
+}
+
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     use std::io::IsTerminal as _;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // What RUST_LOG says if it is a valid filter, else `info` (as before).
+    let initial = std::env::var(tracing_subscriber::EnvFilter::DEFAULT_ENV)
+        .ok()
+        .filter(|v| tracing_subscriber::EnvFilter::try_new(v).is_ok())
+        .unwrap_or_else(|| "info".to_owned());
+    let filter = tracing_subscriber::EnvFilter::new(&initial);
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    tracing_subscriber::registry().with(filter).with(fmt).init();
+    let _ = LOG_LEVELS.set(Arc::new(LogLevels::new(&initial, ReloadFilter(handle))));
 }
 
 /// How long the async runtime may take to wind down once the command has finished. Everything that

@@ -148,7 +148,10 @@ pub(crate) async fn run(
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
     let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
-    let rest = RestServer::bind(&config.rest).await?;
+    let mut rest = RestServer::bind(&config.rest).await?;
+    if let Some(levels) = crate::cli::log_levels() {
+        rest = rest.with_log_levels(levels);
+    }
 
     let store = open_store(&config, OpenMode::ReadWrite).await?;
     let provider = config
@@ -174,6 +177,7 @@ pub(crate) async fn run(
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
         ..WorkerSettings::default()
     };
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must

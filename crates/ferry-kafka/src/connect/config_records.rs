@@ -194,6 +194,26 @@ impl ConfigRecord {
     }
 }
 
+/// A cluster log level's value (`LOGGER_LEVEL_V0`): `{"level":"DEBUG"}`.
+pub fn encode_logger_level(level: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    out.push(b'{');
+    write_field_name(&mut out, "level", true);
+    ferry_offsets::jackson::write_string(&mut out, level);
+    out.push(b'}');
+    out
+}
+
+/// Reads a (non-null) cluster log level's value.
+pub fn decode_logger_level(key: &str, value: &[u8]) -> Result<String, RecordError> {
+    let json = parse_json(key, value)?;
+    object(key, &json)?
+        .get("level")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| RecordError::new(key, "field \"level\" must be a string"))
+}
+
 /// `{"properties":{…}}`: string values; a null value is dropped (Ferry's configs have no nulls).
 fn properties(key: &str, value: &Value) -> Result<BTreeMap<String, String>, RecordError> {
     let props = object(key, value)?

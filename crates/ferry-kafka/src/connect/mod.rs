@@ -14,12 +14,13 @@ mod status_records;
 pub mod store;
 
 pub use config_records::{
-    ConfigRecord, ConfigRecordKey, RestartRequest, TargetState, encode_commit, encode_properties,
-    encode_restart, encode_target_state, encode_task_count,
+    ConfigRecord, ConfigRecordKey, RestartRequest, TargetState, decode_logger_level, encode_commit,
+    encode_logger_level, encode_properties, encode_restart, encode_target_state, encode_task_count,
 };
 pub use config_snapshot::ConfigSnapshot;
 pub use status_records::{
-    Status, StatusKey, StatusState, StatusView, can_write_safely, encode_status,
+    Status, StatusKey, StatusState, StatusView, can_write_safely, decode_topic_status,
+    encode_status, encode_topic_status,
 };
 pub use store::{
     ConnectStoreError, DEFAULT_STATUS_PARTITIONS, InternalTopicConfig, KafkaConfigBackingStore,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use ferry_offsets::jackson;
+use ferry_plugin::{MAX_ACTIVE_TOPICS_PER_CONNECTOR, TopicStatus};
 use serde_json::Value;
 
 use super::{RecordError, int32_field, object, parse_json, write_field_name};
@@ -189,6 +190,53 @@ pub fn encode_status(status: &Status) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Encodes an active topic (`serializeTopicStatus`): `{"topic":{"name":…,"connector":…,"task":…,
+/// "discoverTimestamp":…}}` (a map holding one struct, fields in schema order).
+pub fn encode_topic_status(status: &TopicStatus) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    out.push(b'{');
+    write_field_name(&mut out, "topic", true);
+    out.push(b'{');
+    write_field_name(&mut out, "name", true);
+    jackson::write_string(&mut out, &status.topic);
+    write_field_name(&mut out, "connector", false);
+    jackson::write_string(&mut out, &status.connector);
+    write_field_name(&mut out, "task", false);
+    out.extend_from_slice(status.task.to_string().as_bytes());
+    write_field_name(&mut out, "discoverTimestamp", false);
+    out.extend_from_slice(status.discover_timestamp.to_string().as_bytes());
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// Decodes a (non-null) active-topic value (`parseTopicStatus`).
+pub fn decode_topic_status(key: &str, value: &[u8]) -> Result<TopicStatus, RecordError> {
+    let json = parse_json(key, value)?;
+    let outer = object(key, &json)?;
+    let inner = outer
+        .get("topic")
+        .ok_or_else(|| RecordError::new(key, "field \"topic\" is missing"))?;
+    let map = object(key, inner)?;
+    let string = |field: &str| {
+        map.get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| RecordError::new(key, format!("field {field:?} must be a string")))
+    };
+    let task = int32_field(key, map, "task")?;
+    let discover_timestamp = map
+        .get("discoverTimestamp")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| RecordError::new(key, "field \"discoverTimestamp\" must be an integer"))?;
+    Ok(TopicStatus {
+        topic: string("name")?,
+        connector: string("connector")?,
+        task: u32::try_from(task)
+            .map_err(|_| RecordError::new(key, format!("task {task} is negative")))?,
+        discover_timestamp,
+    })
+}
+
 /// Kafka's `putSafe` rule for a writer: write only if nothing is known, the known status is the
 /// same worker's, or it is from this generation or an older one.
 pub fn can_write_safely(current: Option<&Status>, new: &Status) -> bool {
@@ -205,6 +253,9 @@ pub fn can_write_safely(current: Option<&Status>, new: &Status) -> bool {
 pub struct StatusView {
     connectors: BTreeMap<String, Status>,
     tasks: BTreeMap<String, BTreeMap<i32, Status>>,
+    /// Active topics (KIP-558) by connector, then topic; at most
+    /// [`MAX_ACTIVE_TOPICS_PER_CONNECTOR`] per connector (a newer one is skipped).
+    topics: BTreeMap<String, BTreeMap<String, TopicStatus>>,
 }
 
 impl StatusView {
@@ -214,7 +265,8 @@ impl StatusView {
     }
 
     /// Applies one record. An unreadable key or value changes nothing and is returned as the error
-    /// (Kafka logs and skips it); topic-status records are accepted and not kept.
+    /// (Kafka logs and skips it). A topic-status record is kept under the connector and topic its
+    /// key names (as Kafka does); past [`MAX_ACTIVE_TOPICS_PER_CONNECTOR`] a new topic is an error.
     pub fn apply_raw(&mut self, key: &str, value: Option<&[u8]>) -> Result<(), RecordError> {
         let parsed = StatusKey::parse(key)
             .ok_or_else(|| RecordError::new(key, "not a key of the status topic"))?;
@@ -238,7 +290,32 @@ impl StatusView {
                 }
                 Some(s) => self.put_task(connector, task, s),
             },
-            StatusKey::Topic { .. } => {}
+            StatusKey::Topic { topic, connector } => match value {
+                None => {
+                    if let Some(topics) = self.topics.get_mut(&connector) {
+                        topics.remove(&topic);
+                        if topics.is_empty() {
+                            self.topics.remove(&connector);
+                        }
+                    }
+                }
+                Some(v) => {
+                    let status = decode_topic_status(key, v)?;
+                    let topics = self.topics.entry(connector).or_default();
+                    if !topics.contains_key(&topic)
+                        && topics.len() >= MAX_ACTIVE_TOPICS_PER_CONNECTOR
+                    {
+                        return Err(RecordError::new(
+                            key,
+                            format!(
+                                "the connector already has {MAX_ACTIVE_TOPICS_PER_CONNECTOR} active topics; \
+                                 not kept (reset them with PUT /connectors/<name>/topics/reset)"
+                            ),
+                        ));
+                    }
+                    topics.insert(topic, status);
+                }
+            },
         }
         Ok(())
     }
@@ -253,6 +330,19 @@ impl StatusView {
         if !stale {
             tasks.insert(task, status);
         }
+    }
+
+    /// A connector's active topic.
+    pub fn topic(&self, connector: &str, topic: &str) -> Option<&TopicStatus> {
+        self.topics.get(connector).and_then(|t| t.get(topic))
+    }
+
+    /// A connector's active topics, by topic name.
+    pub fn topics(&self, connector: &str) -> impl Iterator<Item = &TopicStatus> {
+        self.topics
+            .get(connector)
+            .into_iter()
+            .flat_map(|t| t.values())
     }
 
     /// A connector's status.

@@ -615,3 +615,113 @@ fn status_tombstones_remove_and_a_connector_tombstone_removes_its_tasks() {
     assert!(view.apply_raw("status-unknown", Some(b"{}")).is_err());
     assert_eq!(view, before);
 }
+
+// KIP-558 active topics: `serializeTopicStatus` writes `Collections.singletonMap("topic", struct)` with
+// TOPIC_STATUS_VALUE_SCHEMA_V0 (name, connector, task int32, discoverTimestamp int64).
+const TOPIC_STATUS_BYTES: &[u8] =
+    br#"{"topic":{"name":"foo","connector":"bar","task":0,"discoverTimestamp":1589286456791}}"#;
+
+fn foo_bar() -> ferry_plugin::TopicStatus {
+    ferry_plugin::TopicStatus {
+        topic: "foo".into(),
+        connector: "bar".into(),
+        task: 0,
+        discover_timestamp: 1_589_286_456_791,
+    }
+}
+
+#[test]
+fn topic_status_values_are_jsonconverter_bytes() -> Result<(), RecordError> {
+    let bytes = encode_topic_status(&foo_bar());
+    assert_eq!(text(&bytes), text(TOPIC_STATUS_BYTES));
+    assert_eq!(
+        decode_topic_status("status-topic-foo:connector-bar", TOPIC_STATUS_BYTES)?,
+        foo_bar()
+    );
+    // A name needing escapes round-trips as Jackson writes it.
+    let odd = ferry_plugin::TopicStatus {
+        topic: "t\"\\".into(),
+        connector: "c".into(),
+        task: 3,
+        discover_timestamp: -1,
+    };
+    let bytes = encode_topic_status(&odd);
+    assert_eq!(
+        text(&bytes),
+        r#"{"topic":{"name":"t\"\\","connector":"c","task":3,"discoverTimestamp":-1}}"#
+    );
+    assert_eq!(decode_topic_status("k", &bytes)?, odd);
+    Ok(())
+}
+
+#[test]
+fn read_and_delete_topic_status() -> Result<(), RecordError> {
+    // KafkaStatusBackingStoreFormatTest.readTopicStatus / deleteTopicStatus.
+    let key = "status-topic-foo:connector-bar";
+    let mut view = StatusView::new();
+    view.apply_raw(key, Some(TOPIC_STATUS_BYTES))?;
+    assert_eq!(view.topic("bar", "foo"), Some(&foo_bar()));
+    assert_eq!(view.topics("bar").count(), 1);
+    view.apply_raw(key, None)?;
+    assert_eq!(view.topic("bar", "foo"), None);
+    assert_eq!(view.topics("bar").count(), 0);
+    // An unreadable value changes nothing.
+    view.apply_raw(key, Some(TOPIC_STATUS_BYTES))?;
+    assert!(view.apply_raw(key, Some(br#"{"topic":3}"#)).is_err());
+    assert_eq!(view.topic("bar", "foo"), Some(&foo_bar()));
+    Ok(())
+}
+
+#[test]
+fn active_topics_are_capped_per_connector() -> Result<(), RecordError> {
+    let mut view = StatusView::new();
+    for i in 0..ferry_plugin::MAX_ACTIVE_TOPICS_PER_CONNECTOR {
+        let status = ferry_plugin::TopicStatus {
+            topic: format!("t{i}"),
+            ..foo_bar()
+        };
+        let key = format!("status-topic-t{i}:connector-bar");
+        view.apply_raw(&key, Some(&encode_topic_status(&status)))?;
+    }
+    let over = encode_topic_status(&foo_bar());
+    assert!(
+        view.apply_raw("status-topic-foo:connector-bar", Some(&over))
+            .is_err()
+    );
+    assert_eq!(view.topic("bar", "foo"), None);
+    // Rewriting a topic already kept is fine, and another connector has its own cap.
+    let again = encode_topic_status(&ferry_plugin::TopicStatus {
+        topic: "t0".into(),
+        ..foo_bar()
+    });
+    view.apply_raw("status-topic-t0:connector-bar", Some(&again))?;
+    view.apply_raw(
+        "status-topic-foo:connector-baz",
+        Some(&encode_topic_status(&ferry_plugin::TopicStatus {
+            connector: "baz".into(),
+            ..foo_bar()
+        })),
+    )?;
+    assert_eq!(
+        view.topics("bar").count(),
+        ferry_plugin::MAX_ACTIVE_TOPICS_PER_CONNECTOR
+    );
+    Ok(())
+}
+
+#[test]
+fn cluster_log_levels_are_jsonconverter_bytes() -> Result<(), RecordError> {
+    // KafkaConfigBackingStore.putLoggerLevel: key `logger-cluster-<namespace>`, a LOGGER_LEVEL_V0
+    // struct value.
+    assert_eq!(
+        ConfigRecordKey::LoggerCluster("org.apache.kafka.connect".into()).to_key(),
+        "logger-cluster-org.apache.kafka.connect"
+    );
+    assert_eq!(text(&encode_logger_level("DEBUG")), r#"{"level":"DEBUG"}"#);
+    assert_eq!(
+        decode_logger_level("logger-cluster-x", br#"{"level":"WARN"}"#)?,
+        "WARN"
+    );
+    assert!(decode_logger_level("logger-cluster-x", br#"{"level":3}"#).is_err());
+    Ok(())
+}

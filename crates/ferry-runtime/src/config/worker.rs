@@ -35,6 +35,11 @@ pub const SINK: &str = "sink";
 /// `offset.storage` (Ferry-only key): `file` (default), or a registered store's name.
 pub const OFFSET_STORAGE: &str = "offset.storage";
 
+/// `topic.tracking.enable` (default `true`): tasks record the topics they write to (KIP-558).
+pub const TOPIC_TRACKING_ENABLE: &str = "topic.tracking.enable";
+/// `topic.tracking.allow.reset` (default `true`): `PUT /connectors/<c>/topics/reset` is allowed.
+pub const TOPIC_TRACKING_ALLOW_RESET: &str = "topic.tracking.allow.reset";
+
 /// Kafka Connect's default `offset.flush.interval.ms`.
 pub const DEFAULT_OFFSET_FLUSH_INTERVAL_MS: u64 = 60_000;
 /// Kafka Connect's default `offset.flush.timeout.ms`.
@@ -48,6 +53,8 @@ const KEYS: &[&str] = &[
     OFFSET_FLUSH_INTERVAL_MS,
     OFFSET_FLUSH_TIMEOUT_MS,
     TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+    TOPIC_TRACKING_ENABLE,
+    TOPIC_TRACKING_ALLOW_RESET,
     SINK,
     OFFSET_STORAGE,
     converter::KEY_CONVERTER,
@@ -95,6 +102,8 @@ pub struct WorkerConfig {
     /// `config.providers` and `config.providers.<name>.*`: how `${provider:path:key}` placeholders
     /// of connector configurations are resolved (none by default).
     pub config_providers: super::ConfigProviders,
+    /// `topic.tracking.enable` and `topic.tracking.allow.reset` (both default `true`).
+    pub topic_tracking: crate::worker::TopicTracking,
 }
 
 impl WorkerConfig {
@@ -372,6 +381,7 @@ impl WorkerConfig {
         let sink = sink(props, &backends, converters, &mut errors);
         let rest = rest::rest_config(props, &mut errors);
         let config_providers = super::ConfigProviders::from_properties(props, &mut errors);
+        let topic_tracking = topic_tracking(props, &mut errors);
         let connectors_file = rest::connectors_file(
             props,
             offset_storage.as_ref().map(OffsetStorageSpec::spec),
@@ -401,6 +411,7 @@ impl WorkerConfig {
                 rest,
                 connectors_file,
                 config_providers,
+                topic_tracking,
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
         }
@@ -491,6 +502,27 @@ fn offset_storage(
     chosen
         .parse(props, &alternatives, errors)
         .map(OffsetStorageSpec)
+}
+
+/// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's booleans: `true` or
+/// `false`, any case).
+pub fn topic_tracking(
+    props: &Properties,
+    errors: &mut Vec<ConfigError>,
+) -> crate::worker::TopicTracking {
+    let mut flag = |key: &str| match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        None => true,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(_) => {
+            errors.push(props.invalid(key, "must be true or false (default true)"));
+            true
+        }
+    };
+    crate::worker::TopicTracking {
+        enable: flag(TOPIC_TRACKING_ENABLE),
+        allow_reset: flag(TOPIC_TRACKING_ALLOW_RESET),
+    }
 }
 
 /// A duration in milliseconds: an integer from `min` to `i64::MAX` (Java's `long`), `default` if unset;

@@ -14,6 +14,8 @@ use super::entities::{
 use super::{HerderError, OffsetInput, StandaloneHerder};
 use crate::metrics::Metrics;
 use crate::state::{TargetState, TaskId};
+use crate::stores::StatusBackingStore;
+use crate::worker::TopicTracking;
 
 type R<T> = Result<T, HerderError>;
 
@@ -53,6 +55,12 @@ pub trait Herder: Send + Sync {
     }
     /// The metrics served at `GET /metrics`.
     fn metrics(&self) -> Arc<Metrics>;
+    /// Where KIP-558 active topics are kept (`GET /connectors/{name}/topics` reads this worker's
+    /// view of it, as Kafka Connect does) and the worker's `topic.tracking.*` settings; `None` (the
+    /// default): not tracked, answered as `topic.tracking.enable=false`.
+    fn active_topics(&self) -> Option<(Arc<dyn StatusBackingStore>, TopicTracking)> {
+        None
+    }
     /// `GET /connectors`: the names of all connectors.
     async fn connectors(&self) -> Vec<String>;
     /// `GET /connectors/{name}`.
@@ -124,6 +132,9 @@ impl Herder for StandaloneHerder {
     }
     fn metrics(&self) -> Arc<Metrics> {
         self.worker().metrics()
+    }
+    fn active_topics(&self) -> Option<(Arc<dyn StatusBackingStore>, TopicTracking)> {
+        Some((self.worker().status_store(), self.worker().topic_tracking()))
     }
     async fn connectors(&self) -> Vec<String> {
         StandaloneHerder::connectors(self).await

@@ -22,7 +22,9 @@ mod error;
 mod forward;
 mod handlers;
 mod json_io;
+mod loggers;
 mod serve;
+mod topics;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -45,6 +47,9 @@ use crate::config::{Listener, RestConfig};
 use crate::herder::Herder;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
+pub use loggers::{
+    ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,
+};
 
 /// What every handler gets.
 #[derive(Clone)]
@@ -52,6 +57,8 @@ pub(crate) struct AppState {
     pub(crate) herder: Arc<dyn Herder>,
     /// The TLS client settings for forwarding to `https://` workers (from this worker's `ssl.*`).
     pub(crate) tls_client: Option<Arc<rustls::ClientConfig>>,
+    /// `/admin/loggers` (none: answered 404).
+    pub(crate) log_levels: Option<Arc<LogLevels>>,
 }
 
 /// Bound REST listeners, not yet serving.
@@ -60,9 +67,17 @@ pub struct RestServer {
     auth: auth::Auth,
     tls: Option<crate::config::RestTls>,
     limits: serve::Limits,
+    log_levels: Option<Arc<LogLevels>>,
 }
 
 impl RestServer {
+    /// Serves `/admin/loggers` with `levels`.
+    #[must_use]
+    pub fn with_log_levels(mut self, levels: Arc<LogLevels>) -> Self {
+        self.log_levels = Some(levels);
+        self
+    }
+
     /// Binds every listener of `config` and logs `REST API listening on http://HOST:PORT` for each.
     ///
     /// # Errors
@@ -112,6 +127,7 @@ impl RestServer {
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,
             },
+            log_levels: None,
         })
     }
 
@@ -137,6 +153,7 @@ impl RestServer {
         let state = AppState {
             herder,
             tls_client: self.tls.as_ref().map(|t| t.client.clone()),
+            log_levels: self.log_levels,
         };
         let app = router(state, self.auth, self.limits.read_timeout);
         let (stop, _) = tokio::sync::watch::channel(false);
@@ -196,6 +213,11 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
         )
         .route("/connectors/{name}/status", get(h::status))
         .route("/connectors/{name}/tasks", get(h::tasks))
+        .route("/connectors/{name}/topics", get(topics::active_topics))
+        .route(
+            "/connectors/{name}/topics/reset",
+            put(topics::reset_active_topics),
+        )
         .route(
             "/connectors/{name}/tasks/{task}/status",
             get(h::task_status),
@@ -235,6 +257,11 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
             put(h::validate),
         )
         .route("/metrics", get(h::metrics))
+        .route("/admin/loggers", get(loggers::list))
+        .route(
+            "/admin/loggers/{name}",
+            get(loggers::get).merge(put(loggers::set)),
+        )
         .fallback(h::no_such_path)
         .method_not_allowed_fallback(h::method_not_allowed)
         .with_state(state)

@@ -11,6 +11,7 @@ use super::{
     ConfigBackingStore, ConfigSnapshot, ConfigStoreError, StatusBackingStore, StatusEntry,
 };
 use crate::state::{TargetState, TaskId};
+use ferry_plugin::{MAX_ACTIVE_TOPICS_PER_CONNECTOR, TopicStatus};
 
 /// A config store in memory: gone when the process exits. Shared by several herders (tests of
 /// distributed mode), it tells each of every change through [`ConfigBackingStore::updates`].
@@ -89,6 +90,8 @@ impl ConfigBackingStore for MemoryConfigStore {
 struct Statuses {
     connectors: BTreeMap<String, StatusEntry>,
     tasks: BTreeMap<TaskId, StatusEntry>,
+    /// Active topics by connector, then topic.
+    topics: BTreeMap<String, BTreeMap<String, TopicStatus>>,
 }
 
 /// A status store in memory (standalone: one worker, generation 0; the generation rule is enforced
@@ -156,10 +159,83 @@ impl StatusBackingStore for MemoryStatusStore {
         let mut statuses = lock(&self.statuses);
         statuses.connectors.remove(name);
         statuses.tasks.retain(|id, _| id.connector != name);
+        statuses.topics.remove(name);
+    }
+
+    fn put_topic(&self, status: TopicStatus) -> bool {
+        let mut statuses = lock(&self.statuses);
+        let topics = statuses.topics.entry(status.connector.clone()).or_default();
+        if !topics.contains_key(&status.topic) && topics.len() >= MAX_ACTIVE_TOPICS_PER_CONNECTOR {
+            return false;
+        }
+        topics.insert(status.topic.clone(), status);
+        true
+    }
+
+    fn topic(&self, connector: &str, topic: &str) -> Option<TopicStatus> {
+        lock(&self.statuses)
+            .topics
+            .get(connector)
+            .and_then(|t| t.get(topic))
+            .cloned()
+    }
+
+    fn topics(&self, connector: &str) -> Vec<TopicStatus> {
+        lock(&self.statuses)
+            .topics
+            .get(connector)
+            .map(|t| t.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn delete_topic(&self, connector: &str, topic: &str) {
+        let mut statuses = lock(&self.statuses);
+        if let Some(topics) = statuses.topics.get_mut(connector) {
+            topics.remove(topic);
+            if topics.is_empty() {
+                statuses.topics.remove(connector);
+            }
+        }
     }
 }
 
 /// A poisoned lock still holds consistent data here (every change is one insert or remove).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(connector: &str, topic: &str) -> TopicStatus {
+        TopicStatus {
+            topic: topic.to_owned(),
+            connector: connector.to_owned(),
+            task: 0,
+            discover_timestamp: 1,
+        }
+    }
+
+    #[test]
+    fn active_topics_are_kept_per_connector_capped_and_forgotten_with_the_connector() {
+        let store = MemoryStatusStore::new();
+        for i in 0..MAX_ACTIVE_TOPICS_PER_CONNECTOR {
+            assert!(store.put_topic(topic("a", &format!("t{i}"))));
+        }
+        // Past the cap a new topic is refused; one already kept may be written again.
+        assert!(!store.put_topic(topic("a", "one-more")));
+        assert!(store.put_topic(topic("a", "t0")));
+        assert!(store.put_topic(topic("b", "t0")));
+        assert_eq!(store.topics("a").len(), MAX_ACTIVE_TOPICS_PER_CONNECTOR);
+        assert_eq!(store.topic("b", "t0"), Some(topic("b", "t0")));
+
+        store.delete_topic("a", "t1");
+        assert_eq!(store.topic("a", "t1"), None);
+        assert!(store.put_topic(topic("a", "one-more")));
+
+        store.remove_connector("a");
+        assert!(store.topics("a").is_empty());
+        assert_eq!(store.topics("b").len(), 1);
+    }
 }

@@ -12,4 +12,6 @@ mod status;
 pub use config::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
 pub use file::{FileConfigStore, StoredConnector};
 pub use memory::{MemoryConfigStore, MemoryStatusStore};
-pub use status::{State, StatusBackingStore, StatusEntry};
+pub use status::{
+    MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
+};

@@ -8,6 +8,7 @@ mod health;
 mod running;
 mod task;
 mod thread;
+mod topics;
 
 // The task states moved to `crate::status` (metrics reads them too); the old path stays for `task.rs`.
 use crate::status;
@@ -33,6 +34,7 @@ use crate::transforms::{ErrorHandling, Transforms};
 use fence::{FencedStore, TaskFence};
 use health::StoreHealth;
 use task::{TaskRunner, TaskSettings};
+pub use topics::TopicTracking;
 
 /// Worker-wide timing settings (Kafka Connect's names).
 #[derive(Debug, Clone)]
@@ -46,6 +48,8 @@ pub struct WorkerSettings {
     /// Where the worker's tasks and store record their metrics ([`Worker::metrics`]). The default is a
     /// fresh registry; pass a shared one to render several workers' series together.
     pub metrics: Arc<Metrics>,
+    /// `topic.tracking.enable` / `topic.tracking.allow.reset` (KIP-558 active topics).
+    pub topic_tracking: TopicTracking,
 }
 
 impl Default for WorkerSettings {
@@ -55,6 +59,7 @@ impl Default for WorkerSettings {
             offset_flush_timeout: Duration::from_millis(5_000),
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
             metrics: Arc::default(),
+            topic_tracking: TopicTracking::default(),
         }
     }
 }
@@ -203,6 +208,11 @@ impl Worker {
             running: Mutex::new(Running::default()),
             fences: Mutex::default(),
         }
+    }
+
+    /// `topic.tracking.enable` / `topic.tracking.allow.reset`.
+    pub fn topic_tracking(&self) -> TopicTracking {
+        self.settings.topic_tracking
     }
 
     /// The status store the worker writes task statuses to.
@@ -530,6 +540,14 @@ impl Worker {
             let writer = Arc::new(OffsetWriter::new(connector_name, fenced));
             let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
             let (health, helpers) = (self.health.clone(), helpers.clone());
+            let topics = topics::TopicTracker::new(
+                self.settings
+                    .topic_tracking
+                    .enable
+                    .then(|| self.statuses.clone()),
+                id.clone(),
+                fence.clone(),
+            );
             move |sink: Arc<dyn RecordSink>| TaskRunner {
                 watch: context::PartitionWatch::new(name.clone(), looked_up),
                 name,
@@ -545,6 +563,7 @@ impl Worker {
                 settings,
                 health,
                 helpers,
+                topics,
             }
         };
         // The sink is opened on the task's own thread, at every (re)start: a provider may give each

@@ -157,6 +157,8 @@ pub(crate) struct TaskRunner {
     pub(crate) health: Arc<StoreHealth>,
     /// Aborted by a stop that gives up on the task (its thread may be blocked in connector code).
     pub(crate) helpers: Arc<Helpers>,
+    /// Records the topics acknowledged records went to (KIP-558).
+    pub(crate) topics: super::topics::TopicTracker,
 }
 
 impl TaskRunner {
@@ -508,6 +510,8 @@ impl TaskRunner {
     async fn handle_event(&mut self, event: LoopEvent) {
         match event {
             LoopEvent::Delivered(delivered) => {
+                self.topics
+                    .record(delivered.iter().map(|(_, metadata)| metadata.as_ref()));
                 for (record, metadata) in delivered {
                     self.call_commit_record(&record, metadata.as_ref()).await;
                 }

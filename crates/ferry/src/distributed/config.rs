@@ -64,6 +64,8 @@ pub struct DistributedConfig {
     pub offset_flush_timeout: Duration,
     /// `task.shutdown.graceful.timeout.ms` (5000).
     pub task_shutdown_graceful_timeout: Duration,
+    /// `topic.tracking.enable` / `topic.tracking.allow.reset` (both `true`).
+    pub topic_tracking: ferry_runtime::TopicTracking,
     /// `key.converter` (+ settings), default JsonConverter with schemas.
     pub key_converter: ConverterSpec,
     /// `value.converter` (+ settings), default JsonConverter with schemas.
@@ -161,6 +163,7 @@ impl DistributedConfig {
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::ApplyToDefault, &mut errors);
         let rest = RestConfig::from_properties(props, &mut errors);
+        let topic_tracking = ferry_runtime::config::topic_tracking(props, &mut errors);
         let (advertised_listener, advertised_host, advertised_port) =
             advertised(props, &rest, &mut errors);
         let clients = client_settings(props, &mut errors);
@@ -181,6 +184,7 @@ impl DistributedConfig {
             offset_flush_interval,
             offset_flush_timeout,
             task_shutdown_graceful_timeout,
+            topic_tracking,
             key_converter: key_converter.unwrap_or_default(),
             value_converter: value_converter.unwrap_or_default(),
             rest,

@@ -59,6 +59,8 @@ pub(super) const KEYS: &[&str] = &[
     OFFSET_FLUSH_INTERVAL_MS,
     OFFSET_FLUSH_TIMEOUT_MS,
     TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+    ferry_runtime::config::TOPIC_TRACKING_ENABLE,
+    ferry_runtime::config::TOPIC_TRACKING_ALLOW_RESET,
     ferry_plugin::KEY_CONVERTER,
     ferry_plugin::VALUE_CONVERTER,
     ferry_plugin::HEADER_CONVERTER,

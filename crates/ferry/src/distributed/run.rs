@@ -39,7 +39,10 @@ fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTo
 /// Runs one distributed worker until SIGTERM or SIGINT.
 pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
     // Bound first: a taken port refuses the start before anything is created.
-    let rest = RestServer::bind(&config.rest).await?;
+    let mut rest = RestServer::bind(&config.rest).await?;
+    if let Some(levels) = crate::cli::log_levels() {
+        rest = rest.with_log_levels(levels);
+    }
     let port = rest
         .local_addrs()
         .get(config.advertised_listener)
@@ -53,6 +56,9 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
             .map_err(|e| e.to_string())?,
     );
     config_store.spawn_refresher(REFRESH_EVERY);
+    if let Some(levels) = crate::cli::log_levels() {
+        apply_cluster_log_levels(&config_store, levels);
+    }
     let status_store = Arc::new(
         KafkaStatusBackingStore::open(&topic_config(&config, &config.status_topic))
             .await
@@ -104,6 +110,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
         ..WorkerSettings::default()
     };
     let worker = Worker::with_sinks(
@@ -186,6 +193,46 @@ fn spawn_status_refresher(store: &Arc<KafkaStatusBackingStore>) {
             };
             if let Err(e) = store.refresh().await {
                 tracing::warn!("reading the status topic failed (retried): {e}");
+            }
+        }
+    });
+}
+
+/// Writes `?scope=cluster` log levels to the config topic, where every worker reads them.
+struct ConfigTopicLogLevels(Arc<KafkaConfigBackingStore>);
+
+impl ferry_runtime::rest::ClusterLogLevels for ConfigTopicLogLevels {
+    fn put<'a>(
+        &'a self,
+        namespace: &'a str,
+        level: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            self.0
+                .put_logger_level(namespace, level)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Applies every `logger-cluster-…` record the config store reads from now on (KIP-976), and
+/// writes `?scope=cluster` levels there.
+fn apply_cluster_log_levels(
+    store: &Arc<KafkaConfigBackingStore>,
+    levels: Arc<ferry_runtime::rest::LogLevels>,
+) {
+    levels.set_cluster(Arc::new(ConfigTopicLogLevels(store.clone())));
+    let Some(mut updates) = store.take_logger_levels() else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some((namespace, level)) = updates.recv().await {
+            if let Err(e) = levels.set(&namespace, &level) {
+                tracing::warn!(
+                    "the cluster log level {level} of {namespace} from the config topic was not applied: {}",
+                    e.message
+                );
             }
         }
     });

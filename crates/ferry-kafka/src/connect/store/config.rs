@@ -11,8 +11,8 @@ use super::topic::InternalTopic;
 use super::{ConnectStoreError, InternalTopicConfig};
 use crate::admin::TopicKind;
 use crate::connect::{
-    ConfigRecordKey, ConfigSnapshot, TargetState, encode_commit, encode_properties,
-    encode_target_state,
+    ConfigRecordKey, ConfigSnapshot, TargetState, decode_logger_level, encode_commit,
+    encode_logger_level, encode_properties, encode_target_state,
 };
 
 type Properties = BTreeMap<String, String>;
@@ -30,7 +30,12 @@ pub struct KafkaConfigBackingStore {
     state: Arc<Mutex<Folded>>,
     /// The snapshot version after every read ([`ConfigBackingStore::updates`]).
     versions: tokio::sync::watch::Sender<u64>,
+    /// Cluster log levels read after opening, until taken ([`Self::take_logger_levels`]).
+    logger_levels: Mutex<Option<tokio::sync::mpsc::Receiver<(String, String)>>>,
 }
+
+/// The most cluster log-level changes waiting to be applied; past it one is dropped with a WARN.
+const MAX_PENDING_LOGGER_LEVELS: usize = 1024;
 
 /// The topic folded so far.
 #[derive(Default)]
@@ -38,6 +43,9 @@ struct Folded {
     snapshot: ConfigSnapshot,
     /// The offset after the last record read: the snapshot's version.
     next_offset: i64,
+    /// Where `logger-cluster-<namespace>` records read after opening go (Kafka Connect ignores those
+    /// written before the worker started); `None` while opening.
+    logger_levels: Option<tokio::sync::mpsc::Sender<(String, String)>>,
 }
 
 impl std::fmt::Debug for KafkaConfigBackingStore {
@@ -50,6 +58,22 @@ impl std::fmt::Debug for KafkaConfigBackingStore {
 
 fn apply(folded: &mut Folded, key: &str, value: Option<&[u8]>, offset: i64) {
     folded.next_offset = folded.next_offset.max(offset + 1);
+    if let (Some(ConfigRecordKey::LoggerCluster(namespace)), Some(sender)) =
+        (ConfigRecordKey::parse(key), &folded.logger_levels)
+    {
+        match value.map(|v| decode_logger_level(key, v)) {
+            Some(Ok(level)) => {
+                if sender.try_send((namespace, level)).is_err() {
+                    tracing::warn!(
+                        "a cluster log level for {key} was not applied: {MAX_PENDING_LOGGER_LEVELS} are \
+                         already waiting"
+                    );
+                }
+            }
+            Some(Err(e)) => tracing::warn!("skipping a config topic record: {e}"),
+            None => tracing::warn!("ignoring the null cluster log level of {key}"),
+        }
+    }
     // Kafka Connect logs and skips a record it cannot read; so does the store.
     if let Err(e) = folded.snapshot.apply_raw(key, value) {
         tracing::warn!("skipping a config topic record: {e}");
@@ -89,8 +113,20 @@ impl KafkaConfigBackingStore {
             topic,
             state: Arc::new(Mutex::new(Folded::default())),
             versions: tokio::sync::watch::Sender::new(0),
+            logger_levels: Mutex::new(None),
         };
         store.refresh().await?;
+        // Only levels written from now on are applied, as in Kafka Connect.
+        let (sender, receiver) = tokio::sync::mpsc::channel(MAX_PENDING_LOGGER_LEVELS);
+        store
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .logger_levels = Some(sender);
+        *store
+            .logger_levels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(receiver);
         Ok(store)
     }
 
@@ -152,6 +188,31 @@ impl KafkaConfigBackingStore {
             .unwrap_or_else(PoisonError::into_inner)
             .snapshot
             .clone()
+    }
+
+    /// Writes `logger-cluster-<namespace>` → `{"level":…}` (Kafka Connect's `putLoggerLevel`, KIP-976):
+    /// every worker reading it later applies the level.
+    ///
+    /// # Errors
+    /// The broker did not acknowledge the record.
+    pub async fn put_logger_level(
+        &self,
+        namespace: &str,
+        level: &str,
+    ) -> Result<(), ConnectStoreError> {
+        let key = ConfigRecordKey::LoggerCluster(namespace.to_owned()).to_key();
+        self.topic
+            .send(&[(key, Some(encode_logger_level(level)))])
+            .await
+    }
+
+    /// The `(namespace, level)` of every `logger-cluster-…` record read after the store was opened,
+    /// in topic order (the first call takes them; later calls get `None`).
+    pub fn take_logger_levels(&self) -> Option<tokio::sync::mpsc::Receiver<(String, String)>> {
+        self.logger_levels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Writes one raw record (key and value bytes as given; `None`: a tombstone). For tests and

@@ -3,13 +3,19 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ferry_plugin::{CatchUp, State, StatusBackingStore, StatusEntry, StatusStoreError, TaskId};
+use ferry_plugin::{
+    CatchUp, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry,
+    StatusStoreError, TaskId, TopicStatus,
+};
 use tokio::runtime::Handle;
 
 use super::topic::InternalTopic;
 use super::{ConnectStoreError, InternalTopicConfig};
 use crate::admin::TopicKind;
-use crate::connect::{Status, StatusKey, StatusState, StatusView, can_write_safely, encode_status};
+use crate::connect::{
+    Status, StatusKey, StatusState, StatusView, can_write_safely, encode_status,
+    encode_topic_status,
+};
 
 /// The status topic: compacted, `config.partitions` partitions when created. Reads fold the topic with
 /// [`StatusView`]'s rule; [`put_task_safe`](Self::put_task_safe) writes with Kafka Connect's `putSafe`
@@ -216,7 +222,46 @@ impl KafkaStatusBackingStore {
     }
 }
 
+fn topic_key(connector: &str, topic: &str) -> String {
+    StatusKey::Topic {
+        topic: topic.to_owned(),
+        connector: connector.to_owned(),
+    }
+    .to_key()
+}
+
 impl StatusBackingStore for KafkaStatusBackingStore {
+    /// Writes `status-topic-<topic>:connector-<connector>` unless the view already holds
+    /// [`MAX_ACTIVE_TOPICS_PER_CONNECTOR`] other topics of the connector.
+    fn put_topic(&self, status: TopicStatus) -> bool {
+        {
+            let view = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if view.topic(&status.connector, &status.topic).is_none()
+                && view.topics(&status.connector).count() >= MAX_ACTIVE_TOPICS_PER_CONNECTOR
+            {
+                return false;
+            }
+        }
+        let key = topic_key(&status.connector, &status.topic);
+        self.fire_and_forget(vec![(key, Some(encode_topic_status(&status)))]);
+        true
+    }
+
+    fn topic(&self, connector: &str, topic: &str) -> Option<TopicStatus> {
+        let view = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        view.topic(connector, topic).cloned()
+    }
+
+    fn topics(&self, connector: &str) -> Vec<TopicStatus> {
+        let view = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        view.topics(connector).cloned().collect()
+    }
+
+    /// A tombstone for `status-topic-<topic>:connector-<connector>`.
+    fn delete_topic(&self, connector: &str, topic: &str) {
+        self.fire_and_forget(vec![(topic_key(connector, topic), None)]);
+    }
+
     fn put_connector(&self, name: &str, status: StatusEntry) {
         let key = StatusKey::Connector(name.to_owned()).to_key();
         self.fire_and_forget(vec![(key, encode_status(&to_status(&status)))]);
@@ -276,16 +321,20 @@ impl StatusBackingStore for KafkaStatusBackingStore {
         })
     }
 
-    /// Tombstones for every task status the view holds, then the connector's: the task records sit
-    /// on other partitions, which a reader may read after the connector's tombstone.
+    /// Tombstones for every task status and active topic the view holds, then the connector's: the
+    /// task records sit on other partitions, which a reader may read after the connector's tombstone.
     fn remove_connector(&self, name: &str) {
-        let tasks: Vec<i32> = {
+        let (tasks, topics): (Vec<i32>, Vec<String>) = {
             let view = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            view.tasks(name).map(|(task, _)| task).collect()
+            (
+                view.tasks(name).map(|(task, _)| task).collect(),
+                view.topics(name).map(|t| t.topic.clone()).collect(),
+            )
         };
         let mut records: Vec<(String, Option<Vec<u8>>)> = tasks
             .into_iter()
             .map(|t| (task_key(name, t), None))
+            .chain(topics.into_iter().map(|t| (topic_key(name, &t), None)))
             .collect();
         records.push((StatusKey::Connector(name.to_owned()).to_key(), None));
         self.fire_and_forget(records);

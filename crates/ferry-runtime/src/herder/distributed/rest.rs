@@ -149,6 +149,15 @@ impl Herder for DistributedHerder {
         self.worker.metrics()
     }
 
+    fn active_topics(
+        &self,
+    ) -> Option<(
+        Arc<dyn crate::stores::StatusBackingStore>,
+        crate::worker::TopicTracking,
+    )> {
+        Some((self.statuses.clone(), self.worker.topic_tracking()))
+    }
+
     async fn connectors(&self) -> Vec<String> {
         match self.snapshot().await {
             Ok(snapshot) => snapshot.connectors.into_keys().collect(),

@@ -180,6 +180,11 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
         },
         health: Arc::new(StoreHealth::new()),
         helpers: Arc::new(Helpers::default()),
+        topics: crate::worker::topics::TopicTracker::new(
+            None,
+            crate::state::TaskId::new("c", 0),
+            Arc::default(),
+        ),
     };
     let mut hooks = hooks(log.clone(), acks.clone());
     let run = tokio::spawn(async move { runner.run_with(&mut hooks).await });
