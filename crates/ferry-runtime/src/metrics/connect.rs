@@ -499,7 +499,8 @@ mod tests {
         let text = metrics.render();
         validate(&text);
         let l = r#"{connector="c\"1",task="0"}"#;
-        let v = |group: &str, metric: &str| value(&text, &format!("{}{l}", prom_name(group, metric)));
+        let v =
+            |group: &str, metric: &str| value(&text, &format!("{}{l}", prom_name(group, metric)));
         assert_eq!(v(SOURCE_TASK, "source-record-poll-total"), 6.0);
         assert_eq!(v(SOURCE_TASK, "source-record-write-total"), 3.0);
         assert_eq!(v(SOURCE_TASK, "source-record-active-count"), 1.0);
@@ -534,10 +535,22 @@ mod tests {
         );
         // The other task has neither polled nor committed: no average, no maximum.
         let idle = r#"{connector="d",task="2"}"#;
-        let avg = value(&text, &format!("{}{idle}", prom_name(CONNECTOR_TASK, "offset-commit-avg-time-ms")));
+        let avg = value(
+            &text,
+            &format!(
+                "{}{idle}",
+                prom_name(CONNECTOR_TASK, "offset-commit-avg-time-ms")
+            ),
+        );
         assert!(avg.is_nan());
         assert_eq!(
-            value(&text, &format!("{}{idle}", prom_name(CONNECTOR_TASK, "offset-commit-success-percentage"))),
+            value(
+                &text,
+                &format!(
+                    "{}{idle}",
+                    prom_name(CONNECTOR_TASK, "offset-commit-success-percentage")
+                )
+            ),
             0.0
         );
         assert_eq!(
@@ -547,7 +560,11 @@ mod tests {
             ),
             1.0
         );
-        assert_eq!(text.matches("kafka_connect_connector_task_metrics_status{").count(), 2);
+        assert_eq!(
+            text.matches("kafka_connect_connector_task_metrics_status{")
+                .count(),
+            2
+        );
 
         let w = |metric: &str| value(&text, &prom_name(WORKER, metric));
         assert_eq!(w("task-count"), 2.0);
@@ -567,7 +584,10 @@ mod tests {
         status.set(TaskState::Paused);
         let text = metrics.render();
         assert_eq!(
-            value(&text, &format!("{}{c}", prom_name(WORKER, "connector-paused-task-count"))),
+            value(
+                &text,
+                &format!("{}{c}", prom_name(WORKER, "connector-paused-task-count"))
+            ),
             1.0
         );
         status.set(TaskState::Stopped);

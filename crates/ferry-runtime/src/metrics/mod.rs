@@ -81,8 +81,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Upper bounds of the latency buckets, in seconds: 100 µs to 10 s covers a memory store's
 /// microseconds, a file store's fsync and a Kafka round trip up to the default `offset.flush.timeout.ms`.
 const LATENCY_BUCKETS: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-    10.0,
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
 ];
 
 /// A latency histogram over [`LATENCY_BUCKETS`].
@@ -402,9 +402,7 @@ fn task_gauge<V: EncodeGaugeValue>(
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for t in tasks {
-        family
-            .encode_family(&t.labels())?
-            .encode_gauge(&value(t))?;
+        family.encode_family(&t.labels())?.encode_gauge(&value(t))?;
     }
     Ok(())
 }

@@ -71,7 +71,8 @@ pub(crate) fn encode(
         MetricType::Histogram,
     )?;
     for s in stores {
-        s.get.encode(family.encode_family(&[("store", s.store.as_str())])?)?;
+        s.get
+            .encode(family.encode_family(&[("store", s.store.as_str())])?)?;
     }
     let mut family = encoder.encode_descriptor(
         SET_DURATION,
@@ -80,7 +81,8 @@ pub(crate) fn encode(
         MetricType::Histogram,
     )?;
     for s in stores {
-        s.set.encode(family.encode_family(&[("store", s.store.as_str())])?)?;
+        s.set
+            .encode(family.encode_family(&[("store", s.store.as_str())])?)?;
     }
     let mut family = encoder.encode_descriptor(
         ERRORS,
