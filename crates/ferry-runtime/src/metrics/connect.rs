@@ -328,55 +328,72 @@ pub(crate) fn encode(
         "The number of tasks run in this worker.",
         views.len() as f64,
     )?;
-    let (ok, failed) = (
-        worker.task_startup_success.get(),
-        worker.task_startup_failure.get(),
-    );
-    gauge(
-        encoder,
-        WORKER,
-        "task-startup-attempts-total",
-        "The total number of task startups that this worker has attempted.",
-        (ok + failed) as f64,
-    )?;
-    gauge(
-        encoder,
-        WORKER,
-        "task-startup-success-total",
-        "The total number of task starts that succeeded.",
-        ok as f64,
-    )?;
-    gauge(
-        encoder,
-        WORKER,
-        "task-startup-failure-total",
-        "The total number of task starts that failed.",
-        failed as f64,
-    )?;
-    let startups = worker.task_startups.stats();
-    let success = if startups.count == 0 {
-        0.0
-    } else {
-        startups.avg()
-    };
-    gauge(
-        encoder,
-        WORKER,
-        "task-startup-success-percentage",
-        "The average percentage of this worker's tasks starts that succeeded, as a fraction from 0 to 1 (over the last minute).",
-        success,
-    )?;
-    gauge(
-        encoder,
-        WORKER,
-        "task-startup-failure-percentage",
-        "The average percentage of this worker's tasks starts that failed, as a fraction from 0 to 1 (over the last minute).",
-        if startups.count == 0 {
+    for (kind, success, failure, window) in [
+        (
+            "connector",
+            &worker.connector_startup_success,
+            &worker.connector_startup_failure,
+            &worker.connector_startups,
+        ),
+        (
+            "task",
+            &worker.task_startup_success,
+            &worker.task_startup_failure,
+            &worker.task_startups,
+        ),
+    ] {
+        let (ok, failed) = (success.get(), failure.get());
+        let plural = format!("{kind}s");
+        gauge(
+            encoder,
+            WORKER,
+            &format!("{kind}-startup-attempts-total"),
+            &format!("The total number of {kind} startups that this worker has attempted."),
+            (ok + failed) as f64,
+        )?;
+        gauge(
+            encoder,
+            WORKER,
+            &format!("{kind}-startup-success-total"),
+            &format!("The total number of {kind} starts that succeeded."),
+            ok as f64,
+        )?;
+        gauge(
+            encoder,
+            WORKER,
+            &format!("{kind}-startup-failure-total"),
+            &format!("The total number of {kind} starts that failed."),
+            failed as f64,
+        )?;
+        let startups = window.stats();
+        let success = if startups.count == 0 {
             0.0
         } else {
-            1.0 - success
-        },
-    )?;
+            startups.avg()
+        };
+        gauge(
+            encoder,
+            WORKER,
+            &format!("{kind}-startup-success-percentage"),
+            &format!(
+                "The average percentage of this worker's {plural} starts that succeeded, as a fraction from 0 to 1 (over the last minute)."
+            ),
+            success,
+        )?;
+        gauge(
+            encoder,
+            WORKER,
+            &format!("{kind}-startup-failure-percentage"),
+            &format!(
+                "The average percentage of this worker's {plural} starts that failed, as a fraction from 0 to 1 (over the last minute)."
+            ),
+            if startups.count == 0 {
+                0.0
+            } else {
+                1.0 - success
+            },
+        )?;
+    }
     for (metric, help, state) in CONNECTOR_TASK_COUNTS {
         let name = prom_name(WORKER, metric);
         let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Gauge)?;
@@ -443,18 +460,20 @@ mod tests {
             )
             .collect();
         families.push(prom_name(CONNECTOR_TASK, "status"));
-        for metric in [
-            "connector-count",
-            "task-count",
-            "task-startup-attempts-total",
-            "task-startup-success-total",
-            "task-startup-failure-total",
-            "task-startup-success-percentage",
-            "task-startup-failure-percentage",
-        ] {
-            families.push(prom_name(WORKER, metric));
+        families.push(prom_name(WORKER, "connector-count"));
+        families.push(prom_name(WORKER, "task-count"));
+        for kind in ["connector", "task"] {
+            for metric in [
+                "startup-attempts-total",
+                "startup-success-total",
+                "startup-failure-total",
+                "startup-success-percentage",
+                "startup-failure-percentage",
+            ] {
+                families.push(prom_name(WORKER, &format!("{kind}-{metric}")));
+            }
         }
-        assert_eq!(families.len(), 37);
+        assert_eq!(families.len(), 42);
         for family in families {
             assert!(
                 text.lines().any(|l| l == format!("# TYPE {family} gauge")),
@@ -495,6 +514,7 @@ mod tests {
         metrics.task_startup(true);
         metrics.task_startup(true);
         metrics.task_startup(false);
+        metrics.connector_startup(true);
 
         let text = metrics.render();
         validate(&text);
@@ -574,6 +594,9 @@ mod tests {
         assert_eq!(w("task-startup-failure-total"), 1.0);
         assert_eq!(w("task-startup-success-percentage"), 0.75);
         assert_eq!(w("task-startup-failure-percentage"), 0.25);
+        assert_eq!(w("connector-startup-attempts-total"), 1.0);
+        assert_eq!(w("connector-startup-success-percentage"), 1.0);
+        assert_eq!(w("connector-startup-failure-total"), 0.0);
         let c = r#"{connector="c\"1"}"#;
         let count = |metric: &str| value(&text, &format!("{}{c}", prom_name(WORKER, metric)));
         assert_eq!(count("connector-total-task-count"), 1.0);

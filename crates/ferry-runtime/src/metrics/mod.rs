@@ -149,6 +149,18 @@ impl Metrics {
         w.task_startups.record(if ok { 1.0 } else { 0.0 });
     }
 
+    /// A connector startup finished: its instance was made and gave its task configurations (`ok`),
+    /// or it failed (Kafka Connect's `connector-startup-success-total` / `-failure-total`).
+    pub(crate) fn connector_startup(&self, ok: bool) {
+        let w = &self.worker;
+        if ok {
+            w.connector_startup_success.inc();
+        } else {
+            w.connector_startup_failure.inc();
+        }
+        w.connector_startups.record(if ok { 1.0 } else { 0.0 });
+    }
+
     /// The series of the store described as `store`, created on first use.
     fn store(&self, store: String) -> Arc<StoreMetrics> {
         lock(&self.stores)
@@ -161,6 +173,10 @@ impl Metrics {
 /// The worker's own counters (Kafka Connect's `connect-worker-metrics`).
 #[derive(Debug, Default)]
 struct WorkerMetrics {
+    connector_startup_success: Counter,
+    connector_startup_failure: Counter,
+    /// 1 per successful connector startup, 0 per failed one.
+    connector_startups: Window,
     task_startup_success: Counter,
     task_startup_failure: Counter,
     /// 1 per successful startup, 0 per failed one: the percentages are its average.
