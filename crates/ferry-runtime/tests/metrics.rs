@@ -330,3 +330,78 @@ async fn a_running_task_shows_up_under_kafka_connect_names() {
     assert!(!s.0.contains("connector=\"kc\""), "{}", s.0);
     assert_eq!(worker_metric(&s, "task_count"), 0.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tolerated_transform_errors_are_counted_as_kafka_connect_counts_them() {
+    use ferry_runtime::transforms::{ErrorHandling, TransformRegistry, Transforms};
+
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    // The second step needs a map and gets the string the first extracted: every record fails there.
+    let config = ferry_api::Config::from([
+        ("transforms".to_owned(), "first,second".to_owned()),
+        (
+            "transforms.first.type".to_owned(),
+            "org.apache.kafka.connect.transforms.ExtractField$Value".to_owned(),
+        ),
+        ("transforms.first.field".to_owned(), "p".to_owned()),
+        (
+            "transforms.second.type".to_owned(),
+            "org.apache.kafka.connect.transforms.ExtractField$Value".to_owned(),
+        ),
+        ("transforms.second.field".to_owned(), "x".to_owned()),
+    ]);
+    let transforms =
+        Transforms::parse(&config, &TransformRegistry::default()).expect("transforms parse");
+    let spec = ferry_runtime::ConnectorSpec {
+        name: "bad".to_owned(),
+        tasks_max: 1,
+        tolerate_delivery_errors: true,
+        transforms,
+        error_handling: ErrorHandling {
+            log: true,
+            ..ErrorHandling::default()
+        },
+        secrets: Vec::new(),
+        config,
+    };
+    h.worker
+        .start_connector(spec, &TestConnector::new(&probe))
+        .expect("connector starts");
+    probe.push(support::records("a", 1..=3));
+    let w = &h.worker;
+    eventually("3 records skipped", || {
+        Scrape::of(w).task(SKIPPED, "bad", 0) == 3.0
+    })
+    .await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(FAILED_RECORDS, "bad", 0), 3.0, "{}", s.0);
+    assert_eq!(
+        s.task(
+            "kafka_connect_task_error_metrics_total_errors_logged",
+            "bad",
+            0
+        ),
+        3.0,
+        "{}",
+        s.0
+    );
+    assert_eq!(
+        s.task(
+            "kafka_connect_task_error_metrics_total_record_errors",
+            "bad",
+            0
+        ),
+        0.0,
+        "tolerated: {}",
+        s.0
+    );
+    assert_eq!(s.task(POLL_TOTAL, "bad", 0), 3.0, "{}", s.0);
+    assert_eq!(
+        s.task(WRITE_TOTAL, "bad", 0),
+        0.0,
+        "nothing written: {}",
+        s.0
+    );
+    h.stop("bad").await;
+}

@@ -72,6 +72,14 @@ fn a_running_task_is_found_by_its_kafka_connect_metric_names() {
         Some(1.0),
         "{body}"
     );
+    assert_eq!(
+        sample(
+            &body,
+            "kafka_connect_connect_worker_metrics_connector_startup_success_total"
+        ),
+        Some(1.0),
+        "{body}"
+    );
     // Ferry's own series are still there.
     assert!(
         sample(
