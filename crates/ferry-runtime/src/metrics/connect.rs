@@ -43,6 +43,7 @@ struct View<'a> {
     write_rate: Stats,
     poll_time: Stats,
     batch_size: Stats,
+    active: Stats,
     commit_time: Stats,
     commit_attempts: Stats,
 }
@@ -57,6 +58,7 @@ impl<'a> View<'a> {
             write_rate: t.write_rate.stats(),
             poll_time: t.poll_time.stats(),
             batch_size: t.batch_size.stats(),
+            active: t.active.stats(),
             commit_time: t.commit_time.stats(),
             commit_attempts: t.commit_attempts.stats(),
         }
@@ -106,6 +108,18 @@ const TASK_METRICS: &[(&str, &str, &str, Value)] = &[
         "source-record-active-count",
         "The number of records that have been produced by this task but not yet completely written to Kafka.",
         |v| v.t.acks.unacked() as f64,
+    ),
+    (
+        SOURCE_TASK,
+        "source-record-active-count-max",
+        "The maximum number of records that have been produced by this task but not yet completely written to Kafka (sampled at each poll and delivery batch, over the last minute).",
+        |v| v.active.max,
+    ),
+    (
+        SOURCE_TASK,
+        "source-record-active-count-avg",
+        "The average number of records that have been produced by this task but not yet completely written to Kafka (sampled at each poll and delivery batch, over the last minute).",
+        |v| v.active.avg(),
     ),
     (
         SOURCE_TASK,
@@ -473,7 +487,7 @@ mod tests {
                 families.push(prom_name(WORKER, &format!("{kind}-{metric}")));
             }
         }
-        assert_eq!(families.len(), 42);
+        assert_eq!(families.len(), 44);
         for family in families {
             assert!(
                 text.lines().any(|l| l == format!("# TYPE {family} gauge")),
@@ -524,6 +538,9 @@ mod tests {
         assert_eq!(v(SOURCE_TASK, "source-record-poll-total"), 6.0);
         assert_eq!(v(SOURCE_TASK, "source-record-write-total"), 3.0);
         assert_eq!(v(SOURCE_TASK, "source-record-active-count"), 1.0);
+        // Sampled at the polls: 0 + 4, then 0 + 2 (nothing was submitted yet).
+        assert_eq!(v(SOURCE_TASK, "source-record-active-count-max"), 4.0);
+        assert_eq!(v(SOURCE_TASK, "source-record-active-count-avg"), 3.0);
         assert_eq!(v(SOURCE_TASK, "poll-batch-avg-time-ms"), 4.0);
         assert_eq!(v(SOURCE_TASK, "poll-batch-max-time-ms"), 6.0);
         // A task younger than a second: its rate is over one second.

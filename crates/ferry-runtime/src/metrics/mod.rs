@@ -224,6 +224,8 @@ pub(crate) struct TaskMetrics {
     poll_time: Window,
     /// Records per non-empty `poll()`.
     batch_size: Window,
+    /// The active (polled, not yet acknowledged) record count, sampled at each poll and delivery batch.
+    active: Window,
     /// Milliseconds per successful commit.
     commit_time: Window,
     /// 1 per successful commit cycle (nothing to commit included, as Kafka Connect), 0 per failed one.
@@ -257,6 +259,7 @@ impl TaskMetrics {
             write_rate: Window::default(),
             poll_time: Window::default(),
             batch_size: Window::default(),
+            active: Window::default(),
             commit_time: Window::default(),
             commit_attempts: Window::default(),
             record_failures: Counter::default(),
@@ -276,7 +279,14 @@ impl TaskMetrics {
             self.poll_rate.record_many(1, n as f64);
             self.poll_time.record(millis(elapsed));
             self.batch_size.record(n as f64);
+            // Kafka Connect counts a batch active from the moment it is polled.
+            self.active.record((self.acks.unacked() + n) as f64);
         }
+    }
+
+    /// Samples the active record count after a batch of deliveries was acknowledged.
+    pub(crate) fn sample_active(&self) {
+        self.active.record(self.acks.unacked() as f64);
     }
 
     /// One record was acknowledged.

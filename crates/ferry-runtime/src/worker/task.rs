@@ -683,6 +683,7 @@ fn acknowledge(
     for submitted in acks {
         submitted.ack();
     }
+    metrics.sample_active();
 }
 
 /// Commits every `interval` until told to stop; never interrupts a commit in progress.
