@@ -1,7 +1,8 @@
 //! Task and connector states, as Kafka Connect reports them.
 
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// The state of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -49,6 +50,50 @@ pub(crate) type StatusListener = Arc<dyn Fn(&TaskStatus) + Send + Sync>;
 pub(crate) struct StatusCell {
     status: Arc<RwLock<TaskStatus>>,
     listener: Option<StatusListener>,
+    /// Time spent in each state, for the `running-ratio` and `pause-ratio` metrics.
+    times: Arc<Mutex<StateTimes>>,
+}
+
+/// Time spent running and paused since the cell was made (as Kafka Connect's `StateTracker`).
+#[derive(Debug)]
+struct StateTimes {
+    created: Instant,
+    since: Instant,
+    current: TaskState,
+    running: Duration,
+    paused: Duration,
+}
+
+impl StateTimes {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            created: now,
+            since: now,
+            current: TaskState::Unassigned,
+            running: Duration::ZERO,
+            paused: Duration::ZERO,
+        }
+    }
+
+    /// Time in RUNNING and PAUSED up to `now`, with the current state's time so far.
+    fn totals(&self, now: Instant) -> (Duration, Duration, Duration) {
+        let current = now.saturating_duration_since(self.since);
+        let (mut running, mut paused) = (self.running, self.paused);
+        match self.current {
+            TaskState::Running => running += current,
+            TaskState::Paused => paused += current,
+            _ => {}
+        }
+        (running, paused, now.saturating_duration_since(self.created))
+    }
+
+    fn enter(&mut self, state: TaskState, now: Instant) {
+        let (running, paused, _) = self.totals(now);
+        (self.running, self.paused) = (running, paused);
+        self.current = state;
+        self.since = now;
+    }
 }
 
 impl fmt::Debug for StatusCell {
@@ -65,7 +110,24 @@ impl StatusCell {
                 trace: None,
             })),
             listener: None,
+            times: Arc::new(Mutex::new(StateTimes::new())),
         }
+    }
+
+    /// The fractions of its life the task has spent RUNNING and PAUSED (0 to 1 each).
+    pub(crate) fn ratios(&self) -> (f64, f64) {
+        let times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        let (running, paused, total) = times.totals(Instant::now());
+        if total.is_zero() {
+            return (0.0, 0.0);
+        }
+        let total = total.as_secs_f64();
+        (running.as_secs_f64() / total, paused.as_secs_f64() / total)
+    }
+
+    fn entered(&self, state: TaskState) {
+        let mut times = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        times.enter(state, Instant::now());
     }
 
     /// A cell that tells `listener` its first status (UNASSIGNED) now and every change after.
@@ -97,6 +159,7 @@ impl StatusCell {
         // A failure is final: a later stop keeps FAILED and its reason.
         if status.state != TaskState::Failed && status.state != state {
             status.state = state;
+            self.entered(state);
             self.tell(&status);
         }
     }
@@ -112,6 +175,7 @@ impl StatusCell {
             state: TaskState::Failed,
             trace: Some(trace),
         };
+        self.entered(TaskState::Failed);
         self.tell(&status);
         true
     }

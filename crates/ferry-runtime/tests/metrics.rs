@@ -1,6 +1,7 @@
 //! `Worker::metrics().render()` against a running worker over a `MemoryStore` (behind the worker tests'
 //! failure-injecting wrapper) and a sink whose deliveries the test controls: per-task record and
-//! commit series, outstanding records, store latency, and series going away with their connector.
+//! commit series, outstanding records, store latency, and series going away with their connector;
+//! Kafka Connect's series under the Prometheus JMX exporter's names.
 
 // The worker tests' support, shared; this binary uses only part of what it re-exports.
 #[allow(unused_imports)]
@@ -58,7 +59,8 @@ fn check_shape(text: &str) {
             "bad value in {line:?}"
         );
         assert!(
-            series.starts_with("ferry_") && (!series.contains('{') || series.ends_with('}')),
+            (series.starts_with("ferry_") || series.starts_with("kafka_connect_"))
+                && (!series.contains('{') || series.ends_with('}')),
             "bad series in {line:?}"
         );
     }
@@ -224,4 +226,182 @@ async fn each_task_has_its_own_series_and_a_shared_registry_is_used() {
     );
     worker.shutdown().await;
     assert!(!metrics.render().contains("connector=\"two\""));
+}
+
+/// Kafka Connect's series as the JMX exporter names them (`kafka_connect_<group>_<metric>`).
+const POLL_TOTAL: &str = "kafka_connect_source_task_metrics_source_record_poll_total";
+const WRITE_TOTAL: &str = "kafka_connect_source_task_metrics_source_record_write_total";
+const ACTIVE: &str = "kafka_connect_source_task_metrics_source_record_active_count";
+const FAILED_RECORDS: &str = "kafka_connect_task_error_metrics_total_record_failures";
+const SKIPPED: &str = "kafka_connect_task_error_metrics_total_records_skipped";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_task_shows_up_under_kafka_connect_names() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.start("kc", true, &probe);
+    let w = &h.worker;
+
+    // The dashboards' query: kafka_connect_source_task_metrics_source_record_poll_total finds the task.
+    probe.push(support::records("a", 1..=4));
+    eventually("4 polled and written under Kafka Connect's names", || {
+        let s = Scrape::of(w);
+        s.task(POLL_TOTAL, "kc", 0) == 4.0 && s.task(WRITE_TOTAL, "kc", 0) == 4.0
+    })
+    .await;
+    let s = Scrape::of(w);
+    assert!(
+        s.0.lines().any(|l| l.starts_with(
+            r#"kafka_connect_source_task_metrics_source_record_poll_total{connector="kc",task="0"} "#
+        )),
+        "{}",
+        s.0
+    );
+    assert!(
+        s.task(
+            "kafka_connect_source_task_metrics_source_record_poll_rate",
+            "kc",
+            0
+        ) > 0.0
+    );
+    assert_eq!(
+        s.task(
+            "kafka_connect_connector_task_metrics_batch_size_max",
+            "kc",
+            0
+        ),
+        4.0
+    );
+    assert_eq!(
+        s.get(
+            "kafka_connect_connector_task_metrics_status",
+            r#"connector="kc",task="0",status="running""#
+        ),
+        Some(1.0),
+        "{}",
+        s.0
+    );
+    let worker_metric = |s: &Scrape, name: &str| -> f64 {
+        let prefix = format!("kafka_connect_connect_worker_metrics_{name} ");
+        s.0.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no worker metric {name} in\n{}", s.0))
+    };
+    assert_eq!(worker_metric(&s, "task_count"), 1.0);
+    assert_eq!(worker_metric(&s, "connector_count"), 1.0);
+    assert_eq!(worker_metric(&s, "task_startup_success_total"), 1.0);
+    assert_eq!(worker_metric(&s, "task_startup_failure_total"), 0.0);
+    eventually("an offset commit counted as a success", || {
+        Scrape::of(w).task(
+            "kafka_connect_connector_task_metrics_offset_commit_success_percentage",
+            "kc",
+            0,
+        ) == 1.0
+    })
+    .await;
+
+    // A delivery failure tolerated (errors.tolerance=all): a failure and a skipped record, not a write.
+    h.sink.hold(&["b:1"]);
+    probe.push(vec![support::record("b", 1)]);
+    eventually("b:1 active", || Scrape::of(w).task(ACTIVE, "kc", 0) == 1.0).await;
+    h.sink.fail("b:1", "refused");
+    eventually("b:1 skipped", || {
+        let s = Scrape::of(w);
+        s.task(SKIPPED, "kc", 0) == 1.0 && s.task(ACTIVE, "kc", 0) == 0.0
+    })
+    .await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(FAILED_RECORDS, "kc", 0), 1.0, "{}", s.0);
+    assert_eq!(s.task(POLL_TOTAL, "kc", 0), 5.0, "{}", s.0);
+    assert_eq!(s.task(WRITE_TOTAL, "kc", 0), 4.0, "{}", s.0);
+    assert!(
+        s.task(
+            "kafka_connect_task_error_metrics_last_error_timestamp",
+            "kc",
+            0
+        ) > 0.0,
+        "{}",
+        s.0
+    );
+
+    h.stop("kc").await;
+    let s = Scrape::of(w);
+    assert!(!s.0.contains("connector=\"kc\""), "{}", s.0);
+    assert_eq!(worker_metric(&s, "task_count"), 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tolerated_transform_errors_are_counted_as_kafka_connect_counts_them() {
+    use ferry_runtime::transforms::{ErrorHandling, TransformRegistry, Transforms};
+
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    // The second step needs a map and gets the string the first extracted: every record fails there.
+    let config = ferry_api::Config::from([
+        ("transforms".to_owned(), "first,second".to_owned()),
+        (
+            "transforms.first.type".to_owned(),
+            "org.apache.kafka.connect.transforms.ExtractField$Value".to_owned(),
+        ),
+        ("transforms.first.field".to_owned(), "p".to_owned()),
+        (
+            "transforms.second.type".to_owned(),
+            "org.apache.kafka.connect.transforms.ExtractField$Value".to_owned(),
+        ),
+        ("transforms.second.field".to_owned(), "x".to_owned()),
+    ]);
+    let transforms =
+        Transforms::parse(&config, &TransformRegistry::default()).expect("transforms parse");
+    let spec = ferry_runtime::ConnectorSpec {
+        name: "bad".to_owned(),
+        tasks_max: 1,
+        tolerate_delivery_errors: true,
+        transforms,
+        error_handling: ErrorHandling {
+            log: true,
+            ..ErrorHandling::default()
+        },
+        secrets: Vec::new(),
+        config,
+    };
+    h.worker
+        .start_connector(spec, &TestConnector::new(&probe))
+        .expect("connector starts");
+    probe.push(support::records("a", 1..=3));
+    let w = &h.worker;
+    eventually("3 records skipped", || {
+        Scrape::of(w).task(SKIPPED, "bad", 0) == 3.0
+    })
+    .await;
+    let s = Scrape::of(w);
+    assert_eq!(s.task(FAILED_RECORDS, "bad", 0), 3.0, "{}", s.0);
+    assert_eq!(
+        s.task(
+            "kafka_connect_task_error_metrics_total_errors_logged",
+            "bad",
+            0
+        ),
+        3.0,
+        "{}",
+        s.0
+    );
+    assert_eq!(
+        s.task(
+            "kafka_connect_task_error_metrics_total_record_errors",
+            "bad",
+            0
+        ),
+        0.0,
+        "tolerated: {}",
+        s.0
+    );
+    assert_eq!(s.task(POLL_TOTAL, "bad", 0), 3.0, "{}", s.0);
+    assert_eq!(
+        s.task(WRITE_TOTAL, "bad", 0),
+        0.0,
+        "nothing written: {}",
+        s.0
+    );
+    h.stop("bad").await;
 }

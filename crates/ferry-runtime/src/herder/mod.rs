@@ -385,7 +385,9 @@ impl StandaloneHerder {
             self.clear_task_configs(name, entry.origin).await;
             return;
         }
-        let planned = match self.plan(name, &entry.config) {
+        let plan = self.plan(name, &entry.config);
+        self.worker.metrics().connector_startup(plan.is_ok());
+        let planned = match plan {
             Err(reason) => Err(reason),
             Ok((config, connector, generated)) => self
                 .store_task_configs(name, entry.origin, &generated)

@@ -1,57 +1,67 @@
-//! The worker's metrics, rendered in the Prometheus text exposition format (0.0.4) for `GET /metrics`.
+//! The worker's metrics, rendered with the `prometheus-client` crate in the Prometheus text exposition
+//! format (0.0.4) for `GET /metrics`.
 //!
 //! One [`Metrics`] per worker ([`crate::WorkerSettings::metrics`], [`crate::Worker::metrics`]). The hot
-//! path never takes a lock: each task holds its own series (relaxed atomic counters); the registry's
-//! lock is taken only when a task starts or goes away and when [`Metrics::render`] runs. Gauges that
-//! mirror runtime state (outstanding records, task state) are read at render time, so they cost
-//! nothing between scrapes.
+//! path never takes a registry lock: each task holds its own series (atomic counters, and short
+//! per-task locks for histograms and the sliding windows of rates and averages); the registry's lock
+//! is taken only when a task starts or goes away and when [`Metrics::render`] runs. Gauges that mirror
+//! runtime state (outstanding records, task state) are read at render time, so they cost nothing
+//! between scrapes.
 //!
-//! Per task (labels `connector`, `task` = the task index):
-//! - `ferry_source_records_polled_total` (counter): records returned by `poll()`.
-//! - `ferry_source_records_acknowledged_total` (counter): records acknowledged — delivered, or dropped
-//!   or failed under `errors.tolerance=all`; their offsets may be committed.
-//! - `ferry_source_records_outstanding` (gauge): records sent and not yet acknowledged.
-//! - `ferry_offset_commits_total` (counter): commits that flushed offsets durably.
-//! - `ferry_offset_commit_failures_total` (counter): commits that failed or timed out (retried later).
-//! - `ferry_offset_commit_skipped_total` (counter): commit cycles with nothing new to commit.
-//! - `ferry_offset_commit_last_duration_seconds` (gauge): the last successful commit; 0 before one.
-//! - `ferry_offset_commit_duration_seconds` (histogram): successful commits (as Kafka Connect's
-//!   `offset-commit-avg-time-ms`, failures are not timed); average = `_sum / _count`.
-//! - `ferry_task_state` (gauge, extra label `state`): 1 for the task's current state, 0 for the others.
+//! Two sets of series are rendered:
 //!
-//! Per store (label `store` = the store's description), from [`MeteredStore`]:
-//! `ferry_offset_store_get_duration_seconds` and `ferry_offset_store_set_duration_seconds`
-//! (histograms) and `ferry_offset_store_errors_total` (counter, extra label `operation`).
+//! - Ferry's own, per task (labels `connector`, `task` = the task index):
+//!   `ferry_source_records_polled_total`, `ferry_source_records_acknowledged_total` (delivered, or
+//!   dropped or failed under `errors.tolerance=all`), `ferry_source_records_outstanding`,
+//!   `ferry_offset_commits_total`, `ferry_offset_commit_failures_total`,
+//!   `ferry_offset_commit_skipped_total`, `ferry_offset_commit_last_duration_seconds`,
+//!   `ferry_offset_commit_duration_seconds` (histogram of successful commits) and `ferry_task_state`
+//!   (extra label `state`); per store (label `store`, from [`MeteredStore`]):
+//!   `ferry_offset_store_get_duration_seconds`, `ferry_offset_store_set_duration_seconds`
+//!   (histograms) and `ferry_offset_store_errors_total` (extra label `operation`).
+//! - Kafka Connect's ([`connect`]), named as the Prometheus JMX exporter's usual Kafka Connect rules
+//!   name its JMX beans: `kafka.connect:type=<group>,connector=<c>,task=<t>` attribute `<metric>`
+//!   becomes `kafka_connect_<group>_<metric>{connector="<c>",task="<t>"}` with `-` turned into `_`
+//!   (e.g. `kafka_connect_source_task_metrics_source_record_poll_total`), typed gauge as those rules
+//!   type them.
 //!
 //! A connector's series go away when it is stopped or deleted (once its tasks have finished stopping
 //! and made their final commit), so neither stale gauges nor series of removed tasks stay forever; a
 //! connector started again under the same name starts its counters from 0, which Prometheus treats as
-//! a counter reset. A store's series stay for the life of the [`Metrics`].
+//! a counter reset. A store's series and the worker's stay for the life of the [`Metrics`].
 
+mod connect;
 mod store;
-mod text;
+mod window;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferry_offsets::AckTracker;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 pub use store::MeteredStore;
 use store::StoreMetrics;
-use text::{Histogram, Kind};
+use window::Window;
 
 use crate::status::{StatusCell, TaskState};
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// Every metric of one worker. Thread-safe; share it as `Arc<Metrics>`.
 #[derive(Default)]
 pub struct Metrics {
     tasks: Mutex<BTreeMap<(String, usize), Arc<TaskMetrics>>>,
     stores: Mutex<BTreeMap<String, Arc<StoreMetrics>>>,
+    worker: Arc<WorkerMetrics>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -68,6 +78,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Upper bounds of the latency buckets, in seconds: 100 µs to 10 s covers a memory store's
+/// microseconds, a file store's fsync and a Kafka round trip up to the default `offset.flush.timeout.ms`.
+const LATENCY_BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// A latency histogram over [`LATENCY_BUCKETS`].
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+/// Milliseconds, as Kafka Connect's `-time-ms` metrics count them (fractions kept).
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
 impl Metrics {
     /// An empty registry.
     pub fn new() -> Self {
@@ -78,12 +105,17 @@ impl Metrics {
     /// Families appear in a fixed order, each with its `# HELP` and `# TYPE` lines even when it has no
     /// series yet; tasks in (connector, task) order.
     pub fn render(&self) -> String {
-        // Snapshot the registries, then format without holding their locks.
-        let tasks: Vec<Arc<TaskMetrics>> = lock(&self.tasks).values().cloned().collect();
-        let stores: Vec<Arc<StoreMetrics>> = lock(&self.stores).values().cloned().collect();
-        let mut out = String::with_capacity(2048 + tasks.len() * 4096 + stores.len() * 3072);
-        render_tasks(&mut out, &tasks);
-        store::render(&mut out, &stores);
+        // Snapshot the registries, then encode without holding their locks.
+        let snapshot = Snapshot {
+            tasks: lock(&self.tasks).values().cloned().collect(),
+            stores: lock(&self.stores).values().cloned().collect(),
+            worker: self.worker.clone(),
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(snapshot));
+        let mut out = String::new();
+        // Writing to a String cannot fail, and the collector fails only when its writer does.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
         out
     }
 
@@ -96,25 +128,37 @@ impl Metrics {
         acks: AckTracker,
         status: StatusCell,
     ) -> TaskSeries {
-        let task = Arc::new(TaskMetrics {
-            connector: connector.to_owned(),
-            task: index.to_string(),
-            acks,
-            status,
-            polled: AtomicU64::new(0),
-            acknowledged: AtomicU64::new(0),
-            commits: AtomicU64::new(0),
-            commit_failures: AtomicU64::new(0),
-            commits_skipped: AtomicU64::new(0),
-            commit_last_nanos: AtomicU64::new(0),
-            commit_duration: Histogram::default(),
-        });
+        let task = Arc::new(TaskMetrics::new(connector, index, acks, status));
         lock(&self.tasks).insert((connector.to_owned(), index), task.clone());
         TaskSeries {
             registry: self.clone(),
             key: (connector.to_owned(), index),
             task,
         }
+    }
+
+    /// A task startup finished: its sink opened and its loop began (`ok`), or it could not start
+    /// (Kafka Connect's `task-startup-success-total` / `task-startup-failure-total`).
+    pub(crate) fn task_startup(&self, ok: bool) {
+        let w = &self.worker;
+        if ok {
+            w.task_startup_success.inc();
+        } else {
+            w.task_startup_failure.inc();
+        }
+        w.task_startups.record(if ok { 1.0 } else { 0.0 });
+    }
+
+    /// A connector startup finished: its instance was made and gave its task configurations (`ok`),
+    /// or it failed (Kafka Connect's `connector-startup-success-total` / `-failure-total`).
+    pub(crate) fn connector_startup(&self, ok: bool) {
+        let w = &self.worker;
+        if ok {
+            w.connector_startup_success.inc();
+        } else {
+            w.connector_startup_failure.inc();
+        }
+        w.connector_startups.record(if ok { 1.0 } else { 0.0 });
     }
 
     /// The series of the store described as `store`, created on first use.
@@ -126,29 +170,123 @@ impl Metrics {
     }
 }
 
-/// One task's series. The task loop updates them with relaxed atomic adds; outstanding records and the
-/// task state are read from the task's own tracker and status cell at render time.
+/// The worker's own counters (Kafka Connect's `connect-worker-metrics`).
+#[derive(Debug, Default)]
+struct WorkerMetrics {
+    connector_startup_success: Counter,
+    connector_startup_failure: Counter,
+    /// 1 per successful connector startup, 0 per failed one.
+    connector_startups: Window,
+    task_startup_success: Counter,
+    task_startup_failure: Counter,
+    /// 1 per successful startup, 0 per failed one: the percentages are its average.
+    task_startups: Window,
+}
+
+/// What one scrape encodes.
+#[derive(Debug)]
+struct Snapshot {
+    tasks: Vec<Arc<TaskMetrics>>,
+    stores: Vec<Arc<StoreMetrics>>,
+    worker: Arc<WorkerMetrics>,
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        encode_tasks(&mut encoder, &self.tasks)?;
+        store::encode(&mut encoder, &self.stores)?;
+        connect::encode(&mut encoder, &self.tasks, &self.worker)
+    }
+}
+
+/// One task's series. The task loop updates them; outstanding records and the task state are read
+/// from the task's own tracker and status cell at render time.
 #[derive(Debug)]
 pub(crate) struct TaskMetrics {
     connector: String,
     task: String,
     acks: AckTracker,
     status: StatusCell,
-    polled: AtomicU64,
-    acknowledged: AtomicU64,
-    commits: AtomicU64,
-    commit_failures: AtomicU64,
-    commits_skipped: AtomicU64,
+    polled: Counter,
+    acknowledged: Counter,
+    commits: Counter,
+    commit_failures: Counter,
+    commits_skipped: Counter,
     commit_last_nanos: AtomicU64,
     commit_duration: Histogram,
+    /// Records the sink delivered (Kafka Connect's `source-record-write-total`).
+    written: Counter,
+    /// Records polled, per second.
+    poll_rate: Window,
+    /// Records written, per second.
+    write_rate: Window,
+    /// Milliseconds per non-empty `poll()`.
+    poll_time: Window,
+    /// Records per non-empty `poll()`.
+    batch_size: Window,
+    /// The active (polled, not yet acknowledged) record count, sampled at each poll and delivery batch.
+    active: Window,
+    /// Milliseconds per successful commit.
+    commit_time: Window,
+    /// 1 per successful commit cycle (nothing to commit included, as Kafka Connect), 0 per failed one.
+    commit_attempts: Window,
+    // Kafka Connect's `task-error-metrics`.
+    record_failures: Counter,
+    record_errors: Counter,
+    records_skipped: Counter,
+    retries: Counter,
+    errors_logged: Counter,
+    /// Epoch milliseconds of the last failed operation; 0 before one.
+    last_error_ms: AtomicU64,
 }
 
 impl TaskMetrics {
-    /// `n` records came back from one `poll()`.
-    pub(crate) fn polled(&self, n: usize) {
-        if n > 0 {
-            self.polled.fetch_add(n as u64, Ordering::Relaxed);
+    fn new(connector: &str, index: usize, acks: AckTracker, status: StatusCell) -> Self {
+        Self {
+            connector: connector.to_owned(),
+            task: index.to_string(),
+            acks,
+            status,
+            polled: Counter::default(),
+            acknowledged: Counter::default(),
+            commits: Counter::default(),
+            commit_failures: Counter::default(),
+            commits_skipped: Counter::default(),
+            commit_last_nanos: AtomicU64::new(0),
+            commit_duration: latency_histogram(),
+            written: Counter::default(),
+            poll_rate: Window::default(),
+            write_rate: Window::default(),
+            poll_time: Window::default(),
+            batch_size: Window::default(),
+            active: Window::default(),
+            commit_time: Window::default(),
+            commit_attempts: Window::default(),
+            record_failures: Counter::default(),
+            record_errors: Counter::default(),
+            records_skipped: Counter::default(),
+            retries: Counter::default(),
+            errors_logged: Counter::default(),
+            last_error_ms: AtomicU64::new(0),
         }
+    }
+
+    /// `n` records came back from one `poll()` that took `elapsed`. An empty poll is not a batch
+    /// (Kafka Connect times only polls that returned records, a `null` being "nothing").
+    pub(crate) fn polled(&self, n: usize, elapsed: Duration) {
+        if n > 0 {
+            self.polled.inc_by(n as u64);
+            self.poll_rate.record_many(1, n as f64);
+            self.poll_time.record(millis(elapsed));
+            self.batch_size.record(n as f64);
+            // Kafka Connect counts a batch active from the moment it is polled.
+            self.active.record((self.acks.unacked() + n) as f64);
+        }
+    }
+
+    /// Samples the active record count after a batch of deliveries was acknowledged.
+    pub(crate) fn sample_active(&self) {
+        self.active.record(self.acks.unacked() as f64);
     }
 
     /// One record was acknowledged.
@@ -159,26 +297,69 @@ impl TaskMetrics {
     /// `n` records were acknowledged.
     pub(crate) fn acknowledged_many(&self, n: usize) {
         if n > 0 {
-            self.acknowledged.fetch_add(n as u64, Ordering::Relaxed);
+            self.acknowledged.inc_by(n as u64);
+        }
+    }
+
+    /// `n` records were delivered by the sink (acknowledged, not dropped nor failed).
+    pub(crate) fn written(&self, n: usize) {
+        if n > 0 {
+            self.written.inc_by(n as u64);
+            self.write_rate.record_many(1, n as f64);
         }
     }
 
     /// A commit flushed offsets durably in `elapsed`.
     pub(crate) fn commit_succeeded(&self, elapsed: Duration) {
-        self.commits.fetch_add(1, Ordering::Relaxed);
-        self.commit_last_nanos
-            .store(text::nanos(elapsed), Ordering::Relaxed);
-        self.commit_duration.observe(elapsed);
+        self.commits.inc();
+        self.commit_last_nanos.store(
+            u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.commit_duration.observe(elapsed.as_secs_f64());
+        self.commit_time.record(millis(elapsed));
+        self.commit_attempts.record(1.0);
     }
 
     /// A commit failed or timed out.
     pub(crate) fn commit_failed(&self) {
-        self.commit_failures.fetch_add(1, Ordering::Relaxed);
+        self.commit_failures.inc();
+        self.commit_attempts.record(0.0);
     }
 
-    /// A commit cycle found nothing to commit.
+    /// A commit cycle found nothing to commit (a success for Kafka Connect's percentages).
     pub(crate) fn commit_skipped(&self) {
-        self.commits_skipped.fetch_add(1, Ordering::Relaxed);
+        self.commits_skipped.inc();
+        self.commit_attempts.record(1.0);
+    }
+
+    /// An operation on a record failed (one try: a transform, or a delivery).
+    pub(crate) fn record_failure(&self) {
+        self.record_failures.inc();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.last_error_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// A failed operation is tried again (`errors.retry.timeout`).
+    pub(crate) fn record_retry(&self) {
+        self.retries.inc();
+    }
+
+    /// A record's error was tolerated (`errors.tolerance=all`): the record is skipped.
+    pub(crate) fn record_skipped(&self) {
+        self.records_skipped.inc();
+    }
+
+    /// A record's error exceeded `errors.tolerance`: the task fails.
+    pub(crate) fn record_error(&self) {
+        self.record_errors.inc();
+    }
+
+    /// An error was logged (`errors.log.enable`).
+    pub(crate) fn error_logged(&self) {
+        self.errors_logged.inc();
     }
 
     fn labels(&self) -> [(&str, &str); 2] {
@@ -222,110 +403,117 @@ const STATES: [TaskState; 5] = [
     TaskState::Stopped,
 ];
 
-/// Writes one per-task family: its header, then one sample per task.
-fn task_family(
-    out: &mut String,
+/// Encodes one per-task counter family (`name` without `_total`: the encoder appends it).
+fn task_counter(
+    encoder: &mut DescriptorEncoder,
     tasks: &[Arc<TaskMetrics>],
     name: &str,
-    kind: Kind,
     help: &str,
-    value: impl Fn(&TaskMetrics) -> u64,
-) {
-    text::header(out, name, kind, help);
+    counter: impl Fn(&TaskMetrics) -> &Counter,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     for t in tasks {
-        text::sample(out, name, "", &t.labels(), None, value(t));
+        counter(t).encode(family.encode_family(&t.labels())?)?;
     }
+    Ok(())
 }
 
-fn render_tasks(out: &mut String, tasks: &[Arc<TaskMetrics>]) {
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    task_family(
-        out,
+/// Encodes one per-task gauge family.
+fn task_gauge<V: EncodeGaugeValue>(
+    encoder: &mut DescriptorEncoder,
+    tasks: &[Arc<TaskMetrics>],
+    name: &str,
+    help: &str,
+    value: impl Fn(&TaskMetrics) -> V,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for t in tasks {
+        family.encode_family(&t.labels())?.encode_gauge(&value(t))?;
+    }
+    Ok(())
+}
+
+fn encode_tasks(
+    encoder: &mut DescriptorEncoder,
+    tasks: &[Arc<TaskMetrics>],
+) -> Result<(), std::fmt::Error> {
+    task_counter(
+        encoder,
         tasks,
-        "ferry_source_records_polled_total",
-        Kind::Counter,
+        "ferry_source_records_polled",
         "Records returned by the source task's poll().",
-        |t| load(&t.polled),
-    );
-    task_family(
-        out,
+        |t| &t.polled,
+    )?;
+    task_counter(
+        encoder,
         tasks,
-        "ferry_source_records_acknowledged_total",
-        Kind::Counter,
+        "ferry_source_records_acknowledged",
         "Records acknowledged: delivered by the sink, or dropped or failed under errors.tolerance=all.",
-        |t| load(&t.acknowledged),
-    );
-    task_family(
-        out,
+        |t| &t.acknowledged,
+    )?;
+    task_gauge(
+        encoder,
         tasks,
         "ferry_source_records_outstanding",
-        Kind::Gauge,
         "Records sent to the sink and not yet acknowledged.",
         |t| t.acks.unacked() as u64,
-    );
-    task_family(
-        out,
+    )?;
+    task_counter(
+        encoder,
         tasks,
-        "ferry_offset_commits_total",
-        Kind::Counter,
+        "ferry_offset_commits",
         "Offset commits that flushed acknowledged offsets durably.",
-        |t| load(&t.commits),
-    );
-    task_family(
-        out,
+        |t| &t.commits,
+    )?;
+    task_counter(
+        encoder,
         tasks,
-        "ferry_offset_commit_failures_total",
-        Kind::Counter,
+        "ferry_offset_commit_failures",
         "Offset commits that failed or timed out (their offsets are retried at the next commit).",
-        |t| load(&t.commit_failures),
-    );
-    task_family(
-        out,
+        |t| &t.commit_failures,
+    )?;
+    task_counter(
+        encoder,
         tasks,
-        "ferry_offset_commit_skipped_total",
-        Kind::Counter,
+        "ferry_offset_commit_skipped",
         "Offset commit cycles with nothing newly acknowledged to commit.",
-        |t| load(&t.commits_skipped),
-    );
-
-    let name = "ferry_offset_commit_last_duration_seconds";
-    text::header(
-        out,
-        name,
-        Kind::Gauge,
+        |t| &t.commits_skipped,
+    )?;
+    task_gauge(
+        encoder,
+        tasks,
+        "ferry_offset_commit_last_duration_seconds",
         "Duration of the last successful offset commit (0 before the first one).",
-    );
-    for t in tasks {
-        let last = text::seconds(load(&t.commit_last_nanos));
-        text::sample(out, name, "", &t.labels(), None, last);
-    }
-
-    let name = "ferry_offset_commit_duration_seconds";
-    text::header(
-        out,
-        name,
-        Kind::Histogram,
+        |t| t.commit_last_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+    )?;
+    let mut family = encoder.encode_descriptor(
+        "ferry_offset_commit_duration_seconds",
         "Duration of successful offset commits; the average is _sum / _count.",
-    );
+        None,
+        MetricType::Histogram,
+    )?;
     for t in tasks {
-        t.commit_duration.render(out, name, &t.labels());
+        t.commit_duration
+            .encode(family.encode_family(&t.labels())?)?;
     }
-
-    let name = "ferry_task_state";
-    text::header(
-        out,
-        name,
-        Kind::Gauge,
+    let mut family = encoder.encode_descriptor(
+        "ferry_task_state",
         "The task's state: 1 for the current one (UNASSIGNED, RUNNING, PAUSED, FAILED, STOPPED), 0 for the others.",
-    );
+        None,
+        MetricType::Gauge,
+    )?;
     for t in tasks {
         let current = t.status.get().state;
         for state in STATES {
             let label = state.to_string();
-            let value = u8::from(state == current);
-            text::sample(out, name, "", &t.labels(), Some(("state", &label)), value);
+            let [connector, task] = t.labels();
+            let labels = [connector, task, ("state", label.as_str())];
+            family
+                .encode_family(&labels)?
+                .encode_gauge(&u32::from(state == current))?;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -538,8 +726,8 @@ pub(crate) mod tests {
         let series = metrics.register_task("a\"b\\c", 0, acks.clone(), status.clone());
         let other = metrics.register_task("z", 1, AckTracker::new(), StatusCell::new());
         let t = series.task();
-        t.polled(3);
-        t.polled(0);
+        t.polled(3, Duration::from_millis(4));
+        t.polled(0, Duration::ZERO);
         let first = acks.submit(None, None);
         let _second = acks.submit(None, None);
         assert!(first.ack());
@@ -627,9 +815,9 @@ pub(crate) mod tests {
     fn a_restarted_task_keeps_its_series_when_the_old_one_goes_away() {
         let metrics = Arc::new(Metrics::new());
         let old = metrics.register_task("c", 0, AckTracker::new(), StatusCell::new());
-        old.task().polled(5);
+        old.task().polled(5, Duration::ZERO);
         let new = metrics.register_task("c", 0, AckTracker::new(), StatusCell::new());
-        new.task().polled(1);
+        new.task().polled(1, Duration::ZERO);
         drop(old);
         let text = metrics.render();
         assert_eq!(

@@ -1,14 +1,16 @@
 //! [`MeteredStore`]: times the calls to any [`OffsetBackingStore`] and counts its errors.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, StoredRecord};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
 
-use super::Metrics;
-use super::text::{self, Histogram, Kind};
+use super::{Metrics, latency_histogram};
 
 /// A store operation, as the `operation` label of `ferry_offset_store_errors_total` names it.
 #[derive(Debug, Clone, Copy)]
@@ -34,67 +36,67 @@ pub(crate) struct StoreMetrics {
     store: String,
     get: Histogram,
     set: Histogram,
-    errors: [AtomicU64; OPS.len()],
+    errors: [Counter; OPS.len()],
 }
 
 impl StoreMetrics {
     pub(crate) fn new(store: String) -> Self {
         Self {
             store,
-            get: Histogram::default(),
-            set: Histogram::default(),
+            get: latency_histogram(),
+            set: latency_histogram(),
             errors: Default::default(),
         }
     }
 
     fn error(&self, op: Op) {
-        self.errors[op as usize].fetch_add(1, Ordering::Relaxed);
+        self.errors[op as usize].inc();
     }
 }
 
 pub(crate) const GET_DURATION: &str = "ferry_offset_store_get_duration_seconds";
 pub(crate) const SET_DURATION: &str = "ferry_offset_store_set_duration_seconds";
-pub(crate) const ERRORS: &str = "ferry_offset_store_errors_total";
+/// Without `_total`: the encoder appends it to counters.
+pub(crate) const ERRORS: &str = "ferry_offset_store_errors";
 
-/// Writes the store families.
-pub(crate) fn render(out: &mut String, stores: &[Arc<StoreMetrics>]) {
-    text::header(
-        out,
+/// Encodes the store families.
+pub(crate) fn encode(
+    encoder: &mut DescriptorEncoder,
+    stores: &[Arc<StoreMetrics>],
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
         GET_DURATION,
-        Kind::Histogram,
         "Duration of offset store get calls (committed-offset lookups), including failed and abandoned ones.",
-    );
+        None,
+        MetricType::Histogram,
+    )?;
     for s in stores {
-        s.get.render(out, GET_DURATION, &[("store", &s.store)]);
+        s.get
+            .encode(family.encode_family(&[("store", s.store.as_str())])?)?;
     }
-    text::header(
-        out,
+    let mut family = encoder.encode_descriptor(
         SET_DURATION,
-        Kind::Histogram,
         "Duration of offset store set calls (durable batch writes of a commit), including failed and abandoned ones.",
-    );
+        None,
+        MetricType::Histogram,
+    )?;
     for s in stores {
-        s.set.render(out, SET_DURATION, &[("store", &s.store)]);
+        s.set
+            .encode(family.encode_family(&[("store", s.store.as_str())])?)?;
     }
-    text::header(
-        out,
+    let mut family = encoder.encode_descriptor(
         ERRORS,
-        Kind::Counter,
         "Offset store calls that returned an error, by operation.",
-    );
+        None,
+        MetricType::Counter,
+    )?;
     for s in stores {
         for (op, name) in OPS {
-            let value = s.errors[op as usize].load(Ordering::Relaxed);
-            text::sample(
-                out,
-                ERRORS,
-                "",
-                &[("store", &s.store), ("operation", name)],
-                None,
-                value,
-            );
+            let labels = [("store", s.store.as_str()), ("operation", name)];
+            s.errors[op as usize].encode(family.encode_family(&labels)?)?;
         }
     }
+    Ok(())
 }
 
 /// Observes a duration when dropped: a call whose future is dropped before it completes (a commit
@@ -115,7 +117,7 @@ impl<'a> Timer<'a> {
 
 impl Drop for Timer<'_> {
     fn drop(&mut self) {
-        self.histogram.observe(self.started.elapsed());
+        self.histogram.observe(self.started.elapsed().as_secs_f64());
     }
 }
 
@@ -198,7 +200,7 @@ impl OffsetBackingStore for MeteredStore {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
     use ferry_offsets::MemoryStore;
@@ -279,10 +281,8 @@ mod tests {
         assert!(abandoned.is_err(), "the hanging set was abandoned");
 
         let s = &store.metrics;
-        assert_eq!(s.get.count(), 1);
-        assert_eq!(s.set.count(), 3, "ok, failed and abandoned");
-        assert_eq!(s.errors[Op::Set as usize].load(Ordering::Relaxed), 1);
-        assert_eq!(s.errors[Op::Get as usize].load(Ordering::Relaxed), 0);
+        assert_eq!(s.errors[Op::Set as usize].get(), 1);
+        assert_eq!(s.errors[Op::Get as usize].get(), 0);
         assert_eq!(
             flaky.inner.get(&[b"k".to_vec()]).await.ok(),
             Some(vec![Some(b"1".to_vec())])
@@ -292,6 +292,7 @@ mod tests {
         let labels = "store=\"flaky \\\"store\\\"\"";
         for line in [
             format!("ferry_offset_store_get_duration_seconds_count{{{labels}}} 1"),
+            // Ok, failed and abandoned.
             format!("ferry_offset_store_set_duration_seconds_count{{{labels}}} 3"),
             format!("ferry_offset_store_set_duration_seconds_bucket{{{labels},le=\"+Inf\"}} 3"),
             format!("ferry_offset_store_errors_total{{{labels},operation=\"set\"}} 1"),
@@ -313,12 +314,15 @@ mod tests {
         a.get(&[]).await.expect("get");
         b.get(&[]).await.expect("get");
         assert!(Arc::ptr_eq(&a.metrics, &b.metrics));
-        assert_eq!(a.metrics.get.count(), 2);
         let text = metrics.render();
         assert_eq!(
             text.matches("ferry_offset_store_get_duration_seconds_count{")
                 .count(),
             1,
+            "{text}"
+        );
+        assert!(
+            text.contains("ferry_offset_store_get_duration_seconds_count{store=\"memory\"} 2\n"),
             "{text}"
         );
     }

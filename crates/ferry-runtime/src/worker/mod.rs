@@ -573,12 +573,17 @@ impl Worker {
             let (key, value) = (launch.key_converter, launch.value_converter);
             let connector_config = launch.connector_config.clone();
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
+            let registry = self.settings.metrics.clone();
             async move {
                 let context = TaskSinkContext::new(&id.connector, id.task, key, value)
                     .with_connector_config(&connector_config);
                 match sinks.open(&context).await {
-                    Ok(sink) => runner(sink).run().await,
+                    Ok(sink) => {
+                        registry.task_startup(true);
+                        runner(sink).run().await
+                    }
                     Err(e) => {
+                        registry.task_startup(false);
                         let reason = format!("cannot open the sink {sinks}: {e}");
                         tracing::error!(task = %name, "task failed: {reason}");
                         status.fail(reason);
@@ -599,6 +604,7 @@ impl Worker {
         let join = match TaskThread::spawn(&name, helpers, run, panicked) {
             Ok(thread) => Some(thread),
             Err(e) => {
+                self.settings.metrics.task_startup(false);
                 let reason = format!("cannot start a thread for the task: {e}");
                 tracing::error!(task = %name, "task failed: {reason}");
                 status.fail(reason);

@@ -344,6 +344,7 @@ impl TaskRunner {
                 self.fail(e.to_string());
                 return;
             }
+            let poll_started = std::time::Instant::now();
             let polled = tokio::select! {
                 biased;
                 changed = self.control.changed() => {
@@ -362,7 +363,7 @@ impl TaskRunner {
             match polled {
                 Ok(records) => {
                     backoff.reset();
-                    self.metrics.polled(records.len());
+                    self.metrics.polled(records.len(), poll_started.elapsed());
                     if records.is_empty() {
                         continue;
                     }
@@ -460,10 +461,16 @@ impl TaskRunner {
                 }
                 Err(e) if self.settings.tolerate_delivery_errors => {
                     tracing::warn!(task = %self.name, "dropping a record the sink refused (errors.tolerance=all): {e}");
+                    self.metrics.record_failure();
+                    self.metrics.record_skipped();
                     self.skip(hooks, &record).await;
                     return Ok(Sent::Done);
                 }
-                Err(e) => return Err(refused(&e)),
+                Err(e) => {
+                    self.metrics.record_failure();
+                    self.metrics.record_error();
+                    return Err(refused(&e));
+                }
             }
         }
     }
@@ -644,22 +651,27 @@ fn acknowledge(
 ) {
     let mut delivered: Delivered = Vec::with_capacity(resolved.len());
     let mut acks = Vec::with_capacity(resolved.len());
-    let mut acknowledged = 0;
+    let (mut acknowledged, mut written) = (0, 0);
     for ((submitted, record), outcome) in resolved.drain(..) {
         match outcome {
             Ok(metadata) => {
                 delivered.push((record, Some(metadata)));
                 acknowledged += 1;
+                written += 1;
                 acks.extend(submitted);
             }
             Err(e) if tolerate => {
                 tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+                metrics.record_failure();
+                metrics.record_skipped();
                 delivered.push((record, None));
                 acknowledged += 1;
                 acks.extend(submitted);
             }
             Err(e) => {
                 // Not acknowledged: this record's partition does not advance past it.
+                metrics.record_failure();
+                metrics.record_error();
                 failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
             }
         }
@@ -671,9 +683,11 @@ fn acknowledge(
     }
     // Counted before the acks: once nothing is outstanding, the count is final.
     metrics.acknowledged_many(acknowledged);
+    metrics.written(written);
     for submitted in acks {
         submitted.ack();
     }
+    metrics.sample_active();
 }
 
 /// Commits every `interval` until told to stop; never interrupts a commit in progress.

@@ -247,6 +247,7 @@ impl DistributedHerder {
                         )
                     })
             });
+        self.worker.metrics().connector_startup(generated.is_ok());
         match &generated {
             Ok(tasks) => {
                 tracing::info!(connector = %name, "connector {name:?} started here: {} task configuration(s)", tasks.len())

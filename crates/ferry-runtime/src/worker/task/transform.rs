@@ -45,6 +45,7 @@ impl TaskRunner {
                 Ok(None) => return Transformed::Skipped(record),
                 Err(error) => error,
             };
+            self.metrics.record_failure();
             if error.is_retriable() {
                 let left = handling
                     .retry_timeout
@@ -58,6 +59,7 @@ impl TaskRunner {
                         return Transformed::Stopping;
                     }
                     delay = delay.saturating_mul(2);
+                    self.metrics.record_retry();
                     continue;
                 }
             }
@@ -69,6 +71,7 @@ impl TaskRunner {
     fn tolerate(&self, record: &SourceRecord, error: &StepError) -> Transformed {
         let handling = self.settings.error_handling;
         if handling.log {
+            self.metrics.error_logged();
             // Kafka Connect's LogReporter wording.
             let with = if handling.log_messages {
                 format!(
@@ -95,8 +98,10 @@ impl TaskRunner {
             if !handling.log {
                 tracing::debug!(task = %self.name, "skipping a record (errors.tolerance=all): {error}");
             }
+            self.metrics.record_skipped();
             Transformed::Skipped(record.clone())
         } else {
+            self.metrics.record_error();
             Transformed::Failed(format!(
                 "Tolerance exceeded in error handler (errors.tolerance=none): {error}"
             ))
