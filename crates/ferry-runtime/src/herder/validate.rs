@@ -123,6 +123,18 @@ impl Plugins {
         transformations.chain(predicates).collect()
     }
 
+    /// `GET /connector-plugins/{plugin}/config`: the connector's own keys, typed, as Kafka Connect
+    /// lists a connector's `config()` (the common keys are not included, as there).
+    ///
+    /// # Errors
+    /// 404 when no connector answers to `plugin`.
+    pub(crate) fn config_keys(&self, plugin: &str) -> Result<Vec<ConfigKeyInfo>, HerderError> {
+        let connector = self
+            .resolve(plugin)
+            .ok_or_else(|| HerderError::not_found(format!("Unknown plugin {plugin}.")))?;
+        Ok(connector.config_keys().iter().map(connector_key).collect())
+    }
+
     /// Kafka Connect's message for an unknown class.
     fn unknown(&self, class: &str) -> HerderError {
         let available: Vec<&str> = self.0.iter().map(Plugin::class).collect();
@@ -540,10 +552,7 @@ fn config_infos(
         )
         .collect();
     let keys = connector.config_keys();
-    definitions.extend(
-        keys.iter()
-            .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
-    );
+    definitions.extend(keys.iter().map(connector_key));
     definitions.extend(chain_definitions(config, registry));
     // Errors by key, looked up once per definition (not a scan of every error per key: a request with
     // many unknown keys would cost their number squared).
@@ -671,9 +680,30 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
 }
 
 fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> ConfigKeyInfo {
+    typed_key(name, "STRING", required, default, doc)
+}
+
+/// A connector's own key, with its declared type.
+fn connector_key(key: &ConfigKey) -> ConfigKeyInfo {
+    typed_key(
+        key.name,
+        key.config_type().name(),
+        key.required,
+        key.default,
+        key.doc,
+    )
+}
+
+fn typed_key(
+    name: &str,
+    kind: &'static str,
+    required: bool,
+    default: Option<&str>,
+    doc: &str,
+) -> ConfigKeyInfo {
     ConfigKeyInfo {
         name: name.to_owned(),
-        kind: "STRING",
+        kind,
         required,
         default_value: default.map(str::to_owned),
         importance: if required { "HIGH" } else { "MEDIUM" },

@@ -14,10 +14,12 @@
 //!   worker that must serve them (distributed mode: the leader, or the owner of a connector or task),
 //!   whose answer is passed back ([`forward`]).
 
+mod endpoints;
 mod error;
 mod forward;
 mod handlers;
 mod json_io;
+mod requests;
 mod serve;
 
 use std::future::Future;
@@ -39,6 +41,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::config::{Listener, RestConfig, Secret};
 use crate::herder::Herder;
+pub use endpoints::HEALTH_CHECK_TIMEOUT;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 
@@ -151,7 +154,7 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
         |scope: Scope| middleware::from_fn_with_state((state.clone(), scope), forward::route);
     let connectors = get(h::list).merge(post(h::create).route_layer(write(Scope::Cluster)));
     let plugins = get(h::plugins);
-    Router::new()
+    let inner = Router::new()
         .route("/", get(h::root))
         .route("/connectors", connectors.clone())
         .route("/connectors/", connectors)
@@ -161,7 +164,20 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
         )
         .route(
             "/connectors/{name}/config",
-            get(h::config).merge(put(h::put_config).route_layer(write(Scope::Cluster))),
+            get(h::config).merge(
+                put(h::put_config)
+                    .patch(endpoints::patch_config)
+                    .route_layer(write(Scope::Cluster)),
+            ),
+        )
+        .route(
+            "/connectors/{name}/tasks-config",
+            get(endpoints::tasks_config),
+        )
+        .route("/health", get(endpoints::health))
+        .route(
+            "/connector-plugins/{plugin}/config",
+            get(endpoints::plugin_config),
         )
         .route("/connectors/{name}/status", get(h::status))
         .route("/connectors/{name}/tasks", get(h::tasks))
@@ -204,6 +220,7 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
             put(h::validate),
         )
         .route("/metrics", get(h::metrics))
+        .route_layer(middleware::from_fn(requests::json_bodies_only))
         .fallback(h::no_such_path)
         .method_not_allowed_fallback(h::method_not_allowed)
         .with_state(state)
@@ -215,7 +232,11 @@ fn router(state: AppState, token: Option<Secret>, read_timeout: std::time::Durat
             authenticate,
         ))
         .layer(middleware::from_fn(json_errors))
-        .layer(CatchPanicLayer::custom(panicked))
+        .layer(CatchPanicLayer::custom(panicked));
+    // Outside the inner router, so the path is trimmed before it is routed.
+    Router::new()
+        .fallback_service(inner)
+        .layer(middleware::map_request(requests::trim_trailing_slash))
 }
 
 /// With `rest.auth.token`, refuses requests without `Authorization: Bearer <token>`.
