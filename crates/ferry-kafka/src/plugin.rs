@@ -433,15 +433,6 @@ impl DynSinkSpec for KafkaSinkSpec {
         true
     }
 
-    async fn cluster_id(&self) -> Option<String> {
-        // Asked once and kept: a cluster's id does not change, and `GET /` must not wait on the broker.
-        if let Some(id) = self.cluster_id.get() {
-            return Some(id.clone());
-        }
-        let id = self.sink.cluster_id(CLUSTER_ID_TIMEOUT).await?;
-        Some(self.cluster_id.get_or_init(|| id).clone())
-    }
-
     fn handles_connector_key(&self, key: &str) -> bool {
         is_kafka_connector_key(key)
     }
@@ -632,6 +623,15 @@ impl SinkProvider for KafkaSinkProvider {
 
     fn uses_converters(&self) -> bool {
         true
+    }
+
+    async fn cluster_id(&self) -> Option<String> {
+        // Asked once and kept: a cluster's id does not change, and `GET /` must not wait on the broker.
+        if let Some(id) = self.cluster_id.get() {
+            return Some(id.clone());
+        }
+        let id = self.sink.cluster_id(CLUSTER_ID_TIMEOUT).await?;
+        Some(self.cluster_id.get_or_init(|| id).clone())
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
