@@ -503,6 +503,28 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
         .find(|c| c["definition"]["name"] == "batch.size")
         .unwrap();
     assert_eq!(batch["definition"]["type"], "INT", "{batch}");
+    // And the transformation keys as Kafka Connect types them.
+    let mut config = typed("v");
+    config["transforms"] = json!("a");
+    config["transforms.a.type"] = json!("org.apache.kafka.connect.transforms.InsertField$Value");
+    config["transforms.a.static.field"] = json!("f");
+    config["transforms.a.static.value"] = json!("v");
+    let validated = server
+        .json("PUT", "/connector-plugins/Typed/config/validate", config)
+        .await
+        .expect(200);
+    let type_of = |name: &str| {
+        validated["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["definition"]["name"] == name)
+            .map(|c| c["definition"]["type"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {validated}"))
+    };
+    assert_eq!(type_of("transforms.a.type"), "CLASS");
+    assert_eq!(type_of("transforms.a.negate"), "BOOLEAN");
+    assert_eq!(type_of("transforms.a.static.field"), "STRING");
     server.stop().await;
 }
 

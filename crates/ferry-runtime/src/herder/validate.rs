@@ -622,14 +622,16 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
     let mut definitions = Vec::new();
     for alias in list("transforms") {
         let prefix = format!("transforms.{alias}.");
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}type"),
+            "CLASS",
             true,
             None,
             "Class for the 'transforms' transformation.",
         ));
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}negate"),
+            "BOOLEAN",
             false,
             Some("false"),
             "Whether the configured predicate should be negated.",
@@ -645,8 +647,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
             class.and_then(|c| registry.transformations().iter().find(|p| p.answers_to(c)))
         {
             for key in plugin.make().config_keys() {
-                definitions.push(plain_key(
+                definitions.push(typed_key(
                     &format!("{prefix}{}", key.name),
+                    key.config_type().name(),
                     key.required,
                     key.default,
                     key.doc,
@@ -656,8 +659,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
     }
     for alias in list("predicates") {
         let prefix = format!("predicates.{alias}.");
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}type"),
+            "CLASS",
             true,
             None,
             "Class for the 'predicates' predicate.",
@@ -667,8 +671,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
             class.and_then(|c| registry.predicates().iter().find(|p| p.answers_to(c)))
         {
             for key in plugin.make().config_keys() {
-                definitions.push(plain_key(
+                definitions.push(typed_key(
                     &format!("{prefix}{}", key.name),
+                    key.config_type().name(),
                     key.required,
                     key.default,
                     key.doc,
