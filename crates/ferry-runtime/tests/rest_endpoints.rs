@@ -25,8 +25,21 @@ use idle_support::{Idle, NoSink};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-/// While set, `Typed`'s `task_configs` blocks (the herder's lock is held meanwhile).
+/// While set, `Typed`'s `task_configs` blocks for a configuration with `block` (the herder's lock is
+/// held meanwhile).
 static BLOCK: AtomicBool = AtomicBool::new(false);
+/// Set once such a `task_configs` is blocking.
+static BLOCKING: AtomicBool = AtomicBool::new(false);
+
+/// Clears [`BLOCK`] when dropped, so a failing test never leaves a thread blocked (which would keep
+/// the test's runtime from shutting down).
+struct Unblock;
+
+impl Drop for Unblock {
+    fn drop(&mut self) {
+        BLOCK.store(false, Ordering::Release);
+    }
+}
 
 /// A connector with typed keys and one task per `tasks.max`.
 struct Typed;
@@ -57,6 +70,7 @@ impl SourceConnector for Typed {
 
     fn task_configs(&self, config: &Config, max: usize) -> Result<Vec<Config>, ConnectError> {
         if config.get("block").is_some() {
+            BLOCKING.store(true, Ordering::Release);
             while BLOCK.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -282,6 +296,7 @@ async fn health_is_starting_before_the_herder_started_and_healthy_after() {
 async fn health_is_unhealthy_while_a_request_holds_the_herder() {
     let server = Server::start(true).await;
     BLOCK.store(true, Ordering::Release);
+    let unblock = Unblock;
     let mut config = typed("stuck");
     config["block"] = json!("yes");
     let addr = server.addr;
@@ -296,24 +311,17 @@ async fn health_is_unhealthy_while_a_request_holds_the_herder() {
         )
         .await
     });
-    // Wait until the create holds the lock: a read that needs it no longer answers at once.
+    // Wait until the create holds the lock: its connector is making task configurations.
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let probe = tokio::time::timeout(
-            Duration::from_millis(200),
-            send(addr, "GET", "/connectors", &[], ""),
-        )
-        .await;
-        if probe.is_err() {
-            break;
-        }
+    while !BLOCKING.load(Ordering::Acquire) {
         if create.is_finished() {
             panic!("the create finished: {}", create.await.unwrap().body);
         }
         assert!(
             Instant::now() < deadline,
-            "the create never took the herder's lock"
+            "the create never reached task_configs"
         );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let started = Instant::now();
     let answer = server.send("GET", "/health", &[], "").await;
@@ -327,7 +335,7 @@ async fn health_is_unhealthy_while_a_request_holds_the_herder() {
         "{body}"
     );
     assert!(elapsed >= HEALTH_CHECK_TIMEOUT, "{elapsed:?}");
-    BLOCK.store(false, Ordering::Release);
+    drop(unblock);
     assert_eq!(create.await.unwrap().status, 201);
     server.send("GET", "/health", &[], "").await.expect(200);
     server.stop().await;
@@ -445,9 +453,9 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
             )
             .await
             .expect(200);
-        let types: Vec<(&str, &str, bool, &Value)> = keys
-            .as_array()
-            .unwrap()
+        let keys = keys.as_array().unwrap();
+        // The connector's own keys first, then the framework's.
+        let types: Vec<(&str, &str, bool, &Value)> = keys[..5]
             .iter()
             .map(|k| {
                 (
@@ -468,6 +476,30 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
                 ("block", "STRING", false, &Value::Null),
             ]
         );
+        let common: Vec<(&str, &str, &Value)> = keys[5..]
+            .iter()
+            .map(|k| {
+                (
+                    k["name"].as_str().unwrap(),
+                    k["type"].as_str().unwrap(),
+                    &k["group"],
+                )
+            })
+            .collect();
+        assert!(
+            common.contains(&("connector.class", "STRING", &json!("Common"))),
+            "{common:?}"
+        );
+        assert!(
+            common.contains(&("tasks.max", "INT", &json!("Common"))),
+            "{common:?}"
+        );
+        assert!(
+            common
+                .iter()
+                .any(|(name, _, _)| *name == "errors.tolerance"),
+            "{common:?}"
+        );
         let first = &keys[0];
         for field in [
             "documentation",
@@ -481,6 +513,24 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
             assert!(first.get(field).is_some(), "{field} missing: {first}");
         }
     }
+    // A transformation's own keys.
+    let insert = server
+        .send(
+            "GET",
+            "/connector-plugins/org.apache.kafka.connect.transforms.InsertField$Value/config",
+            &[],
+            "",
+        )
+        .await
+        .expect(200);
+    assert!(
+        insert
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["name"] == "static.field"),
+        "{insert}"
+    );
     let unknown = server
         .send("GET", "/connector-plugins/Nope/config", &[], "")
         .await

@@ -123,16 +123,36 @@ impl Plugins {
         transformations.chain(predicates).collect()
     }
 
-    /// `GET /connector-plugins/{plugin}/config`: the connector's own keys, typed, as Kafka Connect
-    /// lists a connector's `config()` (the common keys are not included, as there).
+    /// `GET /connector-plugins/{plugin}/config`, as Kafka Connect lists it: a connector's own keys
+    /// (typed), then the framework's connector keys it does not define itself; a transformation's or
+    /// a predicate's own keys.
     ///
     /// # Errors
-    /// 404 when no connector answers to `plugin`.
+    /// 404 when no connector, transformation or predicate answers to `plugin`.
     pub(crate) fn config_keys(&self, plugin: &str) -> Result<Vec<ConfigKeyInfo>, HerderError> {
-        let connector = self
-            .resolve(plugin)
-            .ok_or_else(|| HerderError::not_found(format!("Unknown plugin {plugin}.")))?;
-        Ok(connector.config_keys().iter().map(connector_key).collect())
+        let keys = |keys: Vec<ConfigKey>| keys.iter().map(connector_key).collect::<Vec<_>>();
+        if let Some(connector) = self.resolve(plugin) {
+            let mut definitions = keys(connector.config_keys());
+            let own: HashSet<String> = definitions.iter().map(|d| d.name.clone()).collect();
+            definitions.extend(
+                common_definitions()
+                    .into_iter()
+                    .filter(|d| !own.contains(&d.name)),
+            );
+            return Ok(definitions);
+        }
+        if let Some(t) = self
+            .2
+            .transformations()
+            .iter()
+            .find(|t| t.answers_to(plugin))
+        {
+            return Ok(keys(t.make().config_keys()));
+        }
+        if let Some(p) = self.2.predicates().iter().find(|p| p.answers_to(plugin)) {
+            return Ok(keys(p.make().config_keys()));
+        }
+        Err(HerderError::not_found(format!("Unknown plugin {plugin}.")))
     }
 
     /// Kafka Connect's message for an unknown class.
@@ -524,14 +544,9 @@ const COMMON: &[CommonKey] = &[
     ),
 ];
 
-fn config_infos(
-    class: &str,
-    config: &Config,
-    connector: &dyn SourceConnector,
-    errors: &[(Option<String>, String)],
-    registry: &TransformRegistry,
-) -> ConfigInfos {
-    let mut definitions: Vec<ConfigKeyInfo> = COMMON
+/// The framework's connector keys (`name`, `connector.class`, `tasks.max`, converters, `errors.*`…).
+fn common_definitions() -> Vec<ConfigKeyInfo> {
+    COMMON
         .iter()
         .map(
             |&(name, kind, required, default, importance, doc, group, order, width, display)| {
@@ -550,7 +565,17 @@ fn config_infos(
                 }
             },
         )
-        .collect();
+        .collect()
+}
+
+fn config_infos(
+    class: &str,
+    config: &Config,
+    connector: &dyn SourceConnector,
+    errors: &[(Option<String>, String)],
+    registry: &TransformRegistry,
+) -> ConfigInfos {
+    let mut definitions = common_definitions();
     let keys = connector.config_keys();
     definitions.extend(keys.iter().map(connector_key));
     definitions.extend(chain_definitions(config, registry));
