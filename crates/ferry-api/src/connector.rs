@@ -373,3 +373,24 @@ pub trait SourceConnector: Send + Sync {
         Ok(false)
     }
 }
+
+#[cfg(test)]
+mod config_type_tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_a_string_unless_typed_and_a_secret_is_a_password() {
+        let plain = ConfigKey::required("topic", "the topic");
+        assert_eq!(plain.config_type(), ConfigType::String);
+        let typed = ConfigKey::optional("batch.size", Some("1"), "n").of_type(ConfigType::Int);
+        assert_eq!(typed.config_type().name(), "INT");
+        let secret = ConfigKey::optional("password", None, "p").secret();
+        assert_eq!(secret.config_type(), ConfigType::Password);
+        // An explicit type wins, and is kept whatever the secrecy set after it.
+        let listed = ConfigKey::optional("hosts", None, "h")
+            .of_type(ConfigType::List)
+            .secret();
+        assert_eq!(listed.config_type(), ConfigType::List);
+        assert_eq!(listed.secrecy(), Secrecy::Secret);
+    }
+}
