@@ -65,10 +65,56 @@ impl fmt::Debug for Redactor {
     }
 }
 
+/// A key's type, as Kafka Connect's `ConfigDef.Type` names it in `GET /connector-plugins/{p}/config`
+/// and the validate endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigType {
+    /// `STRING`: any text.
+    String,
+    /// `INT`: a 32-bit integer.
+    Int,
+    /// `LONG`: a 64-bit integer.
+    Long,
+    /// `DOUBLE`: a floating-point number.
+    Double,
+    /// `BOOLEAN`: `true` or `false`.
+    Boolean,
+    /// `LIST`: comma-separated values.
+    List,
+    /// `CLASS`: a class (plugin) name.
+    Class,
+    /// `PASSWORD`: a secret, never shown.
+    Password,
+}
+
+impl ConfigType {
+    /// Kafka Connect's name: `STRING`, `INT`, `LONG`, `DOUBLE`, `BOOLEAN`, `LIST`, `CLASS`, `PASSWORD`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::String => "STRING",
+            Self::Int => "INT",
+            Self::Long => "LONG",
+            Self::Double => "DOUBLE",
+            Self::Boolean => "BOOLEAN",
+            Self::List => "LIST",
+            Self::Class => "CLASS",
+            Self::Password => "PASSWORD",
+        }
+    }
+}
+
+impl fmt::Display for ConfigType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One configuration key a connector understands, for validation and documentation.
 ///
 /// Built with [`required`](Self::required) or [`optional`](Self::optional), then
-/// [`secret`](Self::secret) or [`embeds_secret`](Self::embeds_secret) for values that must not be shown.
+/// [`secret`](Self::secret) or [`embeds_secret`](Self::embeds_secret) for values that must not be shown,
+/// and [`of_type`](Self::of_type) for its type (default `STRING`, `PASSWORD` for a secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConfigKey {
@@ -81,6 +127,7 @@ pub struct ConfigKey {
     /// What the key does.
     pub doc: &'static str,
     secrecy: Secrecy,
+    kind: Option<ConfigType>,
 }
 
 impl ConfigKey {
@@ -92,6 +139,7 @@ impl ConfigKey {
             default: None,
             doc,
             secrecy: Secrecy::Public,
+            kind: None,
         }
     }
 
@@ -107,6 +155,7 @@ impl ConfigKey {
             default,
             doc,
             secrecy: Secrecy::Public,
+            kind: None,
         }
     }
 
@@ -122,6 +171,23 @@ impl ConfigKey {
     pub const fn embeds_secret(mut self, redactor: Redactor) -> Self {
         self.secrecy = Secrecy::Embedded(redactor);
         self
+    }
+
+    /// The key's type (documentation only: the connector's `validate` checks values).
+    #[must_use]
+    pub const fn of_type(mut self, kind: ConfigType) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
+    /// The key's type: as set by [`of_type`](Self::of_type), else `PASSWORD` for a
+    /// [secret](Self::secret), else `STRING`.
+    pub fn config_type(&self) -> ConfigType {
+        match (self.kind, self.secrecy) {
+            (Some(kind), _) => kind,
+            (None, Secrecy::Secret) => ConfigType::Password,
+            (None, _) => ConfigType::String,
+        }
     }
 
     /// Whether the key's value may be shown.
@@ -305,5 +371,26 @@ pub trait SourceConnector: Send + Sync {
         _offsets: &[(SourcePartition, Option<SourceOffset>)],
     ) -> Result<bool, ConnectError> {
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod config_type_tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_a_string_unless_typed_and_a_secret_is_a_password() {
+        let plain = ConfigKey::required("topic", "the topic");
+        assert_eq!(plain.config_type(), ConfigType::String);
+        let typed = ConfigKey::optional("batch.size", Some("1"), "n").of_type(ConfigType::Int);
+        assert_eq!(typed.config_type().name(), "INT");
+        let secret = ConfigKey::optional("password", None, "p").secret();
+        assert_eq!(secret.config_type(), ConfigType::Password);
+        // An explicit type wins, and is kept whatever the secrecy set after it.
+        let listed = ConfigKey::optional("hosts", None, "h")
+            .of_type(ConfigType::List)
+            .secret();
+        assert_eq!(listed.config_type(), ConfigType::List);
+        assert_eq!(listed.secrecy(), Secrecy::Secret);
     }
 }

@@ -33,8 +33,8 @@ mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, ConfigKey, HIDDEN, OffsetStorageReader, OffsetStorageReaderExt, Redactor,
-    Secrecy, SourceConnector, SourceTask, SourceTaskContext,
+    Config, ConfigIssue, ConfigKey, ConfigType, HIDDEN, OffsetStorageReader,
+    OffsetStorageReaderExt, Redactor, Secrecy, SourceConnector, SourceTask, SourceTaskContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use ferry_api::{
-    Config, ConfigIssue, ConfigKey, ConnectError, ConnectMap, Field, OffsetStorageReaderExt,
-    Schema, SourceConnector, SourceOffset, SourcePartition, SourceRecord, SourceTask,
-    SourceTaskContext, async_trait,
+    Config, ConfigIssue, ConfigKey, ConfigType, ConnectError, ConnectMap, Field,
+    OffsetStorageReaderExt, Schema, SourceConnector, SourceOffset, SourcePartition, SourceRecord,
+    SourceTask, SourceTaskContext, async_trait,
 };
 use serde::{Deserialize, Serialize};
 
@@ -160,24 +160,28 @@ impl SourceConnector for SequenceSourceConnector {
                 PARTITIONS,
                 Some("1"),
                 "The number of source partitions (sequences), at least 1.",
-            ),
+            )
+            .of_type(ConfigType::Int),
             ConfigKey::optional(
                 RECORDS_PER_PARTITION,
                 None,
                 "How many records each partition emits (seq 0 to n-1); absent: unbounded.",
-            ),
+            )
+            .of_type(ConfigType::Long),
             ConfigKey::required(TOPIC, "The topic to write the records to."),
             ConfigKey::optional(
                 BATCH_SIZE,
                 Some("1000"),
                 "The most records one poll returns.",
-            ),
+            )
+            .of_type(ConfigType::Int),
             ConfigKey::optional(
                 THROUGHPUT,
                 Some("-1"),
                 "Records per second per task (Kafka Connect VerifiableSource's key); negative: \
                  unbounded, 0: no records.",
-            ),
+            )
+            .of_type(ConfigType::Long),
         ]
     }
 

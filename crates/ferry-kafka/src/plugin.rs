@@ -425,6 +425,7 @@ impl DynSinkSpec for KafkaSinkSpec {
             override_policy: self.override_policy,
             producers: Mutex::default(),
             creators: Mutex::default(),
+            cluster_id: std::sync::OnceLock::new(),
         }))
     }
 
@@ -468,7 +469,12 @@ struct KafkaSinkProvider {
     producers: Mutex<Vec<(ConnectorKeys, WeakSink)>>,
     /// (connector, its `topic.creation.*` settings) → its topic creator, while any task uses it.
     creators: Mutex<Vec<(ConnectorKeys, Weak<TopicCreator>)>>,
+    /// The cluster's id, once the broker told it.
+    cluster_id: std::sync::OnceLock<String>,
 }
+
+/// How long `GET /` waits for the broker to tell the cluster id (Kafka Connect reads it at start).
+const CLUSTER_ID_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connector's name and some of its settings: what a cached client was made for (a reconfigured
 /// connector gets new clients; the old ones go with its old tasks).
@@ -617,6 +623,15 @@ impl SinkProvider for KafkaSinkProvider {
 
     fn uses_converters(&self) -> bool {
         true
+    }
+
+    async fn cluster_id(&self) -> Option<String> {
+        // Asked once and kept: a cluster's id does not change, and `GET /` must not wait on the broker.
+        if let Some(id) = self.cluster_id.get() {
+            return Some(id.clone());
+        }
+        let id = self.sink.cluster_id(CLUSTER_ID_TIMEOUT).await?;
+        Some(self.cluster_id.get_or_init(|| id).clone())
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {

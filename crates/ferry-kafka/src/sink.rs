@@ -320,6 +320,17 @@ impl KafkaSink {
         self.converters
     }
 
+    /// The id of the cluster the producer writes to, asked of the broker (waiting at most `timeout`);
+    /// `None` when it cannot be had in time.
+    pub async fn cluster_id(&self, timeout: Duration) -> Option<String> {
+        let shared = self.shared.clone();
+        // librdkafka asks the broker synchronously: off the async threads.
+        tokio::task::spawn_blocking(move || shared.producer.client().fetch_cluster_id(timeout))
+            .await
+            .ok()
+            .flatten()
+    }
+
     /// Records handed to librdkafka whose delivery has not been reported yet.
     pub fn in_flight(&self) -> i32 {
         self.shared.producer.in_flight_count()

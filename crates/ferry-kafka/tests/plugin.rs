@@ -1,5 +1,6 @@
 //! The Kafka plugins read their own worker keys, and mark the client settings librdkafka calls
-//! sensitive, so `Debug` hides them even when their names do not look secret (`ssl.key.location`).
+//! sensitive, so `Debug` hides them even when their names do not look secret (`ssl.key.location`);
+//! the started sink tells the cluster id (tansu).
 
 use ferry_kafka::{KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec};
 use ferry_plugin::{ConverterSpec, OffsetStorePlugin, Properties, SinkPlugin};
@@ -65,4 +66,21 @@ fn the_sink_plugin_marks_sensitive_producer_settings() {
         "{debug}"
     );
     assert_eq!(spec.to_string(), "kafka k:9092");
+}
+
+/// `GET /`'s `kafka_cluster_id`: the started sink asks the broker for its cluster's id.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_started_sink_tells_the_cluster_id() {
+    let broker = ferry_testkit::TansuBroker::start().unwrap();
+    let bootstrap = broker.bootstrap_servers();
+    let props = props(&[("bootstrap.servers", bootstrap.as_str())]);
+    let mut errors = Vec::new();
+    let json = ConverterSpec::default();
+    let spec = KafkaSinkPlugin
+        .parse(None, &props, (json, json), &mut errors)
+        .unwrap_or_else(|| panic!("refused: {errors:?}"));
+    let provider = spec.start().await.unwrap();
+    let id = provider.cluster_id().await.expect("a cluster id");
+    assert!(!id.is_empty());
+    assert_eq!(provider.cluster_id().await, Some(id));
 }

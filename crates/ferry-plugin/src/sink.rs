@@ -193,6 +193,12 @@ pub trait SinkProvider: Send + Sync + fmt::Display {
         false
     }
 
+    /// The id of the Kafka cluster the sink writes to (`GET /`'s `kafka_cluster_id`); `None` for a sink
+    /// that is not a Kafka cluster, or when the cluster cannot be asked now.
+    async fn cluster_id(&self) -> Option<String> {
+        None
+    }
+
     /// Waits up to `timeout` until every record sent through any opened sink is delivered or failed;
     /// called once, at shutdown.
     ///

@@ -74,6 +74,10 @@ impl SinkProvider for ConnectorSinks {
         self.provider.uses_converters()
     }
 
+    async fn cluster_id(&self) -> Option<String> {
+        self.provider.cluster_id().await
+    }
+
     async fn flush(&self, timeout: std::time::Duration) -> Result<(), SinkError> {
         self.provider.flush(timeout).await
     }

@@ -625,3 +625,48 @@ fn workers_with_https_listeners_and_basic_auth_forward_writes_to_each_other() {
         "{worker_id} is not one of {addrs:?}"
     );
 }
+
+#[test]
+fn patch_through_any_worker_reaches_the_tasks_and_every_worker_is_healthy_with_the_cluster_id() {
+    let mut cluster = Cluster::new(&[]);
+    cluster.start_worker();
+    cluster.start_worker();
+    cluster.create(0, &sequence_connector("seq", 2, 10));
+    cluster.running_tasks("seq", 2);
+    let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
+    let mut ids = BTreeSet::new();
+    for client in &clients {
+        let health = client.get("/health").expect(200);
+        assert_eq!(health["status"], "healthy", "{health}");
+        let root = client.get("/").expect(200);
+        let id = root["kafka_cluster_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(!id.is_empty(), "the broker's cluster id: {root}");
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 1, "one cluster: {ids:?}");
+    // Through each worker in turn (one of them forwards to the leader), retrying a rebalance's 409.
+    for (n, client) in clients.iter().enumerate() {
+        let throughput = (20 + n).to_string();
+        let body = json!({"throughput": throughput}).to_string();
+        let info = cluster.wait_until("the patch accepted", |_| {
+            let reply = client.patch("/connectors/seq/config/", &body);
+            match reply.status {
+                200 => Some(reply.json()),
+                409 if reply.body.contains("retry") => None,
+                _ => panic!("patching through worker {n}: {reply:?}"),
+            }
+        });
+        assert_eq!(info["config"]["throughput"], throughput.as_str(), "{info}");
+        cluster.wait_until("the tasks configured with the patch", |c| {
+            let tasks = c.get("/connectors/seq/tasks-config").json();
+            (tasks["seq-0"]["throughput"] == throughput.as_str()
+                && tasks["seq-1"]["throughput"] == throughput.as_str())
+            .then_some(())
+        });
+    }
+    let missing = clients[1].patch("/connectors/nope/config", "{}");
+    missing.expect_error(404, "Connector nope not found");
+}

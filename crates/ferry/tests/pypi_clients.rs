@@ -5,9 +5,6 @@
 //!
 //! Needs `python3` with `venv` and `pip` (Debian: python3-venv) and access to PyPI (pip's cache,
 //! ~/.cache/pip, is reused across runs). The venv is created in a temporary directory each run.
-//!
-//! A few calls need endpoints this build does not serve yet ([`PENDING`]); they are run and their
-//! outcome is printed, but only `FERRY_PYPI_CLIENTS_STRICT=1` makes them required.
 
 mod support;
 
@@ -19,23 +16,6 @@ use support::{Ferry, Workspace, path_str};
 
 /// The client versions tested (pinned: a new release is a new test).
 const PACKAGES: &[&str] = &["kafka-connect-py==1.0.0", "kafka-connect-api==0.5.10"];
-
-/// Steps that need REST endpoints added by other work (issue 15), with what they need. Enable them
-/// by emptying this list once those endpoints are merged.
-const PENDING: &[(&str, &str)] = &[
-    ("py.list_connector_topics", "GET /connectors/<name>/topics"),
-    (
-        "py.reset_connector_topics",
-        "PUT /connectors/<name>/topics/reset",
-    ),
-    ("kc.list-topics", "GET /connectors/<name>/topics"),
-    (
-        "api.connector_exists",
-        "a trailing slash: GET /connectors/<name>/",
-    ),
-    ("api.cluster_loggers", "GET /admin/loggers"),
-    ("api.set_root_logger", "PUT /admin/loggers/root"),
-];
 
 /// The script's last step: it ran to the end when this one reports.
 const LAST_STEP: &str = "api.delete";
@@ -121,28 +101,10 @@ fn the_pypi_clients_readme_operations_succeed_with_basic_auth() {
     );
     ferry.terminate_cleanly();
 
-    let strict = std::env::var("FERRY_PYPI_CLIENTS_STRICT").is_ok_and(|v| v == "1");
-    let mut failed = Vec::new();
-    let mut pending_failed = Vec::new();
-    for line in out.lines() {
-        if let Some(step) = line.strip_prefix("OK ") {
-            if let Some((_, needs)) = PENDING.iter().find(|(s, _)| *s == step) {
-                println!("{step} passes now (it needed {needs}): remove it from PENDING");
-            }
-        } else if let Some(failure) = line.strip_prefix("FAIL ") {
-            let step = failure.split(':').next().unwrap_or_default();
-            match PENDING.iter().find(|(s, _)| *s == step) {
-                Some((_, needs)) if !strict => {
-                    pending_failed.push(format!("{step} (needs {needs})"));
-                }
-                _ => failed.push(failure.to_owned()),
-            }
-        }
-    }
-    println!(
-        "expected to fail until the endpoints they need are merged: {pending_failed:#?}\n\nfull \
-         output:\n{out}"
-    );
+    let failed: Vec<&str> = out
+        .lines()
+        .filter_map(|line| line.strip_prefix("FAIL "))
+        .collect();
     assert!(
         out.lines().any(|l| l == format!("OK {LAST_STEP}")
             || l.starts_with(&format!("FAIL {LAST_STEP}:"))),

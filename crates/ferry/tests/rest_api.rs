@@ -646,3 +646,62 @@ fn the_auth_token_is_required_on_every_request() {
         "the token never appears in the log"
     );
 }
+
+#[test]
+fn health_patch_tasks_config_and_plugin_config_in_the_binary() {
+    let ws = Workspace::new();
+    let worker = ws.worker(100, &[]);
+    let mut ferry = Ferry::standalone(&ws, "ferry", &worker, &[]);
+    let api = Api::new(&ferry.rest_url());
+    let health = api.get("/health").expect(200);
+    assert_eq!(health["status"], "healthy", "{health}");
+    let root = api.get("/").expect(200);
+    assert!(root["kafka_cluster_id"].is_null(), "no Kafka sink: {root}");
+
+    let input = ws.write("input.txt", "a\nb\n");
+    let config = json!({
+        "connector.class": "FileStreamSource",
+        "file": input.display().to_string(),
+        "topic": "lines",
+        "batch.size": "5",
+    });
+    api.put("/connectors/f/config/", Some(&config.to_string()))
+        .expect(201);
+    let info = api
+        .patch(
+            "/connectors/f/config",
+            &json!({"topic": "renamed", "batch.size": null}).to_string(),
+        )
+        .expect(200);
+    assert_eq!(info["config"]["topic"], "renamed", "{info}");
+    assert!(info["config"].get("batch.size").is_none(), "{info}");
+    assert_eq!(
+        api.get("/connectors/f/").expect(200)["config"],
+        info["config"]
+    );
+    let tasks = ferry.wait_until("the task configured with the new topic", || {
+        let tasks = api.get("/connectors/f/tasks-config").json();
+        (tasks["f-0"]["topic"] == "renamed").then_some(tasks)
+    });
+    assert_eq!(tasks.as_object().map(|t| t.len()), Some(1), "{tasks}");
+
+    let keys = api
+        .get("/connector-plugins/FileStreamSource/config")
+        .expect(200);
+    let batch = keys
+        .as_array()
+        .and_then(|k| k.iter().find(|k| k["name"] == "batch.size"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(batch["type"], "INT", "{keys}");
+    assert_eq!(batch["default_value"], "2000", "{keys}");
+
+    // As `curl -d` sends it.
+    let refused = api.raw(
+        "PATCH /connectors/f/config HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: 7",
+        b"topic=x",
+    );
+    refused.expect_error(415, "HTTP 415 Unsupported Media Type");
+    ferry.terminate_cleanly();
+}

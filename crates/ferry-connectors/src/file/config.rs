@@ -1,6 +1,6 @@
 //! The FileStreamSource configuration, parsed once for `validate`, `task_configs` and the task.
 
-use ferry_api::{Config, ConfigIssue, ConfigKey};
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
 
 use super::TASK_FILES;
 use ferry_api::config::{Issues, int_in_range, optional_string, required_string};
@@ -32,7 +32,7 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
              spread over up to `tasks.max` tasks. Exactly one of `file` and `files` must be set.",
         ),
         ConfigKey::required(TOPIC, "The topic to write the lines to."),
-        ConfigKey::optional(BATCH_SIZE, Some("2000"), "The most lines one poll returns."),
+        ConfigKey::optional(BATCH_SIZE, Some("2000"), "The most lines one poll returns.").of_type(ConfigType::Int),
         ConfigKey::optional(
             TRUNCATION_POLICY,
             Some("restart"),
@@ -46,7 +46,7 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             Some("1048576"),
             "The longest line, in bytes without its terminator (1 to 1073741824). A longer line is skipped \
              whole with a warning, and reading goes on at the next line; it is never emitted in pieces.",
-        ),
+        ).of_type(ConfigType::Int),
     ]
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use ferry_api::config::{Issues, int_at_least, list, text};
-use ferry_api::{Config, ConfigIssue, ConfigKey};
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
 
 use super::options::{Options, TABLE_BLACKLIST};
 use super::url::{ConnectionSpec, parse_connection};
@@ -68,14 +68,14 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             Some(""),
             "The timestamp or timestamptz column (modes timestamp and timestamp+incrementing); a comma-separated \
              list uses the first non-null one (COALESCE).",
-        ),
+        ).of_type(ConfigType::List),
         ConfigKey::optional(
             TABLE_WHITELIST,
             Some(""),
             "The tables to read, comma-separated: schema.table or table (schema public); those of table.types \
              that exist, now or later. Unset: every table (see table.blacklist, schema.pattern). Not together \
              with query or table.blacklist.",
-        ),
+        ).of_type(ConfigType::List),
         ConfigKey::optional(
             QUERY,
             Some(""),
@@ -90,25 +90,25 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             POLL_INTERVAL_MS,
             Some("5000"),
             "How long to wait after reading a table to the end before querying it again, in ms.",
-        ),
+        ).of_type(ConfigType::Int),
         ConfigKey::optional(
             BATCH_MAX_ROWS,
             Some("100"),
             "The most rows one poll returns (rows are fetched this many at a time).",
-        ),
+        ).of_type(ConfigType::Int),
         ConfigKey::optional(
             TIMESTAMP_INITIAL,
             None,
             "Where a table without a stored offset starts in the timestamp modes, in ms since the Unix epoch; \
              -1: the database's current time. Unset: from the beginning.",
-        ),
+        ).of_type(ConfigType::Long),
         ConfigKey::optional(
             TIMESTAMP_DELAY_MS,
             Some("0"),
             "The timestamp modes read only rows whose timestamp is older than the database's time minus this \
              delay, in ms, so that transactions still open at that time can commit first. Ferry also waits for \
              open transactions by itself (ferry.late.commit.max.wait.ms); this delay matters once it stops waiting.",
-        ),
+        ).of_type(ConfigType::Long),
     ];
     keys.extend(super::options::keys());
     keys
@@ -541,7 +541,7 @@ pub(crate) fn safety_keys() -> Vec<ConfigKey> {
             "Refuse at start a table whose incrementing column is nullable, or whose timestamp columns are \
              all nullable (a row with NULL there would never be read). false: start anyway; such rows are \
              not read (timestamp modes) or fail the task (a NULL incrementing value).",
-        ),
+        ).of_type(ConfigType::Boolean),
         ConfigKey::optional(
             DB_TIMEZONE,
             Some("UTC"),
@@ -553,12 +553,12 @@ pub(crate) fn safety_keys() -> Vec<ConfigKey> {
             Some("3"),
             "How many times a connection is tried (at start, and after a transient failure while reading) \
              before the task fails.",
-        ),
+        ).of_type(ConfigType::Int),
         ConfigKey::optional(
             CONNECTION_BACKOFF_MS,
             Some("10000"),
             "How long to wait between connection attempts, in ms.",
-        ),
+        ).of_type(ConfigType::Long),
         ConfigKey::optional(
             LATE_COMMIT_MAX_WAIT_MS,
             Some("300000"),
@@ -566,7 +566,7 @@ pub(crate) fn safety_keys() -> Vec<ConfigKey> {
              transaction still open in the database could yet write below; a transaction open longer than \
              this (ms) is no longer waited for (WARN), and rows it commits below the position are skipped, as \
              Kafka Connect would. 0: never wait (Kafka Connect's behaviour).",
-        ),
+        ).of_type(ConfigType::Long),
     ]
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use ferry_api::config::text;
-use ferry_api::{Config, ConfigIssue, ConfigKey};
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
 
 use super::decode::ValueMapping;
 use super::discovery::TableType;
@@ -36,13 +36,13 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             Some(""),
             "Tables not to read, comma-separated: schema.table, or table (in any schema). Every other table of \
              table.types matching schema.pattern is read. Not together with table.whitelist.",
-        ),
+        ).of_type(ConfigType::List),
         ConfigKey::optional(
             TABLE_TYPES,
             Some("TABLE"),
             "The kinds of relation read, comma-separated: TABLE, VIEW, MATERIALIZED VIEW, FOREIGN TABLE, \
              PARTITIONED TABLE, SYSTEM TABLE, SYSTEM VIEW (PostgreSQL's JDBC driver's names).",
-        ),
+        ).of_type(ConfigType::List),
         ConfigKey::optional(
             SCHEMA_PATTERN,
             None,
@@ -58,7 +58,7 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             TABLE_POLL_INTERVAL_MS,
             Some("60000"),
             "How often a task looks for tables that were created or dropped, in ms.",
-        ),
+        ).of_type(ConfigType::Long),
         ConfigKey::optional(
             NUMERIC_MAPPING,
             None,
@@ -70,7 +70,7 @@ pub(crate) fn keys() -> Vec<ConfigKey> {
             NUMERIC_PRECISION_MAPPING,
             Some("false"),
             "Deprecated: true is numeric.mapping=precision_only (numeric.mapping wins when set).",
-        ),
+        ).of_type(ConfigType::Boolean),
         ConfigKey::optional(
             TIMESTAMP_GRANULARITY,
             Some("connect_logical"),

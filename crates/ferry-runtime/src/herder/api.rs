@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use ferry_api::Config;
 
 use super::entities::{
-    ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
-    TaskInfo, TaskStateInfo,
+    ConfigInfos, ConfigKeyInfo, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message,
+    PluginInfo, TaskInfo, TaskStateInfo,
 };
 use super::{HerderError, OffsetInput, StandaloneHerder};
 use crate::metrics::Metrics;
@@ -18,6 +18,9 @@ use crate::stores::StatusBackingStore;
 use crate::worker::TopicTracking;
 
 type R<T> = Result<T, HerderError>;
+
+/// A `PATCH /connectors/{name}/config` body: a key with `None` (JSON `null`) is removed.
+pub type ConfigPatch = std::collections::BTreeMap<String, Option<String>>;
 
 /// What a write request acts on, for [`Herder::route_write`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +85,16 @@ pub trait Herder: Send + Sync {
     ) -> R<ConnectorInfo>;
     /// `PUT /connectors/{name}/config`: creates or reconfigures; `true` when created.
     async fn put_connector_config(&self, name: &str, config: Config) -> R<(bool, ConnectorInfo)>;
+    /// `PATCH /connectors/{name}/config` (KIP-477): `patch` merged into the current configuration
+    /// (`None` removes the key), then applied as `PUT` would. 404 for an unknown connector.
+    ///
+    /// The default reads, merges and puts in two steps; the built-in herders do it under their
+    /// write serialization, so a concurrent change is never lost.
+    async fn patch_connector_config(&self, name: &str, patch: ConfigPatch) -> R<ConnectorInfo> {
+        let current = self.connector_config(name).await?;
+        let patched = super::patched(name, &current, &patch)?;
+        Ok(self.put_connector_config(name, patched).await?.1)
+    }
     /// `DELETE /connectors/{name}`.
     async fn delete_connector(&self, name: &str) -> R<()>;
     /// `POST /connectors/{name}/restart` (the connector alone).
@@ -105,6 +118,25 @@ pub trait Herder: Send + Sync {
     async fn reset_offsets(&self, name: &str) -> R<Message>;
     /// `PUT /connector-plugins/{plugin}/config/validate`.
     async fn validate(&self, plugin: &str, config: Config) -> R<ConfigInfos>;
+    /// `GET /connector-plugins/{plugin}/config`: the plugin's own keys, as Kafka Connect lists them
+    /// (404 for an unknown plugin).
+    fn plugin_config(&self, plugin: &str) -> R<Vec<ConfigKeyInfo>> {
+        Err(HerderError::not_found(format!("Unknown plugin {plugin}.")))
+    }
+    /// `GET /health`: whether the herder has finished starting (`false`: `503` "starting").
+    fn is_ready(&self) -> bool {
+        true
+    }
+    /// `GET /health`: a no-op request through the point every request of this herder passes (its
+    /// lock); the REST layer bounds how long it may take, so a herder stuck behind a request that never
+    /// ends is reported unhealthy (Kafka Connect's herder-thread check).
+    async fn health_check(&self) -> R<()> {
+        Ok(())
+    }
+    /// `GET /`: the id of the Kafka cluster the worker writes to, if it has one.
+    async fn kafka_cluster_id(&self) -> Option<String> {
+        None
+    }
     /// Where a write request (`POST`/`PUT`/`PATCH`/`DELETE`) acting on `scope` must be served. A
     /// standalone herder serves everything itself; a distributed one sends cluster writes to the
     /// leader and restarts to the owner. `forwarded`: the request was already forwarded once
@@ -196,5 +228,21 @@ impl Herder for StandaloneHerder {
     }
     async fn validate(&self, plugin: &str, config: Config) -> R<ConfigInfos> {
         StandaloneHerder::validate(self, plugin, config).await
+    }
+    async fn patch_connector_config(&self, name: &str, patch: ConfigPatch) -> R<ConnectorInfo> {
+        StandaloneHerder::patch_connector_config(self, name, patch).await
+    }
+    fn plugin_config(&self, plugin: &str) -> R<Vec<ConfigKeyInfo>> {
+        self.plugins.config_keys(plugin)
+    }
+    fn is_ready(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::Acquire)
+    }
+    async fn health_check(&self) -> R<()> {
+        drop(self.lock().await);
+        Ok(())
+    }
+    async fn kafka_cluster_id(&self) -> Option<String> {
+        self.worker().kafka_cluster_id().await
     }
 }

@@ -12,7 +12,7 @@ pub struct ServerInfo {
     pub version: String,
     /// The source revision, when known at build time.
     pub commit: String,
-    /// Kafka Connect's Kafka cluster id; Ferry does not look it up (`null`).
+    /// The id of the Kafka cluster the worker's sink writes to; `null` without one.
     pub kafka_cluster_id: Option<String>,
 }
 

@@ -41,12 +41,46 @@ impl StandaloneHerder {
     ) -> Result<(bool, ConnectorInfo), HerderError> {
         self.check_config(name, &config).await?;
         let mut state = self.lock().await;
-        let Some(existing) = state.connectors.get(name) else {
+        if !state.connectors.contains_key(name) {
             let info = self
                 .add(&mut state, name, config, TargetState::Running)
                 .await?;
             return Ok((true, info));
-        };
+        }
+        Ok((false, self.replace_config(&mut state, name, config).await?))
+    }
+
+    /// `PATCH /connectors/{name}/config` (KIP-477): `patch` merged into the current configuration
+    /// (a `None` value removes the key), then applied as `PUT` does, all under the herder's lock.
+    ///
+    /// # Errors
+    /// 404: unknown connector; 400: the patched configuration is invalid; 500: the connectors file
+    /// cannot be written.
+    pub async fn patch_connector_config(
+        &self,
+        name: &str,
+        patch: super::ConfigPatch,
+    ) -> Result<ConnectorInfo, HerderError> {
+        let mut state = self.lock().await;
+        let current = &state
+            .connectors
+            .get(name)
+            .ok_or_else(|| not_found(name))?
+            .config;
+        let config = super::patched(name, current, &patch)?;
+        // Checked under the lock (unlike PUT): the merge must apply to the configuration it read.
+        self.check_config(name, &config).await?;
+        self.replace_config(&mut state, name, config).await
+    }
+
+    /// Replaces an existing connector's configuration and restarts it with it.
+    async fn replace_config(
+        &self,
+        state: &mut State,
+        name: &str,
+        config: Config,
+    ) -> Result<ConnectorInfo, HerderError> {
+        let existing = state.connectors.get(name).ok_or_else(|| not_found(name))?;
         let (origin, target) = (existing.origin, existing.target);
         self.persist_entry(name, &config, origin, target).await?;
         let mut entry = state
@@ -59,7 +93,7 @@ impl StandaloneHerder {
         self.launch(name, &mut entry).await;
         let info = info(name, &entry);
         state.connectors.insert(name.to_owned(), entry);
-        Ok((false, info))
+        Ok(info)
     }
 
     async fn add(

@@ -43,7 +43,7 @@ use crate::stores::{
     ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
 };
 use crate::worker::{ConnectorSpec, TaskState, Worker};
-pub use api::{Herder, Route, WriteScope};
+pub use api::{ConfigPatch, Herder, Route, WriteScope};
 pub use distributed::{DistributedHerder, DistributedSettings};
 use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
@@ -92,6 +92,8 @@ pub struct StandaloneHerder {
     /// states and task configurations, for this run only.
     command_line_store: MemoryConfigStore,
     state: Mutex<State>,
+    /// Set once [`StandaloneHerder::start`] has finished (`GET /health`).
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl StandaloneHerder {
@@ -114,6 +116,7 @@ impl StandaloneHerder {
             state: Mutex::new(State {
                 connectors: BTreeMap::new(),
             }),
+            started: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -201,6 +204,8 @@ impl StandaloneHerder {
             self.launch(name, &mut entry).await;
             state.connectors.insert(name.clone(), entry);
         }
+        self.started
+            .store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
@@ -606,6 +611,35 @@ fn store_error(e: ConfigStoreError) -> HerderError {
 
 fn entry<'a>(state: &'a State, name: &str) -> Result<&'a Entry, HerderError> {
     state.connectors.get(name).ok_or_else(|| not_found(name))
+}
+
+/// `current` with `patch` merged in (KIP-477: a `None` value removes the key). As for `PUT`, a
+/// `name` left in the result must be the connector's.
+///
+/// # Errors
+/// 400 when the patched `name` differs from the connector's.
+pub(crate) fn patched(
+    name: &str,
+    current: &Config,
+    patch: &ConfigPatch,
+) -> Result<Config, HerderError> {
+    let mut config = current.clone();
+    for (key, value) in patch {
+        match value {
+            Some(value) => {
+                config.insert(key.clone(), value.clone());
+            }
+            None => {
+                config.remove(key);
+            }
+        }
+    }
+    match config.get(crate::config::NAME) {
+        Some(included) if included != name => Err(HerderError::bad_request(format!(
+            "Connector name configuration ({included}) doesn't match connector name in the URL ({name})"
+        ))),
+        _ => Ok(config),
+    }
 }
 
 fn not_found(name: &str) -> HerderError {

@@ -123,6 +123,38 @@ impl Plugins {
         transformations.chain(predicates).collect()
     }
 
+    /// `GET /connector-plugins/{plugin}/config`, as Kafka Connect lists it: a connector's own keys
+    /// (typed), then the framework's connector keys it does not define itself; a transformation's or
+    /// a predicate's own keys.
+    ///
+    /// # Errors
+    /// 404 when no connector, transformation or predicate answers to `plugin`.
+    pub(crate) fn config_keys(&self, plugin: &str) -> Result<Vec<ConfigKeyInfo>, HerderError> {
+        let keys = |keys: Vec<ConfigKey>| keys.iter().map(connector_key).collect::<Vec<_>>();
+        if let Some(connector) = self.resolve(plugin) {
+            let mut definitions = keys(connector.config_keys());
+            let own: HashSet<String> = definitions.iter().map(|d| d.name.clone()).collect();
+            definitions.extend(
+                common_definitions()
+                    .into_iter()
+                    .filter(|d| !own.contains(&d.name)),
+            );
+            return Ok(definitions);
+        }
+        if let Some(t) = self
+            .2
+            .transformations()
+            .iter()
+            .find(|t| t.answers_to(plugin))
+        {
+            return Ok(keys(t.make().config_keys()));
+        }
+        if let Some(p) = self.2.predicates().iter().find(|p| p.answers_to(plugin)) {
+            return Ok(keys(p.make().config_keys()));
+        }
+        Err(HerderError::not_found(format!("Unknown plugin {plugin}.")))
+    }
+
     /// Kafka Connect's message for an unknown class.
     fn unknown(&self, class: &str) -> HerderError {
         let available: Vec<&str> = self.0.iter().map(Plugin::class).collect();
@@ -512,14 +544,9 @@ const COMMON: &[CommonKey] = &[
     ),
 ];
 
-fn config_infos(
-    class: &str,
-    config: &Config,
-    connector: &dyn SourceConnector,
-    errors: &[(Option<String>, String)],
-    registry: &TransformRegistry,
-) -> ConfigInfos {
-    let mut definitions: Vec<ConfigKeyInfo> = COMMON
+/// The framework's connector keys (`name`, `connector.class`, `tasks.max`, converters, `errors.*`…).
+fn common_definitions() -> Vec<ConfigKeyInfo> {
+    COMMON
         .iter()
         .map(
             |&(name, kind, required, default, importance, doc, group, order, width, display)| {
@@ -538,12 +565,19 @@ fn config_infos(
                 }
             },
         )
-        .collect();
+        .collect()
+}
+
+fn config_infos(
+    class: &str,
+    config: &Config,
+    connector: &dyn SourceConnector,
+    errors: &[(Option<String>, String)],
+    registry: &TransformRegistry,
+) -> ConfigInfos {
+    let mut definitions = common_definitions();
     let keys = connector.config_keys();
-    definitions.extend(
-        keys.iter()
-            .map(|key| plain_key(key.name, key.required, key.default, key.doc)),
-    );
+    definitions.extend(keys.iter().map(connector_key));
     definitions.extend(chain_definitions(config, registry));
     // Errors by key, looked up once per definition (not a scan of every error per key: a request with
     // many unknown keys would cost their number squared).
@@ -613,14 +647,16 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
     let mut definitions = Vec::new();
     for alias in list("transforms") {
         let prefix = format!("transforms.{alias}.");
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}type"),
+            "CLASS",
             true,
             None,
             "Class for the 'transforms' transformation.",
         ));
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}negate"),
+            "BOOLEAN",
             false,
             Some("false"),
             "Whether the configured predicate should be negated.",
@@ -636,8 +672,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
             class.and_then(|c| registry.transformations().iter().find(|p| p.answers_to(c)))
         {
             for key in plugin.make().config_keys() {
-                definitions.push(plain_key(
+                definitions.push(typed_key(
                     &format!("{prefix}{}", key.name),
+                    key.config_type().name(),
                     key.required,
                     key.default,
                     key.doc,
@@ -647,8 +684,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
     }
     for alias in list("predicates") {
         let prefix = format!("predicates.{alias}.");
-        definitions.push(plain_key(
+        definitions.push(typed_key(
             &format!("{prefix}type"),
+            "CLASS",
             true,
             None,
             "Class for the 'predicates' predicate.",
@@ -658,8 +696,9 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
             class.and_then(|c| registry.predicates().iter().find(|p| p.answers_to(c)))
         {
             for key in plugin.make().config_keys() {
-                definitions.push(plain_key(
+                definitions.push(typed_key(
                     &format!("{prefix}{}", key.name),
+                    key.config_type().name(),
                     key.required,
                     key.default,
                     key.doc,
@@ -671,9 +710,30 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
 }
 
 fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> ConfigKeyInfo {
+    typed_key(name, "STRING", required, default, doc)
+}
+
+/// A connector's own key, with its declared type.
+fn connector_key(key: &ConfigKey) -> ConfigKeyInfo {
+    typed_key(
+        key.name,
+        key.config_type().name(),
+        key.required,
+        key.default,
+        key.doc,
+    )
+}
+
+fn typed_key(
+    name: &str,
+    kind: &'static str,
+    required: bool,
+    default: Option<&str>,
+    doc: &str,
+) -> ConfigKeyInfo {
     ConfigKeyInfo {
         name: name.to_owned(),
-        kind: "STRING",
+        kind,
         required,
         default_value: default.map(str::to_owned),
         importance: if required { "HIGH" } else { "MEDIUM" },

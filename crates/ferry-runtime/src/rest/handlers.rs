@@ -39,13 +39,13 @@ fn flag(params: &[(String, String)], name: &str) -> Option<bool> {
 }
 
 /// `GET /`.
-pub(crate) async fn root() -> Answer {
+pub(crate) async fn root(State(app): State<AppState>) -> Answer {
     ok(&ServerInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         commit: option_env!("FERRY_GIT_COMMIT")
             .unwrap_or("unknown")
             .to_owned(),
-        kafka_cluster_id: None,
+        kafka_cluster_id: app.herder.kafka_cluster_id().await,
     })
 }
 

@@ -18,11 +18,13 @@
 //!   whose answer is passed back ([`forward`]).
 
 mod auth;
+mod endpoints;
 mod error;
 mod forward;
 mod handlers;
 mod json_io;
 mod loggers;
+mod requests;
 mod serve;
 mod topics;
 
@@ -45,6 +47,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::config::{Listener, RestConfig};
 use crate::herder::Herder;
+pub use endpoints::HEALTH_CHECK_TIMEOUT;
 pub use error::{ApiError, MAX_BODY_BYTES};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 pub use loggers::{
@@ -199,7 +202,7 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
         |scope: Scope| middleware::from_fn_with_state((state.clone(), scope), forward::route);
     let connectors = get(h::list).merge(post(h::create).route_layer(write(Scope::Cluster)));
     let plugins = get(h::plugins);
-    Router::new()
+    let inner = Router::new()
         .route("/", get(h::root))
         .route("/connectors", connectors.clone())
         .route("/connectors/", connectors)
@@ -209,7 +212,20 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
         )
         .route(
             "/connectors/{name}/config",
-            get(h::config).merge(put(h::put_config).route_layer(write(Scope::Cluster))),
+            get(h::config).merge(
+                put(h::put_config)
+                    .patch(endpoints::patch_config)
+                    .route_layer(write(Scope::Cluster)),
+            ),
+        )
+        .route(
+            "/connectors/{name}/tasks-config",
+            get(endpoints::tasks_config),
+        )
+        .route("/health", get(endpoints::health))
+        .route(
+            "/connector-plugins/{plugin}/config",
+            get(endpoints::plugin_config),
         )
         .route("/connectors/{name}/status", get(h::status))
         .route("/connectors/{name}/tasks", get(h::tasks))
@@ -262,6 +278,7 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
             "/admin/loggers/{name}",
             get(loggers::get).merge(put(loggers::set)),
         )
+        .route_layer(middleware::from_fn(requests::json_bodies_only))
         .fallback(h::no_such_path)
         .method_not_allowed_fallback(h::method_not_allowed)
         .with_state(state)
@@ -273,7 +290,11 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
             auth::authenticate,
         ))
         .layer(middleware::from_fn(json_errors))
-        .layer(CatchPanicLayer::custom(panicked))
+        .layer(CatchPanicLayer::custom(panicked));
+    // Outside the inner router, so the path is trimmed before it is routed.
+    Router::new()
+        .fallback_service(inner)
+        .layer(middleware::map_request(requests::trim_trailing_slash))
 }
 
 /// Turns error responses that are not JSON (axum's and tower-http's rejections: a body over the limit,

@@ -250,6 +250,11 @@ impl Worker {
         self.settings.task_shutdown_graceful_timeout
     }
 
+    /// The id of the Kafka cluster the worker's sink writes to, if it writes to one (`GET /`).
+    pub async fn kafka_cluster_id(&self) -> Option<String> {
+        self.sinks.cluster_id().await
+    }
+
     /// The worker's metrics; [`Metrics::render`] gives the Prometheus text for `GET /metrics`.
     pub fn metrics(&self) -> Arc<Metrics> {
         self.settings.metrics.clone()

@@ -9,5 +9,6 @@
 mod handoff;
 mod hold;
 mod ownership;
+mod rest;
 mod scenarios;
 mod support;

@@ -229,6 +229,35 @@ impl Herder for DistributedHerder {
         self.put_config(name, config).await
     }
 
+    async fn patch_connector_config(
+        &self,
+        name: &str,
+        patch: crate::herder::ConfigPatch,
+    ) -> R<ConnectorInfo> {
+        self.patch_config(name, patch).await
+    }
+
+    fn plugin_config(&self, plugin: &str) -> R<Vec<crate::herder::entities::ConfigKeyInfo>> {
+        self.plugins.config_keys(plugin)
+    }
+
+    fn is_ready(&self) -> bool {
+        // Started: the config store was read and the group joined.
+        self.group.get().is_some()
+    }
+
+    async fn health_check(&self) -> R<()> {
+        // What Kafka Connect's herder thread does is split here between the loop's passes (under
+        // `applied`) and the leader's writes: both must be free to take a request.
+        drop(self.applied.lock().await);
+        drop(self.writes.lock().await);
+        Ok(())
+    }
+
+    async fn kafka_cluster_id(&self) -> Option<String> {
+        self.worker.kafka_cluster_id().await
+    }
+
     async fn delete_connector(&self, name: &str) -> R<()> {
         self.delete(name).await
     }

@@ -74,6 +74,33 @@ impl DistributedHerder {
         Ok((existing.is_none(), connector_info(name, &entry)))
     }
 
+    /// `PATCH /connectors/{name}/config` (KIP-477), on the leader: merged into the configuration
+    /// the config store holds, under the write lock, so a concurrent change is never lost.
+    pub(super) async fn patch_config(
+        &self,
+        name: &str,
+        patch: crate::herder::ConfigPatch,
+    ) -> R<ConnectorInfo> {
+        let _serial = self.writes.lock().await;
+        self.check_leader()?;
+        let snapshot = self.snapshot().await?;
+        let Some(existing) = snapshot.connectors.get(name) else {
+            return Err(HerderError::not_found(format!(
+                "Connector {name} not found"
+            )));
+        };
+        let config = crate::herder::patched(name, &existing.config, &patch)?;
+        self.check_config(name, &config).await?;
+        self.config_store
+            .put_connector_config(name, &config, existing.target)
+            .await
+            .map_err(store_error)?;
+        tracing::info!(connector = %name, "connector {name:?} configured (patched)");
+        self.kick.notify_one();
+        let entry = self.entry(name).await?;
+        Ok(connector_info(name, &entry))
+    }
+
     /// `DELETE /connectors/{name}`, on the leader: its offsets are kept, its statuses removed.
     pub(super) async fn delete(&self, name: &str) -> R<()> {
         let _serial = self.writes.lock().await;
