@@ -121,10 +121,7 @@ impl Server {
     /// A REST server over a standalone herder; `started`: whether the herder's `start` ran.
     async fn start(started: bool) -> Self {
         let config = RestConfig {
-            listeners: vec![Listener {
-                host: "127.0.0.1".to_owned(),
-                port: 0,
-            }],
+            listeners: vec![Listener::http("127.0.0.1", 0)],
             ..RestConfig::default()
         };
         let rest = RestServer::bind(&config).await.unwrap();
@@ -281,7 +278,21 @@ async fn health_is_starting_before_the_herder_started_and_healthy_after() {
     let starting = server.send("GET", "/health", &[], "").await.expect(503);
     assert_eq!(starting["status"], "starting");
     assert_eq!(starting["message"], "Worker is still starting up.");
+    // Any other request waits for the start, then is answered.
+    let addr = server.addr;
+    let listed = tokio::spawn(async move { send(addr, "GET", "/connectors", &[], "").await });
+    // Not a synchronization: time for the request to arrive and be held.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !listed.is_finished(),
+        "a request before the start waits for it"
+    );
     server.herder.start(Vec::new()).await.unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(30), listed)
+        .await
+        .expect("answered once started")
+        .unwrap();
+    assert_eq!(listed.expect(200), json!([]));
     let healthy = server.send("GET", "/health", &[], "").await.expect(200);
     assert_eq!(
         healthy,

@@ -211,15 +211,19 @@ pub(crate) async fn run(
         .with_transforms(ferry.transform_registry().clone())
         .with_sink_spec(config.sink.spec().clone()),
     );
-    let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
-    if let Err(e) = herder.start(command_line).await {
-        herder.shutdown().await;
-        return Err(e);
-    }
+    // Served while the worker starts: `GET /health` answers 503 "starting", every other request
+    // waits for the start (as Kafka Connect's REST server does).
     let (stop_rest, rest_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = rest.serve(herder.clone(), async move {
         let _ = rest_stopped.await;
     });
+    let command_line = connectors.into_iter().map(|(c, _)| c.props).collect();
+    if let Err(e) = herder.start(command_line).await {
+        // Requests waiting for the start would hold a graceful stop of the server forever.
+        server.abort();
+        herder.shutdown().await;
+        return Err(e);
+    }
 
     signals.wait().await;
     // No request may change a connector while the worker stops: requests in progress finish first.

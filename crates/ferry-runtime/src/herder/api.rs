@@ -127,6 +127,9 @@ pub trait Herder: Send + Sync {
     fn is_ready(&self) -> bool {
         true
     }
+    /// Returns once the herder has finished starting: every request but `GET /health` waits for it
+    /// (bounded by the REST layer's timeouts), so the REST API can listen while the worker starts.
+    async fn wait_ready(&self) {}
     /// `GET /health`: a no-op request through the point every request of this herder passes (its
     /// lock); the REST layer bounds how long it may take, so a herder stuck behind a request that never
     /// ends is reported unhealthy (Kafka Connect's herder-thread check).
@@ -237,6 +240,16 @@ impl Herder for StandaloneHerder {
     }
     fn is_ready(&self) -> bool {
         self.started.load(std::sync::atomic::Ordering::Acquire)
+    }
+    async fn wait_ready(&self) {
+        loop {
+            // Registered before the check, so a start finishing in between is not missed.
+            let started = self.started_notify.notified();
+            if self.is_ready() {
+                return;
+            }
+            started.await;
+        }
     }
     async fn health_check(&self) -> R<()> {
         drop(self.lock().await);

@@ -94,6 +94,8 @@ pub struct StandaloneHerder {
     state: Mutex<State>,
     /// Set once [`StandaloneHerder::start`] has finished (`GET /health`).
     started: std::sync::atomic::AtomicBool,
+    /// Wakes the requests waiting for the start (`wait_ready`).
+    started_notify: tokio::sync::Notify,
 }
 
 impl StandaloneHerder {
@@ -117,6 +119,7 @@ impl StandaloneHerder {
                 connectors: BTreeMap::new(),
             }),
             started: std::sync::atomic::AtomicBool::new(false),
+            started_notify: tokio::sync::Notify::new(),
         }
     }
 
@@ -206,6 +209,7 @@ impl StandaloneHerder {
         }
         self.started
             .store(true, std::sync::atomic::Ordering::Release);
+        self.started_notify.notify_waiters();
         Ok(())
     }
 

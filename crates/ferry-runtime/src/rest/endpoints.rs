@@ -37,8 +37,13 @@ pub(crate) async fn health(State(app): State<AppState>) -> axum::response::Respo
 }
 
 pub(crate) async fn health_within(app: &AppState, timeout: Duration) -> axum::response::Response {
-    let outcome = tokio::time::timeout(timeout, app.herder.health_check()).await;
+    // Not started: answered at once (a start holds the herder's lock, the check would wait for it).
     let ready = app.herder.is_ready();
+    let outcome = if ready {
+        tokio::time::timeout(timeout, app.herder.health_check()).await
+    } else {
+        Ok(Ok(()))
+    };
     let (status, body) = match outcome {
         _ if !ready => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -279,6 +279,10 @@ fn router(state: AppState, auth: auth::Auth, read_timeout: std::time::Duration) 
             get(loggers::get).merge(put(loggers::set)),
         )
         .route_layer(middleware::from_fn(requests::json_bodies_only))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            requests::after_the_start,
+        ))
         .fallback(h::no_such_path)
         .method_not_allowed_fallback(h::method_not_allowed)
         .with_state(state)

@@ -31,6 +31,19 @@ pub(crate) async fn trim_trailing_slash(mut request: Request) -> Request {
     request
 }
 
+/// Holds every request but `GET /health` until the herder has started (the REST API listens while
+/// the worker starts, so that `/health` can answer `503` "starting", as Kafka Connect's does).
+pub(crate) async fn after_the_start(
+    axum::extract::State(app): axum::extract::State<super::AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.uri().path() != "/health" {
+        app.herder.wait_ready().await;
+    }
+    next.run(request).await
+}
+
 /// Refuses a request body whose `Content-Type` is not JSON (`415`, Jersey's message). A body without
 /// a `Content-Type` is read as JSON (Jersey matches such a request to a JSON resource too); note that
 /// `curl -d` sends `application/x-www-form-urlencoded`, refused here as by Kafka Connect.

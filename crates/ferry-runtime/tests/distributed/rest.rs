@@ -18,10 +18,7 @@ use crate::support::{Cluster, eventually, lock, seq};
 /// A REST server over `herder` on a free loopback port; stopped by sending on the returned channel.
 async fn serve(herder: Arc<DistributedHerder>) -> (SocketAddr, oneshot::Sender<()>) {
     let config = RestConfig {
-        listeners: vec![Listener {
-            host: "127.0.0.1".to_owned(),
-            port: 0,
-        }],
+        listeners: vec![Listener::http("127.0.0.1", 0)],
         ..RestConfig::default()
     };
     let rest = RestServer::bind(&config).await.unwrap();

@@ -136,13 +136,21 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         config_store.clone(),
         statuses,
     );
-    let group: Arc<dyn WorkerGroup> = Arc::new(join_group(&config, &rest_url, &herder).await?);
-    herder.start(group).await?;
-
+    // Served while the worker joins and starts: `GET /health` answers 503 "starting", every other
+    // request waits for the start (as Kafka Connect's REST server does).
     let (stop_rest, rest_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = rest.serve(herder.clone(), async move {
         let _ = rest_stopped.await;
     });
+    let started = async {
+        let group: Arc<dyn WorkerGroup> = Arc::new(join_group(&config, &rest_url, &herder).await?);
+        herder.start(group).await
+    };
+    if let Err(e) = started.await {
+        // Requests waiting for the start would hold a graceful stop of the server forever.
+        server.abort();
+        return Err(e);
+    }
     signals.wait().await;
     let _ = stop_rest.send(());
     let _ = server.await;

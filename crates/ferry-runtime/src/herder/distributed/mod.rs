@@ -150,6 +150,8 @@ pub struct DistributedHerder {
     /// Serializes the cluster writes this worker serves as the leader.
     writes: tokio::sync::Mutex<()>,
     group: OnceLock<Arc<dyn WorkerGroup>>,
+    /// Wakes the requests waiting for the start (`wait_ready`).
+    started: tokio::sync::Notify,
     /// The runtime the handler's calls run on (the handler runs on a plain thread).
     runtime: OnceLock<Handle>,
     /// Wakes the loop.
@@ -192,6 +194,7 @@ impl DistributedHerder {
             group_sync: tokio::sync::Mutex::default(),
             writes: tokio::sync::Mutex::new(()),
             group: OnceLock::new(),
+            started: tokio::sync::Notify::new(),
             runtime: OnceLock::new(),
             kick: Notify::new(),
             stop: watch::Sender::new(false),
@@ -237,6 +240,7 @@ impl DistributedHerder {
         let (this, stop) = (self.clone(), self.stop.subscribe());
         *lock(&self.fencer) = Some(tokio::spawn(async move { this.fence(stop).await }));
         self.kick.notify_one();
+        self.started.notify_waiters();
         Ok(())
     }
 

@@ -246,6 +246,17 @@ impl Herder for DistributedHerder {
         self.group.get().is_some()
     }
 
+    async fn wait_ready(&self) {
+        loop {
+            // Registered before the check, so a start finishing in between is not missed.
+            let started = self.started.notified();
+            if self.is_ready() {
+                return;
+            }
+            started.await;
+        }
+    }
+
     async fn health_check(&self) -> R<()> {
         // What Kafka Connect's herder thread does is split here between the loop's passes (under
         // `applied`) and the leader's writes: both must be free to take a request.
