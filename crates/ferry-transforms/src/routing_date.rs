@@ -5,21 +5,8 @@
 
 use std::fmt::Write as _;
 
-const MILLIS_PER_DAY: i64 = 86_400_000;
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+use crate::types_time::{MILLIS_PER_DAY, MONTHS};
+
 /// Sunday first, as `(days since the epoch + 4) mod 7` counts (1970-01-01 was a Thursday).
 const WEEKDAYS: [&str; 7] = [
     "Sunday",
@@ -237,32 +224,20 @@ fn weekday(days: i64) -> usize {
     (days + 4).rem_euclid(7) as usize
 }
 
-/// Howard Hinnant's `civil_from_days`: the proleptic Gregorian date of a day count since
-/// 1970-01-01.
+/// The date of a day count since 1970-01-01 (`types_time`'s arithmetic, with this module's types).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11]
-    let day = doy - (153 * mp + 2) / 5 + 1; // [1, 31]
-    let month = if mp < 10 { mp + 3 } else { mp - 9 }; // [1, 12]
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    // day and month are within the bounds noted above.
-    (year, month as u32, day as u32)
+    let (year, month, day) = crate::types_time::civil_from_days(days);
+    // Month and day are within 1..=12 and 1..=31.
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
 }
 
-/// Howard Hinnant's `days_from_civil`: the inverse of [`civil_from_days`].
+/// The inverse of [`civil_from_days`].
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let month = i64::from(month);
-    let mp = if month > 2 { month - 3 } else { month + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    crate::types_time::days_from_civil(year, i64::from(month), i64::from(day))
 }
 
 #[cfg(test)]

@@ -37,7 +37,8 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
-const MONTHS: [&str; 12] = [
+/// English month names, January first.
+pub(crate) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",

@@ -16,32 +16,16 @@ pub(super) struct Step {
 impl Step {
     pub(super) fn new(spec: &StepSpec) -> Result<Self, String> {
         let mut transform = spec.plugin.make();
-        transform.configure(&spec.config).map_err(|issues| {
-            format!(
-                "transform {:?} refused its configuration: {}",
-                spec.alias,
-                issues
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        })?;
+        transform
+            .configure(&spec.config)
+            .map_err(|issues| refused("transform", &spec.alias, &issues))?;
         let predicate = match &spec.predicate {
             None => None,
             Some(p) => {
                 let mut predicate = p.plugin.make();
-                predicate.configure(&p.config).map_err(|issues| {
-                    format!(
-                        "predicate {:?} refused its configuration: {}",
-                        p.alias,
-                        issues
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    )
-                })?;
+                predicate
+                    .configure(&p.config)
+                    .map_err(|issues| refused("predicate", &p.alias, &issues))?;
                 Some((predicate, p.negate))
             }
         };
@@ -52,6 +36,16 @@ impl Step {
             predicate,
         })
     }
+}
+
+/// Why a transform or predicate refused, at a task's start, the configuration it accepted when
+/// the connector was checked.
+fn refused(what: &str, alias: &str, issues: &[ferry_api::ConfigIssue]) -> String {
+    let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
+    format!(
+        "{what} {alias:?} refused its configuration: {}",
+        issues.join("; ")
+    )
 }
 
 /// A transform failed on a record.

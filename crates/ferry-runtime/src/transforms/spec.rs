@@ -199,13 +199,7 @@ impl Transforms {
             };
             let prefix = format!("predicates.{alias}.");
             let own = own_keys(config, &prefix, &["type"]);
-            let mut instance = plugin.make();
-            if let Err(errors) = instance.configure(&own) {
-                issues.extend(
-                    errors
-                        .into_iter()
-                        .map(|i| (format!("{prefix}{}", i.key), i.message)),
-                );
+            if !accepted(plugin.make().configure(&own), &prefix, &mut issues) {
                 continue;
             }
             predicates.push(PredicateSpec {
@@ -282,13 +276,7 @@ impl Transforms {
                 },
             };
             let own = own_keys(config, &prefix, &["type", "predicate", "negate"]);
-            let mut instance = plugin.make();
-            if let Err(errors) = instance.configure(&own) {
-                issues.extend(
-                    errors
-                        .into_iter()
-                        .map(|i| (format!("{prefix}{}", i.key), i.message)),
-                );
+            if !accepted(plugin.make().configure(&own), &prefix, &mut issues) {
                 continue;
             }
             steps.push(StepSpec {
@@ -328,6 +316,26 @@ impl Transforms {
             steps.push(Step::new(spec)?);
         }
         Ok(Chain::new(steps))
+    }
+}
+
+/// Whether a transform's or predicate's `configure` accepted its keys; if not, its issues are
+/// recorded under their full keys (`prefix` put back).
+fn accepted(
+    configured: Result<(), Vec<ferry_api::ConfigIssue>>,
+    prefix: &str,
+    issues: &mut Vec<(String, String)>,
+) -> bool {
+    match configured {
+        Ok(()) => true,
+        Err(errors) => {
+            issues.extend(
+                errors
+                    .into_iter()
+                    .map(|i| (format!("{prefix}{}", i.key), i.message)),
+            );
+            false
+        }
     }
 }
 
