@@ -4,6 +4,7 @@
 //! body that is not JSON, and every error answered as `{"error_code":…,"message":…}`.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+mod http_support;
 mod idle_support;
 
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use ferry_runtime::rest::{HEALTH_CHECK_TIMEOUT, RestServer};
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};
+use http_support::{Answer, JSON, send};
 use idle_support::{Idle, NoSink};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -183,24 +185,7 @@ impl Server {
     }
 }
 
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-
     /// Asserts the status and that the body is JSON; returns it.
     fn expect(&self, status: u16) -> Value {
         assert_eq!(self.status, status, "{}", self.body);
@@ -220,53 +205,6 @@ impl Answer {
         body["message"].as_str().unwrap().to_owned()
     }
 }
-
-/// One HTTP/1.1 request on its own connection (`Connection: close`), blocking I/O off the runtime.
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Answer {
-    use std::io::{Read, Write};
-    let mut request = format!(
-        "{method} {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    let raw = tokio::task::spawn_blocking(move || {
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("an answer within 60 s");
-        raw
-    })
-    .await
-    .unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap()[9..12].parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
-
-const JSON: (&str, &str) = ("content-type", "application/json");
 
 fn typed(name: &str) -> Value {
     json!({"connector.class": "Typed", "name": name, "topic": "t", "tasks.max": "2", "batch.size": "10"})

@@ -3,8 +3,10 @@
 //! whose `route_write` is set by the test; the client sees the serving worker's status and body.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+mod http_support;
 mod idle_support;
 
+use http_support::{Answer, JSON, send};
 use idle_support::{Idle, NoSink};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -25,7 +27,7 @@ use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 
 type Router = Box<dyn Fn(&WriteScope<'_>, bool) -> Result<Route, HerderError> + Send + Sync>;
@@ -231,74 +233,6 @@ impl Server {
         self.herder.inner.shutdown().await;
     }
 }
-
-/// An answer: status, headers (lower-case names) and body.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-}
-
-/// One HTTP/1.1 request on its own connection (`Connection: close`: the answer ends at EOF), with
-/// blocking I/O on a blocking thread (the servers run on the test's runtime).
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Answer {
-    use std::io::{Read, Write};
-    let mut request = format!(
-        "{method} {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    let raw = tokio::task::spawn_blocking(move || {
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("an answer within 60 s");
-        raw
-    })
-    .await
-    .unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap()[9..12].parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
-
-const JSON: (&str, &str) = ("content-type", "application/json");
 
 fn create_body(name: &str) -> String {
     json!({"name": name, "config": {"connector.class": "Idle", "topic": "t"}}).to_string()
