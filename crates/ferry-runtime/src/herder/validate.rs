@@ -671,15 +671,7 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
         if let Some(plugin) =
             class.and_then(|c| registry.transformations().iter().find(|p| p.answers_to(c)))
         {
-            for key in plugin.make().config_keys() {
-                definitions.push(typed_key(
-                    &format!("{prefix}{}", key.name),
-                    key.config_type().name(),
-                    key.required,
-                    key.default,
-                    key.doc,
-                ));
-            }
+            definitions.extend(prefixed(&prefix, plugin.make().config_keys()));
         }
     }
     for alias in list("predicates") {
@@ -695,18 +687,23 @@ fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<Confi
         if let Some(plugin) =
             class.and_then(|c| registry.predicates().iter().find(|p| p.answers_to(c)))
         {
-            for key in plugin.make().config_keys() {
-                definitions.push(typed_key(
-                    &format!("{prefix}{}", key.name),
-                    key.config_type().name(),
-                    key.required,
-                    key.default,
-                    key.doc,
-                ));
-            }
+            definitions.extend(prefixed(&prefix, plugin.make().config_keys()));
         }
     }
     definitions
+}
+
+/// A transform's or predicate's own keys, under its alias's prefix.
+fn prefixed(prefix: &str, keys: Vec<ConfigKey>) -> impl Iterator<Item = ConfigKeyInfo> + '_ {
+    keys.into_iter().map(move |key| {
+        typed_key(
+            &format!("{prefix}{}", key.name),
+            key.config_type().name(),
+            key.required,
+            key.default,
+            key.doc,
+        )
+    })
 }
 
 fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> ConfigKeyInfo {
