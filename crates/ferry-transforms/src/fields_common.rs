@@ -285,19 +285,7 @@ pub(crate) fn required_non_empty_list(
 }
 
 /// A `BOOLEAN` key (`true`/`false`, any case, trimmed), or `default` when absent.
-pub(crate) fn boolean(config: &Config, key: &str, default: bool, issues: &mut Issues) -> bool {
-    let Some(raw) = config.get(key) else {
-        return default;
-    };
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "true" => true,
-        "false" => false,
-        _ => {
-            issues.push(key, "Expected value to be either true or false");
-            default
-        }
-    }
-}
+pub(crate) use crate::types_common::boolean;
 
 /// The key every field transform that reads struct fields has. Ferry's schemas carry no default
 /// values, so a null field stays null either way; the key is accepted (and checked) so that Kafka

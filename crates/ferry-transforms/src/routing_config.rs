@@ -66,24 +66,17 @@ pub(crate) fn required_non_empty_list(
     Some(list)
 }
 
-/// A `BOOLEAN` key with a default (`true`/`false`, any case, as Kafka accepts).
+/// A `BOOLEAN` key with a default (`true`/`false`, any case, as Kafka accepts); `None` when invalid
+/// (the issue is recorded).
 pub(crate) fn boolean_or(
     config: &Config,
     key: &str,
     default: bool,
     issues: &mut Issues,
 ) -> Option<bool> {
-    let Some(raw) = config.get(key) else {
-        return Some(default);
-    };
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => {
-            issues.push(key, "Expected value to be either true or false");
-            None
-        }
-    }
+    let had_issue = issues.has(key);
+    let value = crate::types_common::boolean(config, key, default, issues);
+    (had_issue || !issues.has(key)).then_some(value)
 }
 
 /// Compiles `value` as Kafka's `RegexValidator` checks it ("Invalid regex: …"). Rust's regex
