@@ -577,7 +577,7 @@ impl Transformation for Cast {
                 (Value::Object(out), Some(updated))
             }
         };
-        self.side.set(&mut record, Some(new_value), new_schema);
+        self.side.set(&mut record, new_schema, Some(new_value));
         Ok(Some(record))
     }
 }

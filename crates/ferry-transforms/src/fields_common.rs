@@ -59,6 +59,11 @@ impl Side {
         }
     }
 
+    /// The data and schema of this side.
+    pub(crate) fn get(self, record: &SourceRecord) -> (Option<&Json>, Option<&Schema>) {
+        (self.value(record), self.schema(record))
+    }
+
     /// Replaces only the data of this side, keeping its schema.
     pub(crate) fn set_value(self, record: &mut SourceRecord, value: Option<Json>) {
         match self {

@@ -171,7 +171,7 @@ impl Transformation for Flatten {
             }
         };
         self.side
-            .set(&mut record, Some(Value::Object(out)), new_schema);
+            .set(&mut record, new_schema, Some(Value::Object(out)));
         Ok(Some(record))
     }
 }

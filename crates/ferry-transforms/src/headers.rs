@@ -2,6 +2,7 @@
 //! Kafka Connect's. Ferry headers carry a JSON value without a schema, so a header made from a
 //! schemaful field keeps the field's value but not its schema.
 
+use crate::fields_common::Side;
 use std::collections::HashSet;
 
 use ferry_api::config::Issues;
@@ -176,13 +177,6 @@ impl Transformation for DropHeaders {
         record.headers.retain(|h| !self.headers.contains(&h.key));
         Ok(Some(record))
     }
-}
-
-/// Which part of the record `HeaderFrom` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Key,
-    Value,
 }
 
 /// `HeaderFrom`'s `operation`.

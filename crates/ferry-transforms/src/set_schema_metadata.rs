@@ -88,7 +88,7 @@ impl Transformation for SetSchemaMetadata {
             updated.version = Some(version);
         }
         let value = value.cloned();
-        self.side.set(&mut record, value, Some(updated));
+        self.side.set(&mut record, Some(updated), value);
         Ok(Some(record))
     }
 }

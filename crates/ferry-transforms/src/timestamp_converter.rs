@@ -431,7 +431,7 @@ impl Transformation for TimestampConverter {
                 (converted, Some(updated))
             }
         };
-        self.side.set(&mut record, new_value, new_schema);
+        self.side.set(&mut record, new_schema, new_value);
         Ok(Some(record))
     }
 }

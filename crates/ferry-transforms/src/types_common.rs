@@ -5,48 +5,13 @@
 
 use ferry_api::config::Issues;
 use ferry_api::transform::{Transformation, TransformationPlugin};
-use ferry_api::{Config, ConnectError, Schema, SchemaKind, SourceRecord};
+use ferry_api::{Config, ConnectError, Schema, SchemaKind};
 use serde_json::Value;
 
 use crate::PACKAGE;
 
 /// Which part of the record a transform works on (Kafka Connect's nested `Key` and `Value` classes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    /// The record key and its schema.
-    Key,
-    /// The record value and its schema.
-    Value,
-}
-
-impl Side {
-    /// The value and schema the transform works on.
-    pub(crate) fn get(self, record: &SourceRecord) -> (Option<&Value>, Option<&Schema>) {
-        match self {
-            Side::Key => (record.key.as_ref(), record.key_schema.as_ref()),
-            Side::Value => (record.value.as_ref(), record.value_schema.as_ref()),
-        }
-    }
-
-    /// Replaces the value and schema the transform works on.
-    pub(crate) fn set(
-        self,
-        record: &mut SourceRecord,
-        value: Option<Value>,
-        schema: Option<Schema>,
-    ) {
-        match self {
-            Side::Key => {
-                record.key = value;
-                record.key_schema = schema;
-            }
-            Side::Value => {
-                record.value = value;
-                record.value_schema = schema;
-            }
-        }
-    }
-}
+pub(crate) use crate::fields_common::Side;
 
 /// The `$Key` and `$Value` plugins of the transform `class` (simple name, e.g. `Cast`).
 pub(crate) fn key_and_value_plugins(
