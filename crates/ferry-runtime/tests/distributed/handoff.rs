@@ -424,8 +424,21 @@ async fn a_third_owner_waits(when: Third) {
         })
         .await;
     }
+    let starts_before = lock(&cluster.starts).len();
+    let began = Instant::now();
     cluster.coordinator.double_assign(c, slot(TASK)).await;
     wait_moved(&cluster, TASK, c).await;
+    // Through the releases, not the handoff timeout: every earlier holder had stopped or released.
+    eventually("C's start", || {
+        !starts_since(&cluster, TASK, starts_before).is_empty()
+    })
+    .await;
+    let started = starts_since(&cluster, TASK, starts_before)[0].at;
+    assert!(
+        started < began + HANDOFF / 2,
+        "C started {:?} after its claim: the handoff timeout, not the releases",
+        started - began
+    );
     let c_id = cluster.nodes[c].worker_id.clone();
     eventually("the task's status RUNNING on C", || {
         cluster

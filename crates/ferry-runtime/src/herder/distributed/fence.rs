@@ -45,7 +45,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::DistributedHerder;
-use super::ownership::{Deferred, Fenced, release_to, released_to};
+use super::ownership::{Deferred, Fenced, claimed_after, release_to, released_to};
 use crate::state::TaskId;
 use crate::stores::{State, StatusEntry};
 
@@ -239,10 +239,10 @@ impl DistributedHerder {
                 .iter()
                 .filter(|(id, d)| {
                     now >= d.until
-                        || self
-                            .statuses
-                            .task(id)
-                            .is_none_or(|s| s.state == State::Stopped && s.worker_id == d.waits_for)
+                        || self.statuses.task(id).is_none_or(|s| {
+                            (s.state == State::Stopped && s.worker_id == d.waits_for)
+                                || claimed_after(&s) == Some(d.waits_for.as_str())
+                        })
                 })
                 .map(|(id, _)| id.clone())
                 .collect();

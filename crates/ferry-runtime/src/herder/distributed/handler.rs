@@ -102,10 +102,16 @@ impl DistributedHerder {
                         _ => None,
                     };
                     let waits_for = hold_until.and(departed.map(str::to_owned));
-                    let status = StatusEntry::new(
-                        State::Unassigned,
+                    // Over a release, the claim says who released: a claimant still waiting for
+                    // that worker learns it stopped (see `fence`'s deferred releases).
+                    let after = stored
+                        .as_ref()
+                        .filter(|s| s.state == State::Stopped)
+                        .map(|s| s.worker_id.as_str());
+                    let status = super::ownership::claim(
                         self.settings.worker_id.as_str(),
                         generation,
+                        after,
                     );
                     self.statuses.put_task_safe(id, status);
                     owned.fenced.remove(id);

@@ -20,6 +20,34 @@ pub(super) fn release_to(me: &str, to: &str, generation: u32) -> StatusEntry {
         .with_trace(format!("{RELEASED_TO}{to}{HANDOFF}"))
 }
 
+/// How a claim made over a release reads in its UNASSIGNED status's `trace`: the releasing worker
+/// had stopped the task. A claimant that waited for that worker learns it from the claim that
+/// overwrote the release it had not seen yet.
+const CLAIMED_AFTER: &str = "claimed after worker ";
+const RELEASED_IT: &str = " released it";
+
+/// A claim of the task by `me` at `generation`; `after`: the worker whose release (STOPPED) the
+/// claim overwrites.
+pub(super) fn claim(me: &str, generation: u32, after: Option<&str>) -> StatusEntry {
+    let claim = StatusEntry::new(State::Unassigned, me, generation);
+    match after {
+        Some(worker) => claim.with_trace(format!("{CLAIMED_AFTER}{worker}{RELEASED_IT}")),
+        None => claim,
+    }
+}
+
+/// The worker that had released the task when this claim was made, if the status is such a claim.
+pub(super) fn claimed_after(status: &StatusEntry) -> Option<&str> {
+    if status.state != State::Unassigned {
+        return None;
+    }
+    status
+        .trace
+        .as_deref()?
+        .strip_prefix(CLAIMED_AFTER)?
+        .strip_suffix(RELEASED_IT)
+}
+
 /// The worker a STOPPED status released the task to, if it is a release to a claimant.
 pub(super) fn released_to(status: &StatusEntry) -> Option<&str> {
     if status.state != State::Stopped {
