@@ -18,6 +18,7 @@ use ferry_plugin::{
 
 use crate::config::OFFSET_STORAGE_FILE;
 use crate::sink::file::FileSink;
+use crate::sink::line::LineFormat;
 use crate::sink::stdout::StdoutSink;
 
 /// `offset.storage=file` (the default): Ferry's crash-safe offsets file, `offset.storage.file.filename`.
@@ -168,24 +169,62 @@ impl SinkPlugin for StdoutSinkPlugin {
         "stdout"
     }
 
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![sink_format_key()]
+    }
+
     fn parse(
         &self,
         _value: Option<&str>,
-        _props: &Properties,
+        props: &Properties,
         _converters: (ConverterSpec, ConverterSpec),
-        _errors: &mut Vec<ConfigError>,
+        errors: &mut Vec<ConfigError>,
     ) -> Option<Arc<dyn DynSinkSpec>> {
-        Some(Arc::new(StdoutSinkSpec))
+        let format = sink_format(props, errors)?;
+        Some(Arc::new(StdoutSinkSpec { format }))
     }
 }
 
-/// The settings of `sink=stdout` (none).
+/// The `sink.format` key of the file and stdout sinks.
+fn sink_format_key() -> ConfigKey {
+    ConfigKey::optional(
+        LineFormat::KEY,
+        Some("json"),
+        "what the file and stdout sinks write per record: json (the record with its source partition and offset) or value (the value alone, as Kafka Connect's FileStreamSink)",
+    )
+}
+
+/// `sink.format` (default `json`); `None` when invalid (the error is recorded).
+fn sink_format(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<LineFormat> {
+    match props.get(LineFormat::KEY) {
+        None => Some(LineFormat::Json),
+        Some(text) => {
+            let format = LineFormat::parse(text);
+            if format.is_none() {
+                errors.push(props.invalid(
+                    LineFormat::KEY,
+                    "accepted values: json (default: the record with its source partition and offset), value (the value alone, as Kafka Connect's FileStreamSink writes it)",
+                ));
+            }
+            format
+        }
+    }
+}
+
+/// The settings of `sink=stdout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StdoutSinkSpec;
+pub struct StdoutSinkSpec {
+    /// What each record is written as (`sink.format`).
+    pub format: LineFormat,
+}
 
 impl fmt::Display for StdoutSinkSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("stdout")
+        f.write_str("stdout")?;
+        if self.format != LineFormat::Json {
+            write!(f, " ({} lines)", self.format.name())?;
+        }
+        Ok(())
     }
 }
 
@@ -196,7 +235,9 @@ impl DynSinkSpec for StdoutSinkSpec {
     }
 
     async fn start(&self) -> Result<Arc<dyn SinkProvider>, SinkError> {
-        Ok(Arc::new(SharedSink(Arc::new(StdoutSink::new()?))))
+        Ok(Arc::new(SharedSink(Arc::new(StdoutSink::new_with(
+            self.format,
+        )?))))
     }
 
     fn uses_converters(&self) -> bool {
@@ -225,6 +266,10 @@ impl SinkPlugin for FileSinkPlugin {
         "file:PATH (e.g. file:/var/lib/ferry/records.jsonl)"
     }
 
+    fn keys(&self) -> Vec<ConfigKey> {
+        vec![sink_format_key()]
+    }
+
     fn parse(
         &self,
         value: Option<&str>,
@@ -232,9 +277,11 @@ impl SinkPlugin for FileSinkPlugin {
         _converters: (ConverterSpec, ConverterSpec),
         errors: &mut Vec<ConfigError>,
     ) -> Option<Arc<dyn DynSinkSpec>> {
+        let format = sink_format(props, errors)?;
         match value.and_then(|v| v.strip_prefix("file:")) {
             Some(path) if !path.is_empty() => Some(Arc::new(FileSinkSpec {
                 path: PathBuf::from(path),
+                format,
             })),
             _ => {
                 errors.push(props.invalid(
@@ -252,11 +299,17 @@ impl SinkPlugin for FileSinkPlugin {
 pub struct FileSinkSpec {
     /// The file. A relative path is relative to the process's working directory.
     pub path: PathBuf,
+    /// What each record is written as (`sink.format`).
+    pub format: LineFormat,
 }
 
 impl fmt::Display for FileSinkSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "file:{}", self.path.display())
+        write!(f, "file:{}", self.path.display())?;
+        if self.format != LineFormat::Json {
+            write!(f, " ({} lines)", self.format.name())?;
+        }
+        Ok(())
     }
 }
 
@@ -268,7 +321,7 @@ impl DynSinkSpec for FileSinkSpec {
 
     async fn start(&self) -> Result<Arc<dyn SinkProvider>, SinkError> {
         Ok(Arc::new(SharedSink(Arc::new(
-            FileSink::open(&self.path).await?,
+            FileSink::open_with(&self.path, self.format).await?,
         ))))
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ferry_api::{ConnectMap, Header, SourceRecord, Value};
 use ferry_runtime::sink::file::FileSink;
-use ferry_runtime::sink::line::record_json_line;
+use ferry_runtime::sink::line::{LineFormat, record_json_line};
 use ferry_runtime::sink::stdout::StdoutSink;
 use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink};
 use serde_json::json;
@@ -116,6 +116,52 @@ fn lines_are_exact() {
         line(&bare),
         "{\"topic\":\"t\",\"key\":null,\"value\":null,\"headers\":[],\"timestamp\":null,\"source_partition\":null,\"source_offset\":null}\n"
     );
+}
+
+#[tokio::test]
+async fn sink_format_value_writes_the_value_alone_as_kafka_connects_file_stream_sink() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("out.txt");
+    let sink = FileSink::open_with(&path, LineFormat::Value)
+        .await
+        .expect("open sink");
+    let records = [
+        // A string as it is (quotes and all), anything else as compact JSON, no value as null.
+        file_stream_record("hello \"world\"", 14),
+        full_record(),
+        SourceRecord::builder("t").build(),
+    ];
+    let mut offsets = Vec::new();
+    for record in &records {
+        let delivered = sink
+            .send(record)
+            .await
+            .expect("send")
+            .await
+            .expect("delivery");
+        offsets.push(delivered.offset);
+    }
+    let full_value =
+        serde_json::to_string(full_record().value.as_ref().expect("a value")).expect("json");
+    let expected = format!("hello \"world\"\n{full_value}\nnull\n");
+    assert_eq!(read(&path), expected);
+    // Offsets are byte positions of the lines, as in the JSON format.
+    let second = i64::try_from("hello \"world\"\n".len()).expect("small");
+    assert_eq!(
+        offsets,
+        [
+            Some(0),
+            Some(second),
+            Some(second + full_value.len() as i64 + 1)
+        ]
+    );
+    sink.close().await.expect("close");
+    assert_eq!(
+        LineFormat::parse(" VALUE "),
+        Some(LineFormat::Value),
+        "any case, trimmed"
+    );
+    assert_eq!(LineFormat::parse("text"), None);
 }
 
 #[tokio::test]

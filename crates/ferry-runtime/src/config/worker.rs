@@ -128,12 +128,17 @@ impl SinkSpec {
     /// `file:PATH`: JSON lines appended to `PATH`, acknowledged once synced. A relative path is
     /// relative to the process's working directory.
     pub fn file(path: impl Into<PathBuf>) -> Self {
-        Self(Arc::new(FileSinkSpec { path: path.into() }))
+        Self(Arc::new(FileSinkSpec {
+            path: path.into(),
+            format: crate::sink::line::LineFormat::Json,
+        }))
     }
 
     /// `stdout`: JSON lines on standard output.
     pub fn stdout() -> Self {
-        Self(Arc::new(StdoutSinkSpec))
+        Self(Arc::new(StdoutSinkSpec {
+            format: crate::sink::line::LineFormat::Json,
+        }))
     }
 
     /// The plugin's settings.

@@ -33,6 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferry_api::SourceRecord;
 
+use super::line::LineFormat;
 use super::writer::{Target, TargetError, Writer};
 use super::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 
@@ -48,6 +49,8 @@ const SCAN_CHUNK: u64 = 64 * 1024;
 /// write what is queued and exit; [`FileSink::close`] also waits for it.
 pub struct FileSink {
     path: PathBuf,
+    /// What each record is written as.
+    format: LineFormat,
     /// Replaced by [`RecordSink::reopen_if_failed`] once poisoned; a send in progress keeps its own.
     writer: RwLock<Arc<Writer>>,
     /// One reopen at a time: tasks restarting together must not open the file twice.
@@ -72,10 +75,22 @@ impl FileSink {
     /// The file cannot be opened, created, locked (another sink has it open), repaired or synced, or
     /// it ends in bytes that are not a torn Ferry line.
     pub async fn open(path: impl AsRef<Path>) -> Result<FileSink, SinkError> {
+        Self::open_with(path, LineFormat::Json).await
+    }
+
+    /// [`open`](Self::open), writing each record as `format` (`sink.format`).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        format: LineFormat,
+    ) -> Result<FileSink, SinkError> {
         let path = path.as_ref().to_path_buf();
-        let writer = open_writer(&path).await?;
+        let writer = open_writer(&path, format).await?;
         Ok(FileSink {
             path,
+            format,
             writer: RwLock::new(Arc::new(writer)),
             reopening: tokio::sync::Mutex::new(()),
         })
@@ -117,7 +132,7 @@ impl FileSink {
 }
 
 /// Opens the file (see [`FileSink::open`]) and starts its writer thread.
-async fn open_writer(path: &Path) -> Result<Writer, SinkError> {
+async fn open_writer(path: &Path, format: LineFormat) -> Result<Writer, SinkError> {
     let path = path.to_path_buf();
     {
         let sink = describe(&path);
@@ -142,6 +157,7 @@ async fn open_writer(path: &Path) -> Result<Writer, SinkError> {
             );
         }
         Writer::spawn(sink, "ferry-file-sink", FileTarget { file }, Some(position))
+            .map(|writer| writer.with_format(format))
     }
 }
 
@@ -165,7 +181,7 @@ impl RecordSink for FileSink {
             return Ok(false);
         }
         // The poisoned writer closed the file before its poison became visible: no lock conflict.
-        let writer = open_writer(&self.path).await?;
+        let writer = open_writer(&self.path, self.format).await?;
         *self.writer.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(writer);
         tracing::warn!(
             file = %self.path.display(),

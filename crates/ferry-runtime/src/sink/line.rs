@@ -21,6 +21,66 @@ use ferry_offsets::jackson;
 /// timestamp.
 const FRAME_LEN: usize = 104;
 
+/// What the file and stdout sinks write for each record (the worker key `sink.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LineFormat {
+    /// `json` (default): the JSON envelope above, with the record's source partition and offset.
+    #[default]
+    Json,
+    /// `value`: the value alone, as Kafka Connect's FileStreamSink writes it — a string as it is,
+    /// any other value as compact JSON, no value as `null`. A string holding a newline spans lines,
+    /// as in Kafka Connect.
+    Value,
+}
+
+impl LineFormat {
+    /// The worker key choosing the format.
+    pub const KEY: &'static str = "sink.format";
+
+    /// `json` or `value` (any case, trimmed).
+    pub fn parse(text: &str) -> Option<LineFormat> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "json" => Some(LineFormat::Json),
+            "value" => Some(LineFormat::Value),
+            _ => None,
+        }
+    }
+
+    /// Its name in the worker file.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineFormat::Json => "json",
+            LineFormat::Value => "value",
+        }
+    }
+}
+
+/// Formats `record` as one line in `format`, including the terminating `\n`.
+pub fn record_line(record: &SourceRecord, format: LineFormat) -> Vec<u8> {
+    match format {
+        LineFormat::Json => record_json_line(record),
+        LineFormat::Value => record_value_line(record),
+    }
+}
+
+/// The value alone (see [`LineFormat::Value`]), including the terminating `\n`.
+pub fn record_value_line(record: &SourceRecord) -> Vec<u8> {
+    let mut out = match &record.value {
+        Some(serde_json::Value::String(text)) => {
+            let mut out = Vec::with_capacity(text.len() + 1);
+            out.extend_from_slice(text.as_bytes());
+            out
+        }
+        value => {
+            let mut out = Vec::new();
+            write_optional_json(&mut out, value.as_ref());
+            out
+        }
+    };
+    out.push(b'\n');
+    out
+}
+
 /// Formats `record` as one JSON line, including the terminating `\n`.
 pub fn record_json_line(record: &SourceRecord) -> Vec<u8> {
     // Sized up front: a line is formatted per record, and growing it would reallocate it twice.

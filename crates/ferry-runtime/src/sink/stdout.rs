@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferry_api::SourceRecord;
 
+use super::line::LineFormat;
 use super::writer::{Target, TargetError, Writer};
 use super::{PendingDelivery, RecordSink, SinkError};
 
@@ -37,8 +38,17 @@ impl StdoutSink {
     /// # Errors
     /// The writer thread cannot be started.
     pub fn new() -> Result<StdoutSink, SinkError> {
+        Self::new_with(LineFormat::Json)
+    }
+
+    /// [`new`](Self::new), writing each record as `format` (`sink.format`).
+    ///
+    /// # Errors
+    /// The writer thread cannot be started.
+    pub fn new_with(format: LineFormat) -> Result<StdoutSink, SinkError> {
         let name = "stdout".to_owned();
-        let writer = Writer::spawn(name.clone(), "ferry-stdout-sink", Output::Stdout, None)?;
+        let writer = Writer::spawn(name.clone(), "ferry-stdout-sink", Output::Stdout, None)?
+            .with_format(format);
         Ok(StdoutSink { writer, name })
     }
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 use ferry_api::{RecordMetadata, SourceRecord};
 use tokio::sync::{Notify, oneshot};
 
-use super::line::record_json_line;
+use super::line::{LineFormat, record_line};
 use super::{Delivery, PendingDelivery, SinkError, SinkErrorKind};
 
 /// Most records written (and synced) as one batch.
@@ -143,6 +143,8 @@ impl Shared {
 /// The sending side of a background writer. Dropping it lets the thread drain and exit.
 pub(crate) struct Writer {
     shared: Arc<Shared>,
+    /// What each record is written as.
+    format: LineFormat,
     /// Closed (dropped) by the thread when it exits.
     exited: Option<oneshot::Receiver<()>>,
 }
@@ -181,8 +183,15 @@ impl Writer {
             })?;
         Ok(Self {
             shared,
+            format: LineFormat::Json,
             exited: Some(exited),
         })
+    }
+
+    /// The same writer, writing each record as `format`.
+    pub(crate) fn with_format(mut self, format: LineFormat) -> Self {
+        self.format = format;
+        self
     }
 
     /// Whether a failed write poisoned the writer (its target is then closed).
@@ -195,7 +204,7 @@ impl Writer {
         if let Some(e) = self.shared.poisoned() {
             return Err(e);
         }
-        let line = record_json_line(record);
+        let line = record_line(record, self.format);
         let (reply, delivered) = oneshot::channel();
         let entry = Entry::Record {
             len: line.len(),
