@@ -194,6 +194,12 @@ impl AckTracker {
         result
     }
 
+    /// Resolves at the next acknowledgement after it was first polled or enabled (`Notified::enable`):
+    /// a committer enables it before it commits, so an acknowledgement during the commit is not missed.
+    pub fn next_ack(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.acked.notified()
+    }
+
     /// The number of records not yet acknowledged.
     pub fn unacked(&self) -> usize {
         self.shared.unacked.load(Ordering::Acquire)

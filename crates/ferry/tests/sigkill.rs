@@ -119,11 +119,22 @@ fn parse(line: &str) -> (i64, i64) {
 
 #[test]
 fn sigkill_at_random_moments_resumes_from_committed_offsets_without_loss() {
+    sigkill_rounds(50);
+}
+
+/// The same with `offset.flush.interval.ms=0` (continuous commits): every guarantee holds as well.
+#[test]
+fn sigkill_with_continuous_commits_resumes_from_committed_offsets_without_loss() {
+    sigkill_rounds(0);
+}
+
+/// The kill rounds and checks with commits every `flush_interval_ms` (0: continuous).
+fn sigkill_rounds(flush_interval_ms: u64) {
     let seed = seed();
     eprintln!("sigkill: seed {seed} (rerun with FERRY_TEST_SEED={seed})");
     let mut rng = Rng(seed);
     let ws = Workspace::new();
-    let worker = ws.worker(50, &[]);
+    let worker = ws.worker(flush_interval_ms, &[]);
     let sink_path = ws.sink_path();
     let unbounded = connector_config(&ws, 1_000_000_000_000);
 
@@ -270,7 +281,8 @@ fn sigkill_at_random_moments_resumes_from_committed_offsets_without_loss() {
         "after the final clean stop every partition is committed at its last seq"
     );
     eprintln!(
-        "sigkill: {ROUNDS} kills, {} records per partition, {} lines, {duplicates} duplicates",
+        "sigkill (offset.flush.interval.ms={flush_interval_ms}): {ROUNDS} kills, {} records per \
+         partition, {} lines, {duplicates} duplicates",
         limit,
         content.lines().count()
     );

@@ -72,6 +72,8 @@ pub(crate) struct Committer {
     pub(crate) flush_timeout: Duration,
     pub(crate) metrics: std::sync::Arc<TaskMetrics>,
     pub(crate) health: std::sync::Arc<StoreHealth>,
+    /// `offset.flush.interval.ms=0`: commits follow each other, so each is logged at DEBUG.
+    pub(crate) continuous: bool,
 }
 
 impl Committer {
@@ -116,6 +118,15 @@ impl Committer {
             CommitOutcome::Failed(_) => self.metrics.commit_failed(),
         }
         match &outcome {
+            CommitOutcome::Committed {
+                partitions,
+                records,
+                elapsed,
+            } if self.continuous => tracing::debug!(
+                task = %self.task,
+                "committed offsets of {partitions} partitions ({records} records acknowledged since the last commit) in {elapsed:.1?}; {} records pending",
+                committable.pending_records
+            ),
             CommitOutcome::Committed {
                 partitions,
                 records,

@@ -242,6 +242,7 @@ impl TaskRunner {
             AbortOnDrop(tokio::spawn(commit_periodically(
                 committer,
                 self.settings.flush_interval,
+                self.acks.clone(),
                 stop_committer,
                 events_tx,
             )))
@@ -690,19 +691,44 @@ fn acknowledge(
     metrics.sample_active();
 }
 
-/// Commits every `interval` until told to stop; never interrupts a commit in progress.
+/// How long continuous commits pause after a failed one (the store is unreachable or slow).
+const CONTINUOUS_RETRY: Duration = Duration::from_millis(100);
+
+/// Commits every `interval` until told to stop; never interrupts a commit in progress. A zero
+/// interval commits continuously: the next commit starts as soon as the previous one finished and
+/// something new was acknowledged, so a crash re-delivers only what was in flight.
 async fn commit_periodically(
     committer: Arc<dyn Commit>,
     interval: Duration,
+    acks: AckTracker,
     mut stop: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<LoopEvent>,
 ) {
+    let continuous = interval.is_zero();
+    let mut wait = interval;
     loop {
+        // Registered before the commit: an acknowledgement during it starts the next one.
+        let acked = acks.next_ack();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            () = tokio::time::sleep(wait) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        match committer.commit().await {
+        let outcome = committer.commit().await;
+        if continuous {
+            wait = Duration::ZERO;
+            match &outcome {
+                // Nothing new: wait for the next acknowledgement.
+                CommitOutcome::NothingToCommit => tokio::select! {
+                    () = &mut acked => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                },
+                CommitOutcome::Failed(e) if e.is_retriable() => wait = CONTINUOUS_RETRY,
+                _ => {}
+            }
+        }
+        match outcome {
             CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
                 let _ = events.send(LoopEvent::Committed);
             }

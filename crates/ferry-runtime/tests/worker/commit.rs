@@ -242,3 +242,31 @@ async fn tasks_of_one_connector_commit_their_own_partitions() {
     h.wait_committed("twotasks", "y", 4).await;
     h.worker.shutdown().await;
 }
+
+/// `offset.flush.interval.ms=0`: each acknowledgement is committed at once (no interval to wait for,
+/// so a crash re-delivers only what was in flight), and an idle task does not commit in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_interval_commits_each_acknowledgement_at_once_and_idles_without_spinning() {
+    // A commit deadline far beyond what the test waits: a commit that came from an interval would
+    // have to come from this one, which never elapses.
+    let h = Harness::new(settings(0, 60_000, 10_000));
+    let probe = Probe::new();
+    h.start("continuous", false, &probe);
+    probe.push(records("a", 1..=3));
+    h.wait_committed("continuous", "a", 3).await;
+
+    // Idle: nothing new acknowledged, so no new commits (at most the one already under way).
+    let settled = probe.commits();
+    // Not a synchronization: a window in which a spinning committer would commit thousands of times.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let idle_commits = probe.commits() - settled;
+    assert!(
+        idle_commits <= 1,
+        "{idle_commits} commits while nothing was acknowledged"
+    );
+
+    // A new acknowledgement wakes the committer.
+    probe.push(vec![record("a", 4)]);
+    h.wait_committed("continuous", "a", 4).await;
+    h.stop("continuous").await;
+}

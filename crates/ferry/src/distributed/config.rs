@@ -143,7 +143,7 @@ impl DistributedConfig {
             props,
             OFFSET_FLUSH_INTERVAL_MS,
             DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
-            1,
+            0,
             &mut errors,
         );
         let offset_flush_timeout = millis(

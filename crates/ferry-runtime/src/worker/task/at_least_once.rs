@@ -28,6 +28,7 @@ impl AtLeastOnce {
             flush_timeout: parts.settings.flush_timeout,
             metrics: parts.metrics,
             health: parts.health,
+            continuous: parts.settings.flush_interval.is_zero(),
         };
         AtLeastOnceHooks {
             acks: parts.acks,
