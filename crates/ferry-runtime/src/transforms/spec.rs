@@ -347,3 +347,69 @@ fn known<'a>(classes: impl Iterator<Item = &'a str>) -> String {
         classes.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, String)]) -> Result<Transforms, Vec<(String, String)>> {
+        let config: Config = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        Transforms::parse(&config, &TransformRegistry::default())
+    }
+
+    #[test]
+    fn more_aliases_than_the_limit_are_refused_on_the_list_key() {
+        let filter = "org.apache.kafka.connect.transforms.Filter".to_owned();
+        let at_limit: Vec<String> = (0..MAX_ALIASES).map(|i| format!("t{i}")).collect();
+        let types: Vec<(String, String)> = at_limit
+            .iter()
+            .map(|a| (format!("transforms.{a}.type"), filter.clone()))
+            .collect();
+        let mut pairs = vec![("transforms", at_limit.join(","))];
+        pairs.extend(types.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        assert_eq!(
+            parse(&pairs).map(|t| t.aliases().len()).ok(),
+            Some(MAX_ALIASES)
+        );
+
+        let past: Vec<String> = (0..=MAX_ALIASES).map(|i| format!("t{i}")).collect();
+        let issues = parse(&[("transforms", past.join(","))]).expect_err("refused");
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].0, "transforms");
+        assert!(issues[0].1.contains("at most 100"), "{issues:?}");
+    }
+
+    #[test]
+    fn a_repeated_alias_and_a_key_of_an_unlisted_alias_are_refused() {
+        let hoist = "org.apache.kafka.connect.transforms.HoistField$Value".to_owned();
+        let issues = parse(&[
+            ("transforms", "a,a".to_owned()),
+            ("transforms.a.type", hoist),
+            ("transforms.a.field", "line".to_owned()),
+            ("transforms.b.field", "typo".to_owned()),
+        ])
+        .expect_err("refused");
+        let keys: Vec<&str> = issues.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(keys.contains(&"transforms"), "{issues:?}");
+        assert!(keys.contains(&"transforms.b.field"), "{issues:?}");
+    }
+
+    #[test]
+    fn a_predicate_must_be_listed_and_negate_needs_one() {
+        let filter = "org.apache.kafka.connect.transforms.Filter".to_owned();
+        let issues = parse(&[
+            ("transforms", "drop,keep".to_owned()),
+            ("transforms.drop.type", filter.clone()),
+            ("transforms.drop.predicate", "missing".to_owned()),
+            ("transforms.keep.type", filter),
+            ("transforms.keep.negate", "true".to_owned()),
+        ])
+        .expect_err("refused");
+        let keys: Vec<&str> = issues.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(keys.contains(&"transforms.drop.predicate"), "{issues:?}");
+        assert!(keys.contains(&"transforms.keep.negate"), "{issues:?}");
+    }
+}
