@@ -421,6 +421,34 @@ mod tests {
     }
 
     #[test]
+    fn more_groups_than_the_limit_are_refused_naming_the_key() {
+        let names: Vec<String> = (0..=MAX_TOPIC_CREATION_GROUPS)
+            .map(|i| format!("g{i}"))
+            .collect();
+        let list = names.join(",");
+        let includes: Vec<(String, String)> = names
+            .iter()
+            .map(|g| (format!("topic.creation.{g}.include"), format!("{g}-.*")))
+            .collect();
+        let mut pairs = vec![
+            ("topic.creation.default.replication.factor", "1"),
+            ("topic.creation.default.partitions", "1"),
+            ("topic.creation.groups", list.as_str()),
+        ];
+        pairs.extend(includes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let issues = TopicCreation::from_config(&config(&pairs)).expect_err("too many groups");
+        assert!(
+            keys(&issues).contains(&"topic.creation.groups"),
+            "{issues:?}"
+        );
+        // At the limit, accepted.
+        let at_limit = names[..MAX_TOPIC_CREATION_GROUPS].join(",");
+        pairs[2] = ("topic.creation.groups", at_limit.as_str());
+        pairs.pop();
+        assert!(TopicCreation::from_config(&config(&pairs)).is_ok());
+    }
+
+    #[test]
     fn no_topic_creation_key_means_no_topic_creation() {
         assert!(
             TopicCreation::from_config(&config(&[("topic", "t")]))

@@ -385,6 +385,23 @@ mod tests {
     }
 
     #[test]
+    fn past_the_logger_limit_a_new_name_is_refused_and_set_ones_still_change() {
+        let levels = LogLevels::new("info", Applied::default());
+        for i in 0..MAX_LOGGERS {
+            levels
+                .set(&format!("target_{i}"), "DEBUG")
+                .expect("under the limit");
+        }
+        let refused = levels.set("one_more", "DEBUG").expect_err("past the limit");
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert!(refused.message.contains("one_more"), "{}", refused.message);
+        // A logger that has a level, and root, can still be changed.
+        levels.set("target_0", "WARN").expect("already has a level");
+        levels.set("root", "WARN").expect("root");
+        assert_eq!(levels.level("target_0").level, "WARN");
+    }
+
+    #[test]
     fn levels_start_from_rust_log_and_change_with_their_children() {
         let applied = Applied::default();
         let levels = LogLevels::new("info,ferry_kafka=warn,[span]=trace", applied.clone());
