@@ -565,7 +565,7 @@ mod whole_file {
         assert_names(interval, &path, "offset.flush.interval.ms", 2);
         assert!(
             interval.to_string().contains("\"soon\"")
-                && interval.to_string().contains("greater than 0"),
+                && interval.to_string().contains("0 or more"),
             "{interval}"
         );
 
