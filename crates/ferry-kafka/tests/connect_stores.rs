@@ -401,7 +401,11 @@ async fn the_status_backing_store_contract_between_two_workers() {
         Some(StatusEntry::new(State::Running, "w1:8083", 3)),
         "the writer sees its write at once"
     );
-    refresh_until(&b, "a's three statuses on b", || b.tasks("c").len() == 2).await;
+    // The records may sit in different partitions of the status topic: wait for all three.
+    refresh_until(&b, "a's three statuses on b", || {
+        b.tasks("c").len() == 2 && b.connector("c").is_some()
+    })
+    .await;
     assert_eq!(
         b.connector("c"),
         Some(StatusEntry::new(State::Running, "w1:8083", 3))

@@ -564,8 +564,7 @@ mod whole_file {
         let interval = error_for(&errors, "offset.flush.interval.ms");
         assert_names(interval, &path, "offset.flush.interval.ms", 2);
         assert!(
-            interval.to_string().contains("\"soon\"")
-                && interval.to_string().contains("0 or more"),
+            interval.to_string().contains("\"soon\"") && interval.to_string().contains("0 or more"),
             "{interval}"
         );
 
