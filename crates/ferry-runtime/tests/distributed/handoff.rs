@@ -145,6 +145,39 @@ async fn assert_handed_over(
     start
 }
 
+/// Waits until `task`'s status says RUNNING on worker `on` and its newest instance committed.
+async fn runs_and_commits_on(cluster: &Cluster, task: usize, on: usize) {
+    let id = TaskId::new("seq", task);
+    let worker = cluster.nodes[on].worker_id.clone();
+    eventually(&format!("task {task} RUNNING on worker {on}"), || {
+        cluster
+            .statuses
+            .task(&id)
+            .is_some_and(|s| s.state == State::Running && s.worker_id == worker)
+    })
+    .await;
+    let newest = starts_since(cluster, task, 0)
+        .last()
+        .expect("a start")
+        .instance;
+    eventually(&format!("task {task} committing on worker {on}"), || {
+        last_commit(cluster, task).0 == newest
+    })
+    .await;
+}
+
+/// Stops every worker, then checks what reached the store and the sink: no commit of records an
+/// instance had not delivered, and every partition exactly once.
+async fn shut_down_exactly_once(mut cluster: Cluster) {
+    cluster.shutdown().await;
+    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+    for p in 0..3 {
+        let delivered = cluster.delivered(p);
+        assert_no_gap(p, &delivered);
+        assert_no_duplicate(p, &delivered);
+    }
+}
+
 /// Three workers run `seq`'s three tasks; returns the cluster, the worker running `task` (A) and
 /// another worker (B).
 async fn running(task: usize) -> (Cluster, usize, usize) {
@@ -202,7 +235,7 @@ async fn double_assign(cluster: &Cluster, task: usize, a: usize, b: usize) -> St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_double_assignment_hands_the_task_over_without_duplicates_or_gaps() {
-    let (mut cluster, a, b) = running(TASK).await;
+    let (cluster, a, b) = running(TASK).await;
     let start = double_assign(&cluster, TASK, a, b).await;
     // B keeps running it (A does not claim it back: B has not released it) and commits.
     eventually("B committing the task", || {
@@ -216,18 +249,12 @@ async fn a_double_assignment_hands_the_task_over_without_duplicates_or_gaps() {
         cluster.coordinator.owned(a).contains(&slot(TASK)),
         "nothing rebalanced"
     );
-    cluster.shutdown().await;
-    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
-    for p in 0..3 {
-        let delivered = cluster.delivered(p);
-        assert_no_gap(p, &delivered);
-        assert_no_duplicate(p, &delivered);
-    }
+    shut_down_exactly_once(cluster).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_slot_taken_back_from_the_claimant_runs_again_at_its_group_owner() {
-    let (mut cluster, a, b) = running(TASK).await;
+    let (cluster, a, b) = running(TASK).await;
     let on_b = double_assign(&cluster, TASK, a, b).await;
     eventually("B committing the task", || {
         last_commit(&cluster, TASK).0 == on_b.instance
@@ -258,13 +285,7 @@ async fn a_slot_taken_back_from_the_claimant_runs_again_at_its_group_owner() {
         last_commit(&cluster, TASK).0 == on_a.instance
     })
     .await;
-    cluster.shutdown().await;
-    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
-    for p in 0..3 {
-        let delivered = cluster.delivered(p);
-        assert_no_gap(p, &delivered);
-        assert_no_duplicate(p, &delivered);
-    }
+    shut_down_exactly_once(cluster).await;
 }
 
 /// When the group takes the slot back from B before B started the task.
@@ -279,7 +300,7 @@ enum TakenBack {
 /// A double assignment the group ends before B started the task: whichever way the race between
 /// the revocation and the fence goes, the task runs again on A, the worker the group kept it at.
 async fn taken_back_before_the_start(when: TakenBack) {
-    let (mut cluster, a, b) = running(TASK).await;
+    let (cluster, a, b) = running(TASK).await;
     let id = TaskId::new("seq", TASK);
     let a_id = cluster.nodes[a].worker_id.clone();
     cluster.coordinator.double_assign(b, slot(TASK)).await;
@@ -294,28 +315,8 @@ async fn taken_back_before_the_start(when: TakenBack) {
     }
     cluster.coordinator.take_back(b, slot(TASK)).await;
     wait_moved(&cluster, TASK, a).await;
-    eventually("the task's status RUNNING on A", || {
-        cluster
-            .statuses
-            .task(&id)
-            .is_some_and(|s| s.state == State::Running && s.worker_id == a_id)
-    })
-    .await;
-    let on_a = starts_since(&cluster, TASK, 0)
-        .last()
-        .expect("a start")
-        .instance;
-    eventually("A committing the task", || {
-        last_commit(&cluster, TASK).0 == on_a
-    })
-    .await;
-    cluster.shutdown().await;
-    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
-    for p in 0..3 {
-        let delivered = cluster.delivered(p);
-        assert_no_gap(p, &delivered);
-        assert_no_duplicate(p, &delivered);
-    }
+    runs_and_commits_on(&cluster, TASK, a).await;
+    shut_down_exactly_once(cluster).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -330,7 +331,7 @@ async fn a_slot_taken_back_right_after_the_release_runs_again_at_its_group_owner
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_double_assigned_slot_0_moves_the_connector_instance_with_its_task() {
-    let (mut cluster, a, b) = running(0).await;
+    let (cluster, a, b) = running(0).await;
     let b_id = cluster.nodes[b].worker_id.clone();
     let starts_before = lock(&cluster.starts).len();
     let start = double_assign(&cluster, 0, a, b).await;
@@ -360,13 +361,7 @@ async fn a_double_assigned_slot_0_moves_the_connector_instance_with_its_task() {
         .cloned()
         .collect();
     assert_eq!(restarted.len(), 0, "{restarted:?}");
-    cluster.shutdown().await;
-    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
-    for p in 0..3 {
-        let delivered = cluster.delivered(p);
-        assert_no_gap(p, &delivered);
-        assert_no_duplicate(p, &delivered);
-    }
+    shut_down_exactly_once(cluster).await;
 }
 
 /// A claimant whose session expires before it started the task (`lost`) releases it back after
@@ -406,7 +401,7 @@ enum Third {
 /// A runs the task; B, then C get its slot without a revocation. Whatever the order of the fences,
 /// the task never runs on two workers at once and no record is delivered twice.
 async fn a_third_owner_waits(when: Third) {
-    let (mut cluster, a, b) = running(TASK).await;
+    let (cluster, a, b) = running(TASK).await;
     let c = *cluster
         .live()
         .iter()
@@ -439,29 +434,8 @@ async fn a_third_owner_waits(when: Third) {
         "C started {:?} after its claim: the handoff timeout, not the releases",
         started - began
     );
-    let c_id = cluster.nodes[c].worker_id.clone();
-    eventually("the task's status RUNNING on C", || {
-        cluster
-            .statuses
-            .task(&id)
-            .is_some_and(|s| s.state == State::Running && s.worker_id == c_id)
-    })
-    .await;
-    let on_c = starts_since(&cluster, TASK, 0)
-        .last()
-        .expect("a start")
-        .instance;
-    eventually("C committing the task", || {
-        last_commit(&cluster, TASK).0 == on_c
-    })
-    .await;
-    cluster.shutdown().await;
-    assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
-    for p in 0..3 {
-        let delivered = cluster.delivered(p);
-        assert_no_gap(p, &delivered);
-        assert_no_duplicate(p, &delivered);
-    }
+    runs_and_commits_on(&cluster, TASK, c).await;
+    shut_down_exactly_once(cluster).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
