@@ -139,22 +139,9 @@ pub(crate) fn json_class(value: &Json) -> &'static str {
     }
 }
 
-/// Kafka Connect's `Schema.Type` name (`STRING`, `INT32`, `FLOAT64`, `STRUCT`, …).
+/// Kafka Connect's `Schema.Type` name (`STRING`, `INT32`, `FLOAT64`, `STRUCT`, …) of `schema`.
 pub(crate) fn type_name(schema: &Schema) -> &'static str {
-    match schema.kind {
-        SchemaKind::Int8 => "INT8",
-        SchemaKind::Int16 => "INT16",
-        SchemaKind::Int32 => "INT32",
-        SchemaKind::Int64 => "INT64",
-        SchemaKind::Float32 => "FLOAT32",
-        SchemaKind::Float64 => "FLOAT64",
-        SchemaKind::Boolean => "BOOLEAN",
-        SchemaKind::String => "STRING",
-        SchemaKind::Bytes => "BYTES",
-        SchemaKind::Array { .. } => "ARRAY",
-        SchemaKind::Map { .. } => "MAP",
-        SchemaKind::Struct { .. } => "STRUCT",
-    }
+    crate::types_common::type_name(&schema.kind)
 }
 
 /// Kafka Connect's `Requirements.requireMap`: schemaless data must be a map (a JSON object).

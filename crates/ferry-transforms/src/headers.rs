@@ -402,15 +402,9 @@ fn not_configured(name: &str) -> ConnectError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields_common::test_support::config;
     use ferry_api::Field;
     use serde_json::json;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
 
     fn make(
         class: &str,

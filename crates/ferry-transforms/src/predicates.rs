@@ -104,13 +104,7 @@ impl Predicate for RecordIsTombstone {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::fields_common::test_support::config;
 
     fn predicate(
         class: &str,

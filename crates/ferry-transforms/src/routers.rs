@@ -243,13 +243,7 @@ fn not_configured(name: &str) -> ConnectError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::fields_common::test_support::config;
 
     fn route(regex: &str, replacement: &str, topic: &str) -> String {
         let mut router = RegexRouter::default();

@@ -149,13 +149,7 @@ pub(crate) fn java_class_name(value: Option<&Value>, schema: Option<&Schema>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use crate::fields_common::test_support::config;
 
     #[test]
     fn lists_keep_empty_entries_like_kafka() {

@@ -96,6 +96,7 @@ impl Transformation for SetSchemaMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields_common::test_support::config;
     use ferry_api::{Field, Schema};
     use serde_json::json;
 
@@ -103,13 +104,6 @@ mod tests {
         let mut xform = SetSchemaMetadata::new(side);
         xform.configure(&config(pairs)).unwrap();
         xform
-    }
-
-    fn config(pairs: &[(&str, &str)]) -> Config {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
     }
 
     fn apply(xform: &mut SetSchemaMetadata, record: SourceRecord) -> SourceRecord {
