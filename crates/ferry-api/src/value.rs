@@ -7,6 +7,7 @@
 
 use indexmap::IndexMap;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::ValueError;
 
@@ -115,9 +116,20 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 ///
 /// Build one by hand with [`ConnectMap::with`], or from any serde type with [`ConnectMap::from_serde`]
 /// (the typed way, which keeps `start()` and `poll()` from building two different keys).
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// Cloning is cheap (the fields are shared until one of the copies changes), so a connector may build
+/// its partition map once and clone it into every record, and the runtime may keep a record's maps
+/// without copying them.
+#[derive(Debug, Clone, Default)]
 pub struct ConnectMap {
-    entries: IndexMap<String, Value>,
+    entries: Arc<IndexMap<String, Value>>,
+}
+
+/// Equal fields, in any order. Clones of one map compare without looking at their fields.
+impl PartialEq for ConnectMap {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.entries, &other.entries) || self.entries == other.entries
+    }
 }
 
 /// A source partition: identifies a stream of the external system (a file, a table).
@@ -156,7 +168,7 @@ impl ConnectMap {
         let key = key.into();
         let value = value.into();
         value.check(&key)?;
-        self.entries.insert(key, value);
+        Arc::make_mut(&mut self.entries).insert(key, value);
         Ok(())
     }
 

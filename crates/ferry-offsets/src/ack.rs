@@ -6,35 +6,121 @@
 //! acknowledged record behind an unacknowledged one does not advance its partition. Partitions are
 //! independent. A null partition is a partition; a record with a null offset commits nothing itself.
 //!
-//! The tracker is synchronous and cheap; only [`AckTracker::await_all`] is async.
+//! The tracker is synchronous and cheap: records sit inline in their partition's queue (no
+//! allocation per record), handles find them by queue and index, and [`SubmittedRecord::ack_all`]
+//! acknowledges a group of deliveries under one lock. Only [`AckTracker::await_all`] is async.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ferry_api::{SourceOffset, SourcePartition};
+use ferry_api::{SourceOffset, SourcePartition, SourceRecord};
 use tokio::sync::Notify;
 
 use crate::codec::canonical_partition;
 
+/// How many recently submitted partitions keep their canonical key at hand: a task usually polls
+/// from a few partitions at a time, and a hit saves encoding the partition (and allocating its key)
+/// for every record.
+const RECENT_KEYS: usize = 8;
+
+/// One submitted record, inline in its partition's queue (no allocation per record).
 #[derive(Debug)]
-struct RecordState {
+struct Entry {
     offset: Option<SourceOffset>,
-    acked: AtomicBool,
+    acked: bool,
+    /// Removed before it was sent ([`AckTracker::remove`]): done, but not a committed record.
+    removed: bool,
 }
 
 #[derive(Debug)]
 struct Queue {
+    /// Tells this queue from an earlier one of the same partition that emptied and was dropped:
+    /// a handle into that one refers to a record already acknowledged and popped.
+    id: u64,
     partition: Option<SourcePartition>,
-    records: VecDeque<Arc<RecordState>>,
+    /// The index (within this queue's life) of `records.front()`.
+    first: u64,
+    records: VecDeque<Entry>,
+}
+
+impl Queue {
+    /// The entry `index` refers to, or `None` once it was popped (it was acknowledged then).
+    fn entry(&mut self, id: u64, index: u64) -> Option<&mut Entry> {
+        if id != self.id {
+            return None;
+        }
+        let at = usize::try_from(index.checked_sub(self.first)?).ok()?;
+        self.records.get_mut(at)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Queues {
+    by_key: HashMap<Arc<[u8]>, Queue>,
+    /// Recently submitted partitions and their canonical keys. A hit needs an equal map (`==`),
+    /// and equal maps have equal canonical keys.
+    recent: Vec<(Option<SourcePartition>, Arc<[u8]>)>,
+    next_queue_id: u64,
+}
+
+impl Queues {
+    /// The canonical key of `partition`, from the recent ones when it is there.
+    fn key(&mut self, partition: Option<&SourcePartition>) -> Arc<[u8]> {
+        if let Some(i) = self
+            .recent
+            .iter()
+            .position(|(p, _)| p.as_ref() == partition)
+        {
+            // Moved up one place per hit, so the partitions in use are found after a comparison or
+            // two, and one new partition does not push out a busy one.
+            if i > 0 {
+                self.recent.swap(i - 1, i);
+                return Arc::clone(&self.recent[i - 1].1);
+            }
+            return Arc::clone(&self.recent[0].1);
+        }
+        let key: Arc<[u8]> = canonical_partition(partition).into();
+        if self.recent.len() == RECENT_KEYS {
+            self.recent.pop();
+        }
+        self.recent.insert(
+            self.recent.len() / 2,
+            (partition.cloned(), Arc::clone(&key)),
+        );
+        key
+    }
+
+    /// The entry a handle refers to, or `None` once it was popped (it was acknowledged then).
+    fn entry(&mut self, record: &SubmittedRecord) -> Option<&mut Entry> {
+        self.by_key
+            .get_mut(&*record.queue_key)?
+            .entry(record.queue_id, record.index)
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shared {
-    queues: Mutex<HashMap<Vec<u8>, Queue>>,
+    queues: Mutex<Queues>,
     unacked: AtomicUsize,
     acked: Notify,
+}
+
+impl Shared {
+    fn queues(&self) -> MutexGuard<'_, Queues> {
+        // Each critical section is a push, a flag change or a pop sequence that keeps the queues
+        // consistent.
+        self.queues.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts `n` new acknowledgements and wakes whoever waits for one.
+    fn acknowledged(&self, n: usize) {
+        if n > 0 {
+            self.unacked.fetch_sub(n, Ordering::AcqRel);
+            self.acked.notify_waiters();
+        }
+    }
 }
 
 /// Tracks submitted records until they are acknowledged. Clones share state. Thread-safe.
@@ -47,19 +133,51 @@ pub struct AckTracker {
 #[derive(Debug, Clone)]
 pub struct SubmittedRecord {
     queue_key: Arc<[u8]>,
-    state: Arc<RecordState>,
+    queue_id: u64,
+    index: u64,
     shared: Arc<Shared>,
 }
 
 impl SubmittedRecord {
     /// Acknowledges the record. Returns `false` if it was already acknowledged (acks are idempotent).
     pub fn ack(&self) -> bool {
-        if self.state.acked.swap(true, Ordering::AcqRel) {
-            return false;
+        let newly = {
+            let mut queues = self.shared.queues();
+            queues
+                .entry(self)
+                .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+        };
+        if newly {
+            self.shared.acknowledged(1);
         }
-        self.shared.unacked.fetch_sub(1, Ordering::AcqRel);
-        self.shared.acked.notify_waiters();
-        true
+        newly
+    }
+
+    /// Acknowledges every record with one lock and one wake-up of the waiters per tracker, rather
+    /// than one per record. Returns how many were not acknowledged before.
+    pub fn ack_all(records: impl IntoIterator<Item = SubmittedRecord>) -> usize {
+        let mut total = 0;
+        let mut records = records.into_iter().peekable();
+        while let Some(first) = records.next() {
+            let shared = Arc::clone(&first.shared);
+            let mut newly = 0;
+            {
+                let mut queues = shared.queues();
+                let mut record = Some(first);
+                while let Some(current) = record {
+                    if queues
+                        .entry(&current)
+                        .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+                    {
+                        newly += 1;
+                    }
+                    record = records.next_if(|next| Arc::ptr_eq(&next.shared, &shared));
+                }
+            }
+            shared.acknowledged(newly);
+            total += newly;
+        }
+        total
     }
 
     /// The canonical key of the record's partition (see [`crate::canonical_partition`]); logically
@@ -70,7 +188,11 @@ impl SubmittedRecord {
 
     /// Whether the record has been acknowledged.
     pub fn is_acked(&self) -> bool {
-        self.state.acked.load(Ordering::Acquire)
+        // Popped (committed or removed) records were acknowledged.
+        self.shared
+            .queues()
+            .entry(self)
+            .is_none_or(|entry| entry.acked)
     }
 }
 
@@ -95,61 +217,82 @@ impl AckTracker {
         Self::default()
     }
 
-    fn queues(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Queue>> {
-        // Each critical section is a single push/pop sequence that keeps the queues consistent.
-        self.shared.queues.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Submits a record in poll order; acknowledge the returned handle on delivery.
     pub fn submit(
         &self,
         partition: Option<SourcePartition>,
         offset: Option<SourceOffset>,
     ) -> SubmittedRecord {
-        let key = canonical_partition(partition.as_ref());
-        let state = Arc::new(RecordState {
+        self.submit_ref(partition.as_ref(), offset)
+    }
+
+    /// Submits `record`'s partition and offset in poll order (see [`AckTracker::submit`]); the
+    /// partition is cloned only for a partition with no pending records.
+    pub fn submit_record(&self, record: &SourceRecord) -> SubmittedRecord {
+        self.submit_ref(
+            record.source_partition.as_ref(),
+            record.source_offset.clone(),
+        )
+    }
+
+    fn submit_ref(
+        &self,
+        partition: Option<&SourcePartition>,
+        offset: Option<SourceOffset>,
+    ) -> SubmittedRecord {
+        let entry = Entry {
             offset,
-            acked: AtomicBool::new(false),
-        });
+            acked: false,
+            removed: false,
+        };
         self.shared.unacked.fetch_add(1, Ordering::AcqRel);
-        let queue_key: Arc<[u8]> = key.as_slice().into();
-        self.queues()
-            .entry(key)
-            .or_insert_with(|| Queue {
-                partition,
-                records: VecDeque::new(),
-            })
-            .records
-            .push_back(state.clone());
+        let mut queues = self.shared.queues();
+        let queue_key = queues.key(partition);
+        let (queue_id, index) = match queues.by_key.get_mut(&*queue_key) {
+            Some(queue) => {
+                queue.records.push_back(entry);
+                (queue.id, queue.first + queue.records.len() as u64 - 1)
+            }
+            None => {
+                let id = queues.next_queue_id;
+                queues.next_queue_id += 1;
+                let queue = Queue {
+                    id,
+                    partition: partition.cloned(),
+                    first: 0,
+                    records: VecDeque::from([entry]),
+                };
+                queues.by_key.insert(Arc::clone(&queue_key), queue);
+                (id, 0)
+            }
+        };
+        drop(queues);
         SubmittedRecord {
             queue_key,
-            state,
+            queue_id,
+            index,
             shared: self.shared.clone(),
         }
     }
 
-    /// Removes a record that was never sent (so it will be submitted again). Returns whether it was
-    /// still tracked. Only the last occurrence is searched, as it is normally the newest.
+    /// Removes a record that was never sent (so it will be submitted again): its offset is never
+    /// committed, and records behind it are not held back by it. Returns whether it was still
+    /// tracked.
     pub fn remove(&self, record: &SubmittedRecord) -> bool {
-        let mut queues = self.queues();
-        let Some(queue) = queues.get_mut(&*record.queue_key) else {
-            return false;
+        let newly = {
+            let mut queues = self.shared.queues();
+            let Some(entry) = queues.entry(record) else {
+                return false;
+            };
+            if entry.removed {
+                return false;
+            }
+            entry.removed = true;
+            entry.offset = None;
+            !std::mem::replace(&mut entry.acked, true)
         };
-        let Some(pos) = queue
-            .records
-            .iter()
-            .rposition(|r| Arc::ptr_eq(r, &record.state))
-        else {
-            return false;
-        };
-        queue.records.remove(pos);
-        if queue.records.is_empty() {
-            queues.remove(&*record.queue_key);
-        }
-        drop(queues);
-        if !record.state.acked.swap(true, Ordering::AcqRel) {
-            self.shared.unacked.fetch_sub(1, Ordering::AcqRel);
-            self.shared.acked.notify_waiters();
+        if newly {
+            self.shared.acknowledged(1);
         }
         true
     }
@@ -158,23 +301,22 @@ impl AckTracker {
     /// the offset of the last popped record that has one (null offsets are skipped).
     pub fn committable(&self) -> CommittableOffsets {
         let mut result = CommittableOffsets::default();
-        let mut queues = self.queues();
-        queues.retain(|_, queue| {
+        let mut queues = self.shared.queues();
+        queues.by_key.retain(|_, queue| {
             let mut last = None;
-            while queue
-                .records
-                .front()
-                .is_some_and(|r| r.acked.load(Ordering::Acquire))
-            {
-                if let Some(r) = queue.records.pop_front() {
-                    result.committable_records += 1;
+            while queue.records.front().is_some_and(|entry| entry.acked) {
+                if let Some(entry) = queue.records.pop_front() {
+                    queue.first += 1;
+                    if !entry.removed {
+                        result.committable_records += 1;
+                    }
                     // A null offset commits nothing itself, and must not hide an earlier one.
-                    if r.offset.is_some() {
-                        last = Some(r);
+                    if entry.offset.is_some() {
+                        last = entry.offset;
                     }
                 }
             }
-            if let Some(offset) = last.and_then(|r| r.offset.clone()) {
+            if let Some(offset) = last {
                 result.offsets.push((queue.partition.clone(), offset));
             }
             let pending = queue.records.len();

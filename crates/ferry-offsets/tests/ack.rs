@@ -377,3 +377,48 @@ async fn await_all_counts_removed_records_as_done() {
     assert!(acks.await_all(Duration::from_secs(5)).await);
     assert!(remover.await.expect("join"));
 }
+
+/// The tracker keeps the keys of a few recent partitions at hand; with many more partitions
+/// interleaved (each submit evicting another's key) every partition still commits its own prefix.
+#[test]
+fn many_interleaved_partitions_each_commit_their_own_prefix() {
+    let acks = AckTracker::new();
+    let files: Vec<String> = (0..50).map(|i| format!("/f{i}")).collect();
+    let mut handles = Vec::new();
+    for round in 1..=3 {
+        for f in &files {
+            handles.push(acks.submit(Some(file(f)), Some(position(round))));
+        }
+    }
+    // Rounds 1 and 2 acknowledged for every file, round 3 only for the even ones.
+    for (i, h) in handles.iter().enumerate() {
+        if i < 100 || (i - 100) % 2 == 0 {
+            h.ack();
+        }
+    }
+    let mut expected: Vec<(Option<String>, i64)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (part(&file(f)), if i % 2 == 0 { 3 } else { 2 }))
+        .collect();
+    expected.sort();
+    assert_eq!(positions(&acks.committable()), expected);
+}
+
+#[tokio::test]
+async fn ack_all_acknowledges_each_record_once_and_wakes_a_waiter() {
+    let acks = AckTracker::new();
+    let handles: Vec<_> = (1..=5)
+        .map(|i| acks.submit(Some(file("/a")), Some(position(i))))
+        .collect();
+    assert!(handles[1].ack());
+    let waiter = {
+        let acks = acks.clone();
+        tokio::spawn(async move { acks.await_all(Duration::from_secs(10)).await })
+    };
+    let newly = ferry_offsets::SubmittedRecord::ack_all(handles.iter().cloned());
+    assert_eq!(newly, 4, "the one acknowledged before is not counted again");
+    assert_eq!(acks.unacked(), 0);
+    assert!(waiter.await.unwrap());
+    assert_eq!(positions(&acks.committable()), vec![(part(&file("/a")), 5)]);
+}
