@@ -78,8 +78,48 @@ struct InFlight {
 /// A record whose delivery resolved: its ack handle, the record, and the outcome.
 type Resolved = ((Option<SubmittedRecord>, Box<SourceRecord>), Delivery);
 
-/// Most records the delivery watcher takes from its channel at a time.
+/// Most records handed to the delivery watcher as one message (and taken by it at a time).
 const WATCH_BATCH: usize = 1024;
+/// Messages of at most [`WATCH_BATCH`] records that may wait for the watcher: 65 536 records.
+const WATCH_QUEUE: usize = 64;
+
+/// The loop's side of the channel to the delivery watcher. Sent records are handed over a batch at a
+/// time (a poll's records, at most [`WATCH_BATCH`]), so the watcher wakes once per batch rather than
+/// once per record; [`Outgoing::flush`] hands over what is held.
+struct Outgoing {
+    tx: mpsc::Sender<Vec<InFlight>>,
+    held: Vec<InFlight>,
+}
+
+impl Outgoing {
+    fn new(tx: mpsc::Sender<Vec<InFlight>>) -> Self {
+        Self {
+            tx,
+            held: Vec::new(),
+        }
+    }
+
+    /// Holds `item` for the watcher, handing the batch over once it is full.
+    async fn push(&mut self, item: InFlight) -> Result<(), String> {
+        self.held.push(item);
+        if self.held.len() >= WATCH_BATCH {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Hands every held record to the watcher (waits while its queue is full).
+    async fn flush(&mut self) -> Result<(), String> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::replace(&mut self.held, Vec::with_capacity(WATCH_BATCH));
+        self.tx
+            .send(batch)
+            .await
+            .map_err(|_| "the delivery watcher stopped".to_owned())
+    }
+}
 
 /// A spawned helper of the task loop, aborted when dropped: cancelling the loop (a task that did not
 /// stop in time) cancels its delivery watcher and committer too, so nothing of it lives on or commits.
@@ -228,7 +268,8 @@ impl TaskRunner {
         tracing::info!(task = %self.name, "task started");
         let failure = Arc::new(Failure::default());
         let (events_tx, mut events) = mpsc::unbounded_channel();
-        let (inflight_tx, inflight_rx) = mpsc::channel(65_536);
+        let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
+        let mut outgoing = Outgoing::new(inflight_tx);
         let mut watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
@@ -257,7 +298,7 @@ impl TaskRunner {
             hooks,
             &failure,
             &mut store,
-            &inflight_tx,
+            &mut outgoing,
             &mut events,
             &mut chain,
         )
@@ -268,7 +309,8 @@ impl TaskRunner {
         if let Some(periodic) = &mut periodic {
             let _ = (&mut periodic.0).await;
         }
-        drop(inflight_tx);
+        // Every batch ends with a flush, so nothing is held here.
+        drop(outgoing);
         // The watcher ends once every delivery has resolved: a failed one (a poisoned sink) is never
         // acknowledged, so waiting for acknowledgements instead would take the whole timeout.
         let resolved = tokio::time::timeout(self.settings.flush_timeout, &mut watcher.0).await;
@@ -310,7 +352,7 @@ impl TaskRunner {
         hooks: &mut H,
         failure: &Failure,
         store: &mut watch::Receiver<Option<String>>,
-        inflight: &mpsc::Sender<InFlight>,
+        outgoing: &mut Outgoing,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
         chain: &mut crate::transforms::Chain,
     ) {
@@ -374,26 +416,29 @@ impl TaskRunner {
                     }
                     let mut dispatched = true;
                     for record in records {
-                        let record = match self.transform(chain, record).await {
-                            transform::Transformed::Record(record) => record,
-                            transform::Transformed::Skipped(polled) => {
-                                self.skip(hooks, &polled).await;
-                                continue;
-                            }
-                            transform::Transformed::Stopping => {
-                                dispatched = false;
-                                break;
-                            }
-                            transform::Transformed::Failed(reason) => {
-                                failure.set(reason);
-                                dispatched = false;
-                                break;
+                        // Boxed at once and not moved through `transform` when there is no chain:
+                        // the record is large, and every move is a copy.
+                        let record = if chain.is_empty() {
+                            Box::new(record)
+                        } else {
+                            match self.transform(chain, record, outgoing).await {
+                                transform::Transformed::Record(record) => Box::new(record),
+                                transform::Transformed::Skipped(polled) => {
+                                    self.skip(hooks, &polled).await;
+                                    continue;
+                                }
+                                transform::Transformed::Stopping => {
+                                    dispatched = false;
+                                    break;
+                                }
+                                transform::Transformed::Failed(reason) => {
+                                    failure.set(reason);
+                                    dispatched = false;
+                                    break;
+                                }
                             }
                         };
-                        match self
-                            .send(hooks, Box::new(record), inflight, &mut backoff)
-                            .await
-                        {
+                        match self.send(hooks, record, outgoing, &mut backoff).await {
                             Ok(Sent::Done) => {}
                             // The unsent record's offset must never be committed, so no later record
                             // of the batch may be sent: they are all polled again after a restart.
@@ -407,6 +452,11 @@ impl TaskRunner {
                                 break;
                             }
                         }
+                    }
+                    // Whatever ended the batch, the records sent so far are watched.
+                    if let Err(reason) = outgoing.flush().await {
+                        failure.set(reason);
+                        continue;
                     }
                     if dispatched && let Err(e) = hooks.batch_dispatched().await {
                         self.fail(e.to_string());
@@ -432,11 +482,23 @@ impl TaskRunner {
         &mut self,
         hooks: &mut H,
         record: Box<SourceRecord>,
-        inflight: &mpsc::Sender<InFlight>,
+        outgoing: &mut Outgoing,
         backoff: &mut Backoff,
     ) -> Result<Sent, String> {
         loop {
-            match self.sink.send(&record).await {
+            let sent = {
+                let mut sending = self.sink.send(&record);
+                match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
+                    Poll::Ready(sent) => sent,
+                    // The sink makes us wait (a full queue): what it accepted before is watched
+                    // meanwhile, whatever its deliveries need to make progress.
+                    Poll::Pending => {
+                        outgoing.flush().await?;
+                        sending.await
+                    }
+                }
+            };
+            match sent {
                 Ok(pending) => {
                     let submitted = hooks.record_dispatched(&record);
                     self.observe(&record, submitted.as_ref());
@@ -445,15 +507,15 @@ impl TaskRunner {
                         submitted,
                         record,
                     };
-                    inflight
-                        .send(item)
-                        .await
-                        .map_err(|_| "the delivery watcher stopped".to_owned())?;
+                    outgoing.push(item).await?;
                     return Ok(Sent::Done);
                 }
                 Err(e) if e.is_retriable() => {
                     let delay = backoff.next();
                     tracing::warn!(task = %self.name, "sending a record failed, retrying in {} ms: {e}", delay.as_millis());
+                    // The records accepted before this one are acknowledged (and committed) while
+                    // this one waits.
+                    outgoing.flush().await?;
                     if !self.sleep_unless_stopped(delay).await {
                         // Stopping: the record was never accepted, so its offset is never committed;
                         // it is polled again after a restart.
@@ -589,7 +651,7 @@ fn refused(e: &SinkError) -> String {
 /// [`DeliverySet`]); the deliveries found resolved together are reported to the loop as one event.
 /// Dropping (aborting) the watcher drops every pending delivery.
 async fn watch_deliveries(
-    mut inflight: mpsc::Receiver<InFlight>,
+    mut inflight: mpsc::Receiver<Vec<InFlight>>,
     events: mpsc::UnboundedSender<LoopEvent>,
     failure: Arc<Failure>,
     tolerate: bool,
@@ -597,7 +659,7 @@ async fn watch_deliveries(
     metrics: Arc<TaskMetrics>,
 ) {
     let mut set = DeliverySet::new();
-    let mut received = Vec::with_capacity(WATCH_BATCH);
+    let mut received = Vec::with_capacity(WATCH_QUEUE);
     let mut resolved = Vec::new();
     let mut open = true;
     loop {
@@ -605,7 +667,9 @@ async fn watch_deliveries(
             loop {
                 let mut took = false;
                 if open {
-                    match inflight.poll_recv_many(cx, &mut received, WATCH_BATCH) {
+                    // A few batches at a time: the set is polled between them, so a long queue does
+                    // not delay acknowledging what already resolved.
+                    match inflight.poll_recv_many(cx, &mut received, 4) {
                         Poll::Ready(0) => open = false,
                         Poll::Ready(_) => {
                             took = true;
@@ -613,7 +677,7 @@ async fn watch_deliveries(
                                 pending,
                                 submitted,
                                 record,
-                            } in received.drain(..)
+                            } in received.drain(..).flatten()
                             {
                                 set.push((submitted, record), pending);
                             }
@@ -685,9 +749,8 @@ fn acknowledge(
     // Counted before the acks: once nothing is outstanding, the count is final.
     metrics.acknowledged_many(acknowledged);
     metrics.written(written);
-    for submitted in acks {
-        submitted.ack();
-    }
+    // One wake-up of the committer for the whole group, not one per record.
+    SubmittedRecord::ack_all(acks);
     metrics.sample_active();
 }
 

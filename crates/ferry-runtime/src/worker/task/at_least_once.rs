@@ -57,10 +57,7 @@ impl TaskHooks for AtLeastOnceHooks {
     fn record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         // Submitted only after `send` returned: a record the sink never accepted is never tracked,
         // so its offset can never be committed.
-        Some(self.acks.submit(
-            record.source_partition.clone(),
-            record.source_offset.clone(),
-        ))
+        Some(self.acks.submit_record(record))
     }
 
     fn record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {

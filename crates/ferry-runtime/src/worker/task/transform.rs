@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use ferry_api::SourceRecord;
 
-use super::TaskRunner;
+use super::{Outgoing, TaskRunner};
 use crate::transforms::{Chain, StepError};
 
 /// What became of a polled record in the chain.
@@ -30,6 +30,7 @@ impl TaskRunner {
         &mut self,
         chain: &mut Chain,
         record: SourceRecord,
+        outgoing: &mut Outgoing,
     ) -> Transformed {
         if chain.is_empty() {
             return Transformed::Record(record);
@@ -55,6 +56,10 @@ impl TaskRunner {
                         .min(handling.retry_delay_max)
                         .min(left.unwrap_or(Duration::MAX));
                     tracing::debug!(task = %self.name, "{error}; trying again in {} ms (errors.retry.timeout)", wait.as_millis());
+                    // What was sent before this record is acknowledged while it waits.
+                    if let Err(reason) = outgoing.flush().await {
+                        return Transformed::Failed(reason);
+                    }
                     if !self.sleep_unless_stopped(wait).await {
                         return Transformed::Stopping;
                     }
