@@ -2,8 +2,9 @@
 //!
 //! # Durability
 //!
-//! A record's delivery resolves `Ok` only after the batch holding its line has been written and
-//! `fdatasync` returned, so an acknowledged record survives a crash or power loss (given a disk that
+//! A record's delivery resolves `Ok` only after the batch holding its line has been written and an
+//! `fdatasync` that started after that write returned (group commit: one `fdatasync` covers every
+//! batch written while the previous one ran; see [`super::writer`]), so an acknowledged record survives a crash or power loss (given a disk that
 //! honours flushes). When the file is created, its directory is synced too, so the file itself
 //! survives. The metadata's `offset` is the byte position where the record's line starts.
 //!
@@ -34,7 +35,7 @@ use async_trait::async_trait;
 use ferry_api::SourceRecord;
 
 use super::line::LineFormat;
-use super::writer::{Target, TargetError, Writer};
+use super::writer::{Syncer, Target, TargetError, Writer};
 use super::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 
 /// Every line the sinks write starts with this; a torn line starts with a prefix of it.
@@ -42,7 +43,7 @@ const LINE_START: &[u8] = b"{\"topic\":";
 /// How much of the file is read at a time when looking for the last complete line.
 const SCAN_CHUNK: u64 = 64 * 1024;
 
-/// Appends records to a file as JSON lines (see [`super::line`]), one `fdatasync` per batch.
+/// Appends records to a file as lines (see [`super::line`]), acknowledged once `fdatasync`ed.
 ///
 /// Thread-safe: `send` may be called from many tasks; the file holds lines in the order the sends were
 /// accepted, and records of one caller keep their `send` order. Dropping the sink lets its writer thread
@@ -210,7 +211,25 @@ impl Target for FileTarget {
         self.file.write_all(batch).map_err(|source| TargetError {
             op: "write",
             source,
-        })?;
+        })
+    }
+
+    fn syncer(&self) -> io::Result<Option<Box<dyn Syncer>>> {
+        // A duplicate descriptor of the same open file: `fdatasync` on it covers every write made
+        // through the writer's, so the next batch is written while this one is synced.
+        Ok(Some(Box::new(FileSyncer {
+            file: self.file.try_clone()?,
+        })))
+    }
+}
+
+/// The sync thread's handle on the sink's file.
+struct FileSyncer {
+    file: File,
+}
+
+impl Syncer for FileSyncer {
+    fn sync(&mut self) -> Result<(), TargetError> {
         self.file.sync_data().map_err(|source| TargetError {
             op: "fdatasync",
             source,

@@ -1,27 +1,33 @@
 //! The background writer shared by the file and stdout sinks.
 //!
-//! `send` formats the record's JSON line on the caller's task and appends it to a bounded queue
+//! `send` formats the record's line on the caller's task and appends it to a bounded queue
 //! (backpressure: `send` waits while the queue holds [`QUEUE_CAPACITY`] entries). One dedicated OS
 //! thread takes everything queued — up to [`MAX_BATCH_RECORDS`] records or [`MAX_BATCH_BYTES`] bytes
-//! — writes it with one [`Target::write_batch`] (file: `write_all` + `fdatasync`; stdout: `write_all` +
-//! `flush`) and only then resolves each record's delivery, in queue order. Blocking I/O therefore never
-//! runs on the tokio runtime.
+//! — and writes it with one [`Target::write_batch`]. Blocking I/O therefore never runs on the tokio
+//! runtime.
+//!
+//! Group commit: a target that must be synced (the file sink) hands out a [`Syncer`], and a second
+//! thread makes the written batches durable while the writer thread writes the next ones. Each sync
+//! covers every batch written before it started, so one `fdatasync` answers as many batches as were
+//! written during the previous one; records are answered only after the sync that covers them, in
+//! queue order. A target without a syncer (stdout) is answered once written and flushed.
 //!
 //! The queue keeps the lines in one byte buffer, not one allocation per line: the writer thread takes
 //! the buffer whole, so it never frees memory the senders allocated (with the system allocator, frees
 //! across threads contend for the senders' arena lock, which cost more than the formatting).
 //!
-//! After a failed batch the writer is poisoned: what reached the target is unknown, so that batch and
-//! every later record fail with a non-retriable error that repeats the first failure. The target is
-//! dropped at once (the file sink's file closed and unlocked), so the sink can open a new writer.
+//! After a failed write or sync the writer is poisoned: what reached the target is unknown, so that
+//! batch and every later record fail with a non-retriable error that repeats the first failure. The
+//! target is closed before the poison is visible (the file sink's file closed and unlocked), so the
+//! sink can open a new writer.
 //!
-//! `flush` queues a marker behind everything sent so far and waits for the thread to reach it. When
-//! the [`Writer`] is dropped the thread drains the queue (writing and resolving what is left) and
-//! exits.
+//! `flush` queues a marker behind everything sent so far and waits until the batches before it are
+//! answered. When the [`Writer`] is dropped the threads drain the queue (writing, syncing and
+//! answering what is left) and exit.
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -37,11 +43,30 @@ pub(crate) const MAX_BATCH_RECORDS: usize = 4096;
 pub(crate) const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Records (and flush markers) that may wait in the queue before `send` waits.
 const QUEUE_CAPACITY: usize = 2 * MAX_BATCH_RECORDS;
+/// Written batches that may wait for a sync before the writer thread waits: bounds how far writing
+/// runs ahead of durability.
+const SYNC_QUEUE: usize = 16;
 
 /// Where the writer thread puts bytes.
 pub(crate) trait Target: Send + 'static {
-    /// Writes one batch of whole lines and makes it as durable as the target promises.
+    /// Writes one batch of whole lines. With a [`Target::syncer`] the bytes need not be durable yet;
+    /// without one this is as durable as the target gets.
     fn write_batch(&mut self, batch: &[u8]) -> Result<(), TargetError>;
+
+    /// A second handle that makes every byte written so far durable, used by the sync thread while
+    /// the next batch is written; `None` when the target has nothing to sync.
+    ///
+    /// # Errors
+    /// The handle cannot be made (the sink does not start).
+    fn syncer(&self) -> io::Result<Option<Box<dyn Syncer>>> {
+        Ok(None)
+    }
+}
+
+/// Makes what a [`Target`] wrote durable (the file sink: `fdatasync`).
+pub(crate) trait Syncer: Send + 'static {
+    /// Makes every byte written before this call durable.
+    fn sync(&mut self) -> Result<(), TargetError>;
 }
 
 /// A failed [`Target::write_batch`].
@@ -80,10 +105,16 @@ struct Shared {
     /// The first failure; once set, nothing more is written.
     poison: OnceLock<String>,
     queue: Mutex<Queue>,
+    /// The target, written by the writer thread; taken (closed) after a failure by whichever thread
+    /// saw it.
+    target: Mutex<Option<Box<dyn Target>>>,
     /// Wakes the writer thread: entries were queued, or the writer was closed.
     work: Condvar,
     /// Wakes senders waiting for room, or for the thread's end.
     room: Notify,
+    /// Batches handed to the sync thread (tests wait for it).
+    #[cfg(test)]
+    handed: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -103,6 +134,16 @@ impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
         // Every critical section leaves the queue consistent (pushes and whole takes).
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[cfg(test)]
+    fn handed_over(&self) -> usize {
+        self.handed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn target(&self) -> MutexGuard<'_, Option<Box<dyn Target>>> {
+        // A write either completed or failed and emptied the slot: the slot is always consistent.
+        self.target.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn stopped(&self) -> SinkError {
@@ -158,12 +199,22 @@ impl Writer {
         target: impl Target,
         position: Option<u64>,
     ) -> Result<Self, SinkError> {
+        let syncer = target.syncer().map_err(|e| {
+            SinkError::new(
+                sink.as_str(),
+                SinkErrorKind::Fatal,
+                format!("cannot open a second handle to sync the output: {e}"),
+            )
+        })?;
         let shared = Arc::new(Shared {
             sink,
             poison: OnceLock::new(),
             queue: Mutex::default(),
+            target: Mutex::new(Some(Box::new(target))),
             work: Condvar::new(),
             room: Notify::new(),
+            #[cfg(test)]
+            handed: std::sync::atomic::AtomicUsize::new(0),
         });
         let (exit_tx, exited) = oneshot::channel();
         let thread_shared = Arc::clone(&shared);
@@ -171,8 +222,10 @@ impl Writer {
             .name(thread_name.to_owned())
             .spawn(move || {
                 // Marks the queue gone however the thread ends, so no sender waits for it forever.
-                let _gone = Gone(&thread_shared);
-                run(target, &thread_shared, position);
+                let gone = Gone(&thread_shared);
+                run(&thread_shared, position, syncer);
+                // The target is closed before `close` returns (the file unlocked for a reopen).
+                drop(gone);
                 drop(exit_tx);
             })
             .map_err(|e| {
@@ -274,6 +327,8 @@ struct Gone<'a>(&'a Shared);
 
 impl Drop for Gone<'_> {
     fn drop(&mut self) {
+        // The file is closed (and unlocked) by the time the thread's end is seen.
+        close_target(self.0);
         let entries = {
             let mut queue = self.0.queue();
             queue.gone = true;
@@ -341,66 +396,173 @@ fn take_batch(
     true
 }
 
-/// The writer thread: batch, write, resolve; until the [`Writer`] is dropped and the queue is empty.
-fn run(target: impl Target, shared: &Shared, mut position: Option<u64>) {
-    let mut target = Some(target);
-    let mut batch: Vec<u8> = Vec::new();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
-    while take_batch(shared, &mut batch, &mut pending, &mut flushes) {
-        let outcome = write(&mut target, &batch, shared);
-        for record in pending.drain(..) {
-            let delivery = match &outcome {
-                Ok(()) => Ok(RecordMetadata {
-                    topic: record.topic,
-                    partition: None,
-                    offset: position.and_then(|base| i64::try_from(base + record.start).ok()),
-                }),
-                Err(e) => Err(e.clone()),
-            };
+/// A batch the writer thread wrote (or failed to write), waiting to be made durable and answered.
+struct Written {
+    /// Each record's reply and its metadata.
+    records: Vec<(oneshot::Sender<Delivery>, RecordMetadata)>,
+    /// Flush markers queued behind the batch.
+    flushes: Vec<oneshot::Sender<()>>,
+    /// Why the batch was not written: the text the sink is poisoned with.
+    failed: Option<String>,
+}
+
+impl Written {
+    /// Answers every record and flush marker of the batch.
+    fn resolve(self, outcome: &Result<(), SinkError>) {
+        for (reply, metadata) in self.records {
             // The receiver may have been dropped: nobody waits for this delivery any more.
-            let _ = record.reply.send(delivery);
+            let _ = reply.send(outcome.clone().map(|()| metadata));
         }
-        if outcome.is_ok() {
-            position = position.map(|p| p + batch.len() as u64);
-        }
-        batch.clear();
-        for reply in flushes.drain(..) {
+        for reply in self.flushes {
             let _ = reply.send(());
         }
     }
 }
 
-fn write<T: Target>(
-    target: &mut Option<T>,
-    batch: &[u8],
-    shared: &Shared,
-) -> Result<(), SinkError> {
-    if batch.is_empty() {
-        return Ok(());
+/// The writer thread: batch, write, hand over to be synced; until the [`Writer`] is dropped and the
+/// queue is empty. With a [`Syncer`] the next batch is written while the sync thread makes the
+/// previous ones durable (group commit); without one each batch is answered once written.
+fn run(shared: &Arc<Shared>, mut position: Option<u64>, syncer: Option<Box<dyn Syncer>>) {
+    let mut sync_stage = None;
+    if let Some(syncer) = syncer {
+        let (to_sync, written) = mpsc::sync_channel(SYNC_QUEUE);
+        let thread_shared = Arc::clone(shared);
+        match thread::Builder::new()
+            .name("ferry-sink-sync".to_owned())
+            .spawn(move || sync_loop(syncer, &written, &thread_shared))
+        {
+            Ok(handle) => sync_stage = Some((to_sync, handle)),
+            Err(e) => {
+                close_target(shared);
+                shared
+                    .poison
+                    .get_or_init(|| format!("cannot start the sink's sync thread: {e}"));
+                return;
+            }
+        }
     }
-    if let Some(e) = shared.poisoned() {
-        return Err(e);
+    let mut batch: Vec<u8> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
+    while take_batch(shared, &mut batch, &mut pending, &mut flushes) {
+        let failed = write(shared, &batch).err();
+        let records = pending
+            .drain(..)
+            .map(|record| {
+                let metadata = RecordMetadata {
+                    topic: record.topic,
+                    partition: None,
+                    offset: position.and_then(|base| i64::try_from(base + record.start).ok()),
+                };
+                (record.reply, metadata)
+            })
+            .collect();
+        if failed.is_none() {
+            position = position.map(|p| p + batch.len() as u64);
+        }
+        batch.clear();
+        let written = Written {
+            records,
+            flushes: std::mem::take(&mut flushes),
+            failed,
+        };
+        match &sync_stage {
+            // A failed send gives the batch back: the sync thread died, nothing can be made durable.
+            Some((to_sync, _)) => {
+                if let Err(mpsc::SendError(written)) = to_sync.send(written) {
+                    written.resolve(&Err(shared.stopped()));
+                }
+                #[cfg(test)]
+                shared
+                    .handed
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            None => {
+                let outcome = match written.failed.as_ref() {
+                    None => Ok(()),
+                    Some(first) => Err(poison(shared, first)),
+                };
+                written.resolve(&outcome);
+            }
+        }
     }
-    let Some(writing) = target.as_mut() else {
-        return Err(shared.stopped());
-    };
-    match writing.write_batch(batch) {
-        Ok(()) => Ok(()),
-        Err(TargetError { op, source }) => {
-            // Nothing more is written to it: close it before the poison is visible, so that whoever
-            // sees the poison and reopens the sink finds the file closed (and its lock released).
-            *target = None;
-            let first = format!(
-                "{op} failed: {source}; which of the last records reached it is unknown, so this sink \
-                 accepts no more records until it is reopened (restart the task; none of the failed \
-                 records was acknowledged)"
-            );
-            // Returned to every waiting delivery; the caller decides how loudly to report it.
-            Err(shared.error(
-                SinkErrorKind::Fatal,
-                shared.poison.get_or_init(|| first).clone(),
-            ))
+    if let Some((to_sync, handle)) = sync_stage {
+        // The sync thread answers what it holds, then sees the channel closed and exits.
+        drop(to_sync);
+        let _ = handle.join();
+    }
+}
+
+/// The sync thread: one [`Syncer::sync`] for every batch written since the last one, then their
+/// answers, in order. A failed write or sync closes the target before the poison becomes visible, so
+/// whoever sees the poison and reopens the file finds it closed (and its lock released).
+fn sync_loop(syncer: Box<dyn Syncer>, written: &mpsc::Receiver<Written>, shared: &Shared) {
+    let mut syncer = Some(syncer);
+    let mut group = Vec::new();
+    while let Ok(first) = written.recv() {
+        group.push(first);
+        group.extend(written.try_iter());
+        let outcome = match group.iter().find_map(|w| w.failed.clone()) {
+            Some(first) => Err(first),
+            None => match syncer.as_mut() {
+                Some(syncer) => syncer.sync().map_err(|e| failure_text(&e)),
+                None => Err(shared.poison.get().cloned().unwrap_or_else(|| {
+                    "the sink's file was closed after an earlier failure".to_owned()
+                })),
+            },
+        };
+        let outcome = outcome.map_err(|first| {
+            // Both handles on the file go before the poison is set.
+            syncer = None;
+            close_target(shared);
+            poison(shared, &first)
+        });
+        for batch in group.drain(..) {
+            batch.resolve(&outcome);
         }
     }
 }
+
+/// Drops the target (closing the sink's file); the writer thread writes nothing after it.
+fn close_target(shared: &Shared) {
+    let target = shared.target().take();
+    drop(target);
+}
+
+/// Sets the poison (the first failure wins) and returns the error every later record gets.
+fn poison(shared: &Shared, first: &str) -> SinkError {
+    let text = shared.poison.get_or_init(|| first.to_owned()).clone();
+    shared.error(SinkErrorKind::Fatal, text)
+}
+
+fn failure_text(TargetError { op, source }: &TargetError) -> String {
+    format!(
+        "{op} failed: {source}; which of the last records reached it is unknown, so this sink \
+         accepts no more records until it is reopened (restart the task; none of the failed \
+         records was acknowledged)"
+    )
+}
+
+/// Writes one batch. `Err` is the failure's text: the caller poisons the sink with it once no handle
+/// on the target is left. A failed write closes the target here.
+fn write(shared: &Shared, batch: &[u8]) -> Result<(), String> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    if let Some(first) = shared.poison.get() {
+        return Err(first.clone());
+    }
+    let mut target = shared.target();
+    let Some(writing) = target.as_mut() else {
+        return Err("the sink's file was closed after an earlier failure".to_owned());
+    };
+    writing.write_batch(batch).map_err(|e| {
+        // Nothing more is written to it.
+        *target = None;
+        failure_text(&e)
+    })
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

@@ -1,0 +1,229 @@
+//! The writer's group commit, with a target whose syncs the test holds and fails.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use ferry_api::SourceRecord;
+
+use super::{Syncer, Target, TargetError, Writer};
+use crate::sink::{PendingDelivery, SinkErrorKind};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// What the fake target saw, shared with the test.
+#[derive(Default)]
+struct Log {
+    /// Bytes written, in order.
+    written: Vec<u8>,
+    /// Bytes written when each sync started (what it covers), once it returned.
+    syncs: Vec<usize>,
+    /// Syncs that started.
+    entered: usize,
+    /// Syncs that may still start (the test lets them through one at a time).
+    allowed_syncs: usize,
+    /// The sync with this number (1-based) fails.
+    fail_sync: Option<usize>,
+    /// The target (the writer's handle) was dropped.
+    target_closed: bool,
+}
+
+#[derive(Clone, Default)]
+struct Fake(Arc<(Mutex<Log>, Condvar)>);
+
+impl Fake {
+    fn log(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.0.0.lock().unwrap()
+    }
+
+    /// Waits until `done` holds, up to the deadline.
+    fn wait(&self, what: &str, done: impl Fn(&Log) -> bool) {
+        let (log, changed) = &*self.0;
+        let (log, timeout) = changed
+            .wait_timeout_while(log.lock().unwrap(), DEADLINE, |l| !done(l))
+            .unwrap();
+        assert!(!timeout.timed_out(), "timed out waiting until {what}");
+        drop(log);
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Log)) {
+        change(&mut self.log());
+        self.0.1.notify_all();
+    }
+}
+
+struct FakeTarget(Fake);
+
+impl Target for FakeTarget {
+    fn write_batch(&mut self, batch: &[u8]) -> Result<(), TargetError> {
+        self.0.update(|l| l.written.extend_from_slice(batch));
+        Ok(())
+    }
+
+    fn syncer(&self) -> std::io::Result<Option<Box<dyn Syncer>>> {
+        Ok(Some(Box::new(FakeSyncer(self.0.clone()))))
+    }
+}
+
+impl Drop for FakeTarget {
+    fn drop(&mut self) {
+        self.0.update(|l| l.target_closed = true);
+    }
+}
+
+struct FakeSyncer(Fake);
+
+impl Syncer for FakeSyncer {
+    fn sync(&mut self) -> Result<(), TargetError> {
+        // What this sync covers: the bytes written before it started.
+        let mut covered = 0;
+        self.0.update(|l| {
+            covered = l.written.len();
+            l.entered += 1;
+        });
+        self.0
+            .wait("the test allows a sync", |l| l.allowed_syncs > 0);
+        let mut failed = false;
+        self.0.update(|l| {
+            l.allowed_syncs -= 1;
+            l.syncs.push(covered);
+            failed = l.fail_sync == Some(l.syncs.len());
+        });
+        if failed {
+            return Err(TargetError {
+                op: "fdatasync",
+                source: std::io::Error::other("injected"),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn record(value: &str) -> SourceRecord {
+    SourceRecord::builder("t")
+        .value(serde_json::json!(value))
+        .build()
+}
+
+fn spawn(fake: &Fake) -> Writer {
+    Writer::spawn(
+        "fake".to_owned(),
+        "test-writer",
+        FakeTarget(fake.clone()),
+        Some(0),
+    )
+    .unwrap()
+}
+
+/// Whether the delivery has resolved, without waiting for it.
+fn resolved(delivery: &mut PendingDelivery) -> bool {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    std::pin::Pin::new(delivery).poll(&mut cx).is_ready()
+}
+
+use std::future::Future;
+
+/// Polls `done` until it holds, up to the deadline (for state only the writer's threads change).
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn batches_written_during_a_sync_are_made_durable_by_one_following_sync() {
+    let fake = Fake::default();
+    let writer = spawn(&fake);
+    let mut first = writer.send(&record("a")).await.unwrap();
+    // The first batch is written and its sync started (held by the test).
+    fake.wait("the first sync started", |l| l.entered == 1);
+    let one = fake.log().written.len();
+    // While that sync is held, two more batches are written: writing does not wait for syncing.
+    let mut second = writer.send(&record("b")).await.unwrap();
+    fake.wait("the second batch is written", |l| l.written.len() > one);
+    let two = fake.log().written.len();
+    let mut third = writer.send(&record("c")).await.unwrap();
+    fake.wait("the third batch is written", |l| l.written.len() > two);
+    // Both handed to the sync thread before the first sync returns: the next sync takes them together.
+    wait_until("both batches are handed over", || {
+        writer.shared.handed_over() == 3
+    })
+    .await;
+    assert!(
+        !resolved(&mut first) && !resolved(&mut second) && !resolved(&mut third),
+        "nothing may be acknowledged before a sync covering it returned"
+    );
+    fake.update(|l| l.allowed_syncs = 1);
+    let first = tokio::time::timeout(DEADLINE, first)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.offset, Some(0));
+    assert!(
+        !resolved(&mut second) && !resolved(&mut third),
+        "the first sync started before the later batches were written: it does not cover them"
+    );
+    fake.update(|l| l.allowed_syncs = 1);
+    let second = tokio::time::timeout(DEADLINE, second)
+        .await
+        .unwrap()
+        .unwrap();
+    let third = tokio::time::timeout(DEADLINE, third)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(second.offset < third.offset);
+    let (syncs, written) = {
+        let log = fake.log();
+        (log.syncs.clone(), log.written.len())
+    };
+    assert_eq!(
+        syncs,
+        vec![one, written],
+        "one sync for the batch written first, one for the two written during it"
+    );
+    writer.close().await.unwrap();
+    assert!(fake.log().target_closed);
+}
+
+#[tokio::test]
+async fn a_failed_sync_fails_its_records_and_every_later_one_after_closing_the_target() {
+    let fake = Fake::default();
+    fake.update(|l| {
+        l.fail_sync = Some(2);
+        l.allowed_syncs = 10;
+    });
+    let writer = spawn(&fake);
+    let ok = writer.send(&record("a")).await.unwrap();
+    tokio::time::timeout(DEADLINE, ok).await.unwrap().unwrap();
+    let failed = writer.send(&record("b")).await.unwrap();
+    let error = tokio::time::timeout(DEADLINE, failed)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.kind, SinkErrorKind::Fatal);
+    assert!(
+        error.to_string().contains("fdatasync failed: injected"),
+        "{error}"
+    );
+    // The target was closed before the failure became visible (a reopen finds the file unlocked).
+    assert!(fake.log().target_closed);
+    assert!(writer.is_poisoned());
+    let Err(later) = writer.send(&record("c")).await else {
+        panic!("a poisoned writer accepted a record");
+    };
+    assert!(
+        later.to_string().contains("fdatasync failed: injected"),
+        "{later}"
+    );
+    assert_eq!(
+        fake.log().written.iter().filter(|b| **b == b'\n').count(),
+        2,
+        "nothing is written after the failure"
+    );
+}
