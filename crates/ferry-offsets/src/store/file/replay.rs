@@ -48,11 +48,12 @@
 //! reports it).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::format::{
     self, FORMAT_VERSION, FileHeader, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN, OLDEST_VERSION,
+    PayloadError, StreamError,
 };
 use crate::error::StoreError;
 use crate::store::StoredRecord;
@@ -60,6 +61,10 @@ use crate::table::OffsetTable;
 
 /// Read buffer for replay.
 const READ_BUFFER: usize = 1 << 20;
+/// Frame payloads larger than this are checked and then decoded in two streaming passes instead of
+/// being read whole: an import writes all its offsets in one frame, and holding a million offsets'
+/// bytes twice (frame and index) would double the memory of every command that opens the store.
+pub(super) const STREAM_PAYLOAD: u64 = 8 << 20;
 /// The unit a disk writes whole or not at all; see the module docs.
 pub(super) const SECTOR: u64 = 512;
 
@@ -155,7 +160,8 @@ pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreE
         op: "open for reading its history",
         source,
     })?;
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file).take(len);
+    // Bounded by `len` in `scan_frames` (no `Take`: large payloads are read twice, by seeking).
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     let header = check_file_header(path, &mut reader, len)?;
     let mut records = Vec::new();
     let scanned = scan_frames(path, header, &mut reader, len, |key, value| {
@@ -227,7 +233,7 @@ struct Scanned {
 fn scan_frames(
     path: &Path,
     file: FileHeader,
-    reader: &mut impl Read,
+    reader: &mut (impl Read + Seek),
     file_len: u64,
     mut on_write: impl FnMut(&[u8], Option<&[u8]>),
 ) -> Result<Scanned, StoreError> {
@@ -317,14 +323,31 @@ fn scan_frames(
                 "the last frame declares {payload_len} payload bytes but only {available} were written"
             )));
         }
-        payload.clear();
-        payload.resize(payload_len as usize, 0);
-        reader
-            .read_exact(&mut payload)
-            .map_err(io_err("read a frame payload"))?;
+        let streamed = payload_len > STREAM_PAYLOAD;
+        let crc = if streamed {
+            // First pass: the checksum only; the writes are decoded once it matched.
+            let crc = stream_crc(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            if crc != header.payload_crc {
+                // Rare (damage or a torn write): read it whole for the checks below.
+                seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+                payload.clear();
+                payload.resize(payload_len as usize, 0);
+                reader
+                    .read_exact(&mut payload)
+                    .map_err(io_err("read a frame payload"))?;
+            }
+            crc
+        } else {
+            payload.clear();
+            payload.resize(payload_len as usize, 0);
+            reader
+                .read_exact(&mut payload)
+                .map_err(io_err("read a frame payload"))?;
+            crc32c::crc32c(&payload)
+        };
         let payload_start = pos + frame_header_len as u64;
         let end = payload_start + payload_len;
-        if crc32c::crc32c(&payload) != header.payload_crc {
+        if crc != header.payload_crc {
             if end == file_len {
                 if let Some(zeros) = unwritten_sector(&payload, payload_start) {
                     break Some(torn_here(format!(
@@ -352,7 +375,7 @@ fn scan_frames(
                 ),
             ));
         }
-        let writes = format::decode_payload(&payload).map_err(|e| {
+        let parse_failed = |e: PayloadError| {
             corrupt(
                 pos,
                 format!(
@@ -361,9 +384,19 @@ fn scan_frames(
                     e.at, e.reason
                 ),
             )
-        })?;
-        for (key, value) in writes {
-            on_write(key, value);
+        };
+        if streamed {
+            // Second pass: decode while reading, holding one write at a time.
+            seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            format::stream_payload(reader, payload_len, &mut on_write).map_err(|e| match e {
+                StreamError::Io(source) => io_err("read a frame payload")(source),
+                StreamError::Payload(e) => parse_failed(e),
+            })?;
+        } else {
+            let writes = format::decode_payload(&payload).map_err(parse_failed)?;
+            for (key, value) in writes {
+                on_write(key, value);
+            }
         }
         pos = end;
         next_seq = following;
@@ -373,6 +406,26 @@ fn scan_frames(
         torn,
         next_seq,
     })
+}
+
+/// The CRC-32C of the next `len` bytes of `reader`, read in chunks.
+fn stream_crc(reader: &mut impl Read, len: u64) -> io::Result<u32> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut crc = 0;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        reader.read_exact(&mut chunk[..n])?;
+        crc = crc32c::crc32c_append(crc, &chunk[..n]);
+        left -= n as u64;
+    }
+    Ok(crc)
+}
+
+/// Moves `reader` back by `len` bytes (to the start of the payload just read).
+fn seek_back(reader: &mut impl Seek, len: u64) -> io::Result<()> {
+    let back = i64::try_from(len).map_err(io::Error::other)?;
+    reader.seek(SeekFrom::Current(-back)).map(drop)
 }
 
 /// Why a frame's sequence number is refused.
