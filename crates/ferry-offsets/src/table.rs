@@ -142,6 +142,8 @@ pub struct OffsetTable {
     /// Connector names by id, and ids by name. Ids are never reused (a store has few connectors).
     connectors: Vec<Box<str>>,
     connector_ids: HashMap<Box<str>, u32>,
+    /// The connector of the last write, checked first.
+    last_connector: Option<u32>,
     /// Hashes (connector, canonical partition).
     hasher: RandomState,
     next_seq: u64,
@@ -223,15 +225,25 @@ struct Probe<'a> {
 }
 
 impl OffsetTable {
-    /// An empty table with room for `entries` partitions holding `bytes` bytes of keys and values
-    /// (a store that knows its live count, such as a compacted file, avoids regrowing).
-    pub fn with_capacity(entries: usize, bytes: usize) -> Self {
-        Self {
-            arena: Vec::with_capacity(bytes),
-            entries: Vec::with_capacity(entries),
-            index: HashTable::with_capacity(entries),
-            ..Self::default()
-        }
+    /// Reserves room for `entries` more partitions holding `bytes` more bytes, if the allocator
+    /// grants it (a hint: the table grows as needed anyway). A store that can bound its size up front
+    /// (a file's length) should call it before loading: growing by doubling leaves every outgrown
+    /// buffer below the allocator's mmap threshold (up to 32 MiB) behind as resident heap, which for
+    /// a million offsets is about a third of the table again. Reserved and untouched memory costs
+    /// no RSS, so an overestimate is cheap; the index is not reserved, as it is written whole when
+    /// allocated ([`reserve_index`](Self::reserve_index)).
+    pub fn reserve_hint(&mut self, entries: usize, bytes: usize) {
+        // Failures leave the table as it was.
+        let _ = self.entries.try_reserve_exact(entries);
+        let _ = self.arena.try_reserve_exact(bytes);
+    }
+
+    /// Makes the index hold `entries` partitions without growing. Unlike
+    /// [`reserve_hint`](Self::reserve_hint) this costs memory at once (about 1 to 2 bytes per
+    /// partition reserved, 8 more per partition used), so `entries` must be a good estimate.
+    pub fn reserve_index(&mut self, entries: usize) {
+        let entries_now = &self.entries;
+        self.index.reserve(entries, |&j| entries_now[j].hash);
     }
 
     fn hash(&self, connector: u32, key: &[u8]) -> u64 {
@@ -256,7 +268,17 @@ impl OffsetTable {
 
     /// The connector id of `name`, registering it when `register`.
     fn connector_id(&mut self, name: Cow<'_, str>, register: bool) -> Option<u32> {
+        // Most writes in a row are one connector's: compare with the last one before hashing.
+        if let Some(id) = self.last_connector
+            && self
+                .connectors
+                .get(id as usize)
+                .is_some_and(|c| **c == *name)
+        {
+            return Some(id);
+        }
         if let Some(&id) = self.connector_ids.get(&*name) {
+            self.last_connector = Some(id);
             return Some(id);
         }
         if !register {
@@ -266,6 +288,7 @@ impl OffsetTable {
         let name: Box<str> = name.into();
         self.connectors.push(name.clone());
         self.connector_ids.insert(name, id);
+        self.last_connector = Some(id);
         Some(id)
     }
 

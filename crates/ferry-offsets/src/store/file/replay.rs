@@ -137,8 +137,22 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     let header = check_file_header(path, &mut reader, file_len)?;
     let mut table = OffsetTable::default();
+    // The file bounds what it can hold: bytes of keys and values, and writes of at least a short key
+    // and value each (typical ones are 3 times that).
+    let hint = usize::try_from(file_len).unwrap_or(usize::MAX);
+    table.reserve_hint(hint / (format::WRITE_OVERHEAD + 24), hint);
     let mut live_bytes = 0u64;
-    let scanned = scan_frames(path, header, &mut reader, file_len, |key, value| {
+    let mut first_frame = true;
+    let scanned = scan_frames(path, header, &mut reader, file_len, |frame, key, value| {
+        if let Some((frame_len, writes)) = frame.filter(|_| first_frame) {
+            first_frame = false;
+            // A compacted file is frames of the same shape: the first one tells how many offsets
+            // the file holds, so the index is allocated once instead of doubling (see
+            // `OffsetTable::reserve_index`). Capped by the smallest plausible write.
+            let estimate = (file_len as u128 * u128::from(writes) / u128::from(frame_len.max(1)))
+                .min(u128::from(file_len) / (format::WRITE_OVERHEAD as u128 + 24));
+            table.reserve_index(usize::try_from(estimate).unwrap_or(0));
+        }
         live_bytes = apply_write(&mut table, live_bytes, key, value);
     })?;
     Ok(Replayed {
@@ -164,7 +178,7 @@ pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreE
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     let header = check_file_header(path, &mut reader, len)?;
     let mut records = Vec::new();
-    let scanned = scan_frames(path, header, &mut reader, len, |key, value| {
+    let scanned = scan_frames(path, header, &mut reader, len, |_, key, value| {
         records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
     })?;
     match scanned.torn {
@@ -229,13 +243,14 @@ struct Scanned {
 }
 
 /// Reads the frames that follow the header, up to `file_len`, calling `on_write` for every write in
-/// file order. `reader` is positioned right after the header.
+/// file order. `reader` is positioned right after the header. The first write of a frame read whole
+/// comes with the frame's length (header and payload) and write count.
 fn scan_frames(
     path: &Path,
     file: FileHeader,
     reader: &mut (impl Read + Seek),
     file_len: u64,
-    mut on_write: impl FnMut(&[u8], Option<&[u8]>),
+    mut on_write: impl FnMut(Option<(u64, u32)>, &[u8], Option<&[u8]>),
 ) -> Result<Scanned, StoreError> {
     let io_err = |op: &'static str| {
         move |source: io::Error| StoreError::Io {
@@ -388,14 +403,16 @@ fn scan_frames(
         if streamed {
             // Second pass: decode while reading, holding one write at a time.
             seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
-            format::stream_payload(reader, payload_len, &mut on_write).map_err(|e| match e {
+            let visit = |key: &[u8], value: Option<&[u8]>| on_write(None, key, value);
+            format::stream_payload(reader, payload_len, visit).map_err(|e| match e {
                 StreamError::Io(source) => io_err("read a frame payload")(source),
                 StreamError::Payload(e) => parse_failed(e),
             })?;
         } else {
             let writes = format::decode_payload(&payload).map_err(parse_failed)?;
+            let mut frame = Some((frame_header_len as u64 + payload_len, len32(writes.len())));
             for (key, value) in writes {
-                on_write(key, value);
+                on_write(frame.take(), key, value);
             }
         }
         pos = end;
@@ -426,6 +443,11 @@ fn stream_crc(reader: &mut impl Read, len: u64) -> io::Result<u32> {
 fn seek_back(reader: &mut impl Seek, len: u64) -> io::Result<()> {
     let back = i64::try_from(len).map_err(io::Error::other)?;
     reader.seek(SeekFrom::Current(-back)).map(drop)
+}
+
+/// A write count as a frame holds it (a u32 in the payload).
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Why a frame's sequence number is refused.
