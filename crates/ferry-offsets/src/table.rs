@@ -4,154 +4,32 @@
 //! canonical form of its partition, so keys that differ only in field order (or in how another writer
 //! printed numbers and escapes) are one partition; the last write in store order wins. The raw key
 //! bytes of that last write are kept, so exports reproduce exactly what was written.
+//!
+//! # Layout
+//!
+//! A million partitions must fit in little more memory than their bytes, so the table holds no
+//! allocation per offset: every byte lives in one arena (`Vec<u8>`), one record per partition
+//! (canonical partition, then the raw key when it is not canonical, then the value); a dense
+//! `Vec` of fixed-size [`Entry`]s (56 bytes) points into it; and a hash index of entry positions
+//! (8 bytes and a control byte per bucket, 8/7 to 16/7 buckets per entry as the power-of-two table
+//! fills) finds an entry by connector and canonical partition. So an offset costs its canonical
+//! partition, its value and its raw key when not canonical, plus 56 + 10 to 21 bytes: for the
+//! bench's 1M offsets (51-byte canonical partitions, ~15-byte values, canonical keys) about 141
+//! bytes, 169 MiB peak RSS for a FileStore open against 202 MiB for a `HashMap` of the bytes.
+//!
+//! Overwrites reuse the record when the new bytes fit; the bytes they leave behind are counted and
+//! the arena is compacted in place once they exceed the live bytes (and
+//! [`COMPACT_MIN_DEAD`]), so dead bytes never exceed the live ones by more than that constant.
 
-use std::borrow::{Borrow, Cow};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
+
+use hashbrown::HashTable;
 
 use crate::codec::{self, OffsetKey};
 use crate::key_scan::{self, ScannedKey};
-
-/// One live offset.
-#[derive(Debug, Clone)]
-struct Slot {
-    /// Raw key bytes as last written; `None` when they equal the canonical key (saves memory).
-    raw_key: Option<Box<[u8]>>,
-    value: Bytes<INLINE_VALUE>,
-    /// Store order of the last write.
-    seq: u64,
-    /// Where the last write sits in a multi-lane log ([`OffsetTable::apply_at`]); `None` for
-    /// [`OffsetTable::apply`].
-    at: MaybeAt,
-}
-
-impl Slot {
-    fn new(raw_key: Option<&[u8]>, value: &[u8], seq: u64, at: Option<LogOrder>) -> Self {
-        Self {
-            raw_key: raw_key.map(Into::into),
-            value: Bytes::new(value),
-            seq,
-            at: MaybeAt::new(at),
-        }
-    }
-
-    /// Makes this slot hold a new write, as [`Slot::new`] would, and returns the length of the value
-    /// it replaced. Reuses the buffers when the bytes fit, so updating a live partition usually does
-    /// not allocate.
-    fn overwrite(
-        &mut self,
-        raw_key: Option<&[u8]>,
-        value: &[u8],
-        seq: u64,
-        at: Option<LogOrder>,
-    ) -> usize {
-        let replaced = self.value.len();
-        self.value.set(value);
-        match raw_key {
-            None => self.raw_key = None,
-            Some(raw) if self.raw_key.as_deref() == Some(raw) => {}
-            Some(raw) => self.raw_key = Some(raw.into()),
-        }
-        self.seq = seq;
-        self.at = MaybeAt::new(at);
-        replaced
-    }
-}
-
-/// An `Option<LogOrder>` in 16 bytes rather than 24 (`LogOrder` has no spare bit pattern for
-/// `None`), which keeps a table entry at two cache lines.
-#[derive(Clone, Copy)]
-struct MaybeAt {
-    order: i64,
-    lane: i32,
-    some: bool,
-}
-
-impl MaybeAt {
-    fn new(at: Option<LogOrder>) -> Self {
-        match at {
-            Some(LogOrder { lane, order }) => Self {
-                order,
-                lane,
-                some: true,
-            },
-            None => Self {
-                order: 0,
-                lane: 0,
-                some: false,
-            },
-        }
-    }
-
-    fn get(self) -> Option<LogOrder> {
-        self.some.then_some(LogOrder {
-            lane: self.lane,
-            order: self.order,
-        })
-    }
-}
-
-impl fmt::Debug for MaybeAt {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.get(), f)
-    }
-}
-
-/// Bytes kept inline when at most `N` long, else on the heap. Most values are short
-/// (`{"position":1234}`) and so are most canonical partitions, so a million partitions cost far fewer
-/// allocations to build and to free, and a lookup reads its key from the table itself instead of
-/// following a pointer.
-#[derive(Clone)]
-enum Bytes<const N: usize> {
-    Inline { len: u8, buf: [u8; N] },
-    Heap(Box<[u8]>),
-}
-
-/// Values up to this length are stored inline: with the length and the tag, 8 bytes more than a
-/// boxed slice.
-const INLINE_VALUE: usize = 22;
-/// Canonical partitions up to this length are stored inline (typical ones, such as
-/// `{"filename":"/var/log/app/events.log"}` or `{"protocol":"1","table":"public.orders"}`, fit).
-const INLINE_PARTITION: usize = 54;
-
-impl<const N: usize> Bytes<N> {
-    fn new(bytes: &[u8]) -> Self {
-        match u8::try_from(bytes.len()) {
-            Ok(len) if bytes.len() <= N => {
-                let mut buf = [0; N];
-                buf[..bytes.len()].copy_from_slice(bytes);
-                Self::Inline { len, buf }
-            }
-            _ => Self::Heap(bytes.into()),
-        }
-    }
-
-    /// Replaces the bytes, in place when they fit.
-    fn set(&mut self, bytes: &[u8]) {
-        match self {
-            Self::Heap(heap) if heap.len() == bytes.len() => heap.copy_from_slice(bytes),
-            _ => *self = Self::new(bytes),
-        }
-    }
-}
-
-impl<const N: usize> std::ops::Deref for Bytes<N> {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Self::Inline { len, buf } => &buf[..usize::from(*len)],
-            Self::Heap(heap) => heap,
-        }
-    }
-}
-
-impl<const N: usize> fmt::Debug for Bytes<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
 
 /// Where a write sits in a log made of several independently ordered lanes, such as the partitions of
 /// a Kafka topic: writes in one lane are applied in lane order; across lanes, `order` (the record
@@ -164,143 +42,112 @@ pub struct LogOrder {
     pub order: i64,
 }
 
-/// A slot with where it lives: `Some((connector, canonical partition))`, or `None` for an undecodable
-/// key.
-type LocatedSlot<'a> = (Option<(&'a str, &'a [u8])>, &'a Slot);
+/// The connector id of undecodable keys (another writer's garbage): their "canonical key" is their
+/// raw bytes, matched byte-wise and never looked up logically.
+const UNDECODABLE: u32 = u32::MAX;
 
-/// A canonical partition stored with its hash (computed once, by the table's keyed hasher). Maps of
-/// partitions hash an entry by the stored value, so growing a map of a million partitions does not
-/// re-read and re-hash every key, and one write hashes its partition once for all lookups.
-struct PartitionKey {
+/// Dead arena bytes below this are never compacted away: compacting a small arena often would cost
+/// more than the bytes are worth.
+/// (Tiny in tests, so they compact often.)
+const COMPACT_MIN_DEAD: usize = if cfg!(test) { 64 } else { 64 * 1024 };
+
+/// `Entry::flags`: `lane`/`order` hold where the last write sits ([`OffsetTable::apply_at`]).
+const HAS_AT: u8 = 1;
+/// `Entry::flags`: the partition was removed by a tombstone of a multi-lane log; the entry only
+/// remembers where that tombstone sits, so a stale value from another lane does not bring the
+/// partition back. Its record holds the canonical partition alone.
+const GRAVE: u8 = 2;
+
+/// One partition: where its bytes sit in the arena, and its order.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Hash of (connector, canonical partition), by the table's keyed hasher.
     hash: u64,
-    bytes: Bytes<INLINE_PARTITION>,
+    /// Store order of the last write.
+    seq: u64,
+    /// Where the record starts in the arena: canonical partition, raw key, value.
+    start: usize,
+    /// [`LogOrder::order`] of the last write, when `flags` has [`HAS_AT`].
+    order: i64,
+    /// [`LogOrder::lane`] of the last write, when `flags` has [`HAS_AT`].
+    lane: i32,
+    /// Index into [`OffsetTable::connectors`], or [`UNDECODABLE`].
+    connector: u32,
+    key_len: u32,
+    /// 0 when the raw key is the canonical key (rebuilt on export), or for an undecodable key
+    /// (whose canonical key is its raw bytes).
+    raw_len: u32,
+    value_len: u32,
+    flags: u8,
 }
 
-impl fmt::Debug for PartitionKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.bytes, f)
+impl Entry {
+    fn record_len(&self) -> usize {
+        self.key_len as usize + self.raw_len as usize + self.value_len as usize
+    }
+
+    fn at(&self) -> Option<LogOrder> {
+        (self.flags & HAS_AT != 0).then_some(LogOrder {
+            lane: self.lane,
+            order: self.order,
+        })
+    }
+
+    fn set_at(&mut self, at: Option<LogOrder>) {
+        match at {
+            Some(LogOrder { lane, order }) => {
+                self.lane = lane;
+                self.order = order;
+                self.flags |= HAS_AT;
+            }
+            None => {
+                self.lane = 0;
+                self.order = 0;
+                self.flags &= !HAS_AT;
+            }
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        self.flags & GRAVE == 0
     }
 }
 
-/// A canonical partition and its hash, borrowed from the key being looked up when possible.
-#[derive(Debug)]
-struct PartitionRef<'a> {
-    hash: u64,
-    bytes: Cow<'a, [u8]>,
-}
+// The per-offset overhead stated in the module docs.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Entry>() == 56);
 
-impl PartitionRef<'_> {
-    /// The form maps of [`PartitionKey`]s are searched with.
-    fn view(&self) -> &dyn PartitionView {
-        self
-    }
-
-    fn to_key(&self) -> PartitionKey {
-        PartitionKey {
-            hash: self.hash,
-            bytes: Bytes::new(&self.bytes),
+/// A length as stored in an [`Entry`]. Every store caps keys and values far below 4 GiB (file frames
+/// at 1 GiB, Kafka records at `i32::MAX`), so a longer one is a bug in the caller.
+fn len32(len: usize) -> u32 {
+    match u32::try_from(len) {
+        Ok(len) => len,
+        Err(_) => {
+            panic!("an offset key or value of {len} bytes: the table holds at most 4 GiB - 1")
         }
     }
 }
-
-/// What [`PartitionKey`] and [`PartitionRef`] have in common: lets a map keyed by `PartitionKey` be
-/// searched without building one (std's `HashMap` looks up through `Borrow`).
-trait PartitionView {
-    fn hash(&self) -> u64;
-    fn bytes(&self) -> &[u8];
-}
-
-impl PartitionView for PartitionKey {
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-impl PartitionView for PartitionRef<'_> {
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-impl<'a> Borrow<dyn PartitionView + 'a> for PartitionKey {
-    fn borrow(&self) -> &(dyn PartitionView + 'a) {
-        self
-    }
-}
-
-// `Hash` and `Eq` of `PartitionKey` and of the view must agree, as `Borrow` requires.
-impl Hash for dyn PartitionView + '_ {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(PartitionView::hash(self));
-    }
-}
-
-impl PartialEq for dyn PartitionView + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        PartitionView::hash(self) == PartitionView::hash(other) && self.bytes() == other.bytes()
-    }
-}
-
-impl Eq for dyn PartitionView + '_ {}
-
-impl Hash for PartitionKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-impl PartialEq for PartitionKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && *self.bytes == *other.bytes
-    }
-}
-
-impl Eq for PartitionKey {}
-
-/// The hasher of maps keyed by [`PartitionKey`]: passes the stored hash through. The stored hash
-/// comes from a keyed SipHash ([`RandomState`]), so the maps keep std's resistance to crafted keys.
-#[derive(Debug, Default)]
-struct StoredHash(u64);
-
-impl Hasher for StoredHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Not reached (keys hash through `write_u64`); mixes the bytes in rather than ignore them.
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-}
-
-/// A map keyed by canonical partition.
-type PartitionMap<V> = HashMap<PartitionKey, V, BuildHasherDefault<StoredHash>>;
 
 /// The in-memory index of live offsets (connector → canonical partition → last write), for stores
 /// that replay a log into memory (file, Kafka). Lookups are logical: keys that differ only in field
-/// order are one partition, and the last applied write wins. Not thread-safe by itself.
+/// order are one partition, and the last applied write wins. Not thread-safe by itself. See the
+/// module docs for the layout.
 #[derive(Default)]
 pub struct OffsetTable {
-    connectors: HashMap<Box<str>, PartitionMap<Slot>>,
-    /// Keys that are not valid offset keys (another writer's garbage): kept byte-exact, never looked up
-    /// logically.
-    undecodable: HashMap<Box<[u8]>, Slot>,
-    /// Where the last tombstone of each removed partition sits ([`OffsetTable::apply_at`] only), so a
-    /// stale value read later from another lane does not bring the partition back.
-    graves: HashMap<Box<str>, PartitionMap<LogOrder>>,
-    /// Hashes canonical partitions into [`PartitionKey`]s.
+    /// Every record's bytes; see [`Entry::start`].
+    arena: Vec<u8>,
+    /// Bytes of `arena` no entry uses any more.
+    dead: usize,
+    /// Live partitions and graves, in no order.
+    entries: Vec<Entry>,
+    /// Positions in `entries`, by [`Entry::hash`].
+    index: HashTable<usize>,
+    /// Connector names by id, and ids by name. Ids are never reused (a store has few connectors).
+    connectors: Vec<Box<str>>,
+    connector_ids: HashMap<Box<str>, u32>,
+    /// The connector of the last write, checked first.
+    last_connector: Option<u32>,
+    /// Hashes (connector, canonical partition).
     hasher: RandomState,
     next_seq: u64,
     live: usize,
@@ -308,13 +155,13 @@ pub struct OffsetTable {
 
 impl fmt::Debug for OffsetTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The hasher's keys are not state worth showing.
+        // The bytes and the hasher's keys are not state worth showing.
         f.debug_struct("OffsetTable")
-            .field("connectors", &self.connectors)
-            .field("undecodable", &self.undecodable)
-            .field("graves", &self.graves)
-            .field("next_seq", &self.next_seq)
             .field("live", &self.live)
+            .field("entries", &self.entries.len())
+            .field("arena", &self.arena.len())
+            .field("dead", &self.dead)
+            .field("next_seq", &self.next_seq)
             .finish()
     }
 }
@@ -324,36 +171,32 @@ impl fmt::Debug for OffsetTable {
 enum Location<'a> {
     Decoded {
         connector: Cow<'a, str>,
-        partition: PartitionRef<'a>,
+        canonical: Cow<'a, [u8]>,
         raw_is_canonical: bool,
     },
     Raw,
 }
 
-/// Locates `raw_key`, hashing its canonical partition with `hasher`.
-fn locate<'a>(hasher: &RandomState, raw_key: &'a [u8]) -> Location<'a> {
-    let (connector, canonical, raw_is_canonical) = match key_scan::scan_key(raw_key) {
+/// Locates `raw_key`.
+fn locate(raw_key: &[u8]) -> Location<'_> {
+    match key_scan::scan_key(raw_key) {
         Some(ScannedKey {
             connector,
             canonical,
             raw_is_canonical,
-        }) => (Cow::Borrowed(connector), canonical, raw_is_canonical),
+        }) => Location::Decoded {
+            connector: Cow::Borrowed(connector),
+            canonical,
+            raw_is_canonical,
+        },
         None => match decode_location(raw_key) {
-            Some((connector, canonical, raw_is_canonical)) => (
-                Cow::Owned(connector),
-                Cow::Owned(canonical),
+            Some((connector, canonical, raw_is_canonical)) => Location::Decoded {
+                connector: Cow::Owned(connector),
+                canonical: Cow::Owned(canonical),
                 raw_is_canonical,
-            ),
-            None => return Location::Raw,
+            },
+            None => Location::Raw,
         },
-    };
-    Location::Decoded {
-        connector,
-        partition: PartitionRef {
-            hash: hasher.hash_one(&*canonical),
-            bytes: canonical,
-        },
-        raw_is_canonical,
     }
 }
 
@@ -374,7 +217,84 @@ fn decode_location(raw_key: &[u8]) -> Option<(String, Vec<u8>, bool)> {
     ))
 }
 
+/// A located key with its connector id: what the index is searched with.
+struct Probe<'a> {
+    connector: u32,
+    /// The canonical partition, or the raw bytes of an undecodable key.
+    key: &'a [u8],
+    /// The raw key to keep, when it differs from the canonical key.
+    raw: Option<&'a [u8]>,
+    hash: u64,
+}
+
 impl OffsetTable {
+    /// Reserves room for `entries` more partitions holding `bytes` more bytes, if the allocator
+    /// grants it (a hint: the table grows as needed anyway). A store that can bound its size up front
+    /// (a file's length) should call it before loading: growing by doubling leaves every outgrown
+    /// buffer below the allocator's mmap threshold (up to 32 MiB) behind as resident heap, which for
+    /// a million offsets is about a third of the table again. Reserved and untouched memory costs
+    /// no RSS, so an overestimate is cheap; the index is not reserved, as it is written whole when
+    /// allocated ([`reserve_index`](Self::reserve_index)).
+    pub fn reserve_hint(&mut self, entries: usize, bytes: usize) {
+        // Failures leave the table as it was.
+        let _ = self.entries.try_reserve_exact(entries);
+        let _ = self.arena.try_reserve_exact(bytes);
+    }
+
+    /// Makes the index hold `entries` partitions without growing. Unlike
+    /// [`reserve_hint`](Self::reserve_hint) this costs memory at once (about 1 to 2 bytes per
+    /// partition reserved, 8 more per partition used), so `entries` must be a good estimate.
+    pub fn reserve_index(&mut self, entries: usize) {
+        let entries_now = &self.entries;
+        self.index.reserve(entries, |&j| entries_now[j].hash);
+    }
+
+    fn hash(&self, connector: u32, key: &[u8]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        h.write_u32(connector);
+        h.write(key);
+        h.finish()
+    }
+
+    /// The position in `entries` of the partition `probe` names.
+    fn find(&self, probe: &Probe<'_>) -> Option<usize> {
+        let (arena, entries) = (&self.arena, &self.entries);
+        self.index
+            .find(probe.hash, |&i| {
+                let e = &entries[i];
+                e.hash == probe.hash
+                    && e.connector == probe.connector
+                    && arena[e.start..e.start + e.key_len as usize] == *probe.key
+            })
+            .copied()
+    }
+
+    /// The connector id of `name`, registering it when `register`.
+    fn connector_id(&mut self, name: Cow<'_, str>, register: bool) -> Option<u32> {
+        // Most writes in a row are one connector's: compare with the last one before hashing.
+        if let Some(id) = self.last_connector
+            && self
+                .connectors
+                .get(id as usize)
+                .is_some_and(|c| **c == *name)
+        {
+            return Some(id);
+        }
+        if let Some(&id) = self.connector_ids.get(&*name) {
+            self.last_connector = Some(id);
+            return Some(id);
+        }
+        if !register {
+            return None;
+        }
+        let id = len32(self.connectors.len());
+        let name: Box<str> = name.into();
+        self.connectors.push(name.clone());
+        self.connector_ids.insert(name, id);
+        self.last_connector = Some(id);
+        Some(id)
+    }
+
     /// Applies one write: a value, or a tombstone (`None`).
     pub fn apply(&mut self, raw_key: &[u8], value: Option<&[u8]>) {
         self.apply_sized(raw_key, value);
@@ -383,8 +303,14 @@ impl OffsetTable {
     /// [`apply`](Self::apply), returning the length of the value the write replaced or removed (`None`
     /// when the partition had no live value). Stores use it to track how many bytes are live.
     pub(crate) fn apply_sized(&mut self, raw_key: &[u8], value: Option<&[u8]>) -> Option<usize> {
-        let location = locate(&self.hasher, raw_key);
-        self.apply_located(location, raw_key, value, None)
+        let location = locate(raw_key);
+        let Some(probe) = self.probe(&location, raw_key, value.is_some()) else {
+            // A tombstone for a connector never seen: nothing to remove.
+            self.next_seq += 1;
+            return None;
+        };
+        let found = self.find(&probe);
+        self.apply_found(&probe, found, value, None)
     }
 
     /// Applies one write read from lane `at.lane` of a multi-lane log (a Kafka partition), unless it is
@@ -397,193 +323,304 @@ impl OffsetTable {
     /// across lanes: the write applied later wins. Undecodable keys are compared byte-wise, so they
     /// always apply. Do not mix with [`apply`](Self::apply) for one table.
     pub fn apply_at(&mut self, raw_key: &[u8], value: Option<&[u8]>, at: LogOrder) -> bool {
-        let location = locate(&self.hasher, raw_key);
-        if let Location::Decoded {
-            connector,
-            partition,
-            ..
-        } = &location
+        let location = locate(raw_key);
+        // A tombstone of a decoded key is remembered even for a partition never seen, as before.
+        let decoded = matches!(location, Location::Decoded { .. });
+        let Some(probe) = self.probe(&location, raw_key, value.is_some() || decoded) else {
+            self.next_seq += 1;
+            return true;
+        };
+        let found = self.find(&probe);
+        if probe.connector != UNDECODABLE
+            && let Some(current) = found.and_then(|i| self.entries[i].at())
+            && current.lane != at.lane
+            && current.order > at.order
         {
-            let current = self
-                .connectors
-                .get(&**connector)
-                .and_then(|p| p.get(partition.view()))
-                .and_then(|slot| slot.at.get())
-                .or_else(|| {
-                    self.graves
-                        .get(&**connector)
-                        .and_then(|g| g.get(partition.view()))
-                        .copied()
-                });
-            if let Some(current) = current
-                && current.lane != at.lane
-                && current.order > at.order
-            {
-                return false;
-            }
+            return false;
         }
-        self.apply_located(location, raw_key, value, Some(at));
+        self.apply_found(&probe, found, value, Some(at));
         true
     }
 
-    /// Applies a located write; returns the length of the value it replaced or removed.
-    fn apply_located(
+    /// The probe for a located key; `None` when its connector is unknown and `register` is false.
+    fn probe<'a>(
         &mut self,
-        location: Location<'_>,
-        raw_key: &[u8],
+        location: &'a Location<'a>,
+        raw_key: &'a [u8],
+        register: bool,
+    ) -> Option<Probe<'a>> {
+        let (connector, key, raw) = match location {
+            Location::Decoded {
+                connector,
+                canonical,
+                raw_is_canonical,
+            } => {
+                let id = self.connector_id(Cow::Borrowed(&**connector), register)?;
+                (id, &**canonical, (!raw_is_canonical).then_some(raw_key))
+            }
+            Location::Raw => (UNDECODABLE, raw_key, None),
+        };
+        Some(Probe {
+            connector,
+            key,
+            raw,
+            hash: self.hash(connector, key),
+        })
+    }
+
+    /// Applies a write to the entry `found` (or a new one); returns the length of the live value it
+    /// replaced or removed.
+    fn apply_found(
+        &mut self,
+        probe: &Probe<'_>,
+        found: Option<usize>,
         value: Option<&[u8]>,
         at: Option<LogOrder>,
     ) -> Option<usize> {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let previous = match location {
-            Location::Decoded {
-                connector,
-                partition,
-                raw_is_canonical,
-            } => {
-                self.bury(
-                    &connector,
-                    &partition,
-                    if value.is_none() { at } else { None },
-                );
-                let raw = (!raw_is_canonical).then_some(raw_key);
-                match value {
-                    Some(value) => {
-                        // Look up before inserting: the keys are usually borrowed from `raw_key`, and
-                        // an owned copy is only needed for a new connector or partition.
-                        let partitions = match self.connectors.get_mut(&*connector) {
-                            Some(partitions) => partitions,
-                            None => self.connectors.entry(connector.into()).or_default(),
-                        };
-                        match partitions.get_mut(partition.view()) {
-                            Some(slot) => Some(slot.overwrite(raw, value, seq, at)),
-                            None => {
-                                partitions
-                                    .insert(partition.to_key(), Slot::new(raw, value, seq, at));
-                                None
-                            }
-                        }
-                    }
-                    None => {
-                        let mut removed = None;
-                        if let Some(partitions) = self.connectors.get_mut(&*connector) {
-                            removed = partitions.remove(partition.view());
-                            if partitions.is_empty() {
-                                self.connectors.remove(&*connector);
-                            }
-                        }
-                        removed.map(|slot| slot.value.len())
-                    }
-                }
+        let previous = found
+            .map(|i| self.entries[i])
+            .filter(Entry::is_live)
+            .map(|e| e.value_len as usize);
+        // The entry the write leaves behind, if any, to stamp with its order.
+        let stamped = match (found, value) {
+            (Some(i), Some(value)) => {
+                self.overwrite(i, probe.raw, value);
+                Some(i)
             }
-            Location::Raw => match value {
-                Some(value) => match self.undecodable.get_mut(raw_key) {
-                    Some(slot) => Some(slot.overwrite(Some(raw_key), value, seq, at)),
-                    None => {
-                        let slot = Slot::new(Some(raw_key), value, seq, at);
-                        self.undecodable.insert(raw_key.into(), slot);
-                        None
-                    }
-                },
-                None => self
-                    .undecodable
-                    .remove(raw_key)
-                    .map(|slot| slot.value.len()),
-            },
+            (None, Some(value)) => {
+                let i = self.insert(probe);
+                self.overwrite(i, probe.raw, value);
+                Some(i)
+            }
+            (Some(i), None) if at.is_some() && probe.connector != UNDECODABLE => {
+                // Keep the canonical partition only, to remember where the tombstone sits.
+                let e = &mut self.entries[i];
+                self.dead += e.raw_len as usize + e.value_len as usize;
+                e.raw_len = 0;
+                e.value_len = 0;
+                e.flags |= GRAVE;
+                Some(i)
+            }
+            (Some(i), None) => {
+                self.remove(i);
+                None
+            }
+            (None, None) if at.is_some() && probe.connector != UNDECODABLE => {
+                let i = self.insert(probe);
+                self.entries[i].flags |= GRAVE;
+                Some(i)
+            }
+            (None, None) => None,
         };
+        if let Some(i) = stamped {
+            let e = &mut self.entries[i];
+            e.seq = seq;
+            e.set_at(at);
+        }
         match (previous.is_some(), value.is_some()) {
             (false, true) => self.live += 1,
             (true, false) => self.live -= 1,
             _ => {}
         }
+        self.compact_if_wasteful();
         previous
     }
 
-    /// Records (`Some`) or forgets (`None`) where the tombstone of a partition sits.
-    fn bury(&mut self, connector: &str, partition: &PartitionRef<'_>, tombstone: Option<LogOrder>) {
-        match tombstone {
-            Some(at) => {
-                let graves = match self.graves.get_mut(connector) {
-                    Some(graves) => graves,
-                    None => self.graves.entry(connector.into()).or_default(),
-                };
-                match graves.get_mut(partition.view()) {
-                    Some(grave) => *grave = at,
-                    None => {
-                        graves.insert(partition.to_key(), at);
-                    }
-                }
+    /// Adds an entry holding the canonical partition alone (no raw key, empty value); returns its
+    /// position.
+    fn insert(&mut self, probe: &Probe<'_>) -> usize {
+        let i = self.entries.len();
+        let start = self.arena.len();
+        self.arena.extend_from_slice(probe.key);
+        self.entries.push(Entry {
+            hash: probe.hash,
+            seq: 0,
+            start,
+            order: 0,
+            lane: 0,
+            connector: probe.connector,
+            key_len: len32(probe.key.len()),
+            raw_len: 0,
+            value_len: 0,
+            flags: 0,
+        });
+        let entries = &self.entries;
+        self.index
+            .insert_unique(probe.hash, i, |&j| entries[j].hash);
+        i
+    }
+
+    /// Makes entry `i` live with raw key `raw` (`None`: canonical) and `value`, in place when they fit
+    /// in its record (or the record ends the arena), else in a new record at the end of the arena.
+    fn overwrite(&mut self, i: usize, raw: Option<&[u8]>, value: &[u8]) {
+        let e = self.entries[i];
+        let key_len = e.key_len as usize;
+        let raw = raw.unwrap_or(&[]);
+        let old_tail = e.raw_len as usize + e.value_len as usize;
+        let new_tail = raw.len() + value.len();
+        let tail_start = e.start + key_len;
+        let at_end = tail_start + old_tail == self.arena.len();
+        let start = if new_tail <= old_tail || at_end {
+            if at_end {
+                self.arena.truncate(tail_start);
+            } else {
+                self.dead += old_tail - new_tail;
             }
-            None => {
-                if let Some(graves) = self.graves.get_mut(connector) {
-                    graves.remove(partition.view());
-                    if graves.is_empty() {
-                        self.graves.remove(connector);
-                    }
-                }
+            e.start
+        } else {
+            // Move the record to the end; its old bytes are dead.
+            let start = self.arena.len();
+            self.arena.extend_from_within(e.start..tail_start);
+            self.dead += key_len + old_tail;
+            start
+        };
+        let tail = start + key_len;
+        if at_end {
+            self.arena.extend_from_slice(raw);
+            self.arena.extend_from_slice(value);
+        } else if start == e.start {
+            self.arena[tail..tail + raw.len()].copy_from_slice(raw);
+            self.arena[tail + raw.len()..tail + new_tail].copy_from_slice(value);
+        } else {
+            self.arena.extend_from_slice(raw);
+            self.arena.extend_from_slice(value);
+        }
+        let e = &mut self.entries[i];
+        e.start = start;
+        e.raw_len = len32(raw.len());
+        e.value_len = len32(value.len());
+        e.flags &= !GRAVE;
+    }
+
+    /// Removes entry `i`: the last entry takes its position.
+    fn remove(&mut self, i: usize) {
+        let e = self.entries[i];
+        self.dead += e.record_len();
+        if let Ok(slot) = self.index.find_entry(e.hash, |&j| j == i) {
+            slot.remove();
+        }
+        let last = self.entries.len() - 1;
+        self.entries.swap_remove(i);
+        if i != last {
+            let moved = self.entries[i].hash;
+            if let Some(slot) = self.index.find_mut(moved, |&j| j == last) {
+                *slot = i;
             }
         }
+        if e.start + e.record_len() == self.arena.len() {
+            // The record ended the arena: reclaim it now.
+            self.arena.truncate(e.start);
+            self.dead -= e.record_len();
+        }
+    }
+
+    /// Compacts the arena once its dead bytes outweigh its live ones (see the module docs).
+    fn compact_if_wasteful(&mut self) {
+        if self.dead >= COMPACT_MIN_DEAD && self.dead > self.arena.len() - self.dead {
+            self.compact_arena();
+        }
+    }
+
+    /// Moves every record down over the dead bytes, in arena order, so it needs no second arena.
+    fn compact_arena(&mut self) {
+        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        order.sort_unstable_by_key(|&i| self.entries[i].start);
+        let mut cursor = 0;
+        for i in order {
+            let e = &mut self.entries[i];
+            let len = e.record_len();
+            self.arena.copy_within(e.start..e.start + len, cursor);
+            e.start = cursor;
+            cursor += len;
+        }
+        self.arena.truncate(cursor);
+        if self.arena.capacity() > 2 * cursor {
+            self.arena.shrink_to(cursor + cursor / 2);
+        }
+        self.dead = 0;
     }
 
     /// The live value of the partition `raw_key` names, found logically.
     pub fn get(&self, raw_key: &[u8]) -> Option<&[u8]> {
-        match locate(&self.hasher, raw_key) {
+        let (connector, key) = match &locate(raw_key) {
             Location::Decoded {
                 connector,
-                partition,
+                canonical,
                 ..
-            } => self
-                .connectors
-                .get(&*connector)
-                .and_then(|p| p.get(partition.view()))
-                .map(|s| &*s.value),
-            Location::Raw => self.undecodable.get(raw_key).map(|s| &*s.value),
+            } => (*self.connector_ids.get(&**connector)?, canonical.clone()),
+            Location::Raw => (UNDECODABLE, Cow::Borrowed(raw_key)),
+        };
+        let probe = Probe {
+            connector,
+            key: &key,
+            raw: None,
+            hash: self.hash(connector, &key),
+        };
+        let e = &self.entries[self.find(&probe)?];
+        e.is_live().then(|| self.value(e))
+    }
+
+    fn value(&self, e: &Entry) -> &[u8] {
+        let start = e.start + e.key_len as usize + e.raw_len as usize;
+        &self.arena[start..start + e.value_len as usize]
+    }
+
+    /// Writes the raw key of `e` to `out` (cleared first): the kept raw bytes, or the canonical key
+    /// rebuilt from its parts.
+    fn raw_key_into(&self, e: &Entry, out: &mut Vec<u8>) {
+        out.clear();
+        let key = &self.arena[e.start..e.start + e.key_len as usize];
+        if e.connector == UNDECODABLE {
+            out.extend_from_slice(key);
+        } else if e.raw_len > 0 {
+            let raw = e.start + e.key_len as usize;
+            out.extend_from_slice(&self.arena[raw..raw + e.raw_len as usize]);
+        } else {
+            let connector = self.connectors.get(e.connector as usize).map_or("", |c| c);
+            out.reserve(connector.len() + key.len() + 8);
+            out.push(b'[');
+            crate::json::write_string(out, connector);
+            out.push(b',');
+            out.extend_from_slice(key);
+            out.push(b']');
         }
+    }
+
+    /// Positions of the live entries (of `connector`, or all), in store order of their last write.
+    fn in_store_order(&self, connector: Option<u32>) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| {
+                let e = &self.entries[i];
+                e.is_live() && connector.is_none_or(|c| c == e.connector)
+            })
+            .collect();
+        order.sort_unstable_by_key(|&i| self.entries[i].seq);
+        order
     }
 
     /// The live offsets of one connector as (raw key, value), in store order of their last write.
     pub fn connector_entries(&self, connector: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let Some(partitions) = self.connectors.get(connector) else {
+        let Some(&id) = self.connector_ids.get(connector) else {
             return Vec::new();
         };
-        let mut slots: Vec<(&[u8], &Slot)> =
-            partitions.iter().map(|(c, s)| (&*c.bytes, s)).collect();
-        slots.sort_unstable_by_key(|(_, s)| s.seq);
-        slots
-            .into_iter()
-            .map(|(canonical, slot)| {
-                (
-                    Self::raw_key(connector, canonical, slot),
-                    slot.value.to_vec(),
-                )
-            })
-            .collect()
+        self.collect(self.in_store_order(Some(id)))
     }
 
     /// Every live offset as (raw key, value), in store order of the last write.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut slots: Vec<LocatedSlot<'_>> = Vec::with_capacity(self.live);
-        for (connector, partitions) in &self.connectors {
-            slots.extend(
-                partitions
-                    .iter()
-                    .map(|(c, s)| (Some((&**connector, &*c.bytes)), s)),
-            );
-        }
-        slots.extend(self.undecodable.values().map(|s| (None, s)));
-        slots.sort_unstable_by_key(|(_, s)| s.seq);
-        slots
+        self.collect(self.in_store_order(None))
+    }
+
+    fn collect(&self, order: Vec<usize>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        order
             .into_iter()
-            .map(|(loc, slot)| {
-                let key = match (loc, &slot.raw_key) {
-                    (_, Some(raw)) => raw.to_vec(),
-                    (Some((connector, canonical)), None) => {
-                        Self::raw_key(connector, canonical, slot)
-                    }
-                    (None, None) => Vec::new(),
-                };
-                (key, slot.value.to_vec())
+            .map(|i| {
+                let e = &self.entries[i];
+                let mut key = Vec::new();
+                self.raw_key_into(e, &mut key);
+                (key, self.value(e).to_vec())
             })
             .collect()
     }
@@ -592,32 +629,11 @@ impl OffsetTable {
     /// sequence as [`entries`](Self::entries) without copying each entry (for snapshots of large
     /// stores). The key slice is only valid during the call.
     pub(crate) fn visit_entries(&self, mut f: impl FnMut(&[u8], &[u8])) {
-        let mut slots: Vec<LocatedSlot<'_>> = Vec::with_capacity(self.live);
-        for (connector, partitions) in &self.connectors {
-            slots.extend(
-                partitions
-                    .iter()
-                    .map(|(c, s)| (Some((&**connector, &*c.bytes)), s)),
-            );
-        }
-        slots.extend(self.undecodable.values().map(|s| (None, s)));
-        slots.sort_unstable_by_key(|(_, s)| s.seq);
         let mut scratch = Vec::new();
-        for (loc, slot) in slots {
-            let key: &[u8] = match (loc, &slot.raw_key) {
-                (_, Some(raw)) => raw,
-                (Some((connector, canonical)), None) => {
-                    scratch.clear();
-                    scratch.push(b'[');
-                    crate::json::write_string(&mut scratch, connector);
-                    scratch.push(b',');
-                    scratch.extend_from_slice(canonical);
-                    scratch.push(b']');
-                    &scratch
-                }
-                (None, None) => &[],
-            };
-            f(key, &slot.value);
+        for i in self.in_store_order(None) {
+            let e = &self.entries[i];
+            self.raw_key_into(e, &mut scratch);
+            f(&scratch, self.value(e));
         }
     }
 
@@ -630,25 +646,7 @@ impl OffsetTable {
     pub fn len(&self) -> usize {
         self.live
     }
-
-    fn raw_key(connector: &str, canonical: &[u8], slot: &Slot) -> Vec<u8> {
-        if let Some(raw) = &slot.raw_key {
-            return raw.to_vec();
-        }
-        // The raw key equals the canonical key: rebuild it from its parts.
-        let mut key = Vec::with_capacity(connector.len() + canonical.len() + 8);
-        key.push(b'[');
-        crate::json::write_string(&mut key, connector);
-        key.push(b',');
-        key.extend_from_slice(canonical);
-        key.push(b']');
-        key
-    }
 }
-
-// A table entry (key and slot) fills two cache lines; growing it costs memory at every partition.
-#[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<(PartitionKey, Slot)>() == 128);
 
 #[cfg(test)]
 mod tests {
@@ -660,11 +658,11 @@ mod tests {
         match location {
             Location::Decoded {
                 connector,
-                partition,
+                canonical,
                 raw_is_canonical,
             } => Some((
                 connector.into_owned(),
-                partition.bytes.into_owned(),
+                canonical.into_owned(),
                 raw_is_canonical,
             )),
             Location::Raw => None,
@@ -686,7 +684,7 @@ mod tests {
                 String::from_utf8_lossy(raw)
             );
         }
-        prop_assert_eq!(parts(locate(&RandomState::new(), raw)), slow);
+        prop_assert_eq!(parts(locate(raw)), slow);
         Ok(())
     }
 
@@ -1012,7 +1010,10 @@ mod tests {
         assert!(t.apply_at(AB, Some(b"back"), at(1, 160)));
         assert_eq!(t.get(BA), Some(&b"back"[..]));
         assert_eq!(t.len(), 1);
-        assert!(t.graves.is_empty(), "a later value forgets the tombstone");
+        assert!(
+            t.entries.iter().all(Entry::is_live),
+            "a later value forgets the tombstone"
+        );
     }
 
     #[test]
@@ -1033,7 +1034,170 @@ mod tests {
         assert_eq!(t.get(AB), Some(&b"2"[..]));
         assert!(t.apply_at(AB, None, at(4, 10)));
         t.apply(BA, Some(b"3"));
-        assert!(t.graves.is_empty());
+        assert!(t.entries.iter().all(Entry::is_live));
         assert_eq!(t.len(), 1);
+    }
+
+    /// Checks the arena's bookkeeping: every entry's record lies in the arena, records do not
+    /// overlap, the dead count is exact, and dead bytes stay bounded.
+    fn check_arena(t: &OffsetTable) {
+        let mut records: Vec<(usize, usize)> = t
+            .entries
+            .iter()
+            .map(|e| (e.start, e.start + e.record_len()))
+            .collect();
+        records.sort_unstable();
+        for pair in records.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "records overlap: {pair:?}");
+        }
+        let used: usize = records.iter().map(|(a, b)| b - a).sum();
+        assert!(records.last().is_none_or(|r| r.1 <= t.arena.len()));
+        assert_eq!(
+            t.arena.len() - used,
+            t.dead,
+            "dead bytes are counted exactly"
+        );
+        assert!(
+            t.dead < COMPACT_MIN_DEAD || t.dead <= used,
+            "dead {} live {used}",
+            t.dead
+        );
+        assert_eq!(t.index.len(), t.entries.len());
+        for (i, e) in t.entries.iter().enumerate() {
+            assert_eq!(
+                t.index.find(e.hash, |&j| j == i),
+                Some(&i),
+                "entry {i} indexed"
+            );
+        }
+    }
+
+    /// Keys of many partitions, some canonical and some not, and undecodable ones.
+    fn many_key() -> impl Strategy<Value = Vec<u8>> {
+        (0..40u32, 0..4u8).prop_map(|(n, shape)| match shape {
+            0 => format!(r#"["c",{{"a":{n},"b":"x"}}]"#).into_bytes(),
+            1 => format!(r#"["c",{{"b":"x","a":{n}}}]"#).into_bytes(),
+            2 => format!(r#"["d{}",{{"file":"/f{n}"}}]"#, n % 3).into_bytes(),
+            _ => format!("junk{n}").into_bytes(),
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Long runs of writes of varying lengths (growing, shrinking, removing), checked against the
+        /// model and the arena's bookkeeping after every write: compactions keep every live entry.
+        #[test]
+        fn the_arena_keeps_every_live_entry(
+            writes in prop::collection::vec(
+                (many_key(), prop::option::weighted(0.85, prop::collection::vec(any::<u8>(), 0..64))),
+                0..400,
+            ),
+        ) {
+            let mut table = OffsetTable::default();
+            let mut model = Model::default();
+            for (raw, value) in &writes {
+                prop_assert_eq!(
+                    table.apply_sized(raw, value.as_deref()),
+                    model.apply(raw, value.as_deref())
+                );
+                check_arena(&table);
+            }
+            prop_assert_eq!(table.len(), model.live.len());
+            prop_assert_eq!(table.entries(), model.entries());
+            for (raw, _) in &writes {
+                let expected = model.live.get(&Model::id(raw)).map(|(_, v, _)| v.as_slice());
+                prop_assert_eq!(table.get(raw), expected);
+            }
+        }
+
+        /// The same with lanes: graves keep only their canonical partition, and compaction keeps
+        /// them too.
+        #[test]
+        fn the_arena_keeps_graves_across_lanes(
+            writes in prop::collection::vec(
+                (
+                    many_key(),
+                    prop::option::weighted(0.6, prop::collection::vec(any::<u8>(), 0..64)),
+                    0..3i32,
+                    0..50i64,
+                ),
+                0..300,
+            ),
+        ) {
+            let mut table = OffsetTable::default();
+            let mut model = LaneModel::default();
+            for (raw, value, lane, order) in &writes {
+                let at = LogOrder { lane: *lane, order: *order };
+                prop_assert_eq!(
+                    table.apply_at(raw, value.as_deref(), at),
+                    model.apply_at(raw, value.as_deref(), at)
+                );
+                check_arena(&table);
+            }
+            prop_assert_eq!(table.len(), model.table.live.len());
+            prop_assert_eq!(table.entries(), model.table.entries());
+        }
+    }
+
+    #[test]
+    fn overwrites_reuse_the_record_when_the_value_fits() {
+        let mut t = OffsetTable::default();
+        t.apply(AB, Some(b"0123456789"));
+        t.apply(br#"["c",{"z":1}]"#, Some(b"other"));
+        let arena = t.arena.len();
+        t.apply(AB, Some(b"01234"));
+        assert_eq!(t.arena.len(), arena, "a shorter value: in place");
+        assert_eq!(t.get(BA), Some(&b"01234"[..]));
+        assert_eq!(t.dead, 5, "the 5 bytes it no longer uses");
+        t.apply(AB, Some(b"01234"));
+        assert_eq!(t.arena.len(), arena, "as long as the value: in place");
+        assert_eq!(t.dead, 5);
+        t.apply(BA, Some(b"0"));
+        assert_eq!(t.get(AB), Some(&b"0"[..]));
+        assert_eq!(
+            t.entries(),
+            vec![
+                (br#"["c",{"z":1}]"#.to_vec(), b"other".to_vec()),
+                (BA.to_vec(), b"0".to_vec())
+            ],
+            "a raw key kept"
+        );
+        check_arena(&t);
+        t.apply(AB, Some(&[b'x'; 40]));
+        assert!(
+            t.arena.len() > arena,
+            "a longer value moves the record to the end"
+        );
+        assert_eq!(t.get(BA), Some(&[b'x'; 40][..]));
+        check_arena(&t);
+        t.apply(AB, None);
+        assert_eq!(t.get(AB), None);
+        assert_eq!(t.len(), 1);
+        check_arena(&t);
+    }
+
+    #[test]
+    fn compaction_bounds_the_dead_bytes_of_many_overwrites() {
+        let mut t = OffsetTable::default();
+        let keys: Vec<Vec<u8>> = (0..100)
+            .map(|i| format!(r#"["c",{{"file":"/f{i}"}}]"#).into_bytes())
+            .collect();
+        for round in 0..50usize {
+            for key in &keys {
+                // Each round's value is longer than the last: every overwrite moves the record.
+                t.apply(key, Some(&vec![b'7'; round + 1]));
+            }
+            check_arena(&t);
+        }
+        let live: usize = t.entries.iter().map(Entry::record_len).sum();
+        assert!(
+            t.arena.len() <= 2 * live + COMPACT_MIN_DEAD,
+            "{} > 2 x {live}",
+            t.arena.len()
+        );
+        for key in &keys {
+            assert_eq!(t.get(key), Some(&[b'7'; 50][..]));
+        }
     }
 }

@@ -400,6 +400,110 @@ pub(super) fn decode_payload(payload: &[u8]) -> Result<Vec<DecodedWrite<'_>>, Pa
     Ok(writes)
 }
 
+/// Why [`stream_payload`] stopped.
+#[derive(Debug)]
+pub(super) enum StreamError {
+    /// Reading the payload failed.
+    Io(std::io::Error),
+    /// The payload does not parse, as [`decode_payload`] would report.
+    Payload(PayloadError),
+}
+
+/// [`decode_payload`] for a payload of `len` bytes read from `reader`, write by write, so a frame of
+/// a million writes (an import) is never held in memory whole. Calls `on_write` for each write as it
+/// is read, so a payload that fails part-way has had its first writes visited: call it only on a
+/// payload whose checksum matched, and discard what was built from it on error.
+pub(super) fn stream_payload<R: std::io::Read>(
+    reader: &mut R,
+    len: u64,
+    mut on_write: impl FnMut(&[u8], Option<&[u8]>),
+) -> Result<(), StreamError> {
+    let mut payload = StreamedPayload {
+        reader,
+        len,
+        at: 0,
+        word: [0; 4],
+    };
+    let count = payload.u32("write count")?;
+    if u64::from(count) > (len - payload.at) / WRITE_OVERHEAD as u64 {
+        return Err(payload_error(
+            0,
+            format!("the write count {count} cannot fit in {len} payload bytes"),
+        ));
+    }
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    for _ in 0..count {
+        let key_len = payload.u32("key length")?;
+        payload.bytes(&mut key, key_len, "key")?;
+        match payload.u32("value length")? {
+            TOMBSTONE => on_write(&key, None),
+            value_len => {
+                payload.bytes(&mut value, value_len, "value")?;
+                on_write(&key, Some(&value));
+            }
+        }
+    }
+    if payload.at != len {
+        return Err(payload_error(
+            payload.at,
+            format!(
+                "{} bytes follow the last of the {count} writes",
+                len - payload.at
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn payload_error(at: u64, reason: String) -> StreamError {
+    StreamError::Payload(PayloadError {
+        at: usize::try_from(at).unwrap_or(usize::MAX),
+        reason,
+    })
+}
+
+/// A payload being read by [`stream_payload`]: `at` of `len` bytes read so far.
+struct StreamedPayload<'r, R> {
+    reader: &'r mut R,
+    len: u64,
+    at: u64,
+    word: [u8; 4],
+}
+
+impl<R: std::io::Read> StreamedPayload<'_, R> {
+    fn u32(&mut self, what: &str) -> Result<u32, StreamError> {
+        if self.len - self.at < 4 {
+            return Err(payload_error(
+                self.at,
+                format!("the payload ends inside the {what}"),
+            ));
+        }
+        self.reader
+            .read_exact(&mut self.word)
+            .map_err(StreamError::Io)?;
+        self.at += 4;
+        Ok(u32::from_le_bytes(self.word))
+    }
+
+    fn bytes(&mut self, buf: &mut Vec<u8>, n: u32, what: &str) -> Result<(), StreamError> {
+        let n = u64::from(n);
+        if self.len - self.at < n {
+            return Err(payload_error(
+                self.at,
+                format!(
+                    "the {what} is declared as {n} bytes but only {} remain",
+                    self.len - self.at
+                ),
+            ));
+        }
+        buf.clear();
+        buf.resize(n as usize, 0);
+        self.reader.read_exact(buf).map_err(StreamError::Io)?;
+        self.at += n;
+        Ok(())
+    }
+}
+
 /// The bytes one live offset takes in a compacted file, used to estimate live bytes.
 pub(super) fn live_size(key_len: usize, value_len: usize) -> u64 {
     (WRITE_OVERHEAD + key_len + value_len) as u64
@@ -588,5 +692,46 @@ mod tests {
                 first_seq: None
             })
         );
+    }
+
+    #[test]
+    fn streaming_decodes_what_decode_payload_decodes() {
+        let batch: Vec<OffsetWrite> = (0..50u8)
+            .map(|i| OffsetWrite {
+                key: vec![i; usize::from(i)],
+                value: (i % 3 != 0).then(|| vec![i; usize::from(i) * 2]),
+            })
+            .collect();
+        let frame = encode_batch(&batch).unwrap_or_else(|e| panic!("{e:?}"));
+        let payload = &frame[FRAME_HEADER_LEN..];
+        let stream = |payload: &[u8]| {
+            let mut writes = Vec::new();
+            let result = stream_payload(&mut &payload[..], payload.len() as u64, |k, v| {
+                writes.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+            });
+            result.map(|()| writes)
+        };
+        let expected: Vec<_> = decode_payload(payload)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+            .collect();
+        assert_eq!(
+            stream(payload).unwrap_or_else(|e| panic!("{e:?}")),
+            expected
+        );
+        let mut trailing = payload.to_vec();
+        trailing.push(0);
+        for bad in [
+            &payload[..payload.len() - 1],
+            &payload[..6],
+            &[],
+            &trailing[..],
+        ] {
+            match (stream(bad), decode_payload(bad)) {
+                (Err(StreamError::Payload(s)), Err(d)) => assert_eq!(s, d),
+                (s, d) => panic!("stream {s:?}, decode {d:?}"),
+            }
+        }
     }
 }

@@ -48,11 +48,12 @@
 //! reports it).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::format::{
     self, FORMAT_VERSION, FileHeader, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN, OLDEST_VERSION,
+    PayloadError, StreamError,
 };
 use crate::error::StoreError;
 use crate::store::StoredRecord;
@@ -60,6 +61,10 @@ use crate::table::OffsetTable;
 
 /// Read buffer for replay.
 const READ_BUFFER: usize = 1 << 20;
+/// Frame payloads larger than this are checked and then decoded in two streaming passes instead of
+/// being read whole: an import writes all its offsets in one frame, and holding a million offsets'
+/// bytes twice (frame and index) would double the memory of every command that opens the store.
+pub(super) const STREAM_PAYLOAD: u64 = 8 << 20;
 /// The unit a disk writes whole or not at all; see the module docs.
 pub(super) const SECTOR: u64 = 512;
 
@@ -132,8 +137,22 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     let header = check_file_header(path, &mut reader, file_len)?;
     let mut table = OffsetTable::default();
+    // The file bounds what it can hold: bytes of keys and values, and writes of at least a short key
+    // and value each (typical ones are 3 times that).
+    let hint = usize::try_from(file_len).unwrap_or(usize::MAX);
+    table.reserve_hint(hint / (format::WRITE_OVERHEAD + 24), hint);
     let mut live_bytes = 0u64;
-    let scanned = scan_frames(path, header, &mut reader, file_len, |key, value| {
+    let mut first_frame = true;
+    let scanned = scan_frames(path, header, &mut reader, file_len, |frame, key, value| {
+        if let Some((frame_len, writes)) = frame.filter(|_| first_frame) {
+            first_frame = false;
+            // A compacted file is frames of the same shape: the first one tells how many offsets
+            // the file holds, so the index is allocated once instead of doubling (see
+            // `OffsetTable::reserve_index`). Capped by the smallest plausible write.
+            let estimate = (file_len as u128 * u128::from(writes) / u128::from(frame_len.max(1)))
+                .min(u128::from(file_len) / (format::WRITE_OVERHEAD as u128 + 24));
+            table.reserve_index(usize::try_from(estimate).unwrap_or(0));
+        }
         live_bytes = apply_write(&mut table, live_bytes, key, value);
     })?;
     Ok(Replayed {
@@ -155,10 +174,11 @@ pub(super) fn history(path: &Path, len: u64) -> Result<Vec<StoredRecord>, StoreE
         op: "open for reading its history",
         source,
     })?;
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file).take(len);
+    // Bounded by `len` in `scan_frames` (no `Take`: large payloads are read twice, by seeking).
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     let header = check_file_header(path, &mut reader, len)?;
     let mut records = Vec::new();
-    let scanned = scan_frames(path, header, &mut reader, len, |key, value| {
+    let scanned = scan_frames(path, header, &mut reader, len, |_, key, value| {
         records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
     })?;
     match scanned.torn {
@@ -223,13 +243,14 @@ struct Scanned {
 }
 
 /// Reads the frames that follow the header, up to `file_len`, calling `on_write` for every write in
-/// file order. `reader` is positioned right after the header.
+/// file order. `reader` is positioned right after the header. The first write of a frame read whole
+/// comes with the frame's length (header and payload) and write count.
 fn scan_frames(
     path: &Path,
     file: FileHeader,
-    reader: &mut impl Read,
+    reader: &mut (impl Read + Seek),
     file_len: u64,
-    mut on_write: impl FnMut(&[u8], Option<&[u8]>),
+    mut on_write: impl FnMut(Option<(u64, u32)>, &[u8], Option<&[u8]>),
 ) -> Result<Scanned, StoreError> {
     let io_err = |op: &'static str| {
         move |source: io::Error| StoreError::Io {
@@ -317,14 +338,31 @@ fn scan_frames(
                 "the last frame declares {payload_len} payload bytes but only {available} were written"
             )));
         }
-        payload.clear();
-        payload.resize(payload_len as usize, 0);
-        reader
-            .read_exact(&mut payload)
-            .map_err(io_err("read a frame payload"))?;
+        let streamed = payload_len > STREAM_PAYLOAD;
+        let crc = if streamed {
+            // First pass: the checksum only; the writes are decoded once it matched.
+            let crc = stream_crc(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            if crc != header.payload_crc {
+                // Rare (damage or a torn write): read it whole for the checks below.
+                seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+                payload.clear();
+                payload.resize(payload_len as usize, 0);
+                reader
+                    .read_exact(&mut payload)
+                    .map_err(io_err("read a frame payload"))?;
+            }
+            crc
+        } else {
+            payload.clear();
+            payload.resize(payload_len as usize, 0);
+            reader
+                .read_exact(&mut payload)
+                .map_err(io_err("read a frame payload"))?;
+            crc32c::crc32c(&payload)
+        };
         let payload_start = pos + frame_header_len as u64;
         let end = payload_start + payload_len;
-        if crc32c::crc32c(&payload) != header.payload_crc {
+        if crc != header.payload_crc {
             if end == file_len {
                 if let Some(zeros) = unwritten_sector(&payload, payload_start) {
                     break Some(torn_here(format!(
@@ -352,7 +390,7 @@ fn scan_frames(
                 ),
             ));
         }
-        let writes = format::decode_payload(&payload).map_err(|e| {
+        let parse_failed = |e: PayloadError| {
             corrupt(
                 pos,
                 format!(
@@ -361,9 +399,21 @@ fn scan_frames(
                     e.at, e.reason
                 ),
             )
-        })?;
-        for (key, value) in writes {
-            on_write(key, value);
+        };
+        if streamed {
+            // Second pass: decode while reading, holding one write at a time.
+            seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            let visit = |key: &[u8], value: Option<&[u8]>| on_write(None, key, value);
+            format::stream_payload(reader, payload_len, visit).map_err(|e| match e {
+                StreamError::Io(source) => io_err("read a frame payload")(source),
+                StreamError::Payload(e) => parse_failed(e),
+            })?;
+        } else {
+            let writes = format::decode_payload(&payload).map_err(parse_failed)?;
+            let mut frame = Some((frame_header_len as u64 + payload_len, len32(writes.len())));
+            for (key, value) in writes {
+                on_write(frame.take(), key, value);
+            }
         }
         pos = end;
         next_seq = following;
@@ -373,6 +423,31 @@ fn scan_frames(
         torn,
         next_seq,
     })
+}
+
+/// The CRC-32C of the next `len` bytes of `reader`, read in chunks.
+fn stream_crc(reader: &mut impl Read, len: u64) -> io::Result<u32> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut crc = 0;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        reader.read_exact(&mut chunk[..n])?;
+        crc = crc32c::crc32c_append(crc, &chunk[..n]);
+        left -= n as u64;
+    }
+    Ok(crc)
+}
+
+/// Moves `reader` back by `len` bytes (to the start of the payload just read).
+fn seek_back(reader: &mut impl Seek, len: u64) -> io::Result<()> {
+    let back = i64::try_from(len).map_err(io::Error::other)?;
+    reader.seek(SeekFrom::Current(-back)).map(drop)
+}
+
+/// A write count as a frame holds it (a u32 in the payload).
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Why a frame's sequence number is refused.

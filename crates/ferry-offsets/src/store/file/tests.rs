@@ -358,3 +358,48 @@ async fn history_returns_every_raw_write_in_file_order_until_compaction() {
         .collect();
     assert_eq!(store.history().await.unwrap(), live);
 }
+
+/// A batch larger than `replay::STREAM_PAYLOAD` (an import) is replayed in two streaming passes:
+/// every write comes back, its history too, and a torn copy of it is still dropped as torn.
+#[tokio::test]
+async fn a_frame_larger_than_the_streaming_threshold_replays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("offsets");
+    let long = |p: i64| vec![b'7'; 100 + (p % 50) as usize];
+    let batch: Vec<OffsetWrite> = (0..100_000i64)
+        .map(|p| OffsetWrite {
+            key: key(p % 90_000),
+            value: (p % 1000 != 999).then(|| long(p)),
+        })
+        .collect();
+    let frame_len = format::encode_batch(&batch).unwrap().len() as u64;
+    assert!(frame_len > replay::STREAM_PAYLOAD, "{frame_len}");
+    {
+        let store = open(&path, FileStoreOptions::default());
+        store.set(&batch).await.unwrap();
+    }
+    let expected = {
+        let mut table = OffsetTable::default();
+        for w in &batch {
+            table.apply(&w.key, w.value.as_deref());
+        }
+        table.entries()
+    };
+    let store = FileStore::open_read_only(&path).unwrap();
+    assert_eq!(store.entries().await.unwrap(), expected);
+    assert_eq!(store.history().await.unwrap().len(), batch.len());
+    drop(store);
+
+    // The frame's last sector never reached the disk: a torn write, dropped at the next open.
+    let len = std::fs::metadata(&path).unwrap().len();
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(&[0u8; 512], (len - 512) / 512 * 512 - 512)
+        .unwrap();
+    drop(file);
+    let store = open(&path, FileStoreOptions::default());
+    assert!(
+        store.entries().await.unwrap().is_empty(),
+        "the torn batch is dropped"
+    );
+}
