@@ -641,7 +641,7 @@ const SCALING_METHOD: &str = "One run per point (the shape is the result). Throu
     task and more partitions; FileStreamSource with one connector (one task) per file, the same total \
     input split over the files, all into one file sink (sink.format=value). Stored offsets: a \
     compacted FileStore and the full-rewrite file loaded into a HashMap, each in a fresh `ferry-bench \
-    rss-probe` process after one untimed warm-up load (best of 3; 1 at 10M). Flush latency: \
+    rss-probe` process after one untimed warm-up load, best of 3 (at 10M one load, no warm-up: the files were just written). Flush latency: \
     Ferry's medians from the flush section.\n";
 
 const FLUSH_METHOD: &str = "One flush = one durable write of `changed` offsets into a store that \
