@@ -204,7 +204,7 @@ fn rsyslog_ratio(case: &Case) -> Option<(String, bool)> {
     let sync = case
         .contenders
         .iter()
-        .find(|c| c.name.contains("sync"))
+        .find(|c| c.name.contains("sync=\"on\""))
         .and_then(|c| rate(c, Rate::Records))
         .map(|r| ferry / r);
     Some((
@@ -764,6 +764,42 @@ mod tests {
         );
         assert!(report.contains("](b-flush-changed.png)"), "{report}");
         assert!(report.contains("| 100 | 5.00 ms |"), "{report}");
+    }
+
+    #[test]
+    fn ferry_is_compared_with_rsyslog_default_and_with_sync_on() {
+        let lines = |n| {
+            Some(Work {
+                records: n,
+                bytes: 0,
+            })
+        };
+        let case = Case {
+            name: "rsyslog".into(),
+            reference: "rsyslog imfile → omfile (default: no fsync)".into(),
+            contenders: vec![
+                Contender::timed("Ferry", &[Duration::from_millis(1000)], lines(1200)),
+                Contender::timed(
+                    "rsyslog imfile → omfile (default: no fsync)",
+                    &[Duration::from_millis(1000)],
+                    lines(1000),
+                ),
+                Contender::timed(
+                    "rsyslog imfile → omfile (sync=\"on\")",
+                    &[Duration::from_millis(1000)],
+                    lines(400),
+                ),
+            ],
+            store_size: None,
+            changed: None,
+        };
+        let report = render(&results(Vec::new(), vec![case]), "plot.png", &[]);
+        assert!(
+            report.contains(
+                "| Ferry (durable) at 1.20× rsyslog's lines/s (3.00× rsyslog with sync=\"on\") | yes |"
+            ),
+            "{report}"
+        );
     }
 
     #[test]
