@@ -89,13 +89,18 @@ fn mode(
             input_path.display()
         ),
     )?;
+    // The record of the last line (its offset is the file's end).
+    let end_marker = format!("\"source_offset\":{{\"position\":{}", input.bytes);
     let mut boundaries = Vec::with_capacity(plan.kills);
     let mut complete = 0u64;
     for kill in 0..plan.kills {
         let mut child = spawn(ferry, &dir, &worker, &connector, kill)?;
-        // Once this run writes, let it run past a commit interval and then some (200 ms to 1.2 s,
-        // spread over the kills) so the kill lands at a different moment of the commit cycle each time.
-        let reached = wait_for(&mut child, || size(&sink) > complete);
+        // Once this run writes (or the whole file is already in the sink: a small input), let it run
+        // past a commit interval and then some (200 ms to 1.2 s, spread over the kills) so the kill
+        // lands at a different moment of the commit cycle each time.
+        let reached = wait_for(&mut child, || {
+            size(&sink) > complete || last_line_has(&sink, &end_marker)
+        });
         if reached.is_ok() {
             std::thread::sleep(Duration::from_millis(
                 interval + 200 + (kill as u64 * 397) % 1000,
@@ -107,8 +112,7 @@ fn mode(
         complete = complete_len(&sink)?;
         boundaries.push(complete);
     }
-    // The last run: until the record of the last line (its offset is the file's end) is in the sink.
-    let end_marker = format!("\"source_offset\":{{\"position\":{}", input.bytes);
+    // The last run: until the record of the last line is in the sink.
     let mut child = spawn(ferry, &dir, &worker, &connector, plan.kills)?;
     let reached = wait_for(&mut child, || last_line_has(&sink, &end_marker));
     let _ = child.kill();
