@@ -2,6 +2,7 @@
 //! and with what a user would otherwise pick, in one run; writes `docs/benchmarks.md`, the flush plot
 //! and the raw results as JSON. Run it through `scripts/bench` (release build, broker started here).
 
+mod crash;
 mod e2e;
 mod kafka;
 mod machine;
@@ -11,6 +12,7 @@ mod offsets;
 mod plot;
 mod report;
 mod results;
+mod scaling;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,9 @@ use crate::results::Results;
 pub type BenchResult<T> = Result<T, String>;
 
 /// The sections of the suite, in run order.
-pub const SECTIONS: [&str; 5] = ["flush", "startup", "lookup", "e2e", "memory"];
+pub const SECTIONS: [&str; 7] = [
+    "flush", "startup", "lookup", "e2e", "memory", "crash", "scaling",
+];
 
 #[derive(Parser)]
 #[command(
@@ -43,7 +47,7 @@ struct RunArgs {
     /// Shrink every size (a smoke run: its numbers are not results and the report says so).
     #[arg(long)]
     quick: bool,
-    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, memory).
+    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, memory, crash, scaling).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where to write the report.
@@ -106,6 +110,16 @@ pub struct Plan {
     pub file_bytes: u64,
     /// Size of the FileStreamSource input for file → Kafka.
     pub kafka_file_bytes: u64,
+    /// Size of the input Ferry and rsyslog tail.
+    pub rsyslog_bytes: u64,
+    /// Size of the input `ferry standalone` is SIGKILLed on.
+    pub crash_bytes: u64,
+    /// SIGKILLs per commit mode.
+    pub kills: usize,
+    /// Total input of the FileStreamSource tasks curve (split over the files).
+    pub scaling_file_bytes: u64,
+    /// Stored offsets of the start-up and RSS curves.
+    pub offset_counts: Vec<usize>,
     /// About how long each contender of a flush case is timed.
     pub flush_budget: std::time::Duration,
     /// Where the benches write.
@@ -140,6 +154,11 @@ impl Plan {
                 sequence_records: 40_000,
                 file_bytes: 4 << 20,
                 kafka_file_bytes: 1 << 20,
+                rsyslog_bytes: 2 << 20,
+                crash_bytes: 2 << 20,
+                kills: 3,
+                scaling_file_bytes: 4 << 20,
+                offset_counts: vec![2_000, 20_000],
                 flush_budget: std::time::Duration::from_millis(100),
                 work_dir,
                 sections,
@@ -155,6 +174,11 @@ impl Plan {
                 sequence_records: 2_000_000,
                 file_bytes: 1 << 30,
                 kafka_file_bytes: 64 << 20,
+                rsyslog_bytes: 64 << 20,
+                crash_bytes: 256 << 20,
+                kills: 5,
+                scaling_file_bytes: 256 << 20,
+                offset_counts: vec![100_000, 1_000_000, 10_000_000],
                 flush_budget: std::time::Duration::from_secs(2),
                 work_dir,
                 sections,
@@ -229,6 +253,8 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         lookup: Vec::new(),
         end_to_end: Vec::new(),
         memory: Vec::new(),
+        scaling: Vec::new(),
+        crash: Vec::new(),
         skipped: Vec::new(),
         wall_seconds: 0.0,
     };
@@ -280,6 +306,24 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         eprintln!("\n== memory ==");
         results.memory = memory::run(&plan, &runtime)?;
     }
+    if plan.runs("crash") {
+        eprintln!("\n== duplicates after SIGKILL ==");
+        let started = Instant::now();
+        match crash::run(&plan) {
+            Ok(crash) => results.crash = crash,
+            Err(e) => {
+                eprintln!("{e}");
+                results.skipped.push(e);
+            }
+        }
+        eprintln!("  crash section: {:.0?}", started.elapsed());
+    }
+    if plan.runs("scaling") {
+        eprintln!("\n== scaling ==");
+        let started = Instant::now();
+        results.scaling = scaling::run(&plan, &runtime)?;
+        eprintln!("  scaling section: {:.0?}", started.elapsed());
+    }
     drop(broker);
     results.wall_seconds = started.elapsed().as_secs_f64();
     write_outputs(&results, &args.out, &args.plot, &args.json)?;
@@ -317,7 +361,21 @@ fn write_report(results: &Results, out: &Path, plot: &Path) -> BenchResult<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    std::fs::write(out, report::render(results, &plot_name))
+    // The other plots sit next to the flush plot: `benchmarks-flush.png` → `benchmarks-<id>.png`.
+    let stem = plot
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = stem.strip_suffix("-flush").unwrap_or(&stem).to_owned();
+    let mut curves = results.scaling.clone();
+    curves.extend(plot::flush_by_changed(results));
+    let mut curve_names = Vec::new();
+    for curve in &curves {
+        let name = format!("{stem}-{}.png", curve.id);
+        plot::curve(curve, &plot.with_file_name(&name))?;
+        curve_names.push((curve.clone(), name));
+    }
+    std::fs::write(out, report::render(results, &plot_name, &curve_names))
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(())
 }

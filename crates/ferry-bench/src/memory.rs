@@ -47,6 +47,10 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
             quantity: Some(peak as f64),
         });
     }
+    match crate::crash::ferry_binary() {
+        Some(ferry) => contenders.extend(cli(&ferry, plan, size)?),
+        None => eprintln!("  no `ferry` binary next to ferry-bench: the CLI rows are not measured"),
+    }
     Ok(vec![Case {
         name: format!(
             "peak RSS with {} offsets loaded ({} of key and value bytes)",
@@ -58,6 +62,110 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
         store_size: Some(size as u64),
         changed: None,
     }])
+}
+
+pub const CLI_IMPORT: &str = "`ferry offsets import` of them (a Kafka Connect offsets-topic dump)";
+pub const CLI_GET: &str = "`ferry offsets get` of one partition, right after that import";
+
+/// The real `ferry` binary: `offsets import` of `size` offsets into a new FileStore, then `offsets
+/// get` of one partition; each one's peak RSS from GNU time's `%M` (wait4's `ru_maxrss`).
+fn cli(ferry: &Path, plan: &Plan, size: usize) -> BenchResult<Vec<Contender>> {
+    use std::io::Write;
+    let dir = crate::e2e::RunDir::create(&plan.work_dir, "memory-cli")?;
+    let dump = dir.join("connect-offsets.txt");
+    let failed = |e: std::io::Error| format!("writing {}: {e}", dump.display());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&dump).map_err(failed)?);
+    for i in 0..size {
+        out.write_all(&fixture::key(i)).map_err(failed)?;
+        out.write_all(b"\t").map_err(failed)?;
+        out.write_all(&fixture::value(i as i64)).map_err(failed)?;
+        out.write_all(b"\n").map_err(failed)?;
+    }
+    out.flush().map_err(failed)?;
+    drop(out);
+    let worker = dir.join("worker.properties");
+    std::fs::write(
+        &worker,
+        format!(
+            "listeners=http://127.0.0.1:0\noffset.storage.file.filename={}\nsink=file:{}\n",
+            dir.join("offsets.ferry").display(),
+            dir.join("out.jsonl").display()
+        ),
+    )
+    .map_err(|e| format!("writing {}: {e}", worker.display()))?;
+    let worker_arg = worker.to_string_lossy().into_owned();
+    let dump_arg = dump.to_string_lossy().into_owned();
+    // fixture::partition's map, as JSON.
+    let partition = format!(
+        "{{\"filename\":\"/var/log/app/partition-{:07}.log\"}}",
+        size / 2
+    );
+    let mut contenders = Vec::new();
+    for (name, args) in [
+        (
+            CLI_IMPORT,
+            vec![
+                "offsets",
+                "import",
+                "--worker",
+                worker_arg.as_str(),
+                dump_arg.as_str(),
+            ],
+        ),
+        (
+            CLI_GET,
+            vec![
+                "offsets",
+                "get",
+                "--worker",
+                worker_arg.as_str(),
+                "--connector",
+                fixture::CONNECTOR,
+                "--partition",
+                partition.as_str(),
+            ],
+        ),
+    ] {
+        let started = Instant::now();
+        let output = Command::new("/usr/bin/time")
+            .arg("-f")
+            .arg("ferry-bench-maxrss-kib=%M")
+            .arg(ferry)
+            .args(&args)
+            .output()
+            .map_err(|e| format!("cannot run /usr/bin/time {}: {e}", ferry.display()))?;
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!(
+                "ferry {} failed ({}): {}",
+                args.join(" "),
+                output.status,
+                stderr.trim()
+            ));
+        }
+        let kib: u64 = stderr
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("ferry-bench-maxrss-kib=")?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .ok_or_else(|| format!("GNU time printed no peak RSS: {stderr}"))?;
+        eprintln!(
+            "  peak RSS, {name}: {}",
+            crate::measure::human_bytes((kib * 1024) as f64)
+        );
+        contenders.push(Contender {
+            name: name.to_owned(),
+            stats: Stats::from_durations(&[took]),
+            work: None,
+            quantity: Some((kib * 1024) as f64),
+        });
+    }
+    dir.remove()?;
+    Ok(contenders)
 }
 
 /// What one probe process measured.

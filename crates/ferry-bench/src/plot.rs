@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::BenchResult;
-use crate::results::Results;
+use crate::results::{Curve, Results, Series, Unit};
 
 const COLORS: [RGBColor; 6] = [
     RGBColor(0xd6, 0x27, 0x28),
@@ -132,5 +132,161 @@ pub fn flush_latency(results: &Results, path: &Path) -> BenchResult<()> {
             .draw()
             .map_err(|e| failed(&e))?;
     }
+    root.present().map_err(|e| failed(&e))
+}
+
+/// Ferry's flush latency against changed partitions, a line per store size, from the flush cases.
+pub fn flush_by_changed(results: &Results) -> Option<Curve> {
+    let sizes: BTreeSet<u64> = results.flush.iter().filter_map(|c| c.store_size).collect();
+    let series: Vec<Series> = sizes
+        .iter()
+        .map(|size| Series {
+            name: format!("store of {} partitions", crate::measure::human_count(*size)),
+            points: results
+                .flush
+                .iter()
+                .filter(|c| c.store_size == Some(*size))
+                .filter_map(|c| {
+                    let median = c.contender(crate::offsets::FERRY)?.stats.median();
+                    Some((c.changed? as f64, median))
+                })
+                .collect(),
+        })
+        .collect();
+    (!series.is_empty()).then(|| Curve {
+        id: "flush-changed".to_owned(),
+        title: "Ferry FileStore flush latency against changed partitions".to_owned(),
+        x_label: "changed partitions per flush".to_owned(),
+        unit: Unit::Seconds,
+        log_x: true,
+        log_y: true,
+        series,
+    })
+}
+
+/// A y value for people, in the curve's unit.
+pub fn format_y(unit: Unit, y: f64) -> String {
+    match unit {
+        Unit::PerSecond => format!("{}/s", crate::measure::human_count(y.round() as u64)),
+        Unit::Seconds => crate::measure::human_duration(y),
+        Unit::Bytes => crate::measure::human_bytes(y),
+    }
+}
+
+/// Draws one scaling curve to `path` (PNG). Log axes are drawn as log10 of the value on a linear axis.
+pub fn curve(curve: &Curve, path: &Path) -> BenchResult<()> {
+    let failed = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let root = BitMapBackend::new(path, (760, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| failed(&e))?;
+    let tx = |x: f64| if curve.log_x { x.log10() } else { x };
+    let ty = |y: f64| if curve.log_y { y.log10() } else { y };
+    let points: Vec<(f64, f64)> = curve
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
+        .collect();
+    if points.is_empty() {
+        root.titled(&format!("{}: no data", curve.title), ("sans-serif", 22))
+            .map_err(|e| failed(&e))?;
+        return root.present().map_err(|e| failed(&e));
+    }
+    let (mut x_lo, mut x_hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(tx(p.0)), hi.max(tx(p.0)))
+        });
+    let (mut y_lo, mut y_hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(ty(p.1)), hi.max(ty(p.1)))
+        });
+    let x_pad = ((x_hi - x_lo) * 0.08).max(0.3);
+    x_lo -= x_pad;
+    x_hi += x_pad;
+    if curve.log_y {
+        y_lo -= 0.2;
+        y_hi += 0.2;
+    } else {
+        y_lo = 0.0;
+        y_hi *= 1.15;
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&curve.title, ("sans-serif", 22))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(90)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
+        .map_err(|e| failed(&e))?;
+    let log_x = curve.log_x;
+    let log_y = curve.log_y;
+    let unit = curve.unit;
+    chart
+        .configure_mesh()
+        .x_desc(curve.x_label.as_str())
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .x_label_formatter(&|x| {
+            if log_x {
+                if (x - x.round()).abs() < 0.01 {
+                    crate::measure::human_count(10f64.powf(x.round()) as u64)
+                } else {
+                    String::new()
+                }
+            } else {
+                format!("{x:.0}")
+            }
+        })
+        .x_labels(if log_x {
+            ((x_hi - x_lo) * 4.0) as usize
+        } else {
+            10
+        })
+        .y_labels(if log_y {
+            ((y_hi - y_lo) * 10.0) as usize + 1
+        } else {
+            8
+        })
+        .y_label_formatter(&|y| {
+            if log_y {
+                let exponent = y.floor();
+                [1.0, 2.0, 5.0, 10.0]
+                    .into_iter()
+                    .find(|m: &f64| (y - exponent - m.log10()).abs() < 0.02)
+                    .map(|m| format_y(unit, m * 10f64.powi(exponent as i32) * 1.000_001))
+                    .unwrap_or_default()
+            } else {
+                format_y(unit, *y)
+            }
+        })
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(|e| failed(&e))?;
+    for (i, series) in curve.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite())
+            .map(|&(x, y)| (tx(x), ty(y)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(|e| failed(&e))?
+            .label(series.name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .map_err(|e| failed(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(|e| failed(&e))?;
     root.present().map_err(|e| failed(&e))
 }

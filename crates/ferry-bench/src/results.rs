@@ -171,8 +171,70 @@ pub struct Results {
     pub end_to_end: Vec<Case>,
     /// Peak RSS with the offsets loaded.
     pub memory: Vec<Case>,
+    /// Scaling curves (tasks, partitions, stored offsets).
+    #[serde(default)]
+    pub scaling: Vec<Curve>,
+    /// Duplicates after SIGKILL, per commit mode.
+    #[serde(default)]
+    pub crash: Vec<Crash>,
     /// Sections that did not run, and why (e.g. no broker).
     pub skipped: Vec<String>,
     /// Wall time of the whole run, in seconds.
     pub wall_seconds: f64,
+}
+
+/// What a curve's y values are, for axis labels and tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Records per second.
+    PerSecond,
+    /// Seconds.
+    Seconds,
+    /// Bytes.
+    Bytes,
+}
+
+/// One line of a scaling plot: (x, y) points.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Series {
+    /// What was measured, e.g. "SequenceSource → discard".
+    pub name: String,
+    /// The points, by increasing x.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One scaling plot (`benchmarks-<id>.png`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Curve {
+    /// File name part and anchor, e.g. "tasks".
+    pub id: String,
+    /// The plot's title.
+    pub title: String,
+    /// What x counts.
+    pub x_label: String,
+    /// What y is.
+    pub unit: Unit,
+    /// Whether x is drawn on a log scale.
+    pub log_x: bool,
+    /// Whether y is drawn on a log scale.
+    pub log_y: bool,
+    /// The lines.
+    pub series: Vec<Series>,
+}
+
+/// Duplicates after SIGKILLs of a real `ferry standalone` process, one commit mode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Crash {
+    /// `offset.flush.interval.ms` of the worker (0: continuous commits).
+    pub flush_interval_ms: u64,
+    /// Lines of the input file.
+    pub input_lines: u64,
+    /// The connector's `batch.size` (records per poll): the target's bound per kill.
+    pub batch_size: u64,
+    /// Lines written again by the run that followed each kill, in kill order.
+    pub duplicates_per_kill: Vec<u64>,
+    /// Input lines missing from the sink at the end (must be 0).
+    pub lost: u64,
+    /// Wall time of the whole mode (every run), in seconds.
+    pub seconds: f64,
 }

@@ -11,11 +11,14 @@
 //! run; the inputs are removed when the case is done.
 
 mod discard;
-mod file;
+pub(crate) mod file;
 mod kafka;
-mod lines;
-mod sequence;
+pub(crate) mod lines;
+mod rsyslog;
+pub(crate) mod sequence;
 mod worker;
+
+pub(crate) use worker::RunDir;
 
 use std::time::Duration;
 
@@ -38,6 +41,16 @@ pub fn run(
         sequence::case(runtime, &plan.work_dir, plan.sequence_records, RUNS)?,
         file::case(runtime, &plan.work_dir, plan.file_bytes, RUNS)?,
     ];
+    if rsyslog::available() {
+        cases.push(file::rsyslog_case(
+            runtime,
+            &plan.work_dir,
+            plan.rsyslog_bytes,
+            RUNS,
+        )?);
+    } else {
+        eprintln!("  rsyslogd not found: the rsyslog case is not run (scripts/bench installs it)");
+    }
     if let Some(bootstrap) = bootstrap {
         cases.push(kafka::case(
             runtime,
@@ -152,6 +165,28 @@ mod tests {
         assert!(ferry.bytes > (256 << 10) - 200 && ferry.bytes <= 256 << 10);
         assert!(ferry.records > ferry.bytes / 152 && ferry.records < ferry.bytes / 100);
         assert_sane(&case, [file::FERRY, file::PLAIN], ferry);
+
+        // rsyslog copies the same lines (where it is installed: scripts/bench installs it).
+        if rsyslog::available() {
+            let case =
+                file::rsyslog_case(&runtime, dir.path(), 256 << 10, 1).expect("rsyslog case");
+            let names: Vec<&str> = case.contenders.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    file::FERRY,
+                    file::FERRY_JSON,
+                    rsyslog::DEFAULT,
+                    rsyslog::SYNC
+                ]
+            );
+            assert_eq!(case.reference, rsyslog::DEFAULT);
+            assert!(
+                case.contenders
+                    .iter()
+                    .all(|c| c.stats.median().is_finite() && c.stats.median() > 0.0)
+            );
+        }
 
         // Everything a case wrote is gone.
         let left: Vec<_> = std::fs::read_dir(dir.path())

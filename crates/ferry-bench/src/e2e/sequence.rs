@@ -135,6 +135,60 @@ fn ferry_run(
     Ok(took)
 }
 
+/// Throughput of the worker (offsets on) with `partitions` partitions spread over `tasks` tasks:
+/// one run of about `records` records. Returns (records, seconds).
+pub fn scaling_point(
+    runtime: &tokio::runtime::Runtime,
+    work_dir: &Path,
+    records: u64,
+    partitions: u64,
+    tasks: usize,
+) -> BenchResult<(u64, f64)> {
+    let per_partition = records.div_ceil(partitions).max(1);
+    let mut config = connector_config(
+        CONNECTOR,
+        &[
+            ("connector.class", "SequenceSource".to_owned()),
+            ("partitions", partitions.to_string()),
+            ("records.per.partition", per_partition.to_string()),
+            ("topic", TOPIC.to_owned()),
+        ],
+    );
+    config.insert("tasks.max".to_owned(), tasks.to_string());
+    let dir = RunDir::create(work_dir, &format!("scale-sequence-{partitions}-{tasks}"))?;
+    let sink = Arc::new(DiscardSink::default());
+    let last_seq = i64::try_from(per_partition - 1).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let store = open_store(&dir.join("offsets.ferry"))?;
+    let took = runtime.block_on(async {
+        let worker = super::worker::run_all_until_committed(
+            store,
+            sink.clone(),
+            &SequenceSourceConnector::new(),
+            vec![(CONNECTOR.to_owned(), config, tasks)],
+            |_, committed| {
+                committed.len() as u64 == partitions
+                    && committed
+                        .iter()
+                        .all(|(_, value)| offset_field(value, "seq") == Some(last_seq))
+            },
+        )
+        .await?;
+        let took = started.elapsed();
+        worker.shutdown().await;
+        Ok::<_, String>(took)
+    })?;
+    let expected = per_partition * partitions;
+    if sink.accepted() != expected {
+        return Err(format!(
+            "Ferry sent {} records to the sink, expected {expected}",
+            sink.accepted()
+        ));
+    }
+    dir.remove()?;
+    Ok((expected, took.as_secs_f64()))
+}
+
 /// Finds no committed offset for any partition: every run starts at seq 0 without a store.
 struct NoOffsets;
 

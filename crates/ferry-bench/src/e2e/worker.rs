@@ -77,6 +77,25 @@ pub async fn run_until_committed(
     config: Config,
     done: impl Fn(&[StoredOffset]) -> bool,
 ) -> BenchResult<Worker> {
+    run_all_until_committed(
+        store,
+        sink,
+        connector,
+        vec![(name.to_owned(), config, 1)],
+        |_, c| done(c),
+    )
+    .await
+}
+
+/// [`run_until_committed`] for several connectors of one class in one worker, each `(name, config,
+/// tasks_max)`; waits until `done(name, committed)` holds for every one of them.
+pub async fn run_all_until_committed(
+    store: Arc<FileStore>,
+    sink: Arc<dyn RecordSink>,
+    connector: &dyn SourceConnector,
+    connectors: Vec<(String, Config, usize)>,
+    done: impl Fn(&str, &[StoredOffset]) -> bool,
+) -> BenchResult<Worker> {
     let settings = WorkerSettings {
         offset_flush_interval: FLUSH_INTERVAL,
         offset_flush_timeout: Duration::from_secs(60),
@@ -85,40 +104,53 @@ pub async fn run_until_committed(
     };
     let started = Instant::now();
     let worker = Worker::new(settings, store.clone(), sink);
-    let spec = ConnectorSpec {
-        name: name.to_owned(),
-        tasks_max: 1,
-        tolerate_delivery_errors: false,
-        transforms: Default::default(),
-        error_handling: Default::default(),
-        secrets: Vec::new(),
-        config,
-    };
-    worker
-        .start_connector(spec, connector)
-        .map_err(|e| format!("starting the connector {name}: {e}"))?;
+    let names: Vec<String> = connectors.iter().map(|(n, _, _)| n.clone()).collect();
+    for (name, mut config, tasks_max) in connectors {
+        config.insert("tasks.max".to_owned(), tasks_max.to_string());
+        let spec = ConnectorSpec {
+            name: name.clone(),
+            tasks_max,
+            tolerate_delivery_errors: false,
+            transforms: Default::default(),
+            error_handling: Default::default(),
+            secrets: Vec::new(),
+            config,
+        };
+        worker
+            .start_connector(spec, connector)
+            .map_err(|e| format!("starting the connector {name}: {e}"))?;
+    }
+    let mut pending = names;
     loop {
-        let committed = store
-            .connector_offsets(name)
-            .await
-            .map_err(|e| format!("reading the committed offsets of {name}: {e}"))?;
-        if done(&committed) {
-            return Ok(worker);
-        }
-        for (task, status) in worker.task_statuses(name).unwrap_or_default() {
-            if status.state == TaskState::Failed {
+        let mut still = Vec::with_capacity(pending.len());
+        for name in pending {
+            let committed = store
+                .connector_offsets(&name)
+                .await
+                .map_err(|e| format!("reading the committed offsets of {name}: {e}"))?;
+            if done(&name, &committed) {
+                continue;
+            }
+            for (task, status) in worker.task_statuses(&name).unwrap_or_default() {
+                if status.state == TaskState::Failed {
+                    return Err(format!(
+                        "Ferry task {task} of {name} failed: {}",
+                        status.trace.unwrap_or_default()
+                    ));
+                }
+            }
+            if started.elapsed() > DEADLINE {
                 return Err(format!(
-                    "Ferry task {task} failed: {}",
-                    status.trace.unwrap_or_default()
+                    "the committed offsets of {name} did not reach the end within {DEADLINE:?}: {}",
+                    describe(&committed)
                 ));
             }
+            still.push(name);
         }
-        if started.elapsed() > DEADLINE {
-            return Err(format!(
-                "the committed offsets of {name} did not reach the end within {DEADLINE:?}: {}",
-                describe(&committed)
-            ));
+        if still.is_empty() {
+            return Ok(worker);
         }
+        pending = still;
         tokio::time::sleep(CHECK_INTERVAL).await;
     }
 }

@@ -124,3 +124,54 @@ pub fn writes(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<OffsetWrite> {
         })
         .collect()
 }
+
+/// A compacted FileStore and a full-rewrite file of `size` offsets under `dir` (no SQLite: the
+/// scaling curves go to sizes SQLite would take minutes to fill). The rewrite file is streamed, so the
+/// bench never holds its map. Returns (FileStore path, rewrite path).
+pub fn ferry_and_rewrite(
+    dir: &std::path::Path,
+    size: usize,
+    runtime: &tokio::runtime::Runtime,
+) -> crate::BenchResult<(std::path::PathBuf, std::path::PathBuf)> {
+    use ferry_offsets::OffsetBackingStore;
+    use std::io::Write;
+
+    const CHUNK: usize = 100_000;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let (ferry_path, rewrite_path) = (dir.join("offsets.ferry"), dir.join("offsets.rewrite"));
+    let started = std::time::Instant::now();
+    let failed = |e: std::io::Error| format!("writing {}: {e}", rewrite_path.display());
+    let mut rewrite = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(&rewrite_path).map_err(failed)?,
+    );
+    rewrite
+        .write_all(&(size as u64).to_le_bytes())
+        .map_err(failed)?;
+    let ferry = ferry_offsets::FileStore::open(&ferry_path).map_err(|e| e.to_string())?;
+    for start in (0..size).step_by(CHUNK) {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (start..(start + CHUNK).min(size))
+            .map(|i| (key(i), value(i as i64)))
+            .collect();
+        runtime
+            .block_on(ferry.set(&writes(&entries)))
+            .map_err(|e| format!("filling {}: {e}", ferry_path.display()))?;
+        for (k, v) in &entries {
+            for bytes in [k, v] {
+                rewrite
+                    .write_all(&(bytes.len() as u32).to_le_bytes())
+                    .map_err(failed)?;
+                rewrite.write_all(bytes).map_err(failed)?;
+            }
+        }
+    }
+    rewrite.flush().map_err(failed)?;
+    ferry.compact().map_err(|e| e.to_string())?;
+    drop(ferry);
+    eprintln!(
+        "  {} offsets written to a FileStore and a rewrite file in {:.1?}",
+        crate::measure::human_count(size as u64),
+        started.elapsed()
+    );
+    Ok((ferry_path, rewrite_path))
+}
