@@ -402,3 +402,70 @@ async fn a_panicking_task_is_failed_with_the_panic_message() {
     h.wait_committed("panicsnot", "a", 2).await;
     crate::support::bounded("the shutdown", h.worker.shutdown()).await;
 }
+
+/// A transform failing retriably on a:2 (retried for `errors.retry.timeout`, 30 s here): the record
+/// sent before it is acknowledged and committed while a:2 waits, as a record sent before a refused
+/// send is (the task loop hands what it sent to the delivery watcher before it waits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_sent_before_a_retrying_transform_is_committed_while_it_waits() {
+    use std::time::Duration;
+
+    use ferry_api::transform::{Transformation, TransformationPlugin};
+    use ferry_api::{ConfigIssue, ConfigKey, SourceRecord};
+    use ferry_runtime::transforms::{ErrorHandling, TransformRegistry, Transforms};
+
+    struct FailOnA2;
+    impl Transformation for FailOnA2 {
+        fn config_keys(&self) -> Vec<ConfigKey> {
+            Vec::new()
+        }
+        fn configure(&mut self, _config: &ferry_api::Config) -> Result<(), Vec<ConfigIssue>> {
+            Ok(())
+        }
+        fn apply(&mut self, record: SourceRecord) -> Result<Option<SourceRecord>, ConnectError> {
+            if record.value == Some(serde_json::json!({"p": "a", "n": 2})) {
+                return Err(ConnectError::retriable("a:2 cannot be transformed yet"));
+            }
+            Ok(Some(record))
+        }
+    }
+
+    let h = Harness::new(settings(25, 2_000, 10_000));
+    let probe = Probe::new();
+    let config = ferry_api::Config::from([
+        ("transforms".to_owned(), "wait".to_owned()),
+        (
+            "transforms.wait.type".to_owned(),
+            "test.FailOnA2".to_owned(),
+        ),
+        ("errors.retry.timeout".to_owned(), "30000".to_owned()),
+    ]);
+    let mut registry = TransformRegistry::default();
+    registry.add(
+        [TransformationPlugin::new(["test.FailOnA2"], || {
+            Box::new(FailOnA2) as Box<dyn Transformation>
+        })],
+        [],
+    );
+    let transforms = Transforms::parse(&config, &registry).expect("transforms parse");
+    let spec = ferry_runtime::ConnectorSpec {
+        name: "retrying".to_owned(),
+        tasks_max: 1,
+        tolerate_delivery_errors: false,
+        transforms,
+        error_handling: ErrorHandling {
+            retry_timeout: Some(Duration::from_secs(30)),
+            ..ErrorHandling::default()
+        },
+        secrets: Vec::new(),
+        config,
+    };
+    h.worker
+        .start_connector(spec, &crate::support::TestConnector::new(&probe))
+        .expect("connector starts");
+    probe.push(records("a", 1..=3));
+    h.wait_committed("retrying", "a", 1).await;
+    assert_eq!(h.sink.accepted(), ["a:1"], "nothing after a:2 is sent");
+    h.stop("retrying").await;
+    assert_eq!(h.committed("retrying", "a").await, Some(1));
+}
