@@ -8,7 +8,8 @@
 //! half of `fetch.wait.max.ms` even when it has data), that stale event must not end the read.
 //!
 //! Own binary: it installs a global log subscriber to see the consumer's fetch responses (librdkafka
-//! `debug=fetch`), which is how it knows the stale event is queued before it writes.
+//! `debug=msg` logs one line per partition of each), which is how it knows that the stale event is
+//! queued before it writes.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
@@ -89,7 +90,7 @@ async fn a_write_after_a_stale_end_of_partition_event_is_read() {
     // One partition, so every write lands where the consumer's end-of-partition event is.
     let mut config = store_config(&broker, &topic, 1);
     config.client_overrides.extend([
-        ("debug".to_owned(), "fetch".to_owned()),
+        ("debug".to_owned(), "msg".to_owned()),
         // tansu answers a fetch after about half of this, so a record written after a fetch began
         // reaches the consumer 2.5 s or more later: longer than the reader's grace.
         ("fetch.wait.max.ms".to_owned(), "5000".to_owned()),
