@@ -8,9 +8,12 @@
 //! the consumer's position — which librdkafka moves past transaction markers too — reaches it.
 //! Compaction can leave a partition with no record below its end offset (its last records were
 //! superseded or were tombstones past `delete.retention.ms`); librdkafka then reports the end of the
-//! partition without moving the position. Such an end-of-partition event is trusted once no record of
-//! the partition followed it for [`EOF_GRACE`]: a stale event from before the end offsets were fetched
-//! is always followed by the records it predates within one fetch.
+//! partition without moving the position. Such an end-of-partition event may be stale: the consumer
+//! reached the old end before the end offsets were fetched, and the event waited in its queue (between
+//! reads, or across a broker outage). The records it predates normally follow within one fetch, so an
+//! event unfollowed by records for [`EOF_GRACE`] is checked: the reader seeks the partition to its
+//! position, which drops every queued event and record of it (librdkafka's fetch version barrier),
+//! and trusts the next end-of-partition event, which a fetch made after the end offsets produced.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +28,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use crate::client::{StoreConsumer, backend, kafka};
 
-/// How long an end-of-partition event must stand, unfollowed by records, before it counts.
+/// How long an end-of-partition event must stand, unfollowed by records, before the reader checks it
+/// (see the module documentation).
 const EOF_GRACE: Duration = Duration::from_secs(1);
 /// A progress line at least this often during a long read…
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
@@ -62,6 +66,19 @@ pub(crate) struct RawRecord {
     pub(crate) value: Option<Vec<u8>>,
 }
 
+/// What one read knows about a partition's end-of-partition events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndEvent {
+    /// None since the last record.
+    None,
+    /// One arrived at this instant; it may predate the end offsets of the read.
+    Unchecked(Instant),
+    /// The partition was sought back to its position (dropping queued events); waiting for a fresh one.
+    Sought,
+    /// A fresh one arrived after the seek: no record is left below the end offset.
+    Fresh,
+}
+
 /// What a read did, for the store's log lines.
 pub(crate) struct ReadSummary {
     /// Records read.
@@ -96,10 +113,12 @@ impl OffsetLog {
             Offset::Beginning,
             "fetching the offsets topic's start offsets",
         )?;
+        // Assign those exact offsets: with `Offset::Beginning` the fresh consumer first resolves the
+        // logical offset itself, which costs about half a second before the first fetch.
         let mut assignment = TopicPartitionList::with_capacity(log.next.len());
-        for partition in 0..partitions {
+        for (partition, start) in (0..partitions).zip(&log.next) {
             assignment
-                .add_partition_offset(topic, partition, Offset::Beginning)
+                .add_partition_offset(topic, partition, Offset::Offset(*start))
                 .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
         }
         log.consumer
@@ -190,7 +209,7 @@ impl OffsetLog {
             .zip(&self.next)
             .map(|(end, next)| (end - next).max(0))
             .sum();
-        let mut eof_at: Vec<Option<Instant>> = vec![None; ends.len()];
+        let mut events: Vec<EndEvent> = vec![EndEvent::None; ends.len()];
         let mut records = 0u64;
         let mut last_progress = Instant::now();
         let (mut last_report, mut reported_records) = (Instant::now(), 0u64);
@@ -199,29 +218,39 @@ impl OffsetLog {
         // in (reading a few records past the end is harmless: they are real records, in order), and
         // after every other event.
         const CHECK_EVERY: u64 = 1024;
-        let mut behind = self.first_behind(&ends, &mut eof_at);
+        let mut behind = self.first_behind(&ends, &mut events)?;
         while let Some(lagging) = behind {
             let mut check = true;
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
+                    // A record after an unchecked end event: that event was stale.
                     if let Some(p) = Self::apply(
                         &mut self.table,
                         &mut self.next,
                         self.history.as_mut(),
                         &message,
-                    ) {
-                        eof_at[p] = None;
+                    ) && let Some(event @ EndEvent::Unchecked(_)) = events.get_mut(p)
+                    {
+                        *event = EndEvent::None;
                     }
                     records += 1;
+                    if records == 1 {
+                        tracing::debug!(topic = %self.topic, "first record after {:.1?} (end offsets {ends:?})", started.elapsed());
+                    }
                     last_progress = Instant::now();
                     check = records.is_multiple_of(CHECK_EVERY);
                 }
                 Some(Err(KafkaError::PartitionEOF(partition))) => {
-                    if let Some(at) = usize::try_from(partition)
+                    if let Some(event) = usize::try_from(partition)
                         .ok()
-                        .and_then(|p| eof_at.get_mut(p))
+                        .and_then(|p| events.get_mut(p))
                     {
-                        at.get_or_insert_with(Instant::now);
+                        *event = match *event {
+                            // The seek dropped every older event: this one is from a later fetch.
+                            EndEvent::Sought | EndEvent::Fresh => EndEvent::Fresh,
+                            EndEvent::Unchecked(at) => EndEvent::Unchecked(at),
+                            EndEvent::None => EndEvent::Unchecked(Instant::now()),
+                        };
                     }
                 }
                 Some(Err(error)) => last_error = Some(error),
@@ -260,7 +289,7 @@ impl OffsetLog {
                 ));
             }
             if check {
-                behind = self.first_behind(&ends, &mut eof_at);
+                behind = self.first_behind(&ends, &mut events)?;
             }
         }
         self.records.fetch_add(records, Ordering::Relaxed);
@@ -270,26 +299,50 @@ impl OffsetLog {
         })
     }
 
-    /// The first partition not yet read up to `ends`; marks partitions whose end-of-partition event
-    /// has stood for [`EOF_GRACE`] as read.
-    fn first_behind(&mut self, ends: &[i64], eof_at: &mut [Option<Instant>]) -> Option<i32> {
+    /// The first partition not yet read up to `ends`. Marks a partition with a fresh end-of-partition
+    /// event as read; seeks a partition whose event stood unfollowed for [`EOF_GRACE`] back to its
+    /// position, so that only a fresh event counts (see the module documentation).
+    fn first_behind(
+        &mut self,
+        ends: &[i64],
+        events: &mut [EndEvent],
+    ) -> Result<Option<i32>, StoreError> {
         let mut first = None;
         for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
             if *next >= *end {
                 continue;
             }
-            if eof_at[p].is_some_and(|at| at.elapsed() >= EOF_GRACE) {
-                tracing::debug!(
-                    topic = %self.topic,
-                    partition = p,
-                    "partition {p} has no records from offset {next} to its end offset {end} (removed by compaction)"
-                );
-                *next = *end;
-                continue;
+            match events[p] {
+                EndEvent::Fresh => {
+                    tracing::debug!(
+                        topic = %self.topic,
+                        partition = p,
+                        "partition {p} has no records from offset {next} to its end offset {end} (removed by compaction)"
+                    );
+                    *next = *end;
+                    continue;
+                }
+                EndEvent::Unchecked(at) if at.elapsed() >= EOF_GRACE => {
+                    // `p` came from enumerating `next`, which has one entry per partition (an i32).
+                    let partition = i32::try_from(p).unwrap_or(i32::MAX);
+                    self.consumer
+                        .seek(&self.topic, partition, Offset::Offset(*next), self.timeout)
+                        .map_err(|e| {
+                            kafka(
+                                &self.store,
+                                &format!(
+                                    "seeking partition {p} of the offsets topic to offset {next}"
+                                ),
+                                &e,
+                            )
+                        })?;
+                    events[p] = EndEvent::Sought;
+                }
+                _ => {}
             }
             first.get_or_insert(p as i32);
         }
-        first
+        Ok(first)
     }
 
     /// Moves `next` up to the consumer's positions (which pass transaction markers). Returns whether

@@ -122,6 +122,10 @@ impl KafkaOffsetStore {
     pub async fn open(config: KafkaOffsetStoreConfig) -> Result<Self, StoreError> {
         let store = describe(&config.topic, &config.bootstrap_servers);
         config.validate().map_err(|m| backend(&store, m, false))?;
+        let started = std::time::Instant::now();
+        let phase = |what: &str| {
+            tracing::debug!(store = %store, "open: {what} after {:.1?}", started.elapsed());
+        };
         let context = StoreContext {
             store: store.clone(),
         };
@@ -137,35 +141,7 @@ impl KafkaOffsetStore {
                 .map_err(|e| kafka(&store, "creating the consumer", &e))?,
         );
 
-        let (c, topic, timeout, s) = (
-            offsets_client.clone(),
-            config.topic.clone(),
-            config.timeout,
-            store.clone(),
-        );
-        let existing =
-            blocking(&store, move || admin::topic_state(&c, &topic, timeout, &s)).await?;
-        if let TopicState::Missing = existing {
-            tracing::info!(
-                topic = %config.topic,
-                "creating offsets topic {} ({} partitions, replication factor {}, cleanup.policy=compact)",
-                config.topic,
-                config.partitions,
-                config.replication_factor
-            );
-            admin::create_topic(&admin, &offsets_topic(&config), &store).await?;
-        }
-        admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
-        let partitions = match existing {
-            TopicState::Exists(partitions) => partitions,
-            TopicState::Missing => {
-                let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
-                blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?
-            }
-        };
-        // Dropping a client joins its threads: not on the async runtime's threads.
-        let _ = tokio::task::spawn_blocking(move || drop(admin)).await;
-
+        // Created first, so that their connections come up while the topic is looked up.
         let producer_config = config.producer();
         let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
@@ -174,9 +150,48 @@ impl KafkaOffsetStore {
         let consumer: StoreConsumer = consumer_config
             .create_with_context(context)
             .map_err(|e| kafka(&store, "creating the consumer", &e))?;
+
+        let (c, topic, timeout, s) = (
+            offsets_client.clone(),
+            config.topic.clone(),
+            config.timeout,
+            store.clone(),
+        );
+        // Most opens find the topic: its compaction check runs alongside the lookup (for a missing
+        // topic it fails, is ignored, and runs again after the topic is created).
+        let described = offsets_topic(&config);
+        let (existing, compacted) = tokio::join!(
+            blocking(&store, move || admin::topic_state(&c, &topic, timeout, &s)),
+            admin::verify_compacted(&admin, &described, &store)
+        );
+        let existing = existing?;
+        phase("topic looked up and compaction checked");
+        let partitions = match existing {
+            TopicState::Exists(partitions) => {
+                compacted?;
+                partitions
+            }
+            TopicState::Missing => {
+                tracing::info!(
+                    topic = %config.topic,
+                    "creating offsets topic {} ({} partitions, replication factor {}, cleanup.policy=compact)",
+                    config.topic,
+                    config.partitions,
+                    config.replication_factor
+                );
+                admin::create_topic(&admin, &offsets_topic(&config), &store).await?;
+                admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
+                let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
+                blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?
+            }
+        };
+        // Dropping a client joins its threads: on a blocking thread, and nothing waits for it.
+        drop(tokio::task::spawn_blocking(move || drop(admin)));
+
         let (topic, s) = (config.topic.clone(), store.clone());
         let log = blocking(&store, move || {
             let mut log = OffsetLog::new(consumer, offsets_client, &topic, partitions, &s, timeout)?;
+            tracing::debug!(store = %s, "open: partitions assigned after {:.1?}", started.elapsed());
             let read = log.read_to_end()?;
             tracing::info!(
                 topic = %topic,
