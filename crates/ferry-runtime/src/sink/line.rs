@@ -57,62 +57,71 @@ impl LineFormat {
 
 /// Formats `record` as one line in `format`, including the terminating `\n`.
 pub fn record_line(record: &SourceRecord, format: LineFormat) -> Vec<u8> {
+    let mut out = Vec::new();
+    append_record_line(&mut out, record, format);
+    out
+}
+
+/// Appends `record`'s line in `format` (with its `\n`) to `out`: the writer formats straight into
+/// its queue, with no buffer per record.
+pub fn append_record_line(out: &mut Vec<u8>, record: &SourceRecord, format: LineFormat) {
     match format {
-        LineFormat::Json => record_json_line(record),
-        LineFormat::Value => record_value_line(record),
+        LineFormat::Json => append_json_line(out, record),
+        LineFormat::Value => append_value_line(out, record),
     }
 }
 
 /// The value alone (see [`LineFormat::Value`]), including the terminating `\n`.
 pub fn record_value_line(record: &SourceRecord) -> Vec<u8> {
-    let mut out = match &record.value {
-        Some(serde_json::Value::String(text)) => {
-            let mut out = Vec::with_capacity(text.len() + 1);
-            out.extend_from_slice(text.as_bytes());
-            out
-        }
-        value => {
-            let mut out = Vec::new();
-            write_optional_json(&mut out, value.as_ref());
-            out
-        }
-    };
+    record_line(record, LineFormat::Value)
+}
+
+fn append_value_line(out: &mut Vec<u8>, record: &SourceRecord) {
+    match &record.value {
+        Some(serde_json::Value::String(text)) => out.extend_from_slice(text.as_bytes()),
+        value => write_optional_json(out, value.as_ref()),
+    }
     out.push(b'\n');
-    out
 }
 
 /// Formats `record` as one JSON line, including the terminating `\n`.
 pub fn record_json_line(record: &SourceRecord) -> Vec<u8> {
-    // Sized up front: a line is formatted per record, and growing it would reallocate it twice.
-    let mut out = Vec::with_capacity(estimated_len(record));
+    record_line(record, LineFormat::Json)
+}
+
+fn append_json_line(out: &mut Vec<u8>, record: &SourceRecord) {
+    // Reserved up front: growing the buffer line by line would reallocate it more often.
+    out.reserve(estimated_len(record));
     out.extend_from_slice(b"{\"topic\":");
-    write_json(&mut out, &record.topic);
+    write_json(out, &record.topic);
     out.extend_from_slice(b",\"key\":");
-    write_optional_json(&mut out, record.key.as_ref());
+    write_optional_json(out, record.key.as_ref());
     out.extend_from_slice(b",\"value\":");
-    write_optional_json(&mut out, record.value.as_ref());
+    write_optional_json(out, record.value.as_ref());
     out.extend_from_slice(b",\"headers\":[");
     for (i, header) in record.headers.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"key\":");
-        write_json(&mut out, &header.key);
+        write_json(out, &header.key);
         out.extend_from_slice(b",\"value\":");
-        write_json(&mut out, &header.value);
+        write_json(out, &header.value);
         out.push(b'}');
     }
     out.extend_from_slice(b"],\"timestamp\":");
     match record.timestamp {
-        Some(millis) => out.extend_from_slice(millis.to_string().as_bytes()),
+        // Formatted in place (writing into a Vec cannot fail).
+        Some(millis) => {
+            let _ = write!(out, "{millis}");
+        }
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b",\"source_partition\":");
-    write_map(&mut out, record.source_partition.as_ref());
+    write_map(out, record.source_partition.as_ref());
     out.extend_from_slice(b",\"source_offset\":");
-    write_map(&mut out, record.source_offset.as_ref());
+    write_map(out, record.source_offset.as_ref());
     out.extend_from_slice(b"}\n");
-    out
 }
 
 fn write_optional_json(out: &mut Vec<u8>, value: Option<&serde_json::Value>) {

@@ -34,7 +34,7 @@ use std::time::Duration;
 use ferry_api::{RecordMetadata, SourceRecord};
 use tokio::sync::{Notify, oneshot};
 
-use super::line::{LineFormat, record_line};
+use super::line::{LineFormat, append_record_line};
 use super::{Delivery, PendingDelivery, SinkError, SinkErrorKind};
 
 /// Most records written (and synced) as one batch.
@@ -155,9 +155,14 @@ impl Shared {
         })
     }
 
-    /// Queues an entry (and its line) once there is room. Cancel-safe: nothing is queued until it
-    /// returns.
-    async fn enqueue(&self, line: &[u8], entry: Entry) -> Result<(), SinkError> {
+    /// Queues an entry once there is room; `line` appends its line to the queue's bytes and the
+    /// entry is told how long it was. Cancel-safe: nothing is queued until it returns.
+    async fn enqueue(
+        &self,
+        line: impl FnOnce(&mut Vec<u8>),
+        entry: impl FnOnce(usize) -> Entry,
+    ) -> Result<(), SinkError> {
+        let mut parts = Some((line, entry));
         loop {
             let room = self.room.notified();
             tokio::pin!(room);
@@ -167,9 +172,14 @@ impl Shared {
                 if queue.gone {
                     return Err(self.stopped());
                 }
-                if queue.entries.len() < QUEUE_CAPACITY {
-                    queue.bytes.extend_from_slice(line);
-                    queue.entries.push_back(entry);
+                if queue.entries.len() < QUEUE_CAPACITY
+                    && let Some((line, entry)) = parts.take()
+                {
+                    // Formatted straight into the queue: no buffer per record, no copy.
+                    let start = queue.bytes.len();
+                    line(&mut queue.bytes);
+                    let len = queue.bytes.len() - start;
+                    queue.entries.push_back(entry(len));
                     if queue.entries.len() == 1 {
                         self.work.notify_one();
                     }
@@ -257,14 +267,18 @@ impl Writer {
         if let Some(e) = self.shared.poisoned() {
             return Err(e);
         }
-        let line = record_line(record, self.format);
         let (reply, delivered) = oneshot::channel();
-        let entry = Entry::Record {
-            len: line.len(),
-            topic: record.topic.clone(),
-            reply,
-        };
-        self.shared.enqueue(&line, entry).await?;
+        let format = self.format;
+        self.shared
+            .enqueue(
+                |bytes| append_record_line(bytes, record, format),
+                |len| Entry::Record {
+                    len,
+                    topic: record.topic.clone(),
+                    reply,
+                },
+            )
+            .await?;
         let shared = Arc::clone(&self.shared);
         Ok(PendingDelivery::new(async move {
             delivered.await.unwrap_or_else(|_| {
@@ -283,7 +297,7 @@ impl Writer {
     pub(crate) async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
         let (reply, reached) = oneshot::channel();
         let wait = async {
-            self.shared.enqueue(&[], Entry::Flush(reply)).await?;
+            self.shared.enqueue(|_| {}, |_| Entry::Flush(reply)).await?;
             reached.await.map_err(|_| self.shared.stopped())
         };
         match tokio::time::timeout(timeout, wait).await {
