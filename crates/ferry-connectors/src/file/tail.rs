@@ -80,6 +80,18 @@ pub(crate) struct TailedFile {
     max_line: usize,
     skip: Option<Skip>,
     skipped_lines: u64,
+    /// The last offset built in full: a later line of the same file with the same fingerprint gets
+    /// a clone of it with its own position (cheap: the map is shared until changed), instead of a
+    /// map built field by field for every line.
+    template: Option<OffsetTemplate>,
+}
+
+/// An offset map and the identity fields it holds.
+struct OffsetTemplate {
+    id: FileId,
+    fp: u32,
+    fp_len: usize,
+    map: SourceOffset,
 }
 
 impl TailedFile {
@@ -112,6 +124,7 @@ impl TailedFile {
             expected,
             waiting_logged: false,
             searched_missing: false,
+            template: None,
             max_line,
             skip: None,
             skipped_lines: 0,
@@ -495,18 +508,21 @@ impl TailedFile {
                 break;
             };
             let end = self.scanned + i;
-            let mut line = &self.pending[consumed..end];
-            if let [rest @ .., b'\r'] = line {
-                line = rest;
-            }
+            // The line is `pending[consumed..line_end]`, without its `\r\n` or `\n`.
+            let line_end = if end > consumed && self.pending[end - 1] == b'\r' {
+                end - 1
+            } else {
+                end
+            };
+            let line_len = line_end - consumed;
             if let Some(skip) = self.skip.take() {
                 self.skipped(skip.start, skip.len + (end - consumed) as u64);
                 consumed = end + 1;
                 self.scanned = consumed;
                 continue;
             }
-            if line.len() > self.max_line {
-                let (start, len) = (self.base + consumed as u64, line.len() as u64);
+            if line_len > self.max_line {
+                let (start, len) = (self.base + consumed as u64, line_len as u64);
                 self.skipped(start, len);
                 consumed = end + 1;
                 self.scanned = consumed;
@@ -519,6 +535,7 @@ impl TailedFile {
                     break;
                 }
             };
+            let line = &self.pending[consumed..line_end];
             let value = serde_json::Value::String(String::from_utf8_lossy(line).into_owned());
             if out.capacity() == 0 {
                 // Records are large (hundreds of bytes): growing the batch by doubling would copy it
@@ -544,7 +561,7 @@ impl TailedFile {
 
     /// The offset map of the position `len` bytes into `pending`: `position`, then the identity of
     /// the file (`dev`, `ino`, and `fp`, the CRC-32C of its first `fp_len` bytes).
-    fn offset_after(&self, len: usize) -> Result<SourceOffset, ConnectError> {
+    fn offset_after(&mut self, len: usize) -> Result<SourceOffset, ConnectError> {
         let too_large = || {
             ConnectError::fatal(format!(
                 "FileStreamSource: file {:?} is too large for a 64-bit position",
@@ -553,21 +570,36 @@ impl TailedFile {
         };
         let end = self.base + len as u64;
         let position = i64::try_from(end).map_err(|_| too_large())?;
-        let mut offset = ConnectMap::new().with("position", position)?;
-        if let Some(id) = self.id {
-            let fp_len = usize::try_from(end)
-                .unwrap_or(usize::MAX)
-                .min(self.head.len());
-            let fp = match self.head_fp {
-                Some(fp) if fp_len == FP_BYTES => fp,
-                _ => crc32c::crc32c(&self.head[..fp_len]),
-            };
-            // Stored as Kafka Connect's 64-bit integers; the numbers are bit patterns, not amounts.
-            offset.insert("dev", id.dev as i64)?;
-            offset.insert("ino", id.ino as i64)?;
-            offset.insert("fp", i64::from(fp))?;
-            offset.insert("fp_len", fp_len as i64)?;
+        let Some(id) = self.id else {
+            return Ok(ConnectMap::new().with("position", position)?);
+        };
+        let fp_len = usize::try_from(end)
+            .unwrap_or(usize::MAX)
+            .min(self.head.len());
+        let fp = match self.head_fp {
+            Some(fp) if fp_len == FP_BYTES => fp,
+            _ => crc32c::crc32c(&self.head[..fp_len]),
+        };
+        if let Some(t) = &self.template
+            && (t.id, t.fp, t.fp_len) == (id, fp, fp_len)
+        {
+            let mut offset = t.map.clone();
+            // Replaces the value in place: the fields keep their order.
+            offset.insert("position", position)?;
+            return Ok(offset);
         }
+        let mut offset = ConnectMap::new().with("position", position)?;
+        // Stored as Kafka Connect's 64-bit integers; the numbers are bit patterns, not amounts.
+        offset.insert("dev", id.dev as i64)?;
+        offset.insert("ino", id.ino as i64)?;
+        offset.insert("fp", i64::from(fp))?;
+        offset.insert("fp_len", fp_len as i64)?;
+        self.template = Some(OffsetTemplate {
+            id,
+            fp,
+            fp_len,
+            map: offset.clone(),
+        });
         Ok(offset)
     }
 
