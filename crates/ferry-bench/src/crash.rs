@@ -4,7 +4,8 @@
 //! running) and restarted, then run until the last line is in the sink.
 //! Each kill's duplicates are the lines the next run wrote that were already in the sink before it
 //! started (the sink is cut at its last complete line at each kill: the next run's sink drops a torn
-//! line). Both commit modes: continuous (`offset.flush.interval.ms=0`) and the README's interval.
+//! line). Both commit modes: continuous (`offset.flush.interval.ms=0`, the README example's) and every
+//! second.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -15,8 +16,10 @@ use crate::e2e::lines;
 use crate::results::Crash;
 use crate::{BenchResult, Plan};
 
-/// The README example's `offset.flush.interval.ms`.
-pub const README_INTERVAL_MS: u64 = 1000;
+/// The README example's `offset.flush.interval.ms` (`examples/standalone/worker.properties`).
+pub const README_INTERVAL_MS: u64 = 0;
+/// The interval mode measured beside it: commits every second.
+pub const INTERVAL_MS: u64 = 1000;
 /// FileStreamSource's default `batch.size` (the README example sets none).
 pub const BATCH_SIZE: u64 = 2000;
 const POLL: Duration = Duration::from_millis(2);
@@ -38,7 +41,7 @@ pub fn run(plan: &Plan) -> BenchResult<Vec<Crash>> {
     let input_path = plan.work_dir.join("crash-input.log");
     let input = lines::write(&input_path, plan.crash_bytes)?;
     let mut out = Vec::new();
-    for interval in [0, README_INTERVAL_MS] {
+    for interval in [README_INTERVAL_MS, INTERVAL_MS] {
         let started = Instant::now();
         let crash = mode(&ferry, plan, &input_path, input, interval);
         let crash = match crash {
