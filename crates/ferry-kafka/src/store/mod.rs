@@ -158,7 +158,8 @@ impl KafkaOffsetStore {
             store.clone(),
         );
         // Most opens find the topic: its compaction check runs alongside the lookup (for a missing
-        // topic it fails, is ignored, and runs again after the topic is created).
+        // topic it fails, is ignored, and runs again after the topic is created; a failed check of a
+        // topic found existing runs again too).
         let described = offsets_topic(&config);
         let (existing, compacted) = tokio::join!(
             blocking(&store, move || admin::topic_state(&c, &topic, timeout, &s)),
@@ -168,7 +169,11 @@ impl KafkaOffsetStore {
         phase("topic looked up and compaction checked");
         let partitions = match existing {
             TopicState::Exists(partitions) => {
-                compacted?;
+                if compacted.is_err() {
+                    // The check may have run before another worker created the topic (two workers
+                    // starting together): only a check made once the topic exists counts.
+                    admin::verify_compacted(&admin, &described, &store).await?;
+                }
                 partitions
             }
             TopicState::Missing => {
