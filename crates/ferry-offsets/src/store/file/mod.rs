@@ -446,6 +446,17 @@ impl OffsetBackingStore for FileStore {
         Ok(self.inner.table_read()?.entries())
     }
 
+    /// Visits the offsets in place, under the read lock: `set`s wait until the visit ends.
+    async fn visit_sorted(
+        &self,
+        connector: Option<&str>,
+        f: &mut (dyn for<'k, 'v> FnMut(&'k [u8], &'v [u8]) + Send),
+    ) -> Result<(), StoreError> {
+        self.inner.check_poison()?;
+        self.inner.table_read()?.visit_sorted(connector, f);
+        Ok(())
+    }
+
     /// Every write in the log since the last compaction, in file order, tombstones included (a
     /// compaction keeps only the live offsets). Re-reads the file; `set`s wait meanwhile.
     async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
