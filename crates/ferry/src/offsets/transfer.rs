@@ -109,6 +109,8 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
     let input = read_input(&args.file)?;
     let plan = transfer::parse_import(&input, args.format.map(InputFormat::from))
         .map_err(|e| format!("{name}: {e}\nnothing was written"))?;
+    // The plan holds the bytes to write: the input (as large as the plan) is not needed any more.
+    drop(input);
     let summary = plan.summary();
     let superseded = match plan.superseded {
         0 => String::new(),
