@@ -649,3 +649,61 @@ fn a_streamed_export_reports_a_write_error() {
     let err = writer.finish().err().map(|e| e.to_string());
     assert_eq!(err.as_deref(), Some("disk full"));
 }
+
+// ---- the compact import plan ----
+
+#[test]
+fn a_large_dump_keeps_one_record_per_partition_across_index_growth() {
+    // Enough partitions for the plan's index to grow (and rehash) many times; every partition is
+    // written again later with its fields in the other order, and once more as a tombstone for
+    // every tenth one.
+    const N: usize = 5000;
+    let mut text = String::new();
+    for i in 0..N {
+        text.push_str(&format!("[\"c\",{{\"a\":{i},\"b\":\"x\"}}]\t{{\"o\":1}}\n"));
+    }
+    for i in 0..N {
+        text.push_str(&format!("[\"c\",{{\"b\":\"x\",\"a\":{i}}}]\t{{\"o\":2}}\n"));
+    }
+    for i in (0..N).step_by(10) {
+        text.push_str(&format!("[\"c\",{{\"a\":{i},\"b\":\"x\"}}]\tnull\n"));
+    }
+    let plan = parse_ok(&text);
+    assert_eq!(plan.records.len(), N);
+    assert_eq!(plan.superseded, N + N / 10);
+    for (i, record) in plan.records.iter().enumerate() {
+        if i % 10 == 0 {
+            assert_eq!(record.value, None, "partition {i}");
+            assert_eq!(record.origin, Origin::Line(2 * N + i / 10 + 1));
+        } else {
+            assert_eq!(
+                record.value.as_deref(),
+                Some(&b"{\"o\":2}"[..]),
+                "partition {i}"
+            );
+            assert_eq!(
+                record.key,
+                format!("[\"c\",{{\"b\":\"x\",\"a\":{i}}}]").into_bytes()
+            );
+        }
+    }
+    let summary = plan.summary();
+    assert_eq!((summary.offsets, summary.tombstones), (N - N / 10, N / 10));
+}
+
+#[test]
+fn a_document_with_a_duplicate_partition_far_apart_is_refused() {
+    let mut entries: Vec<String> = (0..2000)
+        .map(|i| format!(r#"{{"key":"[\"c\",{{\"p\":{i}}}]","value":"{{\"o\":1}}"}}"#))
+        .collect();
+    entries.push(r#"{"connector":"c","partition":{"p":7},"offset":{"o":2}}"#.to_owned());
+    let err = parse_import(
+        doc(&entries.iter().map(String::as_str).collect::<Vec<_>>()).as_bytes(),
+        None,
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("entry 2001"), "{err}");
+    assert!(err.contains("as entry 8 "), "{err}");
+}
