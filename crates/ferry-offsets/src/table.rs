@@ -637,6 +637,49 @@ impl OffsetTable {
         }
     }
 
+    /// Calls `f(raw key, value)` for every live offset (of `connector` only, when given), sorted by
+    /// connector name and then raw key bytes, undecodable keys last in store order: the order of
+    /// `ferry offsets export`, reached without copying the entries (a sort of positions). The
+    /// key slice is only valid during the call.
+    pub(crate) fn visit_sorted(&self, connector: Option<&str>, mut f: impl FnMut(&[u8], &[u8])) {
+        let id = match connector {
+            Some(name) => match self.connector_ids.get(name) {
+                Some(&id) => Some(id),
+                None => return,
+            },
+            None => None,
+        };
+        let mut order = self.in_store_order(id);
+        let (mut a_key, mut b_key) = (Vec::new(), Vec::new());
+        // Stable, so undecodable keys (all compared equal) keep store order.
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&self.entries[a], &self.entries[b]);
+            let name = |e: &Entry| {
+                (e.connector != UNDECODABLE).then(|| {
+                    self.connectors
+                        .get(e.connector as usize)
+                        .map_or("", |c| &**c)
+                })
+            };
+            match (name(a), name(b)) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (Some(x), Some(y)) => x.cmp(y).then_with(|| {
+                    self.raw_key_into(a, &mut a_key);
+                    self.raw_key_into(b, &mut b_key);
+                    a_key.cmp(&b_key)
+                }),
+            }
+        });
+        let mut scratch = Vec::new();
+        for i in order {
+            let e = &self.entries[i];
+            self.raw_key_into(e, &mut scratch);
+            f(&scratch, self.value(e));
+        }
+    }
+
     /// Whether no offset is live.
     pub fn is_empty(&self) -> bool {
         self.live == 0

@@ -58,4 +58,13 @@ impl OffsetBackingStore for MemoryStore {
     async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError> {
         Ok(self.table().entries())
     }
+
+    async fn visit_sorted(
+        &self,
+        connector: Option<&str>,
+        f: &mut (dyn for<'k, 'v> FnMut(&'k [u8], &'v [u8]) + Send),
+    ) -> Result<(), StoreError> {
+        self.table().visit_sorted(connector, f);
+        Ok(())
+    }
 }

@@ -52,6 +52,29 @@ pub trait OffsetBackingStore: Send + Sync {
     /// Every live offset, in store order of the last write (for export and inspection).
     async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError>;
 
+    /// Calls `f(raw key, value)` for every live offset (of `connector` only, when given), sorted by
+    /// connector and then raw key bytes, keys that do not decode last: the order of
+    /// `ferry offsets export`, which streams it. The slices are only valid during the call.
+    ///
+    /// The default sorts [`entries`](Self::entries) (or
+    /// [`connector_offsets`](Self::connector_offsets)); stores that hold their offsets in memory
+    /// visit them in place, so an export of a million offsets copies none of them.
+    async fn visit_sorted(
+        &self,
+        connector: Option<&str>,
+        f: &mut (dyn for<'k, 'v> FnMut(&'k [u8], &'v [u8]) + Send),
+    ) -> Result<(), StoreError> {
+        let mut entries = match connector {
+            Some(connector) => self.connector_offsets(connector).await?,
+            None => self.entries().await?,
+        };
+        sort_for_export(&mut entries);
+        for (key, value) in &entries {
+            f(key, value);
+        }
+        Ok(())
+    }
+
     /// Every record the store still holds, raw and unmerged, in store order, tombstones included (for
     /// diagnostics such as `ferry offsets doctor`): unlike [`entries`](Self::entries), writes of one
     /// partition under different key bytes (field order, number spelling) are all there, as written.
@@ -67,4 +90,15 @@ pub trait OffsetBackingStore: Send + Sync {
             .map(|(key, value)| (key, Some(value)))
             .collect())
     }
+}
+
+/// Sorts offsets as [`OffsetBackingStore::visit_sorted`] visits them: by connector, then raw key
+/// bytes; keys that do not decode last, in their given order (the sort is stable).
+pub(crate) fn sort_for_export(entries: &mut [StoredOffset]) {
+    entries.sort_by_cached_key(|(key, _)| {
+        let sorted = crate::codec::decode_key(key)
+            .ok()
+            .map(|decoded| (decoded.connector, key.clone()));
+        (sorted.is_none(), sorted)
+    });
 }

@@ -1,6 +1,7 @@
 //! The export document: writing it from a store's entries, and reading it back, validated.
 
 use std::collections::BTreeSet;
+use std::io::{self, Write};
 
 use ferry_api::ConnectMap;
 use serde::de::IgnoredAny;
@@ -46,59 +47,138 @@ pub struct Skipped {
 
 /// Writes the document for `entries` (a store's live offsets), sorted by connector and key bytes so
 /// two exports of the same offsets are equal whatever the store. `source` describes the store,
-/// `exported_at` is an RFC 3339 time.
+/// `exported_at` is an RFC 3339 time. The whole document in memory: for a store, stream it with
+/// [`ExportWriter`] and [`OffsetBackingStore::visit_sorted`](crate::OffsetBackingStore::visit_sorted).
 pub fn export_document(
     source: &str,
     exported_at: &str,
-    entries: Vec<StoredOffset>,
+    mut entries: Vec<StoredOffset>,
 ) -> ExportDocument {
-    let mut decoded = Vec::with_capacity(entries.len());
-    let mut skipped = Vec::new();
-    for (key, value) in entries {
-        match export_entry(&key, &value) {
-            Ok(entry) => decoded.push(entry),
-            Err(reason) => skipped.push(Skipped {
-                key: preview(&key),
-                reason,
-            }),
-        }
+    crate::store::sort_for_export(&mut entries);
+    let mut writer = ExportWriter::new(Vec::new(), source, exported_at);
+    for (key, value) in &entries {
+        writer.entry(key, value);
     }
-    decoded.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    let connectors: BTreeSet<&str> = decoded.iter().map(|(c, ..)| c.as_str()).collect();
-    let connectors = connectors.len();
-    let mut text = String::with_capacity(256 + decoded.len() * 160);
-    text.push_str("{\n");
-    text.push_str(&format!(
-        "  \"format\": {},\n",
-        json_string(DOCUMENT_FORMAT)
-    ));
-    text.push_str(&format!("  \"version\": {DOCUMENT_VERSION},\n"));
-    text.push_str(&format!("  \"source\": {},\n", json_string(source)));
-    text.push_str(&format!(
-        "  \"exported_at\": {},\n",
-        json_string(exported_at)
-    ));
-    if decoded.is_empty() {
-        text.push_str("  \"offsets\": []\n}\n");
-    } else {
-        text.push_str("  \"offsets\": [\n");
-        let lines: Vec<String> = decoded
-            .iter()
-            .map(|(_, _, line)| format!("    {line}"))
-            .collect();
-        text.push_str(&lines.join(",\n"));
-        text.push_str("\n  ]\n}\n");
-    }
+    // Writing to a Vec cannot fail.
+    let (text, report) = writer.finish().unwrap_or_default();
     ExportDocument {
-        text,
-        offsets: decoded.len(),
-        connectors,
-        skipped,
+        text: String::from_utf8_lossy(&text).into_owned(),
+        offsets: report.offsets,
+        connectors: report.connectors,
+        skipped: report.skipped,
     }
 }
 
-/// One entry line: (connector, key bytes, JSON), or why the record cannot be exported.
-fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, Vec<u8>, String), String> {
+/// What an [`ExportWriter`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportReport {
+    /// Offsets in the document.
+    pub offsets: usize,
+    /// Connectors in the document.
+    pub connectors: usize,
+    /// Stored records left out because they cannot be decoded (an import would refuse them), in
+    /// the order they came.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Writes an export document entry by entry, so a large store is exported without holding the
+/// document (or a copy of the offsets) in memory. Entries must come sorted by connector and key
+/// bytes ([`OffsetBackingStore::visit_sorted`](crate::OffsetBackingStore::visit_sorted)'s order)
+/// for the document to equal [`export_document`]'s. The first write error is kept and returned by
+/// [`finish`](Self::finish); later entries are then dropped.
+pub struct ExportWriter<W: Write> {
+    out: W,
+    error: Option<io::Error>,
+    report: ExportReport,
+    /// Connector names seen (a store has few connectors).
+    connectors: BTreeSet<String>,
+    line: Vec<u8>,
+}
+
+impl<W: Write> ExportWriter<W> {
+    /// Starts the document: writes its header to `out` (buffer it: entries are small writes).
+    pub fn new(out: W, source: &str, exported_at: &str) -> Self {
+        let mut writer = Self {
+            out,
+            error: None,
+            report: ExportReport::default(),
+            connectors: BTreeSet::new(),
+            line: Vec::with_capacity(512),
+        };
+        let header = format!(
+            "{{\n  \"format\": {},\n  \"version\": {DOCUMENT_VERSION},\n  \"source\": {},\n  \
+             \"exported_at\": {},\n",
+            json_string(DOCUMENT_FORMAT),
+            json_string(source),
+            json_string(exported_at)
+        );
+        writer.write(header.as_bytes());
+        writer
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(e) = self.out.write_all(bytes)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Adds one stored offset, or records it as skipped when it cannot be decoded.
+    pub fn entry(&mut self, key: &[u8], value: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let connector = match export_entry(key, value) {
+            Ok((connector, line)) => {
+                self.line.clear();
+                self.line.extend_from_slice(if self.report.offsets == 0 {
+                    b"  \"offsets\": [\n    "
+                } else {
+                    b",\n    "
+                });
+                self.line.extend_from_slice(line.as_bytes());
+                connector
+            }
+            Err(reason) => {
+                self.report.skipped.push(Skipped {
+                    key: preview(key),
+                    reason,
+                });
+                return;
+            }
+        };
+        let line = std::mem::take(&mut self.line);
+        self.write(&line);
+        self.line = line;
+        self.report.offsets += 1;
+        if !self.connectors.contains(&connector) {
+            self.connectors.insert(connector);
+        }
+    }
+
+    /// Ends the document and flushes `out`.
+    ///
+    /// # Errors
+    /// The first error writing to `out`.
+    pub fn finish(mut self) -> io::Result<(W, ExportReport)> {
+        let tail: &[u8] = if self.report.offsets == 0 {
+            b"  \"offsets\": []\n}\n"
+        } else {
+            b"\n  ]\n}\n"
+        };
+        self.write(tail);
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.out.flush()?;
+        self.report.connectors = self.connectors.len();
+        Ok((self.out, self.report))
+    }
+}
+
+/// One entry line: (connector, JSON), or why the record cannot be exported.
+fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, String), String> {
     let decoded = decode_key(key).map_err(|e| e.to_string())?;
     let offset = decode_value(value).map_err(|e| e.to_string())?;
     // Both decoded as JSON, so both are UTF-8.
@@ -116,7 +196,7 @@ fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, Vec<u8>, String), S
         json_string(key_text),
         json_string(value_text),
     );
-    Ok((decoded.connector, key.to_vec(), line))
+    Ok((decoded.connector, line))
 }
 
 /// serde_json's escaping, not Jackson's ([`crate::jackson::write_string`]): this is the `ferry offsets
@@ -174,17 +254,15 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
             line: lines.line_of(text, raw.get()),
         };
         match parse_entry(raw.get()) {
-            Ok((key, value, connector, partition, offset)) => {
+            Ok((key, value, connector, partition)) => {
                 let record = ImportRecord {
                     origin,
                     key,
                     value,
                     connector,
-                    partition,
-                    offset,
                 };
                 let name = record.connector.clone();
-                if let Some(earlier) = builder.upsert(record) {
+                if let Some(earlier) = builder.upsert(record, partition.as_ref()) {
                     problems.push(Problem {
                         origin: Some(origin),
                         message: format!(
@@ -270,13 +348,8 @@ fn check_header(
     Ok(())
 }
 
-type ParsedEntry = (
-    Vec<u8>,
-    Option<Vec<u8>>,
-    String,
-    Option<ConnectMap>,
-    Option<ConnectMap>,
-);
+/// Key bytes, value bytes (`None`: a tombstone), connector, partition.
+type ParsedEntry = (Vec<u8>, Option<Vec<u8>>, String, Option<ConnectMap>);
 
 /// Validates one entry: the bytes to write and their decoded forms, or what is wrong.
 fn parse_entry(text: &str) -> Result<ParsedEntry, String> {
@@ -294,8 +367,8 @@ fn parse_entry(text: &str) -> Result<ParsedEntry, String> {
         format!("not a valid offset entry: {e}")
     })?;
     let (key, connector, partition) = entry_key(&entry)?;
-    let (value, offset) = entry_value(&entry)?;
-    Ok((key, value, connector, partition, offset))
+    let (value, _offset) = entry_value(&entry)?;
+    Ok((key, value, connector, partition))
 }
 
 /// The key: `key` verbatim when given (checked against `connector` and `partition` when those are

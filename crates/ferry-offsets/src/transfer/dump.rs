@@ -2,6 +2,8 @@
 //! `key<TAB>value` line per record, `null` for a tombstone, later lines winning.
 
 use super::{ImportError, ImportPlan, ImportRecord, InputFormat, Origin, PlanBuilder, Problem};
+use ferry_api::ConnectMap;
+
 use crate::codec::{decode_key, decode_value};
 
 /// Reads every line; see the [module documentation](super) for the rules.
@@ -16,8 +18,8 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
         }
         let origin = Origin::Line(i + 1);
         match parse_line(line, origin) {
-            Ok(record) => {
-                if builder.upsert(record).is_some() {
+            Ok((record, partition)) => {
+                if builder.upsert(record, partition.as_ref()).is_some() {
                     superseded += 1;
                 }
             }
@@ -39,7 +41,7 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
 
 /// One record. A valid key holds no raw TAB (JSON escapes control characters in strings), so the
 /// first TAB ends the key; the key bytes are kept exactly as printed.
-fn parse_line(line: &str, origin: Origin) -> Result<ImportRecord, String> {
+fn parse_line(line: &str, origin: Origin) -> Result<(ImportRecord, Option<ConnectMap>), String> {
     let Some((key, value)) = line.split_once('\t') else {
         return Err(
             "no TAB between key and value; print the offsets topic with kafka-console-consumer \
@@ -49,20 +51,19 @@ fn parse_line(line: &str, origin: Origin) -> Result<ImportRecord, String> {
     };
     let decoded = decode_key(key.as_bytes())
         .map_err(|e| format!("the key is not a Kafka Connect offset key: {e}"))?;
-    let (value, offset) = if value == "null" {
-        (None, None)
+    let value = if value == "null" {
+        None
     } else {
-        let offset = decode_value(value.as_bytes()).map_err(|e| {
+        decode_value(value.as_bytes()).map_err(|e| {
             format!("the value is neither a Kafka Connect offset (a JSON object) nor null: {e}")
         })?;
-        (Some(value.as_bytes().to_vec()), Some(offset))
+        Some(value.as_bytes().to_vec())
     };
-    Ok(ImportRecord {
+    let record = ImportRecord {
         origin,
         key: key.as_bytes().to_vec(),
         value,
         connector: decoded.connector,
-        partition: decoded.partition,
-        offset,
-    })
+    };
+    Ok((record, decoded.partition))
 }

@@ -42,19 +42,25 @@ mod document;
 mod dump;
 mod time;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
+use std::hash::{BuildHasher, Hasher, RandomState};
+
+use hashbrown::HashTable;
 
 use ferry_api::ConnectMap;
 
-use crate::codec::canonical_partition;
+use crate::codec::{canonical_partition, decode_key};
 use crate::store::OffsetWrite;
 
 pub use doctor::{
     ConnectorHealth, DoctorReport, KeyVariant, KeyVariants, LivePartition, NearDuplicate,
     Undecodable, diagnose,
 };
-pub use document::{DOCUMENT_FORMAT, DOCUMENT_VERSION, ExportDocument, Skipped, export_document};
+pub use document::{
+    DOCUMENT_FORMAT, DOCUMENT_VERSION, ExportDocument, ExportReport, ExportWriter, Skipped,
+    export_document,
+};
 pub use time::rfc3339_utc;
 
 /// The format of an import input.
@@ -107,12 +113,9 @@ pub struct ImportRecord {
     pub key: Vec<u8>,
     /// The value bytes to write; `None` writes a tombstone.
     pub value: Option<Vec<u8>>,
-    /// The connector (decoded from the key).
+    /// The connector (decoded from the key). The decoded partition and offset are not kept: a
+    /// plan of a million records must stay close to the size of its bytes.
     pub connector: String,
-    /// The partition (decoded from the key; `None` is the null partition).
-    pub partition: Option<ConnectMap>,
-    /// The offset (decoded from the value; `None` for a tombstone).
-    pub offset: Option<ConnectMap>,
 }
 
 /// A whole import input, validated: exactly what the import writes, one record per partition.
@@ -136,6 +139,23 @@ impl ImportPlan {
                 value: r.value.clone(),
             })
             .collect()
+    }
+
+    /// The writes as one store batch, moved out of the plan, with the origin of each (for messages):
+    /// unlike [`writes`](Self::writes), no copy of the bytes.
+    pub fn into_writes(self) -> (Vec<OffsetWrite>, Vec<Origin>) {
+        self.records
+            .into_iter()
+            .map(|r| {
+                (
+                    OffsetWrite {
+                        key: r.key,
+                        value: r.value,
+                    },
+                    r.origin,
+                )
+            })
+            .unzip()
     }
 
     /// Counts for the import's summary line.
@@ -281,35 +301,61 @@ pub fn parse_import(input: &[u8], format: Option<InputFormat>) -> Result<ImportP
     }
 }
 
-/// The logical identity of a partition: connector and canonical partition.
-type PartitionId = (String, Vec<u8>);
-
-fn partition_id(connector: &str, partition: Option<&ConnectMap>) -> PartitionId {
-    (connector.to_owned(), canonical_partition(partition))
-}
-
 /// Whether two maps are logically equal (field order and integer width aside).
 fn same_map(a: &ConnectMap, b: &ConnectMap) -> bool {
     canonical_partition(Some(a)) == canonical_partition(Some(b))
 }
 
-/// Index of the record of each partition in a plan being built.
+/// The records of a plan being built, one per partition, and an index of them by the hash of
+/// (connector, canonical partition): positions only (no copy of the key per record), so a plan of a
+/// million records costs little more than its bytes. A hash match is confirmed by decoding the
+/// earlier record's key again, which happens only for real duplicates (or a rare collision).
 #[derive(Default)]
 struct PlanBuilder {
     records: Vec<ImportRecord>,
-    index: HashMap<PartitionId, usize>,
+    index: HashTable<usize>,
+    hasher: RandomState,
 }
 
 impl PlanBuilder {
-    /// Adds `record`; returns the origin of an earlier record of the same partition, which it
-    /// replaced.
-    fn upsert(&mut self, record: ImportRecord) -> Option<Origin> {
-        let id = partition_id(&record.connector, record.partition.as_ref());
-        match self.index.get(&id) {
+    fn hash(&self, connector: &str, canonical: &[u8]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        h.write(connector.as_bytes());
+        h.write_u8(0xff);
+        h.write(canonical);
+        h.finish()
+    }
+
+    /// Adds `record`, whose decoded partition is `partition`; returns the origin of an earlier
+    /// record of the same partition, which it replaced.
+    fn upsert(&mut self, record: ImportRecord, partition: Option<&ConnectMap>) -> Option<Origin> {
+        let canonical = canonical_partition(partition);
+        let hash = self.hash(&record.connector, &canonical);
+        let records = &self.records;
+        let same = |&at: &usize| {
+            let earlier = &records[at];
+            earlier.connector == record.connector
+                && decode_key(&earlier.key)
+                    .is_ok_and(|k| canonical_partition(k.partition.as_ref()) == canonical)
+        };
+        match self.index.find(hash, same) {
             Some(&at) => Some(std::mem::replace(&mut self.records[at], record).origin),
             None => {
-                self.index.insert(id, self.records.len());
+                let at = self.records.len();
                 self.records.push(record);
+                let (records, hasher) = (&self.records, &self.hasher);
+                self.index.insert_unique(hash, at, |&i| {
+                    let r = &records[i];
+                    // Every record in the plan decoded when it was added.
+                    let canonical = decode_key(&r.key)
+                        .map(|k| canonical_partition(k.partition.as_ref()))
+                        .unwrap_or_default();
+                    let mut h = hasher.build_hasher();
+                    h.write(r.connector.as_bytes());
+                    h.write_u8(0xff);
+                    h.write(&canonical);
+                    h.finish()
+                });
                 None
             }
         }

@@ -2,13 +2,13 @@
 //! Kafka or PostgreSQL, whichever the worker file names), byte-exact. The document and the dump format are
 //! [`ferry_offsets::transfer`]'s.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, ValueEnum};
-use ferry_offsets::transfer::{self, ImportPlan, InputFormat};
+use ferry_offsets::transfer::{self, InputFormat, Origin};
 use ferry_offsets::{OffsetBackingStore, OffsetWrite};
 use ferry_plugin::OpenMode;
 
@@ -61,16 +61,23 @@ impl From<FormatArg> for InputFormat {
 pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode, String> {
     let config = ferry.load_worker(&args.worker)?;
     let store = super::open_store_read_only(&config).await?;
-    let entries = match &args.connector {
-        Some(connector) => store.connector_offsets(connector).await,
-        None => store.entries().await,
-    }
-    .map_err(|e| e.to_string())?;
-    let document = transfer::export_document(
+    // Streamed: the offsets are visited in place, in export order, and each entry is written as it
+    // comes, so a million offsets cost the store's own memory and a write buffer.
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let mut writer = transfer::ExportWriter::new(
+        out,
         &store.describe(),
         &transfer::rfc3339_utc(SystemTime::now()),
-        entries,
     );
+    store
+        .visit_sorted(args.connector.as_deref(), &mut |key, value| {
+            writer.entry(key, value)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let (_, document) = writer
+        .finish()
+        .map_err(|e| format!("writing the document to standard output failed: {e}"))?;
     for skipped in &document.skipped {
         tracing::warn!(
             "not exported: the record with key {} cannot be decoded ({}); `ferry offsets doctor` \
@@ -79,11 +86,6 @@ pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode,
             skipped.reason
         );
     }
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(document.text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| format!("writing the document to standard output failed: {e}"))?;
     eprintln!(
         "exported {} of {} from {}{}",
         plural(document.offsets, "offset", "offsets"),
@@ -107,6 +109,8 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
     let input = read_input(&args.file)?;
     let plan = transfer::parse_import(&input, args.format.map(InputFormat::from))
         .map_err(|e| format!("{name}: {e}\nnothing was written"))?;
+    // The plan holds the bytes to write: the input (as large as the plan) is not needed any more.
+    drop(input);
     let summary = plan.summary();
     let superseded = match plan.superseded {
         0 => String::new(),
@@ -141,7 +145,8 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
             plan.records.len()
         );
     }
-    let writes = plan.writes();
+    let format = plan.format;
+    let (writes, origins) = plan.into_writes();
     store.set(&writes).await.map_err(|e| {
         let outcome = if kafka {
             "some records of the batch may have been written; run the import again"
@@ -153,10 +158,9 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
             store.describe()
         )
     })?;
-    verify(store.as_ref(), &plan, &writes).await?;
+    verify(store.as_ref(), &writes, &origins).await?;
     eprintln!(
-        "imported {name} ({}) into {}: {summary} written{superseded}",
-        plan.format,
+        "imported {name} ({format}) into {}: {summary} written{superseded}",
         store.describe()
     );
     Ok(ExitCode::SUCCESS)
@@ -178,29 +182,34 @@ fn read_input(path: &Path) -> Result<Vec<u8>, String> {
 /// offset). A difference means another writer changed the store meanwhile.
 async fn verify(
     store: &dyn OffsetBackingStore,
-    plan: &ImportPlan,
     writes: &[OffsetWrite],
+    origins: &[Origin],
 ) -> Result<(), String> {
-    let keys: Vec<Vec<u8>> = writes.iter().map(|w| w.key.clone()).collect();
-    let read = store
-        .get(&keys)
-        .await
-        .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
-    let differ: Vec<String> = plan
-        .records
-        .iter()
-        .zip(&read)
-        .filter(|(record, got)| record.value != **got)
-        .map(|(record, got)| {
-            format!(
-                "  {} ({}): wrote {}, read back {}",
-                String::from_utf8_lossy(&record.key),
-                record.origin,
-                text(record.value.as_deref()),
-                text(got.as_deref())
-            )
-        })
-        .collect();
+    // In chunks, so reading back a million offsets holds one chunk's copies at a time.
+    const CHUNK: usize = 4096;
+    let mut differ = Vec::new();
+    for (writes, origins) in writes.chunks(CHUNK).zip(origins.chunks(CHUNK)) {
+        let keys: Vec<Vec<u8>> = writes.iter().map(|w| w.key.clone()).collect();
+        let read = store
+            .get(&keys)
+            .await
+            .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
+        differ.extend(
+            writes
+                .iter()
+                .zip(origins)
+                .zip(&read)
+                .filter(|((write, _), got)| write.value != **got)
+                .map(|((write, origin), got)| {
+                    format!(
+                        "  {} ({origin}): wrote {}, read back {}",
+                        String::from_utf8_lossy(&write.key),
+                        text(write.value.as_deref()),
+                        text(got.as_deref())
+                    )
+                }),
+        );
+    }
     if differ.is_empty() {
         return Ok(());
     }

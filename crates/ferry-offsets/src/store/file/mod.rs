@@ -446,6 +446,17 @@ impl OffsetBackingStore for FileStore {
         Ok(self.inner.table_read()?.entries())
     }
 
+    /// Visits the offsets in place, under the read lock: `set`s wait until the visit ends.
+    async fn visit_sorted(
+        &self,
+        connector: Option<&str>,
+        f: &mut (dyn for<'k, 'v> FnMut(&'k [u8], &'v [u8]) + Send),
+    ) -> Result<(), StoreError> {
+        self.inner.check_poison()?;
+        self.inner.table_read()?.visit_sorted(connector, f);
+        Ok(())
+    }
+
     /// Every write in the log since the last compaction, in file order, tombstones included (a
     /// compaction keeps only the live offsets). Re-reads the file; `set`s wait meanwhile.
     async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
@@ -463,6 +474,9 @@ impl OffsetBackingStore for FileStore {
             })?
     }
 }
+
+/// Batches of at least this many writes reserve the table's room before they are applied.
+const LARGE_BATCH: usize = 64 * 1024;
 
 impl Inner {
     /// The blocking half of `history`: holding the writer lock, so that no `set` appends and no
@@ -507,6 +521,14 @@ impl Inner {
         };
         {
             let mut table = self.table.write().map_err(|_| self.poisoned_by_panic())?;
+            // A large batch into an empty table (an import into a new store) is sized up front:
+            // growing by doubling would leave the outgrown buffers resident (see
+            // `OffsetTable::reserve_hint`). Not into a full table: a batch of overwrites needs no
+            // room, and reserving would copy the table. Small batches grow the usual way, so steady
+            // flushes keep amortized growth.
+            if writes.len() >= LARGE_BATCH && table.is_empty() {
+                table.reserve_hint(writes.len(), frame.len());
+            }
             for (key, value) in writes {
                 writer.live_bytes = replay::apply_write(&mut table, writer.live_bytes, key, value);
             }

@@ -403,3 +403,24 @@ async fn a_frame_larger_than_the_streaming_threshold_replays_whole() {
         "the torn batch is dropped"
     );
 }
+
+#[tokio::test]
+async fn a_large_batch_into_an_empty_store_then_small_ones_read_back_and_replay() {
+    // Over LARGE_BATCH: the table is sized up front, then grows the usual way.
+    let n = i64::try_from(LARGE_BATCH).unwrap() + 10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("offsets");
+    let store = open(&path, FileStoreOptions::default());
+    let batch: Vec<OffsetWrite> = (0..n).map(|p| put(p, p)).collect();
+    store.set(&batch).await.unwrap();
+    for p in n..n + 100 {
+        store.set(&[put(p, p), put(p - n, -1)]).await.unwrap();
+    }
+    let expected = |p: i64| if p < 100 { value(-1) } else { value(p) };
+    let keys: Vec<Vec<u8>> = (0..n + 100).map(key).collect();
+    let got = store.get(&keys).await.unwrap();
+    assert!((0..n + 100).all(|p| got[p as usize] == Some(expected(p))));
+    drop(store);
+    let again = open(&path, FileStoreOptions::default());
+    assert_eq!(again.get(&keys).await.unwrap(), got);
+}
