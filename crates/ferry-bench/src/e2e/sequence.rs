@@ -101,19 +101,32 @@ fn ferry_run(
     round: usize,
 ) -> BenchResult<Duration> {
     let dir = RunDir::create(work_dir, &format!("e2e-sequence-{round}"))?;
+    run_worker(runtime, dir, config.clone(), 1, PARTITIONS, per_partition)
+}
+
+/// One timed run of a worker (offsets on) with `tasks` tasks over `partitions` partitions of
+/// `per_partition` records, into the discarding sink, until every last offset is committed; checks
+/// that every record was sent once, then removes `dir`.
+fn run_worker(
+    runtime: &tokio::runtime::Runtime,
+    dir: RunDir,
+    config: Config,
+    tasks: usize,
+    partitions: u64,
+    per_partition: u64,
+) -> BenchResult<Duration> {
     let sink = Arc::new(DiscardSink::default());
     let last_seq = i64::try_from(per_partition - 1).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let store = open_store(&dir.join("offsets.ferry"))?;
     let took = runtime.block_on(async {
-        let worker = super::worker::run_until_committed(
+        let worker = super::worker::run_all_until_committed(
             store,
             sink.clone(),
             &SequenceSourceConnector::new(),
-            CONNECTOR,
-            config.clone(),
-            |committed| {
-                committed.len() == PARTITIONS as usize
+            vec![(CONNECTOR.to_owned(), config, tasks)],
+            |_, committed| {
+                committed.len() as u64 == partitions
                     && committed
                         .iter()
                         .all(|(_, value)| offset_field(value, "seq") == Some(last_seq))
@@ -124,7 +137,7 @@ fn ferry_run(
         worker.shutdown().await;
         Ok::<_, String>(took)
     })?;
-    let expected = per_partition * PARTITIONS;
+    let expected = per_partition * partitions;
     if sink.accepted() != expected {
         return Err(format!(
             "Ferry sent {} records to the sink, expected {expected} (none twice, none missing)",
@@ -156,36 +169,8 @@ pub fn scaling_point(
     );
     config.insert("tasks.max".to_owned(), tasks.to_string());
     let dir = RunDir::create(work_dir, &format!("scale-sequence-{partitions}-{tasks}"))?;
-    let sink = Arc::new(DiscardSink::default());
-    let last_seq = i64::try_from(per_partition - 1).map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    let store = open_store(&dir.join("offsets.ferry"))?;
-    let took = runtime.block_on(async {
-        let worker = super::worker::run_all_until_committed(
-            store,
-            sink.clone(),
-            &SequenceSourceConnector::new(),
-            vec![(CONNECTOR.to_owned(), config, tasks)],
-            |_, committed| {
-                committed.len() as u64 == partitions
-                    && committed
-                        .iter()
-                        .all(|(_, value)| offset_field(value, "seq") == Some(last_seq))
-            },
-        )
-        .await?;
-        let took = started.elapsed();
-        worker.shutdown().await;
-        Ok::<_, String>(took)
-    })?;
+    let took = run_worker(runtime, dir, config, tasks, partitions, per_partition)?;
     let expected = per_partition * partitions;
-    if sink.accepted() != expected {
-        return Err(format!(
-            "Ferry sent {} records to the sink, expected {expected}",
-            sink.accepted()
-        ));
-    }
-    dir.remove()?;
     Ok((expected, took.as_secs_f64()))
 }
 
