@@ -227,3 +227,50 @@ async fn a_failed_sync_fails_its_records_and_every_later_one_after_closing_the_t
         "nothing is written after the failure"
     );
 }
+
+/// Past [`super::SYNC_QUEUE`] written batches waiting for a held sync, the writer thread waits too:
+/// writing runs at most that far ahead of durability. Released, every record is answered in order.
+#[tokio::test]
+async fn writing_waits_once_sync_queue_batches_wait_for_a_held_sync() {
+    let fake = Fake::default();
+    let writer = spawn(&fake);
+    let lines = |fake: &Fake| fake.log().written.iter().filter(|b| **b == b'\n').count();
+    // One batch in the held sync, SYNC_QUEUE handed over, one more written whose hand-over waits.
+    let room = 1 + super::SYNC_QUEUE + 1;
+    let mut pending = Vec::new();
+    for n in 1..=room {
+        pending.push(writer.send(&record(&n.to_string())).await.unwrap());
+        fake.wait("the batch is written", |l| {
+            l.written.iter().filter(|b| **b == b'\n').count() == n
+        });
+        if n == 1 {
+            // The sync thread took the first batch alone and holds it.
+            fake.wait("the first sync started", |l| l.entered == 1);
+        }
+    }
+    pending.push(writer.send(&record("past")).await.unwrap());
+    // A bounded look for something that must not happen: the next batch is not written.
+    let written_anyway = tokio::time::timeout(Duration::from_millis(300), async {
+        while lines(&fake) == room {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        written_anyway.is_err(),
+        "a batch was written past the sync queue"
+    );
+    assert_eq!(writer.shared.handed_over(), 1 + super::SYNC_QUEUE);
+    fake.update(|l| l.allowed_syncs = usize::MAX);
+    let mut offsets = Vec::new();
+    for delivery in pending {
+        let metadata = tokio::time::timeout(DEADLINE, delivery)
+            .await
+            .unwrap()
+            .unwrap();
+        offsets.push(metadata.offset);
+    }
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
+    assert_eq!(lines(&fake), room + 1);
+    writer.close().await.unwrap();
+}
