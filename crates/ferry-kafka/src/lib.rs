@@ -12,6 +12,7 @@ mod client;
 pub mod connect;
 pub mod connector_keys;
 pub mod convert;
+mod end_events;
 mod plugin;
 mod retriable;
 mod secret;

@@ -8,12 +8,8 @@
 //! the consumer's position — which librdkafka moves past transaction markers too — reaches it.
 //! Compaction can leave a partition with no record below its end offset (its last records were
 //! superseded or were tombstones past `delete.retention.ms`); librdkafka then reports the end of the
-//! partition without moving the position. Such an end-of-partition event may be stale: the consumer
-//! reached the old end before the end offsets were fetched, and the event waited in its queue (between
-//! reads, or across a broker outage). The records it predates normally follow within one fetch, so an
-//! event unfollowed by records for [`EOF_GRACE`] is checked: the reader seeks the partition to its
-//! position, which drops every queued event and record of it (librdkafka's fetch version barrier),
-//! and trusts the next end-of-partition event, which a fetch made after the end offsets produced.
+//! partition without moving the position, so its end-of-partition event counts too — checked first,
+//! because it may be stale ([`crate::end_events`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,10 +23,8 @@ use rdkafka::message::BorrowedMessage;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use crate::client::{StoreConsumer, backend, kafka};
+use crate::end_events::{EOF_GRACE, EndEvents, Verdict};
 
-/// How long an end-of-partition event must stand, unfollowed by records, before the reader checks it
-/// (see the module documentation).
-const EOF_GRACE: Duration = Duration::from_secs(1);
 /// A progress line at least this often during a long read…
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 /// …or after this many records.
@@ -64,19 +58,6 @@ pub(crate) struct RawRecord {
     pub(crate) timestamp: i64,
     pub(crate) key: Vec<u8>,
     pub(crate) value: Option<Vec<u8>>,
-}
-
-/// What one read knows about a partition's end-of-partition events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EndEvent {
-    /// None since the last record.
-    None,
-    /// One arrived at this instant; it may predate the end offsets of the read.
-    Unchecked(Instant),
-    /// The partition was sought back to its position (dropping queued events); waiting for a fresh one.
-    Sought,
-    /// A fresh one arrived after the seek: no record is left below the end offset.
-    Fresh,
 }
 
 /// What a read did, for the store's log lines.
@@ -209,7 +190,7 @@ impl OffsetLog {
             .zip(&self.next)
             .map(|(end, next)| (end - next).max(0))
             .sum();
-        let mut events: Vec<EndEvent> = vec![EndEvent::None; ends.len()];
+        let mut events = EndEvents::new(ends.len(), EOF_GRACE);
         let mut records = 0u64;
         let mut last_progress = Instant::now();
         let (mut last_report, mut reported_records) = (Instant::now(), 0u64);
@@ -229,9 +210,8 @@ impl OffsetLog {
                         &mut self.next,
                         self.history.as_mut(),
                         &message,
-                    ) && let Some(event @ EndEvent::Unchecked(_)) = events.get_mut(p)
-                    {
-                        *event = EndEvent::None;
+                    ) {
+                        events.record(p);
                     }
                     records += 1;
                     if records == 1 {
@@ -241,16 +221,8 @@ impl OffsetLog {
                     check = records.is_multiple_of(CHECK_EVERY);
                 }
                 Some(Err(KafkaError::PartitionEOF(partition))) => {
-                    if let Some(event) = usize::try_from(partition)
-                        .ok()
-                        .and_then(|p| events.get_mut(p))
-                    {
-                        *event = match *event {
-                            // The seek dropped every older event: this one is from a later fetch.
-                            EndEvent::Sought | EndEvent::Fresh => EndEvent::Fresh,
-                            EndEvent::Unchecked(at) => EndEvent::Unchecked(at),
-                            EndEvent::None => EndEvent::Unchecked(Instant::now()),
-                        };
+                    if let Ok(p) = usize::try_from(partition) {
+                        events.end_event(p, Instant::now());
                     }
                 }
                 Some(Err(error)) => last_error = Some(error),
@@ -301,19 +273,20 @@ impl OffsetLog {
 
     /// The first partition not yet read up to `ends`. Marks a partition with a fresh end-of-partition
     /// event as read; seeks a partition whose event stood unfollowed for [`EOF_GRACE`] back to its
-    /// position, so that only a fresh event counts (see the module documentation).
+    /// position, so that only a fresh event counts ([`crate::end_events`]).
     fn first_behind(
         &mut self,
         ends: &[i64],
-        events: &mut [EndEvent],
+        events: &mut EndEvents,
     ) -> Result<Option<i32>, StoreError> {
+        let now = Instant::now();
         let mut first = None;
         for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
             if *next >= *end {
                 continue;
             }
-            match events[p] {
-                EndEvent::Fresh => {
+            match events.verdict(p, now) {
+                Verdict::Read => {
                     tracing::debug!(
                         topic = %self.topic,
                         partition = p,
@@ -322,7 +295,7 @@ impl OffsetLog {
                     *next = *end;
                     continue;
                 }
-                EndEvent::Unchecked(at) if at.elapsed() >= EOF_GRACE => {
+                Verdict::Seek => {
                     // `p` came from enumerating `next`, which has one entry per partition (an i32).
                     let partition = i32::try_from(p).unwrap_or(i32::MAX);
                     self.consumer
@@ -336,9 +309,9 @@ impl OffsetLog {
                                 &e,
                             )
                         })?;
-                    events[p] = EndEvent::Sought;
+                    events.sought(p);
                 }
-                _ => {}
+                Verdict::Behind => {}
             }
             first.get_or_insert(p as i32);
         }

@@ -3,8 +3,8 @@
 //!
 //! "The end" is every partition's end offset fetched when the read starts. A partition is read when
 //! the consumer's position reaches it; a partition whose last records were removed by compaction
-//! reports its end without moving the position, and that event is trusted once no record of the
-//! partition followed it for [`EOF_GRACE`] (as the offset store's reader does).
+//! reports its end without moving the position, so its end-of-partition event counts too — checked
+//! first, because it may be stale ([`crate::end_events`], as in the offset store's reader).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,9 +16,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::ConnectStoreError;
 use crate::client::{StoreConsumer, is_retriable};
-
-/// How long an end-of-partition event must stand, unfollowed by records, before it counts.
-const EOF_GRACE: Duration = Duration::from_secs(1);
+use crate::end_events::{EOF_GRACE, EndEvents, Verdict};
 
 /// A consumer assigned every partition of the topic from its beginning, and how far it has read.
 pub(crate) struct TopicReader {
@@ -106,17 +104,17 @@ impl TopicReader {
         mut apply: impl FnMut(&str, Option<&[u8]>, i64),
     ) -> Result<u64, ConnectStoreError> {
         let ends = self.list_offsets(Offset::End, "fetching the topic's end offsets")?;
-        let mut eof_at: Vec<Option<Instant>> = vec![None; ends.len()];
+        let mut events = EndEvents::new(ends.len(), EOF_GRACE);
         let mut records = 0u64;
         let mut last_progress = Instant::now();
         let mut last_error: Option<KafkaError> = None;
-        while let Some(lagging) = self.first_behind(&ends, &mut eof_at) {
+        while let Some(lagging) = self.first_behind(&ends, &mut events)? {
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
                     let partition = usize::try_from(message.partition()).unwrap_or(usize::MAX);
                     if let Some(next) = self.next.get_mut(partition) {
                         *next = (*next).max(message.offset() + 1);
-                        eof_at[partition] = None;
+                        events.record(partition);
                     }
                     match message.key().map(std::str::from_utf8) {
                         Some(Ok(key)) => apply(key, message.payload(), message.offset()),
@@ -130,11 +128,8 @@ impl TopicReader {
                     last_progress = Instant::now();
                 }
                 Some(Err(KafkaError::PartitionEOF(partition))) => {
-                    if let Some(at) = usize::try_from(partition)
-                        .ok()
-                        .and_then(|p| eof_at.get_mut(p))
-                    {
-                        at.get_or_insert_with(Instant::now);
+                    if let Ok(p) = usize::try_from(partition) {
+                        events.end_event(p, Instant::now());
                     }
                 }
                 Some(Err(error)) => last_error = Some(error),
@@ -165,20 +160,44 @@ impl TopicReader {
         Ok(records)
     }
 
-    /// The first partition not yet read up to `ends`.
-    fn first_behind(&mut self, ends: &[i64], eof_at: &mut [Option<Instant>]) -> Option<i32> {
+    /// The first partition not yet read up to `ends`. Marks a partition with a fresh end-of-partition
+    /// event as read; seeks a partition whose event stood unfollowed for [`EOF_GRACE`] back to its
+    /// position, so that only a fresh event counts ([`crate::end_events`]).
+    fn first_behind(
+        &mut self,
+        ends: &[i64],
+        events: &mut EndEvents,
+    ) -> Result<Option<i32>, ConnectStoreError> {
+        let now = Instant::now();
         let mut first = None;
         for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
             if *next >= *end {
                 continue;
             }
-            if eof_at[p].is_some_and(|at| at.elapsed() >= EOF_GRACE) {
-                *next = *end; // the rest was removed by compaction
-                continue;
+            match events.verdict(p, now) {
+                Verdict::Read => {
+                    *next = *end; // the rest was removed by compaction
+                    continue;
+                }
+                Verdict::Seek => {
+                    // `p` came from enumerating `next`, which has one entry per partition (an i32).
+                    let partition = i32::try_from(p).unwrap_or(i32::MAX);
+                    self.consumer
+                        .seek(&self.topic, partition, Offset::Offset(*next), self.timeout)
+                        .map_err(|e| {
+                            kafka(
+                                &self.store,
+                                &format!("seeking partition {p} of the topic to offset {next}"),
+                                &e,
+                            )
+                        })?;
+                    events.sought(p);
+                }
+                Verdict::Behind => {}
             }
             first.get_or_insert(p as i32);
         }
-        first
+        Ok(first)
     }
 
     /// Moves `next` up to the consumer's positions (which pass transaction markers).
