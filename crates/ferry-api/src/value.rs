@@ -138,6 +138,12 @@ pub type SourcePartition = ConnectMap;
 pub type SourceOffset = ConnectMap;
 
 impl ConnectMap {
+    /// Whether `other` is a clone of this map (they share their fields): a pointer comparison, for
+    /// callers that look one map up among a few (`==` compares the fields when they differ).
+    pub fn shares_fields_with(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.entries, &other.entries)
+    }
+
     /// An empty map.
     pub fn new() -> Self {
         Self::default()

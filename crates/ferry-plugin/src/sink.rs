@@ -85,24 +85,42 @@ impl SinkError {
 pub type Delivery = Result<RecordMetadata, SinkError>;
 
 /// Resolves when the sink has delivered (or failed to deliver) one record.
-pub struct PendingDelivery(Pin<Box<dyn Future<Output = Delivery> + Send>>);
+pub struct PendingDelivery(Pending);
+
+enum Pending {
+    /// Resolved when created: no allocation, and nothing for another thread to free (the runtime
+    /// resolves deliveries on its watcher thread, where freeing the sending thread's allocations
+    /// measured as the watcher's largest cost with a sink that delivers at once).
+    Ready(Option<Delivery>),
+    Future(Pin<Box<dyn Future<Output = Delivery> + Send>>),
+}
 
 impl PendingDelivery {
     /// Wraps any delivery future.
     pub fn new(future: impl Future<Output = Delivery> + Send + 'static) -> Self {
-        Self(Box::pin(future))
+        Self(Pending::Future(Box::pin(future)))
     }
 
     /// An already delivered record.
     pub fn ready(delivery: Delivery) -> Self {
-        Self::new(std::future::ready(delivery))
+        Self(Pending::Ready(Some(delivery)))
     }
 }
 
 impl Future for PendingDelivery {
     type Output = Delivery;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery> {
-        self.0.as_mut().poll(cx)
+        match &mut self.0 {
+            Pending::Future(future) => future.as_mut().poll(cx),
+            // Polled again after it resolved (a caller's bug): an error, not a second delivery.
+            Pending::Ready(delivery) => Poll::Ready(delivery.take().unwrap_or_else(|| {
+                Err(SinkError::new(
+                    "delivery",
+                    SinkErrorKind::Fatal,
+                    "a resolved delivery was polled again",
+                ))
+            })),
+        }
     }
 }
 
@@ -233,5 +251,48 @@ impl SinkProvider for SharedSink {
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
         self.0.flush(timeout).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata(topic: &str) -> RecordMetadata {
+        RecordMetadata {
+            topic: topic.to_owned(),
+            partition: None,
+            offset: None,
+        }
+    }
+
+    #[test]
+    fn a_ready_delivery_resolves_once_and_a_second_poll_is_an_error() {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut pending = PendingDelivery::ready(Ok(metadata("t")));
+        match Pin::new(&mut pending).poll(&mut cx) {
+            Poll::Ready(Ok(m)) => assert_eq!(m.topic, "t"),
+            other => panic!("expected the delivery, got {:?}", other.map(|d| d.is_ok())),
+        }
+        match Pin::new(&mut pending).poll(&mut cx) {
+            Poll::Ready(Err(e)) => assert_eq!(e.kind, SinkErrorKind::Fatal),
+            other => panic!("expected an error, got {:?}", other.map(|d| d.is_ok())),
+        }
+    }
+
+    #[test]
+    fn a_delivery_future_is_polled_through() {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let (tx, rx) = tokio::sync::oneshot::channel::<Delivery>();
+        let mut pending = PendingDelivery::new(async move {
+            rx.await
+                .unwrap_or_else(|_| Err(SinkError::new("s", SinkErrorKind::Closed, "gone")))
+        });
+        assert!(Pin::new(&mut pending).poll(&mut cx).is_pending());
+        let _ = tx.send(Ok(metadata("u")));
+        assert!(matches!(
+            Pin::new(&mut pending).poll(&mut cx),
+            Poll::Ready(Ok(RecordMetadata { ref topic, .. })) if topic == "u"
+        ));
     }
 }

@@ -31,7 +31,8 @@ pub(crate) struct LookedUp {
 pub(crate) struct PartitionWatch {
     task: String,
     looked_up: Arc<Mutex<LookedUp>>,
-    seen: HashSet<Vec<u8>>,
+    /// Looked up for every sent record: foldhash, not SipHash.
+    seen: HashSet<Vec<u8>, foldhash::fast::RandomState>,
 }
 
 impl PartitionWatch {
@@ -39,7 +40,7 @@ impl PartitionWatch {
         Self {
             task,
             looked_up,
-            seen: HashSet::new(),
+            seen: HashSet::default(),
         }
     }
 
