@@ -65,18 +65,7 @@ struct Queues {
     /// and equal maps have equal canonical keys.
     recent: Vec<(Option<SourcePartition>, Arc<[u8]>)>,
     next_queue_id: u64,
-    /// Offsets of committed records, dropped a few at a time by later submits rather than by the
-    /// committer: an offset was allocated on the task's thread, and freeing it on another one (the
-    /// committer's) measured as the largest cost of the committer's thread (mimalloc's cross-thread
-    /// free path). At most [`RELEASED_MAX`]; what an idle task leaves is dropped with the tracker.
-    released: Vec<SourceOffset>,
 }
-
-/// Released offsets a submit drops: two, so they never pile up while the task submits.
-const DROP_PER_SUBMIT: usize = 2;
-/// Most released offsets kept for submits to drop; a commit drops the rest itself (an idle task
-/// keeps at most this many, a few MiB).
-const RELEASED_MAX: usize = 64 * 1024;
 
 impl Queues {
     /// The canonical key of `partition`, from the recent ones when it is there.
@@ -268,8 +257,6 @@ impl AckTracker {
         };
         self.shared.unacked.fetch_add(1, Ordering::AcqRel);
         let mut queues = self.shared.queues();
-        let released: [Option<SourceOffset>; DROP_PER_SUBMIT] =
-            [queues.released.pop(), queues.released.pop()];
         let queue_key = queues.key(partition);
         let (queue_id, index) = match queues.by_key.get_mut(&*queue_key) {
             Some(queue) => {
@@ -290,8 +277,6 @@ impl AckTracker {
             }
         };
         drop(queues);
-        // Outside the lock.
-        drop(released);
         SubmittedRecord {
             queue_key,
             queue_id,
@@ -327,10 +312,7 @@ impl AckTracker {
     pub fn committable(&self) -> CommittableOffsets {
         let mut result = CommittableOffsets::default();
         let mut queues = self.shared.queues();
-        let Queues {
-            by_key, released, ..
-        } = &mut *queues;
-        by_key.retain(|_, queue| {
+        queues.by_key.retain(|_, queue| {
             let mut last = None;
             while queue.records.front().is_some_and(|entry| entry.acked) {
                 if let Some(entry) = queue.records.pop_front() {
@@ -339,11 +321,8 @@ impl AckTracker {
                         result.committable_records += 1;
                     }
                     // A null offset commits nothing itself, and must not hide an earlier one.
-                    if entry.offset.is_some()
-                        && let Some(earlier) = std::mem::replace(&mut last, entry.offset)
-                        && released.len() < RELEASED_MAX
-                    {
-                        released.push(earlier);
+                    if entry.offset.is_some() {
+                        last = entry.offset;
                     }
                 }
             }
@@ -404,48 +383,6 @@ mod tests {
         let mut m = ferry_api::ConnectMap::new();
         m.insert(field, Value::Int64(n)).unwrap();
         m
-    }
-
-    fn released(tracker: &AckTracker) -> usize {
-        tracker.shared.queues().released.len()
-    }
-
-    /// Superseded offsets of committed records are left for later submits to drop (two each), the
-    /// committed one is returned, and an idle task keeps at most RELEASED_MAX of them.
-    #[test]
-    fn committed_offsets_are_dropped_by_later_submits_and_bounded() {
-        let tracker = AckTracker::new();
-        let partition = map("p", 1);
-        let handles: Vec<_> = (0..10)
-            .map(|n| tracker.submit(Some(partition.clone()), Some(map("o", n))))
-            .collect();
-        SubmittedRecord::ack_all(handles);
-        let committed = tracker.committable();
-        assert_eq!(
-            committed.offsets,
-            vec![(Some(partition.clone()), map("o", 9))]
-        );
-        assert_eq!(released(&tracker), 9, "the nine superseded offsets wait");
-        let next = tracker.submit(Some(partition.clone()), Some(map("o", 10)));
-        assert_eq!(released(&tracker), 7, "a submit drops two");
-        next.ack();
-
-        let many = RELEASED_MAX + 100;
-        let handles: Vec<_> = (0..many as i64)
-            .map(|n| tracker.submit(Some(partition.clone()), Some(map("o", 11 + n))))
-            .collect();
-        assert_eq!(released(&tracker), 0);
-        SubmittedRecord::ack_all(handles);
-        let committed = tracker.committable();
-        assert_eq!(
-            committed.offsets,
-            vec![(Some(partition), map("o", 10 + many as i64))]
-        );
-        assert_eq!(
-            released(&tracker),
-            RELEASED_MAX,
-            "the rest was dropped by the commit"
-        );
     }
 
     /// Clones of a map find their key by pointer; an equal map built separately finds the same key.
