@@ -89,6 +89,15 @@ enum Command {
         /// The file store (or, for `hashmap`, the file store whose entries to copy).
         path: PathBuf,
     },
+    /// Internal: write the load fixture of `size` offsets (a compacted FileStore and a Kafka Connect
+    /// standalone-style file) under `dir`, for timing or profiling the probes by hand.
+    #[command(hide = true)]
+    LoadFixture {
+        /// Where to write `s/offsets.ferry` and `s/offsets.rewrite`.
+        dir: PathBuf,
+        /// Offsets to store.
+        size: usize,
+    },
 }
 
 /// Sizes and counts of one run.
@@ -203,12 +212,24 @@ fn main() {
     let outcome = match cli.command {
         Some(Command::Render { json, out, plot }) => render_from(&json, &out, &plot),
         Some(Command::RssProbe { what, path }) => memory::probe(&what, &path),
+        Some(Command::LoadFixture { dir, size }) => load_fixture(&dir, size),
         None => run(&cli.run),
     };
     if let Err(e) = outcome {
         eprintln!("ferry-bench: {e}");
         std::process::exit(1);
     }
+}
+
+fn load_fixture(dir: &Path, size: usize) -> BenchResult<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let (ferry, rewrite) = offsets::fixture::ferry_and_rewrite(&dir.join("s"), size, &runtime)?;
+    println!("{}\n{}", ferry.display(), rewrite.display());
+    Ok(())
 }
 
 fn run(args: &RunArgs) -> BenchResult<()> {

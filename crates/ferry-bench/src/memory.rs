@@ -178,6 +178,56 @@ pub struct Probe {
     pub loaded: u64,
 }
 
+/// Fresh-process loads timed per contender by [`time_loads`].
+pub const LOAD_RUNS: usize = 5;
+
+/// One contender of [`time_loads`]: the probe kind (see [`probe`]), its file, and what the probe must
+/// report as loaded (offsets, or bytes for `read-file`).
+pub struct Load<'a> {
+    pub name: &'a str,
+    pub kind: &'a str,
+    pub path: &'a Path,
+    pub expected: u64,
+}
+
+/// What [`time_loads`] measured for one contender.
+pub struct Loads {
+    /// The timed loads, in run order.
+    pub took: Vec<Duration>,
+    /// The highest peak RSS of those loads.
+    pub peak: u64,
+}
+
+/// Times loads the one way every fresh-process load of the bench is timed (the start-up case and the
+/// scaling curves): one untimed round warms the page cache, then [`LOAD_RUNS`] rounds in which the
+/// contenders take turns, each load in a fresh probe process, so a slow spell of the machine hits
+/// every contender alike. Results are in `loads` order.
+pub fn time_loads(loads: &[Load<'_>]) -> BenchResult<Vec<Loads>> {
+    let mut measured: Vec<Loads> = loads
+        .iter()
+        .map(|_| Loads {
+            took: Vec::with_capacity(LOAD_RUNS),
+            peak: 0,
+        })
+        .collect();
+    for round in 0..=LOAD_RUNS {
+        for (load, measured) in loads.iter().zip(&mut measured) {
+            let probe = run_probe(load.kind, load.path)?;
+            if probe.loaded != load.expected {
+                return Err(format!(
+                    "{} loaded {} (offsets or bytes), expected {}",
+                    load.name, probe.loaded, load.expected
+                ));
+            }
+            if round > 0 {
+                measured.took.push(probe.took);
+                measured.peak = measured.peak.max(probe.peak);
+            }
+        }
+    }
+    Ok(measured)
+}
+
 /// Runs one probe process loading `what` from `path`.
 pub fn run_probe(what: &str, path: &Path) -> BenchResult<Probe> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;

@@ -208,12 +208,16 @@ const RSS_EXPLAINED: &str = "`ferry offsets import` writes the whole input as on
     (not done). `ferry offsets export` streams (measured at 196 MiB peak outside this run).";
 
 /// Why the FileStore open is not faster than the whole-file load.
-const LOAD_PROFILE: &str = "Profile (perf record of the open): about a third in scanning keys (each key is \
-    decoded into its canonical partition, so field-order variants are one partition), a quarter in \
-    index cache misses, 8 % page zeroing. The whole-file load parses nothing: it puts length-prefixed \
-    byte pairs into a HashMap, without the logical index Ferry's lookups need. The two are close: \
-    their ranges overlap here, and the scaling section's best-of-3 loads of the same store compare \
-    Ferry's open with the HashMap load at each size.";
+const LOAD_PROFILE: &str = "Profile (perf record of the open; timer sampling, as the bench machine's VM \
+    has no cycle counter, so shares move a few points between runs): about a third in scanning keys \
+    into their canonical partition (so field-order variants are one partition), a fifth in the hash \
+    index (a random access that misses the cache for nearly every offset), 6 to 27 % in the kernel \
+    zeroing the pages the arena, entries and index touch first (the most when it faults in huge \
+    pages), 3 % hashing, 1 % checksums. Already cut: the UTF-8 check of all-ASCII key strings, \
+    half the index's bytes (32-bit positions), zeroing each payload buffer before reading into it. \
+    The whole-file load parses nothing: it puts length-prefixed byte pairs into a HashMap, without \
+    the logical index Ferry's lookups need. The two are close; this row and the scaling curve's 1M \
+    point are timed the same way (see the methods), so their ranges, not one median, say how close.";
 
 /// The Kafka start-up row: what the broker costs.
 const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the time waiting on tansu, which \
@@ -690,8 +694,10 @@ const SCALING_METHOD: &str = "One run per point (the shape is the result). Throu
     committed; SequenceSource → discarding sink with 8 partitions spread over the tasks, or with one \
     task and more partitions; FileStreamSource with one connector (one task) per file, the same total \
     input split over the files, all into one file sink (sink.format=value). Stored offsets: a \
-    compacted FileStore and the full-rewrite file loaded into a HashMap, each in a fresh `ferry-bench \
-    rss-probe` process after one untimed warm-up load, best of 3 (at 10M one load, no warm-up: the files were just written). Flush latency: \
+    compacted FileStore and the full-rewrite file loaded into a HashMap, each load in a fresh \
+    `ferry-bench rss-probe` process, timed exactly as the start-up case (the same code): one untimed \
+    round warms the page cache, then 5 rounds in which the two take turns; each point is the median \
+    (the log shows min–max) and the highest peak RSS. Flush latency: \
     Ferry's medians from the flush section.\n";
 
 const FLUSH_METHOD: &str = "One flush = one durable write of `changed` offsets into a store that \
@@ -714,8 +720,9 @@ const FLUSH_METHOD: &str = "One flush = one durable write of `changed` offsets i
 
 const START_UP_METHOD: &str = "Loading every offset before the first task starts. Each load of a \
     local store runs in a fresh `ferry-bench rss-probe` process, as a starting worker does (no memory \
-    the allocator already holds), after one untimed round that warms the page cache; the contenders \
-    take turns. The Ferry FileStore was compacted (one frame per offset), as a \
+    the allocator already holds), after one untimed round that warms the page cache; then 5 rounds \
+    in which the contenders take turns (median, min–max). The scaling curve of stored offsets times \
+    its loads with the same code. The Ferry FileStore was compacted (one frame per offset), as a \
     long-running worker leaves it. SQLite reads every row into a `HashMap`; the full-rewrite file is \
     read back into a `HashMap` (what standalone Kafka Connect does at start); the I/O floor reads the \
     FileStore's bytes and parses nothing. The Kafka case reads a compacted 25-partition offsets topic \

@@ -2,12 +2,13 @@
 //! throughput against tasks (SequenceSource over 8 partitions; FileStreamSource with one file per
 //! task, all into one file sink) and against partitions (SequenceSource, one task); start-up time and
 //! peak RSS against stored offsets (FileStore and the HashMap floor, each load in a fresh probe
-//! process).
+//! process, timed like the start-up case: median of [`LOAD_RUNS`](crate::memory::LOAD_RUNS)).
 
 use crate::e2e::{file, sequence};
-use crate::memory::run_probe;
+use crate::measure::human_duration;
+use crate::memory::{Load, time_loads};
 use crate::offsets::fixture;
-use crate::results::{Curve, Series, Unit};
+use crate::results::{Curve, Series, Stats, Unit};
 use crate::{BenchResult, Plan};
 
 pub const TASKS: [usize; 4] = [1, 2, 4, 8];
@@ -114,32 +115,35 @@ fn offsets(
     for &size in &plan.offset_counts {
         let dir = crate::e2e::RunDir::create(&plan.work_dir, &format!("scale-offsets-{size}"))?;
         let (ferry, rewrite) = fixture::ferry_and_rewrite(&dir.join("s"), size, runtime)?;
-        for (i, (what, path)) in [("file-store", &ferry), ("hashmap", &rewrite)]
-            .into_iter()
-            .enumerate()
-        {
-            // Warm the page cache untimed, then take the best of a few. The largest size gets one
-            // run and no warm-up (its files were just written, so they are in the page cache).
-            let runs = if size >= 5_000_000 { 1 } else { 3 };
-            if runs > 1 {
-                run_probe(what, path)?;
-            }
-            let mut best = None::<crate::memory::Probe>;
-            for _ in 0..runs {
-                let probe = run_probe(what, path)?;
-                if best.as_ref().is_none_or(|b| probe.took < b.took) {
-                    best = Some(probe);
-                }
-            }
-            if let Some(probe) = best {
-                eprintln!(
-                    "  {size} offsets, {what}: {:.1?}, peak RSS {}",
-                    probe.took,
-                    crate::measure::human_bytes(probe.peak as f64)
-                );
-                time[i].push((size as f64, probe.took.as_secs_f64()));
-                rss[i].push((size as f64, probe.peak as f64));
-            }
+        let expected = size as u64;
+        let loads = [
+            Load {
+                name: FERRY,
+                kind: "file-store",
+                path: &ferry,
+                expected,
+            },
+            Load {
+                name: HASHMAP,
+                kind: "hashmap",
+                path: &rewrite,
+                expected,
+            },
+        ];
+        // The same runs and page-cache state as the start-up case, so its 1M row and this curve's 1M
+        // point measure the same thing.
+        for (i, (load, measured)) in loads.iter().zip(time_loads(&loads)?).enumerate() {
+            let stats = Stats::from_durations(&measured.took);
+            eprintln!(
+                "  {size} offsets, {}: median {} (runs {} to {}), peak RSS {}",
+                load.kind,
+                human_duration(stats.median()),
+                human_duration(stats.min()),
+                human_duration(stats.max()),
+                crate::measure::human_bytes(measured.peak as f64)
+            );
+            time[i].push((size as f64, stats.median()));
+            rss[i].push((size as f64, measured.peak as f64));
         }
         dir.remove()?;
     }

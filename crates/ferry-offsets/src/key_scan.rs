@@ -104,11 +104,14 @@ fn sorted_object(object: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The index of the first `"`, `\` or control character in `bytes`: where a string without escapes
-/// ends. Skips eight bytes at a time while none of them is one (most of a key is string text).
-fn special_byte(bytes: &[u8]) -> Option<usize> {
+/// ends; and whether every byte before it is ASCII (then it is valid UTF-8 without checking). Skips
+/// eight bytes at a time while none of them is one (most of a key is string text).
+fn special_byte(bytes: &[u8]) -> Option<(usize, bool)> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut at = 0;
+    // The high bits of every word skipped: any set means a non-ASCII byte.
+    let mut high = 0u64;
     while let Some(chunk) = bytes
         .get(at..at + 8)
         .and_then(|c| <[u8; 8]>::try_from(c).ok())
@@ -124,12 +127,14 @@ fn special_byte(bytes: &[u8]) -> Option<usize> {
         if found & HIGHS != 0 {
             break;
         }
+        high |= word;
         at += 8;
     }
     let rest = bytes.get(at..)?;
-    rest.iter()
-        .position(|&b| matches!(b, b'"' | b'\\' | 0x00..=0x1F))
-        .map(|i| at + i)
+    let i = rest
+        .iter()
+        .position(|&b| matches!(b, b'"' | b'\\' | 0x00..=0x1F))?;
+    Some((at + i, high & HIGHS == 0 && rest[..i].is_ascii()))
 }
 
 /// Whether `raw` is exactly `[<connector token>,<canonical>]`.
@@ -157,6 +162,8 @@ struct Scanner<'a> {
     at: usize,
     /// Whitespace was skipped somewhere: the raw key is not canonical.
     spaced: bool,
+    /// The last string token read is all ASCII (so valid UTF-8).
+    ascii: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -165,6 +172,7 @@ impl<'a> Scanner<'a> {
             bytes,
             at: 0,
             spaced: false,
+            ascii: false,
         }
     }
 
@@ -180,7 +188,7 @@ impl<'a> Scanner<'a> {
         loop {
             let name = self.string()?;
             // The decoder rejects names that are not valid UTF-8.
-            token_str(name)?;
+            self.check_utf8(name)?;
             self.expect(b':')?;
             let value = self.value()?;
             field(name, value);
@@ -191,6 +199,14 @@ impl<'a> Scanner<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// `Some` when the string `token` just read is valid UTF-8 (checked only when not all ASCII).
+    fn check_utf8(&self, token: &[u8]) -> Option<()> {
+        if !self.ascii {
+            token_str(token)?;
+        }
+        Some(())
     }
 
     fn peek(&self) -> Option<u8> {
@@ -233,7 +249,9 @@ impl<'a> Scanner<'a> {
         if self.next()? != b'"' {
             return None;
         }
-        self.at += special_byte(self.bytes.get(self.at..)?)?;
+        let (len, ascii) = special_byte(self.bytes.get(self.at..)?)?;
+        self.at += len;
+        self.ascii = ascii;
         if self.next()? != b'"' {
             return None;
         }
@@ -246,7 +264,7 @@ impl<'a> Scanner<'a> {
         match self.peek()? {
             b'"' => {
                 let token = self.string()?;
-                token_str(token)?;
+                self.check_utf8(token)?;
                 Some(token)
             }
             b't' => self.literal(b"true"),

@@ -1,20 +1,17 @@
 //! Start-up: loading every offset of a store of `plan.load_size`, each load in a fresh process (as a
-//! worker starting up: no memory the allocator already holds), with a warm page cache. Ferry opens its
+//! worker starting up: no memory the allocator already holds), with a warm page cache, timed by
+//! [`time_loads`] like the scaling section's loads. Ferry opens its
 //! file store (replay into the in-memory index); SQLite reads every row into a map; Kafka Connect's
 //! standalone store reads its rewritten file into a map; the floor reads the file store's bytes.
 
-use std::path::Path;
-use std::time::Duration;
-
 use super::{FERRY, REWRITE, SQLITE, fixture};
 use crate::measure::{human_count, human_duration};
-use crate::memory::run_probe;
+use crate::memory::{Load, time_loads};
 use crate::results::{Case, Contender, Work};
 use crate::{BenchResult, Plan};
 
 /// The floor: reading the bytes of Ferry's store file, parsing nothing.
 pub const READ_FLOOR: &str = "read the store file (I/O floor)";
-const RUNS: usize = 5;
 
 /// The start-up case.
 pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Case>> {
@@ -23,57 +20,44 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
     let ferry_bytes = std::fs::metadata(&loaded.ferry)
         .map_err(|e| format!("{}: {e}", loaded.ferry.display()))?
         .len();
-    // (name, probe kind, file, what the probe must report as loaded)
-    let contenders: [(String, &str, &Path, u64); 4] = [
-        (
-            format!("{FERRY} open"),
-            "file-store",
-            &loaded.ferry,
-            size as u64,
-        ),
-        (
-            format!("{SQLITE} full scan"),
-            "sqlite",
-            &loaded.sqlite,
-            size as u64,
-        ),
-        (
-            format!("{REWRITE} load"),
-            "hashmap",
-            &loaded.rewrite,
-            size as u64,
-        ),
-        (
-            READ_FLOOR.to_owned(),
-            "read-file",
-            &loaded.ferry,
-            ferry_bytes,
-        ),
+    let ferry_name = format!("{FERRY} open");
+    let sqlite_name = format!("{SQLITE} full scan");
+    let rewrite_name = format!("{REWRITE} load");
+    let loads = [
+        Load {
+            name: &ferry_name,
+            kind: "file-store",
+            path: &loaded.ferry,
+            expected: size as u64,
+        },
+        Load {
+            name: &sqlite_name,
+            kind: "sqlite",
+            path: &loaded.sqlite,
+            expected: size as u64,
+        },
+        Load {
+            name: &rewrite_name,
+            kind: "hashmap",
+            path: &loaded.rewrite,
+            expected: size as u64,
+        },
+        Load {
+            name: READ_FLOOR,
+            kind: "read-file",
+            path: &loaded.ferry,
+            expected: ferry_bytes,
+        },
     ];
-    // One untimed round warms the page cache; then the contenders take turns.
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); contenders.len()];
-    for round in 0..=RUNS {
-        for ((name, kind, path, expected), samples) in contenders.iter().zip(&mut samples) {
-            let probe = run_probe(kind, path)?;
-            if probe.loaded != *expected {
-                return Err(format!(
-                    "{name} loaded {} (offsets or bytes), expected {expected}",
-                    probe.loaded
-                ));
-            }
-            if round > 0 {
-                samples.push(probe.took);
-            }
-        }
-    }
+    let measured = time_loads(&loads)?;
     let work = Some(Work {
         records: size as u64,
         bytes: 0,
     });
-    let contenders: Vec<Contender> = contenders
+    let contenders: Vec<Contender> = loads
         .iter()
-        .zip(&samples)
-        .map(|((name, ..), samples)| Contender::timed(name.clone(), samples, work))
+        .zip(&measured)
+        .map(|(load, measured)| Contender::timed(load.name.to_owned(), &measured.took, work))
         .collect();
     eprintln!(
         "  load {} offsets in a fresh process: {}",

@@ -353,10 +353,7 @@ fn scan_frames(
             }
             crc
         } else {
-            payload.clear();
-            payload.resize(payload_len as usize, 0);
-            reader
-                .read_exact(&mut payload)
+            read_payload(reader, &mut payload, payload_len)
                 .map_err(io_err("read a frame payload"))?;
             crc32c::crc32c(&payload)
         };
@@ -437,6 +434,19 @@ fn stream_crc(reader: &mut impl Read, len: u64) -> io::Result<u32> {
         left -= n as u64;
     }
     Ok(crc)
+}
+
+/// Reads exactly `len` bytes into `buf` (cleared first; `len` is at most [`MAX_PAYLOAD_LEN`]). Reads
+/// into the buffer's spare capacity: resizing it first, for `read_exact`, would zero every payload
+/// byte before the read overwrites it.
+fn read_payload(reader: &mut impl Read, buf: &mut Vec<u8>, len: u64) -> io::Result<()> {
+    buf.clear();
+    buf.reserve(usize::try_from(len).map_err(io::Error::other)?);
+    let read = reader.take(len).read_to_end(buf)?;
+    if (read as u64) < len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
 }
 
 /// Moves `reader` back by `len` bytes (to the start of the payload just read).
