@@ -5,7 +5,8 @@
 //! `fsync`, and starts empty when it finds a torn file, this store:
 //!
 //! - appends one checksummed frame per `set` and `fdatasync`s it once, so a flush costs what it
-//!   writes, never what the store holds ([`format`](mod@format) documents the bytes);
+//!   writes, never what the store holds ([`format`](mod@format) documents the bytes); `set_batch`
+//!   (an import) writes the same frame straight from its batch, never holding it in memory;
 //! - numbers its frames, so a copied or lost frame is found, not applied ([`format`](mod@format));
 //! - on open, drops only a torn final write (a `set` that never returned `Ok`) and refuses any other
 //!   damage, bit rot in the last frame included, without touching the file ([`replay`]);
