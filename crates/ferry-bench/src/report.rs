@@ -203,8 +203,8 @@ const COPY_PROFILE: &str = "Profile (perf record, FileStreamSource 64 MiB → fi
 /// What the RSS row's heaviest process, the import, holds.
 const RSS_EXPLAINED: &str = "`ferry offsets import` still writes the whole input as one atomic batch (a \
     failed import changes nothing), but the input and the index are never in memory together: the \
-    plan keeps each key and value where it is in the dump (16 bytes of position and an origin per \
-    offset besides the input), the FileStore writes the frame straight into the file (a checksum \
+    plan keeps each key and value where it is in the dump (besides the input, 24 bytes of position \
+    and line number per offset), the FileStore writes the frame straight into the file (a checksum \
     pass first, then header and payload: the same bytes as before), frees the plan once the frame is \
     durable and builds its index by reading the frame back, checksum compared. Its peak is the index \
     plus what mimalloc has freed but not yet returned to the system (about a second's delay). A \

@@ -130,7 +130,7 @@ pub struct ImportPlan {
     /// The writes, in input order of each partition's first appearance.
     batch: WriteBatch,
     /// Where each write came from.
-    origins: Vec<Origin>,
+    origins: Origins,
     /// Distinct connectors among the writes.
     connectors: usize,
     /// Dump lines replaced by a later line of the same partition (always 0 for a document).
@@ -155,7 +155,7 @@ impl ImportPlan {
     pub fn record(&self, index: usize) -> ImportRecord {
         let (key, value) = self.batch.get(index);
         ImportRecord {
-            origin: self.origins[index],
+            origin: self.origins.get(index),
             key: key.to_vec(),
             value: value.map(<[u8]>::to_vec),
             // Every key in a plan decoded when it was added.
@@ -169,7 +169,7 @@ impl ImportPlan {
     }
 
     /// Where each record came from, in plan order.
-    pub fn origins(&self) -> &[Origin] {
+    pub fn origins(&self) -> &Origins {
         &self.origins
     }
 
@@ -180,7 +180,7 @@ impl ImportPlan {
 
     /// The writes as one compact store batch, moved out of the plan, with the origin of each (for
     /// messages): no copy of the bytes.
-    pub fn into_batch(self) -> (WriteBatch, Vec<Origin>) {
+    pub fn into_batch(self) -> (WriteBatch, Origins) {
         (self.batch, self.origins)
     }
 
@@ -192,6 +192,76 @@ impl ImportPlan {
             tombstones: self.len() - offsets,
             connectors: self.connectors,
         }
+    }
+}
+
+/// The origin of each record of a plan, held compactly: a dump's are line numbers, 8 bytes each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origins {
+    /// Every origin is a [`Origin::Line`].
+    Lines(Vec<u64>),
+    /// Any origins.
+    Any(Vec<Origin>),
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Origins::Lines(Vec::new())
+    }
+}
+
+impl Origins {
+    /// Origin `index`.
+    ///
+    /// # Panics
+    /// `index` is out of range.
+    pub fn get(&self, index: usize) -> Origin {
+        match self {
+            // A line number as `usize` was stored: it fits back.
+            Origins::Lines(lines) => {
+                Origin::Line(usize::try_from(lines[index]).unwrap_or(usize::MAX))
+            }
+            Origins::Any(origins) => origins[index],
+        }
+    }
+
+    /// The number of origins.
+    pub fn len(&self) -> usize {
+        match self {
+            Origins::Lines(lines) => lines.len(),
+            Origins::Any(origins) => origins.len(),
+        }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&mut self, origin: Origin) {
+        match (&mut *self, origin) {
+            (Origins::Lines(lines), Origin::Line(line)) => lines.push(line as u64),
+            (Origins::Any(origins), origin) => origins.push(origin),
+            (Origins::Lines(_), origin) => {
+                let mut all: Vec<Origin> = (0..self.len()).map(|i| self.get(i)).collect();
+                all.push(origin);
+                *self = Origins::Any(all);
+            }
+        }
+    }
+
+    fn replace(&mut self, index: usize, origin: Origin) -> Origin {
+        let earlier = self.get(index);
+        match (&mut *self, origin) {
+            (Origins::Lines(lines), Origin::Line(line)) => lines[index] = line as u64,
+            (Origins::Any(origins), origin) => origins[index] = origin,
+            (Origins::Lines(_), origin) => {
+                let mut all: Vec<Origin> = (0..self.len()).map(|i| self.get(i)).collect();
+                all[index] = origin;
+                *self = Origins::Any(all);
+            }
+        }
+        earlier
     }
 }
 
@@ -354,7 +424,7 @@ fn same_map(a: &ConnectMap, b: &ConnectMap) -> bool {
 #[derive(Default)]
 struct PlanBuilder {
     spans: Vec<Span>,
-    origins: Vec<Origin>,
+    origins: Origins,
     connectors: BTreeSet<String>,
     index: HashTable<usize>,
     hasher: RandomState,
@@ -397,7 +467,7 @@ impl PlanBuilder {
         };
         if let Some(&at) = self.index.find(hash, same) {
             self.spans[at] = span;
-            return Some(std::mem::replace(&mut self.origins[at], origin));
+            return Some(self.origins.replace(at, origin));
         }
         let at = self.spans.len();
         self.spans.push(span);

@@ -735,10 +735,8 @@ fn a_dump_parsed_in_place_writes_the_exact_bytes_of_each_line() {
             owned("[\"d\",{\"p\":1}]", Some("{\"o\":3}")),
         ]
     );
-    assert_eq!(
-        plan.origins(),
-        &[Origin::Line(5), Origin::Line(3), Origin::Line(4)]
-    );
+    assert_eq!(plan.origins(), &Origins::Lines(vec![5, 3, 4]));
+    assert_eq!(plan.record(0).origin, Origin::Line(5));
     let summary = plan.summary();
     assert_eq!(
         (summary.offsets, summary.tombstones, summary.connectors),
@@ -750,4 +748,19 @@ fn a_dump_parsed_in_place_writes_the_exact_bytes_of_each_line() {
         plan,
         "the borrowing parse gives the same plan"
     );
+}
+
+/// A document's entries keep both their index and their line.
+#[test]
+fn a_document_plan_keeps_entry_origins() {
+    let plan = parse_ok(&doc(&[
+        r#"{"key":"[\"c\",{\"p\":1}]","value":"{\"o\":1}"}"#,
+        r#"{"key":"[\"c\",{\"p\":2}]","value":null}"#,
+    ]));
+    assert!(matches!(plan.origins(), Origins::Any(o) if o.len() == 2));
+    assert!(matches!(
+        plan.record(1).origin,
+        Origin::Entry { index: 2, .. }
+    ));
+    assert_eq!(plan.record(1).value, None);
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, ValueEnum};
-use ferry_offsets::transfer::{self, InputFormat, Origin};
+use ferry_offsets::transfer::{self, InputFormat, Origins};
 use ferry_offsets::{BatchWritten, OffsetBackingStore, StoreError, WriteBatch};
 use ferry_plugin::OpenMode;
 
@@ -191,7 +191,7 @@ fn read_input(path: &Path) -> Result<Vec<u8>, String> {
 async fn verify(
     store: &dyn OffsetBackingStore,
     batch: &WriteBatch,
-    origins: &[Origin],
+    origins: &Origins,
 ) -> Result<(), String> {
     // In chunks, so reading back a million offsets holds one chunk's copies at a time.
     const CHUNK: usize = 4096;
@@ -203,8 +203,9 @@ async fn verify(
             .get(&keys)
             .await
             .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
-        for ((i, got), origin) in (start..end).zip(&read).zip(&origins[start..end]) {
+        for (i, got) in (start..end).zip(&read) {
             let (key, value) = batch.get(i);
+            let origin = origins.get(i);
             if value != got.as_deref() {
                 differ.push(format!(
                     "  {} ({origin}): wrote {}, read back {}",
