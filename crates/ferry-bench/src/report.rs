@@ -200,12 +200,16 @@ const COPY_PROFILE: &str = "Profile (perf record, FileStreamSource 64 MiB → fi
     none of this per line. One task is one thread by design (as in Kafka Connect); files spread over \
     tasks scale up to the cores (see the tasks curve).";
 
-/// Why the RSS row is missed when it is (the import).
-const RSS_EXPLAINED: &str = "`ferry offsets import` writes the whole input as one atomic batch (a failed \
-    import changes nothing), so the parsed batch (key and value bytes of 1M writes), its encoded frame \
-    and the store's own index are in memory together; the index alone is about 170 MiB. Below 256 MiB \
-    it needs a chunked import, which would need a commit marker across frames in the file format \
-    (not done). `ferry offsets export` streams (measured at 196 MiB peak outside this run).";
+/// What the RSS row's heaviest process, the import, holds.
+const RSS_EXPLAINED: &str = "`ferry offsets import` still writes the whole input as one atomic batch (a \
+    failed import changes nothing), but the input and the index are never in memory together: the \
+    plan keeps each key and value where it is in the dump (besides the input, 24 bytes of position \
+    and line number per offset), the FileStore writes the frame straight into the file (a checksum \
+    pass first, then header and payload: the same bytes as before), frees the plan once the frame is \
+    durable and builds its index by reading the frame back, checksum compared. Its peak is the index \
+    plus what mimalloc has freed but not yet returned to the system (about a second's delay). A \
+    document import copies each key and value once (they are unescaped). `ferry offsets export` \
+    streams (measured at 196 MiB peak outside this run).";
 
 /// Why the FileStore open is not faster than the whole-file load.
 const LOAD_PROFILE: &str = "Profile (perf record of the open; timer sampling, as the bench machine's VM \

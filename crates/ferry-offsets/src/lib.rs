@@ -32,6 +32,9 @@ pub use error::{FlushError, StoreError};
 pub use reader::StoreOffsetReader;
 pub use store::file::{FileStore, FileStoreOptions};
 pub use store::memory::MemoryStore;
-pub use store::{OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord};
+pub use store::{
+    BatchWritten, OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord, WriteBatch,
+    WriteTooLarge,
+};
 pub use table::{LogOrder, OffsetTable};
 pub use writer::{FlushCanceller, FlushGuard, OffsetWriter};

@@ -3,12 +3,16 @@
 //! A store works on bytes in batches; serialization and the connector namespace happen once, in the
 //! writer. Every store passes the shared conformance suite (`conformance` feature).
 
+mod batch;
 pub(crate) mod file;
 pub(crate) mod memory;
 
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+
+pub(crate) use batch::Span;
+pub use batch::{WriteBatch, WriteTooLarge};
 
 /// One write of a batch: a value, or a tombstone (`value: None`) that removes the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +29,16 @@ pub type StoredOffset = (Vec<u8>, Vec<u8>);
 /// One record of a store's raw history: key bytes as written, and the value bytes or `None` for a
 /// tombstone.
 pub type StoredRecord = (Vec<u8>, Option<Vec<u8>>);
+
+/// What [`OffsetBackingStore::set_batch`] did with the batch once it was durable.
+#[derive(Debug)]
+pub enum BatchWritten {
+    /// The store read the batch back from what it wrote (the file store: the frame, through the
+    /// file, checksum compared with the batch's) and freed it.
+    ReadBack,
+    /// The batch, handed back for the caller to read the store back against it.
+    Returned(WriteBatch),
+}
 
 /// Where offsets live durably.
 ///
@@ -45,6 +59,17 @@ pub trait OffsetBackingStore: Send + Sync {
 
     /// Durably applies a batch of writes, atomically.
     async fn set(&self, batch: &[OffsetWrite]) -> Result<(), StoreError>;
+
+    /// Durably applies `batch`, atomically, as [`set`](Self::set) does; for large batches (an
+    /// import), taken by value so that a store may write it without another copy and free it before
+    /// it indexes what it wrote.
+    ///
+    /// The default calls [`set`](Self::set) with the writes as `OffsetWrite`s and hands the batch
+    /// back, for the caller to read the store back against it.
+    async fn set_batch(&self, batch: WriteBatch) -> Result<BatchWritten, StoreError> {
+        self.set(&batch.to_writes()).await?;
+        Ok(BatchWritten::Returned(batch))
+    }
 
     /// The live offsets of one connector (its known partitions), in store order of their last write.
     async fn connector_offsets(&self, connector: &str) -> Result<Vec<StoredOffset>, StoreError>;

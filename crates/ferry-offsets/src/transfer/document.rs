@@ -9,11 +9,10 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::{
-    ImportError, ImportPlan, ImportRecord, InputFormat, Origin, PlanBuilder, Problem, preview,
-    same_map,
+    ImportError, ImportPlan, InputFormat, Origin, PlanBuilder, Problem, preview, same_map,
 };
 use crate::codec::{canonical_partition, decode_key, decode_value, encode_key, encode_value};
-use crate::store::StoredOffset;
+use crate::store::{Span, StoredOffset};
 
 /// The `format` of the document.
 pub const DOCUMENT_FORMAT: &str = "ferry-offsets";
@@ -247,6 +246,8 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
     };
     let lines = LineIndex::new(text);
     let mut builder = PlanBuilder::default();
+    // The keys and values, each value right after its key (the entries' are JSON strings, unescaped).
+    let mut bytes = Vec::new();
     let mut problems = Vec::new();
     for (i, raw) in entries.iter().enumerate() {
         let origin = Origin::Entry {
@@ -255,22 +256,26 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
         };
         match parse_entry(raw.get()) {
             Ok((key, value, connector, partition)) => {
-                let record = ImportRecord {
-                    origin,
-                    key,
-                    value,
-                    connector,
-                };
-                let name = record.connector.clone();
-                if let Some(earlier) = builder.upsert(record, partition.as_ref()) {
-                    problems.push(Problem {
+                let span = Span::new(bytes.len(), key.len(), value.as_ref().map(Vec::len));
+                let span = span.inspect(|_| {
+                    bytes.extend_from_slice(&key);
+                    bytes.extend_from_slice(value.as_deref().unwrap_or_default());
+                });
+                let partition = partition.as_ref();
+                match span.map(|span| builder.upsert(&bytes, origin, span, &connector, partition)) {
+                    Ok(None) => {}
+                    Ok(Some(earlier)) => problems.push(Problem {
                         origin: Some(origin),
                         message: format!(
-                            "the same partition of connector {name:?} as {earlier} (a document has one \
-                             entry per partition; keys that differ only in field order are one \
-                             partition)"
+                            "the same partition of connector {connector:?} as {earlier} (a document \
+                             has one entry per partition; keys that differ only in field order are \
+                             one partition)"
                         ),
-                    });
+                    }),
+                    Err(e) => problems.push(Problem {
+                        origin: Some(origin),
+                        message: e.to_string(),
+                    }),
                 }
             }
             Err(message) => problems.push(Problem {
@@ -282,11 +287,7 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
     if !problems.is_empty() {
         return Err(ImportError::Invalid(problems));
     }
-    Ok(ImportPlan {
-        format: InputFormat::Ferry,
-        records: builder.records,
-        superseded: 0,
-    })
+    Ok(builder.finish(bytes, 0, InputFormat::Ferry, 0))
 }
 
 /// The top level of a document, fields kept raw so each is checked with its own message; the entries

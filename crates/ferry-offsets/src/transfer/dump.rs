@@ -1,14 +1,19 @@
 //! A Kafka Connect offsets topic printed by `kafka-console-consumer --property print.key=true`: one
 //! `key<TAB>value` line per record, `null` for a tombstone, later lines winning.
 
-use super::{ImportError, ImportPlan, ImportRecord, InputFormat, Origin, PlanBuilder, Problem};
+use super::{ImportError, Origin, PlanBuilder, Problem};
+use crate::store::Span;
 use ferry_api::ConnectMap;
 
 use crate::codec::{decode_key, decode_value};
 
-/// Reads every line; see the [module documentation](super) for the rules.
-pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
+/// Reads every line of `text` (which lies inside `input`); see the [module documentation](super)
+/// for the rules. The records are spans of `input`, each value one byte (the TAB) after its key;
+/// gives them and the number of lines superseded.
+pub(super) fn parse(input: &[u8], text: &str) -> Result<(PlanBuilder, usize), ImportError> {
     let mut builder = PlanBuilder::default();
+    // Where a slice of `text` starts in `input`.
+    let offset = |s: &str| s.as_ptr() as usize - input.as_ptr() as usize;
     let mut problems = Vec::new();
     let mut superseded = 0;
     for (i, line) in text.split('\n').enumerate() {
@@ -17,10 +22,22 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
             continue;
         }
         let origin = Origin::Line(i + 1);
-        match parse_line(line, origin) {
-            Ok((record, partition)) => {
-                if builder.upsert(record, partition.as_ref()).is_some() {
-                    superseded += 1;
+        match parse_line(line) {
+            Ok((key, value, connector, partition)) => {
+                match Span::new(offset(key), key.len(), value.map(str::len)) {
+                    Ok(span) => {
+                        let partition = partition.as_ref();
+                        if builder
+                            .upsert(input, origin, span, &connector, partition)
+                            .is_some()
+                        {
+                            superseded += 1;
+                        }
+                    }
+                    Err(e) => problems.push(Problem {
+                        origin: Some(origin),
+                        message: e.to_string(),
+                    }),
                 }
             }
             Err(message) => problems.push(Problem {
@@ -32,16 +49,15 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
     if !problems.is_empty() {
         return Err(ImportError::Invalid(problems));
     }
-    Ok(ImportPlan {
-        format: InputFormat::KafkaConnectDump,
-        records: builder.records,
-        superseded,
-    })
+    Ok((builder, superseded))
 }
 
 /// One record. A valid key holds no raw TAB (JSON escapes control characters in strings), so the
 /// first TAB ends the key; the key bytes are kept exactly as printed.
-fn parse_line(line: &str, origin: Origin) -> Result<(ImportRecord, Option<ConnectMap>), String> {
+/// Gives the key and value (`None`: a tombstone) as printed, the connector and the partition.
+type Line<'a> = (&'a str, Option<&'a str>, String, Option<ConnectMap>);
+
+fn parse_line(line: &str) -> Result<Line<'_>, String> {
     let Some((key, value)) = line.split_once('\t') else {
         return Err(
             "no TAB between key and value; print the offsets topic with kafka-console-consumer \
@@ -57,13 +73,7 @@ fn parse_line(line: &str, origin: Origin) -> Result<(ImportRecord, Option<Connec
         decode_value(value.as_bytes()).map_err(|e| {
             format!("the value is neither a Kafka Connect offset (a JSON object) nor null: {e}")
         })?;
-        Some(value.as_bytes().to_vec())
+        Some(value)
     };
-    let record = ImportRecord {
-        origin,
-        key: key.as_bytes().to_vec(),
-        value,
-        connector: decoded.connector,
-    };
-    Ok((record, decoded.partition))
+    Ok((key, value, decoded.connector, decoded.partition))
 }

@@ -51,7 +51,7 @@ use hashbrown::HashTable;
 use ferry_api::ConnectMap;
 
 use crate::codec::{canonical_partition, decode_key};
-use crate::store::OffsetWrite;
+use crate::store::{OffsetWrite, Span, WriteBatch};
 
 pub use doctor::{
     ConnectorHealth, DoctorReport, KeyVariant, KeyVariants, LivePartition, NearDuplicate,
@@ -104,7 +104,8 @@ impl fmt::Display for Origin {
     }
 }
 
-/// One validated write of an import: the exact bytes to write and their decoded forms.
+/// One validated write of an import: the exact bytes to write and their decoded forms (a copy, made
+/// on demand by [`ImportPlan::record`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportRecord {
     /// Where it came from.
@@ -113,61 +114,154 @@ pub struct ImportRecord {
     pub key: Vec<u8>,
     /// The value bytes to write; `None` writes a tombstone.
     pub value: Option<Vec<u8>>,
-    /// The connector (decoded from the key). The decoded partition and offset are not kept: a
-    /// plan of a million records must stay close to the size of its bytes.
+    /// The connector (decoded from the key).
     pub connector: String,
 }
 
 /// A whole import input, validated: exactly what the import writes, one record per partition.
+///
+/// Held compactly, as a plan of a million records must stay close to the size of its bytes: the
+/// keys and values in one [`WriteBatch`] arena, an origin per record, and the connectors only
+/// counted (each record's is in its key).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportPlan {
     /// The format the input was read as.
     pub format: InputFormat,
     /// The writes, in input order of each partition's first appearance.
-    pub records: Vec<ImportRecord>,
+    batch: WriteBatch,
+    /// Where each write came from.
+    origins: Origins,
+    /// Distinct connectors among the writes.
+    connectors: usize,
     /// Dump lines replaced by a later line of the same partition (always 0 for a document).
     pub superseded: usize,
 }
 
 impl ImportPlan {
-    /// The writes as one store batch.
-    pub fn writes(&self) -> Vec<OffsetWrite> {
-        self.records
-            .iter()
-            .map(|r| OffsetWrite {
-                key: r.key.clone(),
-                value: r.value.clone(),
-            })
-            .collect()
+    /// The number of records (one per partition).
+    pub fn len(&self) -> usize {
+        self.batch.len()
     }
 
-    /// The writes as one store batch, moved out of the plan, with the origin of each (for messages):
-    /// unlike [`writes`](Self::writes), no copy of the bytes.
-    pub fn into_writes(self) -> (Vec<OffsetWrite>, Vec<Origin>) {
-        self.records
-            .into_iter()
-            .map(|r| {
-                (
-                    OffsetWrite {
-                        key: r.key,
-                        value: r.value,
-                    },
-                    r.origin,
-                )
-            })
-            .unzip()
+    /// Whether the plan writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Record `index` (in plan order), copied out.
+    ///
+    /// # Panics
+    /// `index` is out of range.
+    pub fn record(&self, index: usize) -> ImportRecord {
+        let (key, value) = self.batch.get(index);
+        ImportRecord {
+            origin: self.origins.get(index),
+            key: key.to_vec(),
+            value: value.map(<[u8]>::to_vec),
+            // Every key in a plan decoded when it was added.
+            connector: decode_key(key).map(|k| k.connector).unwrap_or_default(),
+        }
+    }
+
+    /// Every record, in plan order, copied out one at a time.
+    pub fn records(&self) -> impl Iterator<Item = ImportRecord> + '_ {
+        (0..self.len()).map(|i| self.record(i))
+    }
+
+    /// Where each record came from, in plan order.
+    pub fn origins(&self) -> &Origins {
+        &self.origins
+    }
+
+    /// The writes as one store batch of owned writes (a copy of every key and value).
+    pub fn writes(&self) -> Vec<OffsetWrite> {
+        self.batch.to_writes()
+    }
+
+    /// The writes as one compact store batch, moved out of the plan, with the origin of each (for
+    /// messages): no copy of the bytes.
+    pub fn into_batch(self) -> (WriteBatch, Origins) {
+        (self.batch, self.origins)
     }
 
     /// Counts for the import's summary line.
     pub fn summary(&self) -> ImportSummary {
-        let offsets = self.records.iter().filter(|r| r.value.is_some()).count();
-        let connectors: BTreeSet<&str> =
-            self.records.iter().map(|r| r.connector.as_str()).collect();
+        let offsets = self.batch.iter().filter(|(_, v)| v.is_some()).count();
         ImportSummary {
             offsets,
-            tombstones: self.records.len() - offsets,
-            connectors: connectors.len(),
+            tombstones: self.len() - offsets,
+            connectors: self.connectors,
         }
+    }
+}
+
+/// The origin of each record of a plan, held compactly: a dump's are line numbers, 8 bytes each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origins {
+    /// Every origin is a [`Origin::Line`].
+    Lines(Vec<u64>),
+    /// Any origins.
+    Any(Vec<Origin>),
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Origins::Lines(Vec::new())
+    }
+}
+
+impl Origins {
+    /// Origin `index`.
+    ///
+    /// # Panics
+    /// `index` is out of range.
+    pub fn get(&self, index: usize) -> Origin {
+        match self {
+            // A line number as `usize` was stored: it fits back.
+            Origins::Lines(lines) => {
+                Origin::Line(usize::try_from(lines[index]).unwrap_or(usize::MAX))
+            }
+            Origins::Any(origins) => origins[index],
+        }
+    }
+
+    /// The number of origins.
+    pub fn len(&self) -> usize {
+        match self {
+            Origins::Lines(lines) => lines.len(),
+            Origins::Any(origins) => origins.len(),
+        }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&mut self, origin: Origin) {
+        match (&mut *self, origin) {
+            (Origins::Lines(lines), Origin::Line(line)) => lines.push(line as u64),
+            (Origins::Any(origins), origin) => origins.push(origin),
+            (Origins::Lines(_), origin) => {
+                let mut all: Vec<Origin> = (0..self.len()).map(|i| self.get(i)).collect();
+                all.push(origin);
+                *self = Origins::Any(all);
+            }
+        }
+    }
+
+    fn replace(&mut self, index: usize, origin: Origin) -> Origin {
+        let earlier = self.get(index);
+        match (&mut *self, origin) {
+            (Origins::Lines(lines), Origin::Line(line)) => lines[index] = line as u64,
+            (Origins::Any(origins), origin) => origins[index] = origin,
+            (Origins::Lines(_), origin) => {
+                let mut all: Vec<Origin> = (0..self.len()).map(|i| self.get(i)).collect();
+                all[index] = origin;
+                *self = Origins::Any(all);
+            }
+        }
+        earlier
     }
 }
 
@@ -283,7 +377,19 @@ pub fn detect_format(text: &str) -> InputFormat {
 /// The input is unreadable, of an unsupported version, or has invalid entries; every invalid entry is
 /// listed. The caller must then write nothing.
 pub fn parse_import(input: &[u8], format: Option<InputFormat>) -> Result<ImportPlan, ImportError> {
-    let text = std::str::from_utf8(input).map_err(|e| {
+    parse_import_owned(input.to_vec(), format)
+}
+
+/// [`parse_import`] of an input the plan may keep: a dump's plan holds its keys and values where
+/// they are in the input (no copy), so an import of a million offsets holds their bytes once.
+///
+/// # Errors
+/// As [`parse_import`].
+pub fn parse_import_owned(
+    input: Vec<u8>,
+    format: Option<InputFormat>,
+) -> Result<ImportPlan, ImportError> {
+    let text = std::str::from_utf8(&input).map_err(|e| {
         ImportError::Unreadable(format!(
             "the input is not UTF-8 text (invalid byte at offset {})",
             e.valid_up_to()
@@ -297,7 +403,11 @@ pub fn parse_import(input: &[u8], format: Option<InputFormat>) -> Result<ImportP
     }
     match format.unwrap_or_else(|| detect_format(text)) {
         InputFormat::Ferry => document::parse(text),
-        InputFormat::KafkaConnectDump => dump::parse(text),
+        InputFormat::KafkaConnectDump => {
+            let (builder, superseded) = dump::parse(&input, text)?;
+            // The TAB between key and value.
+            Ok(builder.finish(input, 1, InputFormat::KafkaConnectDump, superseded))
+        }
     }
 }
 
@@ -306,58 +416,87 @@ fn same_map(a: &ConnectMap, b: &ConnectMap) -> bool {
     canonical_partition(Some(a)) == canonical_partition(Some(b))
 }
 
-/// The records of a plan being built, one per partition, and an index of them by the hash of
-/// (connector, canonical partition): positions only (no copy of the key per record), so a plan of a
-/// million records costs little more than its bytes. A hash match is confirmed by decoding the
-/// earlier record's key again, which happens only for real duplicates (or a rare collision).
+/// The records of a plan being built, one per partition, as spans of a byte buffer the caller holds
+/// (the input itself for a dump, parsed in place), and an index of them by the hash of (connector,
+/// canonical partition): positions only (no copy of the key per record), so a plan of a million
+/// records costs little more than its bytes. A hash match is confirmed by decoding the earlier
+/// record's key again, which happens only for real duplicates (or a rare collision).
 #[derive(Default)]
 struct PlanBuilder {
-    records: Vec<ImportRecord>,
+    spans: Vec<Span>,
+    origins: Origins,
+    connectors: BTreeSet<String>,
     index: HashTable<usize>,
     hasher: RandomState,
 }
 
+/// Connector and canonical partition of a key already in the plan (every one decoded when added).
+fn identity(key: &[u8]) -> (String, Vec<u8>) {
+    decode_key(key)
+        .map(|k| (k.connector, canonical_partition(k.partition.as_ref())))
+        .unwrap_or_default()
+}
+
 impl PlanBuilder {
-    fn hash(&self, connector: &str, canonical: &[u8]) -> u64 {
-        let mut h = self.hasher.build_hasher();
+    fn hash(hasher: &RandomState, connector: &str, canonical: &[u8]) -> u64 {
+        let mut h = hasher.build_hasher();
         h.write(connector.as_bytes());
         h.write_u8(0xff);
         h.write(canonical);
         h.finish()
     }
 
-    /// Adds `record`, whose decoded partition is `partition`; returns the origin of an earlier
-    /// record of the same partition, which it replaced.
-    fn upsert(&mut self, record: ImportRecord, partition: Option<&ConnectMap>) -> Option<Origin> {
+    /// Adds the record `span` locates in `bytes` (the buffer every span of this builder points
+    /// into), of `connector`, whose decoded partition is `partition`; returns the origin of an
+    /// earlier record of the same partition, which it replaced.
+    fn upsert(
+        &mut self,
+        bytes: &[u8],
+        origin: Origin,
+        span: Span,
+        connector: &str,
+        partition: Option<&ConnectMap>,
+    ) -> Option<Origin> {
         let canonical = canonical_partition(partition);
-        let hash = self.hash(&record.connector, &canonical);
-        let records = &self.records;
+        let hash = Self::hash(&self.hasher, connector, &canonical);
+        let spans = &self.spans;
         let same = |&at: &usize| {
-            let earlier = &records[at];
-            earlier.connector == record.connector
-                && decode_key(&earlier.key)
-                    .is_ok_and(|k| canonical_partition(k.partition.as_ref()) == canonical)
+            decode_key(spans[at].key(bytes)).is_ok_and(|k| {
+                k.connector == connector && canonical_partition(k.partition.as_ref()) == canonical
+            })
         };
-        match self.index.find(hash, same) {
-            Some(&at) => Some(std::mem::replace(&mut self.records[at], record).origin),
-            None => {
-                let at = self.records.len();
-                self.records.push(record);
-                let (records, hasher) = (&self.records, &self.hasher);
-                self.index.insert_unique(hash, at, |&i| {
-                    let r = &records[i];
-                    // Every record in the plan decoded when it was added.
-                    let canonical = decode_key(&r.key)
-                        .map(|k| canonical_partition(k.partition.as_ref()))
-                        .unwrap_or_default();
-                    let mut h = hasher.build_hasher();
-                    h.write(r.connector.as_bytes());
-                    h.write_u8(0xff);
-                    h.write(&canonical);
-                    h.finish()
-                });
-                None
-            }
+        if let Some(&at) = self.index.find(hash, same) {
+            self.spans[at] = span;
+            return Some(self.origins.replace(at, origin));
+        }
+        let at = self.spans.len();
+        self.spans.push(span);
+        self.origins.push(origin);
+        if !self.connectors.contains(connector) {
+            self.connectors.insert(connector.to_owned());
+        }
+        let (spans, hasher) = (&self.spans, &self.hasher);
+        self.index.insert_unique(hash, at, |&i| {
+            let (connector, canonical) = identity(spans[i].key(bytes));
+            Self::hash(hasher, &connector, &canonical)
+        });
+        None
+    }
+
+    /// The plan built, over `bytes` (each value `gap` bytes after its key).
+    fn finish(
+        self,
+        bytes: Vec<u8>,
+        gap: usize,
+        format: InputFormat,
+        superseded: usize,
+    ) -> ImportPlan {
+        ImportPlan {
+            format,
+            batch: WriteBatch::from_parts(bytes, self.spans, gap),
+            origins: self.origins,
+            connectors: self.connectors.len(),
+            superseded,
         }
     }
 }

@@ -69,7 +69,7 @@ fn export_then_import_reproduces_every_key_and_value_byte_for_byte() {
     got.sort();
     want.sort();
     assert_eq!(got, want, "exact key and value bytes");
-    for record in &plan.records {
+    for record in plan.records() {
         let key = decode_key(&record.key).unwrap();
         assert_eq!(record.connector, key.connector);
         let value = record.value.as_deref().unwrap_or_default();
@@ -106,7 +106,7 @@ fn export_is_sorted_readable_and_one_entry_per_line() {
     let empty = export_document("memory", "t", Vec::new());
     assert!(empty.text.contains("\"offsets\": []"), "{}", empty.text);
     let plan = parse_ok(&empty.text);
-    assert!(plan.records.is_empty());
+    assert!(plan.is_empty());
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn export_skips_undecodable_records_and_says_why() {
         "{:?}",
         export.skipped
     );
-    assert_eq!(parse_ok(&export.text).records.len(), 1);
+    assert_eq!(parse_ok(&export.text).len(), 1);
 }
 
 #[test]
@@ -393,9 +393,9 @@ fn a_kafka_connect_dump_is_read_with_later_lines_winning() {
             ),
         ]
     );
-    assert_eq!(plan.records[1].origin, Origin::Line(3));
+    assert_eq!(plan.record(1).origin, Origin::Line(3));
     assert_eq!(
-        plan.records[3].origin,
+        plan.record(3).origin,
         Origin::Line(8),
         "the last line of the partition"
     );
@@ -409,11 +409,11 @@ fn a_kafka_connect_dump_is_read_with_later_lines_winning() {
 fn dump_lines_keep_their_exact_bytes() {
     let plan = parse_ok("[ \"c\", {\"p\":1.0E3,\"s\":\"\\u00e9\"} ]\t{ \"o\" : 10 }\n");
     assert_eq!(
-        plan.records[0].key,
+        plan.record(0).key,
         "[ \"c\", {\"p\":1.0E3,\"s\":\"\\u00e9\"} ]".as_bytes()
     );
     assert_eq!(
-        plan.records[0].value.as_deref(),
+        plan.record(0).value.as_deref(),
         Some("{ \"o\" : 10 }".as_bytes())
     );
 }
@@ -669,9 +669,9 @@ fn a_large_dump_keeps_one_record_per_partition_across_index_growth() {
         text.push_str(&format!("[\"c\",{{\"a\":{i},\"b\":\"x\"}}]\tnull\n"));
     }
     let plan = parse_ok(&text);
-    assert_eq!(plan.records.len(), N);
+    assert_eq!(plan.len(), N);
     assert_eq!(plan.superseded, N + N / 10);
-    for (i, record) in plan.records.iter().enumerate() {
+    for (i, record) in plan.records().enumerate() {
         if i % 10 == 0 {
             assert_eq!(record.value, None, "partition {i}");
             assert_eq!(record.origin, Origin::Line(2 * N + i / 10 + 1));
@@ -706,4 +706,61 @@ fn a_document_with_a_duplicate_partition_far_apart_is_refused() {
     .unwrap_or_default();
     assert!(err.contains("entry 2001"), "{err}");
     assert!(err.contains("as entry 8 "), "{err}");
+}
+
+/// A dump's plan keeps its keys and values where they are in the input: after a byte-order mark,
+/// with CRLF line ends, tombstones and superseded lines, every write is the exact bytes of its line.
+#[test]
+fn a_dump_parsed_in_place_writes_the_exact_bytes_of_each_line() {
+    let text = "\u{feff}[\"c\",{\"p\":1}]\t{\"o\":1}\r\n# comment\r\n[\"c\",{\"p\":2}]\tnull\r\n\
+                [\"d\",{\"p\":1}]\t{\"o\":3}\n[\"c\",{\"p\":1}]\t{\"o\":4}";
+    let plan = parse_import_owned(text.as_bytes().to_vec(), None).unwrap();
+    assert_eq!(plan.superseded, 1);
+    let writes: Vec<(String, Option<String>)> = plan
+        .writes()
+        .into_iter()
+        .map(|w| {
+            (
+                String::from_utf8(w.key).unwrap(),
+                w.value.map(|v| String::from_utf8(v).unwrap()),
+            )
+        })
+        .collect();
+    let owned = |k: &str, v: Option<&str>| (k.to_owned(), v.map(str::to_owned));
+    assert_eq!(
+        writes,
+        vec![
+            owned("[\"c\",{\"p\":1}]", Some("{\"o\":4}")),
+            owned("[\"c\",{\"p\":2}]", None),
+            owned("[\"d\",{\"p\":1}]", Some("{\"o\":3}")),
+        ]
+    );
+    assert_eq!(plan.origins(), &Origins::Lines(vec![5, 3, 4]));
+    assert_eq!(plan.record(0).origin, Origin::Line(5));
+    let summary = plan.summary();
+    assert_eq!(
+        (summary.offsets, summary.tombstones, summary.connectors),
+        (2, 1, 2)
+    );
+    assert_eq!(plan.record(2).connector, "d");
+    assert_eq!(
+        parse_import(text.as_bytes(), None).unwrap(),
+        plan,
+        "the borrowing parse gives the same plan"
+    );
+}
+
+/// A document's entries keep both their index and their line.
+#[test]
+fn a_document_plan_keeps_entry_origins() {
+    let plan = parse_ok(&doc(&[
+        r#"{"key":"[\"c\",{\"p\":1}]","value":"{\"o\":1}"}"#,
+        r#"{"key":"[\"c\",{\"p\":2}]","value":null}"#,
+    ]));
+    assert!(matches!(plan.origins(), Origins::Any(o) if o.len() == 2));
+    assert!(matches!(
+        plan.record(1).origin,
+        Origin::Entry { index: 2, .. }
+    ));
+    assert_eq!(plan.record(1).value, None);
 }

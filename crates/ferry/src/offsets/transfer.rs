@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, ValueEnum};
-use ferry_offsets::transfer::{self, InputFormat, Origin};
-use ferry_offsets::{OffsetBackingStore, OffsetWrite};
+use ferry_offsets::transfer::{self, InputFormat, Origins};
+use ferry_offsets::{BatchWritten, OffsetBackingStore, StoreError, WriteBatch};
 use ferry_plugin::OpenMode;
 
 use crate::Ferry;
@@ -107,10 +107,9 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
     let name = args.file.display().to_string();
     // The whole input is checked before the store is even opened: nothing is written on any error.
     let input = read_input(&args.file)?;
-    let plan = transfer::parse_import(&input, args.format.map(InputFormat::from))
+    // The plan keeps a dump's bytes where they are in the input: the input is not copied.
+    let plan = transfer::parse_import_owned(input, args.format.map(InputFormat::from))
         .map_err(|e| format!("{name}: {e}\nnothing was written"))?;
-    // The plan holds the bytes to write: the input (as large as the plan) is not needed any more.
-    drop(input);
     let summary = plan.summary();
     let superseded = match plan.superseded {
         0 => String::new(),
@@ -142,23 +141,32 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
              again (an import writes the same bytes each time). Stop the connectors first: a running \
              task's next commit overwrites imported offsets.",
             store.describe(),
-            plan.records.len()
+            plan.len()
         );
     }
     let format = plan.format;
-    let (writes, origins) = plan.into_writes();
-    store.set(&writes).await.map_err(|e| {
-        let outcome = if kafka {
-            "some records of the batch may have been written; run the import again"
-        } else {
-            "nothing was written"
+    // The compact batch is moved to the store, which may free it before indexing what it wrote.
+    let (batch, origins) = plan.into_batch();
+    let written = store.set_batch(batch).await.map_err(|e| {
+        let outcome = match e {
+            _ if kafka => "some records of the batch may have been written; run the import again",
+            // Poisoned by this batch: it was made durable, but reading it back failed.
+            StoreError::Poisoned { .. } => {
+                "the batch may have been written; check with `ferry offsets get` (the next open \
+                 checks the store file)"
+            }
+            _ => "nothing was written",
         };
         format!(
             "importing {name} into {} failed: {e}\n{outcome}",
             store.describe()
         )
     })?;
-    verify(store.as_ref(), &writes, &origins).await?;
+    match written {
+        // The store read its own write back (the file store: the frame, checksum compared).
+        BatchWritten::ReadBack => {}
+        BatchWritten::Returned(batch) => verify(store.as_ref(), &batch, &origins).await?,
+    }
     eprintln!(
         "imported {name} ({format}) into {}: {summary} written{superseded}",
         store.describe()
@@ -182,33 +190,31 @@ fn read_input(path: &Path) -> Result<Vec<u8>, String> {
 /// offset). A difference means another writer changed the store meanwhile.
 async fn verify(
     store: &dyn OffsetBackingStore,
-    writes: &[OffsetWrite],
-    origins: &[Origin],
+    batch: &WriteBatch,
+    origins: &Origins,
 ) -> Result<(), String> {
     // In chunks, so reading back a million offsets holds one chunk's copies at a time.
     const CHUNK: usize = 4096;
     let mut differ = Vec::new();
-    for (writes, origins) in writes.chunks(CHUNK).zip(origins.chunks(CHUNK)) {
-        let keys: Vec<Vec<u8>> = writes.iter().map(|w| w.key.clone()).collect();
+    for start in (0..batch.len()).step_by(CHUNK) {
+        let end = (start + CHUNK).min(batch.len());
+        let keys: Vec<Vec<u8>> = (start..end).map(|i| batch.get(i).0.to_vec()).collect();
         let read = store
             .get(&keys)
             .await
             .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
-        differ.extend(
-            writes
-                .iter()
-                .zip(origins)
-                .zip(&read)
-                .filter(|((write, _), got)| write.value != **got)
-                .map(|((write, origin), got)| {
-                    format!(
-                        "  {} ({origin}): wrote {}, read back {}",
-                        String::from_utf8_lossy(&write.key),
-                        text(write.value.as_deref()),
-                        text(got.as_deref())
-                    )
-                }),
-        );
+        for (i, got) in (start..end).zip(&read) {
+            let (key, value) = batch.get(i);
+            let origin = origins.get(i);
+            if value != got.as_deref() {
+                differ.push(format!(
+                    "  {} ({origin}): wrote {}, read back {}",
+                    String::from_utf8_lossy(key),
+                    text(value),
+                    text(got.as_deref())
+                ));
+            }
+        }
     }
     if differ.is_empty() {
         return Ok(());

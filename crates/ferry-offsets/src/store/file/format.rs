@@ -34,7 +34,9 @@
 //! version-2 file (the ordinary crash-safe compaction; see [`FileStore::open`](super::FileStore::open)),
 //! so frames are only ever appended to version-2 files; a read-only open leaves it version 1.
 
-use crate::store::OffsetWrite;
+use std::io::{self, Read, Write};
+
+use crate::store::{OffsetWrite, WriteBatch};
 
 /// The first 8 bytes of every store file.
 pub(super) const MAGIC: [u8; 8] = *b"FERRYOFS";
@@ -301,6 +303,90 @@ pub(super) fn encode_batch(batch: &[OffsetWrite]) -> Result<Vec<u8>, FrameTooLar
     Ok(frame.finish(0))
 }
 
+/// The payload length of `batch` as one frame (count included), checked against the frame limit.
+pub(super) fn batch_payload_len(batch: &WriteBatch) -> Result<u32, FrameTooLarge> {
+    let payload = batch
+        .iter()
+        .map(|(key, value)| WRITE_OVERHEAD + key.len() + value.map_or(0, <[u8]>::len))
+        .fold(4, usize::saturating_add);
+    match u32::try_from(payload) {
+        Ok(len) if payload <= MAX_PAYLOAD_LEN => Ok(len),
+        _ => Err(FrameTooLarge {
+            bytes: payload as u64,
+        }),
+    }
+}
+
+/// Writes the payload of `batch` to `out`: exactly the bytes [`encode_batch`] puts after the frame
+/// header, for a batch that [`batch_payload_len`] accepted (so the count and every length fit a u32).
+pub(super) fn write_payload(batch: &WriteBatch, out: &mut impl Write) -> io::Result<()> {
+    out.write_all(&(batch.len() as u32).to_le_bytes())?;
+    for (key, value) in batch.iter() {
+        out.write_all(&(key.len() as u32).to_le_bytes())?;
+        out.write_all(key)?;
+        match value {
+            Some(value) => {
+                out.write_all(&(value.len() as u32).to_le_bytes())?;
+                out.write_all(value)?;
+            }
+            None => out.write_all(&TOMBSTONE.to_le_bytes())?,
+        }
+    }
+    Ok(())
+}
+
+/// The version-2 frame header of a payload of `payload_len` bytes with CRC `payload_crc`.
+pub(super) fn frame_header(payload_len: u32, payload_crc: u32, seq: u64) -> [u8; FRAME_HEADER_LEN] {
+    let mut header = [0u8; FRAME_HEADER_LEN];
+    header[0..4].copy_from_slice(&payload_len.to_le_bytes());
+    header[4..8].copy_from_slice(&payload_crc.to_le_bytes());
+    stamp_seq(&mut header, seq);
+    header
+}
+
+/// The CRC32C of what [`write_payload`] writes for `batch`, computed without holding the payload.
+pub(super) fn payload_crc(batch: &WriteBatch) -> u32 {
+    let mut crc = io::BufWriter::with_capacity(64 * 1024, Crc::default());
+    // Writing to a `Crc` cannot fail.
+    let _ = write_payload(batch, &mut crc).and_then(|()| crc.flush());
+    crc.get_ref().value
+}
+
+/// A CRC32C of everything written to it (as a [`Write`]) or read through it (as a [`Read`] over
+/// `inner`).
+#[derive(Debug, Default)]
+pub(super) struct Crc<R = ()> {
+    /// The CRC so far.
+    pub value: u32,
+    inner: R,
+}
+
+impl<R> Crc<R> {
+    /// Reads `inner`, checksumming what is read.
+    pub(super) fn reading(inner: R) -> Self {
+        Self { value: 0, inner }
+    }
+}
+
+impl Write for Crc {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.value = crc32c::crc32c_append(self.value, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for Crc<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.value = crc32c::crc32c_append(self.value, &buf[..n]);
+        Ok(n)
+    }
+}
+
 /// A frame header whose CRC matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FrameHeader {
@@ -556,6 +642,41 @@ mod tests {
             .map(|w| (&w.key[..], w.value.as_deref()))
             .collect();
         assert_eq!(decoded, expected);
+    }
+
+    #[test]
+    fn a_streamed_batch_frame_is_byte_identical_to_an_encoded_one() {
+        let writes = vec![
+            put("[\"c\",{\"p\":1}]", "{\"position\":10}"),
+            OffsetWrite {
+                key: b"k".to_vec(),
+                value: None,
+            },
+            put("", ""),
+            OffsetWrite {
+                key: vec![0xff; 300],
+                value: Some(vec![7; 70_000]),
+            },
+        ];
+        let batch = WriteBatch::from_writes(&writes).unwrap_or_else(|e| panic!("{e}"));
+        let mut encoded = encode_batch(&writes).unwrap_or_else(|e| panic!("{e:?}"));
+        stamp_seq(&mut encoded, 9);
+        let len = batch_payload_len(&batch).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut streamed = frame_header(len, payload_crc(&batch), 9).to_vec();
+        write_payload(&batch, &mut streamed).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(streamed, encoded, "the same bytes on disk");
+        assert_eq!(len as usize, encoded.len() - FRAME_HEADER_LEN);
+        let mut reader = Crc::reading(&encoded[FRAME_HEADER_LEN..]);
+        let mut read = Vec::new();
+        reader
+            .read_to_end(&mut read)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reader.value, header_of(&encoded).payload_crc);
+        assert_eq!(
+            batch_payload_len(&WriteBatch::default()),
+            Ok(4),
+            "an empty batch is its count"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! `fsync`, and starts empty when it finds a torn file, this store:
 //!
 //! - appends one checksummed frame per `set` and `fdatasync`s it once, so a flush costs what it
-//!   writes, never what the store holds ([`format`](mod@format) documents the bytes);
+//!   writes, never what the store holds ([`format`](mod@format) documents the bytes); `set_batch`
+//!   (an import) writes the same frame straight from its batch, never holding it in memory;
 //! - numbers its frames, so a copied or lost frame is found, not applied ([`format`](mod@format));
 //! - on open, drops only a torn final write (a `set` that never returned `Ok`) and refuses any other
 //!   damage, bit rot in the last frame included, without touching the file ([`replay`]);
@@ -30,7 +31,7 @@ mod replay;
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard};
@@ -39,7 +40,9 @@ use std::thread::JoinHandle;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
-use crate::store::{OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord};
+use crate::store::{
+    BatchWritten, OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord, WriteBatch,
+};
 use crate::table::OffsetTable;
 use compaction::Trigger;
 use format::{FRAME_HEADER_LEN, FRAME_OVERHEAD, HEADER_LEN};
@@ -366,6 +369,31 @@ impl FileStore {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Runs a blocking write on tokio's blocking pool (or in place, outside tokio); a panic in it
+    /// poisons the store.
+    async fn blocking(
+        &self,
+        work: impl FnOnce(&Arc<Inner>) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        let inner = Arc::clone(&self.inner);
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Polled outside tokio (another executor): no blocking pool to move the work to.
+            return work(&inner);
+        }
+        match tokio::task::spawn_blocking(move || work(&inner)).await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => {
+                self.inner.poison(format!("the write task panicked: {e}"));
+                Err(self.inner.poisoned_error())
+            }
+            Err(e) => Err(StoreError::Io {
+                path: self.inner.path.clone(),
+                op: "append",
+                source: io::Error::other(format!("the blocking write task did not run: {e}")),
+            }),
+        }
+    }
 }
 
 impl fmt::Debug for FileStore {
@@ -417,23 +445,31 @@ impl OffsetBackingStore for FileStore {
             bytes: e.bytes,
             limit: format::MAX_PAYLOAD_LEN as u64,
         })?;
-        let inner = Arc::clone(&self.inner);
-        if tokio::runtime::Handle::try_current().is_err() {
-            // Polled outside tokio (another executor): no blocking pool to move the work to.
-            return Inner::append(&inner, frame);
+        self.blocking(move |inner| Inner::append(inner, frame))
+            .await
+    }
+
+    /// One frame, like [`set`](OffsetBackingStore::set), but encoded straight into the file: its
+    /// checksum is computed in a first pass over the batch, so the frame header (length and
+    /// checksum, which come first) is written before the payload, and the bytes on disk are exactly
+    /// those `set` writes for the same writes. The frame is never held in memory, the batch is freed
+    /// once the frame is durable, and the writes are then applied by reading the frame back through
+    /// the file, its checksum compared with the batch's: an import of a million offsets never holds
+    /// the batch and the index together.
+    async fn set_batch(&self, batch: WriteBatch) -> Result<BatchWritten, StoreError> {
+        self.inner.check_writable("append")?;
+        if batch.is_empty() {
+            return Ok(BatchWritten::ReadBack);
         }
-        match tokio::task::spawn_blocking(move || Inner::append(&inner, frame)).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => {
-                self.inner.poison(format!("the write task panicked: {e}"));
-                Err(self.inner.poisoned_error())
-            }
-            Err(e) => Err(StoreError::Io {
+        let payload_len =
+            format::batch_payload_len(&batch).map_err(|e| StoreError::BatchTooLarge {
                 path: self.inner.path.clone(),
-                op: "append",
-                source: io::Error::other(format!("the blocking write task did not run: {e}")),
-            }),
-        }
+                bytes: e.bytes,
+                limit: format::MAX_PAYLOAD_LEN as u64,
+            })?;
+        self.blocking(move |inner| Inner::append_batch(inner, batch, payload_len))
+            .await
+            .map(|()| BatchWritten::ReadBack)
     }
 
     async fn connector_offsets(&self, connector: &str) -> Result<Vec<StoredOffset>, StoreError> {
@@ -544,6 +580,111 @@ impl Inner {
         Ok(())
     }
 
+    /// The blocking half of `set_batch`: checksum, append header and payload, `fdatasync`, free the
+    /// batch, apply by reading the frame back, maybe start a compaction.
+    fn append_batch(
+        self: &Arc<Self>,
+        batch: WriteBatch,
+        payload_len: u32,
+    ) -> Result<(), StoreError> {
+        let mut writer = self.writer()?;
+        self.check_poison()?;
+        let at = writer.len;
+        let seq = writer.next_seq;
+        let crc = format::payload_crc(&batch);
+        let header = format::frame_header(payload_len, crc, seq);
+        let frame_len = FRAME_HEADER_LEN as u64 + u64::from(payload_len);
+        if let Err((op, source)) = self.write_batch_durably(&mut writer.file, &header, &batch) {
+            self.poison(format!(
+                "{op} of a {frame_len}-byte batch at byte {at} failed: {source}"
+            ));
+            return Err(StoreError::Io {
+                path: self.path.clone(),
+                op,
+                source,
+            });
+        }
+        writer.len += frame_len;
+        // u64 sequence numbers do not run out: one per flush.
+        writer.next_seq = seq.saturating_add(1);
+        let count = batch.len();
+        // Durable: the bytes are in the file, and the index is built from there.
+        drop(batch);
+        {
+            let mut table = self.table.write().map_err(|_| self.poisoned_by_panic())?;
+            if count >= LARGE_BATCH && table.is_empty() {
+                table.reserve_hint(count, frame_len as usize);
+            }
+            let mut live_bytes = writer.live_bytes;
+            let read = read_back(
+                &mut writer.file,
+                at + FRAME_HEADER_LEN as u64,
+                u64::from(payload_len),
+                |key, value| {
+                    live_bytes = replay::apply_write(&mut table, live_bytes, key, value);
+                },
+            );
+            writer.live_bytes = live_bytes;
+            let failure = match read {
+                Ok(read_crc) if read_crc == crc => None,
+                Ok(read_crc) => Some(format!(
+                    "its payload reads back with checksum {read_crc:#010x}, not the {crc:#010x} \
+                     written"
+                )),
+                Err(e) => Some(e),
+            };
+            if let Some(failure) = failure {
+                // Memory may hold part of the batch: only a reopen, which checks the file, can tell
+                // what is durable.
+                self.poison(format!(
+                    "the {frame_len}-byte batch at byte {at} was written and synced, but reading it \
+                     back failed: {failure}"
+                ));
+                return Err(self.poisoned_error());
+            }
+        }
+        let start = self.wants_compaction(&writer);
+        if start {
+            writer.compacting = true;
+        }
+        drop(writer);
+        if start {
+            compaction::spawn_background(self);
+        }
+        Ok(())
+    }
+
+    /// Writes the frame header and `batch`'s payload at the file's cursor, then `fdatasync`s; on
+    /// failure, which step failed.
+    fn write_batch_durably(
+        &self,
+        file: &mut File,
+        header: &[u8],
+        batch: &WriteBatch,
+    ) -> Result<(), (&'static str, io::Error)> {
+        let mut out = BufWriter::with_capacity(1 << 20, &mut *file);
+        out.write_all(header).map_err(|e| ("append", e))?;
+        #[cfg(test)]
+        let fault = self.test_hooks.take_fault();
+        #[cfg(test)]
+        if fault == Some(tests::Fault::Append) {
+            // A write cut short, as on a full disk: the header and half the payload.
+            let mut payload = Vec::new();
+            let _ = format::write_payload(batch, &mut payload);
+            let _ = out.write_all(&payload[..payload.len() / 2]);
+            let _ = out.flush();
+            return Err(("append", io::Error::other("injected append failure")));
+        }
+        format::write_payload(batch, &mut out).map_err(|e| ("append", e))?;
+        out.flush().map_err(|e| ("append", e))?;
+        drop(out);
+        #[cfg(test)]
+        if fault == Some(tests::Fault::Sync) {
+            return Err(("fdatasync", io::Error::other("injected fdatasync failure")));
+        }
+        file.sync_data().map_err(|e| ("fdatasync", e))
+    }
+
     /// Appends and `fdatasync`s; on failure, which step failed.
     fn write_durably(
         &self,
@@ -644,6 +785,35 @@ impl Inner {
     fn poisoned_by_panic(&self) -> StoreError {
         self.poison("a thread panicked while updating the store".to_owned());
         self.poisoned_error()
+    }
+}
+
+/// Reads the payload of `len` bytes at byte `at` of `file`, calling `on_write` for every write, and
+/// gives its CRC32C; the file's cursor is put back at its end. The error says what failed.
+fn read_back(
+    file: &mut File,
+    at: u64,
+    len: u64,
+    on_write: impl FnMut(&[u8], Option<&[u8]>),
+) -> Result<u32, String> {
+    let end = file
+        .stream_position()
+        .map_err(|e| format!("finding the end of the file failed: {e}"))?;
+    file.seek(SeekFrom::Start(at))
+        .map_err(|e| format!("seeking to byte {at} failed: {e}"))?;
+    let mut payload = format::Crc::reading(BufReader::with_capacity(1 << 20, &mut *file).take(len));
+    let streamed = format::stream_payload(&mut payload, len, on_write);
+    let crc = payload.value;
+    // Put back before anything else: the next append writes at the cursor.
+    file.seek(SeekFrom::Start(end))
+        .map_err(|e| format!("seeking back to the end of the file failed: {e}"))?;
+    match streamed {
+        Ok(()) => Ok(crc),
+        Err(format::StreamError::Io(e)) => Err(format!("reading failed: {e}")),
+        Err(format::StreamError::Payload(e)) => Err(format!(
+            "the payload does not parse at payload byte {}: {}",
+            e.at, e.reason
+        )),
     }
 }
 

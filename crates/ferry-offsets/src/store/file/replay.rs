@@ -6,8 +6,11 @@
 //!
 //! # What a torn append can leave, and what it cannot
 //!
-//! An append is one `write` of the whole frame at the end of the file, then one `fdatasync`; `set`
-//! returns `Ok` only after the `fdatasync`. Until then the kernel may have put any subset of the
+//! An append writes the whole frame at the end of the file, header first (one `write`, or for
+//! `set_batch` a run of buffered `write`s of the same bytes, the header's length and checksum
+//! computed beforehand), then one `fdatasync`; `set` returns `Ok` only after the `fdatasync`. A run
+//! of writes cut short by a crash leaves a prefix of the frame, which is no other shape than one
+//! write's unwritten sectors. Until then the kernel may have put any subset of the
 //! frame's sectors on disk, and the file's length may already cover sectors that never got there.
 //! Sectors are the unit (512 bytes, aligned to the file offset: disks write a sector whole or not at
 //! all), and a sector that never reached the disk reads as zeros (the file systems Ferry supports

@@ -424,3 +424,110 @@ async fn a_large_batch_into_an_empty_store_then_small_ones_read_back_and_replay(
     let again = open(&path, FileStoreOptions::default());
     assert_eq!(again.get(&keys).await.unwrap(), got);
 }
+
+fn batch_of(writes: &[OffsetWrite]) -> WriteBatch {
+    WriteBatch::from_writes(writes).unwrap()
+}
+
+/// `set_batch` writes the very bytes `set` writes (old files and old code read it), a large batch
+/// included (over LARGE_BATCH and the streaming threshold, with overwrites and tombstones), and
+/// what it indexed (read back through the file) is what a reopen replays.
+#[tokio::test]
+async fn set_batch_writes_the_bytes_set_writes_and_replays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = |p: i64| vec![b'7'; 100 + (p % 50) as usize];
+    let large: Vec<OffsetWrite> = (0..100_000i64)
+        .map(|p| OffsetWrite {
+            key: key(p % 90_000),
+            value: (p % 1000 != 999).then(|| long(p)),
+        })
+        .collect();
+    assert!(format::encode_batch(&large).unwrap().len() as u64 > replay::STREAM_PAYLOAD);
+    let small = vec![
+        put(5, 50),
+        OffsetWrite {
+            key: key(6),
+            value: None,
+        },
+    ];
+    let by_set = dir.path().join("by-set");
+    let by_batch = dir.path().join("by-batch");
+    let set_store = open(&by_set, FileStoreOptions::default());
+    let batch_store = open(&by_batch, FileStoreOptions::default());
+    for writes in [&small, &large, &small] {
+        set_store.set(writes).await.unwrap();
+        let written = batch_store.set_batch(batch_of(writes)).await.unwrap();
+        assert!(matches!(written, BatchWritten::ReadBack), "{written:?}");
+    }
+    assert_eq!(
+        std::fs::read(&by_batch).unwrap(),
+        std::fs::read(&by_set).unwrap(),
+        "byte-identical files"
+    );
+    let entries = set_store.entries().await.unwrap();
+    assert_eq!(batch_store.entries().await.unwrap(), entries);
+    assert_eq!(batch_store.len(), set_store.len());
+    assert!(
+        matches!(
+            batch_store.set_batch(WriteBatch::default()).await,
+            Ok(BatchWritten::ReadBack)
+        ),
+        "an empty batch writes nothing"
+    );
+    drop((set_store, batch_store));
+    let reopened = open(&by_batch, FileStoreOptions::default());
+    assert_eq!(reopened.entries().await.unwrap(), entries);
+    reopened
+        .set(&[put(7, 70)])
+        .await
+        .unwrap_or_else(|e| panic!("the frame sequence goes on: {e}"));
+}
+
+/// A `set_batch` cut short (header and half the payload written, as on a full disk) poisons the
+/// store, and the next open drops the torn frame: the store holds what it held before.
+#[tokio::test]
+async fn a_failed_set_batch_changes_nothing_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("offsets");
+    let store = open(&path, FileStoreOptions::default());
+    store.set(&[put(0, 1), put(1, 1)]).await.unwrap();
+    let good = std::fs::read(&path).unwrap();
+
+    let import: Vec<OffsetWrite> = (0..5000).map(|p| put(p, 2)).collect();
+    store.inner.test_hooks.inject(Fault::Append);
+    let err = store.set_batch(batch_of(&import)).await.err();
+    assert!(
+        matches!(err, Some(StoreError::Io { op: "append", .. })),
+        "{err:?}"
+    );
+    assert!(std::fs::metadata(&path).unwrap().len() > good.len() as u64);
+    assert_poisoned(&store).await;
+    assert!(matches!(
+        store.set_batch(batch_of(&[put(0, 3)])).await,
+        Err(StoreError::Poisoned { .. })
+    ));
+    drop(store);
+
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        good,
+        "the torn frame was dropped"
+    );
+    assert_eq!(get(&store, 0).await, Some(value(1)));
+    assert_eq!(get(&store, 4999).await, None, "nothing of the batch");
+}
+
+/// A read-only store refuses `set_batch` like `set`.
+#[tokio::test]
+async fn a_read_only_store_refuses_set_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("offsets");
+    drop(open(&path, FileStoreOptions::default()));
+    let store = FileStore::open_read_only(&path).unwrap();
+    let err = store.set_batch(batch_of(&[put(0, 1)])).await.err();
+    assert!(
+        matches!(err, Some(StoreError::Io { op: "append", .. })),
+        "{err:?}"
+    );
+}
