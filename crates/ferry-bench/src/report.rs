@@ -179,17 +179,21 @@ fn overhead_target(results: &Results) -> Target {
 }
 
 /// Why the overhead target is missed: the profile (perf) of the Ferry side of the SequenceSource case.
-const OVERHEAD_PROFILE: &str = "Profile (perf record of the Ferry side alone, with records handed to the \
-    delivery watcher a poll batch at a time and shared partition maps, taken before the AckTracker lost \
-    its allocation per record): no item above 9 % of the samples. The largest are \
-    memmove 8.8 % (the record, several hundred bytes, moved into its box and through the loop), \
-    mimalloc free/collect about 13 % (records are built on the task's thread and freed after delivery), \
-    the connector's own record building (BTreeMap and Schema clones of SequenceSource, which the \
-    offsets-off loop pays too), AckTracker::submit 2.8 %, the delivery set 3.4 %, and the loop's \
-    `commit_record` call per record (a boxed future: Kafka Connect's commitRecord contract). CPU per \
-    record (perf stat, 4 × 2M records): Ferry 0.98 µs, the offsets-off loop 0.33 µs. What is left is \
-    spread over many small steps; the next step would be fewer moves of the record (a boxed record \
-    from the connector) and a batch form of `commit_record`.";
+const OVERHEAD_PROFILE: &str = "Profile (perf record of the Ferry side alone, this commit): the task's own \
+    thread holds 68 % of the samples and is the bottleneck; the watcher and committer thread 31 %. No \
+    item is above 7 % on the task thread: memmove 6.7 % (the record, several hundred bytes, moved \
+    into its box and through the loop), the connector's own record building (Schema and BTreeMap \
+    clones of SequenceSource, about 9 %, which the offsets-off loop pays too), the sink's `send` \
+    (a boxed future per call) 4 %, AckTracker::submit 3.5 %, the loop's `commit_record` call per \
+    record (a boxed future: Kafka Connect's commitRecord contract) 2 %, freeing the record 1.9 %. \
+    The other thread's largest item is mimalloc's cross-thread free (13 %): each record's offset map \
+    is built on the task's thread and freed by the committer once committed; moving those frees back \
+    to the task's thread was measured and cut total CPU slightly without raising throughput (it \
+    loaded the bottleneck). This round's changes (ready deliveries without a box, foldhash for the \
+    per-record maps, partition keys found by pointer) cut CPU per record from 1.86 to 1.65 µs \
+    (perf stat, 3 × 2M records, interleaved runs on this machine; the offsets-off loop: 0.70 µs). \
+    The next steps: fewer moves of the record (a boxed record from the connector), a batch form of \
+    `commit_record` and of the sink's `send` (API changes).";
 
 /// Why Ferry's file → file path is far from the copy: the profile of the Ferry side.
 const COPY_PROFILE: &str = "Profile (perf record, FileStreamSource 64 MiB → file, value lines): the task's \
@@ -228,7 +232,10 @@ const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the t
     answers a fetch only after sleeping about half of the remaining `fetch.wait.max.ms` even when it \
     has data (tansu-storage `service/fetch.rs`); Ferry's own open phases (topic lookup and compaction \
     check together, about 60 ms, assignment at 60–65 ms, DEBUG lines) are a small part, so the ratio \
-    moves with the broker's pacing between runs.";
+    moves with the broker's pacing between runs. The failure that had the exact-start-offset fix \
+    reverted is root-caused (a stale end-of-partition event trusted after a broker restart; \
+    docs/design.md) and fixed, the fix is back in, and the rule's unit tests (ferry-kafka \
+    `end_events`) fail with the old rule.";
 
 /// The Kafka e2e row.
 const KAFKA_E2E_EXPLAINED: &str = "Not profiled in this issue's work: the Kafka sink path was not changed \
