@@ -239,7 +239,11 @@ const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the t
 
 /// The Kafka e2e row.
 const KAFKA_E2E_EXPLAINED: &str = "Not profiled in this issue's work: the Kafka sink path was not changed \
-    beyond the task loop's per-record changes.";
+    beyond the task loop's per-record changes. One cause shows in the bench's log: when librdkafka's \
+    producer queue (100 000 records) is full, the KafkaSink refuses the record as retriable and the \
+    task backs off 100–200 ms before sending it again (10 times over the three Ferry runs of the \
+    commit measured), while the plain producer waits for its oldest delivery and sends again at \
+    once. A sink that waits for queue space instead of refusing the send is the next step (not done).";
 
 fn rsyslog_target(results: &Results) -> Target {
     let case = e2e_case(results, "rsyslog");
@@ -473,7 +477,14 @@ fn crash_target(results: &Results) -> Target {
         measured,
         detail: "A run re-delivers what it had written since its last commit: with continuous \
                  commits (the README example's offset.flush.interval.ms=0) only what was in flight; \
-                 with a 1 s interval up to one interval's worth of lines. See the duplicates table."
+                 with a 1 s interval up to one interval's worth of lines. See the duplicates table. \
+                 In flight is not bounded by one batch: the file sink writes the next batches while \
+                 the previous one's `fdatasync` runs (group commit), and the task polls and sends the \
+                 next batch while the committer writes the last acknowledged offsets, so a kill can \
+                 find about two batches in the file past the committed offset (written lines survive \
+                 a SIGKILL in the page cache). Bounding it by one batch would mean holding each poll \
+                 until the previous batch is committed, which serialises the sync and the commit \
+                 with the reads; not done."
             .to_owned(),
     }
 }
