@@ -95,6 +95,44 @@ impl EndEvents {
     }
 }
 
+/// The first partition of a read not yet read up to its end offset (`ends`), given how far each
+/// is read (`next`, one entry per partition). A partition judged read ([`Verdict::Read`]) has its
+/// `next` moved to its end; one to check is sought through `seek(partition, next)` (which must drop
+/// the partition's queued events) and marked [`EndEvents::sought`].
+pub(crate) fn first_behind<E>(
+    next: &mut [i64],
+    ends: &[i64],
+    events: &mut EndEvents,
+    mut seek: impl FnMut(i32, i64) -> Result<(), E>,
+) -> Result<Option<i32>, E> {
+    let now = Instant::now();
+    let mut first = None;
+    for (p, (next, end)) in next.iter_mut().zip(ends).enumerate() {
+        if *next >= *end {
+            continue;
+        }
+        // `p` came from enumerating `next`, which has one entry per partition (an i32).
+        let partition = i32::try_from(p).unwrap_or(i32::MAX);
+        match events.verdict(p, now) {
+            Verdict::Read => {
+                tracing::debug!(
+                    partition,
+                    "partition {p} has no records from offset {next} to its end offset {end} (removed by compaction)"
+                );
+                *next = *end;
+                continue;
+            }
+            Verdict::Seek => {
+                seek(partition, *next)?;
+                events.sought(p);
+            }
+            Verdict::Behind => {}
+        }
+        first.get_or_insert(partition);
+    }
+    Ok(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use rdkafka::message::BorrowedMessage;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use crate::client::{StoreConsumer, backend, kafka};
-use crate::end_events::{EOF_GRACE, EndEvents, Verdict};
+use crate::end_events::{EOF_GRACE, EndEvents, first_behind};
 
 /// A progress line at least this often during a long read…
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
@@ -271,51 +271,29 @@ impl OffsetLog {
         })
     }
 
-    /// The first partition not yet read up to `ends`. Marks a partition with a fresh end-of-partition
-    /// event as read; seeks a partition whose event stood unfollowed for [`EOF_GRACE`] back to its
-    /// position, so that only a fresh event counts ([`crate::end_events`]).
+    /// The first partition not yet read up to `ends` ([`crate::end_events::first_behind`]): a
+    /// partition whose end-of-partition event stood unfollowed for [`EOF_GRACE`] is sought back to
+    /// its position, so that only a fresh event counts.
     fn first_behind(
         &mut self,
         ends: &[i64],
         events: &mut EndEvents,
     ) -> Result<Option<i32>, StoreError> {
-        let now = Instant::now();
-        let mut first = None;
-        for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
-            if *next >= *end {
-                continue;
-            }
-            match events.verdict(p, now) {
-                Verdict::Read => {
-                    tracing::debug!(
-                        topic = %self.topic,
-                        partition = p,
-                        "partition {p} has no records from offset {next} to its end offset {end} (removed by compaction)"
-                    );
-                    *next = *end;
-                    continue;
-                }
-                Verdict::Seek => {
-                    // `p` came from enumerating `next`, which has one entry per partition (an i32).
-                    let partition = i32::try_from(p).unwrap_or(i32::MAX);
-                    self.consumer
-                        .seek(&self.topic, partition, Offset::Offset(*next), self.timeout)
-                        .map_err(|e| {
-                            kafka(
-                                &self.store,
-                                &format!(
-                                    "seeking partition {p} of the offsets topic to offset {next}"
-                                ),
-                                &e,
-                            )
-                        })?;
-                    events.sought(p);
-                }
-                Verdict::Behind => {}
-            }
-            first.get_or_insert(p as i32);
-        }
-        Ok(first)
+        let (consumer, topic, store, timeout) =
+            (&self.consumer, &self.topic, &self.store, self.timeout);
+        first_behind(&mut self.next, ends, events, |partition, next| {
+            consumer
+                .seek(topic, partition, Offset::Offset(next), timeout)
+                .map_err(|e| {
+                    kafka(
+                        store,
+                        &format!(
+                            "seeking partition {partition} of the offsets topic to offset {next}"
+                        ),
+                        &e,
+                    )
+                })
+        })
     }
 
     /// Moves `next` up to the consumer's positions (which pass transaction markers). Returns whether

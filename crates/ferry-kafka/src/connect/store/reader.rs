@@ -16,7 +16,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::ConnectStoreError;
 use crate::client::{StoreConsumer, is_retriable};
-use crate::end_events::{EOF_GRACE, EndEvents, Verdict};
+use crate::end_events::{EOF_GRACE, EndEvents, first_behind};
 
 /// A consumer assigned every partition of the topic from its beginning, and how far it has read.
 pub(crate) struct TopicReader {
@@ -160,44 +160,27 @@ impl TopicReader {
         Ok(records)
     }
 
-    /// The first partition not yet read up to `ends`. Marks a partition with a fresh end-of-partition
-    /// event as read; seeks a partition whose event stood unfollowed for [`EOF_GRACE`] back to its
-    /// position, so that only a fresh event counts ([`crate::end_events`]).
+    /// The first partition not yet read up to `ends` ([`crate::end_events::first_behind`]): a
+    /// partition whose end-of-partition event stood unfollowed for [`EOF_GRACE`] is sought back to
+    /// its position, so that only a fresh event counts.
     fn first_behind(
         &mut self,
         ends: &[i64],
         events: &mut EndEvents,
     ) -> Result<Option<i32>, ConnectStoreError> {
-        let now = Instant::now();
-        let mut first = None;
-        for (p, (next, end)) in self.next.iter_mut().zip(ends).enumerate() {
-            if *next >= *end {
-                continue;
-            }
-            match events.verdict(p, now) {
-                Verdict::Read => {
-                    *next = *end; // the rest was removed by compaction
-                    continue;
-                }
-                Verdict::Seek => {
-                    // `p` came from enumerating `next`, which has one entry per partition (an i32).
-                    let partition = i32::try_from(p).unwrap_or(i32::MAX);
-                    self.consumer
-                        .seek(&self.topic, partition, Offset::Offset(*next), self.timeout)
-                        .map_err(|e| {
-                            kafka(
-                                &self.store,
-                                &format!("seeking partition {p} of the topic to offset {next}"),
-                                &e,
-                            )
-                        })?;
-                    events.sought(p);
-                }
-                Verdict::Behind => {}
-            }
-            first.get_or_insert(p as i32);
-        }
-        Ok(first)
+        let (consumer, topic, store, timeout) =
+            (&self.consumer, &self.topic, &self.store, self.timeout);
+        first_behind(&mut self.next, ends, events, |partition, next| {
+            consumer
+                .seek(topic, partition, Offset::Offset(next), timeout)
+                .map_err(|e| {
+                    kafka(
+                        store,
+                        &format!("seeking partition {partition} of the topic to offset {next}"),
+                        &e,
+                    )
+                })
+        })
     }
 
     /// Moves `next` up to the consumer's positions (which pass transaction markers).

@@ -569,14 +569,7 @@ impl Inner {
                 writer.live_bytes = replay::apply_write(&mut table, writer.live_bytes, key, value);
             }
         }
-        let start = self.wants_compaction(&writer);
-        if start {
-            writer.compacting = true;
-        }
-        drop(writer);
-        if start {
-            compaction::spawn_background(self);
-        }
+        self.compact_if_due(writer);
         Ok(())
     }
 
@@ -643,14 +636,7 @@ impl Inner {
                 return Err(self.poisoned_error());
             }
         }
-        let start = self.wants_compaction(&writer);
-        if start {
-            writer.compacting = true;
-        }
-        drop(writer);
-        if start {
-            compaction::spawn_background(self);
-        }
+        self.compact_if_due(writer);
         Ok(())
     }
 
@@ -705,6 +691,19 @@ impl Inner {
             return Err(("fdatasync", io::Error::other("injected fdatasync failure")));
         }
         file.sync_data().map_err(|e| ("fdatasync", e))
+    }
+
+    /// After an append: starts a background compaction when one is due (the writer lock released
+    /// first).
+    fn compact_if_due(self: &Arc<Self>, mut writer: MutexGuard<'_, Writer>) {
+        let start = self.wants_compaction(&writer);
+        if start {
+            writer.compacting = true;
+        }
+        drop(writer);
+        if start {
+            compaction::spawn_background(self);
+        }
     }
 
     fn wants_compaction(&self, writer: &Writer) -> bool {
