@@ -494,7 +494,15 @@ impl TaskRunner {
                     // meanwhile, whatever its deliveries need to make progress.
                     Poll::Pending => {
                         outgoing.flush().await?;
-                        sending.await
+                        tokio::select! {
+                            sent = &mut sending => sent,
+                            // The wait may last as long as the brokers are away: a stop gives the
+                            // record up. It was never accepted, so its offset is never committed and
+                            // it is polled again after a restart.
+                            _ = self.control.wait_for(|t| *t == TargetState::Stopped) => {
+                                return Ok(Sent::Stopping);
+                            }
+                        }
                     }
                 }
             };

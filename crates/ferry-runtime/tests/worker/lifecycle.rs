@@ -7,7 +7,7 @@ use std::time::Duration;
 use ferry_runtime::TaskState;
 
 use crate::support::{
-    Gate, Hang, Harness, Probe, TestConnector, TestStore, bounded, eventually, fast, record,
+    Gate, Hang, Harness, Plan, Probe, TestConnector, TestStore, bounded, eventually, fast, record,
     records, settings, wait_log,
 };
 
@@ -178,6 +178,37 @@ async fn a_task_whose_acks_never_come_is_cancelled_without_a_final_commit() {
         h.sink.is_abandoned("a:1")
     })
     .await;
+}
+
+/// A sink whose `send` waits (Kafka's producer queue is full while the brokers are away; Ferry waits
+/// like Kafka Connect's `max.block.ms=MAX`) does not hold a stop: the waiting record is given up, never
+/// accepted, so it is polled again after a restart, and what was delivered before it is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waiting_for_a_full_sink_stops_gracefully() {
+    // Were the stop to wait for the send, the task would be cancelled at 5 s, without a final commit.
+    let h = Harness::new(settings(HOUR, 30_000, 5_000));
+    let probe = Probe::new();
+    h.sink
+        .set_policy(|key, _| if key == "a:2" { Plan::Block } else { Plan::Ack });
+    h.start("sinkfull", false, &probe);
+    probe.push(records("a", 1..=3));
+    eventually("a:1 accepted, a:2 waiting in send", || {
+        h.sink.accepted() == ["a:1"] && h.sink.blocked() == 1
+    })
+    .await;
+    h.stop("sinkfull").await;
+    wait_log("sinkfull-0", "INFO", &["task stopped (STOPPED)"]).await;
+    assert_eq!(h.sink.blocked(), 0, "the waiting send was dropped");
+    assert_eq!(
+        h.committed("sinkfull", "a").await,
+        Some(1),
+        "the final commit covers what was delivered before the waiting record, and nothing after"
+    );
+    assert_eq!(
+        h.sink.accepted(),
+        vec!["a:1".to_owned()],
+        "a:3 was never sent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferry_api::{RecordMetadata, SourceRecord, async_trait};
 use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError, SinkErrorKind};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::{key_of, lock};
 
@@ -20,6 +20,8 @@ pub enum Plan {
     Hold,
     /// Accept; the delivery fails with this message.
     FailDelivery(String),
+    /// Keep `send` waiting (a full queue) until [`TestSink::unblock`], then accept and deliver at once.
+    Block,
     /// Refuse the send itself.
     Refuse {
         /// Whether the refusal is retriable.
@@ -45,6 +47,19 @@ pub struct TestSink {
     pub failed_for_good: AtomicBool,
     /// Reopens done.
     pub reopens: AtomicUsize,
+    /// Opened by [`TestSink::unblock`]: releases every `send` of [`Plan::Block`].
+    unblocked: watch::Sender<bool>,
+    /// `send`s currently waiting under [`Plan::Block`].
+    blocked: AtomicUsize,
+}
+
+/// Counts a waiting `send` for as long as it waits, including when its caller drops it.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl TestSink {
@@ -58,6 +73,8 @@ impl TestSink {
             next_offset: AtomicI64::new(0),
             failed_for_good: AtomicBool::new(false),
             reopens: AtomicUsize::new(0),
+            unblocked: watch::Sender::new(false),
+            blocked: AtomicUsize::new(0),
         })
     }
 
@@ -76,6 +93,16 @@ impl TestSink {
                 Plan::Ack
             }
         });
+    }
+
+    /// How many `send`s wait under [`Plan::Block`] right now (a dropped one no longer counts).
+    pub fn blocked(&self) -> usize {
+        self.blocked.load(Ordering::SeqCst)
+    }
+
+    /// Releases every `send` waiting under [`Plan::Block`], and every later one.
+    pub fn unblock(&self) {
+        self.unblocked.send_replace(true);
     }
 
     /// How many times `key` was sent (accepted or refused).
@@ -139,7 +166,14 @@ impl RecordSink for TestSink {
             *n - 1
         };
         let policy = lock(&self.policy).clone();
-        let plan = policy(&key, attempt);
+        let mut plan = policy(&key, attempt);
+        if let Plan::Block = plan {
+            self.blocked.fetch_add(1, Ordering::SeqCst);
+            let _waiting = Waiting(&self.blocked);
+            let mut unblocked = self.unblocked.subscribe();
+            let _ = unblocked.wait_for(|open| *open).await;
+            plan = Plan::Ack;
+        }
         if let Plan::Refuse { retriable } = plan {
             return Err(sink_error(
                 &format!("refused {key} (attempt {attempt})"),
@@ -153,7 +187,7 @@ impl RecordSink for TestSink {
             offset: Some(self.next_offset.fetch_add(1, Ordering::SeqCst)),
         };
         Ok(match plan {
-            Plan::Ack => PendingDelivery::ready(Ok(metadata)),
+            Plan::Ack | Plan::Block => PendingDelivery::ready(Ok(metadata)),
             Plan::FailDelivery(message) => PendingDelivery::ready(Err(sink_error(&message, false))),
             Plan::Hold | Plan::Refuse { .. } => {
                 let (tx, rx) = oneshot::channel();
