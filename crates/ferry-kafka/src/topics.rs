@@ -32,8 +32,39 @@ pub(crate) struct TopicCreator {
     admin: AdminClient<StoreContext>,
     /// Looks topics up without creating them (a consumer does not ask the broker to auto-create).
     lookup: Arc<StoreConsumer>,
-    known: Mutex<HashSet<String>>,
+    known: Mutex<KnownTopics>,
     describe: String,
+}
+
+/// Topics known to exist, at most `limit`; past it the set starts over (see [`MAX_KNOWN_TOPICS`]).
+#[derive(Debug)]
+struct KnownTopics {
+    topics: HashSet<String>,
+    limit: usize,
+}
+
+impl KnownTopics {
+    fn new(limit: usize) -> Self {
+        Self {
+            topics: HashSet::new(),
+            limit,
+        }
+    }
+
+    fn contains(&self, topic: &str) -> bool {
+        self.topics.contains(topic)
+    }
+
+    fn insert(&mut self, topic: &str) {
+        if self.topics.contains(topic) {
+            // Two tasks found the same topic at once.
+            return;
+        }
+        if self.topics.len() >= self.limit {
+            self.topics.clear();
+        }
+        self.topics.insert(topic.to_owned());
+    }
 }
 
 impl TopicCreator {
@@ -78,7 +109,7 @@ impl TopicCreator {
             rules,
             admin,
             lookup: Arc::new(lookup),
-            known: Mutex::default(),
+            known: Mutex::new(KnownTopics::new(MAX_KNOWN_TOPICS)),
             describe,
         })
     }
@@ -95,11 +126,10 @@ impl TopicCreator {
         if matches!(state, TopicState::Missing) {
             self.create(topic).await?;
         }
-        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-        if known.len() >= MAX_KNOWN_TOPICS {
-            known.clear();
-        }
-        known.insert(topic.to_owned());
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(topic);
         Ok(())
     }
 
@@ -209,5 +239,26 @@ impl TopicCreator {
 
     fn error(&self, kind: SinkErrorKind, message: impl Into<String>) -> SinkError {
         SinkError::new(self.describe.as_str(), kind, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KnownTopics;
+
+    #[test]
+    fn known_topics_start_over_past_the_limit() {
+        let mut known = KnownTopics::new(2);
+        known.insert("a");
+        known.insert("b");
+        known.insert("b");
+        assert!(known.contains("a") && known.contains("b"));
+        known.insert("c");
+        assert!(known.contains("c"), "the topic just found is remembered");
+        assert!(
+            !known.contains("a") && !known.contains("b"),
+            "the others are forgotten (looked up again, which is harmless)"
+        );
+        assert_eq!(known.topics.len(), 1);
     }
 }

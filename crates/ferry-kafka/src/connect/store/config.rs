@@ -361,3 +361,41 @@ impl ConfigBackingStore for KafkaConfigBackingStore {
         self.topic.send(&records).await.map_err(store_error)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Folded, apply};
+
+    /// Past the pending limit a cluster log level is dropped (with a WARN) and reading goes on: the
+    /// levels already waiting stay, and the topic's position still advances.
+    #[test]
+    fn cluster_log_levels_past_the_pending_limit_are_dropped_and_reading_goes_on() {
+        // The limit is the channel's capacity: 1 here instead of MAX_PENDING_LOGGER_LEVELS.
+        let (sender, mut receiver) = tokio::sync::mpsc::channel(1);
+        let mut folded = Folded {
+            logger_levels: Some(sender),
+            ..Folded::default()
+        };
+        apply(
+            &mut folded,
+            "logger-cluster-org.example",
+            Some(br#"{"level":"DEBUG"}"#),
+            0,
+        );
+        apply(
+            &mut folded,
+            "logger-cluster-org.other",
+            Some(br#"{"level":"INFO"}"#),
+            1,
+        );
+        assert_eq!(
+            receiver.try_recv().ok(),
+            Some(("org.example".to_owned(), "DEBUG".to_owned()))
+        );
+        assert!(
+            receiver.try_recv().is_err(),
+            "the level past the limit was dropped"
+        );
+        assert_eq!(folded.next_offset, 2, "both records were read");
+    }
+}
