@@ -16,7 +16,7 @@ pub fn render(results: &Results, plot_name: &str, curves: &[(Curve, String)]) ->
     comparison_section(
         &mut out,
         "Start-up",
-        START_UP_METHOD,
+        &with_load_runs(START_UP_METHOD),
         &results.startup,
         Rate::Records,
     );
@@ -668,7 +668,7 @@ fn scaling(out: &mut String, curves: &[(Curve, String)]) {
         return;
     }
     out.push_str("## Scaling\n\n");
-    out.push_str(SCALING_METHOD);
+    out.push_str(&with_load_runs(SCALING_METHOD));
     for (curve, file) in curves {
         let _ = writeln!(out, "\n### {}\n\n![{}]({file})\n", curve.title, curve.title);
         let _ = write!(out, "| {} |", curve.x_label);
@@ -711,6 +711,11 @@ const CRASH_METHOD: &str = "The real `ferry standalone` binary (release build) w
     wrote that were already in the sink. Lost = input lines never in the sink. Both commit modes: \
     continuous (`offset.flush.interval.ms=0`, the README example's) and every 1000 ms.\n";
 
+/// `text` with `{load_runs}` replaced by the number of timed load rounds, so the text follows the code.
+fn with_load_runs(text: &str) -> String {
+    text.replace("{load_runs}", &crate::memory::LOAD_RUNS.to_string())
+}
+
 const SCALING_METHOD: &str = "One run per point (the shape is the result). Throughput: a Worker \
     with a FileStore (offsets on, offset.flush.interval.ms=100), timed until every offset is \
     committed; SequenceSource → discarding sink with 8 partitions spread over the tasks, or with one \
@@ -718,7 +723,7 @@ const SCALING_METHOD: &str = "One run per point (the shape is the result). Throu
     input split over the files, all into one file sink (sink.format=value). Stored offsets: a \
     compacted FileStore and the full-rewrite file loaded into a HashMap, each load in a fresh \
     `ferry-bench rss-probe` process, timed exactly as the start-up case (the same code): one untimed \
-    round warms the page cache, then 5 rounds in which the two take turns; each point is the median \
+    round warms the page cache, then {load_runs} rounds in which the two take turns; each point is the median \
     (the log shows min–max) and the highest peak RSS. Flush latency: \
     Ferry's medians from the flush section.\n";
 
@@ -742,7 +747,7 @@ const FLUSH_METHOD: &str = "One flush = one durable write of `changed` offsets i
 
 const START_UP_METHOD: &str = "Loading every offset before the first task starts. Each load of a \
     local store runs in a fresh `ferry-bench rss-probe` process, as a starting worker does (no memory \
-    the allocator already holds), after one untimed round that warms the page cache; then 5 rounds \
+    the allocator already holds), after one untimed round that warms the page cache; then {load_runs} rounds \
     in which the contenders take turns (median, min–max). The scaling curve of stored offsets times \
     its loads with the same code. The Ferry FileStore was compacted (one frame per offset), as a \
     long-running worker leaves it. SQLite reads every row into a `HashMap`; the full-rewrite file is \
