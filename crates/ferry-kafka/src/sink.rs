@@ -34,9 +34,15 @@
 //! [`crate::convert`]) and headers like Kafka Connect's `SimpleHeaderConverter`, sets the timestamp and
 //! the explicit partition when the record has them, and enqueues the record in librdkafka. The returned
 //! [`PendingDelivery`] resolves with the topic, partition and offset once the broker acknowledged the
-//! record, or with the delivery error (`retriable` as the Kafka error is). A full local queue
-//! (`queue.buffering.max.messages` / `.kbytes`) is retried briefly, then returned as a retriable error so
-//! the task backs off. A conversion failure is not retriable.
+//! record, or with the delivery error (`retriable` as the Kafka error is). A conversion failure is not
+//! retriable.
+//!
+//! A full local queue (`queue.buffering.max.messages` / `.kbytes`) makes `send` wait for room as long as
+//! it takes, like Kafka Connect's producer (`max.block.ms=Long.MAX_VALUE`) and like a plain producer
+//! awaiting its oldest delivery: the brokers being slower than the source is back-pressure, not an
+//! error. A task that stops meanwhile drops the waiting `send`; that record was never accepted, so its
+//! offset is never committed and it is polled again after a restart. A wait in which no delivery
+//! completes for [`QUEUE_STALL_WARNING`] is logged at WARN once.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -66,12 +72,12 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("client.id", "ferry-producer"),
 ];
 
-/// How long `send` keeps retrying a full local queue *without any delivery completing* before returning
-/// a retriable error. While deliveries complete, a full queue is back-pressure (the brokers are slower
-/// than the source) and `send` keeps waiting, like a plain producer waiting for its oldest delivery.
-const QUEUE_FULL_PATIENCE: Duration = Duration::from_millis(200);
-/// The pause between those retries.
-const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
+/// How often a `send` waiting for room in the full local queue tries again. librdkafka reports no
+/// event when room frees up, so the wait polls; 1 ms keeps the pipeline full (a batch of deliveries
+/// frees thousands of slots at once) at the cost of one wake-up per millisecond while waiting.
+const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(1);
+/// A wait for room in which no delivery completed for this long is logged at WARN (once per wait).
+pub const QUEUE_STALL_WARNING: Duration = Duration::from_secs(30);
 
 /// What a [`KafkaSink`] is built from.
 #[derive(Clone, PartialEq, Eq)]
@@ -381,8 +387,7 @@ impl RecordSink for KafkaSink {
             .map(|h| header_value(&h.value))
             .collect();
 
-        let mut waited = Duration::ZERO;
-        let mut in_flight = self.in_flight();
+        let mut full: Option<QueueFull> = None;
         let delivery = loop {
             let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
             for (header, value) in record.headers.iter().zip(&header_values) {
@@ -407,29 +412,20 @@ impl RecordSink for KafkaSink {
             }
             match self.shared.producer.send_result(out) {
                 Ok(delivery) => break delivery,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _))
-                    if waited < QUEUE_FULL_PATIENCE =>
-                {
-                    tokio::time::sleep(QUEUE_FULL_PAUSE).await;
-                    let now = self.in_flight();
-                    if now < in_flight {
-                        // Deliveries are completing: the queue drains, keep waiting.
-                        waited = Duration::ZERO;
-                    } else {
-                        waited += QUEUE_FULL_PAUSE;
-                    }
-                    in_flight = now;
-                }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    return Err(self.error(
-                        SinkErrorKind::Retriable,
-                        format!(
-                            "the producer's queue is full ({} records waiting for the brokers; \
-                             queue.buffering.max.messages / queue.buffering.max.kbytes); the task backs off and \
-                             retries",
-                            self.in_flight()
-                        ),
-                    ));
+                    // Back-pressure: wait for room (see the module docs), as long as it takes.
+                    let in_flight = self.in_flight();
+                    let wait = full.get_or_insert_with(|| QueueFull::new(in_flight));
+                    if wait.stalled(in_flight, Instant::now()) {
+                        tracing::warn!(
+                            sink = %self.shared.describe,
+                            "the producer's queue is full (queue.buffering.max.messages / \
+                             queue.buffering.max.kbytes) and no record was acknowledged for {} s; {in_flight} \
+                             records wait for the brokers and the task waits with them",
+                            QUEUE_STALL_WARNING.as_secs()
+                        );
+                    }
+                    tokio::time::sleep(QUEUE_FULL_PAUSE).await;
                 }
                 Err((e, _)) => {
                     return Err(self
@@ -491,6 +487,39 @@ impl RecordSink for KafkaSink {
                 )
                 .with_source(e)),
         }
+    }
+}
+
+/// One `send`'s wait for room in the full local queue: whether it has stalled, with no delivery
+/// completing for [`QUEUE_STALL_WARNING`].
+struct QueueFull {
+    /// Records in flight when last seen.
+    in_flight: i32,
+    /// When a delivery last completed (or the wait began).
+    progress_at: Instant,
+    warned: bool,
+}
+
+impl QueueFull {
+    fn new(in_flight: i32) -> Self {
+        Self {
+            in_flight,
+            progress_at: Instant::now(),
+            warned: false,
+        }
+    }
+
+    /// Notes the records in flight `now`; true once per wait, when it first counts as stalled.
+    fn stalled(&mut self, in_flight: i32, now: Instant) -> bool {
+        if in_flight < self.in_flight {
+            self.progress_at = now;
+        }
+        self.in_flight = in_flight;
+        if self.warned || now.saturating_duration_since(self.progress_at) < QUEUE_STALL_WARNING {
+            return false;
+        }
+        self.warned = true;
+        true
     }
 }
 
@@ -572,7 +601,29 @@ fn kind_of(error: &KafkaError) -> SinkErrorKind {
 mod tests {
     use rdkafka::error::{KafkaError, RDKafkaErrorCode as C};
 
-    use super::{SinkErrorKind, is_retriable, kind_of};
+    use std::time::Duration;
+
+    use super::{QUEUE_STALL_WARNING, QueueFull, SinkErrorKind, is_retriable, kind_of};
+
+    #[test]
+    fn a_full_queue_counts_as_stalled_once_no_delivery_completed_for_the_warning_period() {
+        let mut wait = QueueFull::new(100);
+        let start = wait.progress_at;
+        let late = start + QUEUE_STALL_WARNING;
+        // Deliveries completing (fewer in flight) keep the wait from counting as stalled.
+        assert!(!wait.stalled(90, late - Duration::from_millis(1)));
+        assert!(!wait.stalled(90, late), "a delivery completed 1 ms ago");
+        let stalled_at = late - Duration::from_millis(1) + QUEUE_STALL_WARNING;
+        assert!(!wait.stalled(95, stalled_at - Duration::from_millis(1)));
+        assert!(
+            wait.stalled(95, stalled_at),
+            "nothing completed for the whole period"
+        );
+        assert!(
+            !wait.stalled(95, stalled_at + QUEUE_STALL_WARNING),
+            "said once per wait"
+        );
+    }
 
     #[test]
     fn client_errors_map_to_sink_error_kinds() {

@@ -393,26 +393,55 @@ async fn records_sent_while_the_broker_is_down_are_delivered_when_it_returns() {
     );
 }
 
+/// A full producer queue is back-pressure, as in Kafka Connect (`max.block.ms=Long.MAX_VALUE`): `send`
+/// waits for room, however long the brokers take, instead of refusing the record (which made the task
+/// back off for 100 ms or more each time the queue filled), and completes once a delivery frees a slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_producer_queue_is_a_retriable_refusal() {
-    // Nothing listens on port 1: the first record waits in the queue, which then has no room.
+async fn a_full_producer_queue_makes_send_wait_for_room() {
+    let mut broker = broker();
+    let bootstrap = broker.bootstrap_servers();
+    create_topic(&bootstrap, "full", 1).await;
     let sink = KafkaSink::new(
-        &KafkaSinkConfig::new("127.0.0.1:1")
-            .with_producer_setting("queue.buffering.max.messages", "1"),
+        &KafkaSinkConfig::new(&bootstrap)
+            .with_producer_setting("queue.buffering.max.messages", "1")
+            .with_producer_setting("reconnect.backoff.max.ms", "500"),
     )
     .expect("sink");
-    let record = SourceRecord::from_maps(None, None, "t", Some(json!("x")));
-    let _waiting = sink
-        .send(&record)
+    let record = |text: &str| SourceRecord::from_maps(None, None, "full", Some(json!(text)));
+    resolve(sink.send(&record("before")).await.expect("send"))
+        .await
+        .expect("delivered");
+
+    // With the broker away the first record stays queued and the queue has no room for a second.
+    broker.stop();
+    let first = sink
+        .send(&record("first"))
         .await
         .expect("the first record is queued");
-    let Err(error) = sink.send(&record).await else {
-        panic!("a record was queued beyond queue.buffering.max.messages=1");
+    let sending = {
+        let sink = sink.clone();
+        tokio::spawn(async move { sink.send(&record("second")).await })
     };
-    assert!(error.is_retriable(), "{error}");
+    // Longer than the old 200 ms patience and the task's first backoffs.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
-        error.to_string().contains("the producer's queue is full"),
-        "{error}"
+        !sending.is_finished(),
+        "send returned while the queue was full: {:?}",
+        sending.await.map(|sent| sent.err())
     );
-    assert_eq!(sink.in_flight(), 1);
+    broker.restart().unwrap();
+    let second = tokio::time::timeout(DEADLINE, sending)
+        .await
+        .expect("send completes once the broker frees room")
+        .expect("the send task did not panic")
+        .expect("the second record is accepted, not refused");
+    assert_eq!(resolve(first).await.expect("delivered").offset, Some(1));
+    assert_eq!(resolve(second).await.expect("delivered").offset, Some(2));
+    let messages = read(&bootstrap, "full", 3).await;
+    let texts: Vec<_> = messages.iter().map(|m| text(m.payload())).collect();
+    assert_eq!(
+        texts,
+        ["before", "first", "second"]
+            .map(|t| Some(format!(r#"{{"schema":null,"payload":"{t}"}}"#)))
+    );
 }
