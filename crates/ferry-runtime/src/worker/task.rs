@@ -357,6 +357,9 @@ impl TaskRunner {
         chain: &mut crate::transforms::Chain,
     ) {
         let mut backoff = Backoff::new();
+        // The sink, held apart from `self` so that a send waiting for room can let the loop handle
+        // its events meanwhile (one clone per run, not per record).
+        let sink = Arc::clone(&self.sink);
         loop {
             self.handle_events(events).await;
             if let Some(reason) = failure.get() {
@@ -438,7 +441,10 @@ impl TaskRunner {
                                 }
                             }
                         };
-                        match self.send(hooks, record, outgoing, &mut backoff).await {
+                        match self
+                            .send(hooks, &*sink, record, outgoing, events, &mut backoff)
+                            .await
+                        {
                             Ok(Sent::Done) => {}
                             // The unsent record's offset must never be committed, so no later record
                             // of the batch may be sent: they are all polled again after a restart.
@@ -481,26 +487,35 @@ impl TaskRunner {
     async fn send<H: TaskHooks>(
         &mut self,
         hooks: &mut H,
+        sink: &dyn RecordSink,
         record: Box<SourceRecord>,
         outgoing: &mut Outgoing,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
         backoff: &mut Backoff,
     ) -> Result<Sent, String> {
         loop {
             let sent = {
-                let mut sending = self.sink.send(&record);
+                let mut sending = sink.send(&record);
                 match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
                     Poll::Ready(sent) => sent,
                     // The sink makes us wait (a full queue): what it accepted before is watched
                     // meanwhile, whatever its deliveries need to make progress.
                     Poll::Pending => {
                         outgoing.flush().await?;
-                        tokio::select! {
-                            sent = &mut sending => sent,
-                            // The wait may last as long as the brokers are away: a stop gives the
-                            // record up. It was never accepted, so its offset is never committed and
-                            // it is polled again after a restart.
-                            _ = self.control.wait_for(|t| *t == TargetState::Stopped) => {
-                                return Ok(Sent::Stopping);
+                        loop {
+                            tokio::select! {
+                                sent = &mut sending => break sent,
+                                // The wait may last as long as the brokers are away: a stop gives
+                                // the record up. It was never accepted, so its offset is never
+                                // committed and it is polled again after a restart.
+                                // (The `Ref` the wait returns is dropped inside, so that the
+                                // event handler below may borrow `self`.)
+                                () = async {
+                                    let _ = self.control.wait_for(|t| *t == TargetState::Stopped).await;
+                                } => return Ok(Sent::Stopping),
+                                // Records acknowledged meanwhile get their `commit_record` now, as
+                                // between polls, however long the sink makes us wait.
+                                Some(event) = events.recv() => self.handle_event(event).await,
                             }
                         }
                     }

@@ -181,8 +181,9 @@ async fn a_task_whose_acks_never_come_is_cancelled_without_a_final_commit() {
 }
 
 /// A sink whose `send` waits (Kafka's producer queue is full while the brokers are away; Ferry waits
-/// like Kafka Connect's `max.block.ms=MAX`) does not hold a stop: the waiting record is given up, never
-/// accepted, so it is polled again after a restart, and what was delivered before it is committed.
+/// like Kafka Connect's `max.block.ms=MAX`) holds neither `commit_record` of what was delivered before
+/// nor a stop: the waiting record is given up, never accepted, so it is polled again after a restart,
+/// and what was delivered before it is committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_a_full_sink_stops_gracefully() {
     // Were the stop to wait for the send, the task would be cancelled at 5 s, without a final commit.
@@ -194,6 +195,10 @@ async fn a_task_waiting_for_a_full_sink_stops_gracefully() {
     probe.push(records("a", 1..=3));
     eventually("a:1 accepted, a:2 waiting in send", || {
         h.sink.accepted() == ["a:1"] && h.sink.blocked() == 1
+    })
+    .await;
+    eventually("commit_record(a:1) while a:2 waits", || {
+        probe.has_commit_record("a:1")
     })
     .await;
     h.stop("sinkfull").await;
