@@ -389,15 +389,18 @@ impl RecordSink for KafkaSink {
 
         let mut full: Option<QueueFull> = None;
         let delivery = loop {
-            let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-            for (header, value) in record.headers.iter().zip(&header_values) {
-                headers = headers.insert(Header {
-                    key: header.key.as_str(),
-                    value: value.as_deref(),
-                });
+            let mut out: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&record.topic);
+            // No header list for a record without headers: librdkafka allocates one per record.
+            if !record.headers.is_empty() {
+                let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+                for (header, value) in record.headers.iter().zip(&header_values) {
+                    headers = headers.insert(Header {
+                        key: header.key.as_str(),
+                        value: value.as_deref(),
+                    });
+                }
+                out = out.headers(headers);
             }
-            let mut out: FutureRecord<'_, [u8], [u8]> =
-                FutureRecord::to(&record.topic).headers(headers);
             if let Some(key) = &key {
                 out = out.key(key.as_slice());
             }
