@@ -250,17 +250,20 @@ const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the t
 const KAFKA_E2E_EXPLAINED: &str = "The queue-full back-off the previous report named is gone: the \
     KafkaSink now waits for room in librdkafka's queue, as Kafka Connect's producer does, instead of \
     refusing the record (commit 6b00560, tested on tansu). Profile (perf record, 999 Hz, each side \
-    alone for three runs, commit 6b00560, so one sample is about a millisecond of CPU): the two cores \
+    alone for three runs, the two sides taking turns twice, commit 31e2971, which no longer builds an \
+    empty librdkafka header list per record; one sample is about a millisecond of CPU): the two cores \
     are saturated — tansu runs on the same machine — so the time follows the CPU spent. Ferry's runs \
-    took 55.8 k samples against the plain producer's 47.0 k (1.19×, as the times). tansu: 26.7 k \
-    against 25.2 k. The client: 29.0 k against 21.8 k — librdkafka's broker threads 21.4 k against \
-    19.8 k (more work for the same records, not broken down further), Ferry's task thread 4.6 k (about \
-    3 µs per line: reading and splitting lines, building each record and its offset map, \
-    StringConverter's copy of the value, `send`, tracking the offset; 17 % of it is the kernel \
-    zeroing huge pages that mimalloc takes fresh because the records are freed on other threads), \
-    the delivery watcher and committer 1.6 k against the plain loop's 1.2 k, delivery reports \
-    1.0 k against 0.4 k. The gap (8.8 k) is larger than the task thread's whole share, so the row is \
-    not within reach of the per-record path alone on this two-core machine.";
+    took 47.6–47.8 k samples against the plain producer's 41.5–41.9 k (1.14×). Of the 6 k more: \
+    Ferry's task thread 3.3 k (about 2.1 µs per line: reading and splitting lines, building each \
+    record and its offset map, StringConverter's copy of the value, `send`, tracking the offset; \
+    part of it is the kernel zeroing huge pages that mimalloc takes fresh because the records are \
+    freed on other threads), tansu 23.4–23.7 k against 22.3 k and librdkafka's broker threads \
+    18.4–18.9 k against 17.3–17.7 k (more work for the same records, not broken down further); the \
+    delivery watcher and committer 1.3 k against the plain loop's 1.2 k, delivery reports 0.4 k on \
+    both sides. The gap is larger than the task thread's whole share, so the row is not within reach \
+    of the per-record path alone on this two-core machine. (Profiles of one side at a time vary by \
+    up to a quarter between sessions: an earlier one of commit 6b00560 counted 4.6 k for the task \
+    thread; only interleaved runs are compared here.)";
 
 fn rsyslog_target(results: &Results) -> Target {
     let case = e2e_case(results, "rsyslog");
