@@ -211,6 +211,42 @@ fn locate(raw_key: &[u8]) -> Location<'_> {
     }
 }
 
+/// The location of a key known to be canonical, `["<connector>",<canonical partition>]`, cut at the
+/// connector's closing quote; `None` when the connector name holds an escape (or the key is not of
+/// that shape at all), where only a real scan finds the closing quote.
+fn split_canonical(raw_key: &[u8]) -> Option<Location<'_>> {
+    let rest = raw_key.strip_prefix(b"[\"")?.strip_suffix(b"]")?;
+    let quote = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    let (connector, tail) = rest.split_at(quote);
+    let partition = tail.strip_prefix(b"\",")?;
+    Some(Location::Decoded {
+        connector: Cow::Borrowed(std::str::from_utf8(connector).ok()?),
+        canonical: Cow::Borrowed(partition),
+        raw_is_canonical: true,
+    })
+}
+
+/// Whether two locations name the same partition the same way (the debug check of
+/// [`OffsetTable::apply_canonical`]).
+fn same_location(a: &Location<'_>, b: &Location<'_>) -> bool {
+    match (a, b) {
+        (
+            Location::Decoded {
+                connector: ca,
+                canonical: pa,
+                raw_is_canonical: ra,
+            },
+            Location::Decoded {
+                connector: cb,
+                canonical: pb,
+                raw_is_canonical: rb,
+            },
+        ) => ca == cb && pa == pb && ra == rb,
+        (Location::Raw, Location::Raw) => true,
+        _ => false,
+    }
+}
+
 /// The slow path of [`locate`], for every key: decode, then print canonically. Gives the connector,
 /// the canonical partition and whether the raw key is canonical, or `None` for an undecodable key. The
 /// fast path must always agree with it.
@@ -318,6 +354,32 @@ impl OffsetTable {
         let location = locate(raw_key);
         let Some(probe) = self.probe(&location, raw_key, value.is_some()) else {
             // A tombstone for a connector never seen: nothing to remove.
+            self.next_seq += 1;
+            return None;
+        };
+        let found = self.find(&probe);
+        self.apply_found(&probe, found, value, None)
+    }
+
+    /// [`apply_sized`](Self::apply_sized) for a key the caller knows is canonical, because Ferry wrote
+    /// it as such ([`visit_entries`](Self::visit_entries) said so when the file was compacted): the
+    /// connector and the partition are cut out of the key without reading the partition, which is
+    /// most of the cost of indexing a key. A key whose connector name holds an escape is located the
+    /// ordinary way. (Debug builds check the claim against the ordinary way.)
+    pub(crate) fn apply_canonical(
+        &mut self,
+        raw_key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<usize> {
+        let Some(location) = split_canonical(raw_key) else {
+            return self.apply_sized(raw_key, value);
+        };
+        debug_assert!(
+            same_location(&location, &locate(raw_key)),
+            "a key claimed canonical is not: {:?}",
+            String::from_utf8_lossy(raw_key)
+        );
+        let Some(probe) = self.probe(&location, raw_key, value.is_some()) else {
             self.next_seq += 1;
             return None;
         };
@@ -637,15 +699,21 @@ impl OffsetTable {
             .collect()
     }
 
-    /// Calls `f(raw key, value)` for every live offset, in store order of the last write: the same
-    /// sequence as [`entries`](Self::entries) without copying each entry (for snapshots of large
-    /// stores). The key slice is only valid during the call.
-    pub(crate) fn visit_entries(&self, mut f: impl FnMut(&[u8], &[u8])) {
+    /// Calls `f(raw key, value, canonical)` for every live offset, in store order of the last write:
+    /// the same sequence as [`entries`](Self::entries) without copying each entry (for snapshots of
+    /// large stores). `canonical` says the key is its partition's canonical key, so
+    /// [`apply_canonical`](Self::apply_canonical) may index it as it is. The key slice is only valid
+    /// during the call.
+    pub(crate) fn visit_entries(&self, mut f: impl FnMut(&[u8], &[u8], bool)) {
         let mut scratch = Vec::new();
         for i in self.in_store_order(None) {
             let e = &self.entries[i];
             self.raw_key_into(e, &mut scratch);
-            f(&scratch, self.value(e));
+            f(
+                &scratch,
+                self.value(e),
+                e.connector != UNDECODABLE && e.raw_len == 0,
+            );
         }
     }
 
@@ -739,7 +807,19 @@ mod tests {
                 String::from_utf8_lossy(raw)
             );
         }
-        prop_assert_eq!(parts(locate(raw)), slow);
+        prop_assert_eq!(parts(locate(raw)), slow.clone());
+        // A key the decoder finds canonical is cut the same way without reading its partition (or
+        // left to the scan, when its connector name holds an escape).
+        if let Some(canonical) = slow.filter(|(_, _, raw_is_canonical)| *raw_is_canonical)
+            && let Some(cut) = split_canonical(raw)
+        {
+            prop_assert_eq!(
+                parts(cut),
+                Some(canonical),
+                "split_canonical disagrees on {:?}",
+                String::from_utf8_lossy(raw)
+            );
+        }
         Ok(())
     }
 
@@ -844,7 +924,7 @@ mod tests {
             }
             prop_assert_eq!(table.entries(), model.entries());
             let mut visited = Vec::new();
-            table.visit_entries(|k, v| visited.push((k.to_vec(), v.to_vec())));
+            table.visit_entries(|k, v, _| visited.push((k.to_vec(), v.to_vec())));
             prop_assert_eq!(visited, model.entries());
             for raw in POOL {
                 let expected = model

@@ -49,8 +49,8 @@ use std::sync::atomic::Ordering;
 use std::thread;
 
 use super::format::{
-    self, COMPACT_FRAME_BYTES, COMPACT_FRAME_WRITES, FRAME_HEADER_LEN, FileHeader, FrameBuilder,
-    HEADER_LEN,
+    self, COMPACT_FRAME_BYTES, COMPACT_FRAME_WRITES, Compacted, FRAME_HEADER_LEN, FileHeader,
+    FrameBuilder, HEADER_LEN,
 };
 use super::{Inner, lock, sync_dir};
 use crate::error::StoreError;
@@ -83,6 +83,8 @@ struct Snapshot {
     exact_live: u64,
     /// The sequence number of the snapshot's first frame.
     first_seq: u64,
+    /// What the new file's header says about the snapshot's writes.
+    compacted: Compacted,
 }
 
 /// Starts a background compaction. The caller has set `compacting`.
@@ -163,8 +165,11 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
         tmp.set_permissions(meta.permissions())
             .map_err(tmp_io("copy the store file's permissions"))?;
     }
-    tmp.write_all(&format::encode_header(snapshot.first_seq))
-        .map_err(tmp_io("write the compaction file"))?;
+    tmp.write_all(&format::encode_header(
+        snapshot.first_seq,
+        snapshot.compacted,
+    ))
+    .map_err(tmp_io("write the compaction file"))?;
     let mut new_len = HEADER_LEN as u64;
     for frame in &snapshot.frames {
         if inner.cancel.load(Ordering::Relaxed) {
@@ -245,7 +250,13 @@ fn take_snapshot(inner: &Inner) -> Result<Snapshot, StoreError> {
     let mut builder = FrameBuilder::with_capacity(0);
     let mut exact_live = 0u64;
     let mut too_large = None;
-    table.visit_entries(|key, value| {
+    let mut compacted = Compacted {
+        writes: 0,
+        canonical_keys: true,
+    };
+    table.visit_entries(|key, value, canonical| {
+        compacted.writes += 1;
+        compacted.canonical_keys &= canonical;
         if builder.count() >= COMPACT_FRAME_WRITES || builder.payload_len() >= COMPACT_FRAME_BYTES {
             let seq = first_seq + frames.len() as u64;
             frames.push(mem::replace(&mut builder, FrameBuilder::with_capacity(0)).finish(seq));
@@ -273,6 +284,7 @@ fn take_snapshot(inner: &Inner) -> Result<Snapshot, StoreError> {
         estimated_live: writer.live_bytes,
         exact_live,
         first_seq,
+        compacted,
     })
 }
 
@@ -293,6 +305,7 @@ fn copy_renumbered(
     let current = FileHeader {
         version: format::FORMAT_VERSION,
         first_seq: None,
+        compacted: Compacted::default(),
     };
     loop {
         let mut header = [0u8; FRAME_HEADER_LEN];

@@ -7,7 +7,13 @@
 //!             32 bytes in every version; the CRC covers the first 28 bytes, and is checked before
 //!             the version is believed (a damaged version field is damage, not another release).
 //!             version 1: rest = reserved, zero (18)
-//!             version 2: rest = first_seq u64 LE (8) | reserved, zero (10)
+//!             version 2: rest = first_seq u64 LE (8) | compacted u64 LE (8) | flags u16 LE (2)
+//!             compacted = how many writes the file starts with that compaction wrote: one per live
+//!             offset, each a distinct partition (0 in a new store, and in files of builds before
+//!             these fields, which wrote zeros here and ignore them). flags bit 0 (CANONICAL_KEYS):
+//!             every one of those writes' keys is canonical (Ferry's bytes, fields sorted), so a
+//!             replay may index them without reading their partitions; other bits are zero, and
+//!             ignored when read.
 //! frame v2  = payload_len u32 LE | payload_crc u32 LE | seq u64 LE | header_crc u32 LE | payload
 //!             header_crc = crc32c of the first 16 bytes. The first frame's seq is the header's
 //!             first_seq, every later frame's is its predecessor's + 1.
@@ -69,12 +75,35 @@ const MAGIC_DAMAGE_MAX: usize = 2;
 /// Where Java serialization streams start (Kafka Connect's standalone offsets file).
 pub(super) const JAVA_SERIALIZATION_MAGIC: [u8; 2] = [0xAC, 0xED];
 
-/// The file header of a new version-2 store whose first frame will carry `first_seq`.
-pub(super) fn encode_header(first_seq: u64) -> [u8; HEADER_LEN] {
+/// `flags` bit 0 of a version-2 header: the compacted writes' keys are all canonical.
+const CANONICAL_KEYS: u16 = 1;
+
+/// What a version-2 header says about the writes compaction put at the start of the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Compacted {
+    /// How many writes the file starts with that compaction wrote (one per live offset, each a
+    /// distinct partition); 0 when the file was not made by compaction, or by a build before this
+    /// field.
+    pub writes: u64,
+    /// Every one of those writes' keys is canonical: the replay may index them as they are
+    /// ([`OffsetTable::apply_canonical`](crate::table::OffsetTable::apply_canonical)).
+    pub canonical_keys: bool,
+}
+
+/// The file header of a new version-2 store whose first frame will carry `first_seq`, starting with
+/// the writes `compacted` describes.
+pub(super) fn encode_header(first_seq: u64, compacted: Compacted) -> [u8; HEADER_LEN] {
     let mut header = [0u8; HEADER_LEN];
     header[..8].copy_from_slice(&MAGIC);
     header[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     header[10..18].copy_from_slice(&first_seq.to_le_bytes());
+    header[18..26].copy_from_slice(&compacted.writes.to_le_bytes());
+    let flags = if compacted.canonical_keys {
+        CANONICAL_KEYS
+    } else {
+        0
+    };
+    header[26..28].copy_from_slice(&flags.to_le_bytes());
     let crc = crc32c::crc32c(&header[..HEADER_LEN - 4]);
     header[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
     header
@@ -87,6 +116,8 @@ pub(super) struct FileHeader {
     pub version: u16,
     /// The sequence number of the first frame (version 2); `None` for version 1.
     pub first_seq: Option<u64>,
+    /// The writes compaction put at the start of the file (none for version 1).
+    pub compacted: Compacted,
 }
 
 impl FileHeader {
@@ -181,10 +212,15 @@ pub(super) fn check_header(bytes: &[u8]) -> Result<FileHeader, HeaderError> {
         1 => Ok(FileHeader {
             version,
             first_seq: None,
+            compacted: Compacted::default(),
         }),
         FORMAT_VERSION => Ok(FileHeader {
             version,
             first_seq: Some(read_u64(bytes, 10)),
+            compacted: Compacted {
+                writes: read_u64(bytes, 18),
+                canonical_keys: u16::from_le_bytes([bytes[26], bytes[27]]) & CANONICAL_KEYS != 0,
+            },
         }),
         other => Err(HeaderError::Version(other)),
     }
@@ -609,6 +645,10 @@ mod tests {
     const V2: FileHeader = FileHeader {
         version: 2,
         first_seq: Some(1),
+        compacted: Compacted {
+            writes: 0,
+            canonical_keys: false,
+        },
     };
 
     fn header_of(frame: &[u8]) -> FrameHeader {
@@ -759,12 +799,13 @@ mod tests {
 
     #[test]
     fn header_checks() {
-        let header = encode_header(7);
+        let header = encode_header(7, Compacted::default());
         assert_eq!(
             check_header(&header),
             Ok(FileHeader {
                 version: 2,
-                first_seq: Some(7)
+                first_seq: Some(7),
+                compacted: Compacted::default(),
             })
         );
         assert!(
@@ -810,7 +851,56 @@ mod tests {
             check_header(&v1),
             Ok(FileHeader {
                 version: 1,
-                first_seq: None
+                first_seq: None,
+                compacted: Compacted::default(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_header_says_how_many_compacted_writes_start_the_file_and_whether_their_keys_are_canonical()
+    {
+        for compacted in [
+            Compacted {
+                writes: 1_000_000,
+                canonical_keys: true,
+            },
+            Compacted {
+                writes: 3,
+                canonical_keys: false,
+            },
+        ] {
+            let header = encode_header(9, compacted);
+            assert_eq!(check_header(&header).map(|h| h.compacted), Ok(compacted));
+        }
+        // A version-2 header of a build before these fields: zeros there, so no compacted writes.
+        let mut old = [0u8; HEADER_LEN];
+        old[..8].copy_from_slice(&MAGIC);
+        old[8] = 2;
+        old[10] = 5;
+        let crc = crc32c::crc32c(&old[..HEADER_LEN - 4]);
+        old[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            encode_header(5, Compacted::default()),
+            old,
+            "same bytes as before"
+        );
+        // Flag bits this build does not know are ignored, not refused (a later build may set them).
+        let mut later = encode_header(
+            5,
+            Compacted {
+                writes: 2,
+                canonical_keys: false,
+            },
+        );
+        later[26] = 0b10;
+        let crc = crc32c::crc32c(&later[..HEADER_LEN - 4]);
+        later[HEADER_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            check_header(&later).map(|h| h.compacted),
+            Ok(Compacted {
+                writes: 2,
+                canonical_keys: false
             })
         );
     }

@@ -833,7 +833,7 @@ fn create(path: &Path) -> Result<File, StoreError> {
         .truncate(true)
         .open(&tmp)
         .map_err(tmp_io("create the new store file"))?;
-    file.write_all(&format::encode_header(1))
+    file.write_all(&format::encode_header(1, format::Compacted::default()))
         .and_then(|()| file.sync_all())
         .map_err(tmp_io("write the new store file"))?;
     drop(file);

@@ -111,7 +111,23 @@ pub(super) fn apply_write(
     key: &[u8],
     value: Option<&[u8]>,
 ) -> u64 {
-    let previous = table.apply_sized(key, value);
+    apply_key_write(table, live_bytes, key, value, false)
+}
+
+/// [`apply_write`], for a key compaction wrote as canonical when `canonical`
+/// ([`OffsetTable::apply_canonical`]).
+fn apply_key_write(
+    table: &mut OffsetTable,
+    live_bytes: u64,
+    key: &[u8],
+    value: Option<&[u8]>,
+    canonical: bool,
+) -> u64 {
+    let previous = if canonical {
+        table.apply_canonical(key, value)
+    } else {
+        table.apply_sized(key, value)
+    };
     let added = value.map_or(0, |v| format::live_size(key.len(), v.len()));
     let removed = previous.map_or(0, |len| format::live_size(key.len(), len));
     live_bytes.saturating_add(added).saturating_sub(removed)
@@ -145,18 +161,34 @@ pub(super) fn replay(path: &Path, file: &File) -> Result<Replayed, StoreError> {
     let hint = usize::try_from(file_len).unwrap_or(usize::MAX);
     table.reserve_hint(hint / (format::WRITE_OVERHEAD + 24), hint);
     let mut live_bytes = 0u64;
-    let mut first_frame = true;
+    // The smallest plausible write bounds every count the file claims or suggests.
+    let most_writes = u128::from(file_len) / (format::WRITE_OVERHEAD as u128 + 24);
+    let compacted = header.compacted;
+    // The header of a compacted file says how many offsets it holds: the index is allocated once
+    // instead of doubling (see `OffsetTable::reserve_index`).
+    let mut sized = compacted.writes > 0;
+    if sized {
+        let count = u128::from(compacted.writes).min(most_writes);
+        table.reserve_index(usize::try_from(count).unwrap_or(0));
+    }
+    // Writes left that compaction wrote with canonical keys (see `format::Compacted`).
+    let mut canonical_left = if compacted.canonical_keys {
+        compacted.writes
+    } else {
+        0
+    };
     let scanned = scan_frames(path, header, &mut reader, file_len, |frame, key, value| {
-        if let Some((frame_len, writes)) = frame.filter(|_| first_frame) {
-            first_frame = false;
-            // A compacted file is frames of the same shape: the first one tells how many offsets
-            // the file holds, so the index is allocated once instead of doubling (see
-            // `OffsetTable::reserve_index`). Capped by the smallest plausible write.
+        if let Some((frame_len, writes)) = frame.filter(|_| !sized) {
+            sized = true;
+            // A file of a build that did not record the count: compacted files are frames of the
+            // same shape, so the first one tells how many offsets the file holds.
             let estimate = (file_len as u128 * u128::from(writes) / u128::from(frame_len.max(1)))
-                .min(u128::from(file_len) / (format::WRITE_OVERHEAD as u128 + 24));
+                .min(most_writes);
             table.reserve_index(usize::try_from(estimate).unwrap_or(0));
         }
-        live_bytes = apply_write(&mut table, live_bytes, key, value);
+        let canonical = canonical_left > 0;
+        canonical_left = canonical_left.saturating_sub(1);
+        live_bytes = apply_key_write(&mut table, live_bytes, key, value, canonical);
     })?;
     Ok(Replayed {
         table,

@@ -531,3 +531,84 @@ async fn a_read_only_store_refuses_set_batch() {
         "{err:?}"
     );
 }
+
+/// The header a compaction writes says how many offsets the file starts with and whether their keys
+/// are all canonical; a reopen trusts that only as far as it goes: keys written in another field
+/// order, and connector names with escapes, are still found by every spelling of their partition.
+#[tokio::test]
+async fn compaction_records_the_live_count_and_whether_every_key_is_canonical() {
+    let compacted_header = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        format::check_header(&bytes[..format::HEADER_LEN])
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .compacted
+    };
+    let dir = tempfile::tempdir().unwrap();
+
+    // Ferry's own keys, one connector name with an escape: all canonical.
+    let path = dir.path().join("canonical");
+    let store = open(&path, FileStoreOptions::default());
+    let quoted = encode_key("say \"hi\"", Some(&ConnectMap::new().with("p", 1).unwrap()));
+    let mut writes: Vec<OffsetWrite> = (0..100).map(|p| put(p, p)).collect();
+    writes.push(OffsetWrite {
+        key: quoted.clone(),
+        value: Some(value(7)),
+    });
+    store.set(&writes).await.unwrap();
+    store.set(&[put(5, 500)]).await.unwrap();
+    store.compact().unwrap();
+    assert_eq!(
+        compacted_header(&path),
+        format::Compacted {
+            writes: 101,
+            canonical_keys: true
+        }
+    );
+    store.set(&[put(5, 501), put(200, 1)]).await.unwrap();
+    drop(store);
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(store.len(), 102);
+    assert_eq!(get(&store, 5).await, Some(value(501)), "a later frame wins");
+    assert_eq!(get(&store, 99).await, Some(value(99)));
+    assert_eq!(get(&store, 200).await, Some(value(1)));
+    let got = store.get(&[quoted]).await.unwrap();
+    assert_eq!(got, vec![Some(value(7))], "the escaped connector name");
+    drop(store);
+
+    // A key another writer printed with its fields out of order keeps its bytes, so the compacted
+    // file is not all canonical, and the reopened store still finds it by the sorted spelling.
+    let path = dir.path().join("mixed");
+    let store = open(&path, FileStoreOptions::default());
+    let unsorted = br#"["c",{"z":1,"a":2}]"#.to_vec();
+    let sorted = br#"["c",{"a":2,"z":1}]"#.to_vec();
+    store
+        .set(&[
+            put(1, 1),
+            OffsetWrite {
+                key: unsorted.clone(),
+                value: Some(value(3)),
+            },
+        ])
+        .await
+        .unwrap();
+    store.compact().unwrap();
+    assert_eq!(
+        compacted_header(&path),
+        format::Compacted {
+            writes: 2,
+            canonical_keys: false
+        }
+    );
+    drop(store);
+    let store = open(&path, FileStoreOptions::default());
+    assert_eq!(
+        store.get(&[sorted]).await.unwrap(),
+        vec![Some(value(3))],
+        "found by the canonical spelling"
+    );
+    let entries = store.entries().await.unwrap();
+    assert!(
+        entries.iter().any(|(key, _)| *key == unsorted),
+        "the raw bytes are kept: {entries:?}"
+    );
+}
