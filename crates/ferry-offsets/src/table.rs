@@ -10,13 +10,15 @@
 //! A million partitions must fit in little more memory than their bytes, so the table holds no
 //! allocation per offset: every byte lives in one arena (`Vec<u8>`), one record per partition
 //! (canonical partition, then the raw key when it is not canonical, then the value); a dense
-//! `Vec` of fixed-size [`Entry`]s (56 bytes) points into it; and a hash index of 32-bit entry
+//! `Vec` of fixed-size [`Entry`]s (40 bytes) points into it; and a hash index of 32-bit entry
 //! positions (4 bytes and a control byte per bucket, 8/7 to 16/7 buckets per entry as the
 //! power-of-two table fills) finds an entry by connector and canonical partition. So an offset costs
-//! its canonical partition, its value and its raw key when not canonical, plus 56 + 6 to 12 bytes:
-//! for the bench's 1M offsets (51-byte canonical partitions, ~15-byte values, canonical keys) about
-//! 133 bytes; a FileStore open of them peaks at about 153 to 161 MiB of RSS (8 MiB less than with
-//! 64-bit positions, measured side by side) against 202 MiB for a `HashMap` of the bytes.
+//! its canonical partition, its value and its raw key when not canonical, plus 40 + 6 to 12 bytes
+//! (16 more in a table fed by [`apply_at`](OffsetTable::apply_at), for where each write sits): for
+//! the bench's 1M offsets (51-byte canonical partitions, ~15-byte values, canonical keys) about 117
+//! bytes; a FileStore open of them peaks at about 141 MiB of RSS (155 MiB with the 56-byte entries
+//! before, 163 MiB with 64-bit positions before that, each measured side by side) against 202 MiB
+//! for a `HashMap` of the bytes.
 //!
 //! Overwrites reuse the record when the new bytes fit; the bytes they leave behind are counted and
 //! the arena is compacted in place once they exceed the live bytes (and
@@ -59,19 +61,23 @@ const HAS_AT: u8 = 1;
 /// partition back. Its record holds the canonical partition alone.
 const GRAVE: u8 = 2;
 
-/// One partition: where its bytes sit in the arena, and its order.
+/// [`Entry::seq_flags`]: the bits below hold the store order, the top byte the flags.
+const SEQ_BITS: u32 = 56;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// One partition: where its bytes sit in the arena, and its order. Where a multi-lane log's last
+/// write sits is kept apart ([`OffsetTable::ats`]): only the Kafka store needs it, and 16 bytes less
+/// per entry is a tenth of a million offsets' memory (and of the time a fresh process spends having
+/// the kernel zero it).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// Hash of (connector, canonical partition), by the table's keyed hasher.
     hash: u64,
-    /// Store order of the last write.
-    seq: u64,
+    /// Store order of the last write (the low [`SEQ_BITS`] bits: a table applies far fewer than
+    /// 2^56 writes in its life) and the flags ([`HAS_AT`], [`GRAVE`]) in the top byte.
+    seq_flags: u64,
     /// Where the record starts in the arena: canonical partition, raw key, value.
     start: usize,
-    /// [`LogOrder::order`] of the last write, when `flags` has [`HAS_AT`].
-    order: i64,
-    /// [`LogOrder::lane`] of the last write, when `flags` has [`HAS_AT`].
-    lane: i32,
     /// Index into [`OffsetTable::connectors`], or [`UNDECODABLE`].
     connector: u32,
     key_len: u32,
@@ -79,7 +85,6 @@ struct Entry {
     /// (whose canonical key is its raw bytes).
     raw_len: u32,
     value_len: u32,
-    flags: u8,
 }
 
 impl Entry {
@@ -87,36 +92,35 @@ impl Entry {
         self.key_len as usize + self.raw_len as usize + self.value_len as usize
     }
 
-    fn at(&self) -> Option<LogOrder> {
-        (self.flags & HAS_AT != 0).then_some(LogOrder {
-            lane: self.lane,
-            order: self.order,
-        })
+    fn seq(&self) -> u64 {
+        self.seq_flags & SEQ_MASK
     }
 
-    fn set_at(&mut self, at: Option<LogOrder>) {
-        match at {
-            Some(LogOrder { lane, order }) => {
-                self.lane = lane;
-                self.order = order;
-                self.flags |= HAS_AT;
-            }
-            None => {
-                self.lane = 0;
-                self.order = 0;
-                self.flags &= !HAS_AT;
-            }
+    fn set_seq(&mut self, seq: u64) {
+        self.seq_flags = (self.seq_flags & !SEQ_MASK) | (seq & SEQ_MASK);
+    }
+
+    fn has(&self, flag: u8) -> bool {
+        (self.seq_flags >> SEQ_BITS) as u8 & flag != 0
+    }
+
+    fn set(&mut self, flag: u8, on: bool) {
+        let bit = u64::from(flag) << SEQ_BITS;
+        if on {
+            self.seq_flags |= bit;
+        } else {
+            self.seq_flags &= !bit;
         }
     }
 
     fn is_live(&self) -> bool {
-        self.flags & GRAVE == 0
+        !self.has(GRAVE)
     }
 }
 
 // The per-offset overhead stated in the module docs.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Entry>() == 56);
+const _: () = assert!(std::mem::size_of::<Entry>() == 40);
 
 /// A length as stored in an [`Entry`]. Every store caps keys and values far below 4 GiB (file frames
 /// at 1 GiB, Kafka records at `i32::MAX`), so a longer one is a bug in the caller.
@@ -150,6 +154,10 @@ pub struct OffsetTable {
     dead: usize,
     /// Live partitions and graves, in no order.
     entries: Vec<Entry>,
+    /// Where the last write of each entry sits in a multi-lane log, by entry position (meaningful
+    /// where the entry has [`HAS_AT`]): empty until the first [`apply_at`](Self::apply_at), then as
+    /// long as `entries`.
+    ats: Vec<LogOrder>,
     /// Positions in `entries`, by [`Entry::hash`]. 32-bit, so the index (randomly accessed, once or
     /// twice per write) is 5 bytes a bucket instead of 9: less memory, fewer cache misses.
     index: HashTable<u32>,
@@ -406,7 +414,7 @@ impl OffsetTable {
         };
         let found = self.find(&probe);
         if probe.connector != UNDECODABLE
-            && let Some(current) = found.and_then(|i| self.entries[i].at())
+            && let Some(current) = found.and_then(|i| self.at(i))
             && current.lane != at.lane
             && current.order > at.order
         {
@@ -474,7 +482,7 @@ impl OffsetTable {
                 self.dead += e.raw_len as usize + e.value_len as usize;
                 e.raw_len = 0;
                 e.value_len = 0;
-                e.flags |= GRAVE;
+                e.set(GRAVE, true);
                 Some(i)
             }
             (Some(i), None) => {
@@ -483,15 +491,15 @@ impl OffsetTable {
             }
             (None, None) if at.is_some() && probe.connector != UNDECODABLE => {
                 let i = self.insert(probe);
-                self.entries[i].flags |= GRAVE;
+                self.entries[i].set(GRAVE, true);
                 Some(i)
             }
             (None, None) => None,
         };
         if let Some(i) = stamped {
             let e = &mut self.entries[i];
-            e.seq = seq;
-            e.set_at(at);
+            e.set_seq(seq);
+            self.set_at(i, at);
         }
         match (previous.is_some(), value.is_some()) {
             (false, true) => self.live += 1,
@@ -510,16 +518,16 @@ impl OffsetTable {
         self.arena.extend_from_slice(probe.key);
         self.entries.push(Entry {
             hash: probe.hash,
-            seq: 0,
+            seq_flags: 0,
             start,
-            order: 0,
-            lane: 0,
             connector: probe.connector,
             key_len: len32(probe.key.len()),
             raw_len: 0,
             value_len: 0,
-            flags: 0,
         });
+        if !self.ats.is_empty() {
+            self.ats.push(LogOrder { lane: 0, order: 0 });
+        }
         let entries = &self.entries;
         self.index
             .insert_unique(probe.hash, pos32(i), |&j| entries[j as usize].hash);
@@ -565,7 +573,28 @@ impl OffsetTable {
         e.start = start;
         e.raw_len = len32(raw.len());
         e.value_len = len32(value.len());
-        e.flags &= !GRAVE;
+        e.set(GRAVE, false);
+    }
+
+    /// Where entry `i`'s last write sits in a multi-lane log, if it came from one.
+    fn at(&self, i: usize) -> Option<LogOrder> {
+        if self.entries[i].has(HAS_AT) {
+            self.ats.get(i).copied()
+        } else {
+            None
+        }
+    }
+
+    /// Records where entry `i`'s last write sits (`None`: not in a multi-lane log).
+    fn set_at(&mut self, i: usize, at: Option<LogOrder>) {
+        self.entries[i].set(HAS_AT, at.is_some());
+        if let Some(at) = at {
+            if self.ats.is_empty() {
+                self.ats
+                    .resize(self.entries.len(), LogOrder { lane: 0, order: 0 });
+            }
+            self.ats[i] = at;
+        }
     }
 
     /// Removes entry `i`: the last entry takes its position.
@@ -577,6 +606,9 @@ impl OffsetTable {
         }
         let last = self.entries.len() - 1;
         self.entries.swap_remove(i);
+        if !self.ats.is_empty() {
+            self.ats.swap_remove(i);
+        }
         if i != last {
             let moved = self.entries[i].hash;
             if let Some(slot) = self.index.find_mut(moved, |&j| j as usize == last) {
@@ -670,7 +702,7 @@ impl OffsetTable {
                 e.is_live() && connector.is_none_or(|c| c == e.connector)
             })
             .collect();
-        order.sort_unstable_by_key(|&i| self.entries[i].seq);
+        order.sort_unstable_by_key(|&i| self.entries[i].seq());
         order
     }
 
