@@ -187,22 +187,21 @@ fn overhead_target(results: &Results) -> Target {
 }
 
 /// Why the overhead target is missed: the profile (perf) of the Ferry side of the SequenceSource case.
-const OVERHEAD_PROFILE: &str = "Profile (perf record of the Ferry side alone, commit a07e62e, on the \
-    previous bench machine, whose offsets-off loop took 0.70 µs per record): the task's own \
-    thread holds 68 % of the samples and is the bottleneck; the watcher and committer thread 31 %. No \
-    item is above 7 % on the task thread: memmove 6.7 % (the record, several hundred bytes, moved \
-    into its box and through the loop), the connector's own record building (Schema and BTreeMap \
-    clones of SequenceSource, about 9 %, which the offsets-off loop pays too), the sink's `send` \
-    (a boxed future per call) 4 %, AckTracker::submit 3.5 %, the loop's `commit_record` call per \
-    record (a boxed future: Kafka Connect's commitRecord contract) 2 %, freeing the record 1.9 %. \
-    The other thread's largest item is mimalloc's cross-thread free (13 %): each record's offset map \
-    is built on the task's thread and freed by the committer once committed; moving those frees back \
-    to the task's thread was measured and cut total CPU slightly without raising throughput (it \
-    loaded the bottleneck). That round's changes (ready deliveries without a box, foldhash for the \
-    per-record maps, partition keys found by pointer) cut CPU per record from 1.86 to 1.65 µs \
-    (perf stat, 3 × 2M records, interleaved runs on that machine). \
-    The next steps: fewer moves of the record (a boxed record from the connector), a batch form of \
-    `commit_record` and of the sink's `send` (API changes).";
+const OVERHEAD_PROFILE: &str = "Profile (perf record with call graphs of the Ferry side alone, commit \
+    1a6f7b1, this machine; perf stat over 3 × 2M records: 1.10 µs of CPU per record against 0.49 µs for \
+    the offsets-off loop): the task's own thread holds 72 % of the samples and is the bottleneck, the \
+    delivery watcher and committer 27 %. Of the task thread, SequenceSource's own `poll` is 53 % (about \
+    0.42 µs per record: a Schema clone and an offset built through serde_json maps per record, which the \
+    offsets-off loop pays too); returning delivered records to the loop for `commit_record` and freeing \
+    them there 14 % (the offsets-off loop frees its records as well); the sink's `send` 7 %; \
+    AckTracker::submit 7 %; the loop itself 5.5 %; moving the record (memcpy) 5 %; boxing it 3 %; \
+    handing a poll's records to the watcher 2.6 %. So the loop's own work is about 0.37 µs per record \
+    on the bottleneck thread, spread over a dozen items none above 0.06 µs; meeting the row needs the \
+    task thread at about 0.61 µs per record. The watcher's largest item is mimalloc's cross-thread free \
+    (12 %: offset maps built on the task's thread, freed once committed); moving those frees to the task \
+    thread was measured earlier and did not raise throughput (it loads the bottleneck). The next steps \
+    are API changes: a boxed record from the connector (fewer moves) and batch forms of \
+    `commit_record` and of the sink's `send`.";
 
 /// Why Ferry's file → file path is far from the copy: the profile of the Ferry side.
 const COPY_PROFILE: &str = "Profile (perf record, FileStreamSource 64 MiB → file, value lines): the task's \
@@ -225,16 +224,18 @@ const RSS_EXPLAINED: &str = "`ferry offsets import` still writes the whole input
     streams (measured at 196 MiB peak outside this run).";
 
 /// Why the FileStore open is not faster than the whole-file load.
-const LOAD_PROFILE: &str = "Profile (perf record of the open; timer sampling, as the bench machine's VM \
-    has no cycle counter, so shares move a few points between runs): about a third in scanning keys \
-    into their canonical partition (so field-order variants are one partition), a fifth in the hash \
-    index (a random access that misses the cache for nearly every offset), 6 to 27 % in the kernel \
-    zeroing the pages the arena, entries and index touch first (the most when it faults in huge \
-    pages), 3 % hashing, 1 % checksums. Already cut: the UTF-8 check of all-ASCII key strings, \
-    half the index's bytes (32-bit positions), zeroing each payload buffer before reading into it. \
-    The whole-file load parses nothing: it puts length-prefixed byte pairs into a HashMap, without \
-    the logical index Ferry's lookups need. The two are close; this row and the scaling curve's 1M \
-    point are timed the same way (see the methods), so their ranges, not one median, say how close.";
+const LOAD_PROFILE: &str = "Profile (perf record of the open, commit 92e0804, this machine): 57 % the \
+    kernel zeroing the pages the arena, entries and index touch first (huge pages; first touch is slow on \
+    this VM), 19 % applying each write (hashing it, copying its bytes into the arena), 13 % the hash \
+    index (a random access that misses the cache for nearly every offset). The key scan that was a \
+    third of the open is gone for compacted files: a compaction records in the file header how many \
+    offsets it wrote and that every key is canonical, so the open pre-sizes the index and cuts each \
+    key's connector name off instead of parsing its partition (median 274 against 340 ms for the same \
+    file without the header fields, 15 interleaved fresh-process rounds). Entries shrank from 56 to 40 \
+    bytes (commit 1a6f7b1), which cut the peak RSS by 14 MiB but not measurably the time. The whole-file \
+    load parses nothing: it puts length-prefixed byte pairs into a HashMap, without the logical index \
+    Ferry's lookups need. This row and the scaling curve's 1M point are timed the same way (see the \
+    methods).";
 
 /// The Kafka start-up row: what the broker costs.
 const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the time waiting on tansu, which \
