@@ -238,14 +238,21 @@ const LOAD_PROFILE: &str = "Profile (perf record of the open, commit 92e0804, th
     methods).";
 
 /// The Kafka start-up row: what the broker costs.
-const KAFKA_STARTUP_EXPLAINED: &str = "Both contenders spend almost all of the time waiting on tansu, which \
-    answers a fetch only after sleeping about half of the remaining `fetch.wait.max.ms` even when it \
-    has data (tansu-storage `service/fetch.rs`); Ferry's own open phases (topic lookup and compaction \
-    check together, about 60 ms, assignment at 60–65 ms, DEBUG lines) are a small part, so the ratio \
-    moves with the broker's pacing between runs. The failure that had the exact-start-offset fix \
-    reverted is root-caused (a stale end-of-partition event trusted after a broker restart; \
-    docs/design.md) and fixed, the fix is back in, and the rule's unit tests (ferry-kafka \
-    `end_events`) fail with the old rule.";
+const KAFKA_STARTUP_EXPLAINED: &str = "Profile (commit 21b9983, this machine, four extra \
+    `--only startup` runs): both contenders wait on the broker. During each read tansu keeps one core \
+    at 98–100 % while the reading process uses 2–3 %, so the time is tansu's CPU per record served, \
+    the same for both. It is not the broker's fetch pacing an earlier report named: with \
+    `fetch.wait.max.ms=100` on both sides instead of librdkafka's 500, Ferry took 23.8–24.3 s and the \
+    plain consumer 23.5–23.8 s, as at 500 (23.4–25.4 s and 23.3–24.4 s). Ferry's own open, from its \
+    DEBUG lines: the compaction check answers after 4–6 ms, the topic's metadata after 53–55 ms (the \
+    plain consumer asks for the same metadata, then for the end offsets), the partitions are assigned \
+    at 55–57 ms; the rest is the read. In the 11 pairs of runs of those four extra runs, Ferry was \
+    ahead 3 times (by up to 4.6 s) and behind 8 times (by up to 2.1 s), with a median difference of \
+    0.1 s (0.4 %): smaller than the broker's variation between runs, and not within reach of Ferry's \
+    side, which spends 3 % of a core. The \
+    failure that had the exact-start-offset fix reverted is root-caused (a stale end-of-partition \
+    event trusted after a broker restart; docs/design.md) and fixed, the fix is back in, and the \
+    rule's unit tests (ferry-kafka `end_events`) fail with the old rule.";
 
 /// The Kafka e2e row.
 const KAFKA_E2E_EXPLAINED: &str = "The queue-full back-off the previous report named is gone: the \
