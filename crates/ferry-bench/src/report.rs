@@ -246,9 +246,9 @@ const KAFKA_STARTUP_EXPLAINED: &str = "Profile (commit 21b9983, this machine, fo
     plain consumer 23.5–23.8 s, as at 500 (23.4–25.4 s and 23.3–24.4 s). Ferry's own open, from its \
     DEBUG lines: the compaction check answers after 4–6 ms, the topic's metadata after 53–55 ms (the \
     plain consumer asks for the same metadata, then for the end offsets), the partitions are assigned \
-    at 55–57 ms; the rest is the read. In the 11 pairs of runs of those four extra runs, Ferry was \
-    ahead 3 times (by up to 4.6 s) and behind 8 times (by up to 2.1 s), with a median difference of \
-    0.1 s (0.4 %): smaller than the broker's variation between runs, and not within reach of Ferry's \
+    at 55–57 ms; the rest is the read. In the 12 pairs of runs of those four extra runs, Ferry was \
+    ahead 3 times (by up to 4.6 s) and behind 9 times (by up to 2.3 s), with a median difference of \
+    0.3 s (1 %): smaller than the broker's variation between runs, and not within reach of Ferry's \
     side, which spends 3 % of a core. The \
     failure that had the exact-start-offset fix reverted is root-caused (a stale end-of-partition \
     event trusted after a broker restart; docs/design.md) and fixed, the fix is back in, and the \
