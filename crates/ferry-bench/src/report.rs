@@ -248,8 +248,10 @@ const KAFKA_STARTUP_EXPLAINED: &str = "Profile (commit 21b9983, this machine, fo
     plain consumer asks for the same metadata, then for the end offsets), the partitions are assigned \
     at 55–57 ms; the rest is the read. In the 12 pairs of runs of those four extra runs, Ferry was \
     ahead 3 times (by up to 4.6 s) and behind 9 times (by up to 2.3 s), with a median difference of \
-    0.3 s (1 %): smaller than the broker's variation between runs, and not within reach of Ferry's \
-    side, which spends 3 % of a core. The \
+    0.3 s (1 %): smaller than the broker's variation between runs. Ferry's reading itself spends 3 % \
+    of a core; its open also starts a producer (for later writes) and a second consumer (end-offset \
+    queries) on the same single-core-bound broker, and whether those account for part of the gap was \
+    not measured. The \
     failure that had the exact-start-offset fix reverted is root-caused (a stale end-of-partition \
     event trusted after a broker restart; docs/design.md) and fixed, the fix is back in, and the \
     rule's unit tests (ferry-kafka `end_events`) fail with the old rule.";
