@@ -187,6 +187,7 @@ impl fmt::Debug for OffsetTable {
 
 /// Where a raw key lives in the table. The parts borrow from the raw key when the fast path
 /// ([`key_scan`]) found them, so locating a key usually allocates nothing.
+#[derive(Debug, PartialEq)]
 enum Location<'a> {
     Decoded {
         connector: Cow<'a, str>,
@@ -232,27 +233,6 @@ fn split_canonical(raw_key: &[u8]) -> Option<Location<'_>> {
         canonical: Cow::Borrowed(partition),
         raw_is_canonical: true,
     })
-}
-
-/// Whether two locations name the same partition the same way (the debug check of
-/// [`OffsetTable::apply_canonical`]).
-fn same_location(a: &Location<'_>, b: &Location<'_>) -> bool {
-    match (a, b) {
-        (
-            Location::Decoded {
-                connector: ca,
-                canonical: pa,
-                raw_is_canonical: ra,
-            },
-            Location::Decoded {
-                connector: cb,
-                canonical: pb,
-                raw_is_canonical: rb,
-            },
-        ) => ca == cb && pa == pb && ra == rb,
-        (Location::Raw, Location::Raw) => true,
-        _ => false,
-    }
 }
 
 /// The slow path of [`locate`], for every key: decode, then print canonically. Gives the connector,
@@ -359,14 +339,7 @@ impl OffsetTable {
     /// [`apply`](Self::apply), returning the length of the value the write replaced or removed (`None`
     /// when the partition had no live value). Stores use it to track how many bytes are live.
     pub(crate) fn apply_sized(&mut self, raw_key: &[u8], value: Option<&[u8]>) -> Option<usize> {
-        let location = locate(raw_key);
-        let Some(probe) = self.probe(&location, raw_key, value.is_some()) else {
-            // A tombstone for a connector never seen: nothing to remove.
-            self.next_seq += 1;
-            return None;
-        };
-        let found = self.find(&probe);
-        self.apply_found(&probe, found, value, None)
+        self.apply_located(&locate(raw_key), raw_key, value)
     }
 
     /// [`apply_sized`](Self::apply_sized) for a key the caller knows is canonical, because Ferry wrote
@@ -382,12 +355,24 @@ impl OffsetTable {
         let Some(location) = split_canonical(raw_key) else {
             return self.apply_sized(raw_key, value);
         };
-        debug_assert!(
-            same_location(&location, &locate(raw_key)),
+        debug_assert_eq!(
+            location,
+            locate(raw_key),
             "a key claimed canonical is not: {:?}",
             String::from_utf8_lossy(raw_key)
         );
-        let Some(probe) = self.probe(&location, raw_key, value.is_some()) else {
+        self.apply_located(&location, raw_key, value)
+    }
+
+    /// Applies one write to the partition `location` names (`raw_key` located).
+    fn apply_located(
+        &mut self,
+        location: &Location<'_>,
+        raw_key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<usize> {
+        let Some(probe) = self.probe(location, raw_key, value.is_some()) else {
+            // A tombstone for a connector never seen: nothing to remove.
             self.next_seq += 1;
             return None;
         };
