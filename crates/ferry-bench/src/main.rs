@@ -281,7 +281,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
     };
     // One broker for every Kafka case; dropping it stops it.
     let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e")) {
-        match ferry_testkit::TansuBroker::start() {
+        match ferry_testkit::KafkaBroker::start() {
             Ok(broker) => Some(broker),
             Err(e) => {
                 let why = format!("Kafka cases not run: the tansu broker did not start ({e})");

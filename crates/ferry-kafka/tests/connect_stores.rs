@@ -1,4 +1,4 @@
-//! The Kafka-backed config and status stores on a real broker (tansu): what one worker writes, a
+//! The Kafka-backed config and status stores on a real broker (Apache Kafka): what one worker writes, a
 //! second worker's store reads from the same topic; task configs apply only with their commit; the
 //! topic checks refuse a config topic with several partitions and a topic that is not compacted.
 #![cfg(test)]
@@ -13,12 +13,12 @@ use ferry_kafka::connect::{
     StatusState, TargetState, encode_properties,
 };
 use ferry_plugin::{ConfigBackingStore, TargetState as Target};
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use store_support::{
     cleanup_policy, create_topic, shared_broker, unique_topic, wait_for_partitions,
 };
 
-fn config(broker: &TansuBroker, topic: &str) -> InternalTopicConfig {
+fn config(broker: &KafkaBroker, topic: &str) -> InternalTopicConfig {
     let mut config = InternalTopicConfig::new(broker.bootstrap_servers(), topic);
     config.replication_factor = 1;
     config.timeout = Duration::from_secs(30);

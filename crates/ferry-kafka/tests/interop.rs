@@ -142,7 +142,7 @@ fn fixture_as_maps() -> Vec<(&'static str, Option<ConnectMap>, Option<ConnectMap
 }
 
 /// Produces the fixture to a fresh compacted topic as Kafka Connect would have; returns the topic.
-async fn fixture_topic(broker: &ferry_testkit::TansuBroker) -> (String, Vec<i32>) {
+async fn fixture_topic(broker: &ferry_testkit::KafkaBroker) -> (String, Vec<i32>) {
     let topic = unique_topic("kc-offsets");
     create_topic(broker, &topic, PARTITIONS, &[("cleanup.policy", "compact")]).await;
     let placed = produce_raw(&java_like_producer(broker), &topic, &fixture()).await;

@@ -1,6 +1,6 @@
 //! The Kafka plugins read their own worker keys, and mark the client settings librdkafka calls
 //! sensitive, so `Debug` hides them even when their names do not look secret (`ssl.key.location`);
-//! the started sink tells the cluster id (tansu).
+//! the started sink tells the cluster id (Apache Kafka).
 
 use ferry_kafka::{KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec};
 use ferry_plugin::{ConverterSpec, OffsetStorePlugin, Properties, SinkPlugin};
@@ -71,7 +71,7 @@ fn the_sink_plugin_marks_sensitive_producer_settings() {
 /// `GET /`'s `kafka_cluster_id`: the started sink asks the broker for its cluster's id.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_started_sink_tells_the_cluster_id() {
-    let broker = ferry_testkit::TansuBroker::start().unwrap();
+    let broker = ferry_testkit::KafkaBroker::shared().unwrap();
     let bootstrap = broker.bootstrap_servers();
     let props = props(&[("bootstrap.servers", bootstrap.as_str())]);
     let mut errors = Vec::new();

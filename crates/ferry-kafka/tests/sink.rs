@@ -1,4 +1,4 @@
-//! The Kafka sink against a real broker (tansu): what reaches the topic, read back with a plain
+//! The Kafka sink against a real broker (Apache Kafka): what reaches the topic, read back with a plain
 //! rdkafka consumer, and how deliveries resolve.
 #![cfg(test)]
 
@@ -8,7 +8,7 @@ use ferry_api::{Field, Schema, SourceRecord};
 use ferry_kafka::convert::Converter;
 use ferry_kafka::{KafkaSink, KafkaSinkConfig, RecordConverters};
 use ferry_plugin::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -19,11 +19,24 @@ use serde_json::json;
 /// How long anything may take before a test gives up. Generous: the machine may be loaded.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-fn broker() -> TansuBroker {
-    TansuBroker::start().unwrap()
+/// A broker of the test's own, for the tests that stop it.
+fn own_broker() -> KafkaBroker {
+    KafkaBroker::start().unwrap()
 }
 
-/// Creates `topic` with `partitions` partitions (tansu does not create topics on produce).
+/// The broker the tests of this binary share; each names its topics with [`unique`].
+fn shared() -> &'static KafkaBroker {
+    KafkaBroker::shared().unwrap()
+}
+
+/// A topic name no other test of this run uses.
+fn unique(name: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{name}-{}-{n}", std::process::id())
+}
+
+/// Creates `topic` with `partitions` partitions (the tests choose their partition counts).
 async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -107,9 +120,10 @@ fn text(bytes: Option<&[u8]>) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_arrive_with_converted_keys_values_headers_partitions_and_timestamps() {
-    let broker = broker();
+    let broker = shared();
     let bootstrap = broker.bootstrap_servers();
-    create_topic(&bootstrap, "lines", 3).await;
+    let lines = unique("lines");
+    create_topic(&bootstrap, &lines, 3).await;
     let sink = KafkaSink::new(
         &KafkaSinkConfig::new(&bootstrap)
             .with_producer_setting("linger.ms", "5")
@@ -124,7 +138,7 @@ async fn records_arrive_with_converted_keys_values_headers_partitions_and_timest
         SourceRecord::new(
             &json!({"filename": "/tmp/in.txt"}),
             &json!({"position": n}),
-            "lines",
+            &lines,
             json!(format!("line {n}")),
         )
         .expect("record")
@@ -150,7 +164,7 @@ async fn records_arrive_with_converted_keys_values_headers_partitions_and_timest
     for p in pending {
         metadata.push(resolve(p).await.expect("delivered"));
     }
-    assert_eq!(metadata[0].topic, "lines");
+    assert_eq!(metadata[0].topic, lines);
     assert_eq!(
         (metadata[0].partition, metadata[0].offset),
         (Some(2), Some(0))
@@ -164,7 +178,7 @@ async fn records_arrive_with_converted_keys_values_headers_partitions_and_timest
         (Some(2), Some(1))
     );
 
-    let mut messages = read(&bootstrap, "lines", 3).await;
+    let mut messages = read(&bootstrap, &lines, 3).await;
     messages.sort_by_key(|m| (m.partition(), m.offset()));
     let first = &messages[1];
     assert_eq!((first.partition(), first.offset()), (2, 0));
@@ -195,9 +209,10 @@ async fn records_arrive_with_converted_keys_values_headers_partitions_and_timest
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connectors_share_the_producer_with_their_own_converters() {
-    let broker = broker();
+    let broker = shared();
     let bootstrap = broker.bootstrap_servers();
-    create_topic(&bootstrap, "rows", 1).await;
+    let rows = unique("rows");
+    create_topic(&bootstrap, &rows, 1).await;
     let json_sink = sink(&bootstrap);
     let string_sink = json_sink.with_converters(RecordConverters {
         key: Converter::json(false),
@@ -207,20 +222,20 @@ async fn connectors_share_the_producer_with_their_own_converters() {
         Field::new("partition", Schema::int32()),
         Field::new("seq", Schema::int64()),
     ]);
-    let row = SourceRecord::from_maps(None, None, "rows", Some(json!({"seq": 7, "partition": 1})))
+    let row = SourceRecord::from_maps(None, None, &rows, Some(json!({"seq": 7, "partition": 1})))
         .with_value_schema(schema)
         .with_key(json!({"id": 7}));
-    let line = SourceRecord::from_maps(None, None, "rows", Some(json!("plain text")))
+    let line = SourceRecord::from_maps(None, None, &rows, Some(json!("plain text")))
         .with_key(json!({"id": 8}));
     let first = json_sink.send(&row).await.expect("send");
     let second = string_sink.send(&line).await.expect("send");
     // A null value without a schema: a tombstone (null payload), as Kafka Connect's JsonConverter writes.
-    let tombstone = SourceRecord::from_maps(None, None, "rows", None).with_key(json!("gone"));
+    let tombstone = SourceRecord::from_maps(None, None, &rows, None).with_key(json!("gone"));
     let third = json_sink.send(&tombstone).await.expect("send");
     for p in [first, second, third] {
         resolve(p).await.expect("delivered");
     }
-    let messages = read(&bootstrap, "rows", 3).await;
+    let messages = read(&bootstrap, &rows, 3).await;
     assert_eq!(
         text(messages[0].payload()).as_deref(),
         Some(concat!(
@@ -245,13 +260,14 @@ async fn connectors_share_the_producer_with_their_own_converters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_records_resolve_in_order_per_partition() {
-    let broker = broker();
+    let broker = shared();
     let bootstrap = broker.bootstrap_servers();
-    create_topic(&bootstrap, "seq", 2).await;
+    let seq = unique("seq");
+    create_topic(&bootstrap, &seq, 2).await;
     let sink = sink(&bootstrap);
     let mut pending = Vec::new();
     for n in 0..2_000_i64 {
-        let record = SourceRecord::from_maps(None, None, "seq", Some(json!(n)))
+        let record = SourceRecord::from_maps(None, None, &seq, Some(json!(n)))
             .with_value_schema(Schema::int64())
             .with_kafka_partition(i32::from(n % 2 == 1));
         pending.push(sink.send(&record).await.expect("send"));
@@ -275,7 +291,8 @@ async fn many_records_resolve_in_order_per_partition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_topic_fails_delivery_after_the_message_timeout() {
-    let broker = broker();
+    // Kafka creates a topic on first use by default; this broker, like many in production, does not.
+    let broker = KafkaBroker::start_with(&[("auto.create.topics.enable", "false")]).unwrap();
     let sink = KafkaSink::new(
         &KafkaSinkConfig::new(broker.bootstrap_servers())
             .with_producer_setting("message.timeout.ms", "3000"),
@@ -311,7 +328,7 @@ async fn a_missing_topic_fails_delivery_after_the_message_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_that_cannot_be_converted_is_refused_without_retry() {
-    let broker = broker();
+    let broker = shared();
     let sink = sink(&broker.bootstrap_servers());
     let record = SourceRecord::from_maps(None, None, "t", Some(json!("not a number")))
         .with_value_schema(Schema::int32());
@@ -355,7 +372,7 @@ fn secrets_never_show_in_debug() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_sent_while_the_broker_is_down_are_delivered_when_it_returns() {
-    let mut broker = broker();
+    let mut broker = own_broker();
     let bootstrap = broker.bootstrap_servers();
     create_topic(&bootstrap, "outage", 1).await;
     let sink = KafkaSink::new(
@@ -398,7 +415,7 @@ async fn records_sent_while_the_broker_is_down_are_delivered_when_it_returns() {
 /// back off for 100 ms or more each time the queue filled), and completes once a delivery frees a slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_producer_queue_makes_send_wait_for_room() {
-    let mut broker = broker();
+    let mut broker = own_broker();
     let bootstrap = broker.bootstrap_servers();
     create_topic(&bootstrap, "full", 1).await;
     let sink = KafkaSink::new(

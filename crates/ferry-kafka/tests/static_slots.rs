@@ -1,17 +1,11 @@
 //! Kafka Connect's KIP-415 delay (`scheduled.rebalance.max.delay.ms`) through static membership, on
-//! a real broker (tansu): member `a` runs in a child process (this test binary, re-run as
+//! a real broker (Apache Kafka): member `a` runs in a child process (this test binary, re-run as
 //! `static_member_child`) so it can be killed with SIGKILL — no LeaveGroup, no revoke. Rejoining with
 //! the same instance id within the hold gives `a` its slots back, and member `b` never gets them;
 //! without a rejoin, `b` gets them once the hold passed.
 //!
-//! Ignored: tansu 0.6 cannot run them. Its coordinator treats a static member's rejoin with new
-//! metadata as a "soft update" that keeps the generation (`coordinator/group/administrator.rs`,
-//! `Inner<_, Formed>::join`), but the cooperative protocol's second round is exactly such a rejoin
-//! (the revoking member's owned partitions changed), so the assignor never runs again and the revoked
-//! slots are never given to anyone: `a` revokes half its tasks and `b` gets none ("timed out waiting
-//! for a and b to share the tasks; a runs {2, 3}; b's handler calls: []"), with `b` static or not.
-//! tansu also checks sessions only on a dynamic member's request, so in an all-static group a dead
-//! member would never expire. Run them against a broker with KIP-345 support once the testkit has one.
+//! tansu 0.6, the broker of earlier rounds, could not run these (its coordinator never ran the
+//! assignor again on the cooperative protocol's second round with static members); Apache Kafka can.
 #![cfg(test)]
 
 mod store_support;
@@ -24,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use ferry_kafka::connect::slots::{SlotsConfig, TaskSlots};
 use ferry_plugin::{GroupHandler, Slot, TaskId};
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use store_support::{own_broker, unique_topic};
 
 /// `bootstrap|group|instance id|hold ms` for the child.
@@ -102,7 +96,7 @@ struct ChildMember {
 }
 
 impl ChildMember {
-    fn spawn(broker: &TansuBroker, group: &str, hold: Duration) -> Self {
+    fn spawn(broker: &KafkaBroker, group: &str, hold: Duration) -> Self {
         let mut process = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "static_member_child", "--ignored", "--nocapture"])
             .env(
@@ -239,7 +233,7 @@ async fn wait_for_or(
 
 /// `a` (a child) and `b` (here) share the connector's slots; returns what `a` runs.
 async fn split(
-    broker: &TansuBroker,
+    broker: &KafkaBroker,
     group: &str,
     hold: Duration,
 ) -> (ChildMember, TaskSlots, Arc<Recorder>, BTreeSet<usize>) {
@@ -278,7 +272,6 @@ async fn split(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tansu 0.6 does not rebalance a cooperative group with static members; see the module doc"]
 async fn a_killed_static_member_that_rejoins_within_the_hold_gets_its_slots_back() {
     let broker = own_broker();
     let group = unique_topic("static-rejoin");
@@ -304,7 +297,6 @@ async fn a_killed_static_member_that_rejoins_within_the_hold_gets_its_slots_back
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tansu 0.6 does not rebalance a cooperative group with static members; see the module doc"]
 async fn a_killed_static_member_that_stays_away_loses_its_slots_after_the_hold() {
     let broker = own_broker();
     let group = unique_topic("static-gone");

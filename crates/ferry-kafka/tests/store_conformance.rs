@@ -1,22 +1,20 @@
-//! The shared store conformance suite against `KafkaOffsetStore` on a real broker (tansu), plus the
+//! The shared store conformance suite against `KafkaOffsetStore` on a real broker (Apache Kafka), plus the
 //! Kafka-specific behaviours on a topic with Kafka Connect's default 25 partitions.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod store_support;
-
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferry_api::ConnectMap;
 use ferry_kafka::{KafkaOffsetStore, KafkaOffsetStoreConfig};
 use ferry_offsets::conformance::{StoreHarness, run_conformance};
 use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, encode_key, encode_value};
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use store_support::{read_raw, shared_broker, store_config, unique_topic};
 
 /// Each harness is one fresh topic; `open` is a fresh store on it (a "reopen" replays the topic).
 struct Harness {
-    _broker: Arc<TansuBroker>,
+    _broker: &'static KafkaBroker,
     config: KafkaOffsetStoreConfig,
 }
 
@@ -34,7 +32,7 @@ impl StoreHarness for Harness {
 async fn conformance_on_a_one_partition_topic() {
     let broker = shared_broker();
     run_conformance(|| Harness {
-        _broker: broker.clone(),
+        _broker: broker,
         config: store_config(&broker, &unique_topic("conformance"), 1),
     })
     .await;

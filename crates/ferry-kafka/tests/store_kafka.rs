@@ -1,4 +1,4 @@
-//! Kafka-specific behaviours of `KafkaOffsetStore` on a real broker (tansu): the topic policy check,
+//! Kafka-specific behaviours of `KafkaOffsetStore` on a real broker (Apache Kafka): the topic policy check,
 //! topic creation, read-your-writes across two workers' stores, and failures that must fail rather
 //! than hang.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
@@ -197,12 +197,14 @@ async fn read_your_writes_between_two_stores_on_one_topic() {
 }
 
 /// Records in the topic that are not offsets: a null key is skipped (with a WARN), an undecodable key
-/// is kept byte-exact, as every store does.
+/// is kept byte-exact, as every store does. Kafka refuses a record without a key on a compacted topic,
+/// so the null key comes from the topic's earlier life with `cleanup.policy=delete` (an operator made
+/// it compacted later; the old record stays in the log).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_records_in_the_topic_do_not_break_the_start() {
     let broker = shared_broker();
     let topic = unique_topic("foreign");
-    create_topic(&broker, &topic, 3, &[("cleanup.policy", "compact")]).await;
+    create_topic(&broker, &topic, 3, &[("cleanup.policy", "delete")]).await;
     let producer = java_like_producer(&broker);
     produce_raw(
         &producer,
@@ -221,6 +223,7 @@ async fn foreign_records_in_the_topic_do_not_break_the_start() {
         )
         .await
         .unwrap_or_else(|(e, _)| panic!("{e}"));
+    make_compacted(&broker, &topic).await;
     let store = KafkaOffsetStore::open(store_config(&broker, &topic, 3))
         .await
         .unwrap_or_else(|e| panic!("open: {e}"));
@@ -231,6 +234,30 @@ async fn foreign_records_in_the_topic_do_not_break_the_start() {
         .unwrap();
     assert_eq!(got, vec![Some(value(3)), Some(b"x".to_vec())]);
     assert_eq!(store.entries().await.unwrap().len(), 2);
+}
+
+/// Sets `cleanup.policy=compact` on an existing topic, as `kafka-configs --alter` would, and waits
+/// until the broker reports it.
+async fn make_compacted(broker: &ferry_testkit::KafkaBroker, topic: &str) {
+    use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
+    let results = store_support::admin(broker)
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Topic(topic)).set("cleanup.policy", "compact")],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    for result in results {
+        result.unwrap_or_else(|(_, code)| panic!("altering {topic}: {code}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cleanup_policy(broker, topic).await.as_deref() != Some("compact") {
+        assert!(
+            Instant::now() < deadline,
+            "{topic} did not become compacted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A flush whose records the broker never acknowledges fails (retriable) instead of hanging, a read

@@ -53,201 +53,74 @@
 //! [`TaskHarness::restart`], [`TaskHarness::offset`], and the [`CountingReader`] that shows what a
 //! task asked for.
 //!
-//! [`TansuBroker`] runs a real Kafka-compatible broker (tansu, with its SQLite storage engine) on a
-//! free loopback port in a fresh temporary directory, and stops it when dropped. Its data survives
-//! [`TansuBroker::restart`], so tests can take the broker away mid-run and bring it back.
+//! [`KafkaBroker`] runs a real Apache Kafka 4.4 broker (single-node KRaft, from the jars
+//! `scripts/install-test-deps` copies out of Maven Central) on free loopback ports and stops it when
+//! dropped; [`KafkaBroker::shared`] gives every test of a binary the same one. Its data survives
+//! [`KafkaBroker::restart`], so tests can take the broker away mid-run and bring it back.
+//! [`ConnectWorker`] runs a real Kafka Connect 4.4 distributed worker against it, with
+//! FileStreamSource and Debezium's PostgreSQL connector on its plugin path.
 
+mod connect;
 mod harness;
+mod java;
+mod kafka;
 
+pub use connect::{ConnectOptions, ConnectWorker};
 pub use harness::{
     CountingReader, HarnessError, Resumed, TaskHarness, config, poll_for, poll_n, poll_times,
     poll_up_to,
 };
+pub use java::{KAFKA_VERSION, kafka_home};
+pub use kafka::KafkaBroker;
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// Why the broker could not be started.
+/// Why a broker or a Kafka Connect worker could not be started.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TestkitError {
-    /// The `tansu` binary is not installed.
+    /// The Kafka jars are not where `scripts/install-test-deps` puts them.
     #[error(
-        "the `tansu` broker binary was not found on PATH (looked for {binary:?}). Install it with \
-         ./scripts/install-test-deps (cargo install tansu --locked --version 0.6.0 --features libsql), \
-         or point FERRY_TANSU_BIN at it"
+        "Apache Kafka {version}'s jars were not found ({looked_for:?} is missing). Run \
+         ./scripts/install-test-deps, which copies them from Maven Central, or point FERRY_KAFKA_HOME \
+         at a folder with lib/ and plugins/",
+        version = java::KAFKA_VERSION
     )]
-    TansuMissing {
-        /// The binary that was looked for.
-        binary: String,
+    KafkaMissing {
+        /// The jar that was looked for.
+        looked_for: PathBuf,
     },
-    /// Starting or waiting for the broker failed.
-    #[error("tansu broker: {0}")]
-    Broker(String),
+    /// The process exited before it was ready.
+    #[error("{what} exited during start-up ({status}); its log ends:\n{log_tail}")]
+    Exited {
+        /// Which process.
+        what: String,
+        /// Its exit status.
+        status: String,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+    /// Starting or waiting for a process failed.
+    #[error("{0}")]
+    Start(String),
+    /// A file or folder could not be written.
+    #[error("{what} {path:?} failed: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
-/// A tansu broker process serving `127.0.0.1:<port>`; killed on drop.
-pub struct TansuBroker {
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-    port: u16,
-    binary: PathBuf,
-}
-
-fn tansu_binary() -> Result<PathBuf, TestkitError> {
-    let name = std::env::var("FERRY_TANSU_BIN").unwrap_or_else(|_| "tansu".to_owned());
-    let candidate = Path::new(&name);
-    if candidate.components().count() > 1 {
-        return if candidate.is_file() {
-            Ok(candidate.to_path_buf())
-        } else {
-            Err(TestkitError::TansuMissing { binary: name })
-        };
-    }
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    // cargo install puts binaries here, and a test's PATH may not include it.
-    if let Some(home) = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-    {
-        dirs.push(home.join("bin"));
-    }
-    dirs.into_iter()
-        .map(|d| d.join(&name))
-        .find(|p| p.is_file())
-        .ok_or(TestkitError::TansuMissing { binary: name })
-}
-
-fn free_port() -> Result<u16, TestkitError> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| TestkitError::Broker(format!("no free port: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| TestkitError::Broker(e.to_string()))
-}
-
-impl TansuBroker {
-    /// Starts a broker with empty storage on a free loopback port and waits until it accepts
-    /// connections.
-    ///
-    /// # Errors
-    /// `tansu` is missing, or the broker did not come up within 60 s.
-    pub fn start() -> Result<Self, TestkitError> {
-        let binary = tansu_binary()?;
-        let dir = tempfile::Builder::new()
-            .prefix("ferry-tansu-")
-            .tempdir()
-            .map_err(|e| TestkitError::Broker(format!("temp dir: {e}")))?;
-        let mut broker = Self {
-            child: None,
-            dir,
-            port: free_port()?,
-            binary,
-        };
-        broker.spawn()?;
-        Ok(broker)
-    }
-
-    /// `bootstrap.servers` for clients.
-    pub fn bootstrap_servers(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// The broker's working directory (its SQLite database lives here).
-    pub fn data_dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Stops the broker (SIGKILL). Its data stays for [`restart`](Self::restart).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+impl TestkitError {
+    fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
         }
-    }
-
-    /// Starts the broker again on the same port with the same data.
-    ///
-    /// # Errors
-    /// The broker did not come back within 60 s.
-    pub fn restart(&mut self) -> Result<(), TestkitError> {
-        self.stop();
-        self.spawn()
-    }
-
-    fn spawn(&mut self) -> Result<(), TestkitError> {
-        let url = format!("tcp://127.0.0.1:{}", self.port);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("tansu.log"))
-            .map_err(|e| TestkitError::Broker(format!("log file: {e}")))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| TestkitError::Broker(e.to_string()))?;
-        let child = Command::new(&self.binary)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args(["--storage-engine", "sqlite://tansu.db"])
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|e| {
-                TestkitError::Broker(format!("cannot run {}: {e}", self.binary.display()))
-            })?;
-        self.child = Some(child);
-        self.wait_ready(Duration::from_secs(60))
-    }
-
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), TestkitError> {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                return Err(TestkitError::Broker(format!(
-                    "exited during start-up ({status}); log:\n{}",
-                    self.log_tail()
-                )));
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(TestkitError::Broker(format!(
-                    "not listening on {addr} after {timeout:?}; log:\n{}",
-                    self.log_tail()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The last lines of the broker's log, for failure messages.
-    pub fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.dir.path().join("tansu.log")) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-}
-
-impl Drop for TansuBroker {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

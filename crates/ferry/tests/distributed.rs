@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use kafka_support::{TopicReader, broker, create_topic};
 use rest_support::Api as Client;
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ const TOPIC: &str = "sequences";
 
 /// One broker, one workspace, the workers of one group.
 struct Cluster {
-    broker: TansuBroker,
+    broker: KafkaBroker,
     ws: Workspace,
     worker_file: PathBuf,
     workers: Vec<Option<Worker>>,

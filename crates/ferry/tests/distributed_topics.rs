@@ -32,7 +32,7 @@ fn wait(what: &str, logs: &dyn Fn() -> String, mut check: impl FnMut() -> bool) 
 
 /// A broker and two distributed workers of one group.
 struct Cluster {
-    broker: ferry_testkit::TansuBroker,
+    broker: ferry_testkit::KafkaBroker,
     ws: Workspace,
     workers: Vec<(Ferry, Api)>,
 }

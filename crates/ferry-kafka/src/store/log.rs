@@ -138,6 +138,24 @@ impl OffsetLog {
     /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,
     /// `Offset::Beginning` for the start offsets.
     fn list_offsets(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
+        // A topic just created has no leader for a moment (NotLeaderForPartition), and a broker may
+        // be electing one: retriable errors are retried until the store's timeout, as Kafka Connect's
+        // TopicAdmin.retryEndOffsets does, rather than failing the open.
+        let deadline = Instant::now() + self.timeout;
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match self.list_offsets_once(which, what) {
+                Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
+                    tracing::debug!(store = %self.store, error = %e, "{what}: retrying");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn list_offsets_once(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
         let mut request = TopicPartitionList::with_capacity(self.next.len());
         for partition in 0..self.next.len() as i32 {
             request

@@ -185,9 +185,13 @@ impl KafkaOffsetStore {
                     config.replication_factor
                 );
                 admin::create_topic(&admin, &offsets_topic(&config), &store).await?;
-                admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
                 let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
-                blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?
+                let partitions =
+                    blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?;
+                // Checked once the broker shows the topic: right after another worker created it, the
+                // broker may not know it yet and answers DescribeConfigs without its configuration.
+                admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
+                partitions
             }
         };
         // Dropping a client joins its threads: on a blocking thread, and nothing waits for it.

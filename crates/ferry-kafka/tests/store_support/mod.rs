@@ -4,11 +4,10 @@
 #![allow(dead_code)] // Each test binary uses a different subset.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use ferry_kafka::KafkaOffsetStoreConfig;
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
@@ -17,23 +16,14 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-static SHARED: Mutex<Weak<TansuBroker>> = Mutex::new(Weak::new());
-
-/// A broker shared by the tests of this binary that run at the same time; stopped when the last one
-/// lets go of it (a static would never be dropped, leaving the process behind).
-pub fn shared_broker() -> Arc<TansuBroker> {
-    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(broker) = shared.upgrade() {
-        return broker;
-    }
-    let broker = Arc::new(own_broker());
-    *shared = Arc::downgrade(&broker);
-    broker
+/// The broker shared by every test of this binary (they isolate themselves by topic and group names).
+pub fn shared_broker() -> &'static KafkaBroker {
+    KafkaBroker::shared().unwrap_or_else(|e| panic!("starting the Kafka broker failed: {e}"))
 }
 
 /// A broker of the caller's own (for tests that stop it).
-pub fn own_broker() -> TansuBroker {
-    TansuBroker::start().unwrap_or_else(|e| panic!("starting the tansu broker failed: {e}"))
+pub fn own_broker() -> KafkaBroker {
+    KafkaBroker::start().unwrap_or_else(|e| panic!("starting the Kafka broker failed: {e}"))
 }
 
 /// A topic name no other test uses.
@@ -50,7 +40,7 @@ pub fn unique_topic(prefix: &str) -> String {
 }
 
 /// The store's configuration for a single-broker test cluster.
-pub fn store_config(broker: &TansuBroker, topic: &str, partitions: i32) -> KafkaOffsetStoreConfig {
+pub fn store_config(broker: &KafkaBroker, topic: &str, partitions: i32) -> KafkaOffsetStoreConfig {
     let mut config = KafkaOffsetStoreConfig::new(broker.bootstrap_servers(), topic);
     config.partitions = partitions;
     config.replication_factor = 1;
@@ -58,13 +48,13 @@ pub fn store_config(broker: &TansuBroker, topic: &str, partitions: i32) -> Kafka
     config
 }
 
-fn client(broker: &TansuBroker) -> ClientConfig {
+fn client(broker: &KafkaBroker) -> ClientConfig {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", broker.bootstrap_servers());
     config
 }
 
-pub fn admin(broker: &TansuBroker) -> AdminClient<DefaultClientContext> {
+pub fn admin(broker: &KafkaBroker) -> AdminClient<DefaultClientContext> {
     client(broker)
         .create()
         .unwrap_or_else(|e| panic!("admin client: {e}"))
@@ -72,7 +62,7 @@ pub fn admin(broker: &TansuBroker) -> AdminClient<DefaultClientContext> {
 
 /// Creates a topic with the given configs (what an operator or Kafka Connect would have done).
 pub async fn create_topic(
-    broker: &TansuBroker,
+    broker: &KafkaBroker,
     topic: &str,
     partitions: i32,
     configs: &[(&str, &str)],
@@ -95,7 +85,7 @@ pub async fn create_topic(
 }
 
 /// Waits until the topic's metadata shows all its partitions.
-pub fn wait_for_partitions(broker: &TansuBroker, topic: &str, partitions: i32) {
+pub fn wait_for_partitions(broker: &KafkaBroker, topic: &str, partitions: i32) {
     let consumer: BaseConsumer = client(broker)
         .create()
         .unwrap_or_else(|e| panic!("consumer: {e}"));
@@ -119,7 +109,7 @@ pub fn wait_for_partitions(broker: &TansuBroker, topic: &str, partitions: i32) {
 }
 
 /// The topic's `cleanup.policy` as DescribeConfigs reports it.
-pub async fn cleanup_policy(broker: &TansuBroker, topic: &str) -> Option<String> {
+pub async fn cleanup_policy(broker: &KafkaBroker, topic: &str) -> Option<String> {
     let results = admin(broker)
         .describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new())
         .await
@@ -129,7 +119,7 @@ pub async fn cleanup_policy(broker: &TansuBroker, topic: &str) -> Option<String>
 }
 
 /// A plain producer partitioning like Kafka's Java client (what Kafka Connect's producer does).
-pub fn java_like_producer(broker: &TansuBroker) -> FutureProducer {
+pub fn java_like_producer(broker: &KafkaBroker) -> FutureProducer {
     client(broker)
         .set("partitioner", "murmur2_random")
         .set("acks", "all")
@@ -170,7 +160,7 @@ pub struct RawRecord {
 
 /// Every record of the topic, read with a plain consumer to the end of each partition, sorted by
 /// (partition, offset).
-pub fn read_raw(broker: &TansuBroker, topic: &str, partitions: i32) -> Vec<RawRecord> {
+pub fn read_raw(broker: &KafkaBroker, topic: &str, partitions: i32) -> Vec<RawRecord> {
     let consumer: BaseConsumer = client(broker)
         .set("group.id", "ferry-test-raw-reader")
         .set("enable.auto.commit", "false")

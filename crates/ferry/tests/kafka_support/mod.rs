@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_testkit::TansuBroker;
+use ferry_testkit::KafkaBroker;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -21,8 +21,8 @@ use serde_json::Value;
 use crate::support::{DEADLINE, Ferry};
 
 /// Starts a broker with empty storage; fails the test with the install hint if tansu is missing.
-pub fn broker() -> TansuBroker {
-    TansuBroker::start().unwrap()
+pub fn broker() -> KafkaBroker {
+    KafkaBroker::start().unwrap()
 }
 
 /// Creates `topic` with `partitions` partitions and replication factor 1.

@@ -288,6 +288,10 @@ enum Command {
 pub struct TaskSlots {
     config: SlotsConfig,
     admin: Arc<AdminClient<DefaultClientContext>>,
+    /// Looks topics up. A consumer, not the admin client: librdkafka's admin client is a producer,
+    /// whose metadata requests let a broker with `auto.create.topics.enable=true` (Kafka's default)
+    /// create a missing slot topic with its default partition count before Ferry creates it.
+    metadata: Arc<BaseConsumer>,
     commands: SyncSender<Command>,
     /// The subscription: the leader topic and every added connector's slot topic.
     subscribed: tokio::sync::Mutex<BTreeSet<String>>,
@@ -322,6 +326,11 @@ impl TaskSlots {
             .client()
             .create()
             .map_err(|e| kafka("creating the admin client", e))?;
+        let metadata: BaseConsumer = config
+            .client()
+            .set("allow.auto.create.topics", "false")
+            .create()
+            .map_err(|e| kafka("creating the metadata client", e))?;
         let (jobs_tx, jobs_rx) = sync_channel(16);
         let owned = Arc::new(Mutex::new(BTreeSet::new()));
         let leader_held = Arc::new(AtomicBool::new(false));
@@ -406,6 +415,7 @@ impl TaskSlots {
             }),
             config,
             admin: Arc::new(admin),
+            metadata: Arc::new(metadata),
             commands: commands_tx,
             subscribed: tokio::sync::Mutex::new(BTreeSet::new()),
             owned,
@@ -593,11 +603,11 @@ impl TaskSlots {
 
     /// The topic's partition count, or `None` if the broker does not know it.
     async fn partition_count(&self, topic: &str) -> Result<Option<i32>, SlotsError> {
-        let admin = Arc::clone(&self.admin);
+        let client = Arc::clone(&self.metadata);
         let name = topic.to_owned();
         let timeout = self.config.admin_timeout;
         let metadata =
-            tokio::task::spawn_blocking(move || admin.inner().fetch_metadata(Some(&name), timeout))
+            tokio::task::spawn_blocking(move || client.fetch_metadata(Some(&name), timeout))
                 .await
                 .map_err(|_| SlotsError::Closed(self.config.group_id.clone()))?
                 .map_err(|source| SlotsError::Kafka {

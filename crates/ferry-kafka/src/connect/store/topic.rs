@@ -147,9 +147,6 @@ impl InternalTopic {
                 .await
                 .map_err(|e| from_store(&store, e))?;
         }
-        admin::verify_compacted(&admin, &spec, &store)
-            .await
-            .map_err(|e| from_store(&store, e))?;
         let found = match existing {
             TopicState::Exists(found) => found,
             TopicState::Missing => {
@@ -160,6 +157,11 @@ impl InternalTopic {
                 .await?
             }
         };
+        // Checked once the broker shows the topic: right after another worker created it, the broker
+        // may not know it yet and answers DescribeConfigs without its configuration.
+        admin::verify_compacted(&admin, &spec, &store)
+            .await
+            .map_err(|e| from_store(&store, e))?;
         let _ = tokio::task::spawn_blocking(move || drop(admin)).await;
         if let Some(exact) = exact_partitions
             && found != exact
