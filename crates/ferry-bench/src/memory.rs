@@ -45,6 +45,7 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
             stats: Stats::from_durations(&[took]),
             work: None,
             quantity: Some(peak as f64),
+            process: None,
         });
     }
     match crate::crash::ferry_binary() {
@@ -162,6 +163,7 @@ fn cli(ferry: &Path, plan: &Plan, size: usize) -> BenchResult<Vec<Contender>> {
             stats: Stats::from_durations(&[took]),
             work: None,
             quantity: Some((kib * 1024) as f64),
+            process: None,
         });
     }
     dir.remove()?;

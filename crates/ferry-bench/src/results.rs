@@ -62,6 +62,46 @@ pub struct Contender {
     pub work: Option<Work>,
     /// A measured quantity that is not a time (peak RSS bytes for memory cases).
     pub quantity: Option<f64>,
+    /// What its own process cost, when the contender ran as a process the bench watched (the worker
+    /// processes of the Kafka Connect comparison).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessCost>,
+}
+
+/// A worker process's costs, per timed run (in run order) and per SIGKILL, read from `/proc/<pid>`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProcessCost {
+    /// CPU seconds (user + system, every thread) the worker spent while it moved the input: from the
+    /// connector creation request until the last record was in the topic.
+    pub cpu_seconds: Vec<f64>,
+    /// CPU seconds the worker spent before that request (its own start-up).
+    pub ready_cpu_seconds: Vec<f64>,
+    /// Peak resident memory (`VmHWM`) of the worker once the last record was in the topic, in bytes.
+    pub peak_rss_bytes: Vec<u64>,
+    /// Seconds from spawning the worker to the first record in the topic, the connector creation
+    /// request included.
+    pub startup_seconds: Vec<f64>,
+    /// The worker's `offset.flush.interval.ms` in every run.
+    pub flush_interval_ms: u64,
+    /// Per SIGKILL of the worker mid-file: records in the topic beyond the input's lines once the
+    /// restarted worker reached the end of the file.
+    pub duplicates_per_kill: Vec<u64>,
+    /// Per SIGKILL: the records in the topic when it was killed.
+    pub records_at_kill: Vec<u64>,
+    /// Input lines missing from the topic after a kill and restart, summed over the kills (must be 0).
+    pub lost: u64,
+    /// Kills that could not be measured, and why.
+    pub notes: Vec<String>,
+}
+
+impl ProcessCost {
+    /// The median of `values` (NaN when empty).
+    pub fn median(values: &[f64]) -> f64 {
+        Stats {
+            samples: values.to_vec(),
+        }
+        .median()
+    }
 }
 
 impl Contender {
@@ -72,6 +112,7 @@ impl Contender {
             stats: Stats::from_durations(samples),
             work,
             quantity: None,
+            process: None,
         }
     }
 }

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::TestkitError;
-use crate::java::{
-    JavaProcess, TEST_JVM_FLAGS, free_port, log_tail, lost_port_race, write_log_config,
-};
+use crate::java::{JavaProcess, Jvm, free_port, log_tail, lost_port_race, write_log_config};
 use crate::kafka::KafkaBroker;
 
 /// How long a worker may take to start and join its group.
@@ -25,6 +23,8 @@ pub struct ConnectOptions {
     pub offset_flush_interval_ms: u64,
     /// More worker properties, written after the defaults (a key given twice: the last wins).
     pub extra: Vec<(String, String)>,
+    /// The JVM's flags.
+    pub jvm: Jvm,
 }
 
 impl ConnectOptions {
@@ -34,6 +34,7 @@ impl ConnectOptions {
             group: group.into(),
             offset_flush_interval_ms: 1000,
             extra: Vec::new(),
+            jvm: Jvm::Test,
         }
     }
 
@@ -182,7 +183,7 @@ impl ConnectWorker {
     fn spawn(&mut self) -> Result<(), TestkitError> {
         let config = self.write_config()?;
         let log_config = write_log_config(self.dir.path())?;
-        let mut args: Vec<String> = TEST_JVM_FLAGS.iter().map(|f| (*f).to_owned()).collect();
+        let mut args = self.options.jvm.flags(false);
         args.push(format!(
             "-Dlog4j2.configurationFile={}",
             log_config.display()

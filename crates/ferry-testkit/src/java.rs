@@ -60,17 +60,52 @@ pub fn java() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("java"))
 }
 
-/// JVM flags for test processes: a small heap and quick start-up (C1 only, serial GC: two cores are
-/// shared by the test binary, the broker and maybe a Kafka Connect worker). The bench does not use
-/// them: it runs Kafka as shipped.
-pub const TEST_JVM_FLAGS: &[&str] = &[
-    "-Xms128m",
-    "-Xmx512m",
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
-];
+/// Which JVM flags a broker or worker runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Jvm {
+    /// For tests: a small heap and quick start-up (C1 only, serial GC: two cores are shared by the
+    /// test binary, the broker and maybe a Kafka Connect worker).
+    #[default]
+    Test,
+    /// As Kafka's scripts start them (`kafka-run-class.sh`: G1 with its pause target, and the heap of
+    /// `kafka-server-start.sh` or `connect-distributed.sh`), for the bench: the anchor must be Kafka as
+    /// shipped.
+    Shipped,
+}
+
+impl Jvm {
+    /// The flags, for a broker (`server`) or a Kafka Connect worker.
+    pub fn flags(self, server: bool) -> Vec<String> {
+        let flags: &[&str] = match (self, server) {
+            (Jvm::Test, _) => &[
+                "-Xms128m",
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+ExitOnOutOfMemoryError",
+                "-Djava.awt.headless=true",
+            ],
+            (Jvm::Shipped, true) => &["-Xmx1G", "-Xms1G"],
+            (Jvm::Shipped, false) => &["-Xms256M", "-Xmx2G"],
+        };
+        let mut all: Vec<String> = flags.iter().map(|f| (*f).to_owned()).collect();
+        if self == Jvm::Shipped {
+            all.extend(
+                [
+                    "-server",
+                    "-XX:+UseG1GC",
+                    "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35",
+                    "-XX:+ExplicitGCInvokesConcurrent",
+                    "-XX:MaxInlineLevel=15",
+                    "-Djava.awt.headless=true",
+                ]
+                .map(str::to_owned),
+            );
+        }
+        all
+    }
+}
 
 /// A log4j2 configuration printing every line to stdout, where [`JavaProcess`] reads it.
 pub fn write_log_config(dir: &Path) -> Result<PathBuf, TestkitError> {

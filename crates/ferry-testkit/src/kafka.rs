@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::TestkitError;
 use crate::java::{
-    JavaProcess, TEST_JVM_FLAGS, free_port, kafka_home, log_tail, lost_port_race, process_long_dir,
+    JavaProcess, Jvm, free_port, kafka_home, log_tail, lost_port_race, process_long_dir,
     write_log_config,
 };
 
@@ -44,6 +44,7 @@ pub struct KafkaBroker {
     process: Option<JavaProcess>,
     home: Home,
     settings: Vec<(String, String)>,
+    jvm: Jvm,
     port: u16,
     controller_port: u16,
     kafka_home: PathBuf,
@@ -65,11 +66,19 @@ impl KafkaBroker {
     /// # Errors
     /// As [`start`](Self::start).
     pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, TestkitError> {
+        Self::start_jvm(settings, Jvm::Test)
+    }
+
+    /// As [`start_with`](Self::start_with), on the given JVM flags ([`Jvm::Shipped`] for the bench).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_jvm(settings: &[(&str, &str)], jvm: Jvm) -> Result<Self, TestkitError> {
         let dir = tempfile::Builder::new()
             .prefix("ferry-kafka-")
             .tempdir()
             .map_err(|e| TestkitError::io("creating a temporary folder", Path::new("/tmp"), e))?;
-        Self::start_in(Home::Temp(dir), settings)
+        Self::start_in(Home::Temp(dir), settings, jvm)
     }
 
     /// The broker shared by the tests of this test binary, started by the first caller. It runs until
@@ -101,7 +110,7 @@ impl KafkaBroker {
             None => {
                 let prefix = format!("ferry-kafka-shared{}-", shared.len());
                 let started = process_long_dir(&prefix)
-                    .and_then(|dir| Self::start_in(Home::ProcessLong(dir), settings))
+                    .and_then(|dir| Self::start_in(Home::ProcessLong(dir), settings, Jvm::Test))
                     // Leaked on purpose: it lives as long as the process.
                     .map(|broker| &*Box::leak(Box::new(broker)))
                     .map_err(|e| e.to_string());
@@ -112,7 +121,7 @@ impl KafkaBroker {
         started.map_err(|e| TestkitError::Start(format!("the shared broker did not start: {e}")))
     }
 
-    fn start_in(home: Home, settings: &[(&str, &str)]) -> Result<Self, TestkitError> {
+    fn start_in(home: Home, settings: &[(&str, &str)], jvm: Jvm) -> Result<Self, TestkitError> {
         let kafka_home = kafka_home()?;
         let mut broker = Self {
             process: None,
@@ -121,6 +130,7 @@ impl KafkaBroker {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            jvm,
             port: 0,
             controller_port: 0,
             kafka_home,
@@ -247,7 +257,7 @@ impl KafkaBroker {
     fn format(&self) -> Result<(), TestkitError> {
         let cluster_id = cluster_id();
         let output = Command::new(crate::java::java())
-            .args(TEST_JVM_FLAGS)
+            .args(Jvm::Test.flags(true))
             .arg("-cp")
             .arg(self.classpath())
             // `--cluster-id=…` in one argument: an id may start with '-', which argparse would take for
@@ -276,7 +286,7 @@ impl KafkaBroker {
 
     fn spawn(&mut self) -> Result<(), TestkitError> {
         let log_config = write_log_config(self.home.path())?;
-        let mut args: Vec<String> = TEST_JVM_FLAGS.iter().map(|f| (*f).to_owned()).collect();
+        let mut args = self.jvm.flags(true);
         args.push(format!(
             "-Dlog4j2.configurationFile={}",
             log_config.display()

@@ -70,7 +70,7 @@ pub use harness::{
     CountingReader, HarnessError, Resumed, TaskHarness, config, poll_for, poll_n, poll_times,
     poll_up_to,
 };
-pub use java::{KAFKA_VERSION, kafka_home};
+pub use java::{Jvm, KAFKA_VERSION, kafka_home};
 pub use kafka::KafkaBroker;
 
 use std::path::{Path, PathBuf};

@@ -45,17 +45,17 @@ const PARTITIONS: i32 = 1;
 /// How long reading back a topic's first record may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The case on an input of at most `bytes` bytes, against the broker at `bootstrap`.
+/// The case on the input at `input_path` (written by [`lines::write`]), against the broker at
+/// `bootstrap`.
 pub fn case(
     runtime: &tokio::runtime::Runtime,
     work_dir: &Path,
     bootstrap: &str,
-    bytes: u64,
+    input_path: &Path,
+    input: Input,
     runs: usize,
 ) -> BenchResult<Case> {
-    let input_path = work_dir.join(format!("e2e-kafka-input-{bytes}.log"));
-    let input = lines::write(&input_path, bytes)?;
-    let first_line = first_line(&input_path)?;
+    let first_line = first_line(input_path)?;
     eprintln!(
         "  FileStreamSource → Kafka: input {} ({} lines)",
         human_bytes(input.bytes as f64),
@@ -69,7 +69,7 @@ pub fn case(
         runtime,
         work_dir,
         bootstrap,
-        input_path: &input_path,
+        input_path,
         input,
         first_line: &first_line,
     };
@@ -85,14 +85,11 @@ pub fn case(
             run: Box::new(|round| run.plain(round)),
         },
     ];
-    let samples = rounds("kafka", runs, &mut contenders);
-    std::fs::remove_file(&input_path)
-        .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
-    let samples = samples?;
+    let samples = rounds("kafka", runs, &mut contenders)?;
     Ok(Case::pair(
         format!(
-            "FileStreamSource {} ({} lines of {}–{} B) → Kafka topic of {PARTITIONS} partition (tansu on this \
-             machine), value = the line (StringConverter), acks=all, idempotent; Ferry: FileStore, \
+            "FileStreamSource {} ({} lines of {}–{} B) → Kafka topic of {PARTITIONS} partition (Apache Kafka 4.4 \
+             on this machine, stock JVM flags), value = the line (StringConverter), acks=all, idempotent; Ferry: FileStore, \
              offset.flush.interval.ms={}",
             human_bytes(input.bytes as f64),
             human_count(input.lines),

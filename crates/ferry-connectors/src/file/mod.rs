@@ -13,6 +13,7 @@
 
 mod config;
 mod identity;
+mod kafka_connect;
 mod tail;
 mod task;
 
@@ -38,8 +39,9 @@ pub struct FilePartition {
 
 /// The source offset of one file: `{"position": <bytes>}`, the byte offset right after the line
 /// terminator of the last line emitted (0: nothing read yet), then the identity of the file it is a
-/// position in. Offsets without the identity (Kafka Connect's own) are read as before: from
-/// `position` in whatever file is at the path.
+/// position in. Offsets without the identity (Kafka Connect's own) apply to whatever file is at the
+/// path, and their `position` is read as Kafka Connect counts it: UTF-16 code units from the file's
+/// start, converted to bytes (the same number for ASCII; see `kafka_connect.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileOffset {
     /// Byte position to resume reading at.

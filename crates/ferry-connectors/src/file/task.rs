@@ -10,6 +10,7 @@ use ferry_api::{
 
 use super::config::{FileTaskConfig, TruncationPolicy};
 use super::identity::{FileId, Identity};
+use super::kafka_connect;
 use super::tail::{Phase, TailedFile};
 use super::{FileOffset, FilePartition};
 use ferry_api::config::{invalid_config, offsets_read_error};
@@ -154,7 +155,17 @@ impl SourceTask for FileStreamSourceTask {
                             partition.filename, offset.position
                         ))
                     })?;
-                    (position, identity_of(&offset))
+                    match identity_of(&offset) {
+                        Some(identity) => (position, Some(identity)),
+                        // Written by Kafka Connect, which counts UTF-16 code units.
+                        None => (
+                            kafka_connect::byte_position(
+                                std::path::Path::new(&partition.filename),
+                                position,
+                            ),
+                            None,
+                        ),
+                    }
                 }
             };
             tracing::debug!(file = %partition.filename, position, "FileStreamSource: resuming");
