@@ -59,7 +59,8 @@ pub async fn startup(plan: &Plan, bootstrap: &str) -> BenchResult<Case> {
     });
     Ok(Case {
         name: format!(
-            "{} offsets from a {OFFSET_PARTITIONS}-partition Kafka topic (tansu on this machine)",
+            "{} offsets from a {OFFSET_PARTITIONS}-partition Kafka topic (Apache Kafka 4.4 on this \
+             machine, stock JVM flags)",
             human_count(records as u64)
         ),
         reference: PLAIN_CONSUMER.to_owned(),

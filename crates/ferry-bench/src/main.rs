@@ -117,8 +117,12 @@ pub struct Plan {
     pub sequence_records: u64,
     /// Size of the FileStreamSource input for file → file.
     pub file_bytes: u64,
-    /// Size of the FileStreamSource input for file → Kafka.
+    /// Size of the FileStreamSource input for file → Kafka (also Ferry vs Kafka Connect's).
     pub kafka_file_bytes: u64,
+    /// Timed rounds of the Ferry vs Kafka Connect worker processes.
+    pub connect_runs: usize,
+    /// SIGKILLs of each worker in the Ferry vs Kafka Connect case.
+    pub connect_kills: usize,
     /// Size of the input Ferry and rsyslog tail.
     pub rsyslog_bytes: u64,
     /// Size of the input `ferry standalone` is SIGKILLed on.
@@ -163,6 +167,8 @@ impl Plan {
                 sequence_records: 40_000,
                 file_bytes: 4 << 20,
                 kafka_file_bytes: 1 << 20,
+                connect_runs: 1,
+                connect_kills: 1,
                 rsyslog_bytes: 2 << 20,
                 crash_bytes: 2 << 20,
                 kills: 3,
@@ -183,6 +189,8 @@ impl Plan {
                 sequence_records: 2_000_000,
                 file_bytes: 1 << 30,
                 kafka_file_bytes: 64 << 20,
+                connect_runs: 3,
+                connect_kills: 3,
                 rsyslog_bytes: 64 << 20,
                 crash_bytes: 256 << 20,
                 kills: 5,
@@ -279,12 +287,13 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         skipped: Vec::new(),
         wall_seconds: 0.0,
     };
-    // One broker for every Kafka case; dropping it stops it.
+    // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
+    // stops it.
     let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e")) {
-        match ferry_testkit::KafkaBroker::start() {
+        match ferry_testkit::KafkaBroker::start_jvm(&[], ferry_testkit::Jvm::Shipped) {
             Ok(broker) => Some(broker),
             Err(e) => {
-                let why = format!("Kafka cases not run: the tansu broker did not start ({e})");
+                let why = format!("Kafka cases not run: the Kafka broker did not start ({e})");
                 eprintln!("{why}");
                 results.skipped.push(why);
                 None
@@ -321,7 +330,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
     }
     if plan.runs("e2e") {
         eprintln!("\n== end to end ==");
-        results.end_to_end = e2e::run(&plan, &runtime, bootstrap.as_deref())?;
+        results.end_to_end = e2e::run(&plan, &runtime, broker.as_ref(), &mut results.skipped)?;
     }
     if plan.runs("memory") {
         eprintln!("\n== memory ==");

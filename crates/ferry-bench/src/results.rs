@@ -81,6 +81,10 @@ pub struct ProcessCost {
     /// Seconds from spawning the worker to the first record in the topic, the connector creation
     /// request included.
     pub startup_seconds: Vec<f64>,
+    /// Kafka Connect only: the part of each start-up its log gives to scanning for plugins
+    /// (`Scanning plugins with … took N ms`, summed), which `plugin.discovery=service_load` shortens.
+    #[serde(default)]
+    pub plugin_scan_seconds: Vec<f64>,
     /// The worker's `offset.flush.interval.ms` in every run.
     pub flush_interval_ms: u64,
     /// Per SIGKILL of the worker mid-file: records in the topic beyond the input's lines once the

@@ -57,8 +57,9 @@ pub struct ConnectWorker {
 }
 
 impl ConnectWorker {
-    /// Starts a worker against `broker` and waits until it has joined its group (its log says
-    /// `Finished starting connectors and tasks`), so requests that need the leader work at once.
+    /// Starts a worker against `broker` and waits until it has joined its group and serves its REST
+    /// resources (its log says `Finished starting connectors and tasks` and `REST resources
+    /// initialized`), so requests that need the leader work at once.
     ///
     /// # Errors
     /// The worker exited or did not join within three minutes.
@@ -199,7 +200,11 @@ impl ConnectWorker {
             self.dir.path(),
             &self.log_path(),
             &args,
-            "Finished starting connectors and tasks",
+            // Joined its group, and the REST resources are up (the second may come a little later).
+            &[
+                "Finished starting connectors and tasks",
+                "REST resources initialized",
+            ],
         )?;
         process.wait_ready("the Kafka Connect worker", START_TIMEOUT)?;
         self.process = Some(process);

@@ -175,13 +175,14 @@ pub struct JavaProcess {
 
 impl JavaProcess {
     /// Runs `java <flags> -cp <classpath> <main> <args>` in `dir` under `setpriv --pdeathsig KILL`,
-    /// appending what it prints to `log`; `ready_line` is the text of the line that says it is ready.
+    /// appending what it prints to `log`; it is ready once it printed a line containing each of
+    /// `ready_lines`.
     pub fn spawn(
         what: &str,
         dir: &Path,
         log: &Path,
         args: &[String],
-        ready_line: &'static str,
+        ready_lines: &'static [&'static str],
     ) -> Result<Self, TestkitError> {
         let mut command = Command::new("setpriv");
         command
@@ -206,7 +207,7 @@ impl JavaProcess {
         let file = std::sync::Arc::new(Mutex::new(file));
         let (events, receiver) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
-            copy_lines(out, file.clone(), Some((events.clone(), ready_line)));
+            copy_lines(out, file.clone(), Some((events.clone(), ready_lines)));
         }
         if let Some(err) = child.stderr.take() {
             copy_lines(err, file, None);
@@ -286,26 +287,30 @@ fn events(events: &mut Mutex<mpsc::Receiver<Event>>) -> &mpsc::Receiver<Event> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Copies `from` line by line into `log`; with `ready`, sends [`Event::Ready`] on the first line
-/// containing the text and [`Event::Exited`] at the end of the stream.
+/// Copies `from` line by line into `log`; with `ready`, sends [`Event::Ready`] once a line containing
+/// each of the texts was printed (in any order) and [`Event::Exited`] at the end of the stream.
 fn copy_lines(
     from: impl Read + Send + 'static,
     log: std::sync::Arc<Mutex<std::fs::File>>,
-    ready: Option<(mpsc::Sender<Event>, &'static str)>,
+    ready: Option<(mpsc::Sender<Event>, &'static [&'static str])>,
 ) {
     let _ = std::thread::Builder::new()
         .name("ferry-testkit-log".into())
         .spawn(move || {
-            let mut said_ready = false;
+            // The ready lines not seen yet; the event goes out when the last one is.
+            let mut waiting: Vec<&str> = ready.as_ref().map_or_else(Vec::new, |(_, l)| l.to_vec());
             let mut reader = BufReader::new(from);
             let mut line = Vec::new();
             while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
                 if let Ok(mut file) = log.lock() {
                     let _ = file.write_all(&line);
                 }
-                if let Some((events, text)) = &ready {
-                    if !said_ready && String::from_utf8_lossy(&line).contains(text) {
-                        said_ready = true;
+                if let Some((events, _)) = &ready
+                    && !waiting.is_empty()
+                {
+                    let text = String::from_utf8_lossy(&line);
+                    waiting.retain(|wanted| !text.contains(wanted));
+                    if waiting.is_empty() {
                         let _ = events.send(Event::Ready);
                     }
                 }

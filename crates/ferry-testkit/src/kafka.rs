@@ -302,7 +302,7 @@ impl KafkaBroker {
             self.home.path(),
             &self.log_path(),
             &args,
-            "Kafka Server started",
+            &["Kafka Server started"],
         )?;
         process.wait_ready("the Kafka broker", START_TIMEOUT)?;
         self.process = Some(process);

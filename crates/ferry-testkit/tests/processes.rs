@@ -1,5 +1,6 @@
 //! The real Apache Kafka broker and Kafka Connect worker the testkit runs: they start, serve, restart
 //! on the same address, and stop.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,9 @@
 //!   internal topics shows the connector STOPPED, resumes it, and continues right after Kafka Connect's
 //!   last committed line;
 //! - the reverse: Ferry runs it and stops it; Kafka Connect resumes it from Ferry's offsets;
-//! - `ferry standalone` with `offset.storage=kafka` resumes from the offsets topic Kafka Connect wrote.
+//! - `ferry standalone` with `offset.storage=kafka` resumes from the offsets topic Kafka Connect wrote;
+//! - Debezium's PostgreSQL connector 3.6 runs in that Kafka Connect on the test PostgreSQL (logical
+//!   replication with pgoutput), the peer of Ferry's CDC work.
 //!
 //! Every line reaches the topic exactly once, in order. The files hold multi-byte UTF-8 lines: Kafka
 //! Connect counts its positions in Java chars but skips bytes when it resumes; Ferry reads Kafka
@@ -13,6 +15,7 @@
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
+mod postgres_support;
 mod rest_support;
 mod support;
 
@@ -364,4 +367,138 @@ fn ferry_standalone_resumes_from_kafka_connects_offsets_topic() {
     reader.read_to_end();
     ferry.terminate_cleanly();
     assert_exactly(&reader, 0..50, "Kafka Connect then ferry standalone");
+}
+
+/// Whether the broker has `topic` (asked without creating it).
+fn topic_exists(bootstrap: &str, topic: &str) -> bool {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .unwrap();
+    consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .is_ok_and(|m| {
+            m.topics()
+                .iter()
+                .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+        })
+}
+
+/// Drops a Debezium test's replication slot, publication and table, whatever the test did.
+struct PgCleanup {
+    slot: String,
+    publication: String,
+    table: String,
+}
+
+impl Drop for PgCleanup {
+    fn drop(&mut self) {
+        // A slot still active (the connector not yet gone) cannot be dropped: end its backend first.
+        let _ = std::panic::catch_unwind(|| {
+            postgres_support::psql(&format!(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
+                 WHERE slot_name = '{}' AND active_pid IS NOT NULL",
+                self.slot
+            ));
+        });
+        let _ = std::panic::catch_unwind(|| {
+            postgres_support::psql(&format!(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots \
+                 WHERE slot_name = '{}'",
+                self.slot
+            ));
+        });
+        let _ = std::panic::catch_unwind(|| {
+            postgres_support::psql(&format!(
+                "DROP PUBLICATION IF EXISTS {}; DROP TABLE IF EXISTS {}",
+                self.publication, self.table
+            ));
+        });
+    }
+}
+
+/// Debezium's PostgreSQL connector, installed by `scripts/install-test-deps` on Kafka Connect's plugin
+/// path, snapshots a table and streams changes through a logical replication slot (pgoutput) of the
+/// test PostgreSQL: Debezium's envelope reaches the topic, and its offsets (`lsn`, …) show through
+/// KIP-875 under the partition `{"server": <topic.prefix>}`.
+#[test]
+fn debezium_streams_postgres_changes_in_kafka_connect() {
+    let broker = broker();
+    let name = unique("dbz").replace('-', "_");
+    let cleanup = PgCleanup {
+        slot: format!("{name}_slot"),
+        publication: format!("{name}_pub"),
+        table: format!("public.{name}_orders"),
+    };
+    postgres_support::psql(&format!(
+        "CREATE TABLE {} (id int PRIMARY KEY, item text NOT NULL); INSERT INTO {} VALUES (1, 'tea')",
+        cleanup.table, cleanup.table
+    ));
+    let connect = ConnectWorker::start(broker, ConnectOptions::new(unique("dbz-group"))).unwrap();
+    let kc = Api::new(&connect.rest_url());
+    let prefix = name.replace('_', "-");
+    let config = json!({
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "plugin.name": "pgoutput",
+        "database.hostname": "127.0.0.1",
+        "database.port": "5432",
+        "database.user": "postgres",
+        "database.password": "",
+        "database.dbname": "test",
+        "topic.prefix": prefix,
+        "slot.name": cleanup.slot,
+        "publication.name": cleanup.publication,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": cleanup.table,
+        "snapshot.mode": "initial",
+    });
+    kc.put("/connectors/dbz/config", Some(&config.to_string()))
+        .expect(201);
+    let topic = format!("{prefix}.{}", cleanup.table);
+    let started = Instant::now();
+    while !topic_exists(&broker.bootstrap_servers(), &topic) {
+        assert!(
+            started.elapsed() < SLOW,
+            "Debezium's snapshot did not reach topic {topic}; connector status: {}\nworker log:\n{}",
+            kc.get("/connectors/dbz/status").body,
+            connect.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    postgres_support::psql(&format!(
+        "INSERT INTO {t} VALUES (2, 'scones'); UPDATE {t} SET item = 'jam' WHERE id = 1",
+        t = cleanup.table
+    ));
+    let mut reader = TopicReader::new(&broker.bootstrap_servers(), &topic);
+    read_until(&mut reader, 3, SLOW);
+    let ops: Vec<String> = reader
+        .messages
+        .iter()
+        .map(|m| {
+            let value: Value =
+                serde_json::from_slice(rdkafka::Message::payload(m).unwrap_or_default()).unwrap();
+            format!(
+                "{}:{}",
+                value["payload"]["op"].as_str().unwrap_or("?"),
+                value["payload"]["after"]["item"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        ["r:tea", "c:scones", "u:jam"],
+        "Debezium's change events"
+    );
+    wait_for("Debezium's committed offsets", SLOW, || {
+        let reply = kc.get("/connectors/dbz/offsets");
+        let body = reply.json();
+        let offsets = body["offsets"].as_array()?.first()?.clone();
+        (offsets["partition"] == json!({"server": prefix}) && offsets["offset"]["lsn"].is_number())
+            .then_some(())
+    });
+    kc.delete("/connectors/dbz").expect(204);
+    drop(connect);
+    drop(cleanup);
 }

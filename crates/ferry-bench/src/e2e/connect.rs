@@ -14,8 +14,8 @@
 //! 60 s (its default; it has no continuous mode).
 //!
 //! A timed run: spawn the worker (Kafka Connect's start returns once its log says it joined its
-//! group), send the connector's configuration (retried while the worker answers 409 or is not yet
-//! listening), then watch the topic's end offset (ListOffsets every [`POLL`]) until it is the input's
+//! group), wait until its `GET /health` answers 200, send the connector's configuration (retried
+//! while the worker answers 409), then watch the topic's end offset (ListOffsets every [`POLL`]) until it is the input's
 //! line count. Measured per run: the time from the request to the last record (the rate), the
 //! worker's CPU seconds over the same span and before it (`/proc/<pid>/stat`, every thread), its peak
 //! RSS at the end (`VmHWM`), and the start-up: spawn → first record in the topic. Then the topic must
@@ -71,7 +71,8 @@ pub const CONNECT_PRODUCER: &[(&str, &str)] = &[
 ];
 /// Ferry's `offset.flush.interval.ms`: continuous commits (the README example's).
 pub const FERRY_FLUSH_MS: u64 = 0;
-/// Kafka Connect's `offset.flush.interval.ms`: its default.
+/// Kafka Connect's `offset.flush.interval.ms`: its default. It has no continuous mode (its committer
+/// is a fixed-delay schedule, which refuses 0).
 pub const CONNECT_FLUSH_MS: u64 = 60_000;
 /// FileStreamSource's `batch.size` (records per poll; Kafka Connect's default, set on both sides).
 const BATCH_SIZE: u64 = 2000;
@@ -104,13 +105,6 @@ impl Kind {
         match self {
             Kind::Ferry => "ferry",
             Kind::Connect => "connect",
-        }
-    }
-
-    fn flush_ms(self) -> u64 {
-        match self {
-            Kind::Ferry => FERRY_FLUSH_MS,
-            Kind::Connect => CONNECT_FLUSH_MS,
         }
     }
 }
@@ -178,12 +172,17 @@ pub fn case(
         cost.ready_cpu_seconds.push(measured.ready_cpu);
         cost.peak_rss_bytes.push(measured.peak_rss);
         cost.startup_seconds.push(measured.startup.as_secs_f64());
+        cost.plugin_scan_seconds.extend(measured.plugin_scan);
         eprintln!(
-            "    {}: start-up {}, CPU {:.2} s ({} before the request), peak RSS {}",
+            "    {}: start-up {}{}, CPU {:.2} s ({:.2} s before the request), peak RSS {}",
             kind.name(),
             human_duration(measured.startup.as_secs_f64()),
+            measured.plugin_scan.map_or(String::new(), |s| format!(
+                " (plugin scan {})",
+                human_duration(s)
+            )),
             measured.cpu,
-            human_duration(measured.ready_cpu),
+            measured.ready_cpu,
             human_bytes(measured.peak_rss as f64)
         );
         Ok(measured.took)
@@ -237,6 +236,8 @@ pub fn case(
             }
         }
     }
+    std::fs::remove_dir_all(&run.plugins)
+        .map_err(|e| format!("cannot remove {}: {e}", run.plugins.display()))?;
     let [ferry_cost, connect_cost] = costs;
     let contender = |name: &str, i: usize, work: Work, cost: Option<ProcessCost>| {
         let mut c = Contender::timed(name, &samples[i], Some(work));
@@ -288,6 +289,7 @@ struct Run<'a> {
 /// One timed run's measurements.
 struct Measured {
     took: Duration,
+    plugin_scan: Option<f64>,
     cpu: f64,
     ready_cpu: f64,
     peak_rss: u64,
@@ -353,13 +355,13 @@ impl Run<'_> {
         let spawned = Instant::now();
         let mut worker = self.start(kind, &group, &dir)?;
         let pid = worker.pid()?;
-        let ready_cpu = cpu_seconds(pid)?;
-        let requested = Instant::now();
         let measured = (|| {
-            worker.create_connector(&self.connector_config(&topic))?;
+            let (requested, ready_cpu) =
+                worker.create_connector(&self.connector_config(&topic), || cpu_seconds(pid))?;
             let first = watch.wait(&mut worker, "the first record", |end| end >= 1)?;
             let last = watch.wait(&mut worker, "the last record", |end| end >= self.lines())?;
             Ok::<_, String>(Measured {
+                plugin_scan: worker.plugin_scan(),
                 took: last.duration_since(requested),
                 cpu: cpu_seconds(pid)? - ready_cpu,
                 ready_cpu,
@@ -415,7 +417,7 @@ impl Run<'_> {
         let kill_at = ((self.lines() as f64 * share).ceil() as i64).clamp(1, self.lines());
         let mut worker = self.start(kind, &group, &dir)?;
         let outcome = (|| {
-            worker.create_connector(&self.connector_config(&topic))?;
+            worker.create_connector(&self.connector_config(&topic), || Ok(()))?;
             watch.wait(&mut worker, "the kill point", |end| end >= kill_at)?;
             worker.kill();
             std::thread::sleep(SETTLE);
@@ -450,6 +452,9 @@ impl Run<'_> {
             std::thread::sleep(SETTLE);
             let end = watch.end()?;
             worker.kill();
+            if let Some(resumed) = worker.resumed_from() {
+                eprintln!("    after the restart: {resumed}");
+            }
             let (duplicates, lost) = self.compare(&watch, end)?;
             Ok(Killed {
                 at_kill: u64::try_from(at_kill).unwrap_or(0),
@@ -570,7 +575,9 @@ impl Run<'_> {
             ));
         }
         dir.remove()?;
-        Ok(Duration::from_secs_f64(self.input.lines as f64 / per_second))
+        Ok(Duration::from_secs_f64(
+            self.input.lines as f64 / per_second,
+        ))
     }
 }
 
@@ -651,23 +658,78 @@ impl Worker {
         }
     }
 
+    /// Kafka Connect's plugin scan at its start, in seconds, from its log (the log is in the
+    /// worker's working directory).
+    fn plugin_scan(&self) -> Option<f64> {
+        let Worker::Connect(w) = self else {
+            return None;
+        };
+        let cwd = std::fs::read_link(format!("/proc/{}/cwd", w.pid()?)).ok()?;
+        let log = std::fs::read_to_string(cwd.join("connect.log")).ok()?;
+        let millis: u64 = log
+            .lines()
+            .filter_map(|l| {
+                let (_, rest) = l.split_once("Scanning plugins with ")?;
+                let (_, took) = rest.split_once(" took ")?;
+                took.split_once(" ms")?.0.trim().parse::<u64>().ok()
+            })
+            .sum();
+        (millis > 0).then(|| millis as f64 / 1000.0)
+    }
+
+    /// What the restarted Ferry worker's log says about where its task resumed.
+    fn resumed_from(&self) -> Option<String> {
+        let Worker::Ferry(w) = self else {
+            return None;
+        };
+        let log = std::fs::read_to_string(&w.log).ok()?;
+        log.lines()
+            .rev()
+            .find(|l| {
+                l.contains("resumes from committed offset") || l.contains("has no committed offset")
+            })
+            .map(|l| l.split_once("INFO ").map_or(l, |(_, m)| m).to_owned())
+    }
+
     fn log_tail(&self) -> String {
         match self {
-            Worker::Ferry(w) => ferry_testkit_log_tail(&w.log),
+            Worker::Ferry(w) => log_tail(&w.log),
             Worker::Connect(w) => w.log_tail(),
         }
     }
 
-    /// `PUT /connectors/<name>/config`, retried while the worker is not listening yet or answers 409
-    /// (no leader yet, a rebalance) or 503 (starting).
-    fn create_connector(&mut self, config: &str) -> BenchResult<()> {
+    /// Waits until `GET /health` answers 200, then sends `PUT /connectors/<name>/config`, retried while
+    /// the worker answers 409 (no leader yet, a rebalance), 503 (starting) or, for a minute, 404 (Kafka
+    /// Connect's REST resources not up yet). Returns when the request that was accepted was sent, and
+    /// what `before` (called just before each attempt) said then.
+    fn create_connector<T>(
+        &mut self,
+        config: &str,
+        before: impl Fn() -> BenchResult<T>,
+    ) -> BenchResult<(Instant, T)> {
         let rest = self.rest();
-        let path = format!("/connectors/{CONNECTOR}/config");
         let started = Instant::now();
+        // Ready first (a request sent earlier would wait inside the worker for its start).
         loop {
+            match http(&rest, "GET", "/health", "") {
+                Ok((200, _)) => break,
+                Ok((404 | 503, _)) | Err(_) if started.elapsed() < DEADLINE => {}
+                Ok((status, body)) => return Err(format!("GET /health answered {status}: {body}")),
+                Err(e) => return Err(format!("GET /health from {rest}: {e}")),
+            }
+            self.check_alive()?;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let path = format!("/connectors/{CONNECTOR}/config");
+        loop {
+            let value = before()?;
+            let sent = Instant::now();
             match http(&rest, "PUT", &path, config) {
-                Ok((200 | 201, _)) => return Ok(()),
+                Ok((200 | 201, _)) => return Ok((sent, value)),
                 Ok((409 | 503, _)) | Err(_) if started.elapsed() < DEADLINE => {}
+                // Kafka Connect's REST server answers 404 until its resources are registered, a
+                // moment after the log line its start waits for.
+                Ok((404, _)) if started.elapsed() < Duration::from_secs(60) => {}
                 Ok((status, body)) => {
                     return Err(format!("PUT {path} answered {status}: {body}"));
                 }
@@ -765,12 +827,15 @@ impl Drop for FerryWorker {
 }
 
 /// The last 40 lines of a log file.
-fn ferry_testkit_log_tail(path: &Path) -> String {
+fn log_tail(path: &Path) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
+
+/// A record's key and value.
+type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// A consumer watching one one-partition topic.
 struct TopicWatch {
@@ -835,7 +900,7 @@ impl TopicWatch {
     }
 
     /// The key and value of the record at `offset`.
-    fn record_at(&self, offset: i64) -> BenchResult<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    fn record_at(&self, offset: i64) -> BenchResult<KeyValue> {
         self.assign(Offset::Offset(offset))?;
         let started = Instant::now();
         while started.elapsed() < REQUEST_TIMEOUT {
@@ -943,7 +1008,12 @@ fn clock_ticks() -> f64 {
             .arg("CLK_TCK")
             .output()
             .ok()
-            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
             .filter(|t| *t > 0.0)
             .unwrap_or(100.0)
     })
@@ -1005,11 +1075,11 @@ fn strip_terminator(line: &[u8]) -> &[u8] {
 fn first_and_last_line(path: &Path) -> BenchResult<(Vec<u8>, Vec<u8>)> {
     let bytes = std::fs::read(path)
         .map_err(|e| format!("cannot read the input {}: {e}", path.display()))?;
-    let mut lines = bytes
-        .split_inclusive(|&b| b == b'\n')
-        .map(strip_terminator);
+    let mut lines = bytes.split_inclusive(|&b| b == b'\n').map(strip_terminator);
     let first = lines.next().unwrap_or_default().to_vec();
-    let last = lines.next_back().map_or_else(|| first.clone(), <[u8]>::to_vec);
+    let last = lines
+        .next_back()
+        .map_or_else(|| first.clone(), <[u8]>::to_vec);
     Ok((first, last))
 }
 

@@ -5,11 +5,14 @@
 //!    and sink in a bare poll → send → await loop): what the offset machinery costs per record.
 //! 2. [`file`]: FileStreamSource → file sink vs a plain buffered line copy with one fsync.
 //! 3. [`kafka`]: FileStreamSource → Kafka vs a plain rdkafka producer sending the same lines.
+//! 4. [`connect`]: the same input through FileStreamSource → Kafka with the worker as a process:
+//!    `ferry distributed` vs Kafka Connect 4.4, on the same broker (and Kafka's ProducerPerformance).
 //!
 //! Contenders alternate run by run ([`rounds`]), so a change in the machine's load (the machine is
 //! shared) hits both alike. Every file the cases write is under `plan.work_dir` and removed after its
 //! run; the inputs are removed when the case is done.
 
+pub(crate) mod connect;
 mod discard;
 pub(crate) mod file;
 mod kafka;
@@ -31,11 +34,13 @@ const RUNS: usize = 3;
 /// Past this, a case stops after the round that took it (a long run is already a stable number).
 const LONG_RUN: Duration = Duration::from_secs(60);
 
-/// Runs the end-to-end cases; the Kafka case only with a broker.
+/// Runs the end-to-end cases; the Kafka cases only with a broker. The Kafka Connect comparison's
+/// failure is not the run's: it goes to `skipped`, the other cases stay.
 pub fn run(
     plan: &Plan,
     runtime: &tokio::runtime::Runtime,
-    bootstrap: Option<&str>,
+    broker: Option<&ferry_testkit::KafkaBroker>,
+    skipped: &mut Vec<String>,
 ) -> BenchResult<Vec<Case>> {
     let mut cases = vec![
         sequence::case(runtime, &plan.work_dir, plan.sequence_records, RUNS)?,
@@ -51,14 +56,43 @@ pub fn run(
     } else {
         eprintln!("  rsyslogd not found: the rsyslog case is not run (scripts/bench installs it)");
     }
-    if let Some(bootstrap) = bootstrap {
-        cases.push(kafka::case(
+    if let Some(broker) = broker {
+        // One input for both Kafka cases.
+        let bytes = plan.kafka_file_bytes;
+        let input_path = plan.work_dir.join(format!("e2e-kafka-input-{bytes}.log"));
+        let input = lines::write(&input_path, bytes)?;
+        let kafka = kafka::case(
             runtime,
             &plan.work_dir,
-            bootstrap,
-            plan.kafka_file_bytes,
+            &broker.bootstrap_servers(),
+            &input_path,
+            input,
             RUNS,
-        )?);
+        );
+        let connect = kafka.is_ok().then(|| {
+            eprintln!("  Kafka Connect 4.4 and Ferry as worker processes");
+            connect::case(
+                runtime,
+                &plan.work_dir,
+                broker,
+                &input_path,
+                input,
+                plan.connect_runs,
+                plan.connect_kills,
+            )
+        });
+        std::fs::remove_file(&input_path)
+            .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
+        cases.push(kafka?);
+        match connect {
+            Some(Ok(case)) => cases.push(case),
+            Some(Err(e)) => {
+                let why = format!("FileStreamSource → Kafka, Ferry vs Kafka Connect 4.4: {e}");
+                eprintln!("  {why}");
+                skipped.push(why);
+            }
+            None => {}
+        }
     }
     Ok(cases)
 }
