@@ -454,7 +454,7 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
             "documentation",
             "importance",
             "group",
-            "order",
+            "order_in_group",
             "width",
             "display_name",
             "dependents",

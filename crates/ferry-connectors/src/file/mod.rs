@@ -168,6 +168,13 @@ impl SourceConnector for FileStreamSourceConnector {
                 })?;
                 let mut task = config.clone();
                 task.insert(TASK_FILES.to_owned(), json);
+                // Kafka Connect's worker adds the task's class to every task configuration and
+                // refuses one without it: with it, a Kafka Connect worker can start the tasks
+                // Ferry's config topic holds (`task.files` it ignores).
+                task.insert(
+                    "task.class".to_owned(),
+                    "org.apache.kafka.connect.file.FileStreamSourceTask".to_owned(),
+                );
                 Ok(task)
             })
             .collect()

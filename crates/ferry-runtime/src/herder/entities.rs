@@ -48,6 +48,9 @@ pub struct StateInfo {
     pub state: String,
     /// The worker running it (`host:port` of the REST listener).
     pub worker_id: String,
+    /// The connector plugin's version (Kafka Connect 4.x reports it); absent for an unknown class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// Why it failed; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
@@ -62,6 +65,9 @@ pub struct TaskStateInfo {
     pub state: String,
     /// The worker running it.
     pub worker_id: String,
+    /// The connector plugin's version (Kafka Connect 4.x reports it); absent for an unknown class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// Why it failed; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
@@ -134,7 +140,8 @@ pub struct ConfigKeyInfo {
     pub documentation: String,
     /// Its group (`Common`, `Error Handling`; `null` for a connector's own keys).
     pub group: Option<&'static str>,
-    /// Its place in the group (`-1` when ungrouped).
+    /// Its place in the group (`-1` when ungrouped); Kafka Connect's JSON name.
+    #[serde(rename = "order_in_group")]
     pub order: i32,
     /// `SHORT`, `MEDIUM`, `LONG`, `NONE`.
     pub width: &'static str,

@@ -328,11 +328,19 @@ impl StandaloneHerder {
             (None, TargetState::Running | TargetState::Paused) => self.worker.store_failure(),
             (failure, _) => failure.clone(),
         };
+        let version = entry
+            .config
+            .get(crate::config::CONNECTOR_CLASS)
+            .and_then(|class| self.plugins.version_of(class));
         let connector = match (failure, entry.target) {
             (Some(trace), _) => self.state_info("FAILED", Some(trace)),
             (None, TargetState::Running) => self.state_info("RUNNING", None),
             (None, TargetState::Paused) => self.state_info("PAUSED", None),
             (None, TargetState::Stopped) => self.state_info("STOPPED", None),
+        };
+        let connector = StateInfo {
+            version: version.clone(),
+            ..connector
         };
         let tasks = self
             .worker
@@ -344,6 +352,7 @@ impl StandaloneHerder {
                 id,
                 state: status.state.to_string(),
                 worker_id: self.worker_id.clone(),
+                version: version.clone(),
                 trace: status.trace.filter(|_| status.state == TaskState::Failed),
             })
             .collect();
@@ -359,6 +368,7 @@ impl StandaloneHerder {
         StateInfo {
             state: state.to_owned(),
             worker_id: self.worker_id.clone(),
+            version: None,
             trace,
         }
     }

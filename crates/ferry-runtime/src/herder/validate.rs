@@ -95,6 +95,14 @@ impl Plugins {
             .map(Plugin::make)
     }
 
+    /// The version of the connector plugin `class` names, if one does.
+    pub(crate) fn version_of(&self, class: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|p| p.answers_to(class.trim()))
+            .map(|p| p.make().version())
+    }
+
     pub(crate) fn infos(&self) -> Vec<PluginInfo> {
         self.0
             .iter()
@@ -259,13 +267,9 @@ pub(crate) fn validate(
     let props = Properties::from_pairs("validate request", resolved.clone());
     match plugins.check_config(&props) {
         Ok(_) => {}
-        Err(found) => errors.extend(
-            found
-                .iter()
-                // As in Kafka Connect, a configuration being validated need not name its connector.
-                .filter(|e| !matches!(e, ConfigError::Missing { key, .. } if key == NAME))
-                .map(|e| describe(e, &keys)),
-        ),
+        // A configuration without `name` is reported too: Kafka Connect 4.4's validation does
+        // (checked against it by the REST differential test).
+        Err(found) => errors.extend(found.iter().map(|e| describe(e, &keys))),
     }
     // The connector's own checks are skipped above while a required key is missing; a validation
     // reports every key's problems at once, as Kafka Connect's does.

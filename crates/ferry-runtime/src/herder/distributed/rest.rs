@@ -43,21 +43,30 @@ impl DistributedHerder {
     }
 
     pub(super) fn status(&self, name: &str, entry: &ConnectorEntry) -> ConnectorStateInfo {
+        let version = entry
+            .config
+            .get(crate::config::CONNECTOR_CLASS)
+            .and_then(|class| self.plugins.version_of(class));
         let connector = match self.statuses.connector(name) {
             Some(status) => StateInfo {
                 state: state_name(status.state).to_owned(),
                 worker_id: status.worker_id,
+                version: version.clone(),
                 trace: status.trace,
             },
             None => StateInfo {
                 state: "UNASSIGNED".to_owned(),
                 worker_id: String::new(),
+                version: version.clone(),
                 trace: None,
             },
         };
         let count = entry.tasks.as_ref().map_or(0, Vec::len);
         let tasks = (0..count)
-            .map(|task| task_state(task, self.statuses.task(&TaskId::new(name, task))))
+            .map(|task| {
+                let status = self.statuses.task(&TaskId::new(name, task));
+                task_state(task, status, version.clone())
+            })
             .collect();
         ConnectorStateInfo {
             name: name.to_owned(),
@@ -100,18 +109,21 @@ pub(super) fn connector_info(name: &str, entry: &ConnectorEntry) -> ConnectorInf
     }
 }
 
-fn task_state(task: usize, status: Option<StatusEntry>) -> TaskStateInfo {
+/// A task's status entry; `version` is its connector plugin's.
+fn task_state(task: usize, status: Option<StatusEntry>, version: Option<String>) -> TaskStateInfo {
     match status {
         Some(status) => TaskStateInfo {
             id: task,
             state: state_name(status.state).to_owned(),
             worker_id: status.worker_id,
+            version,
             trace: status.trace.filter(|_| status.state == State::Failed),
         },
         None => TaskStateInfo {
             id: task,
             state: "UNASSIGNED".to_owned(),
             worker_id: String::new(),
+            version,
             trace: None,
         },
     }
@@ -213,7 +225,11 @@ impl Herder for DistributedHerder {
         if id.task >= entry.tasks.as_ref().map_or(0, Vec::len) {
             return Err(missing());
         }
-        Ok(task_state(id.task, self.statuses.task(id)))
+        let version = entry
+            .config
+            .get(crate::config::CONNECTOR_CLASS)
+            .and_then(|class| self.plugins.version_of(class));
+        Ok(task_state(id.task, self.statuses.task(id), version))
     }
 
     async fn create_connector(
