@@ -55,14 +55,14 @@ async fn open_config(config: &InternalTopicConfig) -> KafkaConfigBackingStore {
 async fn connector_and_task_configs_round_trip_and_a_second_worker_sees_them() {
     let broker = shared_broker();
     let topic = unique_topic("connect-configs");
-    let cfg = config(&broker, &topic);
+    let cfg = config(broker, &topic);
     let a = open_config(&cfg).await;
     assert_eq!(
-        cleanup_policy(&broker, &topic).await.as_deref(),
+        cleanup_policy(broker, &topic).await.as_deref(),
         Some("compact"),
         "created compacted"
     );
-    wait_for_partitions(&broker, &topic, 1);
+    wait_for_partitions(broker, &topic, 1);
     let b = open_config(&cfg).await;
 
     let connector = props(&[("connector.class", "Datagen"), ("tasks.max", "2")]);
@@ -125,7 +125,7 @@ async fn connector_and_task_configs_round_trip_and_a_second_worker_sees_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_configs_are_invisible_until_their_commit_is_written() {
     let broker = shared_broker();
-    let cfg = config(&broker, &unique_topic("connect-commit"));
+    let cfg = config(broker, &unique_topic("connect-commit"));
     let writer = open_config(&cfg).await;
     let reader = open_config(&cfg).await;
     writer
@@ -167,7 +167,7 @@ async fn task_configs_are_invisible_until_their_commit_is_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn target_state_round_trips_and_a_tombstone_removes_the_connector() {
     let broker = shared_broker();
-    let cfg = config(&broker, &unique_topic("connect-target"));
+    let cfg = config(broker, &unique_topic("connect-target"));
     let a = open_config(&cfg).await;
     let b = open_config(&cfg).await;
     a.put_connector_config("c", &props(&[("k", "v")]), Target::Paused)
@@ -223,8 +223,8 @@ async fn target_state_round_trips_and_a_tombstone_removes_the_connector() {
 async fn a_config_topic_with_several_partitions_is_refused() {
     let broker = shared_broker();
     let topic = unique_topic("connect-configs-multi");
-    create_topic(&broker, &topic, 3, &[("cleanup.policy", "compact")]).await;
-    let err = KafkaConfigBackingStore::open(&config(&broker, &topic))
+    create_topic(broker, &topic, 3, &[("cleanup.policy", "compact")]).await;
+    let err = KafkaConfigBackingStore::open(&config(broker, &topic))
         .await
         .err()
         .unwrap_or_else(|| panic!("a config topic with 3 partitions must be refused"));
@@ -241,8 +241,8 @@ async fn a_config_topic_with_several_partitions_is_refused() {
 async fn topics_that_are_not_compacted_are_refused() {
     let broker = shared_broker();
     let topic = unique_topic("connect-configs-delete");
-    create_topic(&broker, &topic, 1, &[("cleanup.policy", "delete")]).await;
-    let err = KafkaConfigBackingStore::open(&config(&broker, &topic))
+    create_topic(broker, &topic, 1, &[("cleanup.policy", "delete")]).await;
+    let err = KafkaConfigBackingStore::open(&config(broker, &topic))
         .await
         .err()
         .unwrap_or_else(|| panic!("a config topic with cleanup.policy=delete must be refused"));
@@ -256,8 +256,8 @@ async fn topics_that_are_not_compacted_are_refused() {
     );
 
     let topic = unique_topic("connect-status-delete");
-    create_topic(&broker, &topic, 2, &[("cleanup.policy", "compact,delete")]).await;
-    let err = KafkaStatusBackingStore::open(&config(&broker, &topic))
+    create_topic(broker, &topic, 2, &[("cleanup.policy", "compact,delete")]).await;
+    let err = KafkaStatusBackingStore::open(&config(broker, &topic))
         .await
         .err()
         .unwrap_or_else(|| panic!("a status topic with compact,delete must be refused"));
@@ -268,7 +268,7 @@ async fn topics_that_are_not_compacted_are_refused() {
         "{text}"
     );
     assert_eq!(
-        cleanup_policy(&broker, &topic).await.as_deref(),
+        cleanup_policy(broker, &topic).await.as_deref(),
         Some("compact,delete"),
         "the topic was not changed"
     );
@@ -287,13 +287,13 @@ fn status(state: StatusState, worker: &str, generation: i32) -> Status {
 async fn statuses_round_trip_and_an_older_generation_does_not_overwrite_a_newer_one() {
     let broker = shared_broker();
     let topic = unique_topic("connect-status");
-    let cfg = config(&broker, &topic);
+    let cfg = config(broker, &topic);
     let a = KafkaStatusBackingStore::open(&cfg)
         .await
         .unwrap_or_else(|e| panic!("open a: {e}"));
-    wait_for_partitions(&broker, &topic, 5);
+    wait_for_partitions(broker, &topic, 5);
     assert_eq!(
-        cleanup_policy(&broker, &topic).await.as_deref(),
+        cleanup_policy(broker, &topic).await.as_deref(),
         Some("compact")
     );
     let b = KafkaStatusBackingStore::open(&cfg)
@@ -384,7 +384,7 @@ async fn refresh_until(store: &KafkaStatusBackingStore, what: &str, seen: impl F
 async fn the_status_backing_store_contract_between_two_workers() {
     use ferry_plugin::{State, StatusBackingStore, StatusEntry, TaskId};
     let broker = shared_broker();
-    let cfg = config(&broker, &unique_topic("connect-status-trait"));
+    let cfg = config(broker, &unique_topic("connect-status-trait"));
     let a = KafkaStatusBackingStore::open(&cfg).await.unwrap();
     let b = KafkaStatusBackingStore::open(&cfg).await.unwrap();
     let t0 = TaskId::new("c", 0);
@@ -450,7 +450,7 @@ async fn the_status_backing_store_contract_between_two_workers() {
 async fn catch_up_makes_a_fire_and_forget_write_visible_to_another_worker() {
     use ferry_plugin::{State, StatusBackingStore, StatusEntry, TaskId};
     let broker = shared_broker();
-    let cfg = config(&broker, &unique_topic("connect-status-catch-up"));
+    let cfg = config(broker, &unique_topic("connect-status-catch-up"));
     let a = KafkaStatusBackingStore::open(&cfg).await.unwrap();
     let b = KafkaStatusBackingStore::open(&cfg).await.unwrap();
     let t0 = TaskId::new("c", 0);
@@ -473,7 +473,7 @@ async fn catch_up_makes_a_fire_and_forget_write_visible_to_another_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_signal_another_workers_write() {
     let broker = shared_broker();
-    let cfg = config(&broker, &unique_topic("connect-updates"));
+    let cfg = config(broker, &unique_topic("connect-updates"));
     let a = std::sync::Arc::new(open_config(&cfg).await);
     let b = open_config(&cfg).await;
     let mut updates = a

@@ -162,7 +162,7 @@ async fn offsets(reader: &StoreOffsetReader, partitions: &[ConnectMap]) -> Vec<O
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ferry_reads_the_offsets_kafka_connect_wrote() {
     let broker = shared_broker();
-    let (topic, placed) = fixture_topic(&broker).await;
+    let (topic, placed) = fixture_topic(broker).await;
     for ((key, _), partition) in fixture().iter().zip(&placed) {
         assert_eq!(
             *partition,
@@ -171,7 +171,7 @@ async fn ferry_reads_the_offsets_kafka_connect_wrote() {
         );
     }
     let store: Arc<dyn OffsetBackingStore> = Arc::new(
-        KafkaOffsetStore::open(store_config(&broker, &topic, PARTITIONS))
+        KafkaOffsetStore::open(store_config(broker, &topic, PARTITIONS))
             .await
             .unwrap_or_else(|e| panic!("open: {e}")),
     );
@@ -267,10 +267,10 @@ async fn ferry_reads_the_offsets_kafka_connect_wrote() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ferry_writes_the_bytes_kafka_connect_writes_on_the_same_partitions() {
     let broker = shared_broker();
-    let (kc_topic, _) = fixture_topic(&broker).await;
+    let (kc_topic, _) = fixture_topic(broker).await;
     let ferry_topic = unique_topic("ferry-offsets");
     let store: Arc<dyn OffsetBackingStore> = Arc::new(
-        KafkaOffsetStore::open(store_config(&broker, &ferry_topic, PARTITIONS))
+        KafkaOffsetStore::open(store_config(broker, &ferry_topic, PARTITIONS))
             .await
             .unwrap_or_else(|e| panic!("open: {e}")),
     );
@@ -297,8 +297,8 @@ async fn ferry_writes_the_bytes_kafka_connect_writes_on_the_same_partitions() {
             .map(|r| (r.partition, r.key.unwrap_or_default(), r.value))
             .collect()
     };
-    let kafka_connect = by_partition(read_raw(&broker, &kc_topic, PARTITIONS));
-    let ferry = by_partition(read_raw(&broker, &ferry_topic, PARTITIONS));
+    let kafka_connect = by_partition(read_raw(broker, &kc_topic, PARTITIONS));
+    let ferry = by_partition(read_raw(broker, &ferry_topic, PARTITIONS));
     assert_eq!(kafka_connect.len(), fixture().len());
     for (mine, theirs) in ferry.iter().zip(&kafka_connect) {
         assert_eq!(

@@ -33,7 +33,7 @@ async fn conformance_on_a_one_partition_topic() {
     let broker = shared_broker();
     run_conformance(|| Harness {
         _broker: broker,
-        config: store_config(&broker, &unique_topic("conformance"), 1),
+        config: store_config(broker, &unique_topic("conformance"), 1),
     })
     .await;
 }
@@ -82,7 +82,7 @@ async fn get(store: &KafkaOffsetStore, keys: &[Vec<u8>]) -> Vec<Option<Vec<u8>>>
 async fn round_trip_on_25_partitions_spreads_keys_over_partitions() {
     let broker = shared_broker();
     let topic = unique_topic("rt25");
-    let config = store_config(&broker, &topic, 25);
+    let config = store_config(broker, &topic, 25);
     let store = open(&config).await;
     let keys: Vec<Vec<u8>> = (0..200).map(|p| key("c", p)).collect();
     let batch: Vec<OffsetWrite> = keys
@@ -99,7 +99,7 @@ async fn round_trip_on_25_partitions_spreads_keys_over_partitions() {
         got.iter().zip(&batch).all(|(g, w)| *g == w.value),
         "every key reads back"
     );
-    let raw = read_raw(&broker, &topic, 25);
+    let raw = read_raw(broker, &topic, 25);
     assert_eq!(raw.len(), 200, "one record per write");
     let used: std::collections::BTreeSet<i32> = raw.iter().map(|r| r.partition).collect();
     assert!(
@@ -120,7 +120,7 @@ async fn round_trip_on_25_partitions_spreads_keys_over_partitions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tombstones_and_reopen_on_25_partitions() {
     let broker = shared_broker();
-    let config = store_config(&broker, &unique_topic("tomb25"), 25);
+    let config = store_config(broker, &unique_topic("tomb25"), 25);
     let store = open(&config).await;
     let keys: Vec<Vec<u8>> = (0..50).map(|p| key("c", p)).collect();
     for round in 0..3 {
@@ -174,7 +174,7 @@ async fn tombstones_and_reopen_on_25_partitions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_partitions_per_connector_come_from_the_log() {
     let broker = shared_broker();
-    let config = store_config(&broker, &unique_topic("known25"), 25);
+    let config = store_config(broker, &unique_topic("known25"), 25);
     let store = open(&config).await;
     let batch: Vec<OffsetWrite> = (0..10)
         .map(|p| put(&key("a", p), p))
@@ -230,7 +230,7 @@ async fn known_partitions_per_connector_come_from_the_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn field_order_variants_on_different_partitions_resolve_by_time() {
     let broker = shared_broker();
-    let config = store_config(&broker, &unique_topic("order25"), 25);
+    let config = store_config(broker, &unique_topic("order25"), 25);
     // Find a partition map whose two field orders land on different partitions.
     let (ab, ba) = (0..100)
         .map(|i| {

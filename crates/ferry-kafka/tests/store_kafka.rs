@@ -35,8 +35,8 @@ async fn an_existing_topic_that_is_not_compacted_is_refused() {
     let broker = shared_broker();
     for policy in ["delete", "compact,delete"] {
         let topic = unique_topic("not-compacted");
-        create_topic(&broker, &topic, 3, &[("cleanup.policy", policy)]).await;
-        let err = KafkaOffsetStore::open(store_config(&broker, &topic, 3))
+        create_topic(broker, &topic, 3, &[("cleanup.policy", policy)]).await;
+        let err = KafkaOffsetStore::open(store_config(broker, &topic, 3))
             .await
             .err()
             .unwrap_or_else(|| panic!("a topic with cleanup.policy={policy} must be refused"));
@@ -64,7 +64,7 @@ async fn an_existing_topic_that_is_not_compacted_is_refused() {
             "says how to fix it: {text}"
         );
         assert_eq!(
-            cleanup_policy(&broker, &topic).await.as_deref(),
+            cleanup_policy(broker, &topic).await.as_deref(),
             Some(policy),
             "the topic was not changed"
         );
@@ -75,14 +75,14 @@ async fn an_existing_topic_that_is_not_compacted_is_refused() {
 async fn a_missing_topic_is_created_compacted_and_an_existing_compacted_one_is_used() {
     let broker = shared_broker();
     let topic = unique_topic("created");
-    let store = KafkaOffsetStore::open(store_config(&broker, &topic, 7))
+    let store = KafkaOffsetStore::open(store_config(broker, &topic, 7))
         .await
         .unwrap_or_else(|e| panic!("open: {e}"));
     assert_eq!(
-        cleanup_policy(&broker, &topic).await.as_deref(),
+        cleanup_policy(broker, &topic).await.as_deref(),
         Some("compact")
     );
-    wait_for_partitions(&broker, &topic, 7);
+    wait_for_partitions(broker, &topic, 7);
     assert_eq!(
         store.describe(),
         format!("kafka topic {topic} at {}", broker.bootstrap_servers())
@@ -91,8 +91,8 @@ async fn a_missing_topic_is_created_compacted_and_an_existing_compacted_one_is_u
 
     // Created by someone else (Kafka Connect) with another partition count: used as it is.
     let existing = unique_topic("existing");
-    create_topic(&broker, &existing, 5, &[("cleanup.policy", "compact")]).await;
-    let store = KafkaOffsetStore::open(store_config(&broker, &existing, 25))
+    create_topic(broker, &existing, 5, &[("cleanup.policy", "compact")]).await;
+    let store = KafkaOffsetStore::open(store_config(broker, &existing, 25))
         .await
         .unwrap_or_else(|e| panic!("open existing: {e}"));
     let keys: Vec<Vec<u8>> = (0..20).map(|p| key("c", p)).collect();
@@ -102,14 +102,14 @@ async fn a_missing_topic_is_created_compacted_and_an_existing_compacted_one_is_u
         .await
         .unwrap_or_else(|e| panic!("set: {e}"));
     assert!(store.get(&keys).await.unwrap().iter().all(Option::is_some));
-    wait_for_partitions(&broker, &existing, 5);
+    wait_for_partitions(broker, &existing, 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replication_factor_minus_one_uses_the_brokers_default() {
     let broker = shared_broker();
     let topic = unique_topic("rf-default");
-    let mut config = store_config(&broker, &topic, 2);
+    let mut config = store_config(broker, &topic, 2);
     config.replication_factor = -1;
     let store = KafkaOffsetStore::open(config)
         .await
@@ -154,7 +154,7 @@ async fn invalid_configuration_fails_before_contacting_the_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_your_writes_between_two_stores_on_one_topic() {
     let broker = shared_broker();
-    let config = store_config(&broker, &unique_topic("ryw"), 25);
+    let config = store_config(broker, &unique_topic("ryw"), 25);
     let a = KafkaOffsetStore::open(config.clone())
         .await
         .unwrap_or_else(|e| panic!("open a: {e}"));
@@ -204,8 +204,8 @@ async fn read_your_writes_between_two_stores_on_one_topic() {
 async fn foreign_records_in_the_topic_do_not_break_the_start() {
     let broker = shared_broker();
     let topic = unique_topic("foreign");
-    create_topic(&broker, &topic, 3, &[("cleanup.policy", "delete")]).await;
-    let producer = java_like_producer(&broker);
+    create_topic(broker, &topic, 3, &[("cleanup.policy", "delete")]).await;
+    let producer = java_like_producer(broker);
     produce_raw(
         &producer,
         &topic,
@@ -223,8 +223,8 @@ async fn foreign_records_in_the_topic_do_not_break_the_start() {
         )
         .await
         .unwrap_or_else(|(e, _)| panic!("{e}"));
-    make_compacted(&broker, &topic).await;
-    let store = KafkaOffsetStore::open(store_config(&broker, &topic, 3))
+    make_compacted(broker, &topic).await;
+    let store = KafkaOffsetStore::open(store_config(broker, &topic, 3))
         .await
         .unwrap_or_else(|e| panic!("open: {e}"));
     assert_eq!(store.records_read(), 3);
@@ -337,7 +337,7 @@ async fn a_failed_send_fails_the_flush_and_the_store_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_larger_than_the_producer_queue_is_sent_whole() {
     let broker = shared_broker();
-    let mut config = store_config(&broker, &unique_topic("queue-full"), 4);
+    let mut config = store_config(broker, &unique_topic("queue-full"), 4);
     config
         .client_overrides
         .push(("queue.buffering.max.messages".to_owned(), "100".to_owned()));

@@ -265,7 +265,7 @@ async fn one_member_owns_every_slot_of_every_connector() {
     let broker = shared_broker();
     let group = unique_topic("slots-one");
     let timeline = Shared::default();
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     a.add_connector("orders", 3).await.unwrap();
     wait_for(&timeline, "a to own orders' 3 slots", || {
         runs(&timeline, "a", &a, &tasks("orders", 3))
@@ -302,7 +302,7 @@ async fn more_tasks_grow_the_slot_topic() {
     let broker = shared_broker();
     let group = unique_topic("slots-grow");
     let timeline = Shared::default();
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     a.add_connector("c", 2).await.unwrap();
     wait_for(&timeline, "a to own 2 slots", || {
         runs(&timeline, "a", &a, &tasks("c", 2))
@@ -328,14 +328,14 @@ async fn a_joining_member_gets_a_share_only_after_the_first_revoked_exactly_thos
     let group = unique_topic("slots-two");
     let timeline = Shared::default();
     let all = tasks("c", 4);
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     a.add_connector("c", 4).await.unwrap();
     wait_for(&timeline, "a to own all slots", || {
         runs(&timeline, "a", &a, &all)
     })
     .await;
 
-    let b = join(&broker, &group, "b", &timeline).await;
+    let b = join(broker, &group, "b", &timeline).await;
     b.add_connector("c", 4).await.unwrap();
     wait_for(&timeline, "the slots to be split", || {
         split_between(&timeline, &a, &b, &all)
@@ -361,13 +361,13 @@ async fn a_leaving_member_hands_its_slots_to_the_survivor() {
     let group = unique_topic("slots-leave");
     let timeline = Shared::default();
     let all = tasks("c", 4);
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     a.add_connector("c", 4).await.unwrap();
     wait_for(&timeline, "a to own all slots", || {
         runs(&timeline, "a", &a, &all)
     })
     .await;
-    let b = join(&broker, &group, "b", &timeline).await;
+    let b = join(broker, &group, "b", &timeline).await;
     b.add_connector("c", 4).await.unwrap();
     wait_for(&timeline, "the slots to be split", || {
         split_between(&timeline, &a, &b, &all)
@@ -401,14 +401,14 @@ async fn a_slow_revoke_delays_the_new_owner_until_it_finished() {
     let timeline = Shared::default();
     let all = tasks("c", 2);
     let slow = Duration::from_secs(3);
-    let a = join_slow(&broker, &group, "a", &timeline, slow).await;
+    let a = join_slow(broker, &group, "a", &timeline, slow).await;
     a.add_connector("c", 2).await.unwrap();
     wait_for(&timeline, "a to own all slots", || {
         runs(&timeline, "a", &a, &all)
     })
     .await;
 
-    let b = join(&broker, &group, "b", &timeline).await;
+    let b = join(broker, &group, "b", &timeline).await;
     b.add_connector("c", 2).await.unwrap();
     wait_for(&timeline, "the slots to be split", || {
         split_between(&timeline, &a, &b, &all)
@@ -447,7 +447,7 @@ async fn a_revoke_slower_than_the_revoke_timeout_gives_the_slots_up_at_the_timeo
     let group = unique_topic("slots-bound");
     let timeline = Shared::default();
     let all = tasks("c", 2);
-    let mut slow = config(&broker, &group, "a");
+    let mut slow = config(broker, &group, "a");
     slow.revoke_timeout = Duration::from_secs(2);
     let handler = Arc::new(Member {
         name: "a",
@@ -460,7 +460,7 @@ async fn a_revoke_slower_than_the_revoke_timeout_gives_the_slots_up_at_the_timeo
         runs(&timeline, "a", &a, &all)
     })
     .await;
-    let b = join(&broker, &group, "b", &timeline).await;
+    let b = join(broker, &group, "b", &timeline).await;
     b.add_connector("c", 2).await.unwrap();
     wait_for(&timeline, "b to get a slot", || {
         !events_of(&timeline, "b", Kind::Assigned).is_empty()
@@ -573,7 +573,7 @@ async fn closing_with_a_stuck_revoke_handler_returns_at_its_timeout() {
     let broker = shared_broker();
     let group = unique_topic("slots-stuck");
     let timeline = Shared::default();
-    let mut stuck = config(&broker, &group, "a");
+    let mut stuck = config(broker, &group, "a");
     stuck.revoke_timeout = Duration::from_secs(1);
     let handler = Arc::new(Member {
         name: "a",
@@ -665,7 +665,7 @@ async fn the_leader_slot_goes_to_one_member_and_moves_when_it_leaves() {
     let broker = shared_broker();
     let group = unique_topic("slots-leader");
     let timeline = Shared::default();
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     wait_for(&timeline, "a to become the leader", || {
         leader(&timeline) == Some("a") && a.owned().contains(&Slot::Leader)
     })
@@ -674,7 +674,7 @@ async fn the_leader_slot_goes_to_one_member_and_moves_when_it_leaves() {
     assert_eq!(a.leader_url().await.unwrap(), Some(url_of("a")));
     assert!(a.describe().contains(&group), "{}", a.describe());
 
-    let b = join(&broker, &group, "b", &timeline).await;
+    let b = join(broker, &group, "b", &timeline).await;
     let all = tasks("c", 3);
     a.add_connector("c", 3).await.unwrap();
     b.add_connector("c", 3).await.unwrap();
@@ -730,7 +730,7 @@ async fn the_leader_slot_goes_to_one_member_and_moves_when_it_leaves() {
     for group_id in [group.clone(), format!("{group}-leader")] {
         let partitions = partitions.clone();
         let committed =
-            tokio::task::spawn_blocking(move || committed_any(&broker, &group_id, &partitions))
+            tokio::task::spawn_blocking(move || committed_any(broker, &group_id, &partitions))
                 .await
                 .unwrap();
         assert!(!committed, "the slot groups committed consumer offsets");
@@ -748,7 +748,7 @@ async fn a_stale_leader_record_written_late_is_replaced_by_the_leader() {
     let broker = shared_broker();
     let group = unique_topic("slots-stale");
     let timeline = Shared::default();
-    let a = join(&broker, &group, "a", &timeline).await;
+    let a = join(broker, &group, "a", &timeline).await;
     wait_for(&timeline, "a to become the leader", || {
         leader(&timeline) == Some("a")
     })

@@ -53,7 +53,8 @@ async fn open(
 }
 
 async fn deliver(sink: &dyn RecordSink, topic: &str) {
-    let record = SourceRecord::from_maps(None, None, topic, Some(json!("x")));
+    // Keyed: some of these topics are compacted, and Kafka refuses a record without a key there.
+    let record = SourceRecord::from_maps(None, None, topic, Some(json!("x"))).with_key(json!("k"));
     let pending = sink.send(&record).await.expect("send");
     tokio::time::timeout(DEADLINE, pending)
         .await
@@ -125,7 +126,8 @@ async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
 /// The broker these tests share (their topic names differ): like many production clusters it does not
 /// create a topic on first use (Kafka's default does), so what creates a topic here is Ferry or nobody.
 fn broker() -> &'static KafkaBroker {
-    KafkaBroker::shared_with(&[("auto.create.topics.enable", "false")]).unwrap()
+    KafkaBroker::shared_with(&[("auto.create.topics.enable", "false")])
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

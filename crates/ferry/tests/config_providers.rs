@@ -102,10 +102,13 @@ fn a_file_placeholder_is_resolved_when_the_connector_starts_and_never_shown() {
         let reply = api.put("/connectors/bad/config", Some(&config.to_string()));
         let body = reply.expect_error(400, "\"file\"");
         assert!(body.contains(why), "{why:?} in {body}");
+        // Named, so that the placeholder is the only error (a validation reports a missing name).
+        let mut named = config.clone();
+        named["name"] = json!("bad");
         let validated = api
             .put(
                 "/connector-plugins/FileStreamSource/config/validate",
-                Some(&config.to_string()),
+                Some(&named.to_string()),
             )
             .expect(200);
         assert_eq!(validated["error_count"], 1, "{validated}");

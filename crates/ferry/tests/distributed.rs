@@ -1,4 +1,4 @@
-//! `ferry distributed`: several worker processes on one real broker (tansu) share connectors and
+//! `ferry distributed`: several worker processes on one real broker (Apache Kafka 4.4) share connectors and
 //! tasks through a consumer group and Kafka Connect's config, status and offsets topics.
 //!
 //! Records come from SequenceSource (paced by `throughput`), one source partition per task, into a

@@ -1,7 +1,7 @@
 //! KIP-558 active topics in `ferry distributed`: a task's topic is written to the status topic as
 //! Kafka Connect writes it (`status-topic-<topic>:connector-<connector>`), so every worker answers
 //! `GET /connectors/{name}/topics` the same, and a reset through one worker (tombstones) clears it on
-//! every worker. Real broker (tansu).
+//! every worker. Real broker (Apache Kafka 4.4).
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;

@@ -48,7 +48,7 @@ fn unique(prefix: &str) -> String {
 /// Line `n` of the test files: every third one has multi-byte UTF-8 (two-, three- and four-byte
 /// characters; the last is two Java chars).
 fn line(n: usize) -> String {
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         format!("line-{n:04} çé€😀")
     } else {
         format!("line-{n:04} plain")

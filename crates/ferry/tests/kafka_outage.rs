@@ -1,4 +1,4 @@
-//! The broker goes away mid-run and comes back (tansu keeps its SQLite data across the restart).
+//! The broker goes away mid-run and comes back (Apache Kafka keeps its log across the restart).
 //!
 //! 1. While the broker is down the task keeps retrying (the process stays up, the task does not fail,
 //!    the log says records wait); once the broker is back the same run delivers everything and a clean

@@ -1,5 +1,5 @@
 //! The README's PostgreSQL-to-Kafka example (`examples/postgres/*.properties`), run against a real
-//! broker (tansu) and the test PostgreSQL: the shipped files, with only the broker address, the
+//! broker (Apache Kafka 4.4) and the test PostgreSQL: the shipped files, with only the broker address, the
 //! database and the table replaced. Rows arrive in Kafka as JsonConverter envelopes whose schema is the
 //! table's struct, and a row committed later arrives once `timestamp.delay.interval.ms` has passed.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)

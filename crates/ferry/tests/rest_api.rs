@@ -101,7 +101,9 @@ fn every_endpoint_answers_as_kafka_connect_does() {
 
     // Validate: a valid configuration, then one with two errors.
     let input = ws.write("input.txt", "one\n");
+    // Named: a validation without `name` reports it missing, as Kafka Connect 4.4's does.
     let file_config = json!({
+        "name": "lines-source",
         "connector.class": "FileStreamSource",
         "file": input.display().to_string(),
         "topic": "lines",
@@ -120,7 +122,7 @@ fn every_endpoint_answers_as_kafka_connect_does() {
         .unwrap_or_else(|| panic!("no \"file\" key in {valid}"));
     assert_eq!(file_key["value"]["value"], input.display().to_string());
     assert_eq!(file_key["value"]["errors"], json!([]));
-    let bad = json!({"connector.class": "FileStreamSource", "file": "x", "batch.size": "-3"});
+    let bad = json!({"name": "bad", "connector.class": "FileStreamSource", "file": "x", "batch.size": "-3"});
     let invalid = api
         .put(
             "/connector-plugins/FileStreamSourceConnector/config/validate",
@@ -245,18 +247,20 @@ fn every_endpoint_answers_as_kafka_connect_does() {
         "{tasks}"
     );
     let status = wait_state(&mut ferry, &api, "seq", "RUNNING", 1);
+    // The connector plugin's version, as Kafka Connect 4.x reports it (SequenceSource: Ferry's).
+    let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
         status,
         json!({
             "name": "seq",
-            "connector": {"state": "RUNNING", "worker_id": worker_id},
-            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": worker_id}],
+            "connector": {"state": "RUNNING", "worker_id": worker_id, "version": version},
+            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": worker_id, "version": version}],
             "type": "source",
         })
     );
     assert_eq!(
         api.get("/connectors/seq/tasks/0/status").expect(200),
-        json!({"id": 0, "state": "RUNNING", "worker_id": worker_id})
+        json!({"id": 0, "state": "RUNNING", "worker_id": worker_id, "version": version})
     );
     api.get("/connectors/seq/tasks/7/status")
         .expect_error(404, "No status found for task seq-7");

@@ -52,9 +52,17 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          so a rotated or replaced file is never read from another file's position; Kafka Connect \
          ignores the extra fields",
     ),
-    ("offsets while running", "$.offsets[].offset.ino", "as above"),
+    (
+        "offsets while running",
+        "$.offsets[].offset.ino",
+        "as above",
+    ),
     ("offsets while running", "$.offsets[].offset.fp", "as above"),
-    ("offsets while running", "$.offsets[].offset.fp_len", "as above"),
+    (
+        "offsets while running",
+        "$.offsets[].offset.fp_len",
+        "as above",
+    ),
     ("offsets", "$.offsets[].offset.dev", "as above"),
     ("offsets", "$.offsets[].offset.ino", "as above"),
     ("offsets", "$.offsets[].offset.fp", "as above"),
@@ -90,12 +98,9 @@ fn shape(value: &Value) -> Value {
             Some(item) => json!([item]),
             None => json!([]),
         },
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(k, v)| (k.clone(), shape(v)))
-                .collect(),
-        ),
+        Value::Object(fields) => {
+            Value::Object(fields.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
     }
 }
 

@@ -1,7 +1,6 @@
-//! Support for process tests that send records to a real broker (tansu, see `ferry_testkit`).
+//! Support for process tests that send records to a real broker (Apache Kafka 4.4, see `ferry_testkit`).
 //!
-//! - [`broker`] starts a broker; [`create_topic`] creates a topic (tansu does not create topics on
-//!   produce).
+//! - [`broker`] starts a broker; [`create_topic`] creates a topic (with the partitions a test wants).
 //! - [`TopicReader`] reads a topic incrementally with a plain rdkafka consumer, up to the partitions'
 //!   high watermarks, so a test can wait for what `ferry` delivered.
 //! - [`numbered_lines`] and [`line_at`]: fixed-width input lines, so a byte position names a line.
@@ -20,7 +19,7 @@ use serde_json::Value;
 
 use crate::support::{DEADLINE, Ferry};
 
-/// Starts a broker with empty storage; fails the test with the install hint if tansu is missing.
+/// Starts a broker with empty storage; fails the test with the install hint if Kafka's jars are missing.
 pub fn broker() -> KafkaBroker {
     KafkaBroker::start().unwrap()
 }
