@@ -19,11 +19,11 @@ mod postgres_support;
 mod rest_support;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferry_testkit::{ConnectOptions, ConnectWorker, KafkaBroker};
-use kafka_support::{TopicReader, create_topic};
+use kafka_support::{TopicReader, create_topic, distributed_worker};
 use rest_support::Api;
 use serde_json::{Value, json};
 use support::{DEADLINE, Ferry, Workspace, path_str};
@@ -133,36 +133,6 @@ fn assert_exactly(reader: &TopicReader, range: std::ops::Range<usize>, context: 
     );
 }
 
-/// A `ferry distributed` worker file on Kafka Connect's internal topics of `group`.
-fn ferry_distributed_worker(ws: &Workspace, group: &str) -> PathBuf {
-    ws.properties(
-        "ferry-distributed.properties",
-        &[
-            ("bootstrap.servers", &broker().bootstrap_servers()),
-            ("group.id", group),
-            ("config.storage.topic", &format!("{group}-configs")),
-            ("offset.storage.topic", &format!("{group}-offsets")),
-            ("status.storage.topic", &format!("{group}-status")),
-            ("config.storage.replication.factor", "1"),
-            ("offset.storage.replication.factor", "1"),
-            ("status.storage.replication.factor", "1"),
-            ("listeners", "http://127.0.0.1:0"),
-            ("session.timeout.ms", "6000"),
-            ("heartbeat.interval.ms", "1000"),
-            ("scheduled.rebalance.max.delay.ms", "0"),
-            ("offset.flush.interval.ms", "500"),
-            (
-                "key.converter",
-                "org.apache.kafka.connect.json.JsonConverter",
-            ),
-            (
-                "value.converter",
-                "org.apache.kafka.connect.json.JsonConverter",
-            ),
-        ],
-    )
-}
-
 fn start_ferry_distributed(ws: &Workspace, worker: &Path) -> (Ferry, Api) {
     let mut ferry = Ferry::spawn(
         ws.path(),
@@ -172,6 +142,38 @@ fn start_ferry_distributed(ws: &Workspace, worker: &Path) -> (Ferry, Api) {
     );
     let api = Api::new(&ferry.rest_url());
     (ferry, api)
+}
+
+/// A Kafka Connect worker of `group` that ran FileStreamSource on `input` (lines `0..count`) into
+/// `topic` until every line is in the topic and its offset committed (Java chars of the whole file).
+fn kafka_connect_read_all(
+    group: &str,
+    input: &Path,
+    topic: &str,
+    count: usize,
+) -> (ConnectWorker, Api, TopicReader) {
+    let broker = broker();
+    let connect = ConnectWorker::start(broker, ConnectOptions::new(group)).unwrap();
+    let kc = Api::new(&connect.rest_url());
+    let config = json!({
+        "connector.class": FILE_SOURCE,
+        "tasks.max": "1",
+        "file": path_str(input),
+        "topic": topic,
+    });
+    kc.put(
+        &format!("/connectors/{CONNECTOR}/config"),
+        Some(&config.to_string()),
+    )
+    .expect(201);
+    let mut reader = TopicReader::new(&broker.bootstrap_servers(), topic);
+    read_until(&mut reader, count, SLOW);
+    // Kafka Connect's own count: Java chars of the whole file.
+    let chars = lines(0..count).encode_utf16().count() as i64;
+    wait_for("Kafka Connect's commit of the whole file", SLOW, || {
+        (committed_position(&kc, input) == Some(chars)).then_some(())
+    });
+    (connect, kc, reader)
 }
 
 /// Kafka Connect → Ferry: a connector Kafka Connect ran and stopped continues in `ferry distributed`
@@ -184,29 +186,11 @@ fn ferry_distributed_resumes_a_connector_kafka_connect_stopped() {
     create_topic(&broker.bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", lines(0..40));
-
-    let mut connect = ConnectWorker::start(broker, ConnectOptions::new(&group)).unwrap();
-    let kc = Api::new(&connect.rest_url());
-    let config = json!({
-        "connector.class": FILE_SOURCE,
-        "tasks.max": "1",
-        "file": path_str(&input),
-        "topic": topic,
-    });
-    kc.put(
-        &format!("/connectors/{CONNECTOR}/config"),
-        Some(&config.to_string()),
-    )
-    .expect(201);
-    let mut reader = TopicReader::new(&broker.bootstrap_servers(), &topic);
-    read_until(&mut reader, 40, SLOW);
-    // Kafka Connect's own count: Java chars of the whole file.
-    let chars = lines(0..40).encode_utf16().count() as i64;
-    let bytes = lines(0..40).len() as i64;
-    assert!(chars < bytes, "the file must hold multi-byte lines");
-    wait_for("Kafka Connect's commit of the whole file", SLOW, || {
-        (committed_position(&kc, &input) == Some(chars)).then_some(())
-    });
+    let (mut connect, kc, mut reader) = kafka_connect_read_all(&group, &input, &topic, 40);
+    assert!(
+        lines(0..40).encode_utf16().count() < lines(0..40).len(),
+        "the file must hold multi-byte lines"
+    );
     let stop = kc.put(&format!("/connectors/{CONNECTOR}/stop"), None);
     assert!(matches!(stop.status, 202 | 204), "stop: {}", stop.status);
     wait_for("Kafka Connect to show STOPPED", SLOW, || {
@@ -214,7 +198,7 @@ fn ferry_distributed_resumes_a_connector_kafka_connect_stopped() {
     });
     assert!(connect.stop(), "Kafka Connect did not stop on SIGTERM");
 
-    let worker = ferry_distributed_worker(&ws, &group);
+    let worker = distributed_worker(&ws, &broker.bootstrap_servers(), &group);
     let (mut ferry, api) = start_ferry_distributed(&ws, &worker);
     ferry.wait_until("Ferry to show the connector STOPPED", || {
         (connector_state(&api).as_deref() == Some("STOPPED")).then_some(())
@@ -245,7 +229,7 @@ fn kafka_connect_resumes_a_connector_ferry_stopped() {
     create_topic(&broker.bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", lines(0..40));
-    let worker = ferry_distributed_worker(&ws, &group);
+    let worker = distributed_worker(&ws, &broker.bootstrap_servers(), &group);
     let (mut ferry, api) = start_ferry_distributed(&ws, &worker);
     let config = json!({
         "connector.class": FILE_SOURCE,
@@ -312,26 +296,7 @@ fn ferry_standalone_resumes_from_kafka_connects_offsets_topic() {
     create_topic(&broker.bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", lines(0..30));
-
-    let mut connect = ConnectWorker::start(broker, ConnectOptions::new(&group)).unwrap();
-    let kc = Api::new(&connect.rest_url());
-    let config = json!({
-        "connector.class": FILE_SOURCE,
-        "tasks.max": "1",
-        "file": path_str(&input),
-        "topic": topic,
-    });
-    kc.put(
-        &format!("/connectors/{CONNECTOR}/config"),
-        Some(&config.to_string()),
-    )
-    .expect(201);
-    let mut reader = TopicReader::new(&broker.bootstrap_servers(), &topic);
-    read_until(&mut reader, 30, SLOW);
-    let chars = lines(0..30).encode_utf16().count() as i64;
-    wait_for("Kafka Connect's commit of the whole file", SLOW, || {
-        (committed_position(&kc, &input) == Some(chars)).then_some(())
-    });
+    let (mut connect, _kc, mut reader) = kafka_connect_read_all(&group, &input, &topic, 30);
     // Kafka Connect goes away with its connector still configured (a crash or a decommission).
     assert!(connect.stop(), "Kafka Connect did not stop on SIGTERM");
 

@@ -367,30 +367,7 @@ fn kafka_connect_and_ferry_answer_the_same_requests_alike() {
     let connect = ConnectWorker::start(broker, ConnectOptions::new(format!("diff-kc-{pid}")))
         .unwrap_or_else(|e| panic!("{e}"));
     let group = format!("diff-ferry-{pid}");
-    let worker = ws.properties(
-        "ferry.properties",
-        &[
-            ("bootstrap.servers", &broker.bootstrap_servers()),
-            ("group.id", &group),
-            ("config.storage.topic", &format!("{group}-configs")),
-            ("offset.storage.topic", &format!("{group}-offsets")),
-            ("status.storage.topic", &format!("{group}-status")),
-            ("config.storage.replication.factor", "1"),
-            ("offset.storage.replication.factor", "1"),
-            ("status.storage.replication.factor", "1"),
-            ("listeners", "http://127.0.0.1:0"),
-            ("scheduled.rebalance.max.delay.ms", "0"),
-            ("offset.flush.interval.ms", "1000"),
-            (
-                "key.converter",
-                "org.apache.kafka.connect.json.JsonConverter",
-            ),
-            (
-                "value.converter",
-                "org.apache.kafka.connect.json.JsonConverter",
-            ),
-        ],
-    );
+    let worker = kafka_support::distributed_worker(&ws, &broker.bootstrap_servers(), &group);
     let mut ferry = Ferry::spawn(
         ws.path(),
         [std::ffi::OsStr::new("distributed"), worker.as_os_str()],

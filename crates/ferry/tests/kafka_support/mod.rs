@@ -17,7 +17,7 @@ use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde_json::Value;
 
-use crate::support::{DEADLINE, Ferry};
+use crate::support::{DEADLINE, Ferry, Workspace};
 
 /// Starts a broker with empty storage; fails the test with the install hint if Kafka's jars are missing.
 pub fn broker() -> KafkaBroker {
@@ -190,4 +190,36 @@ pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A `ferry distributed` worker file in `ws` for group `group` on Kafka Connect's internal topics
+/// `<group>-configs`, `-offsets`, `-status` (where a Kafka Connect worker of the same group keeps
+/// them), JsonConverter for keys and values, a free REST port.
+pub fn distributed_worker(ws: &Workspace, bootstrap: &str, group: &str) -> std::path::PathBuf {
+    ws.properties(
+        "ferry-distributed.properties",
+        &[
+            ("bootstrap.servers", bootstrap),
+            ("group.id", group),
+            ("config.storage.topic", &format!("{group}-configs")),
+            ("offset.storage.topic", &format!("{group}-offsets")),
+            ("status.storage.topic", &format!("{group}-status")),
+            ("config.storage.replication.factor", "1"),
+            ("offset.storage.replication.factor", "1"),
+            ("status.storage.replication.factor", "1"),
+            ("listeners", "http://127.0.0.1:0"),
+            ("session.timeout.ms", "6000"),
+            ("heartbeat.interval.ms", "1000"),
+            ("scheduled.rebalance.max.delay.ms", "0"),
+            ("offset.flush.interval.ms", "500"),
+            (
+                "key.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+            (
+                "value.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
+        ],
+    )
 }
