@@ -255,13 +255,16 @@ async fn a_zero_interval_commits_each_acknowledgement_at_once_and_idles_without_
     probe.push(records("a", 1..=3));
     h.wait_committed("continuous", "a", 3).await;
 
-    // Idle: nothing new acknowledged, so no new commits (at most the one already under way).
+    // Idle: nothing new acknowledged, so no new commits. `task.commit()` is called on the task's
+    // thread after each store commit, so the calls of commits already made may still be on their way:
+    // at most one per acknowledged record (3). Seen in a loaded CI run: 2 arriving after the store held
+    // offset 3, which the earlier bound of 1 refused.
     let settled = probe.commits();
     // Not a synchronization: a window in which a spinning committer would commit thousands of times.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let idle_commits = probe.commits() - settled;
     assert!(
-        idle_commits <= 1,
+        idle_commits <= 3,
         "{idle_commits} commits while nothing was acknowledged"
     );
 
