@@ -6,7 +6,8 @@
 //! sequence for a gap (a record lost: never acceptable) and for repeats (duplicates: allowed only
 //! where a worker died without committing).
 //!
-//! Each test starts its own broker and stops every worker it started.
+//! The tests share one broker (each cluster names its group, internal topics and records' topic after
+//! itself) and each stops every worker it started.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod kafka_support;
@@ -19,16 +20,16 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ferry_testkit::KafkaBroker;
-use kafka_support::{TopicReader, broker, create_topic};
+use kafka_support::{TopicReader, create_topic};
 use rest_support::Api as Client;
 use serde_json::{Value, json};
 use support::{DEADLINE, Ferry, Workspace, killed_by_sigkill};
 
-const TOPIC: &str = "sequences";
-
 /// One broker, one workspace, the workers of one group.
 struct Cluster {
-    broker: KafkaBroker,
+    broker: &'static KafkaBroker,
+    /// The records' topic, `<cluster>-sequences`.
+    topic: String,
     ws: Workspace,
     worker_file: PathBuf,
     workers: Vec<Option<Worker>>,
@@ -52,15 +53,22 @@ impl Worker {
 
 impl Cluster {
     fn new(extra: &[(&str, &str)]) -> Self {
-        let broker = broker();
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let broker = KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"));
+        let name = format!(
+            "cluster-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let topic = format!("{name}-sequences");
         let ws = Workspace::new();
-        create_topic(&broker.bootstrap_servers(), TOPIC, 1);
+        create_topic(&broker.bootstrap_servers(), &topic, 1);
         let mut entries = vec![
             ("bootstrap.servers", broker.bootstrap_servers().to_owned()),
-            ("group.id", "ferry-cluster".to_owned()),
-            ("config.storage.topic", "ferry-configs".to_owned()),
-            ("offset.storage.topic", "ferry-offsets".to_owned()),
-            ("status.storage.topic", "ferry-status".to_owned()),
+            ("group.id", name.clone()),
+            ("config.storage.topic", format!("{name}-configs")),
+            ("offset.storage.topic", format!("{name}-offsets")),
+            ("status.storage.topic", format!("{name}-status")),
             ("config.storage.replication.factor", "1".to_owned()),
             ("offset.storage.replication.factor", "1".to_owned()),
             ("status.storage.replication.factor", "1".to_owned()),
@@ -85,6 +93,7 @@ impl Cluster {
         let worker_file = ws.properties("worker.properties", &entries);
         Self {
             broker,
+            topic,
             ws,
             worker_file,
             workers: Vec::new(),
@@ -213,14 +222,14 @@ impl Drop for Cluster {
     }
 }
 
-fn sequence_connector(name: &str, tasks: usize, throughput: u32) -> String {
+fn sequence_connector(name: &str, tasks: usize, throughput: u32, topic: &str) -> String {
     json!({
         "name": name,
         "config": {
             "connector.class": "SequenceSource",
             "tasks.max": tasks.to_string(),
             "partitions": tasks.to_string(),
-            "topic": TOPIC,
+            "topic": topic,
             "throughput": throughput.to_string(),
         }
     })
@@ -315,7 +324,7 @@ fn three_workers_share_tasks_and_a_killed_workers_tasks_move_without_a_gap() {
     for _ in 0..3 {
         cluster.start_worker();
     }
-    cluster.create(0, &sequence_connector("seq", 6, 50));
+    cluster.create(0, &sequence_connector("seq", 6, 50, &cluster.topic));
     // Every worker runs a share of the tasks (once the group has settled).
     cluster.running_on("seq", 6, 3);
     // Every worker answers the same status.
@@ -328,7 +337,7 @@ fn three_workers_share_tasks_and_a_killed_workers_tasks_move_without_a_gap() {
         );
     }
 
-    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
     wait_progress(&cluster, &mut reader, 6, 20);
     let victim = cluster.worker(1).id();
     cluster.kill(1);
@@ -363,9 +372,9 @@ fn graceful_stops_and_joins_redeliver_nothing() {
     let mut cluster = Cluster::new(&[]);
     cluster.start_worker();
     cluster.start_worker();
-    cluster.create(0, &sequence_connector("seq", 4, 50));
+    cluster.create(0, &sequence_connector("seq", 4, 50, &cluster.topic));
     cluster.running_tasks("seq", 4);
-    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
     wait_progress(&cluster, &mut reader, 4, 20);
     // A third worker joins: tasks are revoked (stopped, committed) and move.
     cluster.start_worker();
@@ -396,10 +405,11 @@ fn graceful_stops_and_joins_redeliver_nothing() {
 #[test]
 fn a_full_restart_keeps_connectors_target_states_and_offsets() {
     let mut cluster = Cluster::new(&[]);
-    create_topic(&cluster.broker.bootstrap_servers(), "paused-topic", 1);
+    let paused_topic = format!("{}-paused", cluster.topic);
+    create_topic(&cluster.broker.bootstrap_servers(), &paused_topic, 1);
     cluster.start_worker();
     cluster.start_worker();
-    cluster.create(0, &sequence_connector("seq", 2, 50));
+    cluster.create(0, &sequence_connector("seq", 2, 50, &cluster.topic));
     let client = cluster.worker(0).client();
     // A second connector, paused: it must stay paused across the restart.
     let paused = json!({
@@ -407,7 +417,7 @@ fn a_full_restart_keeps_connectors_target_states_and_offsets() {
         "config": {
             "connector.class": "SequenceSource",
             "tasks.max": "1",
-            "topic": "paused-topic",
+            "topic": paused_topic,
             "throughput": "1",
         }
     })
@@ -416,7 +426,7 @@ fn a_full_restart_keeps_connectors_target_states_and_offsets() {
     cluster.running_tasks("paused", 1);
     client.put("/connectors/paused/pause", None).expect(202);
     cluster.running_tasks("seq", 2);
-    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
     wait_progress(&cluster, &mut reader, 2, 20);
     cluster.stop(0);
     cluster.stop(1);
@@ -461,12 +471,12 @@ fn two_workers_creating_the_same_connector_get_one_201_and_one_409() {
     let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
     // Wait until each worker's writes reach a leader (a rebalance may still be under way at first).
     for (n, client) in clients.iter().enumerate() {
-        let body = sequence_connector(&format!("warmup-{n}"), 1, 1);
+        let body = sequence_connector(&format!("warmup-{n}"), 1, 1, &cluster.topic);
         cluster.wait_until("a write through every worker", |_| {
             (client.post("/connectors", Some(&body)).status == 201).then_some(())
         });
     }
-    let body = sequence_connector("same", 1, 10);
+    let body = sequence_connector("same", 1, 10, &cluster.topic);
     let replies: Vec<rest_support::Reply> = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .iter()
@@ -500,9 +510,9 @@ fn offsets_are_altered_through_any_worker_once_the_connector_is_stopped() {
     let mut cluster = Cluster::new(&[]);
     cluster.start_worker();
     cluster.start_worker();
-    cluster.create(0, &sequence_connector("seq", 1, 50));
+    cluster.create(0, &sequence_connector("seq", 1, 50, &cluster.topic));
     cluster.running_tasks("seq", 1);
-    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), TOPIC);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
     wait_progress(&cluster, &mut reader, 1, 20);
     let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
     let patch = r#"{"offsets":[{"partition":{"partition":0},"offset":{"seq":99999}}]}"#;
@@ -575,7 +585,7 @@ fn workers_with_https_listeners_and_basic_auth_forward_writes_to_each_other() {
     let alice = tls_support::basic("alice", "s3cret");
     // One connector created through each worker: one of them is not the leader and forwards it.
     for (n, addr) in addrs.iter().enumerate() {
-        let body = sequence_connector(&format!("tls-{n}"), 1, 1);
+        let body = sequence_connector(&format!("tls-{n}"), 1, 1, &cluster.topic);
         cluster.wait_until("a write through every worker", |_| {
             let reply = tls_support::request(
                 addr,
@@ -631,7 +641,7 @@ fn patch_through_any_worker_reaches_the_tasks_and_every_worker_is_healthy_with_t
     let mut cluster = Cluster::new(&[]);
     cluster.start_worker();
     cluster.start_worker();
-    cluster.create(0, &sequence_connector("seq", 2, 10));
+    cluster.create(0, &sequence_connector("seq", 2, 10, &cluster.topic));
     cluster.running_tasks("seq", 2);
     let clients: Vec<Client> = cluster.live().map(Worker::client).collect();
     let mut ids = BTreeSet::new();
