@@ -784,3 +784,70 @@ async fn a_stale_leader_record_written_late_is_replaced_by_the_leader() {
         .await
         .unwrap();
 }
+
+/// The membership lease (KAFKA-9184): confirmed by the coordinator while the member is in the group
+/// (also while it owns slots and another member joins), and no longer once the broker is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_membership_lease_is_confirmed_while_in_the_group_and_expires_without_the_broker() {
+    let mut broker = own_broker();
+    let group = unique_topic("slots-lease");
+    let timeline = Shared::default();
+    let mut config = config(&broker, &group, "a");
+    config.session_timeout = Duration::from_secs(6);
+    let lease = Arc::new(config.membership_lease());
+    config.lease = Some(lease.clone());
+    assert_eq!(lease.validity(), Duration::from_secs(3));
+    let handler = Arc::new(Member {
+        name: "a",
+        timeline: Arc::clone(&timeline),
+        revoke_takes: Duration::ZERO,
+    });
+    let a = TaskSlots::join(config, handler).await.unwrap();
+    a.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "a to own its slots", || {
+        runs(&timeline, "a", &a, &tasks("c", 2))
+    })
+    .await;
+    // Several validity periods: confirmed all along (one commit per heartbeat interval).
+    let until = Instant::now() + Duration::from_secs(8);
+    let mut oldest = Duration::ZERO;
+    while Instant::now() < until {
+        oldest = oldest.max(lease.age());
+        assert!(
+            lease.is_valid(),
+            "the lease lapsed in the group: last confirmed {:?} ago",
+            lease.age()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        oldest < Duration::from_secs(2),
+        "confirmed every heartbeat: {oldest:?}"
+    );
+    // Another member joins: the rebalance does not make the lease lapse for the member that keeps slots.
+    let b = join(&broker, &group, "b", &timeline).await;
+    b.add_connector("c", 2).await.unwrap();
+    wait_for(&timeline, "b to get a share", || {
+        !events_of(&timeline, "b", Kind::Assigned).is_empty()
+    })
+    .await;
+    assert!(lease.is_valid(), "last confirmed {:?} ago", lease.age());
+    b.close(Duration::from_secs(60)).unwrap();
+
+    broker.stop();
+    let stopped = Instant::now();
+    wait_for(&timeline, "the lease to lapse without the broker", || {
+        !lease.is_valid()
+    })
+    .await;
+    assert!(
+        stopped.elapsed() < Duration::from_secs(6),
+        "it lapsed before the session could expire"
+    );
+    broker.restart().unwrap();
+    wait_for(&timeline, "the lease to be confirmed again", || {
+        lease.is_valid()
+    })
+    .await;
+    a.close(Duration::from_secs(60)).unwrap();
+}

@@ -80,6 +80,22 @@ pub enum StoreError {
         /// The largest batch the store accepts.
         limit: u64,
     },
+    /// A newer instance of the same task opened its writer ([`OffsetBackingStore::open_task_writer`]
+    /// (crate::OffsetBackingStore::open_task_writer)) and the store refused this one's write: the task
+    /// runs elsewhere now. Nothing of the batch was committed; the task must stop without committing
+    /// or reporting anything (its new owner reports its status).
+    #[error(
+        "offset store {store}: task writer {fencing_id:?} was fenced by a newer instance of the same task \
+         ({message}); nothing of the batch was committed and this instance must stop"
+    )]
+    Fenced {
+        /// Which store.
+        store: String,
+        /// The task writer's fencing id (Kafka: the `transactional.id`).
+        fencing_id: String,
+        /// What the store reported.
+        message: String,
+    },
     /// A store backend (broker, database) failed. Build it with [`StoreError::backend`].
     #[error("offset store {store}: {message}")]
     Backend {
@@ -114,6 +130,11 @@ impl StoreError {
             *source = Some(Box::new(error));
         }
         self
+    }
+
+    /// Whether a newer instance of the task fenced this writer ([`StoreError::Fenced`]).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, StoreError::Fenced { .. })
     }
 
     /// Whether trying the same operation again may succeed.

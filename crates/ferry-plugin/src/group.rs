@@ -71,3 +71,109 @@ pub trait WorkerGroup: Send + Sync {
     /// Leaves the group: every slot is revoked through the handler first. Waits up to `timeout`.
     async fn leave(&self, timeout: Duration) -> Result<(), GroupError>;
 }
+
+/// How recently the group coordinator confirmed this worker's membership: the bound on how long a
+/// worker that lost contact (frozen by SIGSTOP or a long pause, cut off from the brokers) goes on
+/// acting on tasks the group may have given away meanwhile — Kafka Connect's KAFKA-9184 rule.
+///
+/// The group backend [`confirm`](Self::confirm)s it whenever the coordinator accepts a request that
+/// only a current member may make, stamped with the time the request was *sent*; the lease is valid
+/// for [`validity`](Self::validity) after that. Tasks check it before sending each batch and hold
+/// their records while it is not valid, so a worker waking from a freeze sends nothing before the
+/// coordinator has either confirmed it or told it its tasks are lost. Offsets need no lease: the
+/// store fences them ([`ferry_offsets::OffsetBackingStore::open_task_writer`]).
+#[derive(Debug)]
+pub struct MembershipLease {
+    base: std::time::Instant,
+    /// When the last confirmed request was sent, in microseconds since `base`.
+    confirmed_us: std::sync::atomic::AtomicU64,
+    validity: Duration,
+    confirmed: tokio::sync::Notify,
+}
+
+impl MembershipLease {
+    /// A lease valid for `validity` after each confirmation; valid now (a worker gets its first
+    /// tasks from the coordinator, which confirms it).
+    pub fn new(validity: Duration) -> Self {
+        Self {
+            base: std::time::Instant::now(),
+            confirmed_us: std::sync::atomic::AtomicU64::new(0),
+            validity,
+            confirmed: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// How long a confirmation holds.
+    pub fn validity(&self) -> Duration {
+        self.validity
+    }
+
+    fn micros(&self, at: std::time::Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The coordinator accepted a request sent at `sent`: the lease runs from there (never backwards).
+    pub fn confirm(&self, sent: std::time::Instant) {
+        let at = self.micros(sent);
+        self.confirmed_us
+            .fetch_max(at, std::sync::atomic::Ordering::AcqRel);
+        self.confirmed.notify_waiters();
+    }
+
+    /// How long ago the last confirmed request was sent.
+    pub fn age(&self) -> Duration {
+        let now = self.micros(std::time::Instant::now());
+        let at = self.confirmed_us.load(std::sync::atomic::Ordering::Acquire);
+        Duration::from_micros(now.saturating_sub(at))
+    }
+
+    /// Whether the last confirmation is recent enough to act on the worker's tasks.
+    pub fn is_valid(&self) -> bool {
+        self.age() < self.validity
+    }
+
+    /// Resolves once the lease is valid (at once if it is).
+    pub async fn valid(&self) {
+        loop {
+            let confirmed = self.confirmed.notified();
+            tokio::pin!(confirmed);
+            confirmed.as_mut().enable();
+            if self.is_valid() {
+                return;
+            }
+            confirmed.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use std::time::{Duration, Instant};
+
+    use super::MembershipLease;
+
+    #[tokio::test]
+    async fn a_lease_expires_without_confirmation_and_a_confirmation_wakes_its_waiters() {
+        let lease = std::sync::Arc::new(MembershipLease::new(Duration::from_millis(50)));
+        assert!(lease.is_valid(), "valid when made");
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert!(!lease.is_valid(), "expired after its validity");
+        let waiter = tokio::spawn({
+            let lease = lease.clone();
+            async move { lease.valid().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "waits while expired");
+        // A confirmation of a request sent before the expiry does not revive it…
+        lease.confirm(Instant::now() - Duration::from_millis(200));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "an old confirmation does not count");
+        // …a fresh one does.
+        lease.confirm(Instant::now());
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("woken by the confirmation")
+            .expect("waiter");
+        assert!(lease.is_valid());
+    }
+}

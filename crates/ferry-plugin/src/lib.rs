@@ -41,7 +41,7 @@ pub use config_error::{ConfigError, ConfigErrors};
 pub use config_store::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
 pub use converter::ConverterSpec;
 pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
-pub use group::{GroupError, GroupHandler, Slot, WorkerGroup};
+pub use group::{GroupError, GroupHandler, MembershipLease, Slot, WorkerGroup};
 pub use herder_state::{TargetState, TaskId};
 pub use hint::{UnknownKeyHints, unknown_key_hint};
 pub use kafka_connect_keys::{not_implemented_connector_key, not_implemented_worker_key};

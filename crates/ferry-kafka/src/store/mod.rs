@@ -38,8 +38,9 @@
 mod config;
 mod log;
 mod partition;
+mod task_writer;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -70,8 +71,9 @@ pub struct KafkaOffsetStore {
     /// For [`OffsetBackingStore::history`], which reads the topic again with a consumer of its own.
     history_reader: HistoryReader,
     records_read: Arc<AtomicU64>,
-    /// The timestamp of the last batch sent, so the next one is strictly newer.
-    last_timestamp: AtomicI64,
+    /// The timestamp of the last batch sent (by the store or a task writer), so the next one is
+    /// strictly newer.
+    last_timestamp: Arc<AtomicI64>,
 }
 
 impl std::fmt::Debug for KafkaOffsetStore {
@@ -225,7 +227,7 @@ impl KafkaOffsetStore {
                 timeout,
             },
             log: Arc::new(Mutex::new(log)),
-            last_timestamp: AtomicI64::new(0),
+            last_timestamp: Arc::new(AtomicI64::new(0)),
         })
     }
 
@@ -234,32 +236,7 @@ impl KafkaOffsetStore {
         &self,
         query: impl FnOnce(&ferry_offsets::OffsetTable) -> T + Send + 'static,
     ) -> Result<T, StoreError> {
-        let log = self.log.clone();
-        let store = self.describe.clone();
-        blocking(&self.describe, move || {
-            // A panic during a read leaves the table consistent (records are applied one by one), so a
-            // poisoned lock is still usable.
-            let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
-            let read = log.read_to_end()?;
-            if read.elapsed > Duration::from_secs(2) {
-                let (records, elapsed) = (read.records, read.elapsed);
-                tracing::info!(store = %store, "caught up with {records} offset records in {elapsed:.1?}");
-            }
-            Ok(query(log.table()))
-        })
-        .await
-    }
-
-    /// A timestamp strictly newer than the previous batch's, and not older than the clock.
-    fn batch_timestamp(&self) -> i64 {
-        let now = now_millis();
-        let previous = self.last_timestamp.fetch_max(now, Ordering::AcqRel);
-        if previous >= now {
-            // Same millisecond (or the clock went back): one past the previous batch.
-            self.last_timestamp.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            now
-        }
+        read_log(&self.log, &self.describe, query).await
     }
 
     fn producer(&self) -> FutureProducer<StoreContext> {
@@ -300,9 +277,9 @@ impl KafkaOffsetStore {
 }
 
 /// Waits for one delivery; returns the error text of a failed one.
-async fn delivered(future: DeliveryFuture) -> Result<(), (String, bool)> {
+async fn delivered(future: DeliveryFuture) -> Result<(i32, i64), (String, bool)> {
     match future.await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(delivery)) => Ok((delivery.partition, delivery.offset)),
         Ok(Err((error, _))) => Err((error.to_string(), is_retriable(&error))),
         Err(_canceled) => Err((
             "the producer was shut down before the broker answered".to_owned(),
@@ -333,7 +310,7 @@ impl OffsetBackingStore for KafkaOffsetStore {
         if batch.is_empty() {
             return Ok(());
         }
-        let timestamp = self.batch_timestamp();
+        let timestamp = batch_timestamp(&self.last_timestamp);
         let producer = self.producer();
         let result = self.send_all(&producer, batch, timestamp).await;
         if result.is_err() {
@@ -356,6 +333,27 @@ impl OffsetBackingStore for KafkaOffsetStore {
     /// Every record in the topic (what the broker's compaction has not removed), raw, read from the
     /// beginning of every partition by a consumer of its own: each partition in its log order, and
     /// across partitions by record timestamp, as the store applies them.
+    /// A transactional producer with `transactional.id = fencing_id` (see [`task_writer`]).
+    async fn open_task_writer(
+        &self,
+        fencing_id: &str,
+    ) -> Result<Option<Arc<dyn OffsetBackingStore>>, StoreError> {
+        let writer = task_writer::TaskWriter::open(
+            task_writer::Parts {
+                describe: self.describe.clone(),
+                topic: self.topic.clone(),
+                producer_config: self.producer_config.clone(),
+                log: self.log.clone(),
+                offsets_client: self.history_reader.offsets_client.clone(),
+                last_timestamp: self.last_timestamp.clone(),
+                timeout: self.history_reader.timeout,
+            },
+            fencing_id,
+        )
+        .await?;
+        Ok(Some(Arc::new(writer)))
+    }
+
     async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
         let offsets_client = self.history_reader.offsets_client.clone();
         let consumer_config = self.history_reader.consumer_config.clone();
@@ -383,6 +381,40 @@ impl OffsetBackingStore for KafkaOffsetStore {
     }
 }
 
+/// Reads every partition of `log` to its current end, then answers `query` from the offsets read.
+async fn read_log<T: Send + 'static>(
+    log: &Arc<Mutex<OffsetLog>>,
+    describe: &str,
+    query: impl FnOnce(&ferry_offsets::OffsetTable) -> T + Send + 'static,
+) -> Result<T, StoreError> {
+    let log = log.clone();
+    let store = describe.to_owned();
+    blocking(describe, move || {
+        // A panic during a read leaves the table consistent (records are applied one by one), so a
+        // poisoned lock is still usable.
+        let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+        let read = log.read_to_end()?;
+        if read.elapsed > Duration::from_secs(2) {
+            let (records, elapsed) = (read.records, read.elapsed);
+            tracing::info!(store = %store, "caught up with {records} offset records in {elapsed:.1?}");
+        }
+        Ok(query(log.table()))
+    })
+    .await
+}
+
+/// A timestamp strictly newer than the previous batch's (`last`), and not older than the clock.
+fn batch_timestamp(last: &AtomicI64) -> i64 {
+    let now = now_millis();
+    let previous = last.fetch_max(now, Ordering::AcqRel);
+    if previous >= now {
+        // Same millisecond (or the clock went back): one past the previous batch.
+        last.fetch_add(1, Ordering::AcqRel) + 1
+    } else {
+        now
+    }
+}
+
 impl KafkaOffsetStore {
     /// Sends one record per write, all stamped `timestamp`, and waits for every delivery.
     async fn send_all(
@@ -391,67 +423,85 @@ impl KafkaOffsetStore {
         batch: &[OffsetWrite],
         timestamp: i64,
     ) -> Result<(), StoreError> {
-        let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(batch.len());
-        let mut failures: Vec<(String, bool)> = Vec::new();
-        for write in batch {
-            loop {
-                let mut record = FutureRecord::<[u8], [u8]>::to(&self.topic)
-                    .key(&write.key[..])
-                    .timestamp(timestamp);
-                if let Some(value) = &write.value {
-                    record = record.payload(&value[..]);
+        send_all(producer, &self.topic, &self.describe, batch, timestamp)
+            .await
+            .map(drop)
+    }
+}
+
+/// Sends one record per write to `topic`, all stamped `timestamp`, and waits for every delivery.
+async fn send_all(
+    producer: &FutureProducer<StoreContext>,
+    topic: &str,
+    describe: &str,
+    batch: &[OffsetWrite],
+    timestamp: i64,
+) -> Result<BTreeMap<i32, i64>, StoreError> {
+    let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(batch.len());
+    let mut failures: Vec<(String, bool)> = Vec::new();
+    // The highest offset written per partition.
+    let mut written = BTreeMap::new();
+    let mut note = |result: Result<(i32, i64), (String, bool)>| match result {
+        Ok((partition, offset)) => {
+            let highest = written.entry(partition).or_insert(offset);
+            *highest = (*highest).max(offset);
+        }
+        Err(failure) => failures.push(failure),
+    };
+    for write in batch {
+        loop {
+            let mut record = FutureRecord::<[u8], [u8]>::to(topic)
+                .key(&write.key[..])
+                .timestamp(timestamp);
+            if let Some(value) = &write.value {
+                record = record.payload(&value[..]);
+            }
+            match producer.send_result(record) {
+                Ok(future) => {
+                    pending.push_back(future);
+                    break;
                 }
-                match producer.send_result(record) {
-                    Ok(future) => {
-                        pending.push_back(future);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                        // The producer's queue is full: wait for the oldest delivery, then try again.
-                        match pending.pop_front() {
-                            Some(oldest) => {
-                                if let Err(failure) = delivered(oldest).await {
-                                    failures.push(failure);
-                                }
-                            }
-                            None => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    // The producer's queue is full: wait for the oldest delivery, then try again.
+                    match pending.pop_front() {
+                        Some(oldest) => {
+                            note(delivered(oldest).await);
                         }
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
                     }
-                    Err((error, _)) => {
-                        // Not sent. Wait for what was sent, so no delivery outlives the call, then fail.
-                        for future in pending {
-                            let _ = delivered(future).await;
-                        }
-                        return Err(kafka(
-                            &self.describe,
-                            &format!("sending {} offset records", batch.len()),
-                            &error,
-                        ));
+                }
+                Err((error, _)) => {
+                    // Not sent. Wait for what was sent, so no delivery outlives the call, then fail.
+                    for future in pending {
+                        let _ = delivered(future).await;
                     }
+                    return Err(kafka(
+                        describe,
+                        &format!("sending {} offset records", batch.len()),
+                        &error,
+                    ));
                 }
             }
         }
-        for future in pending {
-            if let Err(failure) = delivered(future).await {
-                failures.push(failure);
-            }
-        }
-        match failures.first() {
-            None => Ok(()),
-            Some((first, _)) => {
-                let retriable = failures.iter().all(|(_, r)| *r);
-                Err(backend(
-                    &self.describe,
-                    format!(
-                        "{} of {} offset records were not acknowledged by the brokers (first error: {first}); \
+    }
+    for future in pending {
+        note(delivered(future).await);
+    }
+    match failures.first() {
+        None => Ok(written),
+        Some((first, _)) => {
+            let retriable = failures.iter().all(|(_, r)| *r);
+            Err(backend(
+                describe,
+                format!(
+                    "{} of {} offset records were not acknowledged by the brokers (first error: {first}); \
                          the flush failed and will be retried. Check that the brokers in bootstrap.servers are \
                          running and that the topic accepts writes",
-                        failures.len(),
-                        batch.len()
-                    ),
-                    retriable,
-                ))
-            }
+                    failures.len(),
+                    batch.len()
+                ),
+                retriable,
+            ))
         }
     }
 }

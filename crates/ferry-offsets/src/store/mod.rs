@@ -100,6 +100,26 @@ pub trait OffsetBackingStore: Send + Sync {
         Ok(())
     }
 
+    /// Opens the offset writer of one task instance, fenced by the store: opening a writer with the same
+    /// `fencing_id` again (the task's next owner, on this or another worker) makes every later
+    /// [`set`](Self::set) of this one fail with [`StoreError::Fenced`], and completes or discards
+    /// whatever this one had under way — so a task that lost its assignment (a frozen or cut-off
+    /// worker) can never commit offsets over its successor's. The returned store reads like this one
+    /// (reads are not fenced) and writes each batch atomically.
+    ///
+    /// Kafka: a transactional producer with `transactional.id = fencing_id`, whose
+    /// `initTransactions` fences the previous holder (Kafka Connect's exactly-once fencing). The
+    /// default, `None`, is for stores that cannot fence (file, memory: one process owns them anyway).
+    ///
+    /// # Errors
+    /// The store could not open the writer (e.g. brokers unreachable; retriable).
+    async fn open_task_writer(
+        &self,
+        _fencing_id: &str,
+    ) -> Result<Option<std::sync::Arc<dyn OffsetBackingStore>>, StoreError> {
+        Ok(None)
+    }
+
     /// Every record the store still holds, raw and unmerged, in store order, tombstones included (for
     /// diagnostics such as `ferry offsets doctor`): unlike [`entries`](Self::entries), writes of one
     /// partition under different key bytes (field order, number spelling) are all there, as written.

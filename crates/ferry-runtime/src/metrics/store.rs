@@ -196,6 +196,20 @@ impl OffsetBackingStore for MeteredStore {
         let result = self.inner.history().await;
         self.count(Op::History, result)
     }
+
+    /// The inner store's task writer, metered under the same series.
+    async fn open_task_writer(
+        &self,
+        fencing_id: &str,
+    ) -> Result<Option<Arc<dyn OffsetBackingStore>>, StoreError> {
+        let writer = self.inner.open_task_writer(fencing_id).await?;
+        Ok(writer.map(|inner| {
+            Arc::new(MeteredStore {
+                inner,
+                metrics: self.metrics.clone(),
+            }) as Arc<dyn OffsetBackingStore>
+        }))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use ferry_offsets::{AckTracker, FlushError, OffsetWriter, StoreError};
 
 use crate::metrics::TaskMetrics;
-use crate::sink::SinkError;
 use crate::worker::health::{StoreHealth, store_failure_trace};
 
 /// What a commit did.
@@ -50,11 +49,10 @@ pub(crate) enum CommitError {
         #[source]
         source: FlushError,
     },
-    /// Exactly-once: another worker's producer took this task's transactional id over. The task
-    /// must stop without committing. Not produced by at-least-once delivery.
-    #[allow(dead_code)]
+    /// A newer instance of the task fenced this one's writer (Kafka: its transactional id was taken
+    /// over): nothing was committed, and the task stops without committing or reporting a status.
     #[error("{0}")]
-    Fenced(#[source] SinkError),
+    Fenced(#[source] FlushError),
 }
 
 impl CommitError {
@@ -95,6 +93,7 @@ impl Committer {
                         records,
                         elapsed: started.elapsed(),
                     },
+                    Ok(Err(e)) if is_fenced(&e) => CommitOutcome::Failed(CommitError::Fenced(e)),
                     Ok(Err(e)) => match failed_for_good(&e) {
                         Some(store) => {
                             let trace = store_failure_trace(&store.to_string());
@@ -151,12 +150,21 @@ impl Committer {
     }
 }
 
+/// Whether a newer instance of the task fenced this one's writer.
+fn is_fenced(error: &FlushError) -> bool {
+    matches!(error, FlushError::Store { source, .. } if source.is_fenced())
+}
+
 /// The store's error when it means the store will not commit again in this process. A batch too
 /// large is about this one writer's batch, not the store: it keeps being reported at every commit.
 fn failed_for_good(error: &FlushError) -> Option<&StoreError> {
     match error {
         FlushError::Store { source, .. }
-            if !source.is_retriable() && !matches!(source, StoreError::BatchTooLarge { .. }) =>
+            if !source.is_retriable()
+                && !matches!(
+                    source,
+                    StoreError::BatchTooLarge { .. } | StoreError::Fenced { .. }
+                ) =>
         {
             Some(source)
         }

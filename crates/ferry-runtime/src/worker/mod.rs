@@ -50,6 +50,19 @@ pub struct WorkerSettings {
     pub metrics: Arc<Metrics>,
     /// `topic.tracking.enable` / `topic.tracking.allow.reset` (KIP-558 active topics).
     pub topic_tracking: TopicTracking,
+    /// Task fencing by the offset store: `Some(prefix)` makes every task write its offsets through its
+    /// own writer in the store, `<prefix>-<connector>-<task>`
+    /// ([`OffsetBackingStore::open_task_writer`]; Kafka: a transactional producer with that
+    /// `transactional.id`, Kafka Connect's), opened before the task reads its offsets, so the store
+    /// refuses every later commit of the task's previous instance wherever it runs. Distributed mode
+    /// sets the worker group's `group.id`. `None` (standalone): the store is one process's anyway;
+    /// a store that cannot fence is used as it is.
+    pub task_fencing: Option<String>,
+    /// Distributed mode: the worker's membership lease ([`ferry_plugin::MembershipLease`]). A task
+    /// sends a batch only while the lease is valid, and holds it otherwise (until the group confirms
+    /// this worker again, or the task is stopped or aborted because its slot was lost). `None`: tasks
+    /// send as soon as they polled.
+    pub membership: Option<Arc<ferry_plugin::MembershipLease>>,
 }
 
 impl Default for WorkerSettings {
@@ -60,6 +73,8 @@ impl Default for WorkerSettings {
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
             metrics: Arc::default(),
             topic_tracking: TopicTracking::default(),
+            task_fencing: None,
+            membership: None,
         }
     }
 }
@@ -537,14 +552,10 @@ impl Worker {
         let runner = {
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             let task = connector.create_task();
-            let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
-                inner: self.store.clone(),
-                fence: fence.clone(),
-                task: name.clone(),
-            });
-            let writer = Arc::new(OffsetWriter::new(connector_name, fenced));
+            let (connector_name, fence) = (connector_name.to_owned(), fence.clone());
             let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
             let (health, helpers) = (self.health.clone(), helpers.clone());
+            let membership = self.settings.membership.clone();
             let topics = topics::TopicTracker::new(
                 self.settings
                     .topic_tracking
@@ -553,22 +564,34 @@ impl Worker {
                 id.clone(),
                 fence.clone(),
             );
-            move |sink: Arc<dyn RecordSink>| TaskRunner {
-                watch: context::PartitionWatch::new(name.clone(), looked_up),
-                name,
-                task,
-                context: Arc::new(context::TaskContext { config, reader }),
-                store_reader,
-                sink,
-                acks,
-                metrics,
-                writer,
-                status,
-                control: control_rx,
-                settings,
-                health,
-                helpers,
-                topics,
+            move |sink: Arc<dyn RecordSink>,
+                  (store, task_writer): (Arc<dyn OffsetBackingStore>, bool)| {
+                let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
+                    inner: store,
+                    fence: fence.clone(),
+                    task: name.clone(),
+                    task_writer,
+                });
+                let writer = Arc::new(OffsetWriter::new(&connector_name, fenced));
+                TaskRunner {
+                    watch: context::PartitionWatch::new(name.clone(), looked_up),
+                    name,
+                    task,
+                    context: Arc::new(context::TaskContext { config, reader }),
+                    store_reader,
+                    sink,
+                    acks,
+                    metrics,
+                    writer,
+                    status,
+                    control: control_rx,
+                    settings,
+                    health,
+                    helpers,
+                    topics,
+                    fence,
+                    membership,
+                }
             }
         };
         // The sink is opened on the task's own thread, at every (re)start: a provider may give each
@@ -579,13 +602,39 @@ impl Worker {
             let connector_config = launch.connector_config.clone();
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             let registry = self.settings.metrics.clone();
+            let (store, fencing) = (self.store.clone(), self.settings.task_fencing.clone());
             async move {
                 let context = TaskSinkContext::new(&id.connector, id.task, key, value)
                     .with_connector_config(&connector_config);
+                // Opened before the task reads its offsets: the store fences the task's earlier
+                // instances first, so what the task reads is final.
+                let writes = match fencing {
+                    None => Ok((store, false)),
+                    Some(prefix) => {
+                        let fencing_id = format!("{prefix}-{}-{}", id.connector, id.task);
+                        match store.open_task_writer(&fencing_id).await {
+                            Ok(Some(writer)) => Ok((writer, true)),
+                            Ok(None) => Ok((store, false)),
+                            Err(e) => {
+                                Err(format!("cannot open the task's fenced offset writer: {e}"))
+                            }
+                        }
+                    }
+                };
+                let writes = match writes {
+                    Ok(writes) => writes,
+                    Err(reason) => {
+                        registry.task_startup(false);
+                        tracing::error!(task = %name, "task failed: {reason}");
+                        status.fail(reason);
+                        store_reader.close();
+                        return;
+                    }
+                };
                 match sinks.open(&context).await {
                     Ok(sink) => {
                         registry.task_startup(true);
-                        runner(sink).run().await
+                        runner(sink, writes).run().await
                     }
                     Err(e) => {
                         registry.task_startup(false);

@@ -199,6 +199,11 @@ pub(crate) struct TaskRunner {
     pub(crate) helpers: Arc<Helpers>,
     /// Records the topics acknowledged records went to (KIP-558).
     pub(crate) topics: super::topics::TopicTracker,
+    /// The task instance's fence: superseded when the store fenced its writer (a newer instance
+    /// runs the task), then the loop stops without a final commit or status.
+    pub(crate) fence: Arc<super::fence::TaskFence>,
+    /// Distributed mode's membership lease: batches are sent only while it is valid.
+    pub(crate) membership: Option<Arc<ferry_plugin::MembershipLease>>,
 }
 
 impl TaskRunner {
@@ -328,7 +333,11 @@ impl TaskRunner {
         if let Some(reason) = failure.get() {
             self.fail(reason);
         }
-        if let Some(trace) = self.health.failure() {
+        if self.fence.is_superseded() {
+            // A newer instance runs the task (it reads the committed offsets): nothing to commit,
+            // nothing to report.
+            tracing::warn!(task = %self.name, "task stopped without a final commit: a newer instance of it fenced this one (it runs on another worker, or restarted here)");
+        } else if let Some(trace) = self.health.failure() {
             // No final commit: it would only fail (and log) once more.
             self.fail(trace);
         } else if self.helpers.is_cancelled() {
@@ -362,7 +371,10 @@ impl TaskRunner {
         let sink = Arc::clone(&self.sink);
         loop {
             self.handle_events(events).await;
-            if let Some(reason) = failure.get() {
+            if self.fence.is_superseded() {
+                return;
+            }
+            if let Some(reason) = failure.get().or_else(|| self.fence.writer_failure()) {
                 self.fail(reason);
                 return;
             }
@@ -379,6 +391,7 @@ impl TaskRunner {
                         // The worker dropped its handle: nobody can resume or stop us any more.
                         changed = self.control.changed() => if changed.is_err() { return },
                         _ = failure.wake.notified() => {}
+                        () = self.fence.woken() => {}
                         _ = store.changed() => {}
                         Some(event) = events.recv() => self.handle_event(event).await,
                     }
@@ -400,6 +413,7 @@ impl TaskRunner {
                     continue;
                 }
                 _ = failure.wake.notified() => continue,
+                () = self.fence.woken() => continue,
                 _ = store.changed() => continue,
                 polled = self.task.poll() => polled,
             };
@@ -412,6 +426,12 @@ impl TaskRunner {
                     self.metrics.polled(records.len(), poll_started.elapsed());
                     if records.is_empty() {
                         continue;
+                    }
+                    if !self.hold_while_unconfirmed(failure).await {
+                        // Stopping, failed, or the task runs elsewhere now: the batch was never sent,
+                        // so its records are polled again from the committed offsets by the task's
+                        // next instance. This instance polls no more (its connector state is past them).
+                        return;
                     }
                     if let Err(e) = hooks.prepare_to_send(&records).await {
                         self.fail(e.to_string());
@@ -480,6 +500,36 @@ impl TaskRunner {
                     return;
                 }
             }
+        }
+    }
+
+    /// Waits while the worker's membership lease is not valid (KAFKA-9184: the group may have given
+    /// this task away while the worker could not hear from it). Returns whether the batch may be
+    /// sent: `false` when a stop, a failure or a fencing came first.
+    async fn hold_while_unconfirmed(&mut self, failure: &Failure) -> bool {
+        let Some(lease) = self.membership.clone() else {
+            return true;
+        };
+        if lease.is_valid() {
+            return true;
+        }
+        tracing::warn!(
+            task = %self.name,
+            "holding polled records: the group coordinator has not confirmed this worker for {:.1?} \
+             (limit {:.1?}); they are sent once it does, and dropped (to be polled again by the task's \
+             next owner) if the task is taken away",
+            lease.age(),
+            lease.validity()
+        );
+        let held = std::time::Instant::now();
+        tokio::select! {
+            () = lease.valid() => {
+                tracing::info!(task = %self.name, "the group confirmed this worker again after {:.1?}; sending", held.elapsed());
+                true
+            }
+            _ = self.control.wait_for(|t| *t == TargetState::Stopped) => false,
+            _ = failure.wake.notified() => false,
+            () = self.fence.woken() => false,
         }
     }
 

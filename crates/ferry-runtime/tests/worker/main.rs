@@ -8,6 +8,7 @@
 
 mod commit;
 mod failures;
+mod fencing;
 mod lifecycle;
 mod resume;
 mod store_failure;

@@ -105,12 +105,17 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
     );
 
     let signals = StopSignals::listen()?;
+    let membership = Arc::new(slots_config(&config, &rest_url).membership_lease());
     let statuses: Arc<dyn StatusBackingStore> = status_store.clone();
     let settings = WorkerSettings {
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
         topic_tracking: config.topic_tracking,
+        // Every task commits through its own transactional producer, `<group.id>-<connector>-<task>`:
+        // the broker, not the status topic, stops a task's previous owner from committing.
+        task_fencing: Some(config.group_id.clone()),
+        membership: Some(membership.clone()),
         ..WorkerSettings::default()
     };
     let worker = Worker::with_sinks(
@@ -143,7 +148,8 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         let _ = rest_stopped.await;
     });
     let started = async {
-        let group: Arc<dyn WorkerGroup> = Arc::new(join_group(&config, &rest_url, &herder).await?);
+        let group: Arc<dyn WorkerGroup> =
+            Arc::new(join_group(&config, &rest_url, &herder, membership).await?);
         herder.start(group).await
     };
     if let Err(e) = started.await {
@@ -167,7 +173,17 @@ async fn join_group(
     config: &DistributedConfig,
     rest_url: &str,
     herder: &Arc<DistributedHerder>,
+    membership: Arc<ferry_plugin::MembershipLease>,
 ) -> Result<TaskSlots, String> {
+    let mut slots = slots_config(config, rest_url);
+    slots.lease = Some(membership);
+    TaskSlots::join(slots, herder.handler())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The slot group's settings from the worker file.
+fn slots_config(config: &DistributedConfig, rest_url: &str) -> SlotsConfig {
     let mut slots = SlotsConfig::new(
         config.bootstrap_servers.clone(),
         config.group_id.clone(),
@@ -183,9 +199,7 @@ async fn join_group(
     let mut clients = config.client_overrides.to_vec();
     clients.extend(config.consumer_overrides.to_vec());
     slots.client_settings = clients;
-    TaskSlots::join(slots, herder.handler())
-        .await
-        .map_err(|e| e.to_string())
+    slots
 }
 
 /// Reads the status topic every [`REFRESH_EVERY`], so REST answers show other workers' statuses.

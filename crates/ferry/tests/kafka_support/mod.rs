@@ -153,10 +153,27 @@ impl TopicReader {
                 }
                 // Connection errors from a broker outage the test caused: the consumer reconnects.
                 Some(Err(e)) => eprintln!("test reader of {}: {e}", self.topic),
-                None => {}
+                // Transactional topics end with commit markers, which are never delivered: the
+                // consumer's position moves past them.
+                None => self.catch_up_positions(),
             }
         }
         self.messages.len() - before
+    }
+
+    /// Moves `next` up to the consumer's positions (past transaction markers and aborted records).
+    fn catch_up_positions(&mut self) {
+        let Ok(positions) = self.consumer.position() else {
+            return;
+        };
+        for element in positions.elements() {
+            if let (Ok(p), Offset::Offset(position)) =
+                (usize::try_from(element.partition()), element.offset())
+                && let Some(next) = self.next.get_mut(p)
+            {
+                *next = (*next).max(position);
+            }
+        }
     }
 
     /// Reads until at least `count` messages were read in total, failing if `ferry` exits or the

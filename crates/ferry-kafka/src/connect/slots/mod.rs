@@ -26,6 +26,7 @@
 mod callback;
 mod close;
 mod leader;
+mod lease;
 mod topic;
 mod worker_group;
 
@@ -35,7 +36,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_plugin::{GroupHandler, Slot};
+use ferry_plugin::{GroupHandler, MembershipLease, Slot};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -85,6 +86,11 @@ pub struct SlotsConfig {
     /// Verified on Apache Kafka 4.4 (tests/static_slots.rs); tansu 0.6, the test broker of earlier
     /// rounds, did not rebalance a cooperative group with static members.
     pub static_member: Option<(String, Duration)>,
+    /// Confirmed whenever the coordinator accepts a commit of the owned slots (see
+    /// [`MembershipLease`]): the slot consumer commits them every [`SlotsConfig::confirm_interval`]
+    /// — nothing is read through the group, so the offsets mean nothing, but the coordinator accepts
+    /// a commit only from a current member of the current generation. `None`: no lease.
+    pub lease: Option<Arc<MembershipLease>>,
 }
 
 // Client settings may hold credentials: Debug shows their keys only.
@@ -110,6 +116,7 @@ impl std::fmt::Debug for SlotsConfig {
             .field("advertised_url", &self.advertised_url)
             .field("worker_id", &self.worker_id)
             .field("static_member", &self.static_member)
+            .field("lease", &self.lease.as_ref().map(|l| l.validity()))
             .finish()
     }
 }
@@ -142,7 +149,21 @@ impl SlotsConfig {
             advertised_url,
             worker_id,
             static_member: None,
+            lease: None,
         }
+    }
+
+    /// The lease a worker with these settings needs: valid for half the session timeout, so that a
+    /// worker that stops hearing from the coordinator holds its tasks' records well before the group
+    /// may give the tasks away.
+    pub fn membership_lease(&self) -> MembershipLease {
+        MembershipLease::new(self.session_timeout / 2)
+    }
+
+    /// How often the membership lease is confirmed: every heartbeat, and at least four times per
+    /// session timeout.
+    pub fn confirm_interval(&self) -> Duration {
+        self.heartbeat_interval.min(self.session_timeout / 4)
     }
 
     /// The session timeout the member joins with: the static hold, or `session_timeout`.
@@ -392,10 +413,14 @@ impl TaskSlots {
         let (commands_tx, commands_rx) = sync_channel(4);
         let (closed_tx, closed_rx) = sync_channel(1);
         let stop_flag = Arc::clone(&stop);
+        let lease = config
+            .lease
+            .clone()
+            .map(|lease| (lease, config.confirm_interval()));
         let poll_thread = std::thread::Builder::new()
             .name(format!("slots-poll-{}", config.group_id))
             .spawn(move || {
-                poll_loop(consumer, leader_consumer, commands_rx, &stop_flag);
+                poll_loop(consumer, leader_consumer, commands_rx, &stop_flag, lease);
                 let _ = closed_tx.send(());
             })
             .map_err(|e| SlotsError::Broker {
@@ -639,7 +664,11 @@ fn poll_loop(
     leader_consumer: BaseConsumer<SlotsContext>,
     commands: Receiver<Command>,
     stop: &AtomicBool,
+    lease: Option<(Arc<MembershipLease>, Duration)>,
 ) {
+    let consumer = Arc::new(consumer);
+    let confirmer =
+        lease.and_then(|(lease, every)| lease::Confirmer::spawn(&consumer, lease, every));
     while !stop.load(Ordering::Acquire) {
         // Every assigned partition is paused (nothing is read through the groups); should a record
         // arrive anyway, it is ignored.
@@ -659,6 +688,9 @@ fn poll_loop(
             Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) => {}
         }
+    }
+    if let Some(confirmer) = confirmer {
+        confirmer.stop();
     }
     // Tasks first: the leader serves REST writes until its tasks have stopped.
     drop(consumer);

@@ -185,6 +185,8 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
             crate::state::TaskId::new("c", 0),
             Arc::default(),
         ),
+        fence: Arc::default(),
+        membership: None,
     };
     let mut hooks = hooks(log.clone(), acks.clone());
     let run = tokio::spawn(async move { runner.run_with(&mut hooks).await });

@@ -1,0 +1,111 @@
+//! Task fencing by the offsets topic on a real broker (Apache Kafka 4.4): a task's offsets go through
+//! its own transactional producer ([`OffsetBackingStore::open_task_writer`]), and opening the writer of
+//! a newer instance of the task fences the older one — on another worker's store too — so a zombie
+//! can never commit over its successor, and a task's committed offsets never move backwards.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
+
+mod store_support;
+
+use ferry_api::ConnectMap;
+use ferry_kafka::KafkaOffsetStore;
+use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, encode_key, encode_value};
+use store_support::{shared_broker, store_config, unique_topic};
+
+fn key(connector: &str, p: i64) -> Vec<u8> {
+    encode_key(connector, Some(&ConnectMap::new().with("p", p).unwrap()))
+}
+
+fn value(position: i64) -> Vec<u8> {
+    encode_value(&ConnectMap::new().with("position", position).unwrap())
+}
+
+fn put(k: &[u8], position: i64) -> OffsetWrite {
+    OffsetWrite {
+        key: k.to_vec(),
+        value: Some(value(position)),
+    }
+}
+
+/// Two workers' stores on one topic; the task moves from the first to the second while the first
+/// still runs (a frozen or cut-off worker that wakes up): the old instance's writes are refused as
+/// fenced, its earlier commits stay, and the new instance's commits win.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_task_writer_fences_the_older_one_on_another_store() {
+    let broker = shared_broker();
+    let topic = unique_topic("fencing");
+    let config = store_config(broker, &topic, 5);
+    let a = KafkaOffsetStore::open(config.clone()).await.unwrap();
+    let b = KafkaOffsetStore::open(config).await.unwrap();
+    let id = format!("{topic}-group-conn-0");
+    let k = key("conn", 0);
+
+    let old = a
+        .open_task_writer(&id)
+        .await
+        .unwrap()
+        .expect("the Kafka store fences task writers");
+    old.set(&[put(&k, 10)]).await.unwrap();
+    assert_eq!(
+        b.get(std::slice::from_ref(&k)).await.unwrap(),
+        vec![Some(value(10))]
+    );
+
+    // The task starts on the other worker: its writer is opened before it reads its offsets.
+    let new = b.open_task_writer(&id).await.unwrap().unwrap();
+    assert_eq!(
+        new.get(std::slice::from_ref(&k)).await.unwrap(),
+        vec![Some(value(10))],
+        "the new instance reads what the old one committed"
+    );
+    new.set(&[put(&k, 20)]).await.unwrap();
+
+    // The old instance wakes up and commits an older position: refused, whatever it sends.
+    let refused = old.set(&[put(&k, 15)]).await.unwrap_err();
+    assert!(
+        matches!(refused, StoreError::Fenced { .. }),
+        "the zombie's commit is refused as fenced: {refused}"
+    );
+    assert!(!refused.is_retriable(), "{refused}");
+    assert!(refused.to_string().contains(&id), "{refused}");
+    // And again, without asking the broker.
+    assert!(old.set(&[put(&k, 16)]).await.unwrap_err().is_fenced());
+    for store in [&a, &b] {
+        assert_eq!(
+            store.get(std::slice::from_ref(&k)).await.unwrap(),
+            vec![Some(value(20))],
+            "the committed offset is the new instance's, never moved back"
+        );
+    }
+    // The store's history holds no record of the zombie's refused writes (read_committed).
+    let history = a.history().await.unwrap();
+    let values: Vec<Vec<u8>> = history
+        .into_iter()
+        .filter(|(key, _)| *key == k)
+        .filter_map(|(_, v)| v)
+        .collect();
+    assert_eq!(values, vec![value(10), value(20)]);
+}
+
+/// A writer's batch is one transaction: a batch of many partitions is visible whole, and a reopened
+/// writer of the same id (the task restarted on the same worker) goes on committing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_commits_as_one_transaction_and_a_restarted_task_commits_again() {
+    let broker = shared_broker();
+    let topic = unique_topic("fencing-batch");
+    let store = KafkaOffsetStore::open(store_config(broker, &topic, 25))
+        .await
+        .unwrap();
+    let id = format!("{topic}-group-conn-3");
+    let keys: Vec<Vec<u8>> = (0..40).map(|p| key("conn", p)).collect();
+    let first = store.open_task_writer(&id).await.unwrap().unwrap();
+    let batch: Vec<OffsetWrite> = keys.iter().map(|k| put(k, 1)).collect();
+    first.set(&batch).await.unwrap();
+    assert_eq!(store.connector_offsets("conn").await.unwrap().len(), 40);
+    drop(first);
+
+    let second = store.open_task_writer(&id).await.unwrap().unwrap();
+    let batch: Vec<OffsetWrite> = keys.iter().map(|k| put(k, 2)).collect();
+    second.set(&batch).await.unwrap();
+    let seen = store.get(&keys).await.unwrap();
+    assert!(seen.iter().all(|v| *v == Some(value(2))), "{seen:?}");
+}
