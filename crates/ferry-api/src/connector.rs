@@ -372,6 +372,45 @@ pub trait SourceConnector: Send + Sync {
     ) -> Result<bool, ConnectError> {
         Ok(false)
     }
+
+    /// Whether the connector can deliver exactly once with `config` when the worker runs
+    /// exactly-once source support (Kafka Connect's `SourceConnector.exactlyOnceSupport`): its tasks
+    /// resume exactly after the last committed record from their committed offsets alone. A
+    /// connector with `exactly.once.support=required` that answers anything but
+    /// [`ExactlyOnceSupport::Supported`] is refused; with `requested` (the default) it runs
+    /// at-least-once. The default is [`ExactlyOnceSupport::Unknown`].
+    fn exactly_once_support(&self, _config: &Config) -> ExactlyOnceSupport {
+        ExactlyOnceSupport::Unknown
+    }
+
+    /// Whether the connector defines its own transaction boundaries with `config`
+    /// (`transaction.boundary=connector`, Kafka Connect's `canDefineTransactionBoundaries`). The
+    /// default is [`TransactionBoundaries::Unsupported`].
+    fn can_define_transaction_boundaries(&self, _config: &Config) -> TransactionBoundaries {
+        TransactionBoundaries::Unsupported
+    }
+}
+
+/// A connector's answer to [`SourceConnector::exactly_once_support`] (Kafka Connect's
+/// `ExactlyOnceSupport`, where `null` is [`Unknown`](Self::Unknown)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExactlyOnceSupport {
+    /// Its tasks resume exactly after the last committed record.
+    Supported,
+    /// They cannot (e.g. a source that cannot seek).
+    Unsupported,
+    /// The connector does not say.
+    Unknown,
+}
+
+/// A connector's answer to [`SourceConnector::can_define_transaction_boundaries`] (Kafka
+/// Connect's `ConnectorTransactionBoundaries`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionBoundaries {
+    /// Its tasks say where transactions end.
+    Supported,
+    /// They do not.
+    Unsupported,
 }
 
 #[cfg(test)]

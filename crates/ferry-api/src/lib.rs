@@ -33,8 +33,9 @@ mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, ConfigKey, ConfigType, HIDDEN, OffsetStorageReader,
+    Config, ConfigIssue, ConfigKey, ConfigType, ExactlyOnceSupport, HIDDEN, OffsetStorageReader,
     OffsetStorageReaderExt, Redactor, Secrecy, SourceConnector, SourceTask, SourceTaskContext,
+    TransactionBoundaries,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;

@@ -154,6 +154,11 @@ impl SequenceSourceConnector {
 }
 
 impl SourceConnector for SequenceSourceConnector {
+    /// Supported: a task's next number follows from its committed offset alone.
+    fn exactly_once_support(&self, _config: &Config) -> ferry_api::ExactlyOnceSupport {
+        ferry_api::ExactlyOnceSupport::Supported
+    }
+
     fn config_keys(&self) -> Vec<ConfigKey> {
         vec![
             ConfigKey::optional(

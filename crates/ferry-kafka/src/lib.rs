@@ -19,6 +19,7 @@ mod secret;
 pub mod sink;
 mod store;
 mod topics;
+mod transactional;
 
 pub use store::{
     DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,

@@ -13,7 +13,7 @@ use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
     OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkErrorKind, SinkPlugin,
-    SinkProvider, TaskSinkContext,
+    SinkProvider, TaskSinkContext, TransactionalSink,
 };
 
 use crate::connector_keys::{
@@ -24,6 +24,7 @@ use crate::connector_keys::{
 use crate::secret::is_sensitive_client_key;
 use crate::sink::WeakSink;
 use crate::topics::TopicCreator;
+use crate::transactional::TransactionalKafkaSink;
 use crate::{
     DEFAULT_PARTITIONS, DEFAULT_REPLICATION_FACTOR, KafkaOffsetStore, KafkaOffsetStoreConfig,
     KafkaSink, KafkaSinkConfig, RecordConverters,
@@ -323,6 +324,7 @@ impl SinkPlugin for KafkaSinkPlugin {
             value_converter: converters.1,
             topic_creation_enable,
             override_policy,
+            offsets_topic: None,
         }))
     }
 
@@ -359,6 +361,9 @@ pub struct KafkaSinkSpec {
     /// `connector.client.config.override.policy` (default `All`): which `producer.override.*`
     /// settings connectors may set.
     pub override_policy: OverridePolicy,
+    /// The worker's offsets topic (`offset.storage.topic`), where exactly-once tasks write their
+    /// offsets in their records' transactions; `None`: this sink opens no transactional sinks.
+    pub offsets_topic: Option<String>,
 }
 
 /// The worker's `topic.creation.enable` and `connector.client.config.override.policy` (Kafka
@@ -423,6 +428,7 @@ impl DynSinkSpec for KafkaSinkSpec {
             value_converter: self.value_converter,
             topic_creation_enable: self.topic_creation_enable,
             override_policy: self.override_policy,
+            offsets_topic: self.offsets_topic.clone(),
             producers: Mutex::default(),
             creators: Mutex::default(),
             cluster_id: std::sync::OnceLock::new(),
@@ -471,7 +477,15 @@ struct KafkaSinkProvider {
     creators: Mutex<Vec<(ConnectorKeys, Weak<TopicCreator>)>>,
     /// The cluster's id, once the broker told it.
     cluster_id: std::sync::OnceLock<String>,
+    /// See [`KafkaSinkSpec::offsets_topic`].
+    offsets_topic: Option<String>,
 }
+
+/// How long `initTransactions`, a commit or an abort of an exactly-once task may take.
+const TRANSACTION_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// `transaction.timeout.ms` of exactly-once tasks' producers (librdkafka's and Kafka's default): a
+/// transaction left open longer (its worker died) is aborted by the coordinator.
+const TRANSACTION_TIMEOUT_MS: &str = "60000";
 
 /// How long `GET /` waits for the broker to tell the cluster id (Kafka Connect reads it at start).
 const CLUSTER_ID_TIMEOUT: Duration = Duration::from_secs(5);
@@ -481,6 +495,72 @@ const CLUSTER_ID_TIMEOUT: Duration = Duration::from_secs(5);
 type ConnectorKeys = (String, Vec<(String, String)>);
 
 impl KafkaSinkProvider {
+    /// The converters and `producer.override.*` settings of `task`, checked against the worker's
+    /// policy.
+    fn task_settings(
+        &self,
+        task: &TaskSinkContext<'_>,
+    ) -> Result<(RecordConverters, Vec<(String, String)>), SinkError> {
+        let converters = RecordConverters::new(
+            task.key_converter.unwrap_or(self.key_converter),
+            task.value_converter.unwrap_or(self.value_converter),
+        );
+        let empty = Config::new();
+        let config = task.connector_config.unwrap_or(&empty);
+        // Checked again here (as Kafka Connect does when a task starts): the worker's policy may
+        // have changed since the configuration was stored.
+        let refused = check_producer_overrides(self.override_policy, config);
+        if !refused.is_empty() {
+            return Err(self.refuse(task, "producer.override.* settings", refused));
+        }
+        Ok((converters, producer_overrides(config)))
+    }
+
+    fn refuse(&self, task: &TaskSinkContext<'_>, what: &str, issues: Vec<ConfigIssue>) -> SinkError {
+        let issues: Vec<String> = issues
+            .into_iter()
+            .map(|i| format!("{}: {}", i.key, i.message))
+            .collect();
+        SinkError::new(
+            self.sink.describe(),
+            SinkErrorKind::Fatal,
+            format!(
+                "connector {}'s {what} are invalid: {}",
+                task.connector,
+                issues.join("; ")
+            ),
+        )
+    }
+
+    /// `sink`, creating the connector's missing topics first when it has `topic.creation.*`
+    /// settings (and the worker allows it).
+    fn with_topic_creation(
+        &self,
+        mut sink: KafkaSink,
+        task: &TaskSinkContext<'_>,
+        overrides: &[(String, String)],
+    ) -> Result<KafkaSink, SinkError> {
+        if !self.topic_creation_enable {
+            return Ok(sink);
+        }
+        let empty = Config::new();
+        let config = task.connector_config.unwrap_or(&empty);
+        match TopicCreation::from_config(config) {
+            Ok(None) => {}
+            Ok(Some(rules)) => {
+                let settings = config
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(crate::connector_keys::TOPIC_CREATION_PREFIX))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let creator = self.connector_creator(task.connector, settings, rules, overrides)?;
+                sink = sink.with_topic_creator(creator);
+            }
+            Err(issues) => return Err(self.refuse(task, "topic.creation.* settings", issues)),
+        }
+        Ok(sink)
+    }
+
     /// The producer of a connector with `overrides`: cached while in use, else created.
     fn connector_producer(
         &self,
@@ -566,59 +646,52 @@ impl fmt::Display for KafkaSinkProvider {
 #[async_trait]
 impl SinkProvider for KafkaSinkProvider {
     async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
-        let converters = RecordConverters::new(
-            task.key_converter.unwrap_or(self.key_converter),
-            task.value_converter.unwrap_or(self.value_converter),
-        );
-        let empty = Config::new();
-        let config = task.connector_config.unwrap_or(&empty);
-        let refuse = |what: &str, issues: Vec<ConfigIssue>| {
-            let issues: Vec<String> = issues
-                .into_iter()
-                .map(|i| format!("{}: {}", i.key, i.message))
-                .collect();
-            SinkError::new(
-                self.sink.describe(),
-                SinkErrorKind::Fatal,
-                format!(
-                    "connector {}'s {what} are invalid: {}",
-                    task.connector,
-                    issues.join("; ")
-                ),
-            )
-        };
-        // Checked again here (as Kafka Connect does when a task starts): the worker's policy may
-        // have changed since the configuration was stored.
-        let refused = check_producer_overrides(self.override_policy, config);
-        if !refused.is_empty() {
-            return Err(refuse("producer.override.* settings", refused));
-        }
-        let overrides = producer_overrides(config);
-        let mut sink = if overrides.is_empty() {
+        let (converters, overrides) = self.task_settings(task)?;
+        let sink = if overrides.is_empty() {
             self.sink.with_converters(converters)
         } else {
             self.connector_producer(task.connector, overrides.clone())?
                 .with_converters(converters)
         };
-        if self.topic_creation_enable {
-            match TopicCreation::from_config(config) {
-                Ok(None) => {}
-                Ok(Some(rules)) => {
-                    let settings = config
-                        .iter()
-                        .filter(|(k, _)| {
-                            k.starts_with(crate::connector_keys::TOPIC_CREATION_PREFIX)
-                        })
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    let creator =
-                        self.connector_creator(task.connector, settings, rules, &overrides)?;
-                    sink = sink.with_topic_creator(creator);
-                }
-                Err(issues) => return Err(refuse("topic.creation.* settings", issues)),
-            }
+        Ok(Arc::new(self.with_topic_creation(sink, task, &overrides)?))
+    }
+
+    async fn open_transactional(
+        &self,
+        task: &TaskSinkContext<'_>,
+        transactional_id: &str,
+    ) -> Result<Option<Arc<dyn TransactionalSink>>, SinkError> {
+        let Some(offsets_topic) = &self.offsets_topic else {
+            return Ok(None);
+        };
+        let (converters, overrides) = self.task_settings(task)?;
+        let mut config = self.base.clone().with_converters(converters);
+        for (key, value) in &overrides {
+            config = config.with_producer_setting(key.clone(), value.clone());
         }
-        Ok(Arc::new(sink))
+        let times_out = config
+            .producer_overrides
+            .iter()
+            .any(|(k, _)| k == "message.timeout.ms" || k == "delivery.timeout.ms");
+        config = config
+            .with_producer_setting("transactional.id", transactional_id)
+            .with_producer_setting("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS);
+        if !times_out {
+            // librdkafka requires a record's timeout within the transaction's (Ferry's default, 0,
+            // waits forever): a record not delivered while its transaction may live fails it.
+            config = config.with_producer_setting("message.timeout.ms", TRANSACTION_TIMEOUT_MS);
+        }
+        let describe = self.sink.describe();
+        let sink = KafkaSink::with_description(&config, describe, &overrides)?;
+        let sink = self.with_topic_creation(sink, task, &overrides)?;
+        let sink = TransactionalKafkaSink::open(
+            sink,
+            transactional_id,
+            offsets_topic.clone(),
+            TRANSACTION_CALL_TIMEOUT,
+        )
+        .await?;
+        Ok(Some(Arc::new(sink)))
     }
 
     fn uses_converters(&self) -> bool {

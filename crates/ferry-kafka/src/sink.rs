@@ -151,7 +151,7 @@ impl fmt::Debug for KafkaSinkConfig {
 /// Forwards librdkafka's logs and errors to `tracing`, naming the sink. Warning and error log lines, and
 /// client errors (a broker outage reports some at every reconnection attempt), are each logged at WARN
 /// at most once per [`WARN_INTERVAL`], with the number held back since; the others go to DEBUG.
-struct SinkContext {
+pub(crate) struct SinkContext {
     sink: String,
     /// For librdkafka's own warning and error log lines.
     logs: Throttle,
@@ -344,6 +344,11 @@ impl KafkaSink {
 
     fn error(&self, kind: SinkErrorKind, message: impl Into<String>) -> SinkError {
         SinkError::new(self.shared.describe.as_str(), kind, message)
+    }
+
+    /// The producer (the transactional sink drives its transactions).
+    pub(crate) fn producer(&self) -> &FutureProducer<SinkContext> {
+        &self.shared.producer
     }
 }
 
@@ -580,7 +585,7 @@ fn creation_error(
 /// the admin calls share); of the rest, a fenced producer and refused credentials are told apart
 /// because a task reacts to them differently (exactly-once stops without committing; an operator
 /// fixes ACLs).
-fn kind_of(error: &KafkaError) -> SinkErrorKind {
+pub(crate) fn kind_of(error: &KafkaError) -> SinkErrorKind {
     use RDKafkaErrorCode as C;
     if is_retriable(error) {
         return SinkErrorKind::Retriable;

@@ -109,3 +109,54 @@ async fn a_batch_commits_as_one_transaction_and_a_restarted_task_commits_again()
     let seen = store.get(&keys).await.unwrap();
     assert!(seen.iter().all(|v| *v == Some(value(2))), "{seen:?}");
 }
+
+/// Aborted transactions in the offsets topic — a fenced or killed exactly-once task's offset records,
+/// aborted when its next instance starts — are skipped, and a read still reaches the end when they
+/// are the last records of a partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_reach_the_end_past_aborted_transactions_at_a_partitions_tail() {
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+    let broker = shared_broker();
+    let topic = unique_topic("fencing-aborted");
+    let store = KafkaOffsetStore::open(store_config(broker, &topic, 1))
+        .await
+        .unwrap();
+    let k = key("conn", 0);
+    store.set(&[put(&k, 1)]).await.unwrap();
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap_servers())
+        .set("transactional.id", format!("{topic}-aborter"))
+        .create()
+        .unwrap();
+    let p = producer.clone();
+    tokio::task::spawn_blocking(move || p.init_transactions(std::time::Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .unwrap();
+    producer.begin_transaction().unwrap();
+    for position in [7, 8, 9] {
+        producer
+            .send(
+                FutureRecord::to(&topic).key(&k[..]).payload(&value(position)[..]),
+                std::time::Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+    let p = producer.clone();
+    tokio::task::spawn_blocking(move || p.abort_transaction(std::time::Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        store.get(std::slice::from_ref(&k)),
+    )
+    .await
+    .expect("the read reaches the end past the aborted records")
+    .unwrap();
+    assert_eq!(read, vec![Some(value(1))], "aborted offsets are never read");
+    eprintln!("read past the aborted tail in {:?}", started.elapsed());
+}

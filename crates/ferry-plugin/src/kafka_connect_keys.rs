@@ -7,18 +7,6 @@ const CONNECTOR: &[(&str, &str)] = &[
     ("admin.override.", "per-connector client overrides"),
     ("consumer.override.", "per-connector client overrides"),
     (
-        "exactly.once.support",
-        "exactly-once source support, KIP-618",
-    ),
-    (
-        "transaction.boundary",
-        "exactly-once source support, KIP-618",
-    ),
-    (
-        "transaction.boundary.interval.ms",
-        "exactly-once source support, KIP-618",
-    ),
-    (
         "offsets.storage.topic",
         "per-connector offsets topics, KIP-618",
     ),
@@ -32,7 +20,7 @@ const CONNECTOR: &[(&str, &str)] = &[
 const WORKER: &[(&str, &str)] = &[
     (
         "exactly.once.source.support",
-        "exactly-once source support, KIP-618",
+        "exactly-once source support in standalone mode (distributed workers have it)",
     ),
     (
         "config.providers.",
@@ -92,7 +80,7 @@ mod tests {
         assert_eq!(not_implemented_connector_key("tasks.max"), None);
         assert_eq!(
             not_implemented_worker_key("exactly.once.source.support"),
-            Some("exactly-once source support, KIP-618")
+            Some("exactly-once source support in standalone mode (distributed workers have it)")
         );
         assert_eq!(not_implemented_worker_key("topic.creation.enable"), None);
         assert_eq!(not_implemented_worker_key("colour"), None);

@@ -50,7 +50,7 @@ pub use registry::WorkerPlugins;
 pub use secret::Secret;
 pub use sink::{
     Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkErrorKind, SinkProvider,
-    TaskSinkContext,
+    TaskSinkContext, TransactionalSink,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin};
 pub use status_store::{

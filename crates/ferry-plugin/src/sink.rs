@@ -149,6 +149,43 @@ pub trait RecordSink: Send + Sync {
     }
 }
 
+/// A task's own transactional sink, for exactly-once source delivery (Kafka Connect's KIP-618): the
+/// task's records and the offsets that cover them are written in one transaction, so a reader that
+/// sees committed data only (`read_committed`) sees each record exactly once, and a restarted task
+/// resumes exactly after the last committed record. Opened per task instance with a stable
+/// transactional id ([`SinkProvider::open_transactional`]); opening it fences every earlier
+/// instance of the id (its open transaction is aborted, its next send or commit refused with
+/// [`SinkErrorKind::Fenced`]).
+///
+/// Records sent while no transaction is open are refused; the runtime begins one before the first
+/// record of a transaction.
+#[async_trait]
+pub trait TransactionalSink: RecordSink {
+    /// Begins a transaction, unless one is open.
+    ///
+    /// # Errors
+    /// The producer was fenced ([`SinkErrorKind::Fenced`]) or failed.
+    fn begin(&self) -> Result<(), SinkError>;
+
+    /// Whether a transaction is open.
+    fn in_transaction(&self) -> bool;
+
+    /// Writes `offsets` (Kafka Connect offset records, encoded) to the offsets topic in the open
+    /// transaction, waits for every record of it, and commits it; with no transaction open, it
+    /// does nothing. On `Err` the transaction is aborted (or the producer is fenced): none of its
+    /// records or offsets are visible to committed readers.
+    ///
+    /// # Errors
+    /// Fenced, or the commit failed (the transaction was aborted).
+    async fn commit(&self, offsets: &[ferry_offsets::OffsetWrite]) -> Result<(), SinkError>;
+
+    /// Aborts the open transaction, if any: none of its records or offsets become visible.
+    ///
+    /// # Errors
+    /// The abort failed (the broker aborts the transaction itself after its timeout).
+    async fn abort(&self) -> Result<(), SinkError>;
+}
+
 /// What a [`SinkProvider`] knows about the task it opens a sink for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskSinkContext<'a> {
@@ -204,6 +241,21 @@ pub trait SinkProvider: Send + Sync + fmt::Display {
     /// # Errors
     /// The sink cannot be opened; the task fails with this error.
     async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError>;
+
+    /// The task's own transactional sink with `transactional_id` (exactly-once delivery), which
+    /// fences every earlier holder of the id before it returns; `None` when this sink cannot write
+    /// transactions (only Kafka can). Called at every (re)start of an exactly-once task, before the
+    /// task reads its offsets.
+    ///
+    /// # Errors
+    /// The sink cannot be opened (the broker refused the transactional id, or did not answer).
+    async fn open_transactional(
+        &self,
+        _task: &TaskSinkContext<'_>,
+        _transactional_id: &str,
+    ) -> Result<Option<Arc<dyn TransactionalSink>>, SinkError> {
+        Ok(None)
+    }
 
     /// Whether the sink applies `key.converter` / `value.converter` (Kafka does; the file and stdout
     /// sinks write JSON lines, so a connector's converters have no effect there and the runtime warns).

@@ -92,6 +92,16 @@ impl SourceConnector for FileStreamSourceConnector {
         config::keys()
     }
 
+    /// Supported when reading files, as Kafka Connect's: a file's byte position is its offset, so a
+    /// task resumes exactly after the last committed line (as long as files are only appended to,
+    /// or rotated as the `files` mode expects).
+    fn exactly_once_support(&self, config: &Config) -> ferry_api::ExactlyOnceSupport {
+        match FileSourceConfig::parse(config) {
+            Ok(_) => ferry_api::ExactlyOnceSupport::Supported,
+            Err(_) => ferry_api::ExactlyOnceSupport::Unsupported,
+        }
+    }
+
     /// Returns one issue per bad key. Setting both `file` and `files` is reported on `files`, setting
     /// neither on `file`; a `files` glob that matches no file is reported on `files`; a `file` that
     /// exists but is not a regular file (a FIFO, a device, a directory) on `file`.

@@ -253,11 +253,15 @@ impl OffsetLog {
             if records - reported_records >= PROGRESS_RECORDS
                 || last_report.elapsed() >= PROGRESS_INTERVAL
             {
+                let p = lagging as usize;
                 tracing::info!(
                     topic = %self.topic,
-                    "read {records} of ~{expected} offset records from topic {} ({:.0?} so far)",
+                    "read {records} of ~{expected} offset records from topic {} ({:.0?} so far; partition {lagging} \
+                     at offset {} of {})",
                     self.topic,
-                    started.elapsed()
+                    started.elapsed(),
+                    self.next.get(p).copied().unwrap_or_default(),
+                    ends.get(p).copied().unwrap_or_default()
                 );
                 (last_report, reported_records) = (Instant::now(), records);
             }

@@ -45,6 +45,9 @@ pub const COMMON_KEYS: &[&str] = &[
     ERRORS_RETRY_DELAY_MAX_MS,
     ERRORS_LOG_ENABLE,
     ERRORS_LOG_INCLUDE_MESSAGES,
+    super::exactly_once::EXACTLY_ONCE_SUPPORT,
+    super::exactly_once::TRANSACTION_BOUNDARY,
+    super::exactly_once::TRANSACTION_BOUNDARY_INTERVAL_MS,
 ];
 
 /// `errors.tolerance`: what a task does when a record cannot be delivered.
@@ -221,6 +224,9 @@ impl ConnectorConfig {
             errors.extend(issues.into_iter().map(|(k, m)| props.invalid(&k, m)));
             ErrorHandling::default()
         });
+        if let Err(issues) = super::exactly_once::ConnectorExactlyOnce::parse(&config) {
+            errors.extend(issues.into_iter().map(|(k, m)| props.invalid(&k, m)));
+        }
 
         if let Some(connector) = &connector {
             check_connector_keys(props, connector.as_ref(), sink, &mut errors);

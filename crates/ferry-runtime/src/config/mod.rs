@@ -20,6 +20,7 @@
 
 mod connector;
 mod connector_file;
+pub mod exactly_once;
 mod providers;
 mod rest;
 mod rest_security;

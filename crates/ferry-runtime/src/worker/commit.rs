@@ -53,6 +53,11 @@ pub(crate) enum CommitError {
     /// over): nothing was committed, and the task stops without committing or reporting a status.
     #[error("{0}")]
     Fenced(#[source] FlushError),
+    /// Exactly-once: the task's transaction could not be committed (or begun); it was aborted, and
+    /// the task fails — or, when the producer was fenced ([`crate::sink::SinkErrorKind::Fenced`]),
+    /// stops without reporting.
+    #[error("{0}")]
+    Transaction(#[source] crate::sink::SinkError),
 }
 
 impl CommitError {

@@ -63,6 +63,9 @@ pub struct WorkerSettings {
     /// this worker again, or the task is stopped or aborted because its slot was lost). `None`: tasks
     /// send as soon as they polled.
     pub membership: Option<Arc<ferry_plugin::MembershipLease>>,
+    /// `exactly.once.source.support` (distributed mode; needs [`task_fencing`](Self::task_fencing)
+    /// and a sink that writes transactions).
+    pub exactly_once_source: crate::config::exactly_once::ExactlyOnceSource,
 }
 
 impl Default for WorkerSettings {
@@ -75,6 +78,7 @@ impl Default for WorkerSettings {
             topic_tracking: TopicTracking::default(),
             task_fencing: None,
             membership: None,
+            exactly_once_source: crate::config::exactly_once::ExactlyOnceSource::Disabled,
         }
     }
 }
@@ -564,8 +568,11 @@ impl Worker {
                 id.clone(),
                 fence.clone(),
             );
-            move |sink: Arc<dyn RecordSink>,
-                  (store, task_writer): (Arc<dyn OffsetBackingStore>, bool)| {
+            move |TaskIo {
+                      sink,
+                      writes: (store, task_writer),
+                      delivery,
+                  }: TaskIo| {
                 let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
                     inner: store,
                     fence: fence.clone(),
@@ -591,6 +598,8 @@ impl Worker {
                     topics,
                     fence,
                     membership,
+                    delivery,
+                    deferred: std::collections::VecDeque::new(),
                 }
             }
         };
@@ -603,42 +612,21 @@ impl Worker {
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             let registry = self.settings.metrics.clone();
             let (store, fencing) = (self.store.clone(), self.settings.task_fencing.clone());
+            let delivery = crate::config::exactly_once::delivery(
+                self.settings.exactly_once_source,
+                connector,
+                &launch.connector_config,
+            );
             async move {
                 let context = TaskSinkContext::new(&id.connector, id.task, key, value)
                     .with_connector_config(&connector_config);
-                // Opened before the task reads its offsets: the store fences the task's earlier
-                // instances first, so what the task reads is final.
-                let writes = match fencing {
-                    None => Ok((store, false)),
-                    Some(prefix) => {
-                        let fencing_id = format!("{prefix}-{}-{}", id.connector, id.task);
-                        match store.open_task_writer(&fencing_id).await {
-                            Ok(Some(writer)) => Ok((writer, true)),
-                            Ok(None) => Ok((store, false)),
-                            Err(e) => {
-                                Err(format!("cannot open the task's fenced offset writer: {e}"))
-                            }
-                        }
+                match open_task_io(&sinks, &context, store, fencing, delivery).await {
+                    Ok(io) => {
+                        registry.task_startup(true);
+                        runner(io).run().await
                     }
-                };
-                let writes = match writes {
-                    Ok(writes) => writes,
                     Err(reason) => {
                         registry.task_startup(false);
-                        tracing::error!(task = %name, "task failed: {reason}");
-                        status.fail(reason);
-                        store_reader.close();
-                        return;
-                    }
-                };
-                match sinks.open(&context).await {
-                    Ok(sink) => {
-                        registry.task_startup(true);
-                        runner(sink, writes).run().await
-                    }
-                    Err(e) => {
-                        registry.task_startup(false);
-                        let reason = format!("cannot open the sink {sinks}: {e}");
                         tracing::error!(task = %name, "task failed: {reason}");
                         status.fail(reason);
                         store_reader.close();
@@ -905,6 +893,73 @@ impl Worker {
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
+    }
+}
+
+/// What one task instance writes through.
+struct TaskIo {
+    sink: Arc<dyn RecordSink>,
+    /// Where its offsets are written, and whether that is its own fenced writer.
+    writes: (Arc<dyn OffsetBackingStore>, bool),
+    delivery: task::TaskDelivery,
+}
+
+/// Opens what a task instance writes through, before the task reads its offsets, so that every
+/// earlier instance of the task is fenced first and what it reads is final: at least once, the
+/// sink and (with task fencing) the task's fenced offset writer; exactly once, the task's
+/// transactional sink, which writes both records and offsets. Runs on the task's own thread, at
+/// every (re)start; a failure fails this task only.
+async fn open_task_io(
+    sinks: &Arc<dyn SinkProvider>,
+    context: &TaskSinkContext<'_>,
+    store: Arc<dyn OffsetBackingStore>,
+    fencing: Option<String>,
+    delivery: Result<crate::config::exactly_once::Delivery, String>,
+) -> Result<TaskIo, String> {
+    use crate::config::exactly_once::Delivery;
+    let fencing_id = fencing.map(|prefix| format!("{prefix}-{}-{}", context.connector, context.task));
+    match delivery? {
+        Delivery::AtLeastOnce => {
+            let writes = match &fencing_id {
+                None => (store, false),
+                Some(id) => match store.open_task_writer(id).await {
+                    Ok(Some(writer)) => (writer, true),
+                    Ok(None) => (store, false),
+                    Err(e) => return Err(format!("cannot open the task's fenced offset writer: {e}")),
+                },
+            };
+            let sink = sinks
+                .open(context)
+                .await
+                .map_err(|e| format!("cannot open the sink {sinks}: {e}"))?;
+            Ok(TaskIo {
+                sink,
+                writes,
+                delivery: task::TaskDelivery::AtLeastOnce,
+            })
+        }
+        Delivery::ExactlyOnce(boundary) => {
+            let id = fencing_id.ok_or_else(|| {
+                "exactly-once delivery needs a transactional id prefix (distributed mode's group.id)"
+                    .to_owned()
+            })?;
+            let sink = sinks
+                .open_transactional(context, &id)
+                .await
+                .map_err(|e| format!("cannot open the task's transactional sink {sinks}: {e}"))?
+                .ok_or_else(|| format!("exactly-once delivery needs a sink that writes transactions; {sinks} does not"))?;
+            tracing::info!(task = %format!("{}-{}", context.connector, context.task), "exactly-once delivery through transactional.id {id}");
+            Ok(TaskIo {
+                sink: sink.clone(),
+                // Offsets go in the transactions; the store is only read.
+                writes: (store, false),
+                delivery: task::TaskDelivery::ExactlyOnce {
+                    sink,
+                    boundary,
+                    connector: context.connector.to_owned(),
+                },
+            })
+        }
     }
 }
 

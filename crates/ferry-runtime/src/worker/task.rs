@@ -14,6 +14,7 @@
 //! dynamic dispatch (see [`semantics`] for where each hook runs).
 
 mod at_least_once;
+mod exactly_once;
 #[cfg(test)]
 mod hooks_order;
 mod semantics;
@@ -204,13 +205,51 @@ pub(crate) struct TaskRunner {
     pub(crate) fence: Arc<super::fence::TaskFence>,
     /// Distributed mode's membership lease: batches are sent only while it is valid.
     pub(crate) membership: Option<Arc<ferry_plugin::MembershipLease>>,
+    /// At least once, or exactly once through the task's transactional sink.
+    pub(crate) delivery: TaskDelivery,
+    /// Delivered records waiting for their transaction's commit before `commit_record` (exactly
+    /// once), in delivery order.
+    pub(crate) deferred: std::collections::VecDeque<(Box<SourceRecord>, Option<RecordMetadata>)>,
+}
+
+/// How a task delivers.
+pub(crate) enum TaskDelivery {
+    AtLeastOnce,
+    ExactlyOnce {
+        /// The task's transactional sink (also its `sink`).
+        sink: Arc<dyn ferry_plugin::TransactionalSink>,
+        boundary: crate::config::exactly_once::TransactionBoundary,
+        /// The connector's name (its offsets' namespace).
+        connector: String,
+    },
 }
 
 impl TaskRunner {
-    /// Runs the task until it is stopped or fails, with at-least-once delivery.
+    /// Runs the task until it is stopped or fails, with its delivery semantics.
     pub(crate) async fn run(self) {
-        let mut hooks = AtLeastOnce::task_hooks(self.commit_parts());
-        self.run_with(&mut hooks).await;
+        match &self.delivery {
+            TaskDelivery::AtLeastOnce => {
+                let mut hooks = AtLeastOnce::task_hooks(self.commit_parts());
+                self.run_with(&mut hooks).await;
+            }
+            TaskDelivery::ExactlyOnce {
+                sink,
+                boundary,
+                connector,
+            } => {
+                let mut hooks = exactly_once::ExactlyOnceHooks::new(exactly_once::ExactlyOnceParts {
+                    task: self.name.clone(),
+                    connector: connector.clone(),
+                    sink: sink.clone(),
+                    boundary: *boundary,
+                    flush_interval: self.settings.flush_interval,
+                    flush_timeout: self.settings.flush_timeout,
+                    fence: self.fence.clone(),
+                    metrics: self.metrics.clone(),
+                });
+                self.run_with(&mut hooks).await;
+            }
+        }
     }
 
     /// What the delivery semantics' hooks work with.
@@ -346,6 +385,7 @@ impl TaskRunner {
             let failed = self.status.get().state == TaskState::Failed;
             match hooks.final_commit(failed).await {
                 CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
+                    self.release_committed(hooks, &mut events).await;
                     self.call_commit().await;
                 }
                 // The store failed at this very commit: the task's last offsets are lost with it.
@@ -386,6 +426,14 @@ impl TaskRunner {
             match target {
                 TargetState::Stopped => return,
                 TargetState::Paused => {
+                    if self.status.get().state != TaskState::Paused {
+                        // Exactly-once: a paused task holds no transaction open.
+                        if let Err(e) = hooks.paused().await {
+                            self.fail_unless_fenced(e);
+                            return;
+                        }
+                        self.release_committed(hooks, events).await;
+                    }
                     self.status.set(TaskState::Paused);
                     tokio::select! {
                         // The worker dropped its handle: nobody can resume or stop us any more.
@@ -400,9 +448,10 @@ impl TaskRunner {
                 TargetState::Running => self.status.set(TaskState::Running),
             }
             if let Err(e) = hooks.prepare_to_poll().await {
-                self.fail(e.to_string());
+                self.fail_unless_fenced(e);
                 return;
             }
+            self.release_committed(hooks, events).await;
             let poll_started = std::time::Instant::now();
             let polled = tokio::select! {
                 biased;
@@ -434,7 +483,7 @@ impl TaskRunner {
                         return;
                     }
                     if let Err(e) = hooks.prepare_to_send(&records).await {
-                        self.fail(e.to_string());
+                        self.fail_unless_fenced(e);
                         return;
                     }
                     let mut dispatched = true;
@@ -485,9 +534,10 @@ impl TaskRunner {
                         continue;
                     }
                     if dispatched && let Err(e) = hooks.batch_dispatched().await {
-                        self.fail(e.to_string());
+                        self.fail_unless_fenced(e);
                         return;
                     }
+                    self.release_committed(hooks, events).await;
                 }
                 Err(e) if e.is_retriable() => {
                     let delay = backoff.next();
@@ -572,6 +622,12 @@ impl TaskRunner {
                 }
             };
             match sent {
+                Err(e) if e.kind == crate::sink::SinkErrorKind::Fenced => {
+                    // A newer instance of the task took its transactional id over: stop quietly.
+                    tracing::warn!(task = %self.name, "the sink refused a record as fenced: {e}");
+                    self.fence.supersede();
+                    return Ok(Sent::Stopping);
+                }
                 Ok(pending) => {
                     let submitted = hooks.record_dispatched(&record);
                     self.observe(&record, submitted.as_ref());
@@ -655,11 +711,49 @@ impl TaskRunner {
             LoopEvent::Delivered(delivered) => {
                 self.topics
                     .record(delivered.iter().map(|(_, metadata)| metadata.as_ref()));
+                if matches!(self.delivery, TaskDelivery::ExactlyOnce { .. }) {
+                    // `commit_record` once the transaction committed (see `release_committed`).
+                    self.deferred.extend(delivered);
+                    return;
+                }
                 for (record, metadata) in delivered {
                     self.call_commit_record(&record, metadata.as_ref()).await;
                 }
             }
             LoopEvent::Committed => self.call_commit().await,
+        }
+    }
+
+    /// Calls `commit_record` for the records whose transaction committed since the last call, once
+    /// their deliveries are reported (they are: the commit waited for them), waiting at most
+    /// `offset.flush.timeout.ms` for the reports.
+    async fn release_committed<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) {
+        let committed = hooks.take_committed_records();
+        if committed == 0 {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + self.settings.flush_timeout;
+        while self.deferred.len() < committed {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(event)) => self.handle_event(event).await,
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let ready = committed.min(self.deferred.len());
+        let released: Vec<_> = self.deferred.drain(..ready).collect();
+        for (record, metadata) in released {
+            self.call_commit_record(&record, metadata.as_ref()).await;
+        }
+    }
+
+    /// Fails the task with `e`, unless a newer instance fenced it (it then stops quietly).
+    fn fail_unless_fenced(&self, e: CommitError) {
+        if !self.fence.is_superseded() {
+            self.fail(e.to_string());
         }
     }
 

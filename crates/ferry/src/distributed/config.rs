@@ -95,6 +95,23 @@ pub struct DistributedConfig {
     pub topic_creation_enable: bool,
     /// `connector.client.config.override.policy` (default `All`).
     pub override_policy: ferry_kafka::OverridePolicy,
+    /// `exactly.once.source.support` (default `disabled`).
+    pub exactly_once_source: ferry_runtime::config::exactly_once::ExactlyOnceSource,
+}
+
+/// `exactly.once.source.support`.
+fn exactly_once_source(
+    props: &Properties,
+    errors: &mut Vec<ConfigError>,
+) -> ferry_runtime::config::exactly_once::ExactlyOnceSource {
+    use ferry_runtime::config::exactly_once::{EXACTLY_ONCE_SOURCE_SUPPORT, ExactlyOnceSource};
+    match props.get(EXACTLY_ONCE_SOURCE_SUPPORT) {
+        None => ExactlyOnceSource::Disabled,
+        Some(value) => ExactlyOnceSource::parse(value).unwrap_or_else(|message| {
+            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, message));
+            ExactlyOnceSource::Disabled
+        }),
+    }
 }
 
 impl DistributedConfig {
@@ -170,6 +187,7 @@ impl DistributedConfig {
         let config_providers = ConfigProviders::from_properties(props, &mut errors);
         let (topic_creation_enable, override_policy) =
             ferry_kafka::connector_settings(props, &mut errors);
+        let exactly_once_source = exactly_once_source(props, &mut errors);
 
         let config = DistributedConfig {
             bootstrap_servers: bootstrap_servers.unwrap_or_default(),
@@ -198,6 +216,7 @@ impl DistributedConfig {
             config_providers,
             topic_creation_enable,
             override_policy,
+            exactly_once_source,
         };
         config.check_timeouts(props, &mut errors);
         if errors.is_empty() {

@@ -66,6 +66,7 @@ pub(super) const KEYS: &[&str] = &[
     ferry_plugin::HEADER_CONVERTER,
     ferry_kafka::connector_keys::TOPIC_CREATION_ENABLE,
     ferry_kafka::connector_keys::CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
+    ferry_runtime::config::exactly_once::EXACTLY_ONCE_SOURCE_SUPPORT,
 ];
 
 /// The required keys, with what to set them to.

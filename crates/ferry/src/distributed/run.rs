@@ -92,6 +92,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         value_converter: config.value_converter,
         topic_creation_enable: config.topic_creation_enable,
         override_policy: config.override_policy,
+        offsets_topic: Some(config.offset_topic.name.clone()),
     };
     let sinks = sink_spec.start().await.map_err(|e| e.to_string())?;
     tracing::info!(
@@ -116,6 +117,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
         // the broker, not the status topic, stops a task's previous owner from committing.
         task_fencing: Some(config.group_id.clone()),
         membership: Some(membership.clone()),
+        exactly_once_source: config.exactly_once_source,
         ..WorkerSettings::default()
     };
     let worker = Worker::with_sinks(

@@ -187,6 +187,8 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
         ),
         fence: Arc::default(),
         membership: None,
+        delivery: super::TaskDelivery::AtLeastOnce,
+        deferred: Default::default(),
     };
     let mut hooks = hooks(log.clone(), acks.clone());
     let run = tokio::spawn(async move { runner.run_with(&mut hooks).await });

@@ -3,10 +3,10 @@
 //!
 //! Kafka Connect's `AbstractWorkerSourceTask` runs one loop and calls hooks that its two subclasses
 //! implement: `WorkerSourceTask` (at-least-once) and `ExactlyOnceWorkerSourceTask`. [`TaskHooks`] are
-//! those hooks; [`super::at_least_once::AtLeastOnce`] is the one implementation today. An exactly-once
-//! variant implements the same hooks — begin a transaction before the first send, write the offsets
-//! with the records and commit the transaction at the batch boundary, no periodic committer — without
-//! a second loop.
+//! those hooks; [`super::at_least_once::AtLeastOnce`] and [`super::exactly_once::ExactlyOnceHooks`]
+//! implement them — the latter begins a transaction before the first send, writes the offsets with
+//! the records and commits the transaction at the batch boundary, with no periodic committer — in
+//! the one loop.
 //!
 //! Per record, the loop makes one plain (not async) call, [`TaskHooks::record_dispatched`]: no
 //! allocation beyond the hook's own work. The async hooks return `impl Future` rather than boxed
@@ -111,6 +111,29 @@ pub(crate) trait TaskHooks: Send {
     /// the [`crate::worker::commit::Committer`]; exactly-once: `None`, the transactions commit).
     fn periodic_committer(&self) -> Option<Arc<dyn Commit>>;
 
+    /// The task was paused (it polls no more until resumed). Exactly-once: commit the open
+    /// transaction, so that a paused task holds none open.
+    ///
+    /// # Errors
+    /// The task fails with this error.
+    fn paused(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    /// Whether `commit_record` must wait until the record's offsets committed
+    /// ([`take_committed_records`](Self::take_committed_records)) rather than follow its delivery
+    /// (exactly-once: a delivered record's transaction may still abort).
+    fn defers_commit_record(&self) -> bool {
+        false
+    }
+
+    /// How many more sent records (in send order) have committed since the last call; the loop then
+    /// calls `commit_record` for them once their deliveries are reported. Always 0 unless
+    /// [`defers_commit_record`](Self::defers_commit_record).
+    fn take_committed_records(&mut self) -> usize {
+        0
+    }
+
     /// `finalOffsetCommit(failed)`: the last commit of a stopping task, after its deliveries resolved
     /// (or their wait timed out). `failed`: the task failed. At-least-once commits what was
     /// acknowledged either way; exactly-once commits an open transaction or aborts it if `failed`.
@@ -134,6 +157,9 @@ pub(crate) trait DynTaskHooks: Send {
     fn dyn_record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
     fn dyn_batch_dispatched(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>>;
+    fn dyn_paused(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
+    fn dyn_defers_commit_record(&self) -> bool;
+    fn dyn_take_committed_records(&mut self) -> usize;
     fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome>;
 }
 
@@ -161,6 +187,15 @@ impl<H: TaskHooks> DynTaskHooks for H {
     }
     fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>> {
         TaskHooks::periodic_committer(self)
+    }
+    fn dyn_paused(&mut self) -> BoxFuture<'_, Result<(), CommitError>> {
+        Box::pin(TaskHooks::paused(self))
+    }
+    fn dyn_defers_commit_record(&self) -> bool {
+        TaskHooks::defers_commit_record(self)
+    }
+    fn dyn_take_committed_records(&mut self) -> usize {
+        TaskHooks::take_committed_records(self)
     }
     fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome> {
         Box::pin(TaskHooks::final_commit(self, failed))
@@ -190,6 +225,15 @@ impl TaskHooks for Box<dyn DynTaskHooks> {
     }
     fn periodic_committer(&self) -> Option<Arc<dyn Commit>> {
         DynTaskHooks::dyn_periodic_committer(&**self)
+    }
+    fn paused(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
+        DynTaskHooks::dyn_paused(&mut **self)
+    }
+    fn defers_commit_record(&self) -> bool {
+        DynTaskHooks::dyn_defers_commit_record(&**self)
+    }
+    fn take_committed_records(&mut self) -> usize {
+        DynTaskHooks::dyn_take_committed_records(&mut **self)
     }
     fn final_commit(&mut self, failed: bool) -> impl Future<Output = CommitOutcome> + Send {
         DynTaskHooks::dyn_final_commit(&mut **self, failed)

@@ -1,0 +1,223 @@
+//! A task's transactional sink (exactly-once source delivery, KIP-618): the task's own producer, with
+//! `transactional.id = <group.id>-<connector>-<task>` as Kafka Connect names it, writes the task's
+//! records and the offset records that cover them (to the worker's offsets topic) in one transaction.
+//!
+//! Opening it runs `initTransactions`, which fences every earlier producer of the id — the task's
+//! previous instance, wherever it runs — before the task reads its offsets. A fenced producer's
+//! sends and commits fail with `PRODUCER_FENCED` ([`SinkErrorKind::Fenced`]); its open transaction
+//! was aborted by the coordinator, so nothing it wrote since its last commit is visible to
+//! `read_committed` readers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use ferry_api::SourceRecord;
+use ferry_offsets::OffsetWrite;
+use ferry_plugin::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind, TransactionalSink};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
+
+use crate::sink::{KafkaSink, kind_of};
+
+/// A task's transactional producer and the offsets topic its offsets go to.
+pub(crate) struct TransactionalKafkaSink {
+    sink: KafkaSink,
+    describe: String,
+    offsets_topic: String,
+    /// Bound of `initTransactions`, a commit and an abort.
+    timeout: Duration,
+    open: AtomicBool,
+}
+
+impl TransactionalKafkaSink {
+    /// Runs `initTransactions` on `sink`'s producer (fencing earlier holders of its transactional id).
+    ///
+    /// # Errors
+    /// The coordinator did not answer within `timeout` (retriable), or refused the id.
+    pub(crate) async fn open(
+        sink: KafkaSink,
+        transactional_id: &str,
+        offsets_topic: String,
+        timeout: Duration,
+    ) -> Result<Self, SinkError> {
+        let describe = format!("{} (transactional.id {transactional_id})", sink.describe());
+        let producer = sink.producer().clone();
+        let initialized = tokio::task::spawn_blocking(move || producer.init_transactions(timeout))
+            .await
+            .unwrap_or(Err(KafkaError::Canceled));
+        if let Err(e) = initialized {
+            return Err(SinkError::new(
+                describe,
+                kind_of(&e),
+                format!(
+                    "initTransactions failed: {e}; check that the brokers are reachable and that this worker \
+                     may use transactional ids (ACL TransactionalId Write)"
+                ),
+            )
+            .with_source(e));
+        }
+        Ok(Self {
+            sink,
+            describe,
+            offsets_topic,
+            timeout,
+            open: AtomicBool::new(false),
+        })
+    }
+
+    fn error(&self, what: &str, e: &KafkaError) -> SinkError {
+        let kind = if matches!(
+            e.rdkafka_error_code(),
+            Some(
+                RDKafkaErrorCode::ProducerFenced
+                    | RDKafkaErrorCode::InvalidProducerEpoch
+                    | RDKafkaErrorCode::Fenced
+                    | RDKafkaErrorCode::TransactionCoordinatorFenced
+            )
+        ) {
+            SinkErrorKind::Fenced
+        } else {
+            kind_of(e)
+        };
+        SinkError::new(self.describe.as_str(), kind, format!("{what} failed: {e}"))
+    }
+
+    /// Commits (`true`) or aborts the open transaction, off the runtime's threads.
+    async fn end(&self, commit: bool) -> Result<(), KafkaError> {
+        let producer = self.sink.producer().clone();
+        let timeout = self.timeout;
+        tokio::task::spawn_blocking(move || {
+            if commit {
+                producer.commit_transaction(timeout)
+            } else {
+                producer.abort_transaction(timeout)
+            }
+        })
+        .await
+        .unwrap_or(Err(KafkaError::Canceled))
+    }
+
+    /// Sends the offset records; returns their deliveries.
+    async fn send_offsets(&self, offsets: &[OffsetWrite]) -> Result<Vec<DeliveryFuture>, SinkError> {
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let mut pending = Vec::with_capacity(offsets.len());
+        for write in offsets {
+            loop {
+                let mut record = FutureRecord::<[u8], [u8]>::to(&self.offsets_topic)
+                    .key(&write.key[..])
+                    .timestamp(timestamp);
+                if let Some(value) = &write.value {
+                    record = record.payload(&value[..]);
+                }
+                match self.sink.producer().send_result(record) {
+                    Ok(future) => {
+                        pending.push(future);
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    Err((e, _)) => return Err(self.error("sending the offset records", &e)),
+                }
+            }
+        }
+        Ok(pending)
+    }
+}
+
+#[async_trait]
+impl RecordSink for TransactionalKafkaSink {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
+        if !self.in_transaction() {
+            return Err(SinkError::new(
+                self.describe.as_str(),
+                SinkErrorKind::Fatal,
+                "a record was sent with no transaction open",
+            ));
+        }
+        self.sink.send(record).await.map_err(|e| {
+            if e.kind == SinkErrorKind::Fenced {
+                SinkError::new(self.describe.as_str(), SinkErrorKind::Fenced, e.message)
+            } else {
+                e
+            }
+        })
+    }
+
+    async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
+        self.sink.flush(timeout).await
+    }
+}
+
+#[async_trait]
+impl TransactionalSink for TransactionalKafkaSink {
+    fn begin(&self) -> Result<(), SinkError> {
+        if self.in_transaction() {
+            return Ok(());
+        }
+        self.sink
+            .producer()
+            .begin_transaction()
+            .map_err(|e| self.error("beginning a transaction", &e))?;
+        self.open.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    async fn commit(&self, offsets: &[OffsetWrite]) -> Result<(), SinkError> {
+        if !self.in_transaction() {
+            return Ok(());
+        }
+        let sent = self.send_offsets(offsets).await;
+        let result = match sent {
+            Ok(pending) => match self.end(true).await {
+                Ok(()) => {
+                    // Resolved by the commit (which flushes): a failure here cannot happen once the
+                    // commit succeeded, but is reported rather than assumed away.
+                    for delivery in pending {
+                        if let Ok(Err((e, _))) = delivery.await {
+                            self.open.store(false, Ordering::Release);
+                            return Err(self.error("an offset record of the committed transaction", &e));
+                        }
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(self.error("committing the transaction", &e)),
+            },
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &result
+            && e.kind != SinkErrorKind::Fenced
+        {
+            // Whatever was under way is aborted, so that the producer can begin again (a fatal
+            // error leaves it unusable: the task fails and its restart opens a new one).
+            if let Err(abort) = self.end(false).await {
+                tracing::debug!(sink = %self.describe, "aborting after a failed commit: {abort}");
+            }
+        }
+        self.open.store(false, Ordering::Release);
+        result
+    }
+
+    async fn abort(&self) -> Result<(), SinkError> {
+        if !self.in_transaction() {
+            return Ok(());
+        }
+        let result = self
+            .end(false)
+            .await
+            .map_err(|e| self.error("aborting the transaction", &e));
+        self.open.store(false, Ordering::Release);
+        result
+    }
+}

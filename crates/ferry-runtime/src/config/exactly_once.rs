@@ -1,0 +1,237 @@
+//! Exactly-once source delivery's settings (Kafka Connect's KIP-618 names and values): the
+//! distributed worker's `exactly.once.source.support`, and each connector's `exactly.once.support`,
+//! `transaction.boundary` and `transaction.boundary.interval.ms`.
+
+use std::time::Duration;
+
+use ferry_api::{Config, ExactlyOnceSupport, SourceConnector};
+
+/// Worker key: `disabled` (default), `preparing`, `enabled`.
+pub const EXACTLY_ONCE_SOURCE_SUPPORT: &str = "exactly.once.source.support";
+/// Connector key: `requested` (default) or `required`.
+pub const EXACTLY_ONCE_SUPPORT: &str = "exactly.once.support";
+/// Connector key: `poll` (default), `interval`, `connector`.
+pub const TRANSACTION_BOUNDARY: &str = "transaction.boundary";
+/// Connector key: the interval of `transaction.boundary=interval` (default: the worker's
+/// `offset.flush.interval.ms`).
+pub const TRANSACTION_BOUNDARY_INTERVAL_MS: &str = "transaction.boundary.interval.ms";
+
+/// `exactly.once.source.support`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExactlyOnceSource {
+    /// Every task delivers at least once (its offset commits are still fenced by the broker).
+    #[default]
+    Disabled,
+    /// Kafka Connect's step of a rolling upgrade (workers fence zombie task producers but do not
+    /// write transactionally yet): in Ferry, every task already fences its offset commits, so
+    /// `preparing` behaves as `disabled`.
+    Preparing,
+    /// Connectors that can deliver exactly once do (see [`delivery`]).
+    Enabled,
+}
+
+impl ExactlyOnceSource {
+    /// Parses a value, case-insensitively.
+    ///
+    /// # Errors
+    /// The accepted values, for the error message.
+    pub fn parse(value: &str) -> Result<Self, &'static str> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Ok(Self::Disabled),
+            "preparing" => Ok(Self::Preparing),
+            "enabled" => Ok(Self::Enabled),
+            _ => Err("accepted values: disabled (default), preparing, enabled"),
+        }
+    }
+}
+
+/// Where a connector's transactions end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionBoundary {
+    /// One transaction per poll batch.
+    Poll,
+    /// One transaction per interval (`None`: the worker's `offset.flush.interval.ms`).
+    Interval(Option<Duration>),
+}
+
+/// A connector's exactly-once settings, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectorExactlyOnce {
+    /// `exactly.once.support=required`.
+    pub required: bool,
+    /// `transaction.boundary`.
+    pub boundary: TransactionBoundary,
+}
+
+impl ConnectorExactlyOnce {
+    /// Reads the keys of `config`.
+    ///
+    /// # Errors
+    /// (key, message) per invalid value.
+    pub fn parse(config: &Config) -> Result<Self, Vec<(String, String)>> {
+        let mut issues = Vec::new();
+        let required = match config
+            .get(EXACTLY_ONCE_SUPPORT)
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("requested") => false,
+            Some("required") => true,
+            Some(_) => {
+                issues.push((
+                    EXACTLY_ONCE_SUPPORT.to_owned(),
+                    "accepted values: requested (default), required".to_owned(),
+                ));
+                false
+            }
+        };
+        let interval = match config.get(TRANSACTION_BOUNDARY_INTERVAL_MS).map(|v| v.trim()) {
+            None | Some("") => None,
+            Some(text) => match text.parse::<u64>() {
+                Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+                _ => {
+                    issues.push((
+                        TRANSACTION_BOUNDARY_INTERVAL_MS.to_owned(),
+                        "must be a positive number of milliseconds".to_owned(),
+                    ));
+                    None
+                }
+            },
+        };
+        let boundary = match config
+            .get(TRANSACTION_BOUNDARY)
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("poll") => TransactionBoundary::Poll,
+            Some("interval") => TransactionBoundary::Interval(interval),
+            Some("connector") => {
+                issues.push((
+                    TRANSACTION_BOUNDARY.to_owned(),
+                    "connector-defined transaction boundaries (TransactionContext) are not implemented \
+                     yet; use poll (default) or interval"
+                        .to_owned(),
+                ));
+                TransactionBoundary::Poll
+            }
+            Some(_) => {
+                issues.push((
+                    TRANSACTION_BOUNDARY.to_owned(),
+                    "accepted values: poll (default), interval, connector".to_owned(),
+                ));
+                TransactionBoundary::Poll
+            }
+        };
+        if issues.is_empty() {
+            Ok(Self { required, boundary })
+        } else {
+            Err(issues)
+        }
+    }
+}
+
+/// How one connector's tasks deliver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// At least once.
+    AtLeastOnce,
+    /// Exactly once, transactions ending at `boundary`.
+    ExactlyOnce(TransactionBoundary),
+}
+
+/// The delivery of `connector` with `config` on a worker with `worker` support: exactly once when
+/// the worker has it enabled and the connector declares it supported; at least once (with a WARN)
+/// when the connector only `requested` it and does not declare support.
+///
+/// # Errors
+/// The connector `required` exactly-once delivery and the worker or the connector cannot give it,
+/// or its exactly-once settings are invalid.
+pub fn delivery(
+    worker: ExactlyOnceSource,
+    connector: &dyn SourceConnector,
+    config: &Config,
+) -> Result<Delivery, String> {
+    let settings = ConnectorExactlyOnce::parse(config).map_err(|issues| {
+        issues
+            .iter()
+            .map(|(k, m)| format!("{k}: {m}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    if worker != ExactlyOnceSource::Enabled {
+        if settings.required {
+            return Err(format!(
+                "{EXACTLY_ONCE_SUPPORT}=required, but this worker does not have \
+                 {EXACTLY_ONCE_SOURCE_SUPPORT}=enabled"
+            ));
+        }
+        return Ok(Delivery::AtLeastOnce);
+    }
+    match connector.exactly_once_support(config) {
+        ExactlyOnceSupport::Supported => Ok(Delivery::ExactlyOnce(settings.boundary)),
+        other if settings.required => Err(format!(
+            "{EXACTLY_ONCE_SUPPORT}=required, but the connector does not declare exactly-once support \
+             with this configuration ({other:?})"
+        )),
+        other => {
+            tracing::warn!(
+                "the connector does not declare exactly-once support with this configuration ({other:?}); \
+                 its tasks deliver at least once ({EXACTLY_ONCE_SUPPORT}=requested)"
+            );
+            Ok(Delivery::AtLeastOnce)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        let mut c = Config::new();
+        for (k, v) in pairs {
+            c.insert((*k).to_owned(), (*v).to_owned());
+        }
+        c
+    }
+
+    #[test]
+    fn connector_settings_parse_with_kafka_connects_defaults_and_refuse_bad_values() {
+        assert_eq!(
+            ConnectorExactlyOnce::parse(&Config::new()),
+            Ok(ConnectorExactlyOnce {
+                required: false,
+                boundary: TransactionBoundary::Poll
+            })
+        );
+        assert_eq!(
+            ConnectorExactlyOnce::parse(&config(&[
+                (EXACTLY_ONCE_SUPPORT, "Required"),
+                (TRANSACTION_BOUNDARY, "interval"),
+                (TRANSACTION_BOUNDARY_INTERVAL_MS, "250"),
+            ])),
+            Ok(ConnectorExactlyOnce {
+                required: true,
+                boundary: TransactionBoundary::Interval(Some(Duration::from_millis(250)))
+            })
+        );
+        let issues = ConnectorExactlyOnce::parse(&config(&[
+            (EXACTLY_ONCE_SUPPORT, "maybe"),
+            (TRANSACTION_BOUNDARY, "connector"),
+            (TRANSACTION_BOUNDARY_INTERVAL_MS, "-1"),
+        ]))
+        .unwrap_err();
+        let keys: Vec<&str> = issues.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                EXACTLY_ONCE_SUPPORT,
+                TRANSACTION_BOUNDARY_INTERVAL_MS,
+                TRANSACTION_BOUNDARY
+            ]
+        );
+        assert!(issues[2].1.contains("not implemented"), "{issues:?}");
+        assert_eq!(ExactlyOnceSource::parse(" Enabled "), Ok(ExactlyOnceSource::Enabled));
+        assert!(ExactlyOnceSource::parse("on").is_err());
+    }
+}
