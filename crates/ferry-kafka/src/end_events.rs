@@ -10,6 +10,13 @@
 //! its partition, the reader seeks the partition to its position — which drops every queued event and
 //! record of it (librdkafka's fetch version barrier) — and only an event that arrives after that seek
 //! marks the partition as read.
+//!
+//! librdkafka emits one end-of-partition event per end offset: a reader that consumed it in an
+//! earlier read (the consumer lives as long as the store) never gets it again for the same end. So
+//! a partition still behind that got neither a record nor an event for the grace period is sought
+//! too — a seek resets librdkafka's event, so reaching the end offset again emits a fresh one. This
+//! is what a transactional offsets topic needs: aborted records and transaction markers below the end
+//! offset are never delivered, so the consumer's position can stop short of the end.
 
 use std::time::{Duration, Instant};
 
@@ -45,27 +52,46 @@ pub(crate) enum Verdict {
 #[derive(Debug)]
 pub(crate) struct EndEvents {
     events: Vec<EndEvent>,
+    /// Per partition: since when neither a record nor an event of it arrived.
+    quiet_since: Vec<Instant>,
     grace: Duration,
 }
 
 impl EndEvents {
-    /// A read of `partitions` partitions, checking events that stood for `grace`.
+    /// A read of `partitions` partitions starting now, checking events that stood for `grace`.
     pub(crate) fn new(partitions: usize, grace: Duration) -> Self {
+        Self::starting(partitions, grace, Instant::now())
+    }
+
+    /// A read of `partitions` partitions that started at `start`.
+    pub(crate) fn starting(partitions: usize, grace: Duration, start: Instant) -> Self {
         Self {
             events: vec![EndEvent::None; partitions],
+            quiet_since: vec![start; partitions],
             grace,
         }
     }
 
     /// A record of partition `p` arrived: an unchecked event before it was stale.
     pub(crate) fn record(&mut self, p: usize) {
+        self.record_at(p, Instant::now());
+    }
+
+    /// [`record`](Self::record) at `now`.
+    pub(crate) fn record_at(&mut self, p: usize, now: Instant) {
         if let Some(event @ EndEvent::Unchecked(_)) = self.events.get_mut(p) {
             *event = EndEvent::None;
+        }
+        if let Some(since) = self.quiet_since.get_mut(p) {
+            *since = now;
         }
     }
 
     /// An end-of-partition event of partition `p` arrived at `now`.
     pub(crate) fn end_event(&mut self, p: usize, now: Instant) {
+        if let Some(since) = self.quiet_since.get_mut(p) {
+            *since = now;
+        }
         if let Some(event) = self.events.get_mut(p) {
             *event = match *event {
                 // The seek dropped every older event: this one is from a later fetch.
@@ -83,6 +109,15 @@ impl EndEvents {
             Some(EndEvent::Unchecked(at)) if now.saturating_duration_since(*at) >= self.grace => {
                 Verdict::Seek
             }
+            // Its event may have been consumed by an earlier read: a seek brings a fresh one.
+            Some(EndEvent::None)
+                if self
+                    .quiet_since
+                    .get(p)
+                    .is_some_and(|since| now.saturating_duration_since(*since) >= self.grace) =>
+            {
+                Verdict::Seek
+            }
             _ => Verdict::Behind,
         }
     }
@@ -91,6 +126,15 @@ impl EndEvents {
     pub(crate) fn sought(&mut self, p: usize) {
         if let Some(event) = self.events.get_mut(p) {
             *event = EndEvent::Sought;
+        }
+    }
+
+    /// Partition `p` was sought at `now` ([`sought`](Self::sought)); a seek that brings neither a
+    /// record nor an event within the grace period is repeated.
+    pub(crate) fn sought_at(&mut self, p: usize, now: Instant) {
+        self.sought(p);
+        if let Some(since) = self.quiet_since.get_mut(p) {
+            *since = now;
         }
     }
 }
@@ -124,7 +168,7 @@ pub(crate) fn first_behind<E>(
             }
             Verdict::Seek => {
                 seek(partition, *next)?;
-                events.sought(p);
+                events.sought_at(p, now);
             }
             Verdict::Behind => {}
         }
@@ -195,15 +239,39 @@ mod tests {
     #[test]
     fn a_record_after_an_event_restarts_the_grace_period() {
         let start = Instant::now();
-        let mut events = EndEvents::new(1, GRACE);
+        let mut events = EndEvents::starting(1, GRACE, start);
         events.end_event(0, start);
-        events.record(0);
+        events.record_at(0, start + 5 * GRACE - GRACE / 2);
         assert_eq!(events.verdict(0, start + 5 * GRACE), Verdict::Behind);
         let later = start + 5 * GRACE;
         events.end_event(0, later);
         events.end_event(0, later + GRACE / 2); // a second event keeps the first one's instant
         assert_eq!(events.verdict(0, later + GRACE / 2), Verdict::Behind);
         assert_eq!(events.verdict(0, later + GRACE), Verdict::Seek);
+    }
+
+    /// A partition behind its end with neither a record nor an event for the grace period — its end
+    /// event was consumed by an earlier read, and aborted records below the end offset are never
+    /// delivered — is sought, which brings a fresh event.
+    #[test]
+    fn a_quiet_partition_without_an_event_is_sought_after_the_grace_period() {
+        let start = Instant::now();
+        let mut events = EndEvents::starting(2, GRACE, start);
+        assert_eq!(events.verdict(0, start + GRACE / 2), Verdict::Behind);
+        events.record_at(1, start + GRACE / 2);
+        assert_eq!(events.verdict(0, start + GRACE), Verdict::Seek);
+        assert_eq!(
+            events.verdict(1, start + GRACE),
+            Verdict::Behind,
+            "a partition whose records still come is not sought"
+        );
+        events.sought_at(0, start + GRACE);
+        assert_eq!(
+            events.verdict(0, start + GRACE + GRACE / 2),
+            Verdict::Behind
+        );
+        events.end_event(0, start + GRACE + GRACE / 2);
+        assert_eq!(events.verdict(0, start + 2 * GRACE), Verdict::Read);
     }
 
     /// Partitions outside the read (a broker answering for more) change nothing.

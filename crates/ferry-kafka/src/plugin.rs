@@ -516,7 +516,12 @@ impl KafkaSinkProvider {
         Ok((converters, producer_overrides(config)))
     }
 
-    fn refuse(&self, task: &TaskSinkContext<'_>, what: &str, issues: Vec<ConfigIssue>) -> SinkError {
+    fn refuse(
+        &self,
+        task: &TaskSinkContext<'_>,
+        what: &str,
+        issues: Vec<ConfigIssue>,
+    ) -> SinkError {
         let issues: Vec<String> = issues
             .into_iter()
             .map(|i| format!("{}: {}", i.key, i.message))

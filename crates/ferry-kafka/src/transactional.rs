@@ -14,7 +14,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use ferry_api::SourceRecord;
 use ferry_offsets::OffsetWrite;
-use ferry_plugin::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind, TransactionalSink};
+use ferry_plugin::sink::{
+    PendingDelivery, RecordSink, SinkError, SinkErrorKind, TransactionalSink,
+};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
 
@@ -99,7 +101,10 @@ impl TransactionalKafkaSink {
     }
 
     /// Sends the offset records; returns their deliveries.
-    async fn send_offsets(&self, offsets: &[OffsetWrite]) -> Result<Vec<DeliveryFuture>, SinkError> {
+    async fn send_offsets(
+        &self,
+        offsets: &[OffsetWrite],
+    ) -> Result<Vec<DeliveryFuture>, SinkError> {
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -187,7 +192,9 @@ impl TransactionalSink for TransactionalKafkaSink {
                     for delivery in pending {
                         if let Ok(Err((e, _))) = delivery.await {
                             self.open.store(false, Ordering::Release);
-                            return Err(self.error("an offset record of the committed transaction", &e));
+                            return Err(
+                                self.error("an offset record of the committed transaction", &e)
+                            );
                         }
                     }
                     Ok(())

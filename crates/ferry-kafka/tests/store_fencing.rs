@@ -138,7 +138,9 @@ async fn reads_reach_the_end_past_aborted_transactions_at_a_partitions_tail() {
     for position in [7, 8, 9] {
         producer
             .send(
-                FutureRecord::to(&topic).key(&k[..]).payload(&value(position)[..]),
+                FutureRecord::to(&topic)
+                    .key(&k[..])
+                    .payload(&value(position)[..]),
                 std::time::Duration::from_secs(10),
             )
             .await

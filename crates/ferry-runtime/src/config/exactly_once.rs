@@ -85,7 +85,10 @@ impl ConnectorExactlyOnce {
                 false
             }
         };
-        let interval = match config.get(TRANSACTION_BOUNDARY_INTERVAL_MS).map(|v| v.trim()) {
+        let interval = match config
+            .get(TRANSACTION_BOUNDARY_INTERVAL_MS)
+            .map(|v| v.trim())
+        {
             None | Some("") => None,
             Some(text) => match text.parse::<u64>() {
                 Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
@@ -231,7 +234,10 @@ mod tests {
             ]
         );
         assert!(issues[2].1.contains("not implemented"), "{issues:?}");
-        assert_eq!(ExactlyOnceSource::parse(" Enabled "), Ok(ExactlyOnceSource::Enabled));
+        assert_eq!(
+            ExactlyOnceSource::parse(" Enabled "),
+            Ok(ExactlyOnceSource::Enabled)
+        );
         assert!(ExactlyOnceSource::parse("on").is_err());
     }
 }

@@ -917,7 +917,8 @@ async fn open_task_io(
     delivery: Result<crate::config::exactly_once::Delivery, String>,
 ) -> Result<TaskIo, String> {
     use crate::config::exactly_once::Delivery;
-    let fencing_id = fencing.map(|prefix| format!("{prefix}-{}-{}", context.connector, context.task));
+    let fencing_id =
+        fencing.map(|prefix| format!("{prefix}-{}-{}", context.connector, context.task));
     match delivery? {
         Delivery::AtLeastOnce => {
             let writes = match &fencing_id {
@@ -925,7 +926,9 @@ async fn open_task_io(
                 Some(id) => match store.open_task_writer(id).await {
                     Ok(Some(writer)) => (writer, true),
                     Ok(None) => (store, false),
-                    Err(e) => return Err(format!("cannot open the task's fenced offset writer: {e}")),
+                    Err(e) => {
+                        return Err(format!("cannot open the task's fenced offset writer: {e}"));
+                    }
                 },
             };
             let sink = sinks

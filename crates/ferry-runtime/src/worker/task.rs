@@ -237,16 +237,17 @@ impl TaskRunner {
                 boundary,
                 connector,
             } => {
-                let mut hooks = exactly_once::ExactlyOnceHooks::new(exactly_once::ExactlyOnceParts {
-                    task: self.name.clone(),
-                    connector: connector.clone(),
-                    sink: sink.clone(),
-                    boundary: *boundary,
-                    flush_interval: self.settings.flush_interval,
-                    flush_timeout: self.settings.flush_timeout,
-                    fence: self.fence.clone(),
-                    metrics: self.metrics.clone(),
-                });
+                let mut hooks =
+                    exactly_once::ExactlyOnceHooks::new(exactly_once::ExactlyOnceParts {
+                        task: self.name.clone(),
+                        connector: connector.clone(),
+                        sink: sink.clone(),
+                        boundary: *boundary,
+                        flush_interval: self.settings.flush_interval,
+                        flush_timeout: self.settings.flush_timeout,
+                        fence: self.fence.clone(),
+                        metrics: self.metrics.clone(),
+                    });
                 self.run_with(&mut hooks).await;
             }
         }

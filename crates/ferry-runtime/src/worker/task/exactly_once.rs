@@ -70,7 +70,9 @@ impl ExactlyOnceHooks {
         });
         let interval = match parts.boundary {
             TransactionBoundary::Poll => None,
-            TransactionBoundary::Interval(interval) => Some(interval.unwrap_or(parts.flush_interval)),
+            TransactionBoundary::Interval(interval) => {
+                Some(interval.unwrap_or(parts.flush_interval))
+            }
         };
         Self {
             task: parts.task,
@@ -104,13 +106,24 @@ impl ExactlyOnceHooks {
         let flushed = match self.writer.begin_flush(self.flush_timeout).await {
             Ok(Some(flush)) => flush.flush().await.map_err(|e| match e {
                 ferry_offsets::FlushError::Store {
-                    source: StoreError::Backend { source: Some(s), .. },
+                    source:
+                        StoreError::Backend {
+                            source: Some(s), ..
+                        },
                     ..
                 } => match s.downcast::<SinkError>() {
                     Ok(sink) => *sink,
-                    Err(other) => SinkError::new(self.sink.describe(), SinkErrorKind::Fatal, other.to_string()),
+                    Err(other) => SinkError::new(
+                        self.sink.describe(),
+                        SinkErrorKind::Fatal,
+                        other.to_string(),
+                    ),
                 },
-                other => SinkError::new(self.sink.describe(), SinkErrorKind::Fatal, other.to_string()),
+                other => SinkError::new(
+                    self.sink.describe(),
+                    SinkErrorKind::Fatal,
+                    other.to_string(),
+                ),
             }),
             // Records whose offsets are not tracked (none): the transaction commits without offsets.
             Ok(None) => self.sink.commit(&[]).await,
@@ -165,16 +178,20 @@ impl TaskHooks for ExactlyOnceHooks {
     }
 
     fn record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
-        self.writer
-            .stage(record.source_partition.clone(), record.source_offset.clone());
+        self.writer.stage(
+            record.source_partition.clone(),
+            record.source_offset.clone(),
+        );
         self.in_transaction += 1;
         None
     }
 
     fn record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         // Its offset commits with the transaction; `commit_record` was called for it already.
-        self.writer
-            .stage(record.source_partition.clone(), record.source_offset.clone());
+        self.writer.stage(
+            record.source_partition.clone(),
+            record.source_offset.clone(),
+        );
         None
     }
 
@@ -219,6 +236,8 @@ impl TaskHooks for ExactlyOnceHooks {
     }
 }
 
+// The hooks' own error type, made once per transaction: its size costs nothing here.
+#[allow(clippy::result_large_err)]
 fn into_result(outcome: CommitOutcome) -> Result<(), CommitError> {
     match outcome {
         CommitOutcome::Failed(e) => Err(e),
