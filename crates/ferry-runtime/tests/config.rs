@@ -455,7 +455,7 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
                 fiel=/tmp/in.txt\n\
                 topic=t\n\
                 errors.tolerance=some\n\
-                exactly.once.support=required\n\
+                offsets.storage.topic=own-offsets\n\
                 colour=red\n";
     let (_dir, path, props) = load("source.properties", text.as_bytes());
     let errors = connector_errors(&props);
@@ -497,13 +497,13 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
     );
 
     // A Kafka Connect setting Ferry lacks is named as such, not as an unknown key.
-    let eos = error_for(&errors, "exactly.once.support");
-    assert_names(eos, &path, "exactly.once.support", 7);
+    let eos = error_for(&errors, "offsets.storage.topic");
+    assert_names(eos, &path, "offsets.storage.topic", 7);
     assert!(matches!(eos, ConfigError::NotImplemented { .. }));
     assert!(
         eos.to_string().contains(
-            "\"exactly.once.support\" is a Kafka Connect setting that Ferry does not implement yet \
-             (exactly-once source support, KIP-618)"
+            "\"offsets.storage.topic\" is a Kafka Connect setting that Ferry does not implement yet \
+             (per-connector offsets topics, KIP-618)"
         ),
         "{eos}"
     );
@@ -521,7 +521,7 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
 #[test]
 fn kafka_connect_worker_settings_ferry_lacks_are_named_as_such() {
     // topic.creation.enable and connector.client.config.override.policy are the Kafka sink's keys
-    // (tested in ferry-kafka); exactly-once is not implemented.
+    // (tested in ferry-kafka); exactly-once is implemented in distributed mode only.
     let text = "offset.storage.file.filename=/tmp/o\n\
                 exactly.once.source.support=enabled\n";
     let (_dir, path, props) = load("worker.properties", text.as_bytes());
@@ -529,7 +529,7 @@ fn kafka_connect_worker_settings_ferry_lacks_are_named_as_such() {
     let (key, line, what) = (
         "exactly.once.source.support",
         2,
-        "exactly-once source support, KIP-618",
+        "exactly-once source support in standalone mode (distributed workers have it)",
     );
     let error = error_for(&errors, key);
     assert_names(error, &path, key, line);

@@ -744,7 +744,22 @@ fn committed_positions(cluster: &Cluster, connector: &str) -> BTreeMap<String, V
 /// duplicates here (the hostile test measured ~1 100 per moved task).
 #[test]
 fn a_frozen_worker_whose_tasks_moved_sends_and_commits_nothing_when_it_wakes() {
-    let mut cluster = Cluster::new(&[]);
+    frozen_worker_sends_and_commits_nothing_when_it_wakes(false);
+}
+
+/// The same with exactly-once delivery: the frozen worker's open transactions were aborted when its
+/// tasks' next owners started, and it commits none after waking.
+#[test]
+fn a_frozen_exactly_once_worker_sends_and_commits_nothing_when_it_wakes() {
+    frozen_worker_sends_and_commits_nothing_when_it_wakes(true);
+}
+
+fn frozen_worker_sends_and_commits_nothing_when_it_wakes(exactly_once: bool) {
+    let mut cluster = if exactly_once {
+        Cluster::new(&[("exactly.once.source.support", "enabled")])
+    } else {
+        Cluster::new(&[])
+    };
     for _ in 0..3 {
         cluster.start_worker();
     }

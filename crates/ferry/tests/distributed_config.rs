@@ -374,3 +374,29 @@ fn an_https_listener_is_advertised_as_kafka_connect_chooses_it_and_basic_auth_is
         "{got:?}"
     );
 }
+
+#[test]
+fn exactly_once_source_support_takes_kafka_connects_values() {
+    use ferry_runtime::config::exactly_once::ExactlyOnceSource;
+    assert_eq!(
+        parse(MINIMAL).expect("valid").exactly_once_source,
+        ExactlyOnceSource::Disabled
+    );
+    for (value, expected) in [
+        ("enabled", ExactlyOnceSource::Enabled),
+        ("PREPARING", ExactlyOnceSource::Preparing),
+        ("disabled", ExactlyOnceSource::Disabled),
+    ] {
+        let config = parse(&format!("{MINIMAL}exactly.once.source.support={value}\n"))
+            .unwrap_or_else(|e| panic!("{value}: {e}"));
+        assert_eq!(config.exactly_once_source, expected, "{value}");
+    }
+    let refused = errors(&format!("{MINIMAL}exactly.once.source.support=on\n"));
+    assert!(
+        refused
+            .iter()
+            .any(|e| e.contains("exactly.once.source.support")
+                && e.contains("disabled (default), preparing, enabled")),
+        "{refused:?}"
+    );
+}
