@@ -48,6 +48,8 @@ pub struct KafkaBroker {
     port: u16,
     controller_port: u16,
     kafka_home: PathBuf,
+    /// The address clients reach the broker at (`127.0.0.1` unless [`KafkaBroker::start_on`]).
+    host: String,
 }
 
 impl KafkaBroker {
@@ -74,11 +76,25 @@ impl KafkaBroker {
     /// # Errors
     /// As [`start`](Self::start).
     pub fn start_jvm(settings: &[(&str, &str)], jvm: Jvm) -> Result<Self, TestkitError> {
+        Self::start_host("127.0.0.1", settings, jvm)
+    }
+
+    /// As [`start_with`](Self::start_with), listening for clients on `host` (an address of this
+    /// machine, e.g. the host side of a test's veth pair, so that a process in another network
+    /// namespace reaches it) instead of loopback; the controller stays on loopback.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_on(host: &str, settings: &[(&str, &str)]) -> Result<Self, TestkitError> {
+        Self::start_host(host, settings, Jvm::Test)
+    }
+
+    fn start_host(host: &str, settings: &[(&str, &str)], jvm: Jvm) -> Result<Self, TestkitError> {
         let dir = tempfile::Builder::new()
             .prefix("ferry-kafka-")
             .tempdir()
             .map_err(|e| TestkitError::io("creating a temporary folder", Path::new("/tmp"), e))?;
-        Self::start_in(Home::Temp(dir), settings, jvm)
+        Self::start_in(Home::Temp(dir), settings, jvm, host)
     }
 
     /// The broker shared by the tests of this test binary, started by the first caller. It runs until
@@ -110,7 +126,9 @@ impl KafkaBroker {
             None => {
                 let prefix = format!("ferry-kafka-shared{}-", shared.len());
                 let started = process_long_dir(&prefix)
-                    .and_then(|dir| Self::start_in(Home::ProcessLong(dir), settings, Jvm::Test))
+                    .and_then(|dir| {
+                        Self::start_in(Home::ProcessLong(dir), settings, Jvm::Test, "127.0.0.1")
+                    })
                     // Leaked on purpose: it lives as long as the process.
                     .map(|broker| &*Box::leak(Box::new(broker)))
                     .map_err(|e| e.to_string());
@@ -121,7 +139,12 @@ impl KafkaBroker {
         started.map_err(|e| TestkitError::Start(format!("the shared broker did not start: {e}")))
     }
 
-    fn start_in(home: Home, settings: &[(&str, &str)], jvm: Jvm) -> Result<Self, TestkitError> {
+    fn start_in(
+        home: Home,
+        settings: &[(&str, &str)],
+        jvm: Jvm,
+        host: &str,
+    ) -> Result<Self, TestkitError> {
         let kafka_home = kafka_home()?;
         let mut broker = Self {
             process: None,
@@ -134,6 +157,7 @@ impl KafkaBroker {
             port: 0,
             controller_port: 0,
             kafka_home,
+            host: host.to_owned(),
         };
         let mut tries = 0;
         loop {
@@ -156,7 +180,7 @@ impl KafkaBroker {
 
     /// `bootstrap.servers` for clients.
     pub fn bootstrap_servers(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
     }
 
     /// The broker's folder (its configuration, `data/` and `kafka.log`).
@@ -225,8 +249,8 @@ impl KafkaBroker {
             "process.roles=broker,controller\n\
              node.id=1\n\
              controller.quorum.voters=1@127.0.0.1:{cport}\n\
-             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}\n\
-             advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
+             listeners=PLAINTEXT://{host}:{port},CONTROLLER://127.0.0.1:{cport}\n\
+             advertised.listeners=PLAINTEXT://{host}:{port}\n\
              controller.listener.names=CONTROLLER\n\
              inter.broker.listener.name=PLAINTEXT\n\
              listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
@@ -245,6 +269,7 @@ impl KafkaBroker {
              num.recovery.threads.per.data.dir=1\n\
              log.cleaner.threads=1\n",
             data = self.data_path().display(),
+            host = self.host,
         );
         for (key, value) in &self.settings {
             config.push_str(&format!("{key}={value}\n"));

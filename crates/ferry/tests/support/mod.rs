@@ -254,6 +254,45 @@ impl Ferry {
         }
     }
 
+    /// As [`spawn`](Self::spawn), inside the network namespace `netns` (`ip netns exec`, which execs
+    /// `ferry`: the child is the ferry process itself, so signals reach it).
+    pub fn spawn_in_netns<'a>(
+        netns: &str,
+        cwd: &Path,
+        args: impl IntoIterator<Item = &'a OsStr>,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Ferry {
+        let args: Vec<&OsStr> = args.into_iter().collect();
+        let what = format!(
+            "ferry (in network namespace {netns}) {}",
+            args.iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let out = File::create(stdout).expect("create the stdout file");
+        let err = File::create(stderr).expect("create the stderr file");
+        let child = Command::new("ip")
+            .args(["netns", "exec", netns, FERRY])
+            .args(&args)
+            .current_dir(cwd)
+            .env("RUST_LOG", "info")
+            .env_remove("RUST_BACKTRACE")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        Ferry {
+            child,
+            exit: None,
+            what,
+            stdout: stdout.to_path_buf(),
+            stderr: stderr.to_path_buf(),
+        }
+    }
+
     /// Everything the process wrote to stderr (its log) so far.
     pub fn log(&self) -> String {
         read_lossy(&self.stderr)

@@ -120,7 +120,11 @@ fn confirm(consumer: &BaseConsumer<SlotsContext>, lease: &MembershipLease) {
             return;
         }
     }
-    match consumer.commit(&offsets, CommitMode::Sync) {
+    let committed = consumer.commit(&offsets, CommitMode::Sync);
+    if sent.elapsed() > Duration::from_secs(1) {
+        tracing::warn!(group = %group, "a membership check took {:.1?} ({committed:?})", sent.elapsed());
+    }
+    match committed {
         Ok(()) => lease.confirm(sent),
         Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::RebalanceInProgress) => {
             lease.confirm(sent);

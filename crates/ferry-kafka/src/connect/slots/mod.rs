@@ -689,10 +689,23 @@ fn poll_loop(
             Err(TryRecvError::Empty) => {}
         }
     }
+    let closing = std::time::Instant::now();
     if let Some(confirmer) = confirmer {
         confirmer.stop();
     }
+    tracing::info!(
+        "leaving the group: membership checks stopped after {:.1?}",
+        closing.elapsed()
+    );
     // Tasks first: the leader serves REST writes until its tasks have stopped.
     drop(consumer);
+    tracing::info!(
+        "leaving the group: task slot consumer closed after {:.1?}",
+        closing.elapsed()
+    );
     drop(leader_consumer);
+    tracing::info!(
+        "leaving the group: leader slot consumer closed after {:.1?}",
+        closing.elapsed()
+    );
 }
