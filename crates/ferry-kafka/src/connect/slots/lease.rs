@@ -1,16 +1,16 @@
 //! Confirming the worker's [`MembershipLease`] (KAFKA-9184): a thread of its own commits offset 0 of
-//! every owned slot partition through the slot consumer, synchronously, every confirm interval.
-//! Nothing is read through the group, so the offsets mean nothing, but the coordinator accepts a
-//! commit only from a current member of the current generation: an accepted one confirms the lease
-//! from the moment it was sent. `REBALANCE_IN_PROGRESS` confirms it too (the coordinator knows the
-//! member and only asks it to rejoin). With no slot owned there are no tasks to hold back, and the
-//! lease is confirmed as it is.
+//! every owned slot partition through the slot consumer, every confirm interval, with a metadata
+//! string unique to the commit. Nothing is read through the group, so the offsets mean nothing, but
+//! the coordinator accepts a commit only from a current member of the current generation: when the
+//! next round reads the committed offsets back and finds that commit's metadata, the lease is
+//! confirmed from the moment the commit was sent. With no slot owned there are no tasks to hold
+//! back, and the lease is confirmed as it is.
 //!
-//! A thread of its own, not the poll thread: a synchronous commit waits for the coordinator (up to
-//! `socket.timeout.ms` while the brokers are cut off), and the poll thread must keep serving the
-//! rebalance callbacks meanwhile — including the one that reports the slots lost. (librdkafka
-//! reports an asynchronous commit's outcome only to an `offset_commit_cb`, which rdkafka does not
-//! set.)
+//! The commit is asynchronous and its outcome read back (bounded) rather than awaited: librdkafka
+//! reports an asynchronous commit's outcome only to an `offset_commit_cb`, which rdkafka does not set,
+//! and a synchronous commit waits for the coordinator as long as a rebalance or an outage lasts —
+//! measured at over 4 s while other members left — which would hold the consumer's close. A thread
+//! of its own, not the poll thread, which must keep serving the rebalance callbacks meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use ferry_plugin::MembershipLease;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::callback::SlotsContext;
@@ -83,6 +82,7 @@ fn run(
 ) {
     let tick = Duration::from_millis(25).min(every);
     let mut next = Instant::now();
+    let mut checks = Checks::default();
     while !stop.load(Ordering::Acquire) {
         if Instant::now() < next {
             std::thread::sleep(tick);
@@ -92,47 +92,97 @@ fn run(
         let Some(consumer) = consumer.upgrade() else {
             return;
         };
-        confirm(&consumer, lease);
+        checks.round(&consumer, lease, every);
     }
 }
 
-/// One confirmation round trip.
-fn confirm(consumer: &BaseConsumer<SlotsContext>, lease: &MembershipLease) {
-    let group = &consumer.context().group_id;
-    let sent = Instant::now();
-    let assignment = match consumer.assignment() {
-        Ok(assignment) => assignment,
-        Err(e) => {
-            tracing::debug!(group = %group, "membership check: no assignment: {e}");
+/// The commits sent to confirm the membership.
+#[derive(Default)]
+struct Checks {
+    /// Distinguishes this member's commits (the metadata of the last one is this plus a counter).
+    tag: Option<String>,
+    sent: u64,
+    /// The last commit sent: its metadata and when it was sent.
+    pending: Option<(String, Instant)>,
+}
+
+impl Checks {
+    /// One round: confirms the lease if the previous round's commit was accepted (the committed
+    /// offsets carry its metadata), then sends the next commit.
+    ///
+    /// Both calls are bounded: the commit is asynchronous (a synchronous one waits for the
+    /// coordinator as long as a rebalance or an outage lasts, seconds, and would hold the consumer's
+    /// close), and reading the committed offsets back waits at most `every`.
+    fn round(
+        &mut self,
+        consumer: &BaseConsumer<SlotsContext>,
+        lease: &MembershipLease,
+        every: Duration,
+    ) {
+        let group = &consumer.context().group_id;
+        let now = Instant::now();
+        let assignment = match consumer.assignment() {
+            Ok(assignment) => assignment,
+            Err(e) => {
+                tracing::debug!(group = %group, "membership check: no assignment: {e}");
+                return;
+            }
+        };
+        if assignment.count() == 0 {
+            lease.confirm(now);
+            self.pending = None;
             return;
         }
-    };
-    if assignment.count() == 0 {
-        lease.confirm(sent);
-        return;
-    }
-    let mut offsets = TopicPartitionList::with_capacity(assignment.count());
-    for element in assignment.elements() {
-        if offsets
-            .add_partition_offset(element.topic(), element.partition(), Offset::Offset(0))
-            .is_err()
-        {
-            return;
+        if let Some((metadata, sent)) = self.pending.take() {
+            match consumer.committed_offsets(assignment.clone(), every) {
+                Ok(committed)
+                    if committed
+                        .elements()
+                        .iter()
+                        .all(|e| e.metadata() == metadata) =>
+                {
+                    lease.confirm(sent);
+                }
+                Ok(_) => tracing::debug!(
+                    group = %group,
+                    "membership check: the commit sent {:.1?} ago was not accepted (last confirmed {:.1?} ago)",
+                    sent.elapsed(),
+                    lease.age()
+                ),
+                Err(e) => {
+                    tracing::debug!(group = %group, "membership check: reading the commits back failed: {e}")
+                }
+            }
         }
-    }
-    let committed = consumer.commit(&offsets, CommitMode::Sync);
-    if sent.elapsed() > Duration::from_secs(1) {
-        tracing::warn!(group = %group, "a membership check took {:.1?} ({committed:?})", sent.elapsed());
-    }
-    match committed {
-        Ok(()) => lease.confirm(sent),
-        Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::RebalanceInProgress) => {
-            lease.confirm(sent);
+        let tag = self.tag.get_or_insert_with(|| {
+            // Unique among this machine's members: the process, and the member within it.
+            static MEMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let member = MEMBERS.fetch_add(1, Ordering::Relaxed);
+            format!("ferry-lease-{}-{member}", std::process::id())
+        });
+        self.sent += 1;
+        let metadata = format!("{tag}-{}", self.sent);
+        let mut offsets = TopicPartitionList::with_capacity(assignment.count());
+        for element in assignment.elements() {
+            match offsets.add_partition_offset(
+                element.topic(),
+                element.partition(),
+                Offset::Offset(0),
+            ) {
+                Ok(()) => {
+                    if let Some(mut added) =
+                        offsets.find_partition(element.topic(), element.partition())
+                    {
+                        added.set_metadata(metadata.as_str());
+                    }
+                }
+                Err(_) => return,
+            }
         }
-        Err(e) => tracing::debug!(
-            group = %group,
-            "membership check refused: {e} (last confirmed {:.1?} ago)",
-            lease.age()
-        ),
+        let sent = Instant::now();
+        match consumer.commit(&offsets, CommitMode::Async) {
+            Ok(()) => self.pending = Some((metadata, sent)),
+            Err(e) => tracing::debug!(group = %group, "membership check not sent: {e}"),
+        }
     }
 }

@@ -160,10 +160,11 @@ impl SlotsConfig {
         MembershipLease::new(self.session_timeout / 2)
     }
 
-    /// How often the membership lease is confirmed: every heartbeat, and at least four times per
-    /// session timeout.
+    /// How often the membership lease is confirmed: every heartbeat, and at least six times per
+    /// session timeout. A round confirms the commit the previous round sent, so the lease is at
+    /// most about two intervals old when confirmed — within its half-session validity.
     pub fn confirm_interval(&self) -> Duration {
-        self.heartbeat_interval.min(self.session_timeout / 4)
+        self.heartbeat_interval.min(self.session_timeout / 6)
     }
 
     /// The session timeout the member joins with: the static hold, or `session_timeout`.
