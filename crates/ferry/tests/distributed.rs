@@ -859,7 +859,8 @@ const EXACTLY_ONCE_KILLS: usize = 50;
 /// right after its last committed record, and nothing a killed worker sent after its last commit
 /// became visible.
 ///
-/// Ignored: it fails in about one run of three with ~200 records repeated (a known bug, issue 26).
+/// Ignored: it failed in one of the four 50-kill runs so far, with ~200 records repeated (a known
+/// bug, issue 26).
 /// A task's offsets are read up to the topic's last stable offset. Another task's transaction still
 /// open on the same offsets partition hides every commit written after it, including the task's
 /// previous instance's last one. The new instance then resumes from an older commit. The fix is to
