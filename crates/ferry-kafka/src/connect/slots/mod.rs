@@ -20,8 +20,8 @@
 //! `<group>-leader` (a group of its own so that it does not count in the task group's balance, and
 //! so that a static member's hold never delays a new leader). Its owner publishes its REST URL there
 //! and only then is told `assigned([Leader])`; [`TaskSlots::leader_url`] reads the newest URL.
-//! Nothing is read through either group: every assigned partition is paused and no offset is ever
-//! committed.
+//! Nothing is read through either group: every assigned partition is paused. The only commits are
+//! the membership checks' ([`lease`]): offset 0 of the owned slot partitions, which nothing reads.
 
 mod callback;
 mod close;
