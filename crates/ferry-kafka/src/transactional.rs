@@ -22,6 +22,38 @@ use rdkafka::producer::{DeliveryFuture, FutureRecord, Producer};
 
 use crate::sink::{KafkaSink, kind_of};
 
+/// Whether `error` is the broker (or librdkafka) saying a newer producer took the transactional id
+/// over. Shared by the task's transactional sink and the store's task offset writer.
+pub(crate) fn is_fencing(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::ProducerFenced
+                | RDKafkaErrorCode::InvalidProducerEpoch
+                | RDKafkaErrorCode::Fenced
+                | RDKafkaErrorCode::TransactionCoordinatorFenced
+        )
+    )
+}
+
+/// Commits (`true`) or aborts the open transaction of `producer`, off the runtime's threads (both
+/// calls block until the coordinator answers, at most `timeout`).
+pub(crate) async fn end_transaction<C: rdkafka::client::ClientContext + 'static>(
+    producer: rdkafka::producer::FutureProducer<C>,
+    commit: bool,
+    timeout: Duration,
+) -> Result<(), KafkaError> {
+    tokio::task::spawn_blocking(move || {
+        if commit {
+            producer.commit_transaction(timeout)
+        } else {
+            producer.abort_transaction(timeout)
+        }
+    })
+    .await
+    .unwrap_or(Err(KafkaError::Canceled))
+}
+
 /// A task's transactional producer and the offsets topic its offsets go to.
 pub(crate) struct TransactionalKafkaSink {
     sink: KafkaSink,
@@ -69,15 +101,7 @@ impl TransactionalKafkaSink {
     }
 
     fn error(&self, what: &str, e: &KafkaError) -> SinkError {
-        let kind = if matches!(
-            e.rdkafka_error_code(),
-            Some(
-                RDKafkaErrorCode::ProducerFenced
-                    | RDKafkaErrorCode::InvalidProducerEpoch
-                    | RDKafkaErrorCode::Fenced
-                    | RDKafkaErrorCode::TransactionCoordinatorFenced
-            )
-        ) {
+        let kind = if is_fencing(e) {
             SinkErrorKind::Fenced
         } else {
             kind_of(e)
@@ -87,17 +111,7 @@ impl TransactionalKafkaSink {
 
     /// Commits (`true`) or aborts the open transaction, off the runtime's threads.
     async fn end(&self, commit: bool) -> Result<(), KafkaError> {
-        let producer = self.sink.producer().clone();
-        let timeout = self.timeout;
-        tokio::task::spawn_blocking(move || {
-            if commit {
-                producer.commit_transaction(timeout)
-            } else {
-                producer.abort_transaction(timeout)
-            }
-        })
-        .await
-        .unwrap_or(Err(KafkaError::Canceled))
+        end_transaction(self.sink.producer().clone(), commit, self.timeout).await
     }
 
     /// Sends the offset records; returns their deliveries.

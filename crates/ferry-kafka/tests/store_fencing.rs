@@ -6,25 +6,9 @@
 
 mod store_support;
 
-use ferry_api::ConnectMap;
 use ferry_kafka::KafkaOffsetStore;
-use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, encode_key, encode_value};
-use store_support::{shared_broker, store_config, unique_topic};
-
-fn key(connector: &str, p: i64) -> Vec<u8> {
-    encode_key(connector, Some(&ConnectMap::new().with("p", p).unwrap()))
-}
-
-fn value(position: i64) -> Vec<u8> {
-    encode_value(&ConnectMap::new().with("position", position).unwrap())
-}
-
-fn put(k: &[u8], position: i64) -> OffsetWrite {
-    OffsetWrite {
-        key: k.to_vec(),
-        value: Some(value(position)),
-    }
-}
+use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError};
+use store_support::{key, put, shared_broker, store_config, unique_topic, value};
 
 /// Two workers' stores on one topic; the task moves from the first to the second while the first
 /// still runs (a frozen or cut-off worker that wakes up): the old instance's writes are refused as

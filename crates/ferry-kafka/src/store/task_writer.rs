@@ -22,13 +22,14 @@ use async_trait::async_trait;
 use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::Consumer;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::log::OffsetLog;
 use super::{batch_timestamp, blocking, read_log, send_all};
 use crate::client::{StoreConsumer, StoreContext, backend};
+use crate::transactional::is_fencing;
 
 /// What a task writer shares with its store.
 pub(super) struct Parts {
@@ -74,19 +75,6 @@ enum Failure {
     /// Abort the transaction, then the batch may be retried.
     Abortable(String),
     Retriable(String),
-}
-
-/// Whether the error is the broker (or librdkafka) saying a newer producer took the id over.
-fn is_fencing(error: &KafkaError) -> bool {
-    matches!(
-        error.rdkafka_error_code(),
-        Some(
-            RDKafkaErrorCode::Fenced
-                | RDKafkaErrorCode::ProducerFenced
-                | RDKafkaErrorCode::InvalidProducerEpoch
-                | RDKafkaErrorCode::TransactionCoordinatorFenced
-        )
-    )
 }
 
 fn classify(what: &str, error: &KafkaError) -> Failure {
@@ -175,16 +163,7 @@ impl TaskWriter {
         let Some(producer) = self.producer.clone() else {
             return Err(KafkaError::Canceled);
         };
-        let timeout = self.parts.timeout;
-        tokio::task::spawn_blocking(move || {
-            if commit {
-                producer.commit_transaction(timeout)
-            } else {
-                producer.abort_transaction(timeout)
-            }
-        })
-        .await
-        .unwrap_or(Err(KafkaError::Canceled))
+        crate::transactional::end_transaction(producer, commit, self.parts.timeout).await
     }
 
     /// Turns a failure into the error `set` returns, updating `state`; aborts when the failure asks

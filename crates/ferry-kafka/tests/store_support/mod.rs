@@ -6,7 +6,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use ferry_api::ConnectMap;
 use ferry_kafka::KafkaOffsetStoreConfig;
+use ferry_offsets::{OffsetWrite, encode_key, encode_value};
 use ferry_testkit::KafkaBroker;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
@@ -199,4 +201,22 @@ pub fn read_raw(broker: &KafkaBroker, topic: &str, partitions: i32) -> Vec<RawRe
     }
     records.sort_by_key(|r| (r.partition, r.offset));
     records
+}
+
+/// The key of connector `connector`'s partition `{"p": p}`.
+pub fn key(connector: &str, p: i64) -> Vec<u8> {
+    encode_key(connector, Some(&ConnectMap::new().with("p", p).unwrap()))
+}
+
+/// The offset `{"position": position}`.
+pub fn value(position: i64) -> Vec<u8> {
+    encode_value(&ConnectMap::new().with("position", position).unwrap())
+}
+
+/// A write of `position` under `k`.
+pub fn put(k: &[u8], position: i64) -> OffsetWrite {
+    OffsetWrite {
+        key: k.to_vec(),
+        value: Some(value(position)),
+    }
 }

@@ -225,33 +225,7 @@ impl Ferry {
         stdout: &Path,
         stderr: &Path,
     ) -> Ferry {
-        let args: Vec<&OsStr> = args.into_iter().collect();
-        let what = format!(
-            "ferry {}",
-            args.iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let out = File::create(stdout).expect("create the stdout file");
-        let err = File::create(stderr).expect("create the stderr file");
-        let child = Command::new(FERRY)
-            .args(&args)
-            .current_dir(cwd)
-            .env("RUST_LOG", "info")
-            .env_remove("RUST_BACKTRACE")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {what}: {e}"));
-        Ferry {
-            child,
-            exit: None,
-            what,
-            stdout: stdout.to_path_buf(),
-            stderr: stderr.to_path_buf(),
-        }
+        Ferry::spawn_command(Command::new(FERRY), "ferry", cwd, args, stdout, stderr)
     }
 
     /// As [`spawn`](Self::spawn), inside the network namespace `netns` (`ip netns exec`, which execs
@@ -263,9 +237,23 @@ impl Ferry {
         stdout: &Path,
         stderr: &Path,
     ) -> Ferry {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", netns, FERRY]);
+        let what = format!("ferry (in network namespace {netns})");
+        Ferry::spawn_command(command, &what, cwd, args, stdout, stderr)
+    }
+
+    fn spawn_command<'a>(
+        mut command: Command,
+        name: &str,
+        cwd: &Path,
+        args: impl IntoIterator<Item = &'a OsStr>,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Ferry {
         let args: Vec<&OsStr> = args.into_iter().collect();
         let what = format!(
-            "ferry (in network namespace {netns}) {}",
+            "{name} {}",
             args.iter()
                 .map(|a| a.to_string_lossy())
                 .collect::<Vec<_>>()
@@ -273,8 +261,7 @@ impl Ferry {
         );
         let out = File::create(stdout).expect("create the stdout file");
         let err = File::create(stderr).expect("create the stderr file");
-        let child = Command::new("ip")
-            .args(["netns", "exec", netns, FERRY])
+        let child = command
             .args(&args)
             .current_dir(cwd)
             .env("RUST_LOG", "info")
