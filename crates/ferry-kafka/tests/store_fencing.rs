@@ -146,3 +146,96 @@ async fn reads_reach_the_end_past_aborted_transactions_at_a_partitions_tail() {
     assert_eq!(read, vec![Some(value(1))], "aborted offsets are never read");
     eprintln!("read past the aborted tail in {:?}", started.elapsed());
 }
+
+/// The known bug of the first exactly-once round, reproduced: a task killed right after a commit,
+/// on a worker where another task (same offsets partition) was killed inside a transaction. That
+/// open transaction holds the partition's last stable offset below the first task's last commit
+/// until the second task's successor fences it. A restarted first task that read only to the last
+/// stable offset resumed from an earlier commit (duplicates). The store's reads now wait for every
+/// transaction open at the high watermark to end — as Kafka Connect reads its offsets topic to the
+/// high watermark with a `read_committed` consumer — and fail (retriably) rather than return an
+/// older offset when one stays open past the store's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_task_reads_its_last_commit_behind_another_tasks_open_transaction() {
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+    use std::time::{Duration, Instant};
+    let broker = shared_broker();
+    let topic = unique_topic("fencing-open-txn");
+    let mut config = store_config(broker, &topic, 1);
+    config.timeout = Duration::from_secs(4);
+    let store = KafkaOffsetStore::open(config).await.unwrap();
+    let (first, second) = (format!("{topic}-g-c-0"), format!("{topic}-g-c-1"));
+    let k = key("c", 0);
+
+    let writer = store.open_task_writer(&first).await.unwrap().unwrap();
+    writer.set(&[put(&k, 1)]).await.unwrap();
+
+    // The second task's instance, killed inside a transaction: its record is written, never
+    // committed nor aborted (the producer is leaked, as a killed process leaves it).
+    let zombie: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap_servers())
+        .set("transactional.id", &second)
+        .create()
+        .unwrap();
+    let z = zombie.clone();
+    tokio::task::spawn_blocking(move || z.init_transactions(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .unwrap();
+    zombie.begin_transaction().unwrap();
+    let other = key("c", 1);
+    zombie
+        .send(
+            FutureRecord::to(&topic)
+                .key(&other[..])
+                .payload(&value(5)[..]),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+
+    // The first task commits once more (durable; not yet visible to read_committed readers behind
+    // the open transaction), then its worker dies.
+    writer.set(&[put(&k, 2)]).await.unwrap();
+    drop(writer);
+
+    // The first task restarts: its writer fences the old one, then it reads its offsets. The open
+    // transaction is still there: the read fails rather than answer the older offset 1.
+    let restarted = store.open_task_writer(&first).await.unwrap().unwrap();
+    let started = Instant::now();
+    let held = restarted.get(std::slice::from_ref(&k)).await;
+    match &held {
+        Err(e) => {
+            assert!(e.is_retriable(), "{e}");
+            assert!(e.to_string().contains("open transaction"), "{e}");
+        }
+        Ok(read) => panic!(
+            "read {read:?} after {:?} while a transaction older than the last commit is open: \
+             the restarted task would resume from before its last commit",
+            started.elapsed()
+        ),
+    }
+
+    // The second task's successor starts on some worker: opening its writer aborts the transaction.
+    let successor = {
+        let store = &store;
+        let second = second.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            store.open_task_writer(&second).await.unwrap().unwrap()
+        }
+    };
+    let (read, _successor) = tokio::join!(restarted.get(std::slice::from_ref(&k)), successor);
+    assert_eq!(
+        read.unwrap(),
+        vec![Some(value(2))],
+        "the restarted task reads its last commit"
+    );
+    assert_eq!(
+        store.get(std::slice::from_ref(&other)).await.unwrap(),
+        vec![None],
+        "the killed task's open transaction was aborted"
+    );
+    std::mem::forget(zombie);
+}

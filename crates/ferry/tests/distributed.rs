@@ -859,15 +859,11 @@ const EXACTLY_ONCE_KILLS: usize = 50;
 /// right after its last committed record, and nothing a killed worker sent after its last commit
 /// became visible.
 ///
-/// Ignored: it failed in one of the four 50-kill runs so far, with ~200 records repeated (a known
-/// bug, issue 26).
-/// A task's offsets are read up to the topic's last stable offset. Another task's transaction still
-/// open on the same offsets partition hides every commit written after it, including the task's
-/// previous instance's last one. The new instance then resumes from an older commit. The fix is to
-/// wait, at a task's start, until the last stable offset passes the high watermark seen after
-/// `initTransactions`. Run it with `cargo test -p ferry --test distributed -- --ignored`.
+/// It once failed with ~200 records repeated: a task read its offsets only up to the topic's last
+/// stable offset, and another task's transaction left open on the same offsets partition (its
+/// worker was killed inside it) hid the commits written after it, the task's own last one among
+/// them. Reads now wait for such transactions to end (`store_fencing.rs` reproduces it directly).
 #[test]
-#[ignore = "known bug: a task's start reads offsets only up to the last stable offset (issue 26)"]
 fn exactly_once_survives_sigkills_with_every_record_once() {
     let mut cluster = Cluster::new(&[
         ("exactly.once.source.support", "enabled"),

@@ -3,9 +3,12 @@
 //!
 //! Blocking (librdkafka's consumer API is synchronous): the store calls this from a blocking thread.
 //!
-//! "The end" is the end offset of every partition (its high watermark, or last stable offset because
-//! the consumer reads committed data only) fetched at the start of a read. A partition is read when
-//! the consumer's position — which librdkafka moves past transaction markers too — reaches it.
+//! "The end" is the end offset of every partition fetched at the start of a read: its last stable
+//! offset, because the consumer reads committed data only. Every read after the store's open first
+//! waits until the last stable offsets reach the high watermarks, so that no transaction open when
+//! the read starts hides commits written after it ([`OffsetLog::read_past_open_transactions`]).
+//! A partition is read when the consumer's position — which librdkafka moves past transaction
+//! markers too — reaches it.
 //! Compaction can leave a partition with no record below its end offset (its last records were
 //! superseded or were tombstones past `delete.retention.ms`); librdkafka then reports the end of the
 //! partition without moving the position, so its end-of-partition event counts too — checked first,
@@ -138,13 +141,24 @@ impl OffsetLog {
     /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,
     /// `Offset::Beginning` for the start offsets.
     fn list_offsets(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
+        self.list_offsets_with(&self.offsets_client, which, what)
+    }
+
+    /// [`list_offsets`](Self::list_offsets) asked of `client` (whose `isolation.level` decides
+    /// whether `Offset::End` means the high watermark or the last stable offset).
+    fn list_offsets_with(
+        &self,
+        client: &StoreConsumer,
+        which: Offset,
+        what: &str,
+    ) -> Result<Vec<i64>, StoreError> {
         // A topic just created has no leader for a moment (NotLeaderForPartition), and a broker may
         // be electing one: retriable errors are retried until the store's timeout, as Kafka Connect's
         // TopicAdmin.retryEndOffsets does, rather than failing the open.
         let deadline = Instant::now() + self.timeout;
         let mut backoff = Duration::from_millis(50);
         loop {
-            match self.list_offsets_once(which, what) {
+            match self.list_offsets_once(client, which, what) {
                 Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
                     tracing::debug!(store = %self.store, error = %e, "{what}: retrying");
                     std::thread::sleep(backoff);
@@ -155,15 +169,19 @@ impl OffsetLog {
         }
     }
 
-    fn list_offsets_once(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
+    fn list_offsets_once(
+        &self,
+        client: &StoreConsumer,
+        which: Offset,
+        what: &str,
+    ) -> Result<Vec<i64>, StoreError> {
         let mut request = TopicPartitionList::with_capacity(self.next.len());
         for partition in 0..self.next.len() as i32 {
             request
                 .add_partition_offset(&self.topic, partition, which)
                 .map_err(|e| kafka(&self.store, what, &e))?;
         }
-        let answer = self
-            .offsets_client
+        let answer = client
             .offsets_for_times(request, self.timeout)
             .map_err(|e| kafka(&self.store, what, &e))?;
         let mut offsets = vec![0; self.next.len()];
@@ -203,6 +221,76 @@ impl OffsetLog {
     pub(crate) fn read_to_end(&mut self) -> Result<ReadSummary, StoreError> {
         let started = Instant::now();
         let ends = self.list_offsets(Offset::End, "fetching the offsets topic's end offsets")?;
+        self.read_to(ends, started)
+    }
+
+    /// Reads every partition up to its high watermark as of now — past every record written so far,
+    /// committed or not — once no transaction open at that point is left: a task's start needs this.
+    ///
+    /// A `read_committed` reader sees a partition only up to its last stable offset, the first
+    /// offset of its oldest open transaction. Another task's transaction left open on the partition
+    /// (its worker was killed inside it; the coordinator aborts it when that task's next instance
+    /// fences it, or at the transaction timeout) hides every commit written after it began — a
+    /// restarting task's own last commits among them, and it would resume from an older position.
+    /// So this waits until every partition's last stable offset reaches the high watermark listed
+    /// first (`watermarks` is a `read_uncommitted` client), then reads to those last stable offsets:
+    /// what Kafka Connect's `KafkaBasedLog` does, reading to the high watermark with a
+    /// `read_committed` consumer.
+    ///
+    /// # Errors
+    /// Retriable when a transaction stays open past the store's timeout: an older offset is never
+    /// answered instead.
+    pub(crate) fn read_past_open_transactions(
+        &mut self,
+        watermarks: &StoreConsumer,
+    ) -> Result<ReadSummary, StoreError> {
+        let started = Instant::now();
+        let floor = self.list_offsets_with(
+            watermarks,
+            Offset::End,
+            "fetching the offsets topic's high watermarks",
+        )?;
+        let deadline = started + self.timeout;
+        let mut last_report = started;
+        loop {
+            let ends =
+                self.list_offsets(Offset::End, "fetching the offsets topic's end offsets")?;
+            let held = ends
+                .iter()
+                .zip(&floor)
+                .position(|(stable, high)| stable < high);
+            let Some(p) = held else {
+                return self.read_to(ends, started);
+            };
+            let (stable, high) = (ends[p], floor[p]);
+            if Instant::now() >= deadline {
+                return Err(backend(
+                    &self.store,
+                    format!(
+                        "an open transaction holds partition {p} of the offsets topic at its last stable \
+                         offset {stable}, below its high watermark {high}, for over {:?}: the offsets \
+                         written after it began cannot be read yet. It ends when the task that opened it \
+                         starts again or at that producer's transaction.timeout.ms; the read will be retried",
+                        self.timeout
+                    ),
+                    true,
+                ));
+            }
+            if last_report.elapsed() >= PROGRESS_INTERVAL {
+                tracing::info!(
+                    topic = %self.topic,
+                    "waiting for an open transaction on partition {p} of the offsets topic to end (last \
+                     stable offset {stable}, high watermark {high}, {:.0?} so far)",
+                    started.elapsed()
+                );
+                last_report = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Reads every partition up to `ends` (offsets a `read_committed` reader can reach).
+    fn read_to(&mut self, ends: Vec<i64>, started: Instant) -> Result<ReadSummary, StoreError> {
         let expected: i64 = ends
             .iter()
             .zip(&self.next)

@@ -40,7 +40,7 @@ mod log;
 mod partition;
 mod task_writer;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -74,6 +74,9 @@ pub struct KafkaOffsetStore {
     /// The timestamp of the last batch sent (by the store or a task writer), so the next one is
     /// strictly newer.
     last_timestamp: Arc<AtomicI64>,
+    /// A `read_uncommitted` client asking for high watermarks: every read after the open goes past
+    /// the transactions open when it starts ([`OffsetLog::read_past_open_transactions`]).
+    watermarks: Arc<StoreConsumer>,
 }
 
 impl std::fmt::Debug for KafkaOffsetStore {
@@ -141,6 +144,14 @@ impl KafkaOffsetStore {
                 .consumer()
                 .create_with_context(context.clone())
                 .map_err(|e| kafka(&store, "creating the consumer", &e))?,
+        );
+
+        let watermarks: Arc<StoreConsumer> = Arc::new(
+            config
+                .consumer()
+                .set("isolation.level", "read_uncommitted")
+                .create_with_context(context.clone())
+                .map_err(|e| kafka(&store, "creating the high-watermark client", &e))?,
         );
 
         // Created first, so that their connections come up while the topic is looked up.
@@ -228,6 +239,7 @@ impl KafkaOffsetStore {
             },
             log: Arc::new(Mutex::new(log)),
             last_timestamp: Arc::new(AtomicI64::new(0)),
+            watermarks,
         })
     }
 
@@ -236,7 +248,7 @@ impl KafkaOffsetStore {
         &self,
         query: impl FnOnce(&ferry_offsets::OffsetTable) -> T + Send + 'static,
     ) -> Result<T, StoreError> {
-        read_log(&self.log, &self.describe, query).await
+        read_log(&self.log, &self.describe, self.watermarks.clone(), query).await
     }
 
     fn producer(&self) -> FutureProducer<StoreContext> {
@@ -277,9 +289,9 @@ impl KafkaOffsetStore {
 }
 
 /// Waits for one delivery; returns the error text of a failed one.
-async fn delivered(future: DeliveryFuture) -> Result<(i32, i64), (String, bool)> {
+async fn delivered(future: DeliveryFuture) -> Result<(), (String, bool)> {
     match future.await {
-        Ok(Ok(delivery)) => Ok((delivery.partition, delivery.offset)),
+        Ok(Ok(_)) => Ok(()),
         Ok(Err((error, _))) => Err((error.to_string(), is_retriable(&error))),
         Err(_canceled) => Err((
             "the producer was shut down before the broker answered".to_owned(),
@@ -330,9 +342,6 @@ impl OffsetBackingStore for KafkaOffsetStore {
         self.read(|table| table.entries()).await
     }
 
-    /// Every record in the topic (what the broker's compaction has not removed), raw, read from the
-    /// beginning of every partition by a consumer of its own: each partition in its log order, and
-    /// across partitions by record timestamp, as the store applies them.
     /// A transactional producer with `transactional.id = fencing_id` (see [`task_writer`]).
     async fn open_task_writer(
         &self,
@@ -344,7 +353,7 @@ impl OffsetBackingStore for KafkaOffsetStore {
                 topic: self.topic.clone(),
                 producer_config: self.producer_config.clone(),
                 log: self.log.clone(),
-                offsets_client: self.history_reader.offsets_client.clone(),
+                watermarks: self.watermarks.clone(),
                 last_timestamp: self.last_timestamp.clone(),
                 timeout: self.history_reader.timeout,
             },
@@ -354,6 +363,9 @@ impl OffsetBackingStore for KafkaOffsetStore {
         Ok(Some(Arc::new(writer)))
     }
 
+    /// Every record in the topic (what the broker's compaction has not removed), raw, read from the
+    /// beginning of every partition by a consumer of its own: each partition in its log order, and
+    /// across partitions by record timestamp, as the store applies them.
     async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
         let offsets_client = self.history_reader.offsets_client.clone();
         let consumer_config = self.history_reader.consumer_config.clone();
@@ -382,9 +394,12 @@ impl OffsetBackingStore for KafkaOffsetStore {
 }
 
 /// Reads every partition of `log` to its current end, then answers `query` from the offsets read.
+/// The read goes past every transaction open when it starts (`watermarks` is a `read_uncommitted`
+/// client; [`OffsetLog::read_past_open_transactions`]).
 async fn read_log<T: Send + 'static>(
     log: &Arc<Mutex<OffsetLog>>,
     describe: &str,
+    watermarks: Arc<StoreConsumer>,
     query: impl FnOnce(&ferry_offsets::OffsetTable) -> T + Send + 'static,
 ) -> Result<T, StoreError> {
     let log = log.clone();
@@ -393,7 +408,7 @@ async fn read_log<T: Send + 'static>(
         // A panic during a read leaves the table consistent (records are applied one by one), so a
         // poisoned lock is still usable.
         let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
-        let read = log.read_to_end()?;
+        let read = log.read_past_open_transactions(&watermarks)?;
         if read.elapsed > Duration::from_secs(2) {
             let (records, elapsed) = (read.records, read.elapsed);
             tracing::info!(store = %store, "caught up with {records} offset records in {elapsed:.1?}");
@@ -423,9 +438,7 @@ impl KafkaOffsetStore {
         batch: &[OffsetWrite],
         timestamp: i64,
     ) -> Result<(), StoreError> {
-        send_all(producer, &self.topic, &self.describe, batch, timestamp)
-            .await
-            .map(drop)
+        send_all(producer, &self.topic, &self.describe, batch, timestamp).await
     }
 }
 
@@ -436,17 +449,13 @@ async fn send_all(
     describe: &str,
     batch: &[OffsetWrite],
     timestamp: i64,
-) -> Result<BTreeMap<i32, i64>, StoreError> {
+) -> Result<(), StoreError> {
     let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(batch.len());
     let mut failures: Vec<(String, bool)> = Vec::new();
-    // The highest offset written per partition.
-    let mut written = BTreeMap::new();
-    let mut note = |result: Result<(i32, i64), (String, bool)>| match result {
-        Ok((partition, offset)) => {
-            let highest = written.entry(partition).or_insert(offset);
-            *highest = (*highest).max(offset);
+    let mut note = |result: Result<(), (String, bool)>| {
+        if let Err(failure) = result {
+            failures.push(failure);
         }
-        Err(failure) => failures.push(failure),
     };
     for write in batch {
         loop {
@@ -488,7 +497,7 @@ async fn send_all(
         note(delivered(future).await);
     }
     match failures.first() {
-        None => Ok(written),
+        None => Ok(()),
         Some((first, _)) => {
             let retriable = failures.iter().all(|(_, r)| *r);
             Err(backend(

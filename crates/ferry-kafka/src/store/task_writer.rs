@@ -13,18 +13,15 @@
 //! Why by hand: this is what Ferry is about (fencing offset commits), and rdkafka's transactional API
 //! is the well-kept piece it is built on.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset};
 use rdkafka::ClientConfig;
-use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, Producer};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::log::OffsetLog;
 use super::{batch_timestamp, blocking, read_log, send_all};
@@ -38,9 +35,9 @@ pub(super) struct Parts {
     /// The store's producer settings (idempotent, `acks=all`, murmur2).
     pub(super) producer_config: ClientConfig,
     pub(super) log: Arc<Mutex<OffsetLog>>,
-    /// Asks for the topic's end offsets as a `read_committed` reader sees them (the last stable
-    /// offsets).
-    pub(super) offsets_client: Arc<StoreConsumer>,
+    /// Asks for the topic's high watermarks (`read_uncommitted`): the task's reads go past every
+    /// transaction open when they start ([`super::log::OffsetLog::read_past_open_transactions`]).
+    pub(super) watermarks: Arc<StoreConsumer>,
     pub(super) last_timestamp: Arc<AtomicI64>,
     /// Bound of `initTransactions` and of each commit or abort.
     pub(super) timeout: Duration,
@@ -59,7 +56,8 @@ struct State {
     must_abort: bool,
 }
 
-/// A task's fenced offset writer. Reads go to the store's log, like the store's own.
+/// A task's fenced offset writer. Reads go to the store's log, like the store's own, and past every
+/// transaction open when they start.
 pub(super) struct TaskWriter {
     parts: Parts,
     fencing_id: String,
@@ -206,50 +204,6 @@ impl TaskWriter {
     }
 }
 
-impl TaskWriter {
-    /// Waits (at most the store's timeout) until `read_committed` readers see the committed records:
-    /// the coordinator writes the commit markers after `commitTransaction` returned, and until then
-    /// the partitions' last stable offsets stay below them. Without the wait, a read right after a
-    /// commit (the REST offsets of a stopped connector, a restarted task) could miss it. The commit
-    /// is durable either way; a wait that times out is logged.
-    async fn wait_visible(&self, written: BTreeMap<i32, i64>) {
-        let (client, topic) = (self.parts.offsets_client.clone(), self.parts.topic.clone());
-        let timeout = self.parts.timeout;
-        let waited = tokio::task::spawn_blocking(move || {
-            let deadline = Instant::now() + timeout;
-            loop {
-                let mut request = TopicPartitionList::with_capacity(written.len());
-                for partition in written.keys() {
-                    if request
-                        .add_partition_offset(&topic, *partition, Offset::End)
-                        .is_err()
-                    {
-                        return false;
-                    }
-                }
-                if let Ok(answer) = client.offsets_for_times(request, timeout) {
-                    let visible = answer.elements().iter().all(|e| {
-                        matches!(e.offset(), Offset::Offset(end)
-                            if written.get(&e.partition()).is_some_and(|last| end > *last))
-                    });
-                    if visible {
-                        return true;
-                    }
-                }
-                if Instant::now() >= deadline {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-        .await
-        .unwrap_or(false);
-        if !waited {
-            tracing::warn!(store = %self.parts.describe, transactional_id = %self.fencing_id, "committed offsets were not visible to read_committed readers within {:?}", self.parts.timeout);
-        }
-    }
-}
-
 /// Drops a producer on a blocking thread when a runtime is there (dropping joins librdkafka's threads).
 fn drop_off_runtime(producer: FutureProducer<StoreContext>) {
     match tokio::runtime::Handle::try_current() {
@@ -274,11 +228,16 @@ impl OffsetBackingStore for TaskWriter {
 
     async fn get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let keys = keys.to_vec();
-        read_log(&self.parts.log, &self.parts.describe, move |table| {
-            keys.iter()
-                .map(|k| table.get(k).map(<[u8]>::to_vec))
-                .collect()
-        })
+        read_log(
+            &self.parts.log,
+            &self.parts.describe,
+            self.parts.watermarks.clone(),
+            move |table| {
+                keys.iter()
+                    .map(|k| table.get(k).map(<[u8]>::to_vec))
+                    .collect()
+            },
+        )
         .await
     }
 
@@ -313,7 +272,7 @@ impl OffsetBackingStore for TaskWriter {
             return Err(self.settle(&mut state, failure).await);
         }
         let timestamp = batch_timestamp(&self.parts.last_timestamp);
-        let written = send_all(
+        let sent = send_all(
             producer,
             &self.parts.topic,
             &self.parts.describe,
@@ -321,9 +280,8 @@ impl OffsetBackingStore for TaskWriter {
             timestamp,
         )
         .await;
-        let written = match written {
-            Ok(written) => written,
-            Err(e) => {
+        if let Err(e) = sent {
+            {
                 // The commit reports what the failed sends did to the transaction (fenced, abortable);
                 // without it a fenced producer would look like a broker outage.
                 let failure = match self.end_transaction(false).await {
@@ -333,11 +291,10 @@ impl OffsetBackingStore for TaskWriter {
                 return Err(self.settle(&mut state, failure).await);
             }
         };
+        // Readers see the transaction once its commit markers are written, after this returns: every
+        // read waits for them (`read_past_open_transactions`), so a read after a commit sees it.
         match self.end_transaction(true).await {
-            Ok(()) => {
-                self.wait_visible(written).await;
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(e) => {
                 let failure = classify("committing the offsets' transaction", &e);
                 Err(self.settle(&mut state, failure).await)
@@ -347,16 +304,22 @@ impl OffsetBackingStore for TaskWriter {
 
     async fn connector_offsets(&self, connector: &str) -> Result<Vec<StoredOffset>, StoreError> {
         let connector = connector.to_owned();
-        read_log(&self.parts.log, &self.parts.describe, move |table| {
-            table.connector_entries(&connector)
-        })
+        read_log(
+            &self.parts.log,
+            &self.parts.describe,
+            self.parts.watermarks.clone(),
+            move |table| table.connector_entries(&connector),
+        )
         .await
     }
 
     async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError> {
-        read_log(&self.parts.log, &self.parts.describe, |table| {
-            table.entries()
-        })
+        read_log(
+            &self.parts.log,
+            &self.parts.describe,
+            self.parts.watermarks.clone(),
+            |table| table.entries(),
+        )
         .await
     }
 }
