@@ -662,3 +662,55 @@ async fn root_has_kafka_connects_fields_and_no_cluster_id_without_kafka() {
     );
     server.stop().await;
 }
+
+/// Kafka Connect's preflight checks of `exactly.once.support=required`: a connector that cannot be
+/// given exactly-once delivery is refused when it is created or validated (here a standalone worker,
+/// which has no exactly-once source support, and a connector that does not say whether it
+/// supports it), in Kafka Connect's words; `requested` is accepted and runs at least once.
+#[tokio::test]
+async fn exactly_once_required_is_refused_before_the_connector_is_created() {
+    let server = Server::start(true).await;
+    let mut config = typed("eos");
+    config["exactly.once.support"] = json!("required");
+    let message = server
+        .json("PUT", "/connectors/eos/config", config.clone())
+        .await
+        .error(400);
+    assert!(
+        message.contains("This worker does not have exactly-once source support enabled."),
+        "{message}"
+    );
+    assert!(
+        message.contains("does not implement the API required for preflight validation"),
+        "{message}"
+    );
+    server
+        .send("GET", "/connectors/eos", &[], "")
+        .await
+        .error(404);
+
+    let validated = server
+        .json("PUT", "/connector-plugins/Typed/config/validate", config)
+        .await
+        .expect(200);
+    assert_eq!(validated["error_count"], 2, "{validated}");
+    let key = validated["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["value"]["name"] == "exactly.once.support")
+        .unwrap_or_else(|| panic!("no exactly.once.support in {validated}"));
+    assert_eq!(
+        key["value"]["errors"].as_array().map(Vec::len),
+        Some(2),
+        "{key}"
+    );
+
+    let mut requested = typed("eos");
+    requested["exactly.once.support"] = json!("requested");
+    server
+        .json("PUT", "/connectors/eos/config", requested)
+        .await
+        .expect(201);
+    server.stop().await;
+}

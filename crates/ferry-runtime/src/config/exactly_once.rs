@@ -133,6 +133,48 @@ impl ConnectorExactlyOnce {
     }
 }
 
+/// Kafka Connect's preflight checks of a source connector's configuration (run when a connector is
+/// validated, created or reconfigured): `exactly.once.support=required` needs a worker with
+/// `exactly.once.source.support=enabled` and a connector that declares support for this
+/// configuration. Returns (key, message) per problem, in Kafka Connect's words; a configuration
+/// whose exactly-once keys do not parse has its problems reported by [`ConnectorExactlyOnce::parse`].
+pub fn preflight(
+    worker: ExactlyOnceSource,
+    connector: &dyn SourceConnector,
+    config: &Config,
+) -> Vec<(String, String)> {
+    let Ok(settings) = ConnectorExactlyOnce::parse(config) else {
+        return Vec::new();
+    };
+    let mut issues = Vec::new();
+    if settings.required {
+        if worker != ExactlyOnceSource::Enabled {
+            issues.push((
+                EXACTLY_ONCE_SUPPORT.to_owned(),
+                "This worker does not have exactly-once source support enabled.".to_owned(),
+            ));
+        }
+        match connector.exactly_once_support(config) {
+            ExactlyOnceSupport::Supported => {}
+            ExactlyOnceSupport::Unsupported => issues.push((
+                EXACTLY_ONCE_SUPPORT.to_owned(),
+                "The connector does not support exactly-once semantics with the provided configuration."
+                    .to_owned(),
+            )),
+            ExactlyOnceSupport::Unknown => issues.push((
+                EXACTLY_ONCE_SUPPORT.to_owned(),
+                "The connector does not implement the API required for preflight validation of \
+                 exactly-once source support. Please consult the documentation for the connector to \
+                 determine whether it supports exactly-once semantics, and then consider reconfiguring \
+                 the connector to use the value \"requested\" for this property (which will disable this \
+                 preflight check and allow the connector to be created)."
+                    .to_owned(),
+            )),
+        }
+    }
+    issues
+}
+
 /// How one connector's tasks deliver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -239,5 +281,59 @@ mod tests {
             Ok(ExactlyOnceSource::Enabled)
         );
         assert!(ExactlyOnceSource::parse("on").is_err());
+    }
+
+    /// Declares exactly-once support when its config says `eos=yes`.
+    struct Declares;
+
+    impl SourceConnector for Declares {
+        fn config_keys(&self) -> Vec<ferry_api::ConfigKey> {
+            Vec::new()
+        }
+        fn validate(&self, _config: &Config) -> Vec<ferry_api::ConfigIssue> {
+            Vec::new()
+        }
+        fn task_configs(
+            &self,
+            _config: &Config,
+            _max_tasks: usize,
+        ) -> Result<Vec<Config>, ferry_api::ConnectError> {
+            Ok(Vec::new())
+        }
+        fn create_task(&self) -> Box<dyn ferry_api::SourceTask> {
+            unimplemented!("never started")
+        }
+        fn exactly_once_support(&self, config: &Config) -> ExactlyOnceSupport {
+            match config.get("eos").map(String::as_str) {
+                Some("yes") => ExactlyOnceSupport::Supported,
+                _ => ExactlyOnceSupport::Unsupported,
+            }
+        }
+    }
+
+    #[test]
+    fn preflight_refuses_required_only_where_it_cannot_be_given() {
+        use ExactlyOnceSource::{Disabled, Enabled};
+        let required = |eos: &str| config(&[(EXACTLY_ONCE_SUPPORT, "required"), ("eos", eos)]);
+        assert_eq!(preflight(Enabled, &Declares, &required("yes")), vec![]);
+        let refused = preflight(Enabled, &Declares, &required("no"));
+        assert_eq!(
+            refused,
+            vec![(
+                EXACTLY_ONCE_SUPPORT.to_owned(),
+                "The connector does not support exactly-once semantics with the provided configuration."
+                    .to_owned()
+            )]
+        );
+        let refused = preflight(Disabled, &Declares, &required("yes"));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].1.contains("This worker does not have"),
+            "{refused:?}"
+        );
+        // `requested` (the default) is never refused: it falls back to at least once.
+        let requested = config(&[(EXACTLY_ONCE_SUPPORT, "requested"), ("eos", "no")]);
+        assert_eq!(preflight(Disabled, &Declares, &requested), vec![]);
+        assert_eq!(preflight(Enabled, &Declares, &Config::new()), vec![]);
     }
 }

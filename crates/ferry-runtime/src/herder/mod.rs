@@ -108,10 +108,12 @@ impl StandaloneHerder {
         worker_id: impl Into<String>,
         config_store: Arc<dyn ConfigBackingStore>,
     ) -> Self {
+        let mut plugins = Plugins::new(plugins);
+        plugins.set_exactly_once(worker.exactly_once_source());
         Self {
             worker,
             store,
-            plugins: Plugins::new(plugins),
+            plugins,
             worker_id: worker_id.into(),
             config_store,
             command_line_store: MemoryConfigStore::new(),

@@ -10,6 +10,7 @@ use ferry_plugin::DynSinkSpec;
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
+use crate::config::exactly_once::{self, ExactlyOnceSource};
 use crate::config::{
     CONNECTOR_CLASS, ConfigError, ConfigProviders, ConnectorConfig, ERRORS_TOLERANCE,
     HEADER_CONVERTER, KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER,
@@ -29,11 +30,24 @@ pub(crate) struct Plugins(
     Arc<ConfigProviders>,
     Arc<TransformRegistry>,
     Option<Arc<dyn DynSinkSpec>>,
+    ExactlyOnceSource,
 );
 
 impl Plugins {
     pub(crate) fn new(plugins: Vec<Plugin>) -> Self {
-        Self(plugins, Arc::default(), Arc::default(), None)
+        Self(
+            plugins,
+            Arc::default(),
+            Arc::default(),
+            None,
+            ExactlyOnceSource::default(),
+        )
+    }
+
+    /// The worker's `exactly.once.source.support`, for the preflight checks of
+    /// `exactly.once.support=required` ([`exactly_once::preflight`]).
+    pub(crate) fn set_exactly_once(&mut self, worker: ExactlyOnceSource) {
+        self.4 = worker;
     }
 
     /// Uses `registry`'s transformations and predicates.
@@ -50,12 +64,32 @@ impl Plugins {
         &self,
         props: &Properties,
     ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), crate::config::ConfigErrors> {
-        ConnectorConfig::from_properties_with(
+        let checked = ConnectorConfig::from_properties_with(
             props,
             |c| self.resolve(c),
             &self.2,
             self.3.as_deref(),
-        )
+        );
+        let config = props.to_config();
+        let preflight = match &checked {
+            Ok((_, connector)) => exactly_once::preflight(self.4, connector.as_ref(), &config),
+            Err(_) => config
+                .get(CONNECTOR_CLASS)
+                .and_then(|class| self.resolve(class.trim()))
+                .map(|connector| exactly_once::preflight(self.4, connector.as_ref(), &config))
+                .unwrap_or_default(),
+        };
+        if preflight.is_empty() {
+            return checked;
+        }
+        let mut errors = match checked {
+            Ok(_) => crate::config::ConfigErrors(Vec::new()),
+            Err(errors) => errors,
+        };
+        errors
+            .0
+            .extend(preflight.into_iter().map(|(k, m)| props.invalid(&k, m)));
+        Err(errors)
     }
 
     pub(crate) fn set_providers(&mut self, providers: ConfigProviders) {

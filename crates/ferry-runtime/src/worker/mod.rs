@@ -256,6 +256,11 @@ impl Worker {
         StatusCell::watched(listener)
     }
 
+    /// The worker's `exactly.once.source.support`.
+    pub fn exactly_once_source(&self) -> crate::config::exactly_once::ExactlyOnceSource {
+        self.settings.exactly_once_source
+    }
+
     /// Why the offset store can no longer commit, once a commit failed with a non-retriable store
     /// error (e.g. a file store poisoned by a full disk). Every task has then failed with this as
     /// its trace, and tasks started later fail at once: only a new process (which reopens the store)

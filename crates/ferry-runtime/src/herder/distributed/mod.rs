@@ -174,11 +174,13 @@ impl DistributedHerder {
         config_store: Arc<dyn ConfigBackingStore>,
         statuses: Arc<dyn StatusBackingStore>,
     ) -> Arc<Self> {
+        let exactly_once = worker.exactly_once_source();
         let herder = Arc::new(Self {
             worker,
             offsets,
             plugins: {
                 let mut plugins = Plugins::new(plugins);
+                plugins.set_exactly_once(exactly_once);
                 plugins.set_providers(settings.config_providers.clone());
                 plugins.set_transforms(settings.transforms.clone());
                 if let Some(sink) = &settings.sink {
