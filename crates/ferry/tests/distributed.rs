@@ -828,6 +828,139 @@ fn frozen_worker_sends_and_commits_nothing_when_it_wakes(exactly_once: bool) {
     }
 }
 
+/// `tasks.max` shrunk while a frozen worker (SIGSTOP) runs a task number that disappears: no next
+/// instance of that number opens its `transactional.id`, so the connector's owner fences it once the
+/// graceful stop had its time. When the frozen worker wakes, the removed task commits nothing — no
+/// partition's committed offsets move backwards, though the partitions it ran are committed further by
+/// the tasks that took them over — and it sends nothing.
+#[test]
+fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wakes() {
+    let mut cluster = Cluster::new(&[]);
+    cluster.start_worker();
+    cluster.start_worker();
+    let connector = json!({
+        "name": "seq",
+        "config": {
+            "connector.class": "SequenceSource",
+            "tasks.max": "4",
+            "partitions": "4",
+            "topic": cluster.topic,
+            "throughput": "200",
+        }
+    })
+    .to_string();
+    cluster.create(0, &connector);
+    let owners = cluster.running_on("seq", 4, 2);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
+    wait_progress(&cluster, &mut reader, 4, 50);
+
+    let victim_id = owners[&3].clone();
+    let victim = (0..2)
+        .find(|n| cluster.worker(*n).id() == victim_id)
+        .expect("task 3 runs on a worker of the cluster");
+    let survivor = 1 - victim;
+    let (client, survivor_id) = (
+        cluster.worker(survivor).client(),
+        cluster.worker(survivor).id(),
+    );
+    let frozen_at = now_ms();
+    cluster
+        .worker(victim)
+        .ferry
+        .signal(rustix::process::Signal::STOP);
+
+    // Once the survivor runs all four tasks (the frozen worker left the group; the survivor leads,
+    // so the change is not forwarded to the frozen worker), tasks.max shrinks to 2; both tasks run
+    // there, and the removed numbers are fenced.
+    let start = Instant::now();
+    let all_on_survivor = |count: usize| {
+        let status = client.get("/connectors/seq/status");
+        status.status == 200
+            && status.json()["tasks"].as_array().is_some_and(|tasks| {
+                tasks.len() == count
+                    && tasks
+                        .iter()
+                        .all(|t| t["state"] == "RUNNING" && t["worker_id"] == survivor_id.as_str())
+            })
+    };
+    while !all_on_survivor(4) {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the frozen worker's tasks did not move; logs:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let body = json!({"tasks.max": "2"}).to_string();
+    loop {
+        if client.patch("/connectors/seq/config", &body).status == 200 {
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "tasks.max was not changed; logs:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    loop {
+        let on_survivor = all_on_survivor(2);
+        let log = cluster.worker(survivor).ferry.log();
+        if on_survivor && log.contains("removed task seq-3 fenced") {
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the 2 tasks did not run on the survivor with the removed ones fenced; logs:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    advance(&cluster, &mut reader, 4, 200);
+
+    let woken_at = now_ms();
+    cluster
+        .worker(victim)
+        .ferry
+        .signal(rustix::process::Signal::CONT);
+    // It wakes, finds itself out of the group and its tasks gone, rejoins; the two tasks go on.
+    cluster.running_tasks("seq", 2);
+    let before = assert_no_gap(&sequences(&mut reader));
+    advance_each(&cluster, &mut reader, &before, 200);
+    for n in 0..2 {
+        cluster.stop(n);
+    }
+
+    let records = stamped_sequences(&mut reader);
+    assert_no_gap(&records.iter().map(|(p, s, _)| (*p, *s)).collect::<Vec<_>>());
+    let mut copies: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
+    for (p, seq, ts) in &records {
+        copies.entry((*p, *seq)).or_default().push(*ts);
+    }
+    let late_repeats: Vec<_> = copies
+        .iter()
+        .filter(|(_, stamps)| stamps.len() > 1 && stamps.iter().skip(1).any(|ts| *ts >= woken_at))
+        .take(10)
+        .collect();
+    assert!(
+        late_repeats.is_empty(),
+        "records sent after the frozen worker woke repeat earlier ones: {late_repeats:?} (frozen at \
+         {frozen_at}, woken at {woken_at})"
+    );
+    let positions = committed_positions(&cluster, "seq");
+    assert_eq!(
+        positions.len(),
+        4,
+        "every partition was committed: {positions:?}"
+    );
+    for (partition, positions) in positions {
+        assert!(
+            positions.windows(2).all(|w| w[0] <= w[1]),
+            "the committed offsets of {partition} moved backwards: {positions:?}"
+        );
+    }
+}
+
 /// Waits until every partition of `before` went `by` records past where it was there (each at its
 /// own pace: a task that moved lags the others by its downtime).
 fn advance_each(cluster: &Cluster, reader: &mut TopicReader, before: &BTreeMap<i64, i64>, by: i64) {

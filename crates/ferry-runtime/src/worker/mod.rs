@@ -256,6 +256,11 @@ impl Worker {
         StatusCell::watched(listener)
     }
 
+    /// The prefix of task fencing ids (`<prefix>-<connector>-<task>`), when tasks are fenced.
+    pub fn task_fencing(&self) -> Option<&str> {
+        self.settings.task_fencing.as_deref()
+    }
+
     /// The worker's `exactly.once.source.support`.
     pub fn exactly_once_source(&self) -> crate::config::exactly_once::ExactlyOnceSource {
         self.settings.exactly_once_source

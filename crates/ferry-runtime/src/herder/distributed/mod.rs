@@ -9,6 +9,7 @@ mod ownership;
 mod reconcile;
 mod rest;
 mod writes;
+mod zombies;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};

@@ -211,16 +211,27 @@ impl DistributedHerder {
             if let Some(desired) = desired
                 && entry.tasks.as_ref() != Some(&desired)
             {
-                match self.config_store.put_task_configs(&name, &desired).await {
+                let previous = entry.tasks.as_ref().map_or(0, Vec::len);
+                let written = self
+                    .config_store
+                    .put_task_configs(&name, &desired)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "its task configurations could not be written to {}: {e}",
+                            self.config_store.describe()
+                        )
+                    });
+                if written.is_ok() {
+                    // Task numbers that are gone have no next instance to fence their zombies.
+                    self.fence_removed_tasks(&name, desired.len()..previous);
+                }
+                match written {
                     Ok(()) => {
                         tracing::info!(connector = %name, "connector {name:?}: {} task configuration(s) written", desired.len());
                         wrote = true;
                     }
-                    Err(e) => {
-                        let reason = format!(
-                            "its task configurations could not be written to {}: {e}",
-                            self.config_store.describe()
-                        );
+                    Err(reason) => {
                         tracing::error!(connector = %name, "connector {name:?}: {reason}");
                         failure = Some(reason);
                     }

@@ -105,11 +105,13 @@ impl DistributedHerder {
     pub(super) async fn delete(&self, name: &str) -> R<()> {
         let _serial = self.writes.lock().await;
         self.check_leader()?;
-        self.entry(name).await?;
+        let entry = self.entry(name).await?;
         self.config_store
             .remove_connector_config(name)
             .await
             .map_err(store_error)?;
+        // Its task numbers have no next instance to fence their zombies.
+        self.fence_removed_tasks(name, 0..entry.tasks.as_ref().map_or(0, Vec::len));
         self.statuses.remove_connector(name);
         tracing::info!(connector = %name, "connector {name:?} deleted (its offsets are kept)");
         self.kick.notify_one();
