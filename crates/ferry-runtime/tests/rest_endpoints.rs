@@ -449,6 +449,17 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
                 .any(|(name, _, _)| *name == "errors.tolerance"),
             "{common:?}"
         );
+        // Kafka Connect's exactly-once keys of source connectors (KIP-618).
+        for (key, kind) in [
+            ("exactly.once.support", "STRING"),
+            ("transaction.boundary", "STRING"),
+            ("transaction.boundary.interval.ms", "LONG"),
+        ] {
+            assert!(
+                common.contains(&(key, kind, &json!("Exactly Once Support"))),
+                "{key} missing: {common:?}"
+            );
+        }
         let first = &keys[0];
         for field in [
             "documentation",

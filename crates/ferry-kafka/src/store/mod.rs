@@ -14,6 +14,11 @@
 //! - **Visibility.** The in-memory view learns only from the topic: a write is visible once it is in
 //!   the log. Every read first reads every partition to its current end, so a store sees the writes
 //!   another worker's store made durable before the read began (read-your-writes across workers).
+//!   Reads are `read_committed`, and every read after the open waits until no transaction open when
+//!   it began is left (the high watermark then, reached by the last stable offsets): a task writer's
+//!   commit is seen by every later read, and another task's transaction left open by a killed worker
+//!   cannot hide later commits. A transaction open longer than the store's timeout fails the read
+//!   (retriably) rather than let it answer older offsets.
 //! - **Ordering.** Within a Kafka partition the log order wins. Logically equal keys with different
 //!   bytes (field order) can sit on different partitions; between those the newer record timestamp
 //!   wins ([`ferry_offsets::OffsetTable::apply_at`]). A store stamps its batches with strictly
