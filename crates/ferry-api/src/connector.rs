@@ -301,6 +301,32 @@ pub trait SourceTaskContext: Send + Sync {
     fn configs(&self) -> &Config;
     /// The reader of the connector's committed offsets.
     fn offset_storage_reader(&self) -> Arc<dyn OffsetStorageReader>;
+    /// Where the task says its transactions end: `Some` only when the task delivers exactly once
+    /// with `transaction.boundary=connector` (Kafka Connect's `transactionContext()`, `null`
+    /// otherwise).
+    fn transaction_context(&self) -> Option<Arc<dyn TransactionContext>> {
+        None
+    }
+}
+
+/// Kafka Connect's `TransactionContext` (KIP-618): a task running with
+/// `transaction.boundary=connector` says when the framework commits or aborts the open
+/// transaction. A commit makes the transaction's records and their offsets visible together; an
+/// abort discards both: `read_committed` consumers never see the records, and a restarted task
+/// resumes before them (while the task runs on, it is up to it to send them again). Requests may be
+/// made from `poll` or from any other thread. Asking for both a commit and an abort of the same
+/// transaction (or at the same record) fails the task.
+pub trait TransactionContext: Send + Sync {
+    /// Commits the open transaction once every record of the current poll batch is sent.
+    fn commit_transaction(&self);
+    /// Commits the open transaction right after `record` — a record this task returns from `poll`,
+    /// recognised by value (before transformations) — is sent or dropped by a transformation.
+    fn commit_transaction_at(&self, record: &SourceRecord);
+    /// Aborts the open transaction once every record of the current poll batch is sent.
+    fn abort_transaction(&self);
+    /// Aborts the open transaction right after `record` (as in
+    /// [`commit_transaction_at`](Self::commit_transaction_at)) is sent; `record` is discarded with it.
+    fn abort_transaction_at(&self, record: &SourceRecord);
 }
 
 /// A source task: reads one share of the connector's partitions.

@@ -35,7 +35,7 @@ mod value;
 pub use connector::{
     Config, ConfigIssue, ConfigKey, ConfigType, ExactlyOnceSupport, HIDDEN, OffsetStorageReader,
     OffsetStorageReaderExt, Redactor, Secrecy, SourceConnector, SourceTask, SourceTaskContext,
-    TransactionBoundaries,
+    TransactionBoundaries, TransactionContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;

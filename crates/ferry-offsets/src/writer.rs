@@ -67,6 +67,14 @@ impl OffsetWriter {
         self.inner.state().staged.insert(key, (partition, offset));
     }
 
+    /// Drops every staged offset not yet in a flush (an aborted transaction's); returns how many.
+    pub fn discard_staged(&self) -> usize {
+        let mut state = self.inner.state();
+        let discarded = state.staged.len();
+        state.staged.clear();
+        discarded
+    }
+
     /// The number of staged partitions not yet in a flush.
     pub fn staged_len(&self) -> usize {
         self.inner.state().staged.len()

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ferry_api::{Config, ExactlyOnceSupport, SourceConnector};
+use ferry_api::{Config, ExactlyOnceSupport, SourceConnector, TransactionBoundaries};
 
 /// Worker key: `disabled` (default), `preparing`, `enabled`.
 pub const EXACTLY_ONCE_SOURCE_SUPPORT: &str = "exactly.once.source.support";
@@ -52,6 +52,8 @@ pub enum TransactionBoundary {
     Poll,
     /// One transaction per interval (`None`: the worker's `offset.flush.interval.ms`).
     Interval(Option<Duration>),
+    /// Where the task says, through its `TransactionContext`.
+    Connector,
 }
 
 /// A connector's exactly-once settings, checked.
@@ -108,15 +110,7 @@ impl ConnectorExactlyOnce {
         {
             None | Some("poll") => TransactionBoundary::Poll,
             Some("interval") => TransactionBoundary::Interval(interval),
-            Some("connector") => {
-                issues.push((
-                    TRANSACTION_BOUNDARY.to_owned(),
-                    "connector-defined transaction boundaries (TransactionContext) are not implemented \
-                     yet; use poll (default) or interval"
-                        .to_owned(),
-                ));
-                TransactionBoundary::Poll
-            }
+            Some("connector") => TransactionBoundary::Connector,
             Some(_) => {
                 issues.push((
                     TRANSACTION_BOUNDARY.to_owned(),
@@ -147,6 +141,16 @@ pub fn preflight(
         return Vec::new();
     };
     let mut issues = Vec::new();
+    if settings.boundary == TransactionBoundary::Connector
+        && connector.can_define_transaction_boundaries(config) != TransactionBoundaries::Supported
+    {
+        issues.push((
+            TRANSACTION_BOUNDARY.to_owned(),
+            "The connector does not support connector-defined transaction boundaries with the given \
+             configuration. Please reconfigure it to use a different transaction boundary definition."
+                .to_owned(),
+        ));
+    }
     if settings.required {
         if worker != ExactlyOnceSource::Enabled {
             issues.push((
@@ -212,6 +216,14 @@ pub fn delivery(
         }
         return Ok(Delivery::AtLeastOnce);
     }
+    if settings.boundary == TransactionBoundary::Connector
+        && connector.can_define_transaction_boundaries(config) != TransactionBoundaries::Supported
+    {
+        return Err(format!(
+            "{TRANSACTION_BOUNDARY}=connector, but the connector does not support connector-defined \
+             transaction boundaries with this configuration"
+        ));
+    }
     match connector.exactly_once_support(config) {
         ExactlyOnceSupport::Supported => Ok(Delivery::ExactlyOnce(settings.boundary)),
         other if settings.required => Err(format!(
@@ -260,9 +272,14 @@ mod tests {
                 boundary: TransactionBoundary::Interval(Some(Duration::from_millis(250)))
             })
         );
+        assert_eq!(
+            ConnectorExactlyOnce::parse(&config(&[(TRANSACTION_BOUNDARY, "Connector")]))
+                .map(|s| s.boundary),
+            Ok(TransactionBoundary::Connector)
+        );
         let issues = ConnectorExactlyOnce::parse(&config(&[
             (EXACTLY_ONCE_SUPPORT, "maybe"),
-            (TRANSACTION_BOUNDARY, "connector"),
+            (TRANSACTION_BOUNDARY, "whenever"),
             (TRANSACTION_BOUNDARY_INTERVAL_MS, "-1"),
         ]))
         .unwrap_err();
@@ -275,7 +292,6 @@ mod tests {
                 TRANSACTION_BOUNDARY
             ]
         );
-        assert!(issues[2].1.contains("not implemented"), "{issues:?}");
         assert_eq!(
             ExactlyOnceSource::parse(" Enabled "),
             Ok(ExactlyOnceSource::Enabled)
@@ -335,5 +351,27 @@ mod tests {
         let requested = config(&[(EXACTLY_ONCE_SUPPORT, "requested"), ("eos", "no")]);
         assert_eq!(preflight(Disabled, &Declares, &requested), vec![]);
         assert_eq!(preflight(Enabled, &Declares, &Config::new()), vec![]);
+        // Declares defines no transaction boundaries of its own.
+        let boundary = preflight(
+            Enabled,
+            &Declares,
+            &config(&[(TRANSACTION_BOUNDARY, "connector"), ("eos", "yes")]),
+        );
+        assert_eq!(boundary.len(), 1, "{boundary:?}");
+        assert_eq!(boundary[0].0, TRANSACTION_BOUNDARY);
+        assert!(
+            boundary[0]
+                .1
+                .contains("does not support connector-defined transaction boundaries"),
+            "{boundary:?}"
+        );
+        assert!(
+            delivery(
+                Enabled,
+                &Declares,
+                &config(&[(TRANSACTION_BOUNDARY, "connector"), ("eos", "yes")])
+            )
+            .is_err()
+        );
     }
 }

@@ -58,6 +58,10 @@ pub(crate) enum CommitError {
     /// stops without reporting.
     #[error("{0}")]
     Transaction(#[source] crate::sink::SinkError),
+    /// Exactly-once with `transaction.boundary=connector`: the task's transaction requests contradict
+    /// each other (or overflow); it fails.
+    #[error("invalid transaction boundaries: {0}")]
+    Boundary(String),
 }
 
 impl CommitError {

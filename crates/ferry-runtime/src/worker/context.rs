@@ -144,6 +144,9 @@ impl OffsetStorageReader for TaskReader {
 pub(crate) struct TaskContext {
     pub(crate) config: Config,
     pub(crate) reader: Arc<TaskReader>,
+    /// `transaction.boundary=connector` with exactly-once delivery only.
+    pub(crate) transaction:
+        Option<Arc<crate::worker::task::transaction_context::WorkerTransactionContext>>,
 }
 
 impl SourceTaskContext for TaskContext {
@@ -152,5 +155,10 @@ impl SourceTaskContext for TaskContext {
     }
     fn offset_storage_reader(&self) -> Arc<dyn OffsetStorageReader> {
         self.reader.clone()
+    }
+    fn transaction_context(&self) -> Option<Arc<dyn ferry_api::TransactionContext>> {
+        self.transaction
+            .clone()
+            .map(|context| context as Arc<dyn ferry_api::TransactionContext>)
     }
 }

@@ -590,11 +590,23 @@ impl Worker {
                     task_writer,
                 });
                 let writer = Arc::new(OffsetWriter::new(&connector_name, fenced));
+                let transaction = matches!(
+                    delivery,
+                    task::TaskDelivery::ExactlyOnce {
+                        boundary: crate::config::exactly_once::TransactionBoundary::Connector,
+                        ..
+                    }
+                )
+                .then(|| Arc::new(task::transaction_context::WorkerTransactionContext::default()));
                 TaskRunner {
                     watch: context::PartitionWatch::new(name.clone(), looked_up),
                     name,
                     task,
-                    context: Arc::new(context::TaskContext { config, reader }),
+                    context: Arc::new(context::TaskContext {
+                        config,
+                        reader,
+                        transaction,
+                    }),
                     store_reader,
                     sink,
                     acks,

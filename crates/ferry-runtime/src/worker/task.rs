@@ -18,6 +18,7 @@ mod exactly_once;
 #[cfg(test)]
 mod hooks_order;
 mod semantics;
+pub(crate) mod transaction_context;
 mod transform;
 
 use std::sync::{Arc, Mutex};
@@ -247,6 +248,7 @@ impl TaskRunner {
                         flush_timeout: self.settings.flush_timeout,
                         fence: self.fence.clone(),
                         metrics: self.metrics.clone(),
+                        context: self.context.transaction.clone(),
                     });
                 self.run_with(&mut hooks).await;
             }
@@ -488,7 +490,26 @@ impl TaskRunner {
                         return;
                     }
                     let mut dispatched = true;
+                    // A transaction ended inside the batch (the task asked): one begins before
+                    // the next record.
+                    let mut begin = false;
                     for record in records {
+                        // `transaction.boundary=connector`: whether the transaction ends after this
+                        // record, asked of the record as the task returned it.
+                        let boundary = match hooks.boundary_at(&record) {
+                            Ok(boundary) => boundary,
+                            Err(reason) => {
+                                failure.set(reason);
+                                dispatched = false;
+                                break;
+                            }
+                        };
+                        if std::mem::take(&mut begin)
+                            && let Err(e) = hooks.prepare_to_send(&[]).await
+                        {
+                            self.fail_unless_fenced(e);
+                            return;
+                        }
                         // Boxed at once and not moved through `transform` when there is no chain:
                         // the record is large, and every move is a copy.
                         let record = if chain.is_empty() {
@@ -498,6 +519,12 @@ impl TaskRunner {
                                 transform::Transformed::Record(record) => Box::new(record),
                                 transform::Transformed::Skipped(polled) => {
                                     self.skip(hooks, &polled).await;
+                                    if let Some(boundary) = boundary {
+                                        if !self.end_transaction(hooks, boundary, outgoing).await {
+                                            return;
+                                        }
+                                        begin = true;
+                                    }
                                     continue;
                                 }
                                 transform::Transformed::Stopping => {
@@ -515,7 +542,14 @@ impl TaskRunner {
                             .send(hooks, &*sink, record, outgoing, events, &mut backoff)
                             .await
                         {
-                            Ok(Sent::Done) => {}
+                            Ok(Sent::Done) => {
+                                if let Some(boundary) = boundary {
+                                    if !self.end_transaction(hooks, boundary, outgoing).await {
+                                        return;
+                                    }
+                                    begin = true;
+                                }
+                            }
                             // The unsent record's offset must never be committed, so no later record
                             // of the batch may be sent: they are all polled again after a restart.
                             Ok(Sent::Stopping) => {
@@ -733,21 +767,49 @@ impl TaskRunner {
         hooks: &mut H,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
     ) {
-        let committed = hooks.take_committed_records();
-        if committed == 0 {
+        let settled = hooks.take_settled_records();
+        let ended: usize = settled.iter().map(|s| s.records).sum();
+        if ended == 0 {
             return;
         }
         let deadline = tokio::time::Instant::now() + self.settings.flush_timeout;
-        while self.deferred.len() < committed {
+        while self.deferred.len() < ended {
             match tokio::time::timeout_at(deadline, events.recv()).await {
                 Ok(Some(event)) => self.handle_event(event).await,
                 Ok(None) | Err(_) => break,
             }
         }
-        let ready = committed.min(self.deferred.len());
-        let released: Vec<_> = self.deferred.drain(..ready).collect();
-        for (record, metadata) in released {
-            self.call_commit_record(&record, metadata.as_ref()).await;
+        for transaction in settled {
+            let ready = transaction.records.min(self.deferred.len());
+            let records: Vec<_> = self.deferred.drain(..ready).collect();
+            if !transaction.committed {
+                // Aborted at the task's request: never delivered to committed readers.
+                continue;
+            }
+            for (record, metadata) in records {
+                self.call_commit_record(&record, metadata.as_ref()).await;
+            }
+        }
+    }
+
+    /// Ends the open transaction where the task asked (after a record), once the records sent so far
+    /// are watched. Returns whether the task goes on (`false`: it failed or was fenced).
+    async fn end_transaction<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        boundary: semantics::Boundary,
+        outgoing: &mut Outgoing,
+    ) -> bool {
+        if let Err(reason) = outgoing.flush().await {
+            self.fail(reason);
+            return false;
+        }
+        match hooks.end_transaction(boundary).await {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail_unless_fenced(e);
+                false
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! depends on how long something took.
 
 mod commit;
+mod exactly_once;
 mod failures;
 mod fencing;
 mod lifecycle;

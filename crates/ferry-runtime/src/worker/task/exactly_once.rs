@@ -6,7 +6,8 @@
 //! a pause and a graceful stop commit the open one, a failure aborts it. Nothing is tracked per
 //! record and nothing commits periodically: the transaction's commit is the offset commit.
 //! `commit_record` is called only once the record's transaction committed
-//! ([`TaskHooks::take_committed_records`]).
+//! ([`TaskHooks::take_settled_records`]). With `transaction.boundary=connector` the task ends
+//! transactions itself through its `TransactionContext` (see `transaction_context`).
 //!
 //! A commit refused because a newer instance of the task fenced the producer marks the task
 //! superseded ([`TaskFence::supersede`]): it stops without committing or reporting a status; its
@@ -28,7 +29,8 @@ use crate::config::exactly_once::TransactionBoundary;
 use crate::metrics::TaskMetrics;
 use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::fence::TaskFence;
-use crate::worker::task::semantics::{Commit, TaskHooks};
+use crate::worker::task::semantics::{Boundary, Commit, Settled, TaskHooks};
+use crate::worker::task::transaction_context::WorkerTransactionContext;
 
 /// One task's exactly-once hooks.
 pub(crate) struct ExactlyOnceHooks {
@@ -44,8 +46,10 @@ pub(crate) struct ExactlyOnceHooks {
     began: Option<Instant>,
     /// Records sent in the open transaction.
     in_transaction: usize,
-    /// Records whose transaction committed, not yet handed to the loop.
-    committed: usize,
+    /// Transactions ended and not yet handed to the loop, in order.
+    settled: Vec<Settled>,
+    /// `transaction.boundary=connector`: the task's requests.
+    context: Option<Arc<WorkerTransactionContext>>,
     fence: Arc<TaskFence>,
     metrics: Arc<TaskMetrics>,
 }
@@ -61,6 +65,8 @@ pub(crate) struct ExactlyOnceParts {
     pub(crate) flush_timeout: Duration,
     pub(crate) fence: Arc<TaskFence>,
     pub(crate) metrics: Arc<TaskMetrics>,
+    /// The context given to the task (`transaction.boundary=connector` only).
+    pub(crate) context: Option<Arc<WorkerTransactionContext>>,
 }
 
 impl ExactlyOnceHooks {
@@ -73,6 +79,7 @@ impl ExactlyOnceHooks {
             TransactionBoundary::Interval(interval) => {
                 Some(interval.unwrap_or(parts.flush_interval))
             }
+            TransactionBoundary::Connector => None,
         };
         Self {
             task: parts.task,
@@ -82,9 +89,37 @@ impl ExactlyOnceHooks {
             flush_timeout: parts.flush_timeout,
             began: None,
             in_transaction: 0,
-            committed: 0,
+            settled: Vec::new(),
+            context: parts.context,
             fence: parts.fence,
             metrics: parts.metrics,
+        }
+    }
+
+    /// Aborts the open transaction at the task's request: its records and offsets are discarded.
+    /// Its records are first written (so their deliveries report them sent, and the loop drops them
+    /// without `commit_record`), then the abort marks them aborted.
+    async fn abort(&mut self) -> Result<(), CommitError> {
+        if !self.sink.in_transaction() {
+            return Ok(());
+        }
+        let records = std::mem::take(&mut self.in_transaction);
+        self.began = None;
+        let offsets = self.writer.discard_staged();
+        if let Err(e) = self.sink.flush(self.flush_timeout).await {
+            tracing::warn!(task = %self.task, "the records of the transaction the task aborts were not all written: {e}");
+        }
+        let aborted = self.sink.abort().await;
+        self.settled.push(Settled {
+            records,
+            committed: false,
+        });
+        match aborted {
+            Ok(()) => {
+                tracing::info!(task = %self.task, "aborted a transaction of {records} records and {offsets} offsets at the task's request");
+                Ok(())
+            }
+            Err(e) => Err(self.failed(e)),
         }
     }
 
@@ -137,7 +172,10 @@ impl ExactlyOnceHooks {
         let records = std::mem::take(&mut self.in_transaction);
         match flushed {
             Ok(()) => {
-                self.committed += records;
+                self.settled.push(Settled {
+                    records,
+                    committed: true,
+                });
                 let elapsed = started.elapsed();
                 self.metrics.commit_succeeded(elapsed);
                 tracing::debug!(task = %self.task, "committed a transaction of {records} records and {partitions} offsets in {elapsed:.1?}");
@@ -196,10 +234,32 @@ impl TaskHooks for ExactlyOnceHooks {
     }
 
     async fn batch_dispatched(&mut self) -> Result<(), CommitError> {
+        if let Some(context) = &self.context {
+            return match context.after_batch().map_err(CommitError::Boundary)? {
+                Some(boundary) => self.end_transaction(boundary).await,
+                None => Ok(()),
+            };
+        }
         if self.interval.is_some() {
             return Ok(());
         }
         into_result(self.commit().await)
+    }
+
+    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+        match &self.context {
+            Some(context) => context
+                .at_record(record)
+                .map_err(|e| CommitError::Boundary(e).to_string()),
+            None => Ok(None),
+        }
+    }
+
+    async fn end_transaction(&mut self, boundary: Boundary) -> Result<(), CommitError> {
+        match boundary {
+            Boundary::Commit => into_result(self.commit().await),
+            Boundary::Abort => self.abort().await,
+        }
     }
 
     fn periodic_committer(&self) -> Option<Arc<dyn Commit>> {
@@ -214,8 +274,8 @@ impl TaskHooks for ExactlyOnceHooks {
         true
     }
 
-    fn take_committed_records(&mut self) -> usize {
-        std::mem::take(&mut self.committed)
+    fn take_settled_records(&mut self) -> Vec<Settled> {
+        std::mem::take(&mut self.settled)
     }
 
     async fn final_commit(&mut self, failed: bool) -> CommitOutcome {

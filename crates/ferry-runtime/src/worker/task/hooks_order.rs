@@ -161,6 +161,7 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
         context: Arc::new(TaskContext {
             config: Config::new(),
             reader,
+            transaction: None,
         }),
         store_reader,
         watch: PartitionWatch::new("c-0".into(), looked_up),

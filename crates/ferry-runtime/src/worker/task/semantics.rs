@@ -28,6 +28,7 @@ use crate::metrics::TaskMetrics;
 use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::health::StoreHealth;
 use crate::worker::task::TaskSettings;
+pub(crate) use crate::worker::task::transaction_context::Boundary;
 
 /// How a connector's records and offsets are delivered: makes each task's [`TaskHooks`].
 #[allow(dead_code)] // The worker picks the semantics once it can be configured (issue 12, step 6).
@@ -121,17 +122,41 @@ pub(crate) trait TaskHooks: Send {
     }
 
     /// Whether `commit_record` must wait until the record's offsets committed
-    /// ([`take_committed_records`](Self::take_committed_records)) rather than follow its delivery
+    /// ([`take_settled_records`](Self::take_settled_records)) rather than follow its delivery
     /// (exactly-once: a delivered record's transaction may still abort).
     fn defers_commit_record(&self) -> bool {
         false
     }
 
-    /// How many more sent records (in send order) have committed since the last call; the loop then
-    /// calls `commit_record` for them once their deliveries are reported. Always 0 unless
+    /// The transactions that ended since the last call, in send order, each with how many sent
+    /// records it held: the loop calls `commit_record` for a committed one's records once their
+    /// deliveries are reported, and drops an aborted one's. Always empty unless
     /// [`defers_commit_record`](Self::defers_commit_record).
-    fn take_committed_records(&mut self) -> usize {
-        0
+    fn take_settled_records(&mut self) -> Vec<Settled> {
+        Vec::new()
+    }
+
+    /// Whether the open transaction ends right after `record` (as the task returned it, before
+    /// transformations) is sent or dropped: `transaction.boundary=connector`'s record-level requests
+    /// (Kafka Connect's `shouldCommitOn`/`shouldAbortOn`). Called per record: at-least-once answers
+    /// `None` at no cost.
+    ///
+    /// # Errors
+    /// The task's requests contradict each other; it fails with this reason (a `String`, not a
+    /// `CommitError`: this runs per record).
+    fn boundary_at(&mut self, _record: &SourceRecord) -> Result<Option<Boundary>, String> {
+        Ok(None)
+    }
+
+    /// Ends the open transaction as [`boundary_at`](Self::boundary_at) asked, after that record.
+    ///
+    /// # Errors
+    /// The commit or abort failed; the task fails (or, fenced, stops quietly).
+    fn end_transaction(
+        &mut self,
+        _boundary: Boundary,
+    ) -> impl Future<Output = Result<(), CommitError>> + Send {
+        std::future::ready(Ok(()))
     }
 
     /// `finalOffsetCommit(failed)`: the last commit of a stopping task, after its deliveries resolved
@@ -159,7 +184,10 @@ pub(crate) trait DynTaskHooks: Send {
     fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>>;
     fn dyn_paused(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_defers_commit_record(&self) -> bool;
-    fn dyn_take_committed_records(&mut self) -> usize;
+    fn dyn_take_settled_records(&mut self) -> Vec<Settled>;
+    fn dyn_boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String>;
+    fn dyn_end_transaction(&mut self, boundary: Boundary)
+    -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome>;
 }
 
@@ -194,8 +222,17 @@ impl<H: TaskHooks> DynTaskHooks for H {
     fn dyn_defers_commit_record(&self) -> bool {
         TaskHooks::defers_commit_record(self)
     }
-    fn dyn_take_committed_records(&mut self) -> usize {
-        TaskHooks::take_committed_records(self)
+    fn dyn_take_settled_records(&mut self) -> Vec<Settled> {
+        TaskHooks::take_settled_records(self)
+    }
+    fn dyn_boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+        TaskHooks::boundary_at(self, record)
+    }
+    fn dyn_end_transaction(
+        &mut self,
+        boundary: Boundary,
+    ) -> BoxFuture<'_, Result<(), CommitError>> {
+        Box::pin(TaskHooks::end_transaction(self, boundary))
     }
     fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome> {
         Box::pin(TaskHooks::final_commit(self, failed))
@@ -232,12 +269,28 @@ impl TaskHooks for Box<dyn DynTaskHooks> {
     fn defers_commit_record(&self) -> bool {
         DynTaskHooks::dyn_defers_commit_record(&**self)
     }
-    fn take_committed_records(&mut self) -> usize {
-        DynTaskHooks::dyn_take_committed_records(&mut **self)
+    fn take_settled_records(&mut self) -> Vec<Settled> {
+        DynTaskHooks::dyn_take_settled_records(&mut **self)
+    }
+    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+        DynTaskHooks::dyn_boundary_at(&mut **self, record)
+    }
+    fn end_transaction(
+        &mut self,
+        boundary: Boundary,
+    ) -> impl Future<Output = Result<(), CommitError>> + Send {
+        DynTaskHooks::dyn_end_transaction(&mut **self, boundary)
     }
     fn final_commit(&mut self, failed: bool) -> impl Future<Output = CommitOutcome> + Send {
         DynTaskHooks::dyn_final_commit(&mut **self, failed)
     }
+}
+
+/// A transaction that ended: how many sent records it held, and whether it committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settled {
+    pub(crate) records: usize,
+    pub(crate) committed: bool,
 }
 
 /// One offset commit, run periodically by the task's committer.
