@@ -13,7 +13,7 @@ use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
     OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkErrorKind, SinkPlugin,
-    SinkProvider, TaskSinkContext, TransactionalSink,
+    SinkProvider, TaskSinkContext, TransactionalOffsets, TransactionalSink,
 };
 
 use crate::connector_keys::{
@@ -223,9 +223,25 @@ impl DynStoreSpec for KafkaStoreSpec {
         false
     }
 
+    fn transactional_offsets(&self) -> Option<TransactionalOffsets> {
+        Some(TransactionalOffsets {
+            cluster: self.bootstrap_servers.clone(),
+            topic: self.topic.clone(),
+        })
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// The brokers of a `bootstrap.servers` list, for comparing two lists naming one cluster: trimmed,
+/// lowercased, sorted, without duplicates.
+fn brokers(list: &str) -> std::collections::BTreeSet<String> {
+    list.split(',')
+        .map(|b| b.trim().to_ascii_lowercase())
+        .filter(|b| !b.is_empty())
+        .collect()
 }
 
 /// `sink=kafka` (the default when `bootstrap.servers` is set): a Kafka producer, records acknowledged
@@ -437,6 +453,27 @@ impl DynSinkSpec for KafkaSinkSpec {
 
     fn uses_converters(&self) -> bool {
         true
+    }
+
+    /// The same sink, opening a transactional sink per exactly-once task that writes its offsets to
+    /// `offsets.topic`. A transaction writes only to its producer's cluster, so the offsets topic
+    /// must be on the records' cluster: the two `bootstrap.servers` lists must name the same brokers.
+    fn with_transactional_offsets(
+        &self,
+        offsets: &TransactionalOffsets,
+    ) -> Result<Arc<dyn DynSinkSpec>, String> {
+        if brokers(&offsets.cluster) != brokers(&self.bootstrap_servers) {
+            return Err(format!(
+                "exactly-once delivery writes each task's offsets in its records' transactions, so the \
+                 offsets topic must be on the records' cluster: the sink's bootstrap.servers are {} but \
+                 the offset store's are {}",
+                self.bootstrap_servers, offsets.cluster
+            ));
+        }
+        Ok(Arc::new(Self {
+            offsets_topic: Some(offsets.topic.clone()),
+            ..self.clone()
+        }))
     }
 
     fn handles_connector_key(&self, key: &str) -> bool {

@@ -84,3 +84,41 @@ async fn the_started_sink_tells_the_cluster_id() {
     assert!(!id.is_empty());
     assert_eq!(provider.cluster_id().await, Some(id));
 }
+
+/// Exactly-once in standalone mode: the sink writes offsets into its records' transactions only
+/// when the offsets topic is on the records' cluster (the same brokers, in any order or case).
+#[test]
+fn the_sink_takes_transactional_offsets_only_on_its_own_cluster() {
+    use ferry_plugin::TransactionalOffsets;
+    let json = ConverterSpec::Json {
+        schemas_enable: false,
+    };
+    let mut errors = Vec::new();
+    let sink = KafkaSinkPlugin
+        .parse(
+            None,
+            &props(&[("bootstrap.servers", "B1:9092,b2:9092")]),
+            (json, json),
+            &mut errors,
+        )
+        .unwrap_or_else(|| panic!("refused: {errors:?}"));
+    let offsets = |cluster: &str| TransactionalOffsets {
+        cluster: cluster.to_owned(),
+        topic: "connect-offsets".to_owned(),
+    };
+    let transactional = sink
+        .with_transactional_offsets(&offsets(" b2:9092, b1:9092 "))
+        .expect("the same brokers");
+    let kafka = transactional
+        .as_any()
+        .downcast_ref::<KafkaSinkSpec>()
+        .expect("a Kafka sink");
+    assert_eq!(kafka.offsets_topic.as_deref(), Some("connect-offsets"));
+    let refused = sink
+        .with_transactional_offsets(&offsets("other:9092"))
+        .expect_err("another cluster");
+    assert!(
+        refused.contains("must be on the records' cluster"),
+        "{refused}"
+    );
+}

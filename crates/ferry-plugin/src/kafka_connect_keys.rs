@@ -17,16 +17,10 @@ const CONNECTOR: &[(&str, &str)] = &[
 ];
 
 /// (key, what it is) for a worker's configuration (standalone and distributed).
-const WORKER: &[(&str, &str)] = &[
-    (
-        "exactly.once.source.support",
-        "exactly-once source support in standalone mode (distributed workers have it)",
-    ),
-    (
-        "config.providers.",
-        "config provider settings beyond class and allowlist",
-    ),
-];
+const WORKER: &[(&str, &str)] = &[(
+    "config.providers.",
+    "config provider settings beyond class and allowlist",
+)];
 
 fn find(table: &[(&str, &'static str)], key: &str) -> Option<&'static str> {
     table
@@ -80,7 +74,8 @@ mod tests {
         assert_eq!(not_implemented_connector_key("tasks.max"), None);
         assert_eq!(
             not_implemented_worker_key("exactly.once.source.support"),
-            Some("exactly-once source support in standalone mode (distributed workers have it)")
+            None,
+            "implemented in both modes"
         );
         assert_eq!(not_implemented_worker_key("topic.creation.enable"), None);
         assert_eq!(not_implemented_worker_key("colour"), None);

@@ -57,4 +57,4 @@ pub use status_store::{
     CatchUp, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry,
     StatusStoreError, TopicStatus,
 };
-pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode};
+pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode, TransactionalOffsets};

@@ -85,6 +85,22 @@ pub trait DynSinkSpec: fmt::Debug + fmt::Display + Send + Sync + Any {
         Vec::new()
     }
 
+    /// This sink, writing exactly-once tasks' records and their offsets into `offsets` in one
+    /// transaction per task ([`SinkProvider::open_transactional`](crate::sink::SinkProvider)).
+    ///
+    /// # Errors
+    /// Why this sink cannot (the default: it does not write transactions; Kafka: the offsets topic
+    /// is on another cluster than the records).
+    fn with_transactional_offsets(
+        &self,
+        _offsets: &crate::store::TransactionalOffsets,
+    ) -> Result<Arc<dyn DynSinkSpec>, String> {
+        Err(format!(
+            "the {} sink does not write transactions (exactly-once delivery needs sink=kafka)",
+            self.plugin()
+        ))
+    }
+
     /// The typed settings, for tests and tools.
     fn as_any(&self) -> &dyn Any;
 }

@@ -89,6 +89,24 @@ pub trait DynStoreSpec: fmt::Debug + fmt::Display + Send + Sync + Any {
         None
     }
 
+    /// Where exactly-once tasks may write their offsets inside their records' transactions (a
+    /// standalone worker with `exactly.once.source.support=enabled`), if this store can be written
+    /// that way: the Kafka store's topic. `None` (the default): exactly-once delivery is refused
+    /// with this store.
+    fn transactional_offsets(&self) -> Option<TransactionalOffsets> {
+        None
+    }
+
     /// The typed settings, for tests and tools: `spec.as_any().downcast_ref::<KafkaStoreSpec>()`.
     fn as_any(&self) -> &dyn Any;
+}
+
+/// An offset store that records' transactions can write to ([`DynStoreSpec::transactional_offsets`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionalOffsets {
+    /// The cluster the offsets topic lives on, as the store names it (Kafka: `bootstrap.servers`):
+    /// a transaction can only write to its producer's cluster.
+    pub cluster: String,
+    /// The offsets topic.
+    pub topic: String,
 }

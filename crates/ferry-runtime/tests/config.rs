@@ -175,6 +175,8 @@ fn defaults_apply_when_keys_are_absent() {
             connectors_file: PathBuf::from("offsets.dat.connectors.json"),
             topic_tracking: ferry_runtime::TopicTracking::default(),
             config_providers: Default::default(),
+            exactly_once_source: Default::default(),
+            transactional_id_prefix: None,
         }
     );
 }
@@ -519,25 +521,30 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
 }
 
 #[test]
-fn kafka_connect_worker_settings_ferry_lacks_are_named_as_such() {
+fn exactly_once_in_standalone_needs_a_store_that_transactions_can_write_to() {
     // topic.creation.enable and connector.client.config.override.policy are the Kafka sink's keys
-    // (tested in ferry-kafka); exactly-once is implemented in distributed mode only.
+    // (tested in ferry-kafka), as is exactly-once with offset.storage=kafka and sink=kafka (tested
+    // in ferry's worker_config_kafka.rs): the offsets file cannot take offsets in a transaction.
     let text = "offset.storage.file.filename=/tmp/o\n\
                 exactly.once.source.support=enabled\n";
     let (_dir, path, props) = load("worker.properties", text.as_bytes());
     let errors = worker_errors(&props);
-    let (key, line, what) = (
-        "exactly.once.source.support",
-        2,
-        "exactly-once source support in standalone mode (distributed workers have it)",
-    );
+    let key = "exactly.once.source.support";
     let error = error_for(&errors, key);
-    assert_names(error, &path, key, line);
+    assert_names(error, &path, key, 2);
     assert!(
-        matches!(error, ConfigError::NotImplemented { .. }),
+        error
+            .to_string()
+            .contains("use offset.storage=kafka (and sink=kafka)"),
         "{error}"
     );
-    assert!(error.to_string().contains(what), "{error}");
+    // Disabled (or preparing) is accepted with any store; a bad value is refused.
+    for (value, ok) in [("disabled", true), ("preparing", true), ("on", false)] {
+        let text =
+            format!("offset.storage.file.filename=/tmp/o\nexactly.once.source.support={value}\n");
+        let (_dir, _path, props) = load("worker.properties", text.as_bytes());
+        assert_eq!(WorkerConfig::from_properties(&props).is_ok(), ok, "{value}");
+    }
 }
 
 #[test]

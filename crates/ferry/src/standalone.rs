@@ -46,9 +46,8 @@ impl std::fmt::Display for ConnectorSinks {
     }
 }
 
-#[ferry_api::async_trait]
-impl SinkProvider for ConnectorSinks {
-    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+impl ConnectorSinks {
+    fn say_converters(&self, task: &TaskSinkContext<'_>) {
         if task.task == 0 {
             let name = task.connector;
             if self.provider.uses_converters() {
@@ -67,7 +66,23 @@ impl SinkProvider for ConnectorSinks {
                 );
             }
         }
+    }
+}
+
+#[ferry_api::async_trait]
+impl SinkProvider for ConnectorSinks {
+    async fn open(&self, task: &TaskSinkContext<'_>) -> Result<Arc<dyn RecordSink>, SinkError> {
+        self.say_converters(task);
         self.provider.open(task).await
+    }
+
+    async fn open_transactional(
+        &self,
+        task: &TaskSinkContext<'_>,
+        transactional_id: &str,
+    ) -> Result<Option<Arc<dyn ferry_plugin::TransactionalSink>>, SinkError> {
+        self.say_converters(task);
+        self.provider.open_transactional(task, transactional_id).await
     }
 
     fn uses_converters(&self) -> bool {
@@ -182,6 +197,11 @@ pub(crate) async fn run(
         offset_flush_timeout: config.offset_flush_timeout,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
         topic_tracking: config.topic_tracking,
+        // With exactly-once enabled, every task is fenced as in distributed mode, by
+        // `<offsets topic>-<connector>-<task>`: an exactly-once task's transactional sink, an
+        // at-least-once task's offset writer. Without, a standalone worker's tasks are not fenced.
+        task_fencing: config.transactional_id_prefix.clone(),
+        exactly_once_source: config.exactly_once_source,
         ..WorkerSettings::default()
     };
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must

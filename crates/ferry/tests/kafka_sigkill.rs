@@ -188,3 +188,81 @@ fn file_to_kafka_resumes_from_the_committed_position_after_every_sigkill() {
         payloads.len() as u64 - total
     );
 }
+
+/// Exactly-once delivery in standalone mode (`exactly.once.source.support=enabled`,
+/// `offset.storage=kafka`, the connector `exactly.once.support=required`), which Kafka Connect offers
+/// only in distributed mode: the worker is SIGKILLed mid-stream round after round while lines keep
+/// being appended, and a `read_committed` reader sees every line exactly once, in order — what a
+/// killed run sent after its last commit was aborted, and each run resumed right after it.
+#[test]
+fn file_to_kafka_exactly_once_in_standalone_has_every_line_once_after_sigkills() {
+    const EOS_TOPIC: &str = "eos-lines";
+    let broker = broker();
+    let bootstrap = broker.bootstrap_servers();
+    create_topic(&bootstrap, EOS_TOPIC, 1);
+    let ws = Workspace::new();
+    let input = ws.file("input.txt");
+    let worker = ws.properties(
+        "worker.properties",
+        &[
+            ("listeners", "http://127.0.0.1:0"),
+            ("bootstrap.servers", &bootstrap),
+            ("offset.storage", "kafka"),
+            ("offset.storage.topic", "eos-standalone-offsets"),
+            ("offset.storage.replication.factor", "1"),
+            ("offset.storage.partitions", "1"),
+            ("exactly.once.source.support", "enabled"),
+        ],
+    );
+    let connector = ws.properties(
+        "source.properties",
+        &[
+            ("name", "eos-file"),
+            ("connector.class", "FileStreamSource"),
+            ("file", &path_str(&input)),
+            ("topic", EOS_TOPIC),
+            ("batch.size", "200"),
+            ("exactly.once.support", "required"),
+        ],
+    );
+    let mut reader = TopicReader::new(&bootstrap, EOS_TOPIC);
+    let mut written = 0;
+    for round in 0..ROUNDS {
+        ws.append(
+            "input.txt",
+            numbered_lines(written..written + LINES_BEFORE_START),
+        );
+        written += LINES_BEFORE_START;
+        reader.read_to_end();
+        let before = reader.messages.len();
+        let mut ferry = Ferry::standalone(&ws, &format!("eos-{round}"), &worker, &[&connector]);
+        let appender = Appender::start(&input, written);
+        reader.wait_for(&mut ferry, before + 1);
+        assert_eq!(
+            reader.payloads()[before],
+            line_at(before as u64 * LINE_LEN),
+            "round {round}: the run did not resume right after the last committed line"
+        );
+        std::thread::sleep(Duration::from_millis(40 + 45 * round));
+        let status = ferry.kill();
+        written = appender.stop();
+        assert!(
+            killed_by_sigkill(status),
+            "round {round}: ferry exited before the kill: {status}\n{}",
+            ferry.log()
+        );
+    }
+    let total = written;
+    let mut ferry = Ferry::standalone(&ws, "eos-final", &worker, &[&connector]);
+    let started = std::time::Instant::now();
+    reader.wait_for(&mut ferry, usize::try_from(total).expect("fits"));
+    eprintln!("the final run delivered the rest of {total} lines in {:?}", started.elapsed());
+    ferry.terminate_cleanly();
+    reader.read_to_end();
+    let expected: Vec<String> = (0..total).map(|n| format!("line-{n:05}")).collect();
+    assert_eq!(
+        reader.payloads(),
+        expected,
+        "a read_committed reader sees every line once, in order, across {ROUNDS} SIGKILLs"
+    );
+}

@@ -598,8 +598,8 @@ mod whole_file {
         assert!(
             unknown.to_string().contains(
                 "accepted keys: bootstrap.servers, config.providers, config.providers.*, \
-                 connector.client.config.override.policy, ferry.connectors.file, header.converter, \
-                 key.converter, key.converter.*, listeners,"
+                 connector.client.config.override.policy, exactly.once.source.support, \
+                 ferry.connectors.file, header.converter, key.converter, key.converter.*, listeners,"
             ),
             "{unknown}"
         );
@@ -646,4 +646,49 @@ fn topic_creation_and_override_policy_are_kafka_sink_worker_keys() {
             .contains("None, Principal, All (default)"),
         "{errors}"
     );
+}
+
+/// `exactly.once.source.support=enabled` in standalone mode: with `offset.storage=kafka` and
+/// `sink=kafka` on the same brokers, the sink writes each task's offsets to the offsets topic in
+/// its records' transactions, and the tasks' transactional ids start with the offsets topic's
+/// name; a sink that writes no transactions is refused by name (a sink on other brokers than the
+/// store's is refused too: `ferry-kafka`'s plugin tests).
+#[test]
+fn exactly_once_in_standalone_writes_offsets_in_the_records_transactions() {
+    let base = [
+        ("bootstrap.servers", "b1:9092, b2:9092"),
+        ("offset.storage", "kafka"),
+        ("offset.storage.topic", "connect-offsets"),
+        ("exactly.once.source.support", "enabled"),
+    ];
+    let config = worker(&base);
+    assert_eq!(
+        config.exactly_once_source,
+        ferry_runtime::config::exactly_once::ExactlyOnceSource::Enabled
+    );
+    assert_eq!(
+        config.transactional_id_prefix.as_deref(),
+        Some("connect-offsets")
+    );
+    let sink = config
+        .sink
+        .downcast_ref::<KafkaSinkSpec>()
+        .expect("the Kafka sink");
+    assert_eq!(sink.offsets_topic.as_deref(), Some("connect-offsets"));
+
+    // Without exactly-once the sink opens no transactional sinks.
+    let config = worker(&base[..3]);
+    assert_eq!(config.transactional_id_prefix, None);
+    let sink = config.sink.downcast_ref::<KafkaSinkSpec>().unwrap();
+    assert_eq!(sink.offsets_topic, None);
+
+    let to_a_file = [
+        ("bootstrap.servers", "b1:9092"),
+        ("offset.storage", "kafka"),
+        ("offset.storage.topic", "connect-offsets"),
+        ("sink", "file:/tmp/out.jsonl"),
+        ("exactly.once.source.support", "enabled"),
+    ];
+    let error = error_for(&worker_errors(&to_a_file), "exactly.once.source.support");
+    assert!(error.contains("does not write transactions"), "{error}");
 }

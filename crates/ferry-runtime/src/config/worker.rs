@@ -57,6 +57,7 @@ const KEYS: &[&str] = &[
     TOPIC_TRACKING_ALLOW_RESET,
     SINK,
     OFFSET_STORAGE,
+    super::exactly_once::EXACTLY_ONCE_SOURCE_SUPPORT,
     converter::KEY_CONVERTER,
     converter::VALUE_CONVERTER,
     converter::HEADER_CONVERTER,
@@ -104,6 +105,15 @@ pub struct WorkerConfig {
     pub config_providers: super::ConfigProviders,
     /// `topic.tracking.enable` and `topic.tracking.allow.reset` (both default `true`).
     pub topic_tracking: crate::worker::TopicTracking,
+    /// `exactly.once.source.support` (default `disabled`; `preparing` behaves as `disabled`). With
+    /// `enabled`, the offset store must be one records' transactions can write to and the sink one
+    /// that writes transactions, on the same cluster (`offset.storage=kafka` and `sink=kafka`).
+    pub exactly_once_source: super::exactly_once::ExactlyOnceSource,
+    /// With exactly-once enabled, the prefix of the tasks' transactional ids
+    /// (`<prefix>-<connector>-<task>`): the offsets topic's name, where a distributed worker uses its
+    /// `group.id` (a standalone worker has none). Two workers running a connector of the same name
+    /// on one offsets topic fence each other.
+    pub transactional_id_prefix: Option<String>,
 }
 
 impl WorkerConfig {
@@ -383,7 +393,9 @@ impl WorkerConfig {
             key_converter.unwrap_or_default(),
             value_converter.unwrap_or_default(),
         );
-        let sink = sink(props, &backends, converters, &mut errors);
+        let mut sink = sink(props, &backends, converters, &mut errors);
+        let (exactly_once_source, transactional_id_prefix) =
+            exactly_once(props, offset_storage.as_ref(), &mut sink, &mut errors);
         let rest = rest::rest_config(props, &mut errors);
         let config_providers = super::ConfigProviders::from_properties(props, &mut errors);
         let topic_tracking = topic_tracking(props, &mut errors);
@@ -417,10 +429,60 @@ impl WorkerConfig {
                 connectors_file,
                 config_providers,
                 topic_tracking,
+                exactly_once_source,
+                transactional_id_prefix,
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
         }
     }
+}
+
+/// `exactly.once.source.support`, and with `enabled` the sink made to write each task's offsets
+/// into its records' transactions, and the tasks' transactional id prefix.
+fn exactly_once(
+    props: &Properties,
+    offset_storage: Option<&OffsetStorageSpec>,
+    sink: &mut SinkSpec,
+    errors: &mut Vec<ConfigError>,
+) -> (super::exactly_once::ExactlyOnceSource, Option<String>) {
+    use super::exactly_once::{EXACTLY_ONCE_SOURCE_SUPPORT, ExactlyOnceSource};
+    let support = match props.get(EXACTLY_ONCE_SOURCE_SUPPORT) {
+        None => ExactlyOnceSource::Disabled,
+        Some(value) => match ExactlyOnceSource::parse(value) {
+            Ok(support) => support,
+            Err(message) => {
+                errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, message));
+                return (ExactlyOnceSource::Disabled, None);
+            }
+        },
+    };
+    if support != ExactlyOnceSource::Enabled {
+        return (support, None);
+    }
+    // The store is checked only once it parsed (its own errors are reported already).
+    let Some(offset_storage) = offset_storage else {
+        return (support, None);
+    };
+    let Some(offsets) = offset_storage.spec().transactional_offsets() else {
+        errors.push(props.invalid(
+            EXACTLY_ONCE_SOURCE_SUPPORT,
+            format!(
+                "exactly-once delivery writes each task's offsets in its records' transactions, which \
+                 the offsets in {} cannot take; use offset.storage=kafka (and sink=kafka), or \
+                 exactly.once.source.support=disabled",
+                offset_storage.spec()
+            ),
+        ));
+        return (support, None);
+    };
+    match sink.spec().with_transactional_offsets(&offsets) {
+        Ok(transactional) => *sink = SinkSpec::new(transactional),
+        Err(reason) => {
+            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, reason));
+            return (support, None);
+        }
+    }
+    (support, Some(offsets.topic))
 }
 
 /// `sink`, defaulting to the first sink that is a default for this file, else stdout.

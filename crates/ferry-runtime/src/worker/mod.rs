@@ -55,16 +55,17 @@ pub struct WorkerSettings {
     /// ([`OffsetBackingStore::open_task_writer`]; Kafka: a transactional producer with that
     /// `transactional.id`, Kafka Connect's), opened before the task reads its offsets, so the store
     /// refuses every later commit of the task's previous instance wherever it runs. Distributed mode
-    /// sets the worker group's `group.id`. `None` (standalone): the store is one process's anyway;
-    /// a store that cannot fence is used as it is.
+    /// sets the worker group's `group.id`; standalone mode with exactly-once enabled the offsets
+    /// topic's name. `None` (standalone otherwise): the store is one process's anyway; a store that
+    /// cannot fence is used as it is.
     pub task_fencing: Option<String>,
     /// Distributed mode: the worker's membership lease ([`ferry_plugin::MembershipLease`]). A task
     /// sends a batch only while the lease is valid, and holds it otherwise (until the group confirms
     /// this worker again, or the task is stopped or aborted because its slot was lost). `None`: tasks
     /// send as soon as they polled.
     pub membership: Option<Arc<ferry_plugin::MembershipLease>>,
-    /// `exactly.once.source.support` (distributed mode; needs [`task_fencing`](Self::task_fencing)
-    /// and a sink that writes transactions).
+    /// `exactly.once.source.support` (needs [`task_fencing`](Self::task_fencing) and a sink that
+    /// writes transactions).
     pub exactly_once_source: crate::config::exactly_once::ExactlyOnceSource,
 }
 
