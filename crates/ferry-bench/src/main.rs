@@ -26,8 +26,8 @@ use crate::results::Results;
 pub type BenchResult<T> = Result<T, String>;
 
 /// The sections of the suite, in run order.
-pub const SECTIONS: [&str; 7] = [
-    "flush", "startup", "lookup", "e2e", "memory", "crash", "scaling",
+pub const SECTIONS: [&str; 8] = [
+    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling",
 ];
 
 #[derive(Parser)]
@@ -47,7 +47,8 @@ struct RunArgs {
     /// Shrink every size (a smoke run: its numbers are not results and the report says so).
     #[arg(long)]
     quick: bool,
-    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, memory, crash, scaling).
+    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, eos, memory, crash,
+    /// scaling).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where to write the report.
@@ -281,6 +282,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         startup: Vec::new(),
         lookup: Vec::new(),
         end_to_end: Vec::new(),
+        exactly_once: Vec::new(),
         memory: Vec::new(),
         scaling: Vec::new(),
         crash: Vec::new(),
@@ -289,7 +291,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
     };
     // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
     // stops it.
-    let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e")) {
+    let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos")) {
         match ferry_testkit::KafkaBroker::start_jvm(&[], ferry_testkit::Jvm::Shipped) {
             Ok(broker) => Some(broker),
             Err(e) => {
@@ -331,6 +333,22 @@ fn run(args: &RunArgs) -> BenchResult<()> {
     if plan.runs("e2e") {
         eprintln!("\n== end to end ==");
         results.end_to_end = e2e::run(&plan, &runtime, broker.as_ref(), &mut results.skipped)?;
+    }
+    if plan.runs("eos") {
+        eprintln!("\n== exactly once vs at least once ==");
+        match broker.as_ref() {
+            Some(broker) => match e2e::exactly_once(&plan, &runtime, broker) {
+                Ok(case) => results.exactly_once.push(case),
+                Err(e) => {
+                    let why = format!("exactly once vs at least once: {e}");
+                    eprintln!("  {why}");
+                    results.skipped.push(why);
+                }
+            },
+            None => results
+                .skipped
+                .push("exactly once vs at least once: no Kafka broker".to_owned()),
+        }
     }
     if plan.runs("memory") {
         eprintln!("\n== memory ==");

@@ -36,6 +36,7 @@ pub fn render(results: &Results, plot_name: &str, curves: &[(Curve, String)]) ->
         Rate::Both,
     );
     connect_section(&mut out, results);
+    exactly_once_section(&mut out, results);
     memory(&mut out, results);
     crash(&mut out, results);
     scaling(&mut out, curves);
@@ -750,6 +751,54 @@ fn connect_section(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
+fn exactly_once_section(out: &mut String, results: &Results) {
+    if results.exactly_once.is_empty() {
+        return;
+    }
+    out.push_str("## Exactly once vs at least once, Ferry and Kafka Connect 4.4\n\n");
+    out.push_str(EXACTLY_ONCE_METHOD);
+    for case in &results.exactly_once {
+        let _ = writeln!(out, "\n**{}**\n", case.name);
+        out.push_str(
+            "| contender | records/s | median time | min – max | runs | worker CPU | CPU per record | \
+             peak RSS | start-up |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for c in &case.contenders {
+            let s = &c.stats;
+            let p = cost(c);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} – {} | {} | {:.2} s | {} | {} | {} |",
+                c.name,
+                per_second(c),
+                human_duration(s.median()),
+                human_duration(s.min()),
+                human_duration(s.max()),
+                s.samples.len(),
+                ProcessCost::median(&p.cpu_seconds),
+                human_duration(cpu_per_record(c)),
+                human_bytes(max_rss(c)),
+                human_duration(ProcessCost::median(&p.startup_seconds)),
+            );
+        }
+    }
+    out.push('\n');
+}
+
+const EXACTLY_ONCE_METHOD: &str = "The worker-process comparison's setup (above: the same kind \
+    of input, FileStreamSource with `batch.size=2000` and StringConverter, one worker per group in \
+    distributed mode, Kafka Connect's producer settings given to Ferry), each worker run at least \
+    once and exactly once (`exactly.once.source.support=enabled` on the worker, \
+    `exactly.once.support=required` on the connector, `transaction.boundary=poll`: one transaction \
+    per poll batch, which also writes the batch's offsets; both force an idempotent producer with \
+    `acks=all` for it), the four taking turns run by run. Every run here is watched the same way: a \
+    `read_committed` consumer in the bench process counts the topic's records from the beginning \
+    (end offsets would count transaction markers), until it has the input's line count; the topic must \
+    then hold exactly the input's lines for that reader, the first line first. **records/s**: the \
+    input's lines over the time from the accepted connector request to the last record read. The \
+    other columns as above. At-least-once offsets: Ferry commits continuously, Kafka Connect every \
+    60 s.\n";
+
 const CONNECT_METHOD: &str = "The FileStreamSource → Kafka input (the same file as the end-to-end \
     case) through a worker process of each: `ferry distributed` (the release binary) and Kafka \
     Connect 4.4's distributed worker (Maven Central's jars, Kafka's stock JVM flags: \
@@ -1119,6 +1168,7 @@ mod tests {
             startup: Vec::new(),
             lookup: Vec::new(),
             end_to_end,
+            exactly_once: Vec::new(),
             memory: Vec::new(),
             scaling: Vec::new(),
             crash: Vec::new(),

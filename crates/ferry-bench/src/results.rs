@@ -214,6 +214,9 @@ pub struct Results {
     pub lookup: Vec<Case>,
     /// The data path, with and without Ferry.
     pub end_to_end: Vec<Case>,
+    /// Exactly once against at least once, Ferry and Kafka Connect, worker processes.
+    #[serde(default)]
+    pub exactly_once: Vec<Case>,
     /// Peak RSS with the offsets loaded.
     pub memory: Vec<Case>,
     /// Scaling curves (tasks, partitions, stored offsets).

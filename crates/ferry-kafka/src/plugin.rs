@@ -715,6 +715,21 @@ impl SinkProvider for KafkaSinkProvider {
             .producer_overrides
             .iter()
             .any(|(k, _)| k == "message.timeout.ms" || k == "delivery.timeout.ms");
+        // What Kafka Connect forces on exactly-once tasks' producers: a transactional producer is
+        // idempotent and waits for every in-sync replica (librdkafka refuses a transactional id
+        // with idempotence turned off). A worker setting otherwise is overridden here, with a WARN.
+        for (key, forced) in [("enable.idempotence", "true"), ("acks", "all")] {
+            if let Some((_, set)) = config.producer_overrides.iter().find(|(k, v)| {
+                *k == key && !v.eq_ignore_ascii_case(forced) && !(key == "acks" && *v == "-1")
+            }) {
+                tracing::warn!(
+                    transactional_id,
+                    "{key}={set} is overridden with {key}={forced} for exactly-once delivery (as Kafka \
+                     Connect does)"
+                );
+            }
+            config = config.with_producer_setting(key, forced);
+        }
         config = config
             .with_producer_setting("transactional.id", transactional_id)
             .with_producer_setting("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS);

@@ -82,7 +82,9 @@ impl SinkProvider for ConnectorSinks {
         transactional_id: &str,
     ) -> Result<Option<Arc<dyn ferry_plugin::TransactionalSink>>, SinkError> {
         self.say_converters(task);
-        self.provider.open_transactional(task, transactional_id).await
+        self.provider
+            .open_transactional(task, transactional_id)
+            .await
     }
 
     fn uses_converters(&self) -> bool {

@@ -256,7 +256,10 @@ fn file_to_kafka_exactly_once_in_standalone_has_every_line_once_after_sigkills()
     let mut ferry = Ferry::standalone(&ws, "eos-final", &worker, &[&connector]);
     let started = std::time::Instant::now();
     reader.wait_for(&mut ferry, usize::try_from(total).expect("fits"));
-    eprintln!("the final run delivered the rest of {total} lines in {:?}", started.elapsed());
+    eprintln!(
+        "the final run delivered the rest of {total} lines in {:?}",
+        started.elapsed()
+    );
     ferry.terminate_cleanly();
     reader.read_to_end();
     let expected: Vec<String> = (0..total).map(|n| format!("line-{n:05}")).collect();

@@ -56,6 +56,11 @@ pub const FERRY: &str = "Ferry (`ferry distributed`)";
 pub const CONNECT: &str = "Kafka Connect 4.4 (distributed worker)";
 pub const PRODUCER_PERF: &str =
     "Kafka's ProducerPerformance (Java producer, Kafka Connect's producer settings)";
+/// The exactly-once comparison's contenders.
+pub const FERRY_ALO: &str = "Ferry, at least once (`ferry distributed`)";
+pub const FERRY_EOS: &str = "Ferry, exactly once (`ferry distributed`)";
+pub const CONNECT_ALO: &str = "Kafka Connect 4.4, at least once";
+pub const CONNECT_EOS: &str = "Kafka Connect 4.4, exactly once";
 
 /// What Kafka Connect sets on its source tasks' producers (`acks`, one request in flight, no
 /// idempotence; `delivery.timeout.ms` and `max.block.ms` at their maximum are Ferry's default
@@ -109,6 +114,33 @@ impl Kind {
     }
 }
 
+/// How a timed run delivers, and how the bench sees its records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// At least once, watched by the topic's end offset (the worker-process case).
+    EndOffsets,
+    /// Watched by counting the records a `read_committed` consumer reads (end offsets count
+    /// transaction markers too); exactly once (`exactly.once.source.support=enabled` on the worker,
+    /// `exactly.once.support=required` on the connector) or at least once.
+    Committed { exactly_once: bool },
+}
+
+impl Delivery {
+    fn exactly_once(self) -> bool {
+        matches!(self, Delivery::Committed { exactly_once: true })
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Delivery::EndOffsets => "",
+            Delivery::Committed {
+                exactly_once: false,
+            } => "-alo",
+            Delivery::Committed { exactly_once: true } => "-eos",
+        }
+    }
+}
+
 /// The case: `runs` timed rounds (Ferry, Kafka Connect, ProducerPerformance in turn), then `kills`
 /// SIGKILL runs per worker. `input_path` holds `input` (the FileStreamSource → Kafka case's file).
 pub fn case(
@@ -120,33 +152,8 @@ pub fn case(
     runs: usize,
     kills: usize,
 ) -> BenchResult<Case> {
-    let ferry = crate::crash::ferry_binary().ok_or(
-        "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p ferry`, as \
-         scripts/bench does)",
-    )?;
-    let plugins = connect_plugin_path(work_dir, broker.kafka_home())?;
-    let (first_line, last_line) = first_and_last_line(input_path)?;
-    let record_size = (input.bytes / input.lines.max(1)).saturating_sub(1).max(1);
-    eprintln!(
-        "  FileStreamSource → Kafka, worker processes: {} lines; Ferry {}, Kafka Connect {}",
-        human_count(input.lines),
-        ferry.display(),
-        broker.kafka_home().display()
-    );
-    let run = Run {
-        runtime,
-        work_dir,
-        broker,
-        bootstrap: broker.bootstrap_servers(),
-        ferry,
-        plugins,
-        input_path,
-        input,
-        first_line,
-        last_line,
-        record_size,
-        tag: format!("{}-{}", std::process::id(), unique()),
-    };
+    let run = Run::prepare(runtime, work_dir, broker, input_path, input)?;
+    let record_size = run.record_size;
     let work = Work {
         records: input.lines,
         bytes: input.bytes,
@@ -166,25 +173,8 @@ pub fn case(
         }),
     ];
     let timed = |kind: Kind, round: usize, cost: &RefCell<ProcessCost>| {
-        let measured = run.timed(kind, round)?;
-        let mut cost = cost.borrow_mut();
-        cost.cpu_seconds.push(measured.cpu);
-        cost.ready_cpu_seconds.push(measured.ready_cpu);
-        cost.peak_rss_bytes.push(measured.peak_rss);
-        cost.startup_seconds.push(measured.startup.as_secs_f64());
-        cost.plugin_scan_seconds.extend(measured.plugin_scan);
-        eprintln!(
-            "    {}: start-up {}{}, CPU {:.2} s ({:.2} s before the request), peak RSS {}",
-            kind.name(),
-            human_duration(measured.startup.as_secs_f64()),
-            measured.plugin_scan.map_or(String::new(), |s| format!(
-                " (plugin scan {})",
-                human_duration(s)
-            )),
-            measured.cpu,
-            measured.ready_cpu,
-            human_bytes(measured.peak_rss as f64)
-        );
+        let measured = run.timed(kind, Delivery::EndOffsets, round)?;
+        record_cost(kind.name(), &measured, cost);
         Ok(measured.took)
     };
     let mut contenders = [
@@ -269,6 +259,107 @@ pub fn case(
     })
 }
 
+/// The exactly-once comparison: the worker-process case's input through both workers, each at least
+/// once and exactly once (`exactly.once.source.support=enabled`, the connector
+/// `exactly.once.support=required`, one transaction per poll batch of [`BATCH_SIZE`] lines), every
+/// run watched the same way — a `read_committed` consumer counting the topic's records — in turn,
+/// `runs` timed rounds.
+pub fn exactly_once_case(
+    runtime: &tokio::runtime::Runtime,
+    work_dir: &Path,
+    broker: &KafkaBroker,
+    input_path: &Path,
+    input: Input,
+    runs: usize,
+) -> BenchResult<Case> {
+    let run = Run::prepare(runtime, work_dir, broker, input_path, input)?;
+    let work = Work {
+        records: input.lines,
+        bytes: input.bytes,
+    };
+    let contenders: [(&'static str, Kind, bool, u64); 4] = [
+        (FERRY_ALO, Kind::Ferry, false, FERRY_FLUSH_MS),
+        (FERRY_EOS, Kind::Ferry, true, FERRY_FLUSH_MS),
+        (CONNECT_ALO, Kind::Connect, false, CONNECT_FLUSH_MS),
+        (CONNECT_EOS, Kind::Connect, true, CONNECT_FLUSH_MS),
+    ];
+    let costs: Vec<RefCell<ProcessCost>> = contenders
+        .iter()
+        .map(|(_, _, _, flush_interval_ms)| {
+            RefCell::new(ProcessCost {
+                flush_interval_ms: *flush_interval_ms,
+                ..ProcessCost::default()
+            })
+        })
+        .collect();
+    let timed = |i: usize, round: usize| {
+        let (name, kind, exactly_once, _) = contenders[i];
+        let measured = run.timed(kind, Delivery::Committed { exactly_once }, round)?;
+        record_cost(name, &measured, &costs[i]);
+        Ok(measured.took)
+    };
+    let timed = &timed;
+    let mut runners: Vec<Runner<'_>> = contenders
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ..))| Runner {
+            name,
+            work,
+            run: Box::new(move |round| timed(i, round)),
+        })
+        .collect();
+    let samples = rounds("exactly once vs at least once", runs, &mut runners)?;
+    drop(runners);
+    std::fs::remove_dir_all(&run.plugins)
+        .map_err(|e| format!("cannot remove {}: {e}", run.plugins.display()))?;
+    let contenders = contenders
+        .iter()
+        .zip(costs)
+        .zip(&samples)
+        .map(|(((name, ..), cost), samples)| {
+            let mut c = Contender::timed(*name, samples, Some(work));
+            c.process = Some(cost.into_inner());
+            c
+        })
+        .collect();
+    Ok(Case {
+        name: format!(
+            "FileStreamSource {} ({} lines) → Kafka topic of 1 partition, worker processes in \
+             distributed mode, at least once and exactly once (one transaction per poll batch of \
+             {BATCH_SIZE} lines), value = the line (StringConverter), Kafka Connect's producer \
+             settings on both; every run watched by a read_committed consumer",
+            human_bytes(input.bytes as f64),
+            human_count(input.lines),
+        ),
+        reference: CONNECT_EOS.to_owned(),
+        contenders,
+        store_size: None,
+        changed: None,
+    })
+}
+
+/// Keeps a timed run's process measurements in `cost`, and prints them.
+fn record_cost(name: &str, measured: &Measured, cost: &RefCell<ProcessCost>) {
+    let mut cost = cost.borrow_mut();
+    cost.cpu_seconds.push(measured.cpu);
+    cost.ready_cpu_seconds.push(measured.ready_cpu);
+    cost.peak_rss_bytes.push(measured.peak_rss);
+    cost.startup_seconds.push(measured.startup.as_secs_f64());
+    cost.plugin_scan_seconds.extend(measured.plugin_scan);
+    eprintln!(
+        "    {}: start-up {}{}, CPU {:.2} s ({:.2} s before the request), peak RSS {}",
+        name,
+        human_duration(measured.startup.as_secs_f64()),
+        measured.plugin_scan.map_or(String::new(), |s| format!(
+            " (plugin scan {})",
+            human_duration(s)
+        )),
+        measured.cpu,
+        measured.ready_cpu,
+        human_bytes(measured.peak_rss as f64)
+    );
+}
+
 /// What every run of the case shares.
 struct Run<'a> {
     runtime: &'a tokio::runtime::Runtime,
@@ -284,6 +375,46 @@ struct Run<'a> {
     record_size: u64,
     /// Makes topic and group names unique to this bench process.
     tag: String,
+}
+
+impl<'a> Run<'a> {
+    /// What every run shares: the `ferry` binary next to this one, Kafka Connect's plugin path, the
+    /// input's first and last lines.
+    fn prepare(
+        runtime: &'a tokio::runtime::Runtime,
+        work_dir: &'a Path,
+        broker: &'a KafkaBroker,
+        input_path: &'a Path,
+        input: Input,
+    ) -> BenchResult<Self> {
+        let ferry = crate::crash::ferry_binary().ok_or(
+        "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p ferry`, as \
+         scripts/bench does)",
+    )?;
+        let plugins = connect_plugin_path(work_dir, broker.kafka_home())?;
+        let (first_line, last_line) = first_and_last_line(input_path)?;
+        let record_size = (input.bytes / input.lines.max(1)).saturating_sub(1).max(1);
+        eprintln!(
+            "  FileStreamSource → Kafka, worker processes: {} lines; Ferry {}, Kafka Connect {}",
+            human_count(input.lines),
+            ferry.display(),
+            broker.kafka_home().display()
+        );
+        Ok(Run {
+            runtime,
+            work_dir,
+            broker,
+            bootstrap: broker.bootstrap_servers(),
+            ferry,
+            plugins,
+            input_path,
+            input,
+            first_line,
+            last_line,
+            record_size,
+            tag: format!("{}-{}", std::process::id(), unique()),
+        })
+    }
 }
 
 /// One timed run's measurements.
@@ -317,16 +448,31 @@ impl Run<'_> {
         Ok((topic, watch))
     }
 
-    fn start(&self, kind: Kind, group: &str, dir: &RunDir) -> BenchResult<Worker> {
+    fn start(
+        &self,
+        kind: Kind,
+        group: &str,
+        dir: &RunDir,
+        delivery: Delivery,
+    ) -> BenchResult<Worker> {
+        let exactly_once: &[(&str, &str)] = if delivery.exactly_once() {
+            &[("exactly.once.source.support", "enabled")]
+        } else {
+            &[]
+        };
         match kind {
             Kind::Ferry => {
-                FerryWorker::start(&self.ferry, &self.bootstrap, group, dir).map(Worker::Ferry)
+                FerryWorker::start(&self.ferry, &self.bootstrap, group, dir, exactly_once)
+                    .map(Worker::Ferry)
             }
             Kind::Connect => {
                 let mut options = ConnectOptions::new(group);
                 options.offset_flush_interval_ms = CONNECT_FLUSH_MS;
                 options.jvm = Jvm::Shipped;
                 options = options.with("plugin.path", self.plugins.display().to_string());
+                for (key, value) in exactly_once {
+                    options = options.with(*key, *value);
+                }
                 ConnectWorker::start(self.broker, options)
                     .map(Worker::Connect)
                     .map_err(|e| format!("the Kafka Connect worker did not start: {e}"))
@@ -335,8 +481,8 @@ impl Run<'_> {
     }
 
     /// The connector's configuration, the same for both workers.
-    fn connector_config(&self, topic: &str) -> String {
-        serde_json::json!({
+    fn connector_config(&self, topic: &str, delivery: Delivery) -> String {
+        let mut config = serde_json::json!({
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
             "tasks.max": "1",
             "file": self.input_path.display().to_string(),
@@ -344,22 +490,40 @@ impl Run<'_> {
             "batch.size": BATCH_SIZE.to_string(),
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
             "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        })
-        .to_string()
+        });
+        if delivery.exactly_once() {
+            config["exactly.once.support"] = serde_json::json!("required");
+        }
+        config.to_string()
     }
 
-    fn timed(&self, kind: Kind, round: usize) -> BenchResult<Measured> {
-        let (topic, watch) = self.topic(&format!("{}-{round}", kind.slug()))?;
-        let dir = RunDir::create(self.work_dir, &format!("e2e-{}-{round}", kind.slug()))?;
-        let group = format!("ferry-bench-{}-{round}-{}", kind.slug(), self.tag);
+    fn timed(&self, kind: Kind, delivery: Delivery, round: usize) -> BenchResult<Measured> {
+        let slug = format!("{}{}", kind.slug(), delivery.slug());
+        let (topic, watch) = self.topic(&format!("{slug}-{round}"))?;
+        let dir = RunDir::create(self.work_dir, &format!("e2e-{slug}-{round}"))?;
+        let group = format!("ferry-bench-{slug}-{round}-{}", self.tag);
+        let committed = match delivery {
+            Delivery::EndOffsets => None,
+            Delivery::Committed { .. } => Some(CommittedWatch::new(&self.bootstrap, &topic)?),
+        };
         let spawned = Instant::now();
-        let mut worker = self.start(kind, &group, &dir)?;
+        let mut worker = self.start(kind, &group, &dir, delivery)?;
         let pid = worker.pid()?;
         let measured = (|| {
-            let (requested, ready_cpu) =
-                worker.create_connector(&self.connector_config(&topic), || cpu_seconds(pid))?;
-            let first = watch.wait(&mut worker, "the first record", |end| end >= 1)?;
-            let last = watch.wait(&mut worker, "the last record", |end| end >= self.lines())?;
+            let (requested, ready_cpu) = worker
+                .create_connector(&self.connector_config(&topic, delivery), || {
+                    cpu_seconds(pid)
+                })?;
+            let (first, last) = match &committed {
+                None => (
+                    watch.wait(&mut worker, "the first record", |end| end >= 1)?,
+                    watch.wait(&mut worker, "the last record", |end| end >= self.lines())?,
+                ),
+                Some(committed) => (
+                    committed.wait(&mut worker, 1)?,
+                    committed.wait(&mut worker, self.lines())?,
+                ),
+            };
             Ok::<_, String>(Measured {
                 plugin_scan: worker.plugin_scan(),
                 took: last.duration_since(requested),
@@ -378,9 +542,33 @@ impl Run<'_> {
             )
         })?;
         drop(worker);
-        self.check_topic(&watch, kind.name())?;
+        match &committed {
+            None => self.check_topic(&watch, kind.name())?,
+            Some(committed) => self.check_committed(committed, kind.name())?,
+        }
         dir.remove()?;
         Ok(measured)
+    }
+
+    /// A `read_committed` reader must see exactly the input's lines, the first one first.
+    fn check_committed(&self, committed: &CommittedWatch, who: &str) -> BenchResult<()> {
+        std::thread::sleep(SETTLE);
+        let (count, first) = committed.read_to_end()?;
+        if count != self.lines() {
+            return Err(format!(
+                "{who}: a read_committed reader sees {count} records in {}, the input has {} lines",
+                committed.topic, self.input.lines
+            ));
+        }
+        if first.as_deref() != Some(&self.first_line[..]) {
+            return Err(format!(
+                "{who}: the first committed record of {} is {:?}, expected the first line {:?}",
+                committed.topic,
+                first.map(|v| String::from_utf8_lossy(&v).into_owned()),
+                String::from_utf8_lossy(&self.first_line)
+            ));
+        }
+        Ok(())
     }
 
     /// The topic must hold exactly the input's lines, the first one first (with a null key).
@@ -415,9 +603,12 @@ impl Run<'_> {
         let dir = RunDir::create(self.work_dir, &format!("e2e-{}-kill{kill}", kind.slug()))?;
         let group = format!("ferry-bench-{}-kill{kill}-{}", kind.slug(), self.tag);
         let kill_at = ((self.lines() as f64 * share).ceil() as i64).clamp(1, self.lines());
-        let mut worker = self.start(kind, &group, &dir)?;
+        let mut worker = self.start(kind, &group, &dir, Delivery::EndOffsets)?;
         let outcome = (|| {
-            worker.create_connector(&self.connector_config(&topic), || Ok(()))?;
+            worker
+                .create_connector(&self.connector_config(&topic, Delivery::EndOffsets), || {
+                    Ok(())
+                })?;
             watch.wait(&mut worker, "the kill point", |end| end >= kill_at)?;
             worker.kill();
             std::thread::sleep(SETTLE);
@@ -754,7 +945,13 @@ struct FerryWorker {
 impl FerryWorker {
     /// Writes the worker file into `dir` and spawns the worker (it is not waited for: the connector
     /// request waits).
-    fn start(binary: &Path, bootstrap: &str, group: &str, dir: &RunDir) -> BenchResult<Self> {
+    fn start(
+        binary: &Path,
+        bootstrap: &str,
+        group: &str,
+        dir: &RunDir,
+        extra: &[(&str, &str)],
+    ) -> BenchResult<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -774,6 +971,9 @@ impl FerryWorker {
         );
         for (key, value) in CONNECT_PRODUCER {
             properties.push_str(&format!("producer.{key}={value}\n"));
+        }
+        for (key, value) in extra {
+            properties.push_str(&format!("{key}={value}\n"));
         }
         let path = dir.join("worker.properties");
         std::fs::write(&path, properties)
@@ -946,6 +1146,91 @@ impl TopicWatch {
             }
         }
         Ok(())
+    }
+}
+
+/// A `read_committed` consumer counting one one-partition topic's records from its beginning (what
+/// a downstream consumer sees: aborted records and transaction markers are not counted).
+struct CommittedWatch {
+    consumer: BaseConsumer,
+    topic: String,
+    seen: std::cell::Cell<i64>,
+    first: RefCell<Option<Vec<u8>>>,
+}
+
+impl CommittedWatch {
+    fn new(bootstrap: &str, topic: &str) -> BenchResult<Self> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", "ferry-bench-committed-watch")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .set("enable.partition.eof", "true")
+            .create()
+            .map_err(|e| format!("consumer watching {topic}: {e}"))?;
+        let mut assignment = TopicPartitionList::new();
+        assignment
+            .add_partition_offset(topic, 0, Offset::Beginning)
+            .map_err(|e| format!("assigning {topic}: {e}"))?;
+        consumer
+            .assign(&assignment)
+            .map_err(|e| format!("assigning {topic}: {e}"))?;
+        Ok(Self {
+            consumer,
+            topic: topic.to_owned(),
+            seen: std::cell::Cell::new(0),
+            first: RefCell::new(None),
+        })
+    }
+
+    /// Reads what is there within `POLL`; returns whether it reached the end of the partition.
+    fn advance(&self) -> BenchResult<bool> {
+        let until = Instant::now() + POLL;
+        while Instant::now() < until {
+            match self.consumer.poll(POLL) {
+                Some(Ok(message)) => {
+                    if self.seen.get() == 0 {
+                        *self.first.borrow_mut() = message.payload().map(<[u8]>::to_vec);
+                    }
+                    self.seen.set(self.seen.get() + 1);
+                }
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => return Ok(true),
+                Some(Err(e)) => return Err(format!("reading {}: {e}", self.topic)),
+                None => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// Reads until `count` records were seen; returns when.
+    fn wait(&self, worker: &mut Worker, count: i64) -> BenchResult<Instant> {
+        let started = Instant::now();
+        while self.seen.get() < count {
+            self.advance()?;
+            worker.check_alive()?;
+            if started.elapsed() > DEADLINE {
+                return Err(format!(
+                    "{count} committed records were not in {} within {DEADLINE:?} ({} seen)",
+                    self.topic,
+                    self.seen.get()
+                ));
+            }
+        }
+        Ok(Instant::now())
+    }
+
+    /// Reads to the end of the partition; returns the records seen and the first one's value.
+    fn read_to_end(&self) -> BenchResult<(i64, Option<Vec<u8>>)> {
+        let started = Instant::now();
+        while !self.advance()? {
+            if started.elapsed() > REQUEST_TIMEOUT {
+                return Err(format!(
+                    "reading {}: no end within {REQUEST_TIMEOUT:?}",
+                    self.topic
+                ));
+            }
+        }
+        Ok((self.seen.get(), self.first.borrow().clone()))
     }
 }
 

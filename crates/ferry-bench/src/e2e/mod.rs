@@ -97,6 +97,29 @@ pub fn run(
     Ok(cases)
 }
 
+/// The exactly-once comparison ([`connect::exactly_once_case`]) on the worker-process case's input
+/// size.
+pub fn exactly_once(
+    plan: &Plan,
+    runtime: &tokio::runtime::Runtime,
+    broker: &ferry_testkit::KafkaBroker,
+) -> BenchResult<Case> {
+    let bytes = plan.kafka_file_bytes;
+    let input_path = plan.work_dir.join(format!("eos-input-{bytes}.log"));
+    let input = lines::write(&input_path, bytes)?;
+    let case = connect::exactly_once_case(
+        runtime,
+        &plan.work_dir,
+        broker,
+        &input_path,
+        input,
+        plan.connect_runs,
+    );
+    std::fs::remove_file(&input_path)
+        .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
+    case
+}
+
 /// One contender of a case as [`rounds`] runs it.
 pub(crate) struct Runner<'a> {
     pub(crate) name: &'static str,
