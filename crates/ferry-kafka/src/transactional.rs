@@ -114,6 +114,22 @@ impl TransactionalKafkaSink {
         end_transaction(self.sink.producer().clone(), commit, self.timeout).await
     }
 
+    /// Waits, without blocking a thread and at most the call timeout, until no record of the producer
+    /// is in flight, then commits. rdkafka's `commit_transaction` first flushes, and its flush polls
+    /// in rounds of 100 ms while any record is in flight: called with the batch's last records still
+    /// on their way, every transaction took at least 100 ms (18 000 records/s at 2 000 records per
+    /// transaction, measured by `scripts/bench --only eos`). With nothing in flight it returns at
+    /// once.
+    async fn drain_then_end(&self) -> Result<(), KafkaError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut pause = Duration::from_micros(250);
+        while self.sink.producer().in_flight_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+        self.end(true).await
+    }
+
     /// Sends the offset records; returns their deliveries.
     async fn send_offsets(
         &self,
@@ -199,7 +215,7 @@ impl TransactionalSink for TransactionalKafkaSink {
         }
         let sent = self.send_offsets(offsets).await;
         let result = match sent {
-            Ok(pending) => match self.end(true).await {
+            Ok(pending) => match self.drain_then_end().await {
                 Ok(()) => {
                     // Resolved by the commit (which flushes): a failure here cannot happen once the
                     // commit succeeded, but is reported rather than assumed away.
