@@ -27,8 +27,24 @@ use serde_json::{Value, json};
 use support::{DEADLINE, Ferry, Workspace, killed_by_sigkill};
 
 /// One broker, one workspace, the workers of one group.
+/// A cluster's broker: the test binary's shared one, or one of its own (a test that restarts it).
+enum Broker {
+    Shared(&'static KafkaBroker),
+    Own(Box<KafkaBroker>),
+}
+
+impl std::ops::Deref for Broker {
+    type Target = KafkaBroker;
+    fn deref(&self) -> &KafkaBroker {
+        match self {
+            Broker::Shared(broker) => broker,
+            Broker::Own(broker) => broker,
+        }
+    }
+}
+
 struct Cluster {
-    broker: &'static KafkaBroker,
+    broker: Broker,
     /// The records' topic, `<cluster>-sequences`.
     topic: String,
     ws: Workspace,
@@ -54,8 +70,18 @@ impl Worker {
 
 impl Cluster {
     fn new(extra: &[(&str, &str)]) -> Self {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let broker = KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"));
+        Self::on(Broker::Shared(broker), extra)
+    }
+
+    /// A cluster on a broker of its own, which the test may restart.
+    fn with_own_broker(extra: &[(&str, &str)]) -> Self {
+        let broker = KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
+        Self::on(Broker::Own(Box::new(broker)), extra)
+    }
+
+    fn on(broker: Broker, extra: &[(&str, &str)]) -> Self {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let name = format!(
             "cluster-{}-{}",
             std::process::id(),
@@ -954,6 +980,59 @@ fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wak
         "every partition was committed: {positions:?}"
     );
     for (partition, positions) in positions {
+        assert!(
+            positions.windows(2).all(|w| w[0] <= w[1]),
+            "the committed offsets of {partition} moved backwards: {positions:?}"
+        );
+    }
+}
+
+/// The broker — this single-node cluster's group coordinator and transaction coordinator — is
+/// SIGKILLed and started again while an exactly-once connector runs on two workers: the workers come
+/// back into their group, the restarted coordinator completes or aborts the transactions that were
+/// open, the tasks go on, and a `read_committed` reader sees every sequence number of every task
+/// exactly once, no gap; no task's committed offsets move backwards.
+#[test]
+fn exactly_once_survives_a_coordinator_restart() {
+    let mut cluster = Cluster::with_own_broker(&[("exactly.once.source.support", "enabled")]);
+    cluster.start_worker();
+    cluster.start_worker();
+    let connector = json!({
+        "name": "seq",
+        "config": {
+            "connector.class": "SequenceSource",
+            "tasks.max": "4",
+            "partitions": "4",
+            "topic": cluster.topic,
+            "throughput": "200",
+            "exactly.once.support": "required",
+        }
+    })
+    .to_string();
+    cluster.create(0, &connector);
+    cluster.running_on("seq", 4, 2);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
+    wait_progress(&cluster, &mut reader, 4, 50);
+
+    let Broker::Own(broker) = &mut cluster.broker else {
+        unreachable!("the cluster has a broker of its own")
+    };
+    broker
+        .restart()
+        .unwrap_or_else(|e| panic!("the broker did not come back: {e}"));
+    let before = assert_no_gap(&sequences(&mut reader));
+    advance_each(&cluster, &mut reader, &before, 200);
+    cluster.running_tasks("seq", 4);
+    for n in 0..2 {
+        cluster.stop(n);
+    }
+    let records = sequences(&mut reader);
+    assert_exactly_once(
+        &records,
+        "exactly-once delivery across a coordinator restart: a read_committed reader must see each \
+         record once",
+    );
+    for (partition, positions) in committed_positions(&cluster, "seq") {
         assert!(
             positions.windows(2).all(|w| w[0] <= w[1]),
             "the committed offsets of {partition} moved backwards: {positions:?}"
