@@ -520,10 +520,6 @@ struct KafkaSinkProvider {
 
 /// How long `initTransactions`, a commit or an abort of an exactly-once task may take.
 const TRANSACTION_CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// `retry.backoff.ms` of exactly-once tasks' producers (unless the worker sets it): the Java
-/// producer's backoff for a CONCURRENT_TRANSACTIONS answer.
-const TRANSACTION_RETRY_BACKOFF_MS: &str = "20";
-
 /// `transaction.timeout.ms` of exactly-once tasks' producers (librdkafka's and Kafka's default): a
 /// transaction left open longer (its worker died) is aborted by the coordinator.
 const TRANSACTION_TIMEOUT_MS: &str = "60000";
@@ -741,19 +737,6 @@ impl SinkProvider for KafkaSinkProvider {
             // librdkafka requires a record's timeout within the transaction's (Ferry's default, 0,
             // waits forever): a record not delivered while its transaction may live fails it.
             config = config.with_producer_setting("message.timeout.ms", TRANSACTION_TIMEOUT_MS);
-        }
-        if !config
-            .producer_overrides
-            .iter()
-            .any(|(k, _)| k == "retry.backoff.ms")
-        {
-            // Right after a commit the coordinator is still writing the transaction's markers, and
-            // answers the next transaction's first AddPartitionsToTxn with CONCURRENT_TRANSACTIONS;
-            // librdkafka retries it after `retry.backoff.ms` (100 ms by default), which then bounds
-            // a task at ten transactions a second. Kafka's Java producer retries that answer after
-            // 20 ms; so does this one (other retries back off exponentially from there, to
-            // `retry.backoff.max.ms`).
-            config = config.with_producer_setting("retry.backoff.ms", TRANSACTION_RETRY_BACKOFF_MS);
         }
         let describe = self.sink.describe();
         let sink = KafkaSink::with_description(&config, describe, &overrides)?;
