@@ -1,9 +1,17 @@
 //! The ownership model under random membership changes: workers join, leave gracefully, crash, or
-//! lose their session and rejoin, while a 4-task connector runs. At every step, once the group
-//! settled, each task runs on exactly one live worker; throughout, the offset store sees, per source
-//! partition, offsets that never move backwards and no commit from an instance after a newer one
-//! took over (what two live owners of one task would produce); and no record is skipped.
+//! lose their session and rejoin, and the connector is paused and resumed, while a 4-task connector
+//! runs. At every step, once the group settled, each task runs on exactly one live worker; while it
+//! settles (sampled every few milliseconds), no task runs on two workers that were live when the change
+//! began; throughout, the offset store sees, per source partition, offsets that never move backwards and
+//! no commit from an instance after a newer one took over (what two live owners of one task would
+//! produce); and no record is skipped.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ferry_runtime::herder::{DistributedHerder, Herder};
+use ferry_runtime::{TargetState, TaskId};
 use proptest::prelude::*;
 
 use crate::support::{Cluster, assert_no_gap, seq};
@@ -14,6 +22,8 @@ enum Op {
     Leave(usize),
     Crash(usize),
     Lose(usize),
+    /// The connector is paused, then resumed after that many milliseconds.
+    PauseResume(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -22,7 +32,31 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Leave),
         1 => any::<usize>().prop_map(Op::Crash),
         1 => any::<usize>().prop_map(Op::Lose),
+        1 => (0u64..200).prop_map(Op::PauseResume),
     ]
+}
+
+/// Samples, until `done`, which of `herders` run each task; returns the first moment a task ran on
+/// two of them.
+async fn watch_owners(
+    herders: &[(usize, Arc<DistributedHerder>)],
+    done: &AtomicBool,
+) -> Option<String> {
+    while !done.load(Ordering::Acquire) {
+        for task in 0..TASKS {
+            let id = TaskId::new("seq", task);
+            let owners: Vec<usize> = herders
+                .iter()
+                .filter(|(_, h)| h.worker().tasks("seq").contains(&id))
+                .map(|(i, _)| *i)
+                .collect();
+            if owners.len() > 1 {
+                return Some(format!("task {task} ran on workers {owners:?} at once"));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    None
 }
 
 const TASKS: usize = 4;
@@ -48,8 +82,30 @@ async fn run(ops: Vec<Op>) {
             Op::Leave(i) => cluster.leave(live[i % live.len()]).await,
             Op::Crash(i) => cluster.crash(live[i % live.len()]).await,
             Op::Lose(i) => cluster.lose_and_rejoin(live[i % live.len()]).await,
+            Op::PauseResume(ms) => {
+                let leader = cluster.wait_leader().await;
+                leader
+                    .set_target_state("seq", TargetState::Paused)
+                    .await
+                    .expect("paused");
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                leader
+                    .set_target_state("seq", TargetState::Running)
+                    .await
+                    .expect("resumed");
+            }
         }
-        cluster.wait_running("seq", TASKS).await;
+        // While the group settles, no task may run on two workers at once.
+        let herders = cluster.live_herders();
+        let done = AtomicBool::new(false);
+        let (_, doubled) = tokio::join!(
+            async {
+                cluster.wait_running("seq", TASKS).await;
+                done.store(true, Ordering::Release);
+            },
+            watch_owners(&herders, &done)
+        );
+        assert_eq!(doubled, None, "while settling after {op:?}");
         for task in 0..TASKS {
             let owners = cluster.owners("seq", task);
             assert_eq!(

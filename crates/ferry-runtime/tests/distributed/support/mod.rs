@@ -373,6 +373,16 @@ impl Cluster {
             .expect("a follower")
     }
 
+    /// The live workers' herders now, for watching ownership while the cluster changes (a worker
+    /// that joins later is not in it).
+    pub fn live_herders(&self) -> Vec<(usize, Arc<DistributedHerder>)> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.gone)
+            .map(|n| (n.id, n.herder.clone()))
+            .collect()
+    }
+
     /// Which live workers run task `task` of `connector` now.
     pub fn owners(&self, connector: &str, task: usize) -> Vec<usize> {
         let id = TaskId::new(connector, task);
