@@ -657,7 +657,12 @@ fn health_patch_tasks_config_and_plugin_config_in_the_binary() {
     let worker = ws.worker(100, &[]);
     let mut ferry = Ferry::standalone(&ws, "ferry", &worker, &[]);
     let api = Api::new(&ferry.rest_url());
-    let health = api.get("/health").expect(200);
+    // The REST API listens before the herder finished starting (`GET /health` answers 503
+    // "starting" meanwhile, as Kafka Connect's does).
+    let health = ferry.wait_until("GET /health to answer 200", || {
+        let reply = api.get("/health");
+        (reply.status == 200).then(|| reply.json())
+    });
     assert_eq!(health["status"], "healthy", "{health}");
     let root = api.get("/").expect(200);
     assert!(root["kafka_cluster_id"].is_null(), "no Kafka sink: {root}");
