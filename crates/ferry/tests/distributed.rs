@@ -763,6 +763,46 @@ fn committed_positions(cluster: &Cluster, connector: &str) -> BTreeMap<String, V
     positions
 }
 
+/// Every record's copies (their timestamps) by `(partition, seq)`, after asserting no gap and that no
+/// record stamped at or after `woken_at` repeats an earlier one (what a zombie that woke would send).
+fn assert_no_late_repeats(
+    reader: &mut TopicReader,
+    frozen_at: i64,
+    woken_at: i64,
+) -> BTreeMap<(i64, i64), Vec<i64>> {
+    let records = stamped_sequences(reader);
+    assert_no_gap(&records.iter().map(|(p, s, _)| (*p, *s)).collect::<Vec<_>>());
+    let mut copies: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
+    for (p, seq, ts) in &records {
+        copies.entry((*p, *seq)).or_default().push(*ts);
+    }
+    let late_repeats: Vec<_> = copies
+        .iter()
+        .filter(|(_, stamps)| stamps.len() > 1 && stamps.iter().skip(1).any(|ts| *ts >= woken_at))
+        .take(10)
+        .collect();
+    assert!(
+        late_repeats.is_empty(),
+        "records sent after the frozen worker woke repeat earlier ones (it sent as a zombie): \
+         {late_repeats:?} (frozen at {frozen_at}, woken at {woken_at})"
+    );
+    copies
+}
+
+/// Asserts that no committed offset of `connector` ever moved backwards; returns the partitions
+/// committed.
+fn assert_offsets_never_backwards(cluster: &Cluster, connector: &str) -> usize {
+    let positions = committed_positions(cluster, connector);
+    let committed = positions.len();
+    for (partition, positions) in positions {
+        assert!(
+            positions.windows(2).all(|w| w[0] <= w[1]),
+            "the committed offsets of {partition} moved backwards: {positions:?}"
+        );
+    }
+    committed
+}
+
 /// A worker frozen (SIGSTOP) past its session timeout, whose tasks run on the other workers by the
 /// time it wakes (SIGCONT): the broker fences it. It sends no record after waking (every record
 /// stamped after the wake is new, never a repeat of one sent before it), its tasks' committed offsets
@@ -824,34 +864,14 @@ fn frozen_worker_sends_and_commits_nothing_when_it_wakes(exactly_once: bool) {
         cluster.stop(n);
     }
 
-    let records = stamped_sequences(&mut reader);
-    assert_no_gap(&records.iter().map(|(p, s, _)| (*p, *s)).collect::<Vec<_>>());
-    let mut copies: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
-    for (p, seq, ts) in &records {
-        copies.entry((*p, *seq)).or_default().push(*ts);
-    }
-    let late_repeats: Vec<_> = copies
-        .iter()
-        .filter(|(_, stamps)| stamps.len() > 1 && stamps.iter().skip(1).any(|ts| *ts >= woken_at))
-        .take(10)
-        .collect();
-    assert!(
-        late_repeats.is_empty(),
-        "records sent after the frozen worker woke repeat earlier ones (it sent as a zombie): \
-         {late_repeats:?} (frozen at {frozen_at}, woken at {woken_at})"
-    );
+    let copies = assert_no_late_repeats(&mut reader, frozen_at, woken_at);
     // Repeats there may be only of what the frozen worker sent before it froze and had not committed.
     let repeats = copies.values().filter(|stamps| stamps.len() > 1).count();
     eprintln!(
         "records repeated after the handover (sent before the freeze, uncommitted): {repeats}"
     );
 
-    for (partition, positions) in committed_positions(&cluster, "seq") {
-        assert!(
-            positions.windows(2).all(|w| w[0] <= w[1]),
-            "the committed offsets of {partition} moved backwards: {positions:?}"
-        );
-    }
+    assert_offsets_never_backwards(&cluster, "seq");
 }
 
 /// `tasks.max` shrunk while a frozen worker (SIGSTOP) runs a task number that disappears: no next
@@ -957,34 +977,12 @@ fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wak
         cluster.stop(n);
     }
 
-    let records = stamped_sequences(&mut reader);
-    assert_no_gap(&records.iter().map(|(p, s, _)| (*p, *s)).collect::<Vec<_>>());
-    let mut copies: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
-    for (p, seq, ts) in &records {
-        copies.entry((*p, *seq)).or_default().push(*ts);
-    }
-    let late_repeats: Vec<_> = copies
-        .iter()
-        .filter(|(_, stamps)| stamps.len() > 1 && stamps.iter().skip(1).any(|ts| *ts >= woken_at))
-        .take(10)
-        .collect();
-    assert!(
-        late_repeats.is_empty(),
-        "records sent after the frozen worker woke repeat earlier ones: {late_repeats:?} (frozen at \
-         {frozen_at}, woken at {woken_at})"
-    );
-    let positions = committed_positions(&cluster, "seq");
+    assert_no_late_repeats(&mut reader, frozen_at, woken_at);
     assert_eq!(
-        positions.len(),
+        assert_offsets_never_backwards(&cluster, "seq"),
         4,
-        "every partition was committed: {positions:?}"
+        "every partition was committed"
     );
-    for (partition, positions) in positions {
-        assert!(
-            positions.windows(2).all(|w| w[0] <= w[1]),
-            "the committed offsets of {partition} moved backwards: {positions:?}"
-        );
-    }
 }
 
 /// The broker — this single-node cluster's group coordinator and transaction coordinator — is
@@ -1041,12 +1039,7 @@ fn exactly_once_survives_a_coordinator_restart() {
         "exactly-once delivery across a coordinator restart: a read_committed reader must see each \
          record once",
     );
-    for (partition, positions) in committed_positions(&cluster, "seq") {
-        assert!(
-            positions.windows(2).all(|w| w[0] <= w[1]),
-            "the committed offsets of {partition} moved backwards: {positions:?}"
-        );
-    }
+    assert_offsets_never_backwards(&cluster, "seq");
 }
 
 /// Waits until every partition of `before` went `by` records past where it was there (each at its

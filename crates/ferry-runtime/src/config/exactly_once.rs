@@ -299,6 +299,25 @@ mod tests {
         assert!(ExactlyOnceSource::parse("on").is_err());
     }
 
+    /// A task that returns no records (the preflight checks never start one).
+    struct NoRecords;
+
+    #[async_trait::async_trait]
+    impl ferry_api::SourceTask for NoRecords {
+        async fn start(
+            &mut self,
+            _context: std::sync::Arc<dyn ferry_api::SourceTaskContext>,
+        ) -> Result<(), ferry_api::ConnectError> {
+            Ok(())
+        }
+        async fn poll(&mut self) -> Result<Vec<ferry_api::SourceRecord>, ferry_api::ConnectError> {
+            Ok(Vec::new())
+        }
+        async fn stop(&mut self) -> Result<(), ferry_api::ConnectError> {
+            Ok(())
+        }
+    }
+
     /// Declares exactly-once support when its config says `eos=yes`.
     struct Declares;
 
@@ -317,7 +336,7 @@ mod tests {
             Ok(Vec::new())
         }
         fn create_task(&self) -> Box<dyn ferry_api::SourceTask> {
-            unimplemented!("never started")
+            Box::new(NoRecords)
         }
         fn exactly_once_support(&self, config: &Config) -> ExactlyOnceSupport {
             match config.get("eos").map(String::as_str) {
