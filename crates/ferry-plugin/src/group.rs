@@ -78,7 +78,7 @@ pub trait WorkerGroup: Send + Sync {
 ///
 /// The group backend [`confirm`](Self::confirm)s it whenever the coordinator accepts a request that
 /// only a current member may make, stamped with the time the request was *sent*; the lease is valid
-/// for [`validity`](Self::validity) after that. Tasks check it before sending each batch and hold
+/// for [`validity`](Self::validity) after that. Tasks check it before sending each record and hold
 /// their records while it is not valid, so a worker waking from a freeze sends nothing before the
 /// coordinator has either confirmed it or told it its tasks are lost. Offsets need no lease: the
 /// store fences them ([`ferry_offsets::OffsetBackingStore::open_task_writer`]).

@@ -539,7 +539,15 @@ impl TaskRunner {
                             }
                         };
                         match self
-                            .send(hooks, &*sink, record, outgoing, events, &mut backoff)
+                            .send(
+                                hooks,
+                                &*sink,
+                                record,
+                                outgoing,
+                                events,
+                                &mut backoff,
+                                failure,
+                            )
                             .await
                         {
                             Ok(Sent::Done) => {
@@ -619,6 +627,10 @@ impl TaskRunner {
     }
 
     /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the loop's state is borrowed apart from `self`, so a waiting send can handle events"
+    )]
     async fn send<H: TaskHooks>(
         &mut self,
         hooks: &mut H,
@@ -627,8 +639,16 @@ impl TaskRunner {
         outgoing: &mut Outgoing,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
         backoff: &mut Backoff,
+        failure: &Failure,
     ) -> Result<Sent, String> {
         loop {
+            // The lease again, right before the record reaches the client (and before each retry):
+            // a freeze can land anywhere in a batch, and on waking the rest of it must not go out
+            // before the coordinator confirmed this worker. Checked per batch only, a SIGSTOP
+            // between that check and a send let one record out as a zombie.
+            if !self.hold_while_unconfirmed(failure).await {
+                return Ok(Sent::Stopping);
+            }
             let sent = {
                 let mut sending = sink.send(&record);
                 match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
