@@ -703,9 +703,17 @@ impl SinkProvider for KafkaSinkProvider {
         task: &TaskSinkContext<'_>,
         transactional_id: &str,
     ) -> Result<Option<Arc<dyn TransactionalSink>>, SinkError> {
-        let Some(offsets_topic) = &self.offsets_topic else {
+        let Some(worker_topic) = &self.offsets_topic else {
             return Ok(None);
         };
+        // A connector with its own offsets topic (`offsets.storage.topic`, KIP-618) commits its
+        // offsets there, in its records' transactions; the runtime opened (created) it first.
+        let offsets_topic = task
+            .connector_config
+            .and_then(|c| c.get("offsets.storage.topic"))
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map_or_else(|| worker_topic.clone(), str::to_owned);
         let (converters, overrides) = self.task_settings(task)?;
         let mut config = self.base.clone().with_converters(converters);
         for (key, value) in &overrides {
@@ -744,7 +752,7 @@ impl SinkProvider for KafkaSinkProvider {
         let sink = TransactionalKafkaSink::open(
             sink,
             transactional_id,
-            offsets_topic.clone(),
+            offsets_topic,
             TRANSACTION_CALL_TIMEOUT,
         )
         .await?;

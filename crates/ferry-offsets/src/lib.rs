@@ -31,10 +31,11 @@ pub use codec::{
 pub use error::{FlushError, StoreError};
 pub use reader::StoreOffsetReader;
 pub use store::file::{FileStore, FileStoreOptions};
+pub use store::layered::LayeredStore;
 pub use store::memory::MemoryStore;
 pub use store::{
-    BatchWritten, OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord, WriteBatch,
-    WriteTooLarge,
+    BatchWritten, NamedStore, OffsetBackingStore, OffsetWrite, StoredOffset, StoredRecord,
+    WriteBatch, WriteTooLarge,
 };
 pub use table::{LogOrder, OffsetTable};
 pub use writer::{FlushCanceller, FlushGuard, OffsetWriter};

@@ -7,10 +7,6 @@ const CONNECTOR: &[(&str, &str)] = &[
     ("admin.override.", "per-connector client overrides"),
     ("consumer.override.", "per-connector client overrides"),
     (
-        "offsets.storage.topic",
-        "per-connector offsets topics, KIP-618",
-    ),
-    (
         "config.action.reload",
         "restarting on a changed config provider value",
     ),

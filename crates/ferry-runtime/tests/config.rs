@@ -457,7 +457,7 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
                 fiel=/tmp/in.txt\n\
                 topic=t\n\
                 errors.tolerance=some\n\
-                offsets.storage.topic=own-offsets\n\
+                config.action.reload=restart\n\
                 colour=red\n";
     let (_dir, path, props) = load("source.properties", text.as_bytes());
     let errors = connector_errors(&props);
@@ -499,15 +499,15 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
     );
 
     // A Kafka Connect setting Ferry lacks is named as such, not as an unknown key.
-    let eos = error_for(&errors, "offsets.storage.topic");
-    assert_names(eos, &path, "offsets.storage.topic", 7);
-    assert!(matches!(eos, ConfigError::NotImplemented { .. }));
+    let missing_feature = error_for(&errors, "config.action.reload");
+    assert_names(missing_feature, &path, "config.action.reload", 7);
+    assert!(matches!(missing_feature, ConfigError::NotImplemented { .. }));
     assert!(
-        eos.to_string().contains(
-            "\"offsets.storage.topic\" is a Kafka Connect setting that Ferry does not implement yet \
-             (per-connector offsets topics, KIP-618)"
+        missing_feature.to_string().contains(
+            "\"config.action.reload\" is a Kafka Connect setting that Ferry does not implement yet \
+             (restarting on a changed config provider value)"
         ),
-        "{eos}"
+        "{missing_feature}"
     );
 
     let unknown = error_for(&errors, "colour");

@@ -51,7 +51,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use ferry_offsets::{OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, StoredRecord};
+use ferry_offsets::{
+    NamedStore, OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, StoredRecord,
+};
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -69,6 +71,8 @@ use log::OffsetLog;
 pub struct KafkaOffsetStore {
     describe: String,
     topic: String,
+    /// How it was opened: a connector's own topic is opened with the same settings.
+    config: KafkaOffsetStoreConfig,
     /// The producer; replaced by a fresh one after a failed batch (see [`KafkaOffsetStore::renew_producer`]).
     producer: Mutex<FutureProducer<StoreContext>>,
     producer_config: ClientConfig,
@@ -232,7 +236,8 @@ impl KafkaOffsetStore {
         .await?;
         Ok(Self {
             describe: store,
-            topic: config.topic,
+            topic: config.topic.clone(),
+            config,
             producer: Mutex::new(producer),
             producer_config,
             records_read: log.records(),
@@ -371,6 +376,20 @@ impl OffsetBackingStore for KafkaOffsetStore {
     /// Every record in the topic (what the broker's compaction has not removed), raw, read from the
     /// beginning of every partition by a consumer of its own: each partition in its log order, and
     /// across partitions by record timestamp, as the store applies them.
+    /// A connector's own offsets topic (`offsets.storage.topic`) on this store's cluster, opened
+    /// (and created when missing) with this store's settings, as Kafka Connect creates it with the
+    /// worker's `offset.storage.*`.
+    async fn open_named(&self, name: &str) -> Result<NamedStore, StoreError> {
+        if name == self.topic {
+            return Ok(NamedStore::This);
+        }
+        let config = KafkaOffsetStoreConfig {
+            topic: name.to_owned(),
+            ..self.config.clone()
+        };
+        Ok(NamedStore::Other(Arc::new(Self::open(config).await?)))
+    }
+
     async fn history(&self) -> Result<Vec<StoredRecord>, StoreError> {
         let offsets_client = self.history_reader.offsets_client.clone();
         let consumer_config = self.history_reader.consumer_config.clone();

@@ -5,6 +5,7 @@
 
 mod batch;
 pub(crate) mod file;
+pub(crate) mod layered;
 pub(crate) mod memory;
 
 use async_trait::async_trait;
@@ -38,6 +39,16 @@ pub enum BatchWritten {
     ReadBack,
     /// The batch, handed back for the caller to read the store back against it.
     Returned(WriteBatch),
+}
+
+/// What [`OffsetBackingStore::open_named`] found for a name.
+pub enum NamedStore {
+    /// The name is this store's own (a connector's `offsets.storage.topic` equal to the worker's).
+    This,
+    /// Another store of the same kind and settings under that name.
+    Other(std::sync::Arc<dyn OffsetBackingStore>),
+    /// This kind of store has no named stores (a file, a table).
+    Unsupported,
 }
 
 /// Where offsets live durably.
@@ -118,6 +129,16 @@ pub trait OffsetBackingStore: Send + Sync {
         _fencing_id: &str,
     ) -> Result<Option<std::sync::Arc<dyn OffsetBackingStore>>, StoreError> {
         Ok(None)
+    }
+
+    /// Opens a store of the same kind and settings under another name, for a connector's own offsets
+    /// (`offsets.storage.topic`, KIP-618; Kafka: the topic `name` on the same cluster, created when
+    /// missing as this store's topic was). The default: [`NamedStore::Unsupported`].
+    ///
+    /// # Errors
+    /// The store could not be opened (e.g. brokers unreachable, a topic that is not compacted).
+    async fn open_named(&self, _name: &str) -> Result<NamedStore, StoreError> {
+        Ok(NamedStore::Unsupported)
     }
 
     /// Every record the store still holds, raw and unmerged, in store order, tombstones included (for

@@ -48,6 +48,7 @@ pub const COMMON_KEYS: &[&str] = &[
     super::exactly_once::EXACTLY_ONCE_SUPPORT,
     super::exactly_once::TRANSACTION_BOUNDARY,
     super::exactly_once::TRANSACTION_BOUNDARY_INTERVAL_MS,
+    crate::worker::OFFSETS_STORAGE_TOPIC,
 ];
 
 /// `errors.tolerance`: what a task does when a record cannot be delivered.

@@ -38,10 +38,11 @@ impl StandaloneHerder {
     /// 404: unknown connector; 500: the store cannot be read or holds undecodable offsets.
     pub async fn connector_offsets(&self, name: &str) -> Result<ConnectorOffsets, HerderError> {
         let state = self.lock().await;
-        if !state.connectors.contains_key(name) {
+        let Some(entry) = state.connectors.get(name) else {
             return Err(not_found(name));
-        }
-        read_offsets(self.store.as_ref(), name).await
+        };
+        let store = self.offset_store_for(&entry.config);
+        read_offsets(store.as_ref(), name).await
     }
 
     /// `PATCH /connectors/{name}/offsets`: sets (or, for a `null` offset, removes) the offsets of the
@@ -57,7 +58,8 @@ impl StandaloneHerder {
     ) -> Result<Message, HerderError> {
         let state = self.lock().await;
         let config = self.check_stopped(&state, name)?;
-        alter_offsets(self.store.as_ref(), &self.plugins, name, config, &entries).await
+        let store = self.offset_store_for(config);
+        alter_offsets(store.as_ref(), &self.plugins, name, config, &entries).await
     }
 
     /// `DELETE /connectors/{name}/offsets`: removes the offsets of every partition of the connector.
@@ -68,7 +70,21 @@ impl StandaloneHerder {
     pub async fn reset_offsets(&self, name: &str) -> Result<Message, HerderError> {
         let state = self.lock().await;
         let config = self.check_stopped(&state, name)?;
-        reset_offsets(self.store.as_ref(), &self.plugins, name, config).await
+        let store = self.offset_store_for(config);
+        reset_offsets(store.as_ref(), &self.plugins, name, config).await
+    }
+
+    /// Where connector `config`'s offsets live: the herder's store, or the connector's own offsets
+    /// topic over it ([`crate::Worker::offset_store_for`]).
+    fn offset_store_for(&self, config: &Config) -> std::sync::Arc<dyn OffsetBackingStore> {
+        if config
+            .get(crate::worker::OFFSETS_STORAGE_TOPIC)
+            .is_some_and(|t| !t.trim().is_empty())
+        {
+            self.worker.offset_store_for(config)
+        } else {
+            self.store.clone()
+        }
     }
 
     /// The connector's configuration, if it is STOPPED with no task in the worker.

@@ -617,6 +617,18 @@ const COMMON: &[CommonKey] = &[
         "SHORT",
         "Transaction boundary interval",
     ),
+    (
+        crate::worker::OFFSETS_STORAGE_TOPIC,
+        "STRING",
+        false,
+        None,
+        "LOW",
+        "The name of a separate offsets topic to use for this connector. If empty or not specified, the worker’s global offsets topic name will be used. If specified, the offsets topic will be created if it does not already exist on the Kafka cluster targeted by this connector (which may be different from the one used for the worker's global offsets topic if the bootstrap.servers property of the connector's producer has been overridden from the worker's). Only applicable in distributed mode; in standalone mode, setting this property will have no effect.",
+        "offsets.topic",
+        1,
+        "LONG",
+        "Offsets topic",
+    ),
 ];
 
 /// The framework's connector keys (`name`, `connector.class`, `tasks.max`, converters, `errors.*`…).

@@ -197,6 +197,11 @@ impl OffsetBackingStore for MeteredStore {
         self.count(Op::History, result)
     }
 
+    /// The inner store's named store, unmetered: the worker meters it under its own description.
+    async fn open_named(&self, name: &str) -> Result<ferry_offsets::NamedStore, StoreError> {
+        self.inner.open_named(name).await
+    }
+
     /// The inner store's task writer, metered under the same series.
     async fn open_task_writer(
         &self,

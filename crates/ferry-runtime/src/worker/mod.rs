@@ -1,6 +1,7 @@
 //! The worker: runs connectors' tasks against one offset store and one sink.
 
 mod commit;
+mod connector_store;
 mod context;
 mod deliveries;
 mod fence;
@@ -12,6 +13,8 @@ mod topics;
 
 // The task states moved to `crate::status` (metrics reads them too); the old path stays for `task.rs`.
 use crate::status;
+
+pub use connector_store::OFFSETS_STORAGE_TOPIC;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -171,6 +174,9 @@ pub struct Worker {
     /// The fences of every task instance that may still write offsets (running or stopping), so
     /// that [`Worker::abort_task`] reaches a stopping one too; dead entries are pruned as it goes.
     fences: Mutex<BTreeMap<TaskId, Vec<Weak<TaskFence>>>>,
+    /// Connectors' own offsets stores (`offsets.storage.topic`), one per name, kept for the
+    /// worker's life (a topic's clients are made once, whichever connectors name it).
+    named_stores: Mutex<BTreeMap<String, Arc<connector_store::NamedOffsetStore>>>,
 }
 
 impl Worker {
@@ -227,7 +233,33 @@ impl Worker {
             worker_id: worker_id.into(),
             running: Mutex::new(Running::default()),
             fences: Mutex::default(),
+            named_stores: Mutex::default(),
         }
+    }
+
+    /// The offset store of a connector configured with `config`: the worker's, or — when it names
+    /// its own offsets topic (`offsets.storage.topic`, KIP-618) — that topic over the worker's store
+    /// ([`ferry_offsets::LayeredStore`]: read first, falling back to the worker's; tombstones in
+    /// Kafka Connect's three phases), opened on first use.
+    pub fn offset_store_for(&self, config: &Config) -> Arc<dyn OffsetBackingStore> {
+        let Some(name) = config
+            .get(OFFSETS_STORAGE_TOPIC)
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+        else {
+            return self.store.clone();
+        };
+        let mut stores = self.named_stores.lock().unwrap_or_else(|p| p.into_inner());
+        stores
+            .entry(name.to_owned())
+            .or_insert_with(|| {
+                Arc::new(connector_store::NamedOffsetStore::new(
+                    name.to_owned(),
+                    self.store.clone(),
+                    self.settings.metrics.clone(),
+                ))
+            })
+            .clone()
     }
 
     /// `topic.tracking.enable` / `topic.tracking.allow.reset`.
@@ -546,7 +578,8 @@ impl Worker {
     ) -> TaskHandle {
         let (connector_name, index) = (id.connector.as_str(), id.task);
         let name = id.to_string();
-        let store_reader = Arc::new(StoreOffsetReader::new(connector_name, self.store.clone()));
+        let store = self.offset_store_for(&launch.connector_config);
+        let store_reader = Arc::new(StoreOffsetReader::new(connector_name, store.clone()));
         let looked_up = Arc::default();
         let reader = Arc::new(context::TaskReader::new(
             name.clone(),
@@ -634,7 +667,7 @@ impl Worker {
             let connector_config = launch.connector_config.clone();
             let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
             let registry = self.settings.metrics.clone();
-            let (store, fencing) = (self.store.clone(), self.settings.task_fencing.clone());
+            let fencing = self.settings.task_fencing.clone();
             let delivery = crate::config::exactly_once::delivery(
                 self.settings.exactly_once_source,
                 connector,
@@ -882,7 +915,10 @@ impl Worker {
                 control: watch::channel(TargetState::Stopped).0,
                 join: None,
                 status: self.status_cell(&id, slot.launch.generation, &fence),
-                store_reader: Arc::new(StoreOffsetReader::new(name, self.store.clone())),
+                store_reader: Arc::new(StoreOffsetReader::new(
+                    name,
+                    self.offset_store_for(&slot.launch.connector_config),
+                )),
                 _metrics: None,
             };
             let old = std::mem::replace(&mut slot.handle, placeholder);
@@ -968,6 +1004,11 @@ async fn open_task_io(
             let id = fencing_id.ok_or_else(|| {
                 "exactly-once delivery needs a transactional id prefix (distributed mode's group.id)"
                     .to_owned()
+            })?;
+            // A connector's own offsets topic is opened (created if missing) before the task's
+            // transactions write offsets to it.
+            store.get(&[]).await.map_err(|e| {
+                format!("cannot open the offset store {}: {e}", store.describe())
             })?;
             let sink = sinks
                 .open_transactional(context, &id)

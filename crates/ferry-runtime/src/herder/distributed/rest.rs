@@ -311,8 +311,8 @@ impl Herder for DistributedHerder {
     }
 
     async fn connector_offsets(&self, name: &str) -> R<ConnectorOffsets> {
-        self.entry(name).await?;
-        offsets::read_offsets(self.offsets.as_ref(), name).await
+        let entry = self.entry(name).await?;
+        offsets::read_offsets(self.offset_store_for(&entry.config).as_ref(), name).await
     }
 
     async fn alter_offsets(&self, name: &str, entries: Vec<OffsetInput>) -> R<Message> {

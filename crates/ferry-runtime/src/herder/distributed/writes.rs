@@ -167,7 +167,8 @@ impl DistributedHerder {
                 stopping.join(", ")
             )));
         }
-        let store = self.offsets.as_ref();
+        let store = self.offset_store_for(&entry.config);
+        let store = store.as_ref();
         match entries {
             Some(entries) => {
                 offsets::alter_offsets(store, &self.plugins, name, &entry.config, &entries).await
