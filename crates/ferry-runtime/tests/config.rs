@@ -501,7 +501,10 @@ fn unknown_and_missing_keys_and_bad_values_are_reported_together() {
     // A Kafka Connect setting Ferry lacks is named as such, not as an unknown key.
     let missing_feature = error_for(&errors, "config.action.reload");
     assert_names(missing_feature, &path, "config.action.reload", 7);
-    assert!(matches!(missing_feature, ConfigError::NotImplemented { .. }));
+    assert!(matches!(
+        missing_feature,
+        ConfigError::NotImplemented { .. }
+    ));
     assert!(
         missing_feature.to_string().contains(
             "\"config.action.reload\" is a Kafka Connect setting that Ferry does not implement yet \

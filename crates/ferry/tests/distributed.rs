@@ -1138,3 +1138,140 @@ fn exactly_once_survives_sigkills_with_every_record_once() {
         records.len()
     );
 }
+
+/// Per `(partition key, offset value or None for a tombstone)`: every record of `connector` in
+/// offsets topic `topic`, in topic order.
+fn offset_records(cluster: &Cluster, topic: &str, connector: &str) -> Vec<(String, Option<i64>)> {
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), topic);
+    reader.read_to_end();
+    reader
+        .messages
+        .iter()
+        .filter_map(|m| {
+            let key: Value = serde_json::from_slice(m.key()?).expect("a JSON key");
+            if key[0] != connector {
+                return None;
+            }
+            let position = m.payload().map(|value| {
+                let value: Value = serde_json::from_slice(value).expect("a JSON value");
+                value
+                    .as_object()
+                    .and_then(|o| o.values().find_map(Value::as_i64))
+                    .expect("a numeric offset")
+            });
+            Some((key[1].to_string(), position))
+        })
+        .collect()
+}
+
+/// KIP-618's `offsets.storage.topic`: a connector given its own offsets topic resumes from the
+/// worker's topic (its own holds nothing yet), commits to its own topic from then on, and a
+/// `DELETE /connectors/{c}/offsets` removes the offsets from both topics — the worker's first
+/// (KAFKA-15018), so the fallback cannot bring them back: the connector starts over from 0.
+#[test]
+fn a_connector_with_its_own_offsets_topic_falls_back_to_the_workers_and_a_reset_clears_both() {
+    own_offsets_topic(false);
+}
+
+/// The same with exactly-once delivery: the offsets go into the connector's own topic inside the
+/// records' transactions.
+#[test]
+fn an_exactly_once_connector_commits_to_its_own_offsets_topic() {
+    own_offsets_topic(true);
+}
+
+fn own_offsets_topic(exactly_once: bool) {
+    let mut cluster = if exactly_once {
+        Cluster::new(&[("exactly.once.source.support", "enabled")])
+    } else {
+        Cluster::new(&[])
+    };
+    cluster.start_worker();
+    let client = cluster.worker(0).client();
+    let worker_topic = format!("{}-offsets", cluster.topic.trim_end_matches("-sequences"));
+    let own_topic = format!(
+        "{}-seq-offsets",
+        cluster.topic.trim_end_matches("-sequences")
+    );
+    cluster.create(0, &sequence_connector("seq", 1, 200, &cluster.topic));
+    cluster.running_tasks("seq", 1);
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &cluster.topic);
+    wait_progress(&cluster, &mut reader, 1, 30);
+
+    // Stopped (final commit to the worker's topic), then given its own topic.
+    client.put("/connectors/seq/stop", None).expect(204);
+    let stopped_at = cluster.wait_until("the stopped task's final commit", |client| {
+        let offsets = client.get("/connectors/seq/offsets").json();
+        let committed = offsets["offsets"][0]["offset"]["seq"].as_i64()?;
+        let sent = *assert_no_gap(&sequences(&mut reader)).get(&0)?;
+        // SequenceSource's offset is the last seq sent.
+        (committed == sent).then_some(committed)
+    });
+    let mut config = client.get("/connectors/seq/config").expect(200);
+    config["offsets.storage.topic"] = json!(own_topic);
+    client
+        .put("/connectors/seq/config", Some(&config.to_string()))
+        .expect(200);
+    client.put("/connectors/seq/resume", None).expect(202);
+    cluster.running_tasks("seq", 1);
+    wait_progress(&cluster, &mut reader, 1, stopped_at + 50);
+    assert_exactly_once(
+        &sequences(&mut reader),
+        "the task resumed from the worker's topic after a graceful stop",
+    );
+    let own = cluster.wait_until("commits in the connector's own topic", |_| {
+        let own = offset_records(&cluster, &own_topic, "seq");
+        own.iter()
+            .any(|(_, p)| p.is_some_and(|p| p > stopped_at))
+            .then_some(own)
+    });
+    assert!(
+        own.iter().all(|(_, p)| p.is_some_and(|p| p >= stopped_at)),
+        "the connector's topic holds only commits made after it was given: {own:?}"
+    );
+
+    // A reset: stopped, then DELETE; the worker's topic gets its tombstone too.
+    client.put("/connectors/seq/stop", None).expect(204);
+    cluster.wait_until("the offsets reset to be accepted", |client| {
+        let reply = client.delete("/connectors/seq/offsets");
+        match reply.status {
+            200 => Some(()),
+            400 | 409 => None,
+            _ => panic!("resetting offsets: {reply:?}"),
+        }
+    });
+    assert_eq!(
+        client.get("/connectors/seq/offsets").expect(200)["offsets"],
+        json!([]),
+        "no offset shows through from either topic"
+    );
+    for topic in [&worker_topic, &own_topic] {
+        let records = offset_records(&cluster, topic, "seq");
+        assert_eq!(
+            records.last().map(|(_, p)| *p),
+            Some(None),
+            "the last record of {topic} is a tombstone: {records:?}"
+        );
+    }
+    let reset_at = assert_no_gap(&sequences(&mut reader))[&0];
+    client.put("/connectors/seq/resume", None).expect(202);
+    cluster.wait_until("the task to start over from seq 0", |_| {
+        let records = sequences(&mut reader);
+        let copies_of_0 = records.iter().filter(|r| **r == (0, 0)).count();
+        (copies_of_0 == 2).then_some(())
+    });
+    let records = sequences(&mut reader);
+    let restarted: Vec<i64> = records
+        .iter()
+        .skip_while(|r| r.1 != reset_at)
+        .skip(1)
+        .map(|r| r.1)
+        .take(3)
+        .collect();
+    assert_eq!(
+        restarted.first(),
+        Some(&0),
+        "after the reset: {restarted:?}"
+    );
+    cluster.stop(0);
+}

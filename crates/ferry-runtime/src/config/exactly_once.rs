@@ -126,7 +126,8 @@ impl ConnectorExactlyOnce {
         {
             issues.push((
                 crate::worker::OFFSETS_STORAGE_TOPIC.to_owned(),
-                "String must be non-empty (leave it out to use the worker's offsets topic)".to_owned(),
+                "String must be non-empty (leave it out to use the worker's offsets topic)"
+                    .to_owned(),
             ));
         }
         if issues.is_empty() {

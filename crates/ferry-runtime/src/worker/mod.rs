@@ -1007,9 +1007,10 @@ async fn open_task_io(
             })?;
             // A connector's own offsets topic is opened (created if missing) before the task's
             // transactions write offsets to it.
-            store.get(&[]).await.map_err(|e| {
-                format!("cannot open the offset store {}: {e}", store.describe())
-            })?;
+            store
+                .get(&[])
+                .await
+                .map_err(|e| format!("cannot open the offset store {}: {e}", store.describe()))?;
             let sink = sinks
                 .open_transactional(context, &id)
                 .await
