@@ -460,6 +460,10 @@ async fn plugin_config_lists_the_connector_keys_with_their_types() {
                 "{key} missing: {common:?}"
             );
         }
+        assert!(
+            common.contains(&("offsets.storage.topic", "STRING", &json!("offsets.topic"))),
+            "offsets.storage.topic missing: {common:?}"
+        );
         let first = &keys[0];
         for field in [
             "documentation",
