@@ -360,3 +360,78 @@ async fn the_rest_of_a_batch_waits_when_the_lease_expires_in_the_middle_of_it() 
         .await
         .expect("stops");
 }
+
+/// A stop that outlasts the group's revoke timeout (here: the final commit waits for a record the
+/// sink holds): the group gives the slot up anyway and the task's next instance starts on another
+/// worker while this one still stops. The next instance's writer fences this one, so when the held
+/// record is acknowledged at last, this instance's final commit is refused: the task's committed
+/// offset stays the new owner's and never moves backwards, and the old instance writes no status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_outlasting_the_revoke_timeout_cannot_commit_over_the_next_owner() {
+    let s = setup(fenced_settings());
+    let probe = Probe::new();
+    let id = start(&s, 0, &probe);
+    probe.push(vec![record("a", 1)]);
+    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+
+    // A record whose acknowledgement does not come: the stop waits for it (up to the commit deadline).
+    s.sink.hold(&["a:2"]);
+    probe.push(vec![record("a", 2)]);
+    eventually("a:2 held by the sink", || s.sink.is_held("a:2")).await;
+    let old = Arc::new(s.worker);
+    let stop = tokio::spawn({
+        let old = old.clone();
+        let id = id.clone();
+        async move { old.stop_task(&id).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!stop.is_finished(), "the stop waits for the held record");
+
+    // The revoke timeout passed: the next instance starts on another worker, reads a=1, and
+    // commits past it.
+    let next_sink = TestSink::new();
+    let next_statuses = Arc::new(MemoryStatusStore::new());
+    let next = Worker::with_status(
+        fenced_settings(),
+        Arc::new(Shared(s.store.clone())),
+        next_sink.clone(),
+        next_statuses.clone(),
+        "w2:8083",
+    );
+    let next_probe = Probe::new();
+    let connector = TestConnector::with_tasks(vec![next_probe.clone()]);
+    next.start_task(
+        id.clone(),
+        &TaskSpec::default(),
+        Config::new(),
+        &connector,
+        TargetState::Running,
+    )
+    .expect("starts");
+    eventually("the next instance to open its writer", || {
+        lock(&s.store.opened).len() == 2
+    })
+    .await;
+    next_probe.push(vec![record("a", 5)]);
+    crate::support::wait_committed(&s.store.inner, "c", "a", 5).await;
+    let status_before = s.statuses.task(&id);
+
+    // The held record is acknowledged at last: the old instance's final commit (a=2) is refused.
+    s.sink.resolve("a:2");
+    let status = bounded("the old instance's stop", stop)
+        .await
+        .expect("joins")
+        .expect("stops");
+    assert_eq!(status.state, TaskState::Stopped);
+    assert_eq!(
+        committed(&s.store.inner, "c", "a").await,
+        Some(5),
+        "the old instance's final commit did not move the offset back"
+    );
+    assert_eq!(
+        s.statuses.task(&id),
+        status_before,
+        "the fenced instance wrote no status after the next one started"
+    );
+    bounded("shutdown", next.shutdown()).await;
+}
