@@ -181,8 +181,13 @@ async fn shut_down_exactly_once(mut cluster: Cluster) {
 /// Three workers run `seq`'s three tasks; returns the cluster, the worker running `task` (A) and
 /// another worker (B).
 async fn running(task: usize) -> (Cluster, usize, usize) {
+    running_with(task, HANDOFF).await
+}
+
+/// [`running`] with another handoff timeout.
+async fn running_with(task: usize, handoff: Duration) -> (Cluster, usize, usize) {
     let mut cluster = Cluster::new();
-    cluster.handoff = HANDOFF;
+    cluster.handoff = handoff;
     for _ in 0..3 {
         cluster.join().await;
     }
@@ -446,4 +451,89 @@ async fn a_third_owner_during_a_handoff_waits_for_the_claimant_and_the_old_owner
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_third_owner_right_after_a_release_waits_for_the_claimant_it_was_released_to() {
     a_third_owner_waits(Third::AfterTheReleaseToTheClaimant).await;
+}
+
+/// A stale RUNNING — the old owner's status write, delayed until it lands right after the new
+/// owner's claim, over it — changes nothing: statuses are a report. The handoff completes through
+/// the release (before the handoff timeout), nothing is delivered twice or lost, and the status ends
+/// RUNNING on the new owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stale_running_written_after_the_claim_neither_stalls_nor_doubles_the_task() {
+    let (cluster, a, b) = running(TASK).await;
+    let id = TaskId::new("seq", TASK);
+    let (a_id, b_id) = (
+        cluster.nodes[a].worker_id.clone(),
+        cluster.nodes[b].worker_id.clone(),
+    );
+    let stale = cluster.statuses.task(&id).expect("A's status");
+    assert_eq!(
+        (stale.state, stale.worker_id.as_str()),
+        (State::Running, a_id.as_str())
+    );
+    let claimant = b_id.clone();
+    cluster.statuses.write_after(
+        move |_, s| s.state == State::Unassigned && s.worker_id == claimant,
+        id.clone(),
+        stale,
+    );
+    double_assign(&cluster, TASK, a, b).await;
+    assert!(
+        cluster.statuses.wrote_after(),
+        "the stale RUNNING was written after the claim"
+    );
+    shut_down_exactly_once(cluster).await;
+}
+
+/// The old owner's release (its STOPPED for the claimant) is lost on its way to the status store:
+/// the claimant cannot know the task stopped, so it starts only once the handoff timeout passed —
+/// and still resumes right after the old owner's final commit, with nothing delivered twice or lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_release_delays_the_handoff_to_its_timeout_and_loses_nothing() {
+    let handoff = Duration::from_secs(2);
+    let (cluster, a, b) = running_with(TASK, handoff).await;
+    let id = TaskId::new("seq", TASK);
+    let a_id = cluster.nodes[a].worker_id.clone();
+    cluster
+        .statuses
+        .drop_when(move |task, s| *task == id && s.state == State::Stopped && s.worker_id == a_id);
+    let starts_before = lock(&cluster.starts).len();
+    let previous = starts_since(&cluster, TASK, 0)
+        .last()
+        .expect("the task started")
+        .instance;
+    let began = Instant::now();
+    cluster.coordinator.double_assign(b, slot(TASK)).await;
+    wait_moved(&cluster, TASK, b).await;
+    eventually("the new instance's start", || {
+        !starts_since(&cluster, TASK, starts_before).is_empty()
+    })
+    .await;
+    let starts = starts_since(&cluster, TASK, starts_before);
+    assert_eq!(starts.len(), 1, "started once: {starts:?}");
+    assert!(
+        !cluster.statuses.dropped().is_empty(),
+        "the old owner's release was written, and dropped"
+    );
+    assert!(
+        starts[0].at >= began + handoff,
+        "the claimant started {:?} after the claim, before the handoff timeout ({handoff:?}): it \
+         cannot have seen the release",
+        starts[0].at - began
+    );
+    let final_commit = cluster
+        .offsets
+        .commits(TASK)
+        .iter()
+        .filter(|(_, i)| *i == previous)
+        .map(|(n, _)| *n)
+        .next_back()
+        .expect("the old owner committed");
+    assert_eq!(
+        starts[0].resumed_after,
+        Some(final_commit),
+        "the claimant resumed right after the old owner's final commit"
+    );
+    cluster.statuses.heal();
+    runs_and_commits_on(&cluster, TASK, b).await;
+    shut_down_exactly_once(cluster).await;
 }

@@ -81,6 +81,7 @@ impl DistributedHerder {
             if *stop.borrow() {
                 return;
             }
+            self.reassert_claims();
             let mut changed = self.released_holds();
             self.deferred_releases();
             changed |= self.reclaim_released();
@@ -92,6 +93,56 @@ impl DistributedHerder {
             if changed {
                 self.kick.notify_one();
             }
+        }
+    }
+
+    /// Writes again this worker's statuses that a stale one replaced: another worker's status of an
+    /// older generation than this worker's claim, stored after it (a write delayed on its way, such
+    /// as the previous owner's RUNNING; Kafka Connect's fold takes an older generation's RUNNING).
+    /// Left so, the previous owner would never see the claim and never release the task: the
+    /// claimant would wait out the handoff timeout and then run it alongside. A slot still held gets
+    /// its claim again; a task running here its current state, at the claim's generation.
+    fn reassert_claims(&self) {
+        let me = self.settings.worker_id.as_str();
+        let now = Instant::now();
+        let stale: Vec<(TaskId, StatusEntry)> = {
+            let owned = self.owned();
+            owned
+                .slots
+                .iter()
+                .filter(|(id, claim)| {
+                    self.statuses
+                        .task(id)
+                        .is_some_and(|s| s.worker_id != me && s.generation < claim.generation)
+                })
+                .filter_map(|(id, claim)| {
+                    if claim.held(now) || !owned.running.contains_key(id) {
+                        return Some((id.clone(), claim.written.clone()));
+                    }
+                    let state = self
+                        .worker
+                        .task_statuses(&id.connector)?
+                        .into_iter()
+                        .find(|(name, _)| *name == id.to_string())?
+                        .1
+                        .state;
+                    let state = match state {
+                        crate::TaskState::Running => State::Running,
+                        crate::TaskState::Paused => State::Paused,
+                        _ => return None,
+                    };
+                    Some((id.clone(), StatusEntry::new(state, me, claim.generation)))
+                })
+                .collect()
+        };
+        for (id, status) in stale {
+            tracing::warn!(
+                task = %id,
+                "a stale status of another worker replaced this worker's (generation {}) for task {id}; \
+                 writing it again",
+                status.generation
+            );
+            self.statuses.put_task_safe(&id, status);
         }
     }
 
@@ -310,7 +361,7 @@ impl DistributedHerder {
                 self.settings.worker_id.as_str(),
                 *generation,
             );
-            self.statuses.put_task_safe(id, claim);
+            self.statuses.put_task_safe(id, claim.clone());
             // Held briefly: another fenced worker may claim it back at the same generation from the
             // same view; the one whose claim the store does not keep steps back (`superseded`).
             owned.slots.insert(
@@ -319,6 +370,7 @@ impl DistributedHerder {
                     generation: *generation,
                     hold_until: Some(now + RECLAIM_SETTLE),
                     waits_for: None,
+                    written: claim,
                 },
             );
             tracing::info!(

@@ -113,7 +113,7 @@ impl DistributedHerder {
                         generation,
                         after,
                     );
-                    self.statuses.put_task_safe(id, status);
+                    self.statuses.put_task_safe(id, status.clone());
                     owned.fenced.remove(id);
                     owned.deferred.remove(id);
                     owned.slots.insert(
@@ -122,6 +122,7 @@ impl DistributedHerder {
                             generation,
                             hold_until,
                             waits_for,
+                            written: status,
                         },
                     );
                     tracing::info!(task = %id, "slot {id} assigned to this worker (status generation {generation})");

@@ -76,6 +76,8 @@ pub(super) struct Claim {
     /// The worker whose release (its STOPPED status for the task) ends the hold early: the previous
     /// owner that still ran the task when this worker got the slot.
     pub(super) waits_for: Option<String>,
+    /// The claim as written, to write again if a stale status replaces it (`fence`).
+    pub(super) written: StatusEntry,
 }
 
 impl Claim {

@@ -5,6 +5,7 @@
 
 pub mod connector;
 pub mod group;
+pub mod statuses;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
@@ -17,7 +18,7 @@ use ferry_offsets::{
 };
 use ferry_runtime::herder::{DistributedHerder, DistributedSettings, Herder};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
-use ferry_runtime::stores::{ConfigBackingStore, MemoryConfigStore, MemoryStatusStore};
+use ferry_runtime::stores::{ConfigBackingStore, MemoryConfigStore};
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
 
 pub use connector::Starts;
@@ -217,7 +218,7 @@ pub struct Node {
 pub struct Cluster {
     pub coordinator: Arc<Coordinator>,
     pub configs: Arc<MemoryConfigStore>,
-    pub statuses: Arc<MemoryStatusStore>,
+    pub statuses: Arc<statuses::FaultyStatuses>,
     pub offsets: Arc<CheckedStore>,
     pub log: Log,
     pub starts: Starts,
@@ -255,7 +256,7 @@ impl Cluster {
         Self {
             coordinator: Coordinator::new(),
             configs: Arc::new(MemoryConfigStore::new()),
-            statuses: Arc::new(MemoryStatusStore::new()),
+            statuses: statuses::FaultyStatuses::new(),
             offsets: Arc::new(CheckedStore::default()),
             log: Log::default(),
             starts: Starts::default(),
