@@ -83,6 +83,12 @@ pub trait ConfigBackingStore: Send + Sync {
     ) -> Result<(), ConfigStoreError>;
     /// Replaces a connector's task configurations; they apply together or not at all.
     async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError>;
+    /// Records that the zombies of `name`'s earlier task configurations are fenced, and how many
+    /// tasks it has now (Kafka Connect's KIP-618 task count record, `tasks-fencing-<c>`; written with
+    /// exactly-once delivery). The default, for stores Kafka Connect never reads, writes nothing.
+    async fn put_task_count(&self, _name: &str, _tasks: usize) -> Result<(), ConfigStoreError> {
+        Ok(())
+    }
     /// Changes made by others (distributed: other workers' writes); `None` when only this process
     /// writes, as in standalone.
     fn updates(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

@@ -1180,6 +1180,23 @@ fn an_exactly_once_connector_commits_to_its_own_offsets_topic() {
     own_offsets_topic(true);
 }
 
+/// The task counts in `connector`'s `tasks-fencing-<c>` records (KIP-618), in config topic order.
+fn task_count_records(cluster: &Cluster, connector: &str) -> Vec<i64> {
+    let topic = format!("{}-configs", cluster.topic.trim_end_matches("-sequences"));
+    let mut reader = TopicReader::new(&cluster.broker.bootstrap_servers(), &topic);
+    reader.read_to_end();
+    let key = format!("tasks-fencing-{connector}");
+    reader
+        .messages
+        .iter()
+        .filter(|m| m.key() == Some(key.as_bytes()))
+        .filter_map(|m| {
+            let value: Value = serde_json::from_slice(m.payload()?).expect("a JSON value");
+            value["task-count"].as_i64()
+        })
+        .collect()
+}
+
 fn own_offsets_topic(exactly_once: bool) {
     let mut cluster = if exactly_once {
         Cluster::new(&[("exactly.once.source.support", "enabled")])
@@ -1232,6 +1249,25 @@ fn own_offsets_topic(exactly_once: bool) {
 
     // A reset: stopped, then DELETE; the worker's topic gets its tombstone too.
     client.put("/connectors/seq/stop", None).expect(204);
+    if exactly_once {
+        // Kafka Connect's task count record follows every change of the task configurations: at
+        // once when no task number was removed (created, resumed: 1), after the removed numbers
+        // are fenced otherwise (each stop: the count then, 0 once stopped for good).
+        cluster.wait_until(
+            "a task count record for each of the 4 changes, the last 0",
+            |_| {
+                let counts = task_count_records(&cluster, "seq");
+                (counts.first() == Some(&1) && counts.last() == Some(&0) && counts.len() >= 4)
+                    .then_some(())
+            },
+        );
+    } else {
+        assert_eq!(
+            task_count_records(&cluster, "seq"),
+            Vec::<i64>::new(),
+            "at least once, no task count record (as Kafka Connect)"
+        );
+    }
     cluster.wait_until("the offsets reset to be accepted", |client| {
         let reply = client.delete("/connectors/seq/offsets");
         match reply.status {

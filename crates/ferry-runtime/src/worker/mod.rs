@@ -294,6 +294,11 @@ impl Worker {
         self.settings.task_fencing.as_deref()
     }
 
+    /// Distributed mode: the worker's membership lease ([`WorkerSettings::membership`]).
+    pub fn membership(&self) -> Option<&Arc<ferry_plugin::MembershipLease>> {
+        self.settings.membership.as_ref()
+    }
+
     /// The worker's `exactly.once.source.support`.
     pub fn exactly_once_source(&self) -> crate::config::exactly_once::ExactlyOnceSource {
         self.settings.exactly_once_source

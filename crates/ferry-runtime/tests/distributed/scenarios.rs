@@ -2,6 +2,8 @@
 //! STOPPED, and the leader's serialized writes.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ferry_runtime::herder::{Herder, HerderErrorKind, OffsetInput, Route, WriteScope};
 use ferry_runtime::stores::{ConfigBackingStore, State, StatusBackingStore, StatusEntry};
@@ -452,4 +454,40 @@ async fn failed_group_calls_are_retried_and_pause_and_resume_reach_every_owner()
     }
     cluster.shutdown().await;
     assert_eq!(cluster.offsets.violations(), Vec::<String>::new());
+}
+
+/// KAFKA-9184's rule for the connector's owner: while the coordinator has not confirmed the worker
+/// lately (its membership lease is not valid: frozen, cut off, maybe no longer the owner of slot 0),
+/// it writes no task configurations made from its view; it writes them once confirmed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn task_configurations_wait_for_a_valid_membership_lease() {
+    let mut cluster = Cluster::new();
+    let lease = Arc::new(ferry_plugin::MembershipLease::new(Duration::from_millis(
+        300,
+    )));
+    cluster.lease = Some(lease.clone());
+    cluster.join().await;
+    lease.confirm(Instant::now());
+    cluster.create(seq("seq", 2, "v1")).await;
+    cluster.wait_running("seq", 2).await;
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!lease.is_valid());
+    cluster
+        .configs
+        .put_connector_config("seq", &seq("seq", 3, "v2"), TargetState::Running)
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_ne!(
+        cluster.task_count("seq").await,
+        Some(3),
+        "no task configurations written while the lease is not valid"
+    );
+    lease.confirm(Instant::now());
+    eventually_async("3 task configurations once confirmed", || async {
+        cluster.task_count("seq").await == Some(3)
+    })
+    .await;
+    cluster.shutdown().await;
 }

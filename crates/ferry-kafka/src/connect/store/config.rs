@@ -331,6 +331,23 @@ impl ConfigBackingStore for KafkaConfigBackingStore {
         Some(self.versions.subscribe())
     }
 
+    /// `tasks-fencing-<name>` with the task count, as Kafka Connect's leader writes it once a round of
+    /// zombie fencing is done.
+    async fn put_task_count(&self, name: &str, tasks: usize) -> Result<(), ConfigStoreError> {
+        let count = i32::try_from(tasks).map_err(|_| {
+            ConfigStoreError::new(format!(
+                "{}: connector {name:?} has {tasks} tasks; at most {} fit",
+                self.topic.describe,
+                i32::MAX
+            ))
+        })?;
+        let key = ConfigRecordKey::TaskCount(name.to_owned()).to_key();
+        self.topic
+            .send(&[(key, Some(crate::connect::encode_task_count(count)))])
+            .await
+            .map_err(store_error)
+    }
+
     /// Writes `task-<name>-<n>` for every task, then `commit-<name>` with their count: readers apply
     /// the task configurations only once the commit is read, all together.
     async fn put_task_configs(

@@ -50,6 +50,9 @@ pub(super) struct GroupSync {
     retry_at: Option<Instant>,
 }
 
+/// How soon task configurations held back by an invalid membership lease are tried again.
+const FENCE_RECHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl DistributedHerder {
     /// The loop: one pass at every wake-up, until `stop`.
     pub(super) async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
@@ -101,7 +104,11 @@ impl DistributedHerder {
         };
         let retry_at = self.sync_group(&snapshot).await;
         let mut applied = self.applied.lock().await;
-        let wrote = self.sync_connectors(&snapshot, &mut applied).await;
+        let (wrote, held) = self.sync_connectors(&snapshot, &mut applied).await;
+        let retry_at = match (retry_at, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let snapshot = if wrote {
             match self.config_store.snapshot().await {
                 Ok(snapshot) => snapshot,
@@ -179,9 +186,15 @@ impl DistributedHerder {
     }
 
     /// Runs the connector instances of the slots 0 held here: task configurations written when they
-    /// changed (empty when STOPPED), the connector's status. Returns whether it wrote to the store.
-    async fn sync_connectors(&self, snapshot: &ConfigSnapshot, applied: &mut Applied) -> bool {
+    /// changed (empty when STOPPED), the connector's status. Returns whether it wrote to the store,
+    /// and when to try again writes held back because the membership lease is not valid.
+    async fn sync_connectors(
+        &self,
+        snapshot: &ConfigSnapshot,
+        applied: &mut Applied,
+    ) -> (bool, Option<Instant>) {
         let mine = self.owned().connectors(Instant::now());
+        let mut held = None;
         applied
             .instances
             .retain(|name, _| mine.contains(name) && snapshot.connectors.contains_key(name));
@@ -211,6 +224,21 @@ impl DistributedHerder {
             if let Some(desired) = desired
                 && entry.tasks.as_ref() != Some(&desired)
             {
+                // KAFKA-9184's rule for the connector's owner too: a worker the coordinator has not
+                // confirmed lately (frozen, cut off) may have lost slot 0 to another worker, and must
+                // not write task configurations made from its stale view.
+                if let Some(lease) = self.worker.membership()
+                    && !lease.is_valid()
+                {
+                    tracing::warn!(
+                        connector = %name,
+                        "connector {name:?}: its task configurations changed, but the group coordinator \
+                         has not confirmed this worker for {:.1?}; they are written once it does",
+                        lease.age()
+                    );
+                    held = Some(Instant::now() + FENCE_RECHECK);
+                    continue;
+                }
                 let previous = entry.tasks.as_ref().map_or(0, Vec::len);
                 let written = self
                     .config_store
@@ -223,8 +251,12 @@ impl DistributedHerder {
                         )
                     });
                 if written.is_ok() {
-                    // Task numbers that are gone have no next instance to fence their zombies.
+                    // Task numbers that are gone have no next instance to fence their zombies; then
+                    // (exactly once) the task count record says the zombies are fenced.
                     self.fence_removed_tasks(&name, desired.len()..previous);
+                    if desired.len() >= previous {
+                        self.record_task_count(&name, desired.len()).await;
+                    }
                 }
                 match written {
                     Ok(()) => {
@@ -239,7 +271,7 @@ impl DistributedHerder {
             }
             self.publish_connector(&name, entry.target, failure);
         }
-        wrote
+        (wrote, held)
     }
 
     /// A connector instance made from `config`, with its task configurations (or its failure).

@@ -45,6 +45,7 @@ impl DistributedHerder {
         if range.is_empty() {
             return;
         }
+        let count_record = self.records_task_counts();
         let delay = self.worker.graceful_timeout() + MARGIN;
         let (offsets, configs, prefix, connector) = (
             self.offsets.clone(),
@@ -56,7 +57,52 @@ impl DistributedHerder {
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             fence(&offsets, &configs, &prefix, &connector, range).await;
+            if count_record {
+                match configs.snapshot().await {
+                    Ok(snapshot) => {
+                        if let Some(tasks) = snapshot
+                            .connectors
+                            .get(&connector)
+                            .and_then(|entry| entry.tasks.as_ref().map(Vec::len))
+                        {
+                            write_task_count(configs.as_ref(), &connector, tasks).await;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(connector = %connector, "the task count record of {connector} is not written: reading the configuration failed: {e}")
+                    }
+                }
+            }
         });
+    }
+
+    /// Whether task count records are written: with exactly-once delivery, as Kafka Connect does.
+    fn records_task_counts(&self) -> bool {
+        self.worker.exactly_once_source() == crate::config::exactly_once::ExactlyOnceSource::Enabled
+    }
+
+    /// Writes `connector`'s task count record (Kafka Connect's `tasks-fencing-<c>`, KIP-618) when
+    /// its task configurations changed and every earlier task number is fenced: the numbers it still
+    /// has are fenced by their own next instances as they start (before reading offsets), so the
+    /// record follows the configurations at once unless numbers were removed (then
+    /// [`fence_removed_tasks`](Self::fence_removed_tasks) writes it after fencing them).
+    pub(super) async fn record_task_count(&self, connector: &str, tasks: usize) {
+        if self.records_task_counts() {
+            write_task_count(self.config_store.as_ref(), connector, tasks).await;
+        }
+    }
+}
+
+/// Writes the task count record; a failure is logged (Kafka Connect workers reading the topic then
+/// run a fencing round of their own, which is harmless).
+async fn write_task_count(configs: &dyn ConfigBackingStore, connector: &str, tasks: usize) {
+    match configs.put_task_count(connector, tasks).await {
+        Ok(()) => {
+            tracing::debug!(connector = %connector, "task count record of {connector}: {tasks}")
+        }
+        Err(e) => {
+            tracing::warn!(connector = %connector, "the task count record of {connector} ({tasks}) was not written: {e}")
+        }
     }
 }
 

@@ -229,6 +229,8 @@ pub struct Cluster {
     /// The handoff timeout of workers joining from now on (default 500 ms: a crashed worker never
     /// releases its tasks, a short handoff keeps the tests quick).
     pub handoff: Duration,
+    /// The membership lease of workers joining from now on (default none).
+    pub lease: Option<Arc<ferry_plugin::MembershipLease>>,
 }
 
 /// Commits every 20 ms.
@@ -264,6 +266,7 @@ impl Cluster {
             settings: fast,
             delay: Duration::ZERO,
             handoff: Duration::from_millis(500),
+            lease: None,
         }
     }
 
@@ -276,7 +279,10 @@ impl Cluster {
             log: self.log.clone(),
         });
         let worker = Worker::with_status(
-            (self.settings)(),
+            WorkerSettings {
+                membership: self.lease.clone(),
+                ..(self.settings)()
+            },
             self.offsets.clone(),
             sink,
             self.statuses.clone(),
