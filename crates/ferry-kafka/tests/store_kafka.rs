@@ -372,3 +372,57 @@ async fn a_batch_larger_than_the_producer_queue_is_sent_whole() {
         2_000
     );
 }
+
+/// A read goes to the end it listed and stops there, even while other workers keep committing: the
+/// records arriving behind that end are not waited for. (It used to check whether it had reached
+/// the end only every 1 024 records while records streamed in, so a task start on a busy topic —
+/// a few commits a second — waited for 1 024 more records, 11 to 13 s in a process test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_stops_at_its_end_while_other_workers_keep_committing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+    let broker = shared_broker();
+    let topic = unique_topic("busy");
+    let config = store_config(broker, &topic, 3);
+    let writer = Arc::new(KafkaOffsetStore::open(config.clone()).await.unwrap());
+    let reader = KafkaOffsetStore::open(config).await.unwrap();
+    let (stop, written) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicI64::new(0)),
+    );
+    let commits = tokio::spawn({
+        let (writer, stop, written) = (writer.clone(), stop.clone(), written.clone());
+        async move {
+            while !stop.load(Ordering::SeqCst) {
+                let n = written.load(Ordering::SeqCst) + 1;
+                // One partition, as fast as the broker acknowledges: a busy task's commits.
+                writer.set(&[put(&key("c", 0), n)]).await.unwrap();
+                written.store(n, Ordering::SeqCst);
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while written.load(Ordering::SeqCst) < 50 {
+        assert!(Instant::now() < deadline, "the commits did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Several reads while the commits go on.
+    let during = written.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        let before = reader.records_read();
+        reader.get(&[key("c", 0)]).await.unwrap();
+        let read = reader.records_read() - before;
+        assert!(
+            read < 1000,
+            "one read took {read} records: it went on past its end with the live commits"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        written.load(Ordering::SeqCst) > during,
+        "the commits went on during the reads"
+    );
+    stop.store(true, Ordering::SeqCst);
+    commits.await.unwrap();
+}

@@ -301,9 +301,11 @@ impl OffsetLog {
         let mut last_progress = Instant::now();
         let (mut last_report, mut reported_records) = (Instant::now(), 0u64);
         let mut last_error: Option<KafkaError> = None;
-        // Which partition is still behind is checked every CHECK_EVERY records while records stream
-        // in (reading a few records past the end is harmless: they are real records, in order), and
-        // after every other event.
+        // Which partition is still behind is checked when the one found behind reaches its end,
+        // every CHECK_EVERY records while records stream in (reading a few records past the end is
+        // harmless: they are real records, in order), and after every other event. Not only every
+        // CHECK_EVERY records: a partition other workers keep committing to streams without a break
+        // (no end-of-partition event), and the read would wait for that many new records.
         const CHECK_EVERY: u64 = 1024;
         let mut behind = self.first_behind(&ends, &mut events)?;
         while let Some(lagging) = behind {
@@ -311,12 +313,13 @@ impl OffsetLog {
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
                     // A record after an unchecked end event: that event was stale.
-                    if let Some(p) = Self::apply(
+                    let partition = Self::apply(
                         &mut self.table,
                         &mut self.next,
                         self.history.as_mut(),
                         &message,
-                    ) {
+                    );
+                    if let Some(p) = partition {
                         events.record(p);
                     }
                     records += 1;
@@ -324,7 +327,15 @@ impl OffsetLog {
                         tracing::debug!(topic = %self.topic, "first record after {:.1?} (end offsets {ends:?})", started.elapsed());
                     }
                     last_progress = Instant::now();
-                    check = records.is_multiple_of(CHECK_EVERY);
+                    let reached_end = partition.is_some_and(|p| {
+                        i32::try_from(p) == Ok(lagging)
+                            && self
+                                .next
+                                .get(p)
+                                .zip(ends.get(p))
+                                .is_some_and(|(n, e)| n >= e)
+                    });
+                    check = reached_end || records.is_multiple_of(CHECK_EVERY);
                 }
                 Some(Err(KafkaError::PartitionEOF(partition))) => {
                     if let Ok(p) = usize::try_from(partition) {
