@@ -1010,17 +1010,19 @@ async fn open_task_io(
                 "exactly-once delivery needs a transactional id prefix (distributed mode's group.id)"
                     .to_owned()
             })?;
-            // A connector's own offsets topic is opened (created if missing) before the task's
-            // transactions write offsets to it.
-            store
-                .get(&[])
-                .await
-                .map_err(|e| format!("cannot open the offset store {}: {e}", store.describe()))?;
             let sink = sinks
                 .open_transactional(context, &id)
                 .await
                 .map_err(|e| format!("cannot open the task's transactional sink {sinks}: {e}"))?
                 .ok_or_else(|| format!("exactly-once delivery needs a sink that writes transactions; {sinks} does not"))?;
+            // A connector's own offsets topic is opened (created if missing) before the task's
+            // transactions write offsets to it. Only now: a read waits for the transactions open on
+            // the offsets topic, and the one this task's previous instance left open ends only once
+            // the sink above fenced it (read first, the start waited for the transaction timeout).
+            store
+                .get(&[])
+                .await
+                .map_err(|e| format!("cannot open the offset store {}: {e}", store.describe()))?;
             tracing::info!(task = %format!("{}-{}", context.connector, context.task), "exactly-once delivery through transactional.id {id}");
             Ok(TaskIo {
                 sink: sink.clone(),
