@@ -519,3 +519,48 @@ async fn invalid_settings_fail_before_contacting_the_broker() {
     let err = KafkaStatusBackingStore::open(&cfg).await.err().unwrap();
     assert!(err.to_string().contains("at least 1 partition"), "{err}");
 }
+
+/// A connector's owner writes its task configurations through a writer fenced by the broker: once
+/// the connector's next owner (another worker) opened its writer, the old owner — a zombie that woke
+/// up — can write neither task configurations nor a task count record, and none of what it tried is
+/// visible; the new owner's writes are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_connector_owner_writes_no_task_configurations() {
+    let broker = shared_broker();
+    let topic = unique_topic("connect-owner");
+    let cfg = config(broker, &topic);
+    let (a, b) = (open_config(&cfg).await, open_config(&cfg).await);
+    a.put_connector_config("c", &props(&[("k", "v")]), Target::Running)
+        .await
+        .unwrap();
+    let id = format!("{topic}-c-configs");
+    let old = a.open_task_config_writer("c", &id).await.unwrap().unwrap();
+    old.put_task_configs(&[props(&[("gen", "1")])])
+        .await
+        .unwrap();
+    assert_eq!(
+        task_configs(&b.topic_snapshot().await.unwrap(), "c"),
+        [props(&[("gen", "1")])]
+    );
+
+    // The connector moved to the other worker: its writer fences the old one.
+    let new = b.open_task_config_writer("c", &id).await.unwrap().unwrap();
+    let refused = old
+        .put_task_configs(&[props(&[("gen", "stale")])])
+        .await
+        .unwrap_err();
+    assert!(refused.fenced, "refused as fenced: {refused}");
+    assert!(refused.message.contains(&id), "{refused}");
+    assert!(old.put_task_count(1).await.unwrap_err().fenced);
+    new.put_task_configs(&[props(&[("gen", "2")]), props(&[("gen", "2")])])
+        .await
+        .unwrap();
+    new.put_task_count(2).await.unwrap();
+    for store in [&a, &b] {
+        assert_eq!(
+            task_configs(&store.topic_snapshot().await.unwrap(), "c"),
+            [props(&[("gen", "2")]), props(&[("gen", "2")])],
+            "only the new owner's task configurations"
+        );
+    }
+}

@@ -47,6 +47,9 @@ impl fmt::Debug for ConnectorEntry {
 pub struct ConfigStoreError {
     /// What failed, where, and what to do (the REST API answers it as a 500).
     pub message: String,
+    /// A newer writer of the same fencing id took over ([`TaskConfigWriter`]): this one writes
+    /// nothing more.
+    pub fenced: bool,
 }
 
 impl ConfigStoreError {
@@ -54,8 +57,30 @@ impl ConfigStoreError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            fenced: false,
         }
     }
+
+    /// A [`TaskConfigWriter`] fenced by a newer one, saying `message`.
+    pub fn fenced(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fenced: true,
+        }
+    }
+}
+
+/// The writer of one connector's task configurations, held by the connector's owner and fenced by
+/// the store ([`ConfigBackingStore::open_task_config_writer`]): once the connector's next owner
+/// opened its own, every write of this one fails with [`ConfigStoreError::fenced`] and nothing of
+/// it is visible — a worker that lost the connector (frozen, cut off) writes no task configurations
+/// from its stale view.
+#[async_trait]
+pub trait TaskConfigWriter: Send + Sync {
+    /// [`ConfigBackingStore::put_task_configs`] of the writer's connector, fenced.
+    async fn put_task_configs(&self, tasks: &[Config]) -> Result<(), ConfigStoreError>;
+    /// [`ConfigBackingStore::put_task_count`] of the writer's connector, fenced.
+    async fn put_task_count(&self, tasks: usize) -> Result<(), ConfigStoreError>;
 }
 
 /// Connector configurations, target states and task configurations. Every `put_*` is durable when it
@@ -83,6 +108,20 @@ pub trait ConfigBackingStore: Send + Sync {
     ) -> Result<(), ConfigStoreError>;
     /// Replaces a connector's task configurations; they apply together or not at all.
     async fn put_task_configs(&self, name: &str, tasks: &[Config]) -> Result<(), ConfigStoreError>;
+    /// Opens the fenced writer of `connector`'s task configurations for its owner: opening one with
+    /// the same `fencing_id` again (the connector's next owner, on any worker) fences every earlier
+    /// one (Kafka: a transactional producer, `initTransactions`). The default, `None`, is for stores
+    /// one process owns (a file, memory): the owner writes with [`Self::put_task_configs`].
+    ///
+    /// # Errors
+    /// The writer could not be opened (e.g. brokers unreachable; try again).
+    async fn open_task_config_writer(
+        &self,
+        _connector: &str,
+        _fencing_id: &str,
+    ) -> Result<Option<std::sync::Arc<dyn TaskConfigWriter>>, ConfigStoreError> {
+        Ok(None)
+    }
     /// Records that the zombies of `name`'s earlier task configurations are fenced, and how many
     /// tasks it has now (Kafka Connect's KIP-618 task count record, `tasks-fencing-<c>`; written with
     /// exactly-once delivery). The default, for stores Kafka Connect never reads, writes nothing.

@@ -38,7 +38,9 @@ mod syntax;
 
 pub use client::{ClientOverrides, PRODUCER_PREFIX};
 pub use config_error::{ConfigError, ConfigErrors};
-pub use config_store::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
+pub use config_store::{
+    ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry, TaskConfigWriter,
+};
 pub use converter::ConverterSpec;
 pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use group::{GroupError, GroupHandler, MembershipLease, Slot, WorkerGroup};

@@ -355,27 +355,105 @@ impl ConfigBackingStore for KafkaConfigBackingStore {
         name: &str,
         tasks: &[Properties],
     ) -> Result<(), ConfigStoreError> {
-        let count = i32::try_from(tasks.len()).map_err(|_| {
+        let records = task_config_records(&self.topic.describe, name, tasks)?;
+        self.topic.send(&records).await.map_err(store_error)
+    }
+
+    /// A transactional producer with `transactional.id = fencing_id`: the connector's next owner
+    /// opening one fences this one, whose open transaction the coordinator aborts (the topic is read
+    /// `read_committed`, so none of its records is seen) and whose later writes are refused.
+    async fn open_task_config_writer(
+        &self,
+        connector: &str,
+        fencing_id: &str,
+    ) -> Result<Option<Arc<dyn ferry_plugin::TaskConfigWriter>>, ConfigStoreError> {
+        let writer = self
+            .topic
+            .open_transactional(fencing_id)
+            .await
+            .map_err(store_error)?;
+        Ok(Some(Arc::new(KafkaTaskConfigWriter {
+            describe: self.topic.describe.clone(),
+            connector: connector.to_owned(),
+            writer,
+        })))
+    }
+}
+
+/// A config topic record: its key, and its value (`None`: a tombstone).
+type Record = (String, Option<Vec<u8>>);
+
+/// The records of `name`'s task configurations: `task-<name>-<n>` for every task, then
+/// `commit-<name>` with their count.
+fn task_config_records(
+    store: &str,
+    name: &str,
+    tasks: &[Properties],
+) -> Result<Vec<Record>, ConfigStoreError> {
+    let count = i32::try_from(tasks.len()).map_err(|_| {
+        ConfigStoreError::new(format!(
+            "{store}: connector {name:?} has {} task configurations; at most {} fit",
+            tasks.len(),
+            i32::MAX
+        ))
+    })?;
+    let mut records = Vec::with_capacity(tasks.len() + 1);
+    for (task, config) in (0..count).zip(tasks) {
+        let key = ConfigRecordKey::Task {
+            connector: name.to_owned(),
+            task,
+        };
+        records.push((key.to_key(), Some(encode_properties(config))));
+    }
+    records.push((
+        ConfigRecordKey::Commit(name.to_owned()).to_key(),
+        Some(encode_commit(count)),
+    ));
+    Ok(records)
+}
+
+/// One connector's fenced task-configuration writer
+/// ([`ConfigBackingStore::open_task_config_writer`]).
+struct KafkaTaskConfigWriter {
+    describe: String,
+    connector: String,
+    writer: super::topic::TransactionalWriter,
+}
+
+impl KafkaTaskConfigWriter {
+    async fn write(&self, records: Vec<Record>) -> Result<(), ConfigStoreError> {
+        use super::topic::TransactionFailed;
+        match self.writer.write(records).await {
+            Ok(()) => Ok(()),
+            Err(TransactionFailed::Fenced(reason)) => Err(ConfigStoreError::fenced(format!(
+                "the task configurations of connector {:?} were not written: {reason}; another worker \
+                 owns the connector now",
+                self.connector
+            ))),
+            Err(TransactionFailed::Failed(e)) => Err(store_error(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl ferry_plugin::TaskConfigWriter for KafkaTaskConfigWriter {
+    async fn put_task_configs(&self, tasks: &[Properties]) -> Result<(), ConfigStoreError> {
+        self.write(task_config_records(&self.describe, &self.connector, tasks)?)
+            .await
+    }
+
+    async fn put_task_count(&self, tasks: usize) -> Result<(), ConfigStoreError> {
+        let count = i32::try_from(tasks).map_err(|_| {
             ConfigStoreError::new(format!(
-                "{}: connector {name:?} has {} task configurations; at most {} fit",
-                self.topic.describe,
-                tasks.len(),
+                "{}: connector {:?} has {tasks} tasks; at most {} fit",
+                self.describe,
+                self.connector,
                 i32::MAX
             ))
         })?;
-        let mut records = Vec::with_capacity(tasks.len() + 1);
-        for (task, config) in (0..count).zip(tasks) {
-            let key = ConfigRecordKey::Task {
-                connector: name.to_owned(),
-                task,
-            };
-            records.push((key.to_key(), Some(encode_properties(config))));
-        }
-        records.push((
-            ConfigRecordKey::Commit(name.to_owned()).to_key(),
-            Some(encode_commit(count)),
-        ));
-        self.topic.send(&records).await.map_err(store_error)
+        let key = ConfigRecordKey::TaskCount(self.connector.clone()).to_key();
+        self.write(vec![(key, Some(crate::connect::encode_task_count(count)))])
+            .await
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ferry_offsets::StoreError;
 use rdkafka::ClientConfig;
 use rdkafka::admin::AdminClient;
+use rdkafka::consumer::Consumer;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 
 use super::reader::{TopicReader, kafka};
@@ -18,6 +19,10 @@ pub(crate) struct InternalTopic {
     pub(crate) describe: String,
     topic: String,
     producer: FutureProducer<StoreContext>,
+    /// The producer's settings, for the transactional writers ([`InternalTopic::open_transactional`]).
+    producer_config: ClientConfig,
+    /// Lists the `read_committed` end offsets (the reader's client, shared).
+    offsets_client: Arc<StoreConsumer>,
     reader: Arc<Mutex<TopicReader>>,
     timeout: std::time::Duration,
 }
@@ -183,28 +188,75 @@ impl InternalTopic {
             ));
         }
 
-        let producer: FutureProducer<StoreContext> = base(config, "producer")
+        let mut producer_config = base(config, "producer");
+        producer_config
             .set("acks", "all")
             .set("enable.idempotence", "true")
             // The Java client's placement, so Kafka Connect workers put a key on the same partition.
             .set("partitioner", "murmur2_random")
-            .set("message.timeout.ms", timeout.as_millis().to_string())
+            .set("message.timeout.ms", timeout.as_millis().to_string());
+        let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
             .map_err(|e| kafka(&store, "creating the producer", &e))?;
         let consumer: StoreConsumer = consumer_config(config)
             .create_with_context(context)
             .map_err(|e| kafka(&store, "creating the consumer", &e))?;
         let (topic, s) = (config.topic.clone(), store.clone());
+        let reading = offsets_client.clone();
         let reader = blocking(&store, move || {
-            TopicReader::new(consumer, offsets_client, &topic, found, &s, timeout)
+            TopicReader::new(consumer, reading, &topic, found, &s, timeout)
         })
         .await?;
         Ok(Self {
             describe: store,
             topic: config.topic.clone(),
             producer,
+            producer_config,
+            offsets_client,
             reader: Arc::new(Mutex::new(reader)),
             timeout,
+        })
+    }
+
+    /// Opens a writer whose batches are transactions of a producer with `transactional_id`: opening
+    /// it (`initTransactions`) fences every earlier writer of that id, wherever it runs.
+    ///
+    /// # Errors
+    /// The producer could not be made or initialized (e.g. brokers unreachable; retriable).
+    pub(crate) async fn open_transactional(
+        &self,
+        transactional_id: &str,
+    ) -> Result<TransactionalWriter, ConnectStoreError> {
+        let mut config = self.producer_config.clone();
+        config
+            .set("transactional.id", transactional_id)
+            .set("transaction.timeout.ms", "60000");
+        let describe = self.describe.clone();
+        let producer: FutureProducer<StoreContext> = config
+            .create_with_context(StoreContext {
+                store: describe.clone(),
+            })
+            .map_err(|e| kafka(&describe, "creating the transactional producer", &e))?;
+        let (init, timeout, id) = (producer.clone(), self.timeout, transactional_id.to_owned());
+        let in_thread = describe.clone();
+        blocking(&describe, move || {
+            init.init_transactions(timeout).map_err(|e| {
+                kafka(
+                    &in_thread,
+                    &format!("initializing transactional.id {id}"),
+                    &e,
+                )
+            })
+        })
+        .await?;
+        Ok(TransactionalWriter {
+            describe: self.describe.clone(),
+            topic: self.topic.clone(),
+            offsets_client: self.offsets_client.clone(),
+            id: transactional_id.to_owned(),
+            timeout: self.timeout,
+            producer: Some(producer),
+            fenced: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -315,4 +367,172 @@ fn consumer_config(config: &InternalTopicConfig) -> ClientConfig {
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true");
     client
+}
+
+/// Why a transactional write failed.
+pub(crate) enum TransactionFailed {
+    /// A newer writer of the id took over: this one writes nothing more.
+    Fenced(String),
+    /// Anything else; the transaction was aborted, the write may be tried again.
+    Failed(ConnectStoreError),
+}
+
+/// Batches written as transactions of one `transactional.id` ([`InternalTopic::open_transactional`]).
+pub(crate) struct TransactionalWriter {
+    describe: String,
+    topic: String,
+    offsets_client: Arc<StoreConsumer>,
+    id: String,
+    timeout: std::time::Duration,
+    /// `None` once dropped (on a blocking thread: dropping a producer joins its threads).
+    producer: Option<FutureProducer<StoreContext>>,
+    /// Set once fenced: later writes fail without asking the broker. Held by every write, so the
+    /// writer's transactions never overlap.
+    fenced: tokio::sync::Mutex<Option<String>>,
+}
+
+impl TransactionalWriter {
+    /// Writes `records` in order in one transaction: all visible to `read_committed` readers once it
+    /// returns `Ok`, none otherwise.
+    pub(crate) async fn write(
+        &self,
+        records: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<(), TransactionFailed> {
+        let mut fenced = self.fenced.lock().await;
+        if let Some(reason) = fenced.as_ref() {
+            return Err(TransactionFailed::Fenced(reason.clone()));
+        }
+        let Some(producer) = self.producer.clone() else {
+            return Err(TransactionFailed::Failed(ConnectStoreError::new(
+                &self.describe,
+                "the transactional writer is closed",
+                false,
+            )));
+        };
+        let (topic, timeout, id) = (self.topic.clone(), self.timeout, self.id.as_str());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let failed = |what: &str, e: rdkafka::error::KafkaError| (what.to_owned(), e);
+            let attempt = || {
+                producer
+                    .begin_transaction()
+                    .map_err(|e| failed("beginning a transaction", e))?;
+                let mut deliveries = Vec::with_capacity(records.len());
+                for (key, value) in &records {
+                    let mut record = FutureRecord::<str, [u8]>::to(&topic).key(key.as_str());
+                    if let Some(value) = value {
+                        record = record.payload(value.as_slice());
+                    }
+                    // Delivery is checked by the commit, which fails if any record failed.
+                    deliveries.push(
+                        producer
+                            .send_result(record)
+                            .map_err(|(e, _)| failed(&format!("sending record {key}"), e))?,
+                    );
+                }
+                producer
+                    .commit_transaction(timeout)
+                    .map_err(|e| failed("committing the transaction", e))?;
+                Ok(deliveries)
+            };
+            attempt().inspect_err(|(_, e)| {
+                // A fenced producer's transaction was aborted by the coordinator; any other failure
+                // is aborted here, so the next write can begin one.
+                if !crate::transactional::is_fencing(e) {
+                    let _ = producer.abort_transaction(timeout);
+                }
+            })
+        })
+        .await;
+        match outcome {
+            Ok(Ok(deliveries)) => {
+                self.wait_visible(deliveries).await;
+                Ok(())
+            }
+            Ok(Err((what, e))) if crate::transactional::is_fencing(&e) => {
+                let reason = format!(
+                    "{}: {what} of transactional.id {id} was refused: a newer writer of the id took over ({e})",
+                    self.describe
+                );
+                *fenced = Some(reason.clone());
+                Err(TransactionFailed::Fenced(reason))
+            }
+            Ok(Err((what, e))) => Err(TransactionFailed::Failed(kafka(
+                &self.describe,
+                &format!("{what} (transactional.id {id})"),
+                &e,
+            ))),
+            Err(e) => Err(TransactionFailed::Failed(ConnectStoreError::new(
+                &self.describe,
+                format!("the transactional writer's thread failed: {e}"),
+                false,
+            ))),
+        }
+    }
+}
+
+impl TransactionalWriter {
+    /// Waits (at most the store's timeout) until `read_committed` readers can read the committed
+    /// records: the coordinator writes the commit markers after the commit returned, and a read of
+    /// the topic right away would otherwise stop before them (the writer's own next read too).
+    async fn wait_visible(&self, deliveries: Vec<DeliveryFuture>) {
+        let mut last: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
+        for delivery in deliveries {
+            if let Ok(Ok(delivered)) = delivery.await {
+                let entry = last.entry(delivered.partition).or_insert(delivered.offset);
+                *entry = (*entry).max(delivered.offset);
+            }
+        }
+        let (client, topic, timeout, describe) = (
+            self.offsets_client.clone(),
+            self.topic.clone(),
+            self.timeout,
+            self.describe.clone(),
+        );
+        let visible = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + timeout;
+            loop {
+                // A `read_committed` client's end offset is the last stable offset.
+                let seen = last.iter().all(|(partition, offset)| {
+                    let mut request = rdkafka::TopicPartitionList::new();
+                    request
+                        .add_partition_offset(&topic, *partition, rdkafka::Offset::End)
+                        .is_ok()
+                        && client
+                            .offsets_for_times(request, timeout)
+                            .is_ok_and(|answer| {
+                                answer.elements().iter().all(|e| {
+                                    matches!(e.offset(), rdkafka::Offset::Offset(end) if end > *offset)
+                                })
+                            })
+                });
+                if seen {
+                    return true;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })
+        .await
+        .unwrap_or(false);
+        if !visible {
+            tracing::warn!(
+                store = %describe,
+                "a committed transaction was not readable within {:?}; readers see it once the \
+                 coordinator wrote its commit marker",
+                self.timeout
+            );
+        }
+    }
+}
+
+impl Drop for TransactionalWriter {
+    fn drop(&mut self) {
+        if let Some(producer) = self.producer.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            drop(runtime.spawn_blocking(move || drop(producer)));
+        }
+    }
 }

@@ -159,6 +159,9 @@ pub struct DistributedHerder {
     kick: Notify,
     stop: watch::Sender<bool>,
     reconciler: Mutex<Option<JoinHandle<()>>>,
+    /// The fenced task-configuration writers of the connectors whose slot 0 is held here
+    /// (`reconcile`'s `config_writer`).
+    config_writers: Mutex<std::collections::BTreeMap<String, reconcile::ConfigWriter>>,
     /// The self-fencing loop ([`fence`]).
     fencer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -215,6 +218,7 @@ impl DistributedHerder {
             kick: Notify::new(),
             stop: watch::Sender::new(false),
             reconciler: Mutex::new(None),
+            config_writers: Mutex::default(),
             fencer: Mutex::new(None),
         });
         if let Ok(handle) = Handle::try_current() {

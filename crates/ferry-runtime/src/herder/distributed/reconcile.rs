@@ -50,6 +50,14 @@ pub(super) struct GroupSync {
     retry_at: Option<Instant>,
 }
 
+/// A connector's task-configuration writer, as held by its owner.
+pub(super) enum ConfigWriter {
+    /// Open: the store fences it when the connector's next owner opens its own.
+    Open(Arc<dyn ferry_plugin::TaskConfigWriter>),
+    /// Fenced by a newer owner: nothing is written from here until the slot is held anew.
+    Fenced,
+}
+
 /// How soon task configurations held back by an invalid membership lease are tried again.
 const FENCE_RECHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -195,6 +203,10 @@ impl DistributedHerder {
     ) -> (bool, Option<Instant>) {
         let mine = self.owned().connectors(Instant::now());
         let mut held = None;
+        self.config_writers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|name, _| mine.contains(name));
         applied
             .instances
             .retain(|name, _| mine.contains(name) && snapshot.connectors.contains_key(name));
@@ -213,6 +225,16 @@ impl DistributedHerder {
             }
             let Some(instance) = applied.instances.get(&name) else {
                 continue;
+            };
+            // Opened as soon as the slot is held here, written or not: it fences the connector's
+            // previous owner, should that one wake up.
+            let writer = match self.config_writer(&name).await {
+                Ok(writer) => writer,
+                Err(reason) => {
+                    tracing::warn!(connector = %name, "connector {name:?}: {reason}; retrying");
+                    held = Some(Instant::now() + FENCE_RECHECK);
+                    continue;
+                }
             };
             let desired = match (&instance.generated, entry.target) {
                 (_, TargetState::Stopped) => Some(Vec::new()),
@@ -240,22 +262,34 @@ impl DistributedHerder {
                     continue;
                 }
                 let previous = entry.tasks.as_ref().map_or(0, Vec::len);
-                let written = self
-                    .config_store
-                    .put_task_configs(&name, &desired)
-                    .await
-                    .map_err(|e| {
-                        format!(
-                            "its task configurations could not be written to {}: {e}",
-                            self.config_store.describe()
-                        )
-                    });
+                let written = match &writer {
+                    Some(writer) => writer.put_task_configs(&desired).await,
+                    None => self.config_store.put_task_configs(&name, &desired).await,
+                };
+                if let Err(e) = &written
+                    && e.fenced
+                {
+                    // Another worker owns the connector now: it writes them.
+                    tracing::warn!(connector = %name, "connector {name:?}: {e}");
+                    self.config_writers
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(name.clone(), ConfigWriter::Fenced);
+                    continue;
+                }
+                let written = written.map_err(|e| {
+                    format!(
+                        "its task configurations could not be written to {}: {e}",
+                        self.config_store.describe()
+                    )
+                });
                 if written.is_ok() {
                     // Task numbers that are gone have no next instance to fence their zombies; then
                     // (exactly once) the task count record says the zombies are fenced.
                     self.fence_removed_tasks(&name, desired.len()..previous);
                     if desired.len() >= previous {
-                        self.record_task_count(&name, desired.len()).await;
+                        self.record_task_count(&name, desired.len(), writer.as_deref())
+                            .await;
                     }
                 }
                 match written {
@@ -272,6 +306,64 @@ impl DistributedHerder {
             self.publish_connector(&name, entry.target, failure);
         }
         (wrote, held)
+    }
+
+    /// The fenced writer of `connector`'s task configurations, opened on first use while slot 0 is
+    /// held here (`<group.id>-<connector>-configs`, which fences the connector's previous owner);
+    /// `Ok(None)` for a store that has none (its task configurations go through the store). Not
+    /// opened while the membership lease is not valid: a zombie must not fence the live owner.
+    async fn config_writer(
+        &self,
+        connector: &str,
+    ) -> Result<Option<Arc<dyn ferry_plugin::TaskConfigWriter>>, String> {
+        let cached = self
+            .config_writers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(connector)
+            .map(|w| match w {
+                ConfigWriter::Open(writer) => Ok(writer.clone()),
+                ConfigWriter::Fenced => Err(()),
+            });
+        match cached {
+            Some(Ok(writer)) => return Ok(Some(writer)),
+            Some(Err(())) => {
+                return Err(
+                    "its task configuration writer was fenced by another worker, which owns \
+                            the connector now"
+                        .to_owned(),
+                );
+            }
+            None => {}
+        }
+        let Some(prefix) = self.worker.task_fencing() else {
+            return Ok(None);
+        };
+        if let Some(lease) = self.worker.membership()
+            && !lease.is_valid()
+        {
+            return Err(format!(
+                "the group coordinator has not confirmed this worker for {:.1?}; its task \
+                 configuration writer is opened once it does",
+                lease.age()
+            ));
+        }
+        let id = format!("{prefix}-{connector}-configs");
+        let writer = self
+            .config_store
+            .open_task_config_writer(connector, &id)
+            .await
+            .map_err(|e| {
+                format!("its task configuration writer ({id}) could not be opened: {e}")
+            })?;
+        if let Some(writer) = &writer {
+            tracing::info!(connector = %connector, "connector {connector:?}: task configurations written through transactional.id {id}");
+            self.config_writers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(connector.to_owned(), ConfigWriter::Open(writer.clone()));
+        }
+        Ok(writer)
     }
 
     /// A connector instance made from `config`, with its task configurations (or its failure).

@@ -86,9 +86,26 @@ impl DistributedHerder {
     /// has are fenced by their own next instances as they start (before reading offsets), so the
     /// record follows the configurations at once unless numbers were removed (then
     /// [`fence_removed_tasks`](Self::fence_removed_tasks) writes it after fencing them).
-    pub(super) async fn record_task_count(&self, connector: &str, tasks: usize) {
-        if self.records_task_counts() {
-            write_task_count(self.config_store.as_ref(), connector, tasks).await;
+    pub(super) async fn record_task_count(
+        &self,
+        connector: &str,
+        tasks: usize,
+        writer: Option<&dyn ferry_plugin::TaskConfigWriter>,
+    ) {
+        if !self.records_task_counts() {
+            return;
+        }
+        match writer {
+            // Through the owner's fenced writer: a previous owner cannot write one any more.
+            Some(writer) => match writer.put_task_count(tasks).await {
+                Ok(()) => {
+                    tracing::debug!(connector = %connector, "task count record of {connector}: {tasks}")
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %connector, "the task count record of {connector} ({tasks}) was not written: {e}")
+                }
+            },
+            None => write_task_count(self.config_store.as_ref(), connector, tasks).await,
         }
     }
 }
