@@ -270,8 +270,14 @@ impl OffsetLog {
                         "an open transaction holds partition {p} of the offsets topic at its last stable \
                          offset {stable}, below its high watermark {high}, for over {:?}: the offsets \
                          written after it began cannot be read yet. It ends when the task that opened it \
-                         starts again or at that producer's transaction.timeout.ms; the read will be retried",
-                        self.timeout
+                         starts again or at that producer's transaction.timeout.ms; the read will be \
+                         retried. If it never ends, the broker lost track of it (a hanging transaction, \
+                         seen after a broker restart): `kafka-transactions.sh --bootstrap-server <brokers> \
+                         describe-producers --topic {topic} --partition {p}` shows it, and `kafka-transactions.sh \
+                         --bootstrap-server <brokers> abort --topic {topic} --partition {p} --start-offset {stable}` \
+                         ends it",
+                        self.timeout,
+                        topic = self.topic
                     ),
                     true,
                 ));
