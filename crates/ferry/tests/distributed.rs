@@ -998,9 +998,9 @@ fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wak
 /// with a transaction open at offset 143 — a partition no commit or abort marker will ever reach.
 /// Every read past open transactions then waits on it and fails retriably (with the
 /// `kafka-transactions.sh abort` command that ends it), so no task starts: the store fails closed
-/// rather than resume from an offset older than the task's own commits. librdkafka 2.12 speaks
-/// transactions version 1, without KIP-890 part 2's epoch bump per transaction that keeps such late
-/// writes out. Two Ferry bugs this test also hit are fixed (an exactly-once task reading the store
+/// rather than resume from an offset older than the task's own commits. Not confirmed: whose write
+/// it is (a produce retried after the restart is the usual cause; KIP-890's epoch bump per
+/// transaction keeps those out, and as far as we know librdkafka 2.12 does not use it). Two Ferry bugs this test also hit are fixed (an exactly-once task reading the store
 /// before fencing its previous instance; a read that did not stop at its end). Run it with
 /// `cargo test -p ferry --test distributed -- --ignored coordinator_restart`.
 #[test]
