@@ -26,6 +26,46 @@ pub const REGENERATE: &str =
 
 /// The router's source: the REST route table is read from it (axum cannot list its routes).
 const ROUTER_SOURCE: &str = include_str!("../../ferry-runtime/src/rest/mod.rs");
+/// The files defining worker key constants (`pub const NAME: &str = "key";`), whose doc comments
+/// describe the keys: the worker page's descriptions.
+const KEY_SOURCES: &[(&str, &str)] = &[
+    (
+        "ferry-runtime/src/config/worker.rs",
+        include_str!("../../ferry-runtime/src/config/worker.rs"),
+    ),
+    (
+        "ferry-runtime/src/config/rest.rs",
+        include_str!("../../ferry-runtime/src/config/rest.rs"),
+    ),
+    (
+        "ferry-runtime/src/config/rest_security.rs",
+        include_str!("../../ferry-runtime/src/config/rest_security.rs"),
+    ),
+    (
+        "ferry-runtime/src/config/exactly_once.rs",
+        include_str!("../../ferry-runtime/src/config/exactly_once.rs"),
+    ),
+    (
+        "ferry-runtime/src/config/providers.rs",
+        include_str!("../../ferry-runtime/src/config/providers.rs"),
+    ),
+    (
+        "ferry-plugin/src/converter_config.rs",
+        include_str!("../../ferry-plugin/src/converter_config.rs"),
+    ),
+    (
+        "ferry-kafka/src/plugin.rs",
+        include_str!("../../ferry-kafka/src/plugin.rs"),
+    ),
+    (
+        "ferry-kafka/src/connector_keys.rs",
+        include_str!("../../ferry-kafka/src/connector_keys.rs"),
+    ),
+    (
+        "ferry/src/distributed/keys.rs",
+        include_str!("distributed/keys.rs"),
+    ),
+];
 /// The converter module, whose module documentation is the converter reference.
 const CONVERTER_SOURCE: &str = include_str!("../../ferry-plugin/src/converter_config.rs");
 
@@ -56,7 +96,7 @@ pub fn reference_pages(ferry: &Ferry) -> Result<Vec<Page>, String> {
         },
         Page {
             file: "connectors.md".to_owned(),
-            text: connectors_page(&herder)?,
+            text: connectors_page(ferry, &herder)?,
         },
         Page {
             file: "transforms.md".to_owned(),
@@ -292,9 +332,99 @@ fn accepted_keys(
     ))
 }
 
-fn key_list(s: &mut String, keys: &[String]) {
+/// Every `pub const NAME: &str = "key";` of `source` that has a doc comment: the key and its doc.
+fn const_keys(source: &str) -> Vec<(String, String)> {
+    let mut keys = Vec::new();
+    let mut doc: Vec<&str> = Vec::new();
+    for line in source.lines() {
+        let line = line.trim();
+        if let Some(text) = line.strip_prefix("///") {
+            doc.push(text.trim());
+            continue;
+        }
+        let key = line
+            .strip_prefix("pub ")
+            .or_else(|| line.strip_prefix("pub(crate) "))
+            .or_else(|| line.strip_prefix("pub(super) "))
+            .and_then(|l| l.strip_prefix("const "))
+            .and_then(|l| l.split_once(": &str = \""))
+            .and_then(|(_, value)| value.strip_suffix("\";"));
+        if let Some(key) = key
+            && !doc.is_empty()
+        {
+            keys.push((key.to_owned(), doc.join(" ")));
+        }
+        doc.clear();
+    }
+    keys
+}
+
+/// The doc comment of every key constant in [`KEY_SOURCES`], by key, with the file that defines it.
+fn key_docs() -> std::collections::BTreeMap<String, (String, &'static str)> {
+    let mut docs = std::collections::BTreeMap::new();
+    for (file, source) in KEY_SOURCES {
+        for (key, doc) in const_keys(source) {
+            docs.entry(key).or_insert((doc, *file));
+        }
+    }
+    docs
+}
+
+/// The connector keys the Kafka sink reads (`topic.creation.*`, `producer.override.*`, …): the key
+/// constants of `ferry-kafka/src/connector_keys.rs` that the Kafka sink says it handles.
+fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, String> {
+    let worker = Properties::from_pairs(
+        "<reference generator>",
+        [
+            ("bootstrap.servers", "localhost:9092"),
+            ("offset.storage", "kafka"),
+            ("offset.storage.topic", "connect-offsets"),
+        ],
+    );
+    let worker = ferry
+        .parse_worker(&worker)
+        .map_err(|e| format!("the reference generator's Kafka worker is refused: {e}"))?;
+    let spec = worker.sink.spec();
+    let (_, source) = KEY_SOURCES
+        .iter()
+        .find(|(file, _)| *file == "ferry-kafka/src/connector_keys.rs")
+        .ok_or("connector_keys.rs is not among the key sources")?;
+    Ok(const_keys(source)
+        .into_iter()
+        // `topic.creation.enable` is the worker's switch, though it starts like a connector key.
+        .filter(|(_, doc)| !doc.starts_with("Worker key"))
+        .filter_map(|(key, doc)| {
+            // A prefix (`topic.creation.`) is handled when a key under it is.
+            let (shown, probe) = match key.strip_suffix('.') {
+                Some(_) => (format!("{key}*"), format!("{key}x")),
+                None => (key.clone(), key),
+            };
+            spec.handles_connector_key(&probe).then_some((shown, doc))
+        })
+        .collect())
+}
+
+/// The accepted keys with the doc comment of the constant that names each, where there is one.
+fn key_table(
+    s: &mut String,
+    keys: &[String],
+    docs: &std::collections::BTreeMap<String, (String, &'static str)>,
+    plugin_keys: &[String],
+) {
+    s.push_str("| key | description | defined in |\n|---|---|---|\n");
     for k in keys {
-        let _ = writeln!(s, "- {}", code(k));
+        let (doc, file) = match docs.get(k) {
+            Some((doc, file)) => (cell(doc), code(file)),
+            None if plugin_keys.contains(k) => (
+                "an offset store's or sink's key: see below".to_owned(),
+                "—".to_owned(),
+            ),
+            None => (
+                "see [the worker tables](../worker.md)".to_owned(),
+                "—".to_owned(),
+            ),
+        };
+        let _ = writeln!(s, "| {} | {doc} | {file} |", code(k));
     }
     s.push('\n');
 }
@@ -309,24 +439,40 @@ fn worker_page(ferry: &Ferry) -> Result<String, String> {
          [Distributed workers](../../guide/distributed.md). A key that is not listed here is refused \
          at start, naming the file and line.\n\n## `ferry standalone`\n\n",
     );
+    let docs = key_docs();
+    let plugins = ferry.worker_plugins();
+    let builtin_store: Arc<dyn ferry_plugin::OffsetStorePlugin> =
+        Arc::new(ferry_runtime::FileStorePlugin);
+    let builtin_sinks: [Arc<dyn ferry_plugin::SinkPlugin>; 2] = [
+        Arc::new(ferry_runtime::StdoutSinkPlugin),
+        Arc::new(ferry_runtime::FileSinkPlugin),
+    ];
+    let plugin_keys: Vec<String> = std::iter::once(&builtin_store)
+        .chain(plugins.stores())
+        .flat_map(|p| p.keys().into_iter().map(|k| k.name.to_owned()))
+        .chain(
+            plugins
+                .sinks()
+                .iter()
+                .chain(&builtin_sinks)
+                .flat_map(|p| p.keys().into_iter().map(|k| k.name.to_owned())),
+        )
+        .collect();
     let standalone = accepted_keys(|props| {
         ferry
             .parse_worker(props)
             .map(|_| ())
             .map_err(|errors| errors.0)
     })?;
-    key_list(&mut s, &standalone);
+    key_table(&mut s, &standalone, &docs, &plugin_keys);
     s.push_str("## `ferry distributed`\n\n");
     let distributed = accepted_keys(|props| {
         crate::DistributedConfig::from_properties(props)
             .map(|_| ())
             .map_err(|errors| errors.0)
     })?;
-    key_list(&mut s, &distributed);
+    key_table(&mut s, &distributed, &docs, &plugin_keys);
     s.push_str("## Offset stores (`offset.storage`)\n\n");
-    let plugins = ferry.worker_plugins();
-    let builtin_store: Arc<dyn ferry_plugin::OffsetStorePlugin> =
-        Arc::new(ferry_runtime::FileStorePlugin);
     for store in std::iter::once(&builtin_store).chain(plugins.stores()) {
         let _ = writeln!(s, "### `offset.storage={}`\n", store.name());
         config_key_table(&mut s, &store.keys());
@@ -340,10 +486,6 @@ fn worker_page(ferry: &Ferry) -> Result<String, String> {
         }
     }
     s.push_str("## Sinks (`sink`)\n\n");
-    let builtin_sinks: [Arc<dyn ferry_plugin::SinkPlugin>; 2] = [
-        Arc::new(ferry_runtime::StdoutSinkPlugin),
-        Arc::new(ferry_runtime::FileSinkPlugin),
-    ];
     for sink in plugins.sinks().iter().chain(&builtin_sinks) {
         let _ = writeln!(s, "### `sink={}`\n", sink.name());
         let keys = sink.keys();
@@ -370,16 +512,15 @@ fn plugin_keys(herder: &StandaloneHerder, class: &str) -> Result<Vec<ConfigKeyIn
         .map_err(|e| format!("the definitions of the listed plugin {class} cannot be read: {e}"))
 }
 
-fn connectors_page(herder: &StandaloneHerder) -> Result<String, String> {
+fn connectors_page(ferry: &Ferry, herder: &StandaloneHerder) -> Result<String, String> {
     let mut s = header(
         "Connector keys",
         "the definitions `GET /connector-plugins/{plugin}/config` serves",
     );
     s.push_str(
         "Each connector's own keys, then the keys every connector takes (Kafka Connect's groups). \
-         Keys that the worker's sink reads (Kafka: `topic.creation.*`, `producer.override.*`, \
-         `exactly.once.support`, `transaction.boundary`, `offsets.storage.topic`) are described in \
-         [Into Kafka](../../guide/kafka.md) and [Delivery guarantees](../../concepts/delivery.md).\n\n",
+         How the Kafka keys work: [Into Kafka](../../guide/kafka.md) and \
+         [Delivery guarantees](../../concepts/delivery.md).\n\n",
     );
     let mut common: Option<Vec<ConfigKeyInfo>> = None;
     for plugin in Herder::plugins(herder) {
@@ -393,6 +534,15 @@ fn connectors_page(herder: &StandaloneHerder) -> Result<String, String> {
         }
         common.get_or_insert(framework);
     }
+    s.push_str(
+        "## Keys the Kafka sink reads\n\nWith `sink=kafka` (a worker with `bootstrap.servers`), a connector \
+         may also set these (from `ferry-kafka/src/connector_keys.rs`):\n\n\
+         | key | description |\n|---|---|\n",
+    );
+    for (key, doc) in kafka_sink_connector_keys(ferry)? {
+        let _ = writeln!(s, "| {} | {} |", code(&key), cell(&doc));
+    }
+    s.push('\n');
     if let Some(common) = common {
         s.push_str("## Every connector\n\n");
         let mut groups: Vec<&'static str> = Vec::new();
