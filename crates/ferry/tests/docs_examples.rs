@@ -586,3 +586,88 @@ fn every_page_of_the_book_is_in_its_summary() {
         "pages of docs/src not in SUMMARY.md (mdBook would not build them): {missing:?}"
     );
 }
+
+/// The code spans of the first column of every table whose first header is `key` (or `parameter`).
+fn key_column(page: &Path) -> Vec<String> {
+    let source = read(page);
+    let mut keys = Vec::new();
+    let (mut in_head, mut key_table, mut cell, mut header) = (false, false, 0usize, String::new());
+    for event in Parser::new_ext(&source, pulldown_cmark::Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Table(_)) => key_table = false,
+            Event::Start(Tag::TableHead) => {
+                in_head = true;
+                cell = 0;
+                header.clear();
+            }
+            Event::End(TagEnd::TableHead) => {
+                in_head = false;
+                key_table = header.trim() == "key";
+            }
+            Event::Start(Tag::TableRow) => cell = 0,
+            Event::End(TagEnd::TableCell) => cell += 1,
+            Event::Text(t) if in_head && cell == 0 => header.push_str(&t),
+            Event::Code(c) if !in_head && key_table && cell == 0 => keys.push(c.to_string()),
+            _ => {}
+        }
+    }
+    keys
+}
+
+/// A documented key exists: it is in the generated reference (every key the code defines), or
+/// under one of its prefixes (`producer.*`); `<name>` placeholders stand for any name.
+fn key_exists(key: &str, known: &BTreeSet<String>) -> bool {
+    let matches = |k: &str| {
+        known.contains(k)
+            || known
+                .iter()
+                .filter_map(|p| p.strip_suffix('*'))
+                .any(|prefix| k.starts_with(prefix))
+    };
+    match key.find('<') {
+        Some(at) => {
+            let prefix = &key[..at];
+            known
+                .iter()
+                .any(|k| k.starts_with(prefix) || prefix.strip_suffix('.') == Some(k))
+        }
+        None => matches(key) || matches(key.trim_end_matches(".*")),
+    }
+}
+
+#[test]
+fn every_key_in_a_key_table_exists() {
+    let ferry = Ferry::standard();
+    let pages = ferry::docs::reference_pages(&ferry)
+        .unwrap_or_else(|e| panic!("the reference cannot be generated: {e}"));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary directory: {e}"));
+    ferry::docs::write_pages(dir.path(), &pages).unwrap_or_else(|e| panic!("{e}"));
+    let known: BTreeSet<String> = pages
+        .iter()
+        .flat_map(|p| key_column(&dir.path().join(&p.file)))
+        .collect();
+    assert!(known.contains("offset.flush.interval.ms") && known.contains("tasks.max"));
+    let mut failures = Vec::new();
+    let root = repo_root();
+    let generated = root.join("docs/src/reference/generated");
+    for page in markdown_files()
+        .iter()
+        .filter(|p| !p.starts_with(&generated))
+    {
+        for key in key_column(page) {
+            // Values and examples in a key column (`key=value`, sentences) are not keys.
+            if key.contains(['=', ' ', '(']) {
+                continue;
+            }
+            if !key_exists(&key, &known) {
+                failures.push(format!("{}: {key}", relative(page)));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "keys documented in a key table that the code does not define (renamed or removed? fix the page, \
+         or define the key):\n{}",
+        failures.join("\n")
+    );
+}
