@@ -6,8 +6,9 @@
 //!
 //! - `properties`: parsed with Ferry's own parsers. A block with `connector.class` is a connector and
 //!   must pass the full check `ferry standalone` makes at start (with a Kafka sink, so the Kafka
-//!   connector keys count); any other block is a worker snippet whose every key must be accepted by
-//!   the standalone or the distributed worker parser (snippets leave out required keys on purpose).
+//!   connector keys count); any other block is a worker snippet that the standalone or the
+//!   distributed worker parser must accept, missing required keys aside (snippets show only the keys
+//!   they are about).
 //! - `json`: a connector (`{"name","config"}` or flat), checked as above.
 //! - `sh` (no tag): runs here. Each line is either a `ferry standalone …` run (`cargo run … -p ferry --`
 //!   becomes the test's `ferry` binary), run fully in a temporary copy of the example's directory
@@ -159,25 +160,27 @@ fn check_connector(ferry: &Ferry, props: &Properties) -> Result<(), String> {
     .map_err(|e| e.to_string())
 }
 
-/// The keys neither worker parser accepts.
-fn unknown_worker_keys(ferry: &Ferry, props: &Properties) -> Vec<String> {
-    let unknown = |errors: Vec<ConfigError>| -> BTreeSet<String> {
+/// What is wrong with a worker snippet for both worker kinds: `Ok` when the standalone or the
+/// distributed parser finds nothing wrong but missing required keys (snippets show only the keys
+/// they are about), else the problems the standalone parser found.
+fn worker_snippet_problems(ferry: &Ferry, props: &Properties) -> Result<(), Vec<String>> {
+    let problems = |errors: Vec<ConfigError>| -> Vec<String> {
         errors
             .into_iter()
-            .filter_map(|e| match e {
-                ConfigError::UnknownKey { key, .. } | ConfigError::NotImplemented { key, .. } => {
-                    Some(key)
-                }
-                _ => None,
-            })
+            .filter(|e| !matches!(e, ConfigError::Missing { .. }))
+            .map(|e| e.to_string())
             .collect()
     };
     let standalone = ferry
         .parse_worker(props)
-        .map_or_else(|e| unknown(e.0), |_| BTreeSet::new());
+        .map_or_else(|e| problems(e.0), |_| Vec::new());
     let distributed = ferry::DistributedConfig::from_properties(props)
-        .map_or_else(|e| unknown(e.0), |_| BTreeSet::new());
-    standalone.intersection(&distributed).cloned().collect()
+        .map_or_else(|e| problems(e.0), |_| Vec::new());
+    if standalone.is_empty() || distributed.is_empty() {
+        Ok(())
+    } else {
+        Err(standalone)
+    }
 }
 
 fn check_properties(ferry: &Ferry, block: &Block) -> Result<(), String> {
@@ -185,15 +188,12 @@ fn check_properties(ferry: &Ferry, block: &Block) -> Result<(), String> {
     if props.get("connector.class").is_some() {
         return check_connector(ferry, &props);
     }
-    let unknown = unknown_worker_keys(ferry, &props);
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "keys no worker accepts: {} (a typo, or a key that no longer exists)",
-            unknown.join(", ")
-        ))
-    }
+    worker_snippet_problems(ferry, &props).map_err(|problems| {
+        format!(
+            "neither worker accepts it (missing keys aside): {}",
+            problems.join("; ")
+        )
+    })
 }
 
 fn check_json(ferry: &Ferry, at: &str, text: &str) -> Result<(), String> {
