@@ -254,7 +254,7 @@ const KAFKA_STARTUP_EXPLAINED: &str = "The profile earlier reports gave here was
     broker the Kafka cases ran on until commit 1ee238b; it is superseded and not repeated: this row now \
     runs on Apache Kafka 4.4 as shipped and has not been profiled there. What does not depend on the \
     broker stands: the failure that had the exact-start-offset fix reverted is root-caused (a stale \
-    end-of-partition event trusted after a broker restart; docs/design.md) and fixed, the fix is back \
+    end-of-partition event trusted after a broker restart; docs/src/guide/kafka.md) and fixed, the fix is back \
     in, and the rule's unit tests (ferry-kafka `end_events`) fail with the old rule.";
 
 /// The Kafka e2e row.

@@ -35,6 +35,17 @@ impl Ferry {
         Ferry::default()
     }
 
+    /// What the `ferry` binary registers: the built-in connectors (those of `ferry-connectors` and
+    /// PostgresSource), the Kafka offset store and sink, and the PostgreSQL offset store.
+    pub fn standard() -> Ferry {
+        Ferry::builder()
+            .connectors(ferry_connectors::builtin_connectors())
+            .connectors(ferry_postgres::source::connectors())
+            .offset_store(ferry_kafka::KafkaStorePlugin)
+            .sink(ferry_kafka::KafkaSinkPlugin)
+            .offset_store(ferry_postgres::PostgresStorePlugin)
+    }
+
     /// Registers a connector (`connector.class` is matched against its names).
     #[must_use]
     pub fn connector(mut self, plugin: ConnectorPlugin) -> Self {

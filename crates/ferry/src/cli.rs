@@ -39,6 +39,24 @@ enum Command {
         #[command(subcommand)]
         action: offsets::Action,
     },
+    /// Write the book's generated reference pages (configuration keys, REST routes).
+    Docs {
+        #[command(subcommand)]
+        action: DocsAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum DocsAction {
+    /// Write (or, with --check, compare) the generated reference under the book's Reference.
+    Reference {
+        /// The directory of the generated pages.
+        #[arg(long, default_value = "docs/src/reference/generated")]
+        out: PathBuf,
+        /// Write nothing; exit 1 when a page in OUT differs from what would be written.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 /// The process's log levels, changed over `PUT /admin/loggers/{name}` (set by `init_logging`).
@@ -88,6 +106,27 @@ fn init_logging() {
 /// connector's blocking call, which nothing can interrupt and which must not keep the process alive.
 const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 
+/// `ferry docs reference`: writes the generated pages, or with `check` lists the stale ones.
+fn docs_reference(ferry: &Ferry, out: &std::path::Path, check: bool) -> Result<ExitCode, String> {
+    let pages = crate::docs::reference_pages(ferry)?;
+    if !check {
+        crate::docs::write_pages(out, &pages)?;
+        eprintln!("ferry: wrote {} pages to {}", pages.len(), out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stale = crate::docs::stale_pages(out, &pages);
+    if stale.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "ferry: the generated reference in {} is stale ({}); run `{}`",
+        out.display(),
+        stale.join("; "),
+        crate::docs::REGENERATE
+    );
+    Ok(ExitCode::FAILURE)
+}
+
 /// Runs the command line with `ferry`'s registrations.
 pub(crate) fn run(ferry: &Ferry) -> ExitCode {
     let cli = Cli::parse();
@@ -112,6 +151,9 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Command::Offsets { action } => offsets::run(ferry, action).await,
+            Command::Docs {
+                action: DocsAction::Reference { out, check },
+            } => docs_reference(ferry, &out, check),
         }
     });
     // Dropping the runtime would wait for every blocking thread, forever for a stuck one.

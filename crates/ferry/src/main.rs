@@ -10,11 +10,5 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The built-in connectors (those of `ferry-connectors` and PostgresSource), the Kafka offset store
 /// and sink, and the PostgreSQL offset store.
 fn main() -> ExitCode {
-    ferry::Ferry::builder()
-        .connectors(ferry_connectors::builtin_connectors())
-        .connectors(ferry_postgres::source::connectors())
-        .offset_store(ferry_kafka::KafkaStorePlugin)
-        .sink(ferry_kafka::KafkaSinkPlugin)
-        .offset_store(ferry_postgres::PostgresStorePlugin)
-        .run_cli()
+    ferry::Ferry::standard().run_cli()
 }

@@ -3,7 +3,7 @@
 //! All I/O here is synchronous and bounded by the poll's line budget, so a poll never holds a line
 //! across an `.await`: the state below is always consistent, whatever the caller drops.
 //!
-//! Rotation (see docs/design.md, "File rotation"): the open file is read to its end before the task
+//! Rotation (see docs/src/guide/standalone.md, "File rotation"): the open file is read to its end before the task
 //! switches to the different file now at the path, which it reads from byte 0. Every offset records
 //! the file's device and inode numbers and a fingerprint of its first bytes, so a restart knows
 //! whether the file at the path is still the one its offset is about.
