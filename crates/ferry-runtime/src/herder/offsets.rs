@@ -74,17 +74,9 @@ impl StandaloneHerder {
         reset_offsets(store.as_ref(), &self.plugins, name, config).await
     }
 
-    /// Where connector `config`'s offsets live: the herder's store, or the connector's own offsets
-    /// topic over it ([`crate::Worker::offset_store_for`]).
+    /// Where connector `config`'s offsets live ([`store_for`]).
     fn offset_store_for(&self, config: &Config) -> std::sync::Arc<dyn OffsetBackingStore> {
-        if config
-            .get(crate::worker::OFFSETS_STORAGE_TOPIC)
-            .is_some_and(|t| !t.trim().is_empty())
-        {
-            self.worker.offset_store_for(config)
-        } else {
-            self.store.clone()
-        }
+        store_for(&self.worker, &self.store, config)
     }
 
     /// The connector's configuration, if it is STOPPED with no task in the worker.
@@ -94,6 +86,23 @@ impl StandaloneHerder {
             return Err(not_stopped(name));
         }
         Ok(&entry.config)
+    }
+}
+
+/// Where connector `config`'s offsets live: the herder's `store`, or the connector's own offsets
+/// topic over the worker's ([`crate::Worker::offset_store_for`]). Shared by both herders.
+pub(crate) fn store_for(
+    worker: &crate::Worker,
+    store: &std::sync::Arc<dyn OffsetBackingStore>,
+    config: &Config,
+) -> std::sync::Arc<dyn OffsetBackingStore> {
+    if config
+        .get(crate::worker::OFFSETS_STORAGE_TOPIC)
+        .is_some_and(|t| !t.trim().is_empty())
+    {
+        worker.offset_store_for(config)
+    } else {
+        store.clone()
     }
 }
 

@@ -264,11 +264,8 @@ async fn a_broken_task_writer_fails_its_task_only() {
     bounded("shutdown", s.worker.shutdown()).await;
 }
 
-/// While the membership lease is not valid (the worker has not heard from the group coordinator),
-/// a task holds the records it polled; it sends them once the lease is confirmed again. A stop while
-/// they are held sends none of them and commits only what was sent before.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn records_wait_for_a_valid_membership_lease() {
+/// A worker with a 300 ms membership lease, running task `c-0`, which committed `a:1`.
+async fn leased_task_with_a_commit() -> (Arc<MembershipLease>, Setup, Arc<Probe>, TaskId) {
     let lease = Arc::new(MembershipLease::new(Duration::from_millis(300)));
     let s = setup(WorkerSettings {
         membership: Some(lease.clone()),
@@ -279,6 +276,15 @@ async fn records_wait_for_a_valid_membership_lease() {
     lease.confirm(Instant::now());
     probe.push(vec![record("a", 1)]);
     crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    (lease, s, probe, id)
+}
+
+/// While the membership lease is not valid (the worker has not heard from the group coordinator),
+/// a task holds the records it polled; it sends them once the lease is confirmed again. A stop while
+/// they are held sends none of them and commits only what was sent before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_wait_for_a_valid_membership_lease() {
+    let (lease, s, probe, id) = leased_task_with_a_commit().await;
 
     // No confirmation for longer than the lease: the next batch is held.
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -315,16 +321,7 @@ async fn records_wait_for_a_valid_membership_lease() {
 /// one zombie record sent 2 ms after such a wake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rest_of_a_batch_waits_when_the_lease_expires_in_the_middle_of_it() {
-    let lease = Arc::new(MembershipLease::new(Duration::from_millis(300)));
-    let s = setup(WorkerSettings {
-        membership: Some(lease.clone()),
-        ..fenced_settings()
-    });
-    let probe = Probe::new();
-    let id = start(&s, 0, &probe);
-    lease.confirm(Instant::now());
-    probe.push(vec![record("a", 1)]);
-    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    let (lease, s, probe, id) = leased_task_with_a_commit().await;
 
     // The batch's first record waits in the sink (a full queue) while the lease runs out.
     s.sink.set_policy(|key, attempt| {

@@ -167,17 +167,9 @@ pub struct DistributedHerder {
 }
 
 impl DistributedHerder {
-    /// Where connector `config`'s offsets live: the herder's offsets store, or the connector's own
-    /// offsets topic over it ([`Worker::offset_store_for`]).
+    /// Where connector `config`'s offsets live (`offsets::store_for`).
     fn offset_store_for(&self, config: &ferry_api::Config) -> Arc<dyn OffsetBackingStore> {
-        if config
-            .get(crate::worker::OFFSETS_STORAGE_TOPIC)
-            .is_some_and(|t| !t.trim().is_empty())
-        {
-            self.worker.offset_store_for(config)
-        } else {
-            self.offsets.clone()
-        }
+        super::offsets::store_for(&self.worker, &self.offsets, config)
     }
 
     /// A herder running tasks on `worker` (whose status store should be `statuses`), reading and
