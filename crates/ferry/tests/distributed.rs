@@ -991,17 +991,18 @@ fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wak
 /// open, the tasks go on, and a `read_committed` reader sees every sequence number of every task
 /// exactly once, no gap; no task's committed offsets move backwards.
 ///
-/// Ignored: it fails in about one run of eight, on a hanging transaction the broker leaves. Seen
-/// with `kafka-transactions.sh` right after such a run stalled: the coordinator listed every task's
-/// transactional id as Empty (no transaction open), while `describe-producers` of one offsets-topic
-/// partition still showed that id's producer (epoch 1, coordinator epoch 0: from before the restart)
-/// with a transaction open at offset 143 — a partition no commit or abort marker will ever reach.
-/// Every read past open transactions then waits on it and fails retriably (with the
-/// `kafka-transactions.sh abort` command that ends it), so no task starts: the store fails closed
-/// rather than resume from an offset older than the task's own commits. Not confirmed: whose write
-/// it is (a produce retried after the restart is the usual cause; KIP-890's epoch bump per
-/// transaction keeps those out, and as far as we know librdkafka 2.12 does not use it). Two Ferry bugs this test also hit are fixed (an exactly-once task reading the store
-/// before fencing its previous instance; a read that did not stop at its end). Run it with
+/// Ignored: it fails in about one run of eight because the restarted broker loses a transaction
+/// marker. From a stalled run's data directory (`kafka-dump-log`): task seq-1's transaction
+/// {sequences-0, offsets-0} reached PrepareCommit just before the SIGKILL; after the restart the
+/// coordinator wrote CompleteCommit (it believed the markers written), but offsets-0 holds no commit
+/// marker after that transaction's offset record (offset 96) — the next record is another producer's
+/// marker in a later leader epoch. `kafka-transactions.sh` then shows the id Empty at the coordinator
+/// and the partition's transaction open forever. Every read past open transactions waits on it and
+/// fails retriably (naming the `kafka-transactions.sh abort` command), so no task starts: Ferry fails
+/// closed rather than resume from an offset older than the task's own commit. An abort would not
+/// restore exactly once either (the records' partition got its commit marker, the offset would be
+/// aborted). Two Ferry bugs this test found are fixed (an exactly-once task reading the store before
+/// fencing its previous instance; a read that did not stop at its end). Run it with
 /// `cargo test -p ferry --test distributed -- --ignored coordinator_restart`.
 #[test]
 #[ignore = "a hanging transaction the restarted broker leaves on the offsets topic (1 run in ~8) stalls task starts; see the comment"]

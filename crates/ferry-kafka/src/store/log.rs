@@ -275,7 +275,8 @@ impl OffsetLog {
                          seen after a broker restart): `kafka-transactions.sh --bootstrap-server <brokers> \
                          describe-producers --topic {topic} --partition {p}` shows it, and `kafka-transactions.sh \
                          --bootstrap-server <brokers> abort --topic {topic} --partition {p} --start-offset {stable}` \
-                         ends it",
+                         ends it (the offsets it held are then lost: the records they covered may come \
+                         again)",
                         self.timeout,
                         topic = self.topic
                     ),
