@@ -175,3 +175,71 @@ async fn fence(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+    use ferry_offsets::{OffsetWrite, StoreError, StoredOffset};
+
+    use super::*;
+    use crate::stores::MemoryConfigStore;
+
+    /// A store whose task writers never open (the brokers stay unreachable).
+    #[derive(Default)]
+    struct Unreachable {
+        opens: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl OffsetBackingStore for Unreachable {
+        fn describe(&self) -> String {
+            "unreachable".to_owned()
+        }
+        async fn get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+            Ok(vec![None; keys.len()])
+        }
+        async fn set(&self, _batch: &[OffsetWrite]) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn connector_offsets(&self, _c: &str) -> Result<Vec<StoredOffset>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn entries(&self) -> Result<Vec<StoredOffset>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn open_task_writer(
+            &self,
+            _fencing_id: &str,
+        ) -> Result<Option<Arc<dyn OffsetBackingStore>>, StoreError> {
+            self.opens.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::backend(
+                "unreachable",
+                "brokers unreachable",
+                true,
+            ))
+        }
+    }
+
+    /// Past [`ATTEMPTS`] failed fences of one removed task number, the fence gives that number up
+    /// (with an ERROR) and goes on with the next; it never retries without end.
+    #[tokio::test(start_paused = true)]
+    async fn a_fence_that_keeps_failing_is_given_up_after_its_attempts() {
+        let store = Arc::new(Unreachable::default());
+        let offsets: Arc<dyn OffsetBackingStore> = store.clone();
+        let configs: Arc<dyn ConfigBackingStore> = Arc::new(MemoryConfigStore::new());
+        let started = tokio::time::Instant::now();
+        fence(&offsets, &configs, "grp", "c", 0..2).await;
+        assert_eq!(
+            store.opens.load(Ordering::SeqCst),
+            2 * ATTEMPTS as usize,
+            "each removed number is tried {ATTEMPTS} times, then given up"
+        );
+        // The pauses double from 500 ms, capped at 30 s, between attempts (none after the last).
+        let per_number: Duration = (0..ATTEMPTS - 1)
+            .map(|n| (Duration::from_millis(500) * 2u32.pow(n)).min(Duration::from_secs(30)))
+            .sum();
+        assert_eq!(started.elapsed(), per_number * 2);
+    }
+}
