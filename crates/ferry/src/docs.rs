@@ -476,14 +476,7 @@ fn worker_page(ferry: &Ferry) -> Result<String, String> {
     for store in std::iter::once(&builtin_store).chain(plugins.stores()) {
         let _ = writeln!(s, "### `offset.storage={}`\n", store.name());
         config_key_table(&mut s, &store.keys());
-        if !store.prefixes().is_empty() {
-            let prefixes: Vec<String> = store
-                .prefixes()
-                .iter()
-                .map(|p| code(&format!("{p}*")))
-                .collect();
-            let _ = writeln!(s, "Also every key starting with {}.\n", prefixes.join(", "));
-        }
+        prefixes_line(&mut s, store.prefixes());
     }
     s.push_str("## Sinks (`sink`)\n\n");
     for sink in plugins.sinks().iter().chain(&builtin_sinks) {
@@ -494,16 +487,18 @@ fn worker_page(ferry: &Ferry) -> Result<String, String> {
         } else {
             config_key_table(&mut s, &keys);
         }
-        if !sink.prefixes().is_empty() {
-            let prefixes: Vec<String> = sink
-                .prefixes()
-                .iter()
-                .map(|p| code(&format!("{p}*")))
-                .collect();
-            let _ = writeln!(s, "Also every key starting with {}.\n", prefixes.join(", "));
-        }
+        prefixes_line(&mut s, sink.prefixes());
     }
     Ok(s)
+}
+
+/// "Also every key starting with …" for a plugin's key prefixes, if it has any.
+fn prefixes_line(s: &mut String, prefixes: &[&str]) {
+    if prefixes.is_empty() {
+        return;
+    }
+    let prefixes: Vec<String> = prefixes.iter().map(|p| code(&format!("{p}*"))).collect();
+    let _ = writeln!(s, "Also every key starting with {}.\n", prefixes.join(", "));
 }
 
 fn plugin_keys(herder: &StandaloneHerder, class: &str) -> Result<Vec<ConfigKeyInfo>, String> {
