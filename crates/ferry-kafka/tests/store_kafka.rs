@@ -426,3 +426,26 @@ async fn a_read_stops_at_its_end_while_other_workers_keep_committing() {
     stop.store(true, Ordering::SeqCst);
     commits.await.unwrap();
 }
+
+/// A get of no key reads nothing (an exactly-once task start asks one only to open its store; the
+/// read itself comes with the task's offsets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_of_no_key_reads_nothing() {
+    let broker = shared_broker();
+    let topic = unique_topic("no-key");
+    let config = store_config(broker, &topic, 3);
+    let writer = KafkaOffsetStore::open(config.clone()).await.unwrap();
+    let reader = KafkaOffsetStore::open(config).await.unwrap();
+    writer.set(&[put(&key("c", 1), 1)]).await.unwrap();
+    let before = reader.records_read();
+    assert_eq!(
+        reader.get(&[]).await.unwrap(),
+        Vec::<Option<Vec<u8>>>::new()
+    );
+    assert_eq!(reader.records_read(), before, "nothing read");
+    assert_eq!(
+        reader.get(&[key("c", 1)]).await.unwrap(),
+        vec![Some(value(1))]
+    );
+    assert_eq!(reader.records_read(), before + 1);
+}

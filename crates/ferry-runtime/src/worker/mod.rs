@@ -1019,6 +1019,7 @@ async fn open_task_io(
             // transactions write offsets to it. Only now: a read waits for the transactions open on
             // the offsets topic, and the one this task's previous instance left open ends only once
             // the sink above fenced it (read first, the start waited for the transaction timeout).
+            // Asking no key opens the store without reading it: the task's own start reads it.
             store
                 .get(&[])
                 .await
