@@ -121,7 +121,11 @@ struct Setup {
 }
 
 fn setup(settings: WorkerSettings) -> Setup {
-    let store = Arc::new(FencingStore::default());
+    setup_on(Arc::default(), settings, "w1:8083")
+}
+
+/// A worker (`worker_id`) of its own over `store`, which other workers may share.
+fn setup_on(store: Arc<FencingStore>, settings: WorkerSettings, worker_id: &str) -> Setup {
     let sink = TestSink::new();
     let statuses = Arc::new(MemoryStatusStore::new());
     let worker = Worker::with_status(
@@ -129,7 +133,7 @@ fn setup(settings: WorkerSettings) -> Setup {
         Arc::new(Shared(store.clone())),
         sink.clone(),
         statuses.clone(),
-        "w1:8083",
+        worker_id,
     );
     Setup {
         worker,
@@ -233,10 +237,7 @@ async fn a_task_fenced_by_its_next_instance_stops_without_committing_or_reportin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_task_writer_fails_its_task_only() {
     let s = setup(fenced_settings());
-    let probe = Probe::new();
-    let id = start(&s, 0, &probe);
-    probe.push(vec![record("a", 1)]);
-    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    let (probe, id) = started_with_a_commit(&s).await;
     s.store.break_writers.store(true, Ordering::SeqCst);
     probe.push(vec![record("a", 2)]);
     eventually("the task to fail", || {
@@ -264,6 +265,15 @@ async fn a_broken_task_writer_fails_its_task_only() {
     bounded("shutdown", s.worker.shutdown()).await;
 }
 
+/// Starts task `c-0` on `s` and waits until it committed `a:1`.
+async fn started_with_a_commit(s: &Setup) -> (Arc<Probe>, TaskId) {
+    let probe = Probe::new();
+    let id = start(s, 0, &probe);
+    probe.push(vec![record("a", 1)]);
+    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    (probe, id)
+}
+
 /// A worker with a 300 ms membership lease, running task `c-0`, which committed `a:1`.
 async fn leased_task_with_a_commit() -> (Arc<MembershipLease>, Setup, Arc<Probe>, TaskId) {
     let lease = Arc::new(MembershipLease::new(Duration::from_millis(300)));
@@ -271,11 +281,8 @@ async fn leased_task_with_a_commit() -> (Arc<MembershipLease>, Setup, Arc<Probe>
         membership: Some(lease.clone()),
         ..fenced_settings()
     });
-    let probe = Probe::new();
-    let id = start(&s, 0, &probe);
     lease.confirm(Instant::now());
-    probe.push(vec![record("a", 1)]);
-    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    let (probe, id) = started_with_a_commit(&s).await;
     (lease, s, probe, id)
 }
 
@@ -366,10 +373,7 @@ async fn the_rest_of_a_batch_waits_when_the_lease_expires_in_the_middle_of_it() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_outlasting_the_revoke_timeout_cannot_commit_over_the_next_owner() {
     let s = setup(fenced_settings());
-    let probe = Probe::new();
-    let id = start(&s, 0, &probe);
-    probe.push(vec![record("a", 1)]);
-    crate::support::wait_committed(&s.store.inner, "c", "a", 1).await;
+    let (probe, id) = started_with_a_commit(&s).await;
 
     // A record whose acknowledgement does not come: the stop waits for it (up to the commit deadline).
     s.sink.hold(&["a:2"]);
@@ -386,25 +390,9 @@ async fn a_stop_outlasting_the_revoke_timeout_cannot_commit_over_the_next_owner(
 
     // The revoke timeout passed: the next instance starts on another worker, reads a=1, and
     // commits past it.
-    let next_sink = TestSink::new();
-    let next_statuses = Arc::new(MemoryStatusStore::new());
-    let next = Worker::with_status(
-        fenced_settings(),
-        Arc::new(Shared(s.store.clone())),
-        next_sink.clone(),
-        next_statuses.clone(),
-        "w2:8083",
-    );
+    let next = setup_on(s.store.clone(), fenced_settings(), "w2:8083");
     let next_probe = Probe::new();
-    let connector = TestConnector::with_tasks(vec![next_probe.clone()]);
-    next.start_task(
-        id.clone(),
-        &TaskSpec::default(),
-        Config::new(),
-        &connector,
-        TargetState::Running,
-    )
-    .expect("starts");
+    start(&next, 0, &next_probe);
     eventually("the next instance to open its writer", || {
         lock(&s.store.opened).len() == 2
     })
@@ -430,5 +418,5 @@ async fn a_stop_outlasting_the_revoke_timeout_cannot_commit_over_the_next_owner(
         status_before,
         "the fenced instance wrote no status after the next one started"
     );
-    bounded("shutdown", next.shutdown()).await;
+    bounded("shutdown", next.worker.shutdown()).await;
 }
