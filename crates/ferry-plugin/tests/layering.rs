@@ -71,3 +71,44 @@ fn the_kafka_backend_depends_on_the_contracts_not_the_runtime() {
         );
     }
 }
+
+/// The worker and herders serve no HTTP: the REST API is `ferry-rest`, a layer over the herder, so
+/// an embedder (the benchmarks, a test) runs tasks without a web server in its build.
+#[test]
+fn the_runtime_depends_on_no_http_server_and_the_rest_layer_on_no_backend() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let runtime = dependencies(&crates.join("ferry-runtime/Cargo.toml"));
+    assert!(
+        runtime.iter().any(|d| d == "ferry-plugin"),
+        "the manifest was read: {runtime:?}"
+    );
+    for forbidden in [
+        "ferry-rest",
+        "axum",
+        "hyper",
+        "hyper-util",
+        "tower-http",
+        "tokio-rustls",
+    ] {
+        assert!(
+            !runtime.iter().any(|d| d == forbidden),
+            "ferry-runtime must not depend on {forbidden}: the REST API is ferry-rest's"
+        );
+    }
+    let rest = dependencies(&crates.join("ferry-rest/Cargo.toml"));
+    assert!(
+        rest.iter().any(|d| d == "ferry-runtime"),
+        "ferry-rest serves the runtime's herder: {rest:?}"
+    );
+    for forbidden in [
+        "ferry-kafka",
+        "ferry-postgres",
+        "ferry-connectors",
+        "rdkafka",
+    ] {
+        assert!(
+            !rest.iter().any(|d| d == forbidden),
+            "ferry-rest must not depend on {forbidden}: it sees backends only through the herder"
+        );
+    }
+}

@@ -5,13 +5,12 @@
 //! only for what was acknowledged, every `offset.flush.interval.ms` and once more at stop.
 //!
 //! Over the worker, the [`herder`] keeps connectors' configurations and target states (Kafka Connect's
-//! standalone herder, with KIP-875 offset management), and [`rest`] serves Kafka Connect's REST API.
+//! standalone herder, with KIP-875 offset management); `ferry-rest` serves Kafka Connect's REST API over it.
 
 mod builtin;
 pub mod config;
 pub mod herder;
 pub mod metrics;
-pub mod rest;
 pub mod sink;
 mod state;
 mod status;

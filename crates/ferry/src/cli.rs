@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use ferry_runtime::rest::{LogFilterReload, LogLevels};
+use ferry_rest::{LogFilterReload, LogLevels};
 
 use crate::{Ferry, offsets};
 

@@ -25,7 +25,7 @@ pub const REGENERATE: &str =
     "cargo run -p ferry -- docs reference --out docs/src/reference/generated";
 
 /// The router's source: the REST route table is read from it (axum cannot list its routes).
-const ROUTER_SOURCE: &str = include_str!("../../ferry-runtime/src/rest/mod.rs");
+const ROUTER_SOURCE: &str = include_str!("../../ferry-rest/src/lib.rs");
 /// The files defining worker key constants (`pub const NAME: &str = "key";`), whose doc comments
 /// describe the keys: the worker page's descriptions.
 const KEY_SOURCES: &[(&str, &str)] = &[
@@ -715,7 +715,7 @@ fn methods(expr: &str) -> Vec<(String, String)> {
 fn rest_page() -> Result<String, String> {
     let mut s = header(
         "REST routes",
-        "the router in `crates/ferry-runtime/src/rest/mod.rs`",
+        "the router in `crates/ferry-rest/src/lib.rs`",
     );
     s.push_str(
         "Every route `ferry standalone` and `ferry distributed` serve (each also answers with a trailing \

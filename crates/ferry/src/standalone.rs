@@ -7,11 +7,11 @@ use std::sync::Arc;
 use ferry_api::SourceConnector;
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
+use ferry_rest::RestServer;
 use ferry_runtime::config::{
     ConnectorConfig, Properties, WorkerConfig, load_connector_file, scrub,
 };
 use ferry_runtime::herder::StandaloneHerder;
-use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::{RecordSink, SinkError};
 use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};

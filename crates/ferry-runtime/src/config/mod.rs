@@ -40,7 +40,7 @@ pub use rest::{
     CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
     REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
 };
-pub(crate) use rest_security::constant_time_eq;
+pub use rest_security::constant_time_eq;
 pub use rest_security::{
     BasicCredentials, ClientAuth, LISTENERS_HTTPS_PREFIX, REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls,
 };

@@ -136,7 +136,7 @@ impl BasicCredentials {
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess was right.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for (i, &x) in a.iter().enumerate() {
         diff |= usize::from(x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0));

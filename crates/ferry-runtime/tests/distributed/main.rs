@@ -9,6 +9,5 @@
 mod handoff;
 mod hold;
 mod ownership;
-mod rest;
 mod scenarios;
 mod support;

@@ -10,8 +10,8 @@ use ferry_kafka::connect::{InternalTopicConfig, KafkaConfigBackingStore, KafkaSt
 use ferry_kafka::{KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSinkSpec};
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{DynSinkSpec, StatusBackingStore, WorkerGroup};
+use ferry_rest::RestServer;
 use ferry_runtime::herder::{DistributedHerder, DistributedSettings};
-use ferry_runtime::rest::RestServer;
 use ferry_runtime::{Worker, WorkerSettings};
 
 use super::{DistributedConfig, InternalTopic};
@@ -225,7 +225,7 @@ fn spawn_status_refresher(store: &Arc<KafkaStatusBackingStore>) {
 /// Writes `?scope=cluster` log levels to the config topic, where every worker reads them.
 struct ConfigTopicLogLevels(Arc<KafkaConfigBackingStore>);
 
-impl ferry_runtime::rest::ClusterLogLevels for ConfigTopicLogLevels {
+impl ferry_rest::ClusterLogLevels for ConfigTopicLogLevels {
     fn put<'a>(
         &'a self,
         namespace: &'a str,
@@ -244,7 +244,7 @@ impl ferry_runtime::rest::ClusterLogLevels for ConfigTopicLogLevels {
 /// writes `?scope=cluster` levels there.
 fn apply_cluster_log_levels(
     store: &Arc<KafkaConfigBackingStore>,
-    levels: Arc<ferry_runtime::rest::LogLevels>,
+    levels: Arc<ferry_rest::LogLevels>,
 ) {
     levels.set_cluster(Arc::new(ConfigTopicLogLevels(store.clone())));
     let Some(mut updates) = store.take_logger_levels() else {

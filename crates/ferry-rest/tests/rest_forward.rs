@@ -4,6 +4,7 @@
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod http_support;
+#[path = "../../ferry-runtime/tests/idle_support/mod.rs"]
 mod idle_support;
 
 use http_support::{Answer, JSON, send};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use ferry_api::{Config, SourceConnector};
 use ferry_offsets::MemoryStore;
+use ferry_rest::RestServer;
 use ferry_runtime::config::{Listener, Properties, RestConfig, Secret};
 use ferry_runtime::herder::entities::{
     ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
@@ -23,7 +25,6 @@ use ferry_runtime::herder::{
     Herder, HerderError, OffsetInput, Plugin, Route, StandaloneHerder, WriteScope,
 };
 use ferry_runtime::metrics::Metrics;
-use ferry_runtime::rest::RestServer;
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};
@@ -584,7 +585,7 @@ async fn the_forwarded_request_keeps_method_path_query_body_and_credentials_and_
 
 #[tokio::test]
 async fn an_answer_over_the_limit_is_not_passed_back() {
-    let too_long = ferry_runtime::rest::MAX_FORWARDED_RESPONSE_BYTES + 1;
+    let too_long = ferry_rest::MAX_FORWARDED_RESPONSE_BYTES + 1;
     let (leader, request) = one_shot_worker(
         format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {too_long}\r\n\r\n"

@@ -1,19 +1,25 @@
 //! The distributed herder behind the REST API: `PATCH /connectors/{c}/config` (KIP-477) served by
 //! the leader, merged into the configuration the config store holds, and reaching the tasks;
 //! refused by a follower's herder (the REST layer forwards it); `GET /health` on every worker.
+#![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_rest::RestServer;
 use ferry_runtime::config::{Listener, RestConfig};
 use ferry_runtime::herder::{ConfigPatch, DistributedHerder, Herder};
-use ferry_runtime::rest::RestServer;
 use ferry_runtime::stores::ConfigBackingStore;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::support::{Cluster, eventually, lock, seq};
+// The distributed herder's simulated cluster (no Kafka), shared with ferry-runtime's own tests;
+// this binary uses only part of it.
+#[path = "../../ferry-runtime/tests/distributed/support/mod.rs"]
+mod support;
+
+use support::{Cluster, eventually, lock, seq};
 
 /// A REST server over `herder` on a free loopback port; stopped by sending on the returned channel.
 async fn serve(herder: Arc<DistributedHerder>) -> (SocketAddr, oneshot::Sender<()>) {

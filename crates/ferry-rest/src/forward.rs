@@ -1,7 +1,7 @@
 //! Forwarding a write to the worker that must serve it (distributed mode), as Kafka Connect does:
 //! every worker serves the API, but cluster writes are serialized by the leader and restarts are
 //! served by the worker running the connector or task. A middleware on each write route asks the
-//! herder ([`Herder::route_write`](crate::herder::Herder::route_write)) and either lets the handler
+//! herder ([`Herder::route_write`](ferry_runtime::herder::Herder::route_write)) and either lets the handler
 //! run here or sends the request, as it came, to the worker named.
 //!
 //! - The forwarded request keeps its method, path, query, body, `Content-Type` and `Authorization`
@@ -21,7 +21,7 @@
 //!   <url>: …` (Kafka Connect answers `500` with the same opening words; `503` says "retry", which is
 //!   what the client should do while the cluster elects another leader or moves the task).
 //! - One connection per forwarded request (writes are rare; no pool to bound). An `https://` target
-//!   is reached with this worker's TLS client settings ([`crate::config::RestTls`]: the truststore,
+//!   is reached with this worker's TLS client settings ([`ferry_runtime::config::RestTls`]: the truststore,
 //!   or the listener's own chain, and the listener's certificate for `ssl.client.auth`), checking
 //!   the target's host name against its certificate.
 
@@ -42,8 +42,8 @@ use tokio::net::TcpStream;
 
 use super::AppState;
 use super::error::{ApiError, MAX_BODY_BYTES, body_error};
-use crate::herder::{Route, WriteScope};
-use crate::state::TaskId;
+use ferry_runtime::TaskId;
+use ferry_runtime::herder::{Route, WriteScope};
 
 /// The longest wait for a forwarded request's whole answer: Kafka Connect's REST request timeout
 /// (90 s), so a write the leader takes long over (a connector's validation, a store write) is not

@@ -5,6 +5,7 @@
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
 mod http_support;
+#[path = "../../ferry-runtime/tests/idle_support/mod.rs"]
 mod idle_support;
 
 use std::net::SocketAddr;
@@ -16,9 +17,9 @@ use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConfigType, ConnectError, SourceConnector, SourceTask,
 };
 use ferry_offsets::MemoryStore;
+use ferry_rest::{HEALTH_CHECK_TIMEOUT, RestServer};
 use ferry_runtime::config::{Listener, RestConfig};
 use ferry_runtime::herder::{Plugin, StandaloneHerder};
-use ferry_runtime::rest::{HEALTH_CHECK_TIMEOUT, RestServer};
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};

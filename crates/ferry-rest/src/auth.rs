@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 
 use super::error::ApiError;
-use crate::config::{BasicCredentials, RestConfig, Secret, constant_time_eq};
+use ferry_runtime::config::{BasicCredentials, RestConfig, Secret, constant_time_eq};
 
 /// The `WWW-Authenticate` challenge of Basic authentication.
 const BASIC_CHALLENGE: &str = "Basic realm=\"ferry\", charset=\"UTF-8\"";
@@ -105,7 +105,7 @@ pub(crate) async fn authenticate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Properties;
+    use ferry_runtime::config::Properties;
 
     fn basic(user: &str, password: &str) -> String {
         let encoded =

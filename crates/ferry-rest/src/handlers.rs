@@ -12,10 +12,10 @@ use serde_json::value::{RawValue, to_raw_value};
 
 use super::AppState;
 use super::error::{ApiError, json_response, kind, parse_json, string_map};
-use crate::config::{ConverterSpec, NAME};
-use crate::herder::entities::{PluginInfo, ServerInfo};
-use crate::herder::{OffsetInput, TargetState};
-use crate::state::TaskId;
+use ferry_runtime::TaskId;
+use ferry_runtime::config::{ConverterSpec, NAME};
+use ferry_runtime::herder::entities::{PluginInfo, ServerInfo};
+use ferry_runtime::herder::{OffsetInput, TargetState};
 
 type Params = Query<Vec<(String, String)>>;
 type Body = Result<Bytes, BytesRejection>;
@@ -403,7 +403,7 @@ pub(crate) async fn metrics(State(app): State<AppState>) -> Response {
     let mut response = (StatusCode::OK, text).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+        HeaderValue::from_static(ferry_runtime::metrics::CONTENT_TYPE),
     );
     response
 }

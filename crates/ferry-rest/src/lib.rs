@@ -1,5 +1,12 @@
-//! The REST API of `ferry standalone`: Kafka Connect's paths, JSON shapes, status codes and error
-//! bodies (`{"error_code":…,"message":…}`), served by axum over a [`Herder`].
+//! # ferry-rest
+//!
+//! Kafka Connect's REST API for `ferry standalone` and `ferry distributed`: its paths, JSON shapes,
+//! status codes and error bodies (`{"error_code":…,"message":…}`), served by axum over a [`Herder`].
+//!
+//! Owns: the HTTP listeners (TLS, authentication, limits), the routes and their handlers, forwarding
+//! to another worker, `/admin/loggers`. May use: `ferry-runtime` (the herder it serves, the REST
+//! configuration, the metrics it exposes) and `ferry-api`; never a backend — it sees stores and sinks
+//! only through the herder (`ferry-plugin/tests/layering.rs` keeps it so).
 //!
 //! - `listeners` (default `http://127.0.0.1:8083`) are bound by [`RestServer::bind`], which logs
 //!   `REST API listening on http://HOST:PORT` for each (port 0 picks a free port).
@@ -45,10 +52,10 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
-use crate::config::{Listener, RestConfig};
-use crate::herder::Herder;
 pub use endpoints::HEALTH_CHECK_TIMEOUT;
 pub use error::{ApiError, MAX_BODY_BYTES};
+use ferry_runtime::config::{Listener, RestConfig};
+use ferry_runtime::herder::Herder;
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 pub use loggers::{
     ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,
@@ -68,7 +75,7 @@ pub(crate) struct AppState {
 pub struct RestServer {
     listeners: Vec<(TcpListener, SocketAddr, bool)>,
     auth: auth::Auth,
-    tls: Option<crate::config::RestTls>,
+    tls: Option<ferry_runtime::config::RestTls>,
     limits: serve::Limits,
     log_levels: Option<Arc<LogLevels>>,
 }
