@@ -1,6 +1,7 @@
 //! Reading a compacted internal topic to its end, again and again: Kafka Connect's `KafkaBasedLog`.
-//! What a store does with each record is its own ([`RecordVisitor`]), and so are its errors
-//! ([`LogError`]).
+//! The one reader of the offset store ([`crate::store`]) and of the config and status stores
+//! ([`crate::connect`]). What a store does with each record is its own ([`RecordVisitor`]), and so
+//! are its errors ([`LogError`]).
 //!
 //! Blocking (librdkafka's consumer API is synchronous): the stores call it from a blocking thread.
 //!
@@ -87,6 +88,16 @@ pub(crate) struct ReadSummary {
     pub(crate) elapsed: Duration,
 }
 
+/// Where a new [`TopicLog`]'s consumer starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AssignFrom {
+    /// `Offset::Beginning`: the consumer resolves each partition's start itself.
+    Beginning,
+    /// The start offsets just listed: a fresh consumer resolving `Offset::Beginning` itself takes
+    /// about half a second before its first fetch.
+    ListedStart,
+}
+
 /// A consumer assigned every partition of a topic (no group, no commits), and how far it has read.
 /// `E` is the error of the store that reads it.
 pub(crate) struct TopicLog<E> {
@@ -112,6 +123,7 @@ impl<E: LogError> TopicLog<E> {
         partitions: i32,
         store: &str,
         timeout: Duration,
+        from: AssignFrom,
     ) -> Result<Self, E> {
         let mut log = Self {
             consumer,
@@ -124,14 +136,20 @@ impl<E: LogError> TopicLog<E> {
         };
         // Nothing below a partition's log start offset is left to read.
         let starts = format!("fetching the {}'s start offsets", E::TOPIC);
-        log.next = log.list_offsets(Offset::Beginning, &starts)?;
-        // Assign those exact offsets: with `Offset::Beginning` the fresh consumer first resolves the
-        // logical offset itself, which costs about half a second before the first fetch.
-        log.assign(
-            (0..partitions)
-                .zip(&log.next)
-                .map(|(p, start)| (p, Offset::Offset(*start))),
-        )?;
+        match from {
+            AssignFrom::Beginning => {
+                log.assign((0..partitions).map(|p| (p, Offset::Beginning)))?;
+                log.next = log.list_offsets(Offset::Beginning, &starts)?;
+            }
+            AssignFrom::ListedStart => {
+                log.next = log.list_offsets(Offset::Beginning, &starts)?;
+                log.assign(
+                    (0..partitions)
+                        .zip(&log.next)
+                        .map(|(p, start)| (p, Offset::Offset(*start))),
+                )?;
+            }
+        }
         Ok(log)
     }
 
@@ -172,6 +190,16 @@ impl<E: LogError> TopicLog<E> {
     pub(crate) fn end_offsets(&self) -> Result<Vec<i64>, E> {
         let what = format!("fetching the {}'s end offsets", E::TOPIC);
         self.list_offsets(Offset::End, &what)
+    }
+
+    /// Reads every partition up to its end offset as of now, handing each record to `visitor`.
+    pub(crate) fn read_to_end(
+        &mut self,
+        visitor: &mut impl RecordVisitor,
+    ) -> Result<ReadSummary, E> {
+        let started = Instant::now();
+        let ends = self.end_offsets()?;
+        self.read_to(&ends, started, visitor)
     }
 
     /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,

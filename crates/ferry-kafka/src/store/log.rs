@@ -18,7 +18,7 @@ use rdkafka::message::BorrowedMessage;
 use rdkafka::topic_partition_list::Offset;
 
 use crate::client::{StoreConsumer, backend, kafka};
-use crate::topic_log::{LogError, Progress, ReadSummary, RecordVisitor, TopicLog};
+use crate::topic_log::{AssignFrom, LogError, Progress, ReadSummary, RecordVisitor, TopicLog};
 
 /// A progress line at least this often during a long read…
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
@@ -95,7 +95,15 @@ impl OffsetLog {
         timeout: Duration,
     ) -> Result<Self, StoreError> {
         Ok(Self {
-            log: TopicLog::new(consumer, offsets_client, topic, partitions, store, timeout)?,
+            log: TopicLog::new(
+                consumer,
+                offsets_client,
+                topic,
+                partitions,
+                store,
+                timeout,
+                AssignFrom::ListedStart,
+            )?,
             table: OffsetTable::default(),
             records: Arc::new(AtomicU64::new(0)),
             history: None,
