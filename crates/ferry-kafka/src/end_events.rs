@@ -1,6 +1,6 @@
 //! When a partition of an internal topic counts as read to the end offsets a read listed at its
-//! start, given librdkafka's end-of-partition events. Shared by the offset store's reader and the
-//! config/status topics' reader; pure (time is passed in), so the rules are tested without a broker.
+//! start, given librdkafka's end-of-partition events. The rules of the stores' topic reader
+//! ([`crate::topic_log`]); pure (time is passed in), so they are tested without a broker.
 //!
 //! Compaction can leave no record below a partition's end offset, so the position alone never
 //! reaches it and the end-of-partition event must count. But such an event may be stale: the

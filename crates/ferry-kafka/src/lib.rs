@@ -18,6 +18,7 @@ mod retriable;
 mod secret;
 pub mod sink;
 mod store;
+mod topic_log;
 mod topics;
 mod transactional;
 

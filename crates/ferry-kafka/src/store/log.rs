@@ -1,18 +1,11 @@
-//! Reading the offsets topic into memory: the whole topic at start, then to the current end before
-//! every read.
+//! The offset store's log: the offsets topic read into an [`OffsetTable`] through the shared
+//! [`TopicLog`] — the whole topic at start, then to the current end before every read.
 //!
-//! Blocking (librdkafka's consumer API is synchronous): the store calls this from a blocking thread.
-//!
-//! "The end" is the end offset of every partition fetched at the start of a read: its last stable
-//! offset, because the consumer reads committed data only. Every read after the store's open first
-//! waits until the last stable offsets reach the high watermarks, so that no transaction open when
-//! the read starts hides commits written after it ([`OffsetLog::read_past_open_transactions`]).
-//! A partition is read when the consumer's position — which librdkafka moves past transaction
-//! markers too — reaches it.
-//! Compaction can leave a partition with no record below its end offset (its last records were
-//! superseded or were tombstones past `delete.retention.ms`); librdkafka then reports the end of the
-//! partition without moving the position, so its end-of-partition event counts too — checked first,
-//! because it may be stale ([`crate::end_events`]).
+//! What is the offset store's own: decoding each record into the table (and, for an export, keeping
+//! it raw), progress lines during a long read, and waiting for transactions open when a read starts
+//! to end before reading past the last stable offset
+//! ([`OffsetLog::read_past_open_transactions`]): the consumer reads committed data only, so "the
+//! end" of a read is each partition's last stable offset.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,31 +13,21 @@ use std::time::{Duration, Instant};
 
 use ferry_offsets::{LogOrder, OffsetTable, StoreError, StoredRecord};
 use rdkafka::Message;
-use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::topic_partition_list::Offset;
 
 use crate::client::{StoreConsumer, backend, kafka};
-use crate::end_events::{EOF_GRACE, EndEvents, first_behind};
+use crate::topic_log::{AssignFrom, LogError, Progress, ReadSummary, RecordVisitor, TopicLog};
 
 /// A progress line at least this often during a long read…
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 /// …or after this many records.
 const PROGRESS_RECORDS: u64 = 100_000;
 
-/// The consumer, positioned somewhere in the topic, and the offsets it has read so far.
+/// The offsets topic's reader and the offsets it has read so far.
 pub(crate) struct OffsetLog {
-    consumer: StoreConsumer,
-    /// Asks for start and end offsets (ListOffsets) over its own connections: a broker answers the
-    /// requests of one connection in order, so on the consumer's connection the question would wait
-    /// behind its pending fetch (up to `fetch.wait.max.ms`) on every read.
-    offsets_client: Arc<StoreConsumer>,
-    topic: String,
-    store: String,
-    timeout: Duration,
-    /// Per partition: every offset below has been read.
-    next: Vec<i64>,
+    log: TopicLog<StoreError>,
     table: OffsetTable,
     /// Records read since the store was opened (shared with the store, readable without the lock).
     records: Arc<AtomicU64>,
@@ -63,12 +46,42 @@ pub(crate) struct RawRecord {
     pub(crate) value: Option<Vec<u8>>,
 }
 
-/// What a read did, for the store's log lines.
-pub(crate) struct ReadSummary {
-    /// Records read.
-    pub(crate) records: u64,
-    /// How long it took.
-    pub(crate) elapsed: Duration,
+/// How the offsets topic's reads fail: [`StoreError`]s, naming "the offsets topic", a stalled read
+/// saying how far it got.
+impl LogError for StoreError {
+    const TOPIC: &'static str = "offsets topic";
+
+    fn kafka(store: &str, what: &str, error: &KafkaError) -> Self {
+        kafka(store, what, error)
+    }
+
+    fn backend(store: &str, message: String, retriable: bool) -> Self {
+        backend(store, message, retriable)
+    }
+
+    fn is_retriable(&self) -> bool {
+        StoreError::is_retriable(self)
+    }
+
+    fn stalled(store: &str, progress: &Progress, timeout: Duration, cause: &str) -> Self {
+        let Progress {
+            records,
+            expected,
+            lagging,
+            position,
+            end,
+            ..
+        } = progress;
+        backend(
+            store,
+            format!(
+                "reading the offsets topic to its end made no progress for {timeout:?}: partition {lagging} is \
+                 at offset {position} of {end} after {records} of ~{expected} records ({cause}). Check that the \
+                 brokers are reachable and that this worker may read the topic; the read will be retried"
+            ),
+            true,
+        )
+    }
 }
 
 impl OffsetLog {
@@ -81,34 +94,20 @@ impl OffsetLog {
         store: &str,
         timeout: Duration,
     ) -> Result<Self, StoreError> {
-        let mut log = Self {
-            consumer,
-            offsets_client,
-            topic: topic.to_owned(),
-            store: store.to_owned(),
-            timeout,
-            next: vec![0; usize::try_from(partitions).unwrap_or(0)],
+        Ok(Self {
+            log: TopicLog::new(
+                consumer,
+                offsets_client,
+                topic,
+                partitions,
+                store,
+                timeout,
+                AssignFrom::ListedStart,
+            )?,
             table: OffsetTable::default(),
             records: Arc::new(AtomicU64::new(0)),
             history: None,
-        };
-        // Where each partition starts: nothing below the log start offset is left to read.
-        log.next = log.list_offsets(
-            Offset::Beginning,
-            "fetching the offsets topic's start offsets",
-        )?;
-        // Assign those exact offsets: with `Offset::Beginning` the fresh consumer first resolves the
-        // logical offset itself, which costs about half a second before the first fetch.
-        let mut assignment = TopicPartitionList::with_capacity(log.next.len());
-        for (partition, start) in (0..partitions).zip(&log.next) {
-            assignment
-                .add_partition_offset(topic, partition, Offset::Offset(*start))
-                .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
-        }
-        log.consumer
-            .assign(&assignment)
-            .map_err(|e| kafka(store, "assigning the offsets topic's partitions", &e))?;
-        Ok(log)
+        })
     }
 
     /// Keeps every record read from now on, raw, for [`into_history`](Self::into_history).
@@ -125,7 +124,7 @@ impl OffsetLog {
 
     /// The client that answers ListOffsets requests (shared, so a second log needs no new one).
     pub(crate) fn offsets_client(&self) -> Arc<StoreConsumer> {
-        self.offsets_client.clone()
+        self.log.offsets_client()
     }
 
     /// The offsets read so far.
@@ -138,90 +137,11 @@ impl OffsetLog {
         self.records.clone()
     }
 
-    /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,
-    /// `Offset::Beginning` for the start offsets.
-    fn list_offsets(&self, which: Offset, what: &str) -> Result<Vec<i64>, StoreError> {
-        self.list_offsets_with(&self.offsets_client, which, what)
-    }
-
-    /// [`list_offsets`](Self::list_offsets) asked of `client` (whose `isolation.level` decides
-    /// whether `Offset::End` means the high watermark or the last stable offset).
-    fn list_offsets_with(
-        &self,
-        client: &StoreConsumer,
-        which: Offset,
-        what: &str,
-    ) -> Result<Vec<i64>, StoreError> {
-        // A topic just created has no leader for a moment (NotLeaderForPartition), and a broker may
-        // be electing one: retriable errors are retried until the store's timeout, as Kafka Connect's
-        // TopicAdmin.retryEndOffsets does, rather than failing the open.
-        let deadline = Instant::now() + self.timeout;
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            match self.list_offsets_once(client, which, what) {
-                Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
-                    tracing::debug!(store = %self.store, error = %e, "{what}: retrying");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
-                other => return other,
-            }
-        }
-    }
-
-    fn list_offsets_once(
-        &self,
-        client: &StoreConsumer,
-        which: Offset,
-        what: &str,
-    ) -> Result<Vec<i64>, StoreError> {
-        let mut request = TopicPartitionList::with_capacity(self.next.len());
-        for partition in 0..self.next.len() as i32 {
-            request
-                .add_partition_offset(&self.topic, partition, which)
-                .map_err(|e| kafka(&self.store, what, &e))?;
-        }
-        let answer = client
-            .offsets_for_times(request, self.timeout)
-            .map_err(|e| kafka(&self.store, what, &e))?;
-        let mut offsets = vec![0; self.next.len()];
-        for element in answer.elements() {
-            element.error().map_err(|e| kafka(&self.store, what, &e))?;
-            let slot = usize::try_from(element.partition())
-                .ok()
-                .and_then(|p| offsets.get_mut(p))
-                .ok_or_else(|| {
-                    backend(
-                        &self.store,
-                        format!(
-                            "{what}: the broker answered for unknown partition {}",
-                            element.partition()
-                        ),
-                        true,
-                    )
-                })?;
-            *slot = match element.offset() {
-                Offset::Offset(offset) => offset,
-                other => {
-                    return Err(backend(
-                        &self.store,
-                        format!(
-                            "{what}: the broker answered {other:?} for partition {}",
-                            element.partition()
-                        ),
-                        true,
-                    ));
-                }
-            };
-        }
-        Ok(offsets)
-    }
-
     /// Reads every partition up to its end offset as of now. Returns what was read.
     pub(crate) fn read_to_end(&mut self) -> Result<ReadSummary, StoreError> {
         let started = Instant::now();
-        let ends = self.list_offsets(Offset::End, "fetching the offsets topic's end offsets")?;
-        self.read_to(ends, started)
+        let ends = self.log.end_offsets()?;
+        self.read_to(&ends, started)
     }
 
     /// Reads every partition up to its high watermark as of now — past every record written so far,
@@ -245,27 +165,26 @@ impl OffsetLog {
         watermarks: &StoreConsumer,
     ) -> Result<ReadSummary, StoreError> {
         let started = Instant::now();
-        let floor = self.list_offsets_with(
+        let floor = self.log.list_offsets_with(
             watermarks,
             Offset::End,
             "fetching the offsets topic's high watermarks",
         )?;
-        let deadline = started + self.timeout;
+        let deadline = started + self.log.timeout();
         let mut last_report = started;
         loop {
-            let ends =
-                self.list_offsets(Offset::End, "fetching the offsets topic's end offsets")?;
+            let ends = self.log.end_offsets()?;
             let held = ends
                 .iter()
                 .zip(&floor)
                 .position(|(stable, high)| stable < high);
             let Some(p) = held else {
-                return self.read_to(ends, started);
+                return self.read_to(&ends, started);
             };
             let (stable, high) = (ends[p], floor[p]);
             if Instant::now() >= deadline {
                 return Err(backend(
-                    &self.store,
+                    self.log.store(),
                     format!(
                         "an open transaction holds partition {p} of the offsets topic at its last stable \
                          offset {stable}, below its high watermark {high}, for over {:?}: the offsets \
@@ -277,15 +196,15 @@ impl OffsetLog {
                          --bootstrap-server <brokers> abort --topic {topic} --partition {p} --start-offset {stable}` \
                          ends it (the offsets it held are then lost: the records they covered may come \
                          again)",
-                        self.timeout,
-                        topic = self.topic
+                        self.log.timeout(),
+                        topic = self.log.topic()
                     ),
                     true,
                 ));
             }
             if last_report.elapsed() >= PROGRESS_INTERVAL {
                 tracing::info!(
-                    topic = %self.topic,
+                    topic = %self.log.topic(),
                     "waiting for an open transaction on partition {p} of the offsets topic to end (last \
                      stable offset {stable}, high watermark {high}, {:.0?} so far)",
                     started.elapsed()
@@ -296,168 +215,33 @@ impl OffsetLog {
         }
     }
 
-    /// Reads every partition up to `ends` (offsets a `read_committed` reader can reach).
-    fn read_to(&mut self, ends: Vec<i64>, started: Instant) -> Result<ReadSummary, StoreError> {
-        let expected: i64 = ends
-            .iter()
-            .zip(&self.next)
-            .map(|(end, next)| (end - next).max(0))
-            .sum();
-        let mut events = EndEvents::new(ends.len(), EOF_GRACE);
-        let mut records = 0u64;
-        let mut last_progress = Instant::now();
-        let (mut last_report, mut reported_records) = (Instant::now(), 0u64);
-        let mut last_error: Option<KafkaError> = None;
-        // Which partition is still behind is checked when the one found behind reaches its end,
-        // every CHECK_EVERY records while records stream in (reading a few records past the end is
-        // harmless: they are real records, in order), and after every other event. Not only every
-        // CHECK_EVERY records: a partition other workers keep committing to streams without a break
-        // (no end-of-partition event), and the read would wait for that many new records.
-        const CHECK_EVERY: u64 = 1024;
-        let mut behind = self.first_behind(&ends, &mut events)?;
-        while let Some(lagging) = behind {
-            let mut check = true;
-            match self.consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(message)) => {
-                    // A record after an unchecked end event: that event was stale.
-                    let partition = Self::apply(
-                        &mut self.table,
-                        &mut self.next,
-                        self.history.as_mut(),
-                        &message,
-                    );
-                    if let Some(p) = partition {
-                        events.record(p);
-                    }
-                    records += 1;
-                    if records == 1 {
-                        tracing::debug!(topic = %self.topic, "first record after {:.1?} (end offsets {ends:?})", started.elapsed());
-                    }
-                    last_progress = Instant::now();
-                    let reached_end = partition.is_some_and(|p| {
-                        i32::try_from(p) == Ok(lagging)
-                            && self
-                                .next
-                                .get(p)
-                                .zip(ends.get(p))
-                                .is_some_and(|(n, e)| n >= e)
-                    });
-                    check = reached_end || records.is_multiple_of(CHECK_EVERY);
-                }
-                Some(Err(KafkaError::PartitionEOF(partition))) => {
-                    if let Ok(p) = usize::try_from(partition) {
-                        events.end_event(p, Instant::now());
-                    }
-                }
-                Some(Err(error)) => last_error = Some(error),
-                None => {
-                    if self.sync_positions()? {
-                        last_progress = Instant::now();
-                    }
-                }
-            }
-            if records - reported_records >= PROGRESS_RECORDS
-                || last_report.elapsed() >= PROGRESS_INTERVAL
-            {
-                let p = lagging as usize;
-                tracing::info!(
-                    topic = %self.topic,
-                    "read {records} of ~{expected} offset records from topic {} ({:.0?} so far; partition {lagging} \
-                     at offset {} of {})",
-                    self.topic,
-                    started.elapsed(),
-                    self.next.get(p).copied().unwrap_or_default(),
-                    ends.get(p).copied().unwrap_or_default()
-                );
-                (last_report, reported_records) = (Instant::now(), records);
-            }
-            if last_progress.elapsed() > self.timeout {
-                let p = lagging as usize;
-                let cause = last_error.map_or_else(
-                    || "no client error reported".to_owned(),
-                    |e| format!("last client error: {e}"),
-                );
-                return Err(backend(
-                    &self.store,
-                    format!(
-                        "reading the offsets topic to its end made no progress for {:?}: partition {lagging} is \
-                         at offset {} of {} after {records} of ~{expected} records ({cause}). Check that the \
-                         brokers are reachable and that this worker may read the topic; the read will be retried",
-                        self.timeout, self.next[p], ends[p]
-                    ),
-                    true,
-                ));
-            }
-            if check {
-                behind = self.first_behind(&ends, &mut events)?;
-            }
-        }
-        self.records.fetch_add(records, Ordering::Relaxed);
-        Ok(ReadSummary {
-            records,
-            elapsed: started.elapsed(),
-        })
+    /// Reads every partition up to `ends` (offsets a `read_committed` reader can reach) into the table.
+    fn read_to(&mut self, ends: &[i64], started: Instant) -> Result<ReadSummary, StoreError> {
+        let mut records = OffsetRecords {
+            table: &mut self.table,
+            history: self.history.as_mut(),
+            topic: self.log.topic().to_owned(),
+            last_report: Instant::now(),
+            reported_records: 0,
+        };
+        let read = self.log.read_to(ends, started, &mut records)?;
+        self.records.fetch_add(read.records, Ordering::Relaxed);
+        Ok(read)
     }
+}
 
-    /// The first partition not yet read up to `ends` ([`crate::end_events::first_behind`]): a
-    /// partition whose end-of-partition event stood unfollowed for [`EOF_GRACE`] is sought back to
-    /// its position, so that only a fresh event counts.
-    fn first_behind(
-        &mut self,
-        ends: &[i64],
-        events: &mut EndEvents,
-    ) -> Result<Option<i32>, StoreError> {
-        let (consumer, topic, store, timeout) =
-            (&self.consumer, &self.topic, &self.store, self.timeout);
-        first_behind(&mut self.next, ends, events, |partition, next| {
-            consumer
-                .seek(topic, partition, Offset::Offset(next), timeout)
-                .map_err(|e| {
-                    kafka(
-                        store,
-                        &format!(
-                            "seeking partition {partition} of the offsets topic to offset {next}"
-                        ),
-                        &e,
-                    )
-                })
-        })
-    }
+/// One read's records applied to the table: a null value is a tombstone, a null key is skipped.
+struct OffsetRecords<'a> {
+    table: &'a mut OffsetTable,
+    history: Option<&'a mut Vec<RawRecord>>,
+    topic: String,
+    /// When the last progress line was logged, and the records read by then.
+    last_report: Instant,
+    reported_records: u64,
+}
 
-    /// Moves `next` up to the consumer's positions (which pass transaction markers). Returns whether
-    /// any partition moved.
-    fn sync_positions(&mut self) -> Result<bool, StoreError> {
-        let positions = self
-            .consumer
-            .position()
-            .map_err(|e| kafka(&self.store, "reading the consumer's positions", &e))?;
-        let mut moved = false;
-        for element in positions.elements() {
-            if let (Offset::Offset(position), Some(next)) = (
-                element.offset(),
-                usize::try_from(element.partition())
-                    .ok()
-                    .and_then(|p| self.next.get_mut(p)),
-            ) && position > *next
-            {
-                *next = position;
-                moved = true;
-            }
-        }
-        Ok(moved)
-    }
-
-    /// Applies one record: a null value is a tombstone, a null key is skipped. Returns its partition.
-    fn apply(
-        table: &mut OffsetTable,
-        next: &mut [i64],
-        history: Option<&mut Vec<RawRecord>>,
-        message: &BorrowedMessage<'_>,
-    ) -> Option<usize> {
-        let partition = usize::try_from(message.partition()).ok()?;
-        if let Some(next) = next.get_mut(partition) {
-            *next = (*next).max(message.offset() + 1);
-        }
+impl RecordVisitor for OffsetRecords<'_> {
+    fn record(&mut self, message: &BorrowedMessage<'_>) {
         match message.key() {
             None => tracing::warn!(
                 topic = message.topic(),
@@ -467,7 +251,7 @@ impl OffsetLog {
             ),
             Some(key) => {
                 let order = message.timestamp().to_millis().unwrap_or(i64::MIN);
-                if let Some(history) = history {
+                if let Some(history) = self.history.as_deref_mut() {
                     history.push(RawRecord {
                         partition: message.partition(),
                         timestamp: order,
@@ -475,7 +259,7 @@ impl OffsetLog {
                         value: message.payload().map(<[u8]>::to_vec),
                     });
                 }
-                table.apply_at(
+                self.table.apply_at(
                     key,
                     message.payload(),
                     LogOrder {
@@ -485,7 +269,29 @@ impl OffsetLog {
                 );
             }
         }
-        Some(partition)
+    }
+
+    fn progress(&mut self, progress: &Progress) {
+        let Progress {
+            records,
+            expected,
+            started,
+            lagging,
+            position,
+            end,
+        } = *progress;
+        if records - self.reported_records >= PROGRESS_RECORDS
+            || self.last_report.elapsed() >= PROGRESS_INTERVAL
+        {
+            tracing::info!(
+                topic = %self.topic,
+                "read {records} of ~{expected} offset records from topic {} ({:.0?} so far; partition {lagging} \
+                 at offset {position} of {end})",
+                self.topic,
+                started.elapsed(),
+            );
+            (self.last_report, self.reported_records) = (Instant::now(), records);
+        }
     }
 }
 

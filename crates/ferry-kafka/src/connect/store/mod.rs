@@ -8,16 +8,20 @@
 //! live in ferry-runtime, which ferry-kafka must not depend on, so the glue is the worker's.
 
 mod config;
-mod reader;
 mod status;
 mod topic;
 
 use std::fmt;
 use std::time::Duration;
 
+use rdkafka::error::KafkaError;
+
 pub use config::KafkaConfigBackingStore;
 pub use status::KafkaStatusBackingStore;
 pub(crate) use topic::InternalTopic;
+
+use crate::client::is_retriable;
+use crate::topic_log::{LogError, Progress};
 
 /// Kafka Connect's default `status.storage.partitions`.
 pub const DEFAULT_STATUS_PARTITIONS: i32 = 5;
@@ -95,5 +99,52 @@ impl ConnectStoreError {
             message: message.into(),
             retriable,
         }
+    }
+}
+
+/// A failed client call: what failed and whether a retry may succeed.
+pub(crate) fn kafka(store: &str, what: &str, error: &KafkaError) -> ConnectStoreError {
+    let retriable = is_retriable(error);
+    let hint = if retriable {
+        "this is usually temporary (brokers unreachable or electing a leader); check that the brokers in \
+         bootstrap.servers are running and reachable"
+    } else {
+        "this will not resolve by retrying; check the topic, the client settings and the broker's ACLs"
+    };
+    ConnectStoreError::new(store, format!("{what} failed: {error}; {hint}"), retriable)
+}
+
+/// The config and status stores' errors when reading their topic ([`crate::topic_log`]).
+impl LogError for ConnectStoreError {
+    const TOPIC: &'static str = "topic";
+
+    fn kafka(store: &str, what: &str, error: &KafkaError) -> Self {
+        kafka(store, what, error)
+    }
+
+    fn backend(store: &str, message: String, retriable: bool) -> Self {
+        ConnectStoreError::new(store, message, retriable)
+    }
+
+    fn is_retriable(&self) -> bool {
+        self.retriable
+    }
+
+    fn stalled(store: &str, progress: &Progress, timeout: Duration, cause: &str) -> Self {
+        let Progress {
+            lagging,
+            position,
+            end,
+            ..
+        } = progress;
+        ConnectStoreError::new(
+            store,
+            format!(
+                "reading the topic to its end made no progress for {timeout:?}: partition {lagging} is at \
+                 offset {position} of {end} ({cause}). Check that the brokers are reachable and that this worker \
+                 may read the topic"
+            ),
+            true,
+        )
     }
 }

@@ -5,14 +5,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferry_offsets::StoreError;
 use rdkafka::ClientConfig;
+use rdkafka::Message;
 use rdkafka::admin::AdminClient;
 use rdkafka::consumer::Consumer;
+use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 
-use super::reader::{TopicReader, kafka};
-use super::{ConnectStoreError, InternalTopicConfig};
+use super::{ConnectStoreError, InternalTopicConfig, kafka};
 use crate::admin::{self, OffsetsTopic, TopicKind, TopicState};
 use crate::client::{StoreConsumer, StoreContext};
+use crate::topic_log::{AssignFrom, TopicLog};
 
 /// The topic's clients.
 pub(crate) struct InternalTopic {
@@ -23,7 +25,7 @@ pub(crate) struct InternalTopic {
     producer_config: ClientConfig,
     /// Lists the `read_committed` end offsets (the reader's client, shared).
     offsets_client: Arc<StoreConsumer>,
-    reader: Arc<Mutex<TopicReader>>,
+    reader: Arc<Mutex<TopicLog<ConnectStoreError>>>,
     timeout: std::time::Duration,
 }
 
@@ -204,7 +206,17 @@ impl InternalTopic {
         let (topic, s) = (config.topic.clone(), store.clone());
         let reading = offsets_client.clone();
         let reader = blocking(&store, move || {
-            TopicReader::new(consumer, reading, &topic, found, &s, timeout)
+            TopicLog::new(
+                consumer,
+                reading,
+                &topic,
+                found,
+                &s,
+                timeout,
+                // The consumer finds each start itself (about half a second at open, which the
+                // offset store saves with `ListedStart`).
+                AssignFrom::Beginning,
+            )
         })
         .await?;
         Ok(Self {
@@ -338,8 +350,9 @@ impl InternalTopic {
         .await
     }
 
-    /// Reads the topic to its end as of now, applying each record with `apply`, on a blocking thread.
-    /// Returns the records read.
+    /// Reads the topic to its end as of now, applying each record with `apply` (its key, its value —
+    /// `None` for a tombstone — and its offset; records without a UTF-8 key are skipped) in partition
+    /// order, on a blocking thread. Returns the records read.
     pub(crate) async fn read_to_end<S: Send + 'static>(
         &self,
         state: Arc<Mutex<S>>,
@@ -348,10 +361,19 @@ impl InternalTopic {
         let reader = self.reader.clone();
         blocking(&self.describe, move || {
             let mut reader = reader.lock().unwrap_or_else(PoisonError::into_inner);
-            reader.read_to_end(|key, value, offset| {
+            let mut visit = |message: &BorrowedMessage<'_>| {
+                let Some(Ok(key)) = message.key().map(std::str::from_utf8) else {
+                    tracing::warn!(
+                        topic = %message.topic(),
+                        offset = message.offset(),
+                        "skipping a record without a UTF-8 key (Kafka Connect would skip it too)"
+                    );
+                    return;
+                };
                 let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-                apply(&mut state, key, value, offset);
-            })
+                apply(&mut state, key, message.payload(), message.offset());
+            };
+            Ok(reader.read_to_end(&mut visit)?.records)
         })
         .await
     }
