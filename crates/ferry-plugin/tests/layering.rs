@@ -72,10 +72,12 @@ fn the_kafka_backend_depends_on_the_contracts_not_the_runtime() {
     }
 }
 
-/// The worker and herders serve no HTTP: the REST API is `ferry-rest`, a layer over the herder, so
-/// an embedder (the benchmarks, a test) runs tasks without a web server in its build.
+/// The rooms stack up: `ferry-runtime` (the worker) under `ferry-herder` (connectors and their
+/// placement) under `ferry-rest` (the HTTP API). Neither the worker nor the herders serve HTTP, so an
+/// embedder (the benchmarks, a test) runs tasks without a web server in its build; none of the three
+/// names a backend.
 #[test]
-fn the_runtime_depends_on_no_http_server_and_the_rest_layer_on_no_backend() {
+fn the_runtime_and_the_herders_depend_on_no_http_server_and_the_rest_layer_on_no_backend() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let runtime = dependencies(&crates.join("ferry-runtime/Cargo.toml"));
     assert!(

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::AppState;
 use super::error::{ApiError, json_response, kind, parse_json};
+use ferry_herder::ConfigPatch;
 use ferry_runtime::config::MAX_CONNECTOR_KEYS;
-use ferry_runtime::herder::ConfigPatch;
 
 type Body = Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>;
 type Answer = Result<axum::response::Response, ApiError>;

@@ -6,8 +6,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use ferry_herder::HerderError;
 use ferry_runtime::config::MAX_CONNECTOR_KEYS;
-use ferry_runtime::herder::HerderError;
 
 /// The largest request body accepted (1 MiB); larger ones get `413`.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -1,7 +1,7 @@
 //! Forwarding a write to the worker that must serve it (distributed mode), as Kafka Connect does:
 //! every worker serves the API, but cluster writes are serialized by the leader and restarts are
 //! served by the worker running the connector or task. A middleware on each write route asks the
-//! herder ([`Herder::route_write`](ferry_runtime::herder::Herder::route_write)) and either lets the handler
+//! herder ([`Herder::route_write`](ferry_herder::Herder::route_write)) and either lets the handler
 //! run here or sends the request, as it came, to the worker named.
 //!
 //! - The forwarded request keeps its method, path, query, body, `Content-Type` and `Authorization`
@@ -42,8 +42,8 @@ use tokio::net::TcpStream;
 
 use super::AppState;
 use super::error::{ApiError, MAX_BODY_BYTES, body_error};
+use ferry_herder::{Route, WriteScope};
 use ferry_runtime::TaskId;
-use ferry_runtime::herder::{Route, WriteScope};
 
 /// The longest wait for a forwarded request's whole answer: Kafka Connect's REST request timeout
 /// (90 s), so a write the leader takes long over (a connector's validation, a store write) is not

@@ -12,10 +12,10 @@ use serde_json::value::{RawValue, to_raw_value};
 
 use super::AppState;
 use super::error::{ApiError, json_response, kind, parse_json, string_map};
+use ferry_herder::entities::{PluginInfo, ServerInfo};
+use ferry_herder::{OffsetInput, TargetState};
 use ferry_runtime::TaskId;
 use ferry_runtime::config::{ConverterSpec, NAME};
-use ferry_runtime::herder::entities::{PluginInfo, ServerInfo};
-use ferry_runtime::herder::{OffsetInput, TargetState};
 
 type Params = Query<Vec<(String, String)>>;
 type Body = Result<Bytes, BytesRejection>;

@@ -54,8 +54,8 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub use endpoints::HEALTH_CHECK_TIMEOUT;
 pub use error::{ApiError, MAX_BODY_BYTES};
+use ferry_herder::Herder;
 use ferry_runtime::config::{Listener, RestConfig};
-use ferry_runtime::herder::Herder;
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 pub use loggers::{
     ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,

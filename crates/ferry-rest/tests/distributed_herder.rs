@@ -7,16 +7,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_herder::{ConfigPatch, DistributedHerder, Herder};
 use ferry_rest::RestServer;
 use ferry_runtime::config::{Listener, RestConfig};
-use ferry_runtime::herder::{ConfigPatch, DistributedHerder, Herder};
 use ferry_runtime::stores::ConfigBackingStore;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 // The distributed herder's simulated cluster (no Kafka), shared with ferry-runtime's own tests;
 // this binary uses only part of it.
-#[path = "../../ferry-runtime/tests/distributed/support/mod.rs"]
+#[path = "../../ferry-herder/tests/distributed/support/mod.rs"]
 mod support;
 
 use support::{Cluster, eventually, lock, seq};

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConfigType, ConnectError, SourceConnector, SourceTask,
 };
+use ferry_herder::{Plugin, StandaloneHerder};
 use ferry_offsets::MemoryStore;
 use ferry_rest::{HEALTH_CHECK_TIMEOUT, RestServer};
 use ferry_runtime::config::{Listener, RestConfig};
-use ferry_runtime::herder::{Plugin, StandaloneHerder};
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};

@@ -14,16 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_api::{Config, SourceConnector};
-use ferry_offsets::MemoryStore;
-use ferry_rest::RestServer;
-use ferry_runtime::config::{Listener, Properties, RestConfig, Secret};
-use ferry_runtime::herder::entities::{
+use ferry_herder::entities::{
     ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
     TaskInfo, TaskStateInfo,
 };
-use ferry_runtime::herder::{
-    Herder, HerderError, OffsetInput, Plugin, Route, StandaloneHerder, WriteScope,
-};
+use ferry_herder::{Herder, HerderError, OffsetInput, Plugin, Route, StandaloneHerder, WriteScope};
+use ferry_offsets::MemoryStore;
+use ferry_rest::RestServer;
+use ferry_runtime::config::{Listener, Properties, RestConfig, Secret};
 use ferry_runtime::metrics::Metrics;
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{MemoryConfigStore, MemoryStatusStore};

@@ -4,12 +4,12 @@
 //! sends its records to a [`sink::RecordSink`], acknowledges them on delivery, and commits offsets
 //! only for what was acknowledged, every `offset.flush.interval.ms` and once more at stop.
 //!
-//! Over the worker, the [`herder`] keeps connectors' configurations and target states (Kafka Connect's
-//! standalone herder, with KIP-875 offset management); `ferry-rest` serves Kafka Connect's REST API over it.
+//! Over the worker, `ferry-herder` keeps connectors' configurations and target states (Kafka
+//! Connect's standalone and distributed herders, with KIP-875 offset management), and `ferry-rest`
+//! serves Kafka Connect's REST API over a herder.
 
 mod builtin;
 pub mod config;
-pub mod herder;
 pub mod metrics;
 pub mod sink;
 mod state;
@@ -23,4 +23,7 @@ pub use builtin::{
 };
 pub use state::{TargetState, TaskId};
 pub use status::{TaskState, TaskStatus};
-pub use worker::{ConnectorSpec, TaskSpec, TopicTracking, Worker, WorkerError, WorkerSettings};
+pub use worker::{
+    ConnectorSpec, OFFSETS_STORAGE_TOPIC, TaskSpec, TopicTracking, Worker, WorkerError,
+    WorkerSettings,
+};

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferry_api::ConfigKey;
+use ferry_herder::entities::ConfigKeyInfo;
+use ferry_herder::{Herder, StandaloneHerder};
 use ferry_plugin::{ConfigError, Properties};
-use ferry_runtime::herder::entities::ConfigKeyInfo;
-use ferry_runtime::herder::{Herder, StandaloneHerder};
 use ferry_runtime::stores::MemoryConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};
 

@@ -5,13 +5,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferry_api::SourceConnector;
+use ferry_herder::StandaloneHerder;
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
 use ferry_rest::RestServer;
 use ferry_runtime::config::{
     ConnectorConfig, Properties, WorkerConfig, load_connector_file, scrub,
 };
-use ferry_runtime::herder::StandaloneHerder;
 use ferry_runtime::sink::{RecordSink, SinkError};
 use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};

@@ -318,7 +318,7 @@ fn check_connector_keys(
 
 /// Whether `key` is one the framework declares for every connector ([`COMMON_KEYS`], the converter
 /// settings Ferry knows): keys whose values are public.
-pub(crate) fn is_framework_key(key: &str) -> bool {
+pub fn is_framework_key(key: &str) -> bool {
     COMMON_KEYS.contains(&key) || converter::is_known_converter_key(key) || is_chain_key(key)
 }
 

@@ -26,7 +26,7 @@ mod rest;
 mod rest_security;
 mod worker;
 
-pub(crate) use connector::is_framework_key;
+pub use connector::is_framework_key;
 pub use connector::{
     COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,

@@ -151,7 +151,7 @@ impl Metrics {
 
     /// A connector startup finished: its instance was made and gave its task configurations (`ok`),
     /// or it failed (Kafka Connect's `connector-startup-success-total` / `-failure-total`).
-    pub(crate) fn connector_startup(&self, ok: bool) {
+    pub fn connector_startup(&self, ok: bool) {
         let w = &self.worker;
         if ok {
             w.connector_startup_success.inc();

@@ -525,7 +525,7 @@ impl Worker {
 
     /// Starts a connector's tasks as [`Worker::start_connector_tasks`] does, each opening its sink
     /// from the worker's [`SinkProvider`] with the connector's own converters.
-    pub(crate) fn start_provided_tasks(
+    pub fn start_provided_tasks(
         &self,
         spec: ConnectorSpec,
         task_configs: Vec<Config>,

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_herder::{DistributedHerder, DistributedSettings};
 use ferry_kafka::connect::slots::{SlotsConfig, TaskSlots};
 use ferry_kafka::connect::{InternalTopicConfig, KafkaConfigBackingStore, KafkaStatusBackingStore};
 use ferry_kafka::{KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSinkSpec};
 use ferry_offsets::OffsetBackingStore;
 use ferry_plugin::{DynSinkSpec, StatusBackingStore, WorkerGroup};
 use ferry_rest::RestServer;
-use ferry_runtime::herder::{DistributedHerder, DistributedSettings};
 use ferry_runtime::{Worker, WorkerSettings};
 
 use super::{DistributedConfig, InternalTopic};

@@ -3,6 +3,7 @@
 //! store: the tasks run with what the store holds.
 #![cfg(test)] // clippy: unwraps in this test crate's helpers count as test code (allow-unwrap-in-tests)
 
+#[path = "../../ferry-runtime/tests/idle_support/mod.rs"]
 mod idle_support;
 
 use idle_support::{Idle, NoSink};
@@ -10,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceTask};
+use ferry_herder::{Herder, Plugin, StandaloneHerder};
 use ferry_offsets::MemoryStore;
-use ferry_runtime::herder::{Herder, Plugin, StandaloneHerder};
 use ferry_runtime::sink::RecordSink;
 use ferry_runtime::stores::{
     ConfigBackingStore, ConfigSnapshot, ConfigStoreError, FileConfigStore, MemoryConfigStore,

@@ -46,8 +46,8 @@ use tokio::task::JoinSet;
 
 use super::DistributedHerder;
 use super::ownership::{Deferred, Fenced, claimed_after, release_to, released_to};
-use crate::state::TaskId;
-use crate::stores::{State, StatusEntry};
+use ferry_runtime::TaskId;
+use ferry_runtime::stores::{State, StatusEntry};
 
 /// How often this worker looks for newer claims on its tasks and for releases it waits for.
 pub(super) const FENCE_EVERY: Duration = Duration::from_millis(250);

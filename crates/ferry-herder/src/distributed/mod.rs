@@ -23,9 +23,9 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::validate::{Plugin, Plugins};
-use crate::state::TaskId;
-use crate::stores::{ConfigBackingStore, StatusBackingStore};
-use crate::worker::Worker;
+use ferry_runtime::TaskId;
+use ferry_runtime::Worker;
+use ferry_runtime::stores::{ConfigBackingStore, StatusBackingStore};
 use ownership::Ownership;
 use reconcile::{Applied, GroupSync};
 
@@ -47,9 +47,9 @@ pub struct DistributedSettings {
     pub handoff_timeout: Duration,
     /// The worker's config providers: `${provider:path:key}` in connector configurations is resolved
     /// with them when a connector or task starts here (the config topic keeps the placeholders).
-    pub config_providers: crate::config::ConfigProviders,
+    pub config_providers: ferry_runtime::config::ConfigProviders,
     /// The transformations and predicates connectors may use (default: the built-in ones).
-    pub transforms: crate::transforms::TransformRegistry,
+    pub transforms: ferry_runtime::transforms::TransformRegistry,
     /// The worker's sink, if connector configurations are checked with it: the connector keys it
     /// reads itself (Kafka's `topic.creation.*`, `producer.override.*`) are accepted and checked by it.
     pub sink: Option<Arc<dyn ferry_plugin::DynSinkSpec>>,
@@ -69,8 +69,8 @@ impl DistributedSettings {
             rest_url: rest_url.into(),
             scheduled_rebalance_max_delay: Self::DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY,
             handoff_timeout: Self::DEFAULT_HANDOFF_TIMEOUT,
-            config_providers: crate::config::ConfigProviders::default(),
-            transforms: crate::transforms::TransformRegistry::default(),
+            config_providers: ferry_runtime::config::ConfigProviders::default(),
+            transforms: ferry_runtime::transforms::TransformRegistry::default(),
             sink: None,
         }
     }
@@ -316,7 +316,7 @@ impl DistributedHerder {
 /// configuration check reports it; here it only sizes the group's slots).
 fn tasks_max(config: &Config) -> usize {
     config
-        .get(crate::config::TASKS_MAX)
+        .get(ferry_runtime::config::TASKS_MAX)
         .and_then(|v| v.trim().parse::<usize>().ok())
         .unwrap_or(1)
         .max(1)

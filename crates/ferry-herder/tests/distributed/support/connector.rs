@@ -10,7 +10,7 @@ use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, ConnectMap, SourceConnector, SourceOffset,
     SourcePartition, SourceRecord, SourceTask, SourceTaskContext, async_trait,
 };
-use ferry_runtime::herder::Plugin;
+use ferry_herder::Plugin;
 use serde_json::json;
 
 use super::lock;

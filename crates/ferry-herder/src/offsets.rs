@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use super::entities::{ConnectorOffset, ConnectorOffsets, Message};
 use super::validate::Plugins;
 use super::{HerderError, StandaloneHerder, State, TargetState, not_found};
-use crate::config::CONNECTOR_CLASS;
+use ferry_runtime::config::CONNECTOR_CLASS;
 
 /// One entry of a `PATCH /connectors/{name}/offsets` body, as received.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ pub(crate) fn store_for(
     config: &Config,
 ) -> std::sync::Arc<dyn OffsetBackingStore> {
     if config
-        .get(crate::worker::OFFSETS_STORAGE_TOPIC)
+        .get(ferry_runtime::OFFSETS_STORAGE_TOPIC)
         .is_some_and(|t| !t.trim().is_empty())
     {
         worker.offset_store_for(config)

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use ferry_api::Config;
 
-use crate::state::{TargetState, TaskId};
-use crate::stores::{State, StatusEntry};
+use ferry_runtime::stores::{State, StatusEntry};
+use ferry_runtime::{TargetState, TaskId};
 
 /// How a release addressed to one claimant reads in its STOPPED status's `trace`. A release to a
 /// claimant means that claimant may now run the task, so a worker getting the slot next must wait

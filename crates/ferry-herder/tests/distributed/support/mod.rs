@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ferry_api::{Config, OffsetStorageReader, RecordMetadata, SourceRecord, async_trait};
+use ferry_herder::{DistributedHerder, DistributedSettings, Herder};
 use ferry_offsets::{
     MemoryStore, OffsetBackingStore, OffsetWrite, StoreError, StoredOffset, StoredRecord,
 };
-use ferry_runtime::herder::{DistributedHerder, DistributedSettings, Herder};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
 use ferry_runtime::stores::{ConfigBackingStore, MemoryConfigStore};
 use ferry_runtime::{TargetState, TaskId, Worker, WorkerSettings};

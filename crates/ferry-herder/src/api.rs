@@ -12,10 +12,10 @@ use super::entities::{
     PluginInfo, TaskInfo, TaskStateInfo,
 };
 use super::{HerderError, OffsetInput, StandaloneHerder};
-use crate::metrics::Metrics;
-use crate::state::{TargetState, TaskId};
-use crate::stores::StatusBackingStore;
-use crate::worker::TopicTracking;
+use ferry_runtime::TopicTracking;
+use ferry_runtime::metrics::Metrics;
+use ferry_runtime::stores::StatusBackingStore;
+use ferry_runtime::{TargetState, TaskId};
 
 type R<T> = Result<T, HerderError>;
 

@@ -10,13 +10,13 @@ use ferry_plugin::DynSinkSpec;
 
 use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
-use crate::config::exactly_once::{self, ExactlyOnceSource};
-use crate::config::{
+use ferry_runtime::config::exactly_once::{self, ExactlyOnceSource};
+use ferry_runtime::config::{
     CONNECTOR_CLASS, ConfigError, ConfigProviders, ConnectorConfig, ERRORS_TOLERANCE,
     HEADER_CONVERTER, KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER,
     is_framework_key, scrub,
 };
-use crate::transforms::TransformRegistry;
+use ferry_runtime::transforms::TransformRegistry;
 
 /// A connector plugin: the class names it answers to and how to make one.
 pub use ferry_api::ConnectorPlugin as Plugin;
@@ -63,7 +63,8 @@ impl Plugins {
     fn check_config(
         &self,
         props: &Properties,
-    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), crate::config::ConfigErrors> {
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), ferry_runtime::config::ConfigErrors>
+    {
         let checked = ConnectorConfig::from_properties_with(
             props,
             |c| self.resolve(c),
@@ -83,7 +84,7 @@ impl Plugins {
             return checked;
         }
         let mut errors = match checked {
-            Ok(_) => crate::config::ConfigErrors(Vec::new()),
+            Ok(_) => ferry_runtime::config::ConfigErrors(Vec::new()),
             Err(errors) => errors,
         };
         errors
@@ -533,7 +534,7 @@ const COMMON: &[CommonKey] = &[
         "Predicates",
     ),
     (
-        crate::transforms::ERRORS_RETRY_TIMEOUT,
+        ferry_runtime::transforms::ERRORS_RETRY_TIMEOUT,
         "LONG",
         false,
         Some("0"),
@@ -545,7 +546,7 @@ const COMMON: &[CommonKey] = &[
         "Retry Timeout for Errors",
     ),
     (
-        crate::transforms::ERRORS_RETRY_DELAY_MAX_MS,
+        ferry_runtime::transforms::ERRORS_RETRY_DELAY_MAX_MS,
         "LONG",
         false,
         Some("60000"),
@@ -557,7 +558,7 @@ const COMMON: &[CommonKey] = &[
         "Maximum Delay Between Retries for Errors",
     ),
     (
-        crate::transforms::ERRORS_LOG_ENABLE,
+        ferry_runtime::transforms::ERRORS_LOG_ENABLE,
         "BOOLEAN",
         false,
         Some("false"),
@@ -569,7 +570,7 @@ const COMMON: &[CommonKey] = &[
         "Log Errors",
     ),
     (
-        crate::transforms::ERRORS_LOG_INCLUDE_MESSAGES,
+        ferry_runtime::transforms::ERRORS_LOG_INCLUDE_MESSAGES,
         "BOOLEAN",
         false,
         Some("false"),
@@ -618,7 +619,7 @@ const COMMON: &[CommonKey] = &[
         "Transaction boundary interval",
     ),
     (
-        crate::worker::OFFSETS_STORAGE_TOPIC,
+        ferry_runtime::OFFSETS_STORAGE_TOPIC,
         "STRING",
         false,
         None,

@@ -1,6 +1,6 @@
 //! Writes: the cluster's (leader only, serialized, after reading the config store to its end) and
 //! the restarts (on the owner of the slot). The REST layer routes each request with
-//! [`Herder::route_write`](crate::herder::Herder::route_write) first; these check again, as the
+//! [`Herder::route_write`](crate::Herder::route_write) first; these check again, as the
 //! slots may have moved in between.
 
 use ferry_api::Config;
@@ -8,10 +8,10 @@ use ferry_api::Config;
 use super::DistributedHerder;
 use super::reconcile::desired_task;
 use super::rest::{connector_info, not_here};
-use crate::herder::entities::{ConnectorInfo, ConnectorStateInfo, Message};
-use crate::herder::{HerderError, OffsetInput, off_thread, offsets, store_error, validate};
-use crate::state::{TargetState, TaskId};
-use crate::stores::State;
+use crate::entities::{ConnectorInfo, ConnectorStateInfo, Message};
+use crate::{HerderError, OffsetInput, off_thread, offsets, store_error, validate};
+use ferry_runtime::stores::State;
+use ferry_runtime::{TargetState, TaskId};
 
 type R<T> = Result<T, HerderError>;
 
@@ -79,7 +79,7 @@ impl DistributedHerder {
     pub(super) async fn patch_config(
         &self,
         name: &str,
-        patch: crate::herder::ConfigPatch,
+        patch: crate::ConfigPatch,
     ) -> R<ConnectorInfo> {
         let _serial = self.writes.lock().await;
         self.check_leader()?;
@@ -89,7 +89,7 @@ impl DistributedHerder {
                 "Connector {name} not found"
             )));
         };
-        let config = crate::herder::patched(name, &existing.config, &patch)?;
+        let config = crate::patched(name, &existing.config, &patch)?;
         self.check_config(name, &config).await?;
         self.config_store
             .put_connector_config(name, &config, existing.target)

@@ -8,16 +8,16 @@ use ferry_api::Config;
 use ferry_plugin::{ConfigSnapshot, ConnectorEntry};
 
 use super::DistributedHerder;
-use crate::herder::entities::{
+use crate::entities::{
     ConfigInfos, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Message, PluginInfo,
     StateInfo, TaskInfo, TaskStateInfo,
 };
-use crate::herder::{
+use crate::{
     Herder, HerderError, OffsetInput, Route, WriteScope, off_thread, offsets, store_error, validate,
 };
-use crate::metrics::Metrics;
-use crate::state::{TargetState, TaskId};
-use crate::stores::{State, StatusEntry};
+use ferry_runtime::metrics::Metrics;
+use ferry_runtime::stores::{State, StatusEntry};
+use ferry_runtime::{TargetState, TaskId};
 
 type R<T> = Result<T, HerderError>;
 
@@ -45,7 +45,7 @@ impl DistributedHerder {
     pub(super) fn status(&self, name: &str, entry: &ConnectorEntry) -> ConnectorStateInfo {
         let version = entry
             .config
-            .get(crate::config::CONNECTOR_CLASS)
+            .get(ferry_runtime::config::CONNECTOR_CLASS)
             .and_then(|class| self.plugins.version_of(class));
         let connector = match self.statuses.connector(name) {
             Some(status) => StateInfo {
@@ -164,8 +164,8 @@ impl Herder for DistributedHerder {
     fn active_topics(
         &self,
     ) -> Option<(
-        Arc<dyn crate::stores::StatusBackingStore>,
-        crate::worker::TopicTracking,
+        Arc<dyn ferry_runtime::stores::StatusBackingStore>,
+        ferry_runtime::TopicTracking,
     )> {
         Some((self.statuses.clone(), self.worker.topic_tracking()))
     }
@@ -227,7 +227,7 @@ impl Herder for DistributedHerder {
         }
         let version = entry
             .config
-            .get(crate::config::CONNECTOR_CLASS)
+            .get(ferry_runtime::config::CONNECTOR_CLASS)
             .and_then(|class| self.plugins.version_of(class));
         Ok(task_state(id.task, self.statuses.task(id), version))
     }
@@ -248,12 +248,12 @@ impl Herder for DistributedHerder {
     async fn patch_connector_config(
         &self,
         name: &str,
-        patch: crate::herder::ConfigPatch,
+        patch: crate::ConfigPatch,
     ) -> R<ConnectorInfo> {
         self.patch_config(name, patch).await
     }
 
-    fn plugin_config(&self, plugin: &str) -> R<Vec<crate::herder::entities::ConfigKeyInfo>> {
+    fn plugin_config(&self, plugin: &str) -> R<Vec<crate::entities::ConfigKeyInfo>> {
         self.plugins.config_keys(plugin)
     }
 

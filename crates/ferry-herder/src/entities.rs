@@ -16,7 +16,7 @@ pub struct ServerInfo {
     pub kafka_cluster_id: Option<String>,
 }
 
-pub use crate::state::TaskId;
+pub use ferry_runtime::TaskId;
 
 /// `GET /connectors/{name}`: the connector's configuration and its tasks.
 #[derive(Debug, Clone, Serialize)]

@@ -9,8 +9,8 @@ use ferry_api::{
     Config, ConfigIssue, ConfigKey, ConnectError, SourceConnector, SourceRecord, SourceTask,
     SourceTaskContext, async_trait,
 };
+use ferry_herder::{Plugin, StandaloneHerder, TargetState};
 use ferry_offsets::MemoryStore;
-use ferry_runtime::herder::{Plugin, StandaloneHerder, TargetState};
 use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
 use ferry_runtime::stores::FileConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};

@@ -1,4 +1,15 @@
-//! The standalone herder: what Kafka Connect's `StandaloneHerder` does, over Ferry's [`Worker`].
+//! # ferry-herder
+//!
+//! Connectors above the worker: their configurations, target states, task configurations and
+//! placement, and offsets management (KIP-875), standalone and distributed. Owns the [`Herder`]
+//! contract the REST layer (`ferry-rest`) serves, connector validation (`PUT …/config/validate`) and
+//! the distributed herder's ownership and fencing protocol. May use: `ferry-runtime` (the worker, the
+//! configs, the stores' contracts, the metrics), `ferry-plugin`, `ferry-offsets`, `ferry-api`; never
+//! an HTTP crate nor a backend (`ferry-plugin/tests/layering.rs` keeps it so).
+//!
+//! ## The standalone herder
+//!
+//! What Kafka Connect's `StandaloneHerder` does, over Ferry's [`Worker`].
 //!
 //! It keeps every connector's configuration and **target state** — `RUNNING`, `PAUSED` or `STOPPED`
 //! (tasks removed, configuration kept) — and derives the connector's state: `FAILED` (with its reason)
@@ -7,7 +18,7 @@
 //! [`StandaloneHerder::reset_offsets`]).
 //!
 //! Connectors created or changed over REST are kept in a [config store](ConfigBackingStore) (the
-//! [connectors file](crate::stores::FileConfigStore) when run by `ferry standalone`), so they
+//! [connectors file](ferry_runtime::stores::FileConfigStore) when run by `ferry standalone`), so they
 //! survive a restart; connectors from command-line properties files are never written there (on a name
 //! collision the command-line file wins, with a WARN). Every change is checked first and written to
 //! the file before it takes effect, so a request that fails changes nothing.
@@ -38,11 +49,6 @@ use ferry_api::{Config, SourceConnector};
 use ferry_offsets::OffsetBackingStore;
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::config::{ConfigProviders, ConnectorConfig, ErrorTolerance, scrub};
-use crate::stores::{
-    ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
-};
-use crate::worker::{ConnectorSpec, TaskState, Worker};
 pub use api::{ConfigPatch, Herder, Route, WriteScope};
 pub use distributed::{DistributedHerder, DistributedSettings};
 use entities::{
@@ -50,11 +56,16 @@ use entities::{
     TaskStateInfo,
 };
 pub use error::{HerderError, HerderErrorKind};
+use ferry_runtime::config::{ConfigProviders, ConnectorConfig, ErrorTolerance, scrub};
+use ferry_runtime::stores::{
+    ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
+};
+use ferry_runtime::{ConnectorSpec, TaskState, Worker};
 pub use offsets::OffsetInput;
 pub use validate::Plugin;
 use validate::Plugins;
 
-pub use crate::state::TargetState;
+pub use ferry_runtime::TargetState;
 
 /// Where a connector's configuration came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +146,10 @@ impl StandaloneHerder {
 
     /// The transformations and predicates connectors may use (default: the built-in ones).
     #[must_use]
-    pub fn with_transforms(mut self, registry: crate::transforms::TransformRegistry) -> Self {
+    pub fn with_transforms(
+        mut self,
+        registry: ferry_runtime::transforms::TransformRegistry,
+    ) -> Self {
         self.plugins.set_transforms(registry);
         self
     }
@@ -175,7 +189,7 @@ impl StandaloneHerder {
             .connectors;
         let mut state = self.lock().await;
         for config in command_line {
-            let Some(name) = config.get(crate::config::NAME).cloned() else {
+            let Some(name) = config.get(ferry_runtime::config::NAME).cloned() else {
                 continue;
             };
             self.command_line_store
@@ -332,7 +346,7 @@ impl StandaloneHerder {
         };
         let version = entry
             .config
-            .get(crate::config::CONNECTOR_CLASS)
+            .get(ferry_runtime::config::CONNECTOR_CLASS)
             .and_then(|class| self.plugins.version_of(class));
         let connector = match (failure, entry.target) {
             (Some(trace), _) => self.state_info("FAILED", Some(trace)),
@@ -650,7 +664,7 @@ pub(crate) fn patched(
             }
         }
     }
-    match config.get(crate::config::NAME) {
+    match config.get(ferry_runtime::config::NAME) {
         Some(included) if included != name => Err(HerderError::bad_request(format!(
             "Connector name configuration ({included}) doesn't match connector name in the URL ({name})"
         ))),

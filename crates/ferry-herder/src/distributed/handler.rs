@@ -10,8 +10,8 @@ use tokio::task::JoinSet;
 
 use super::DistributedHerder;
 use super::ownership::Claim;
-use crate::state::TaskId;
-use crate::stores::{State, StatusEntry};
+use ferry_runtime::TaskId;
+use ferry_runtime::stores::{State, StatusEntry};
 
 /// The herder's [`GroupHandler`]. It holds the herder weakly: the group (which holds the handler)
 /// must not keep a shut-down herder alive.

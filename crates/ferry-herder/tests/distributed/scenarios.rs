@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_runtime::herder::{Herder, HerderErrorKind, OffsetInput, Route, WriteScope};
+use ferry_herder::{Herder, HerderErrorKind, OffsetInput, Route, WriteScope};
 use ferry_runtime::stores::{ConfigBackingStore, State, StatusBackingStore, StatusEntry};
 use ferry_runtime::{TargetState, TaskId};
 use serde_json::json;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ferry_runtime::herder::{DistributedHerder, Herder};
+use ferry_herder::{DistributedHerder, Herder};
 use ferry_runtime::{TargetState, TaskId};
 use proptest::prelude::*;
 

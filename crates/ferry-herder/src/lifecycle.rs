@@ -191,7 +191,7 @@ impl StandaloneHerder {
         }
         let connector = entry
             .config
-            .get(crate::config::CONNECTOR_CLASS)
+            .get(ferry_runtime::config::CONNECTOR_CLASS)
             .and_then(|class| self.plugins.resolve(class.trim()))
             .ok_or_else(task_missing)?;
         // The task restarts with its configuration as the config store holds it.

@@ -78,7 +78,8 @@ impl DistributedHerder {
 
     /// Whether task count records are written: with exactly-once delivery, as Kafka Connect does.
     fn records_task_counts(&self) -> bool {
-        self.worker.exactly_once_source() == crate::config::exactly_once::ExactlyOnceSource::Enabled
+        self.worker.exactly_once_source()
+            == ferry_runtime::config::exactly_once::ExactlyOnceSource::Enabled
     }
 
     /// Writes `connector`'s task count record (Kafka Connect's `tasks-fencing-<c>`, KIP-618) when
@@ -184,7 +185,7 @@ mod tests {
     use ferry_offsets::{OffsetWrite, StoreError, StoredOffset};
 
     use super::*;
-    use crate::stores::MemoryConfigStore;
+    use ferry_runtime::stores::MemoryConfigStore;
 
     /// A store whose task writers never open (the brokers stay unreachable).
     #[derive(Default)]

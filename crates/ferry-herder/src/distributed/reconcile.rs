@@ -11,11 +11,11 @@ use tokio::sync::watch;
 
 use super::ownership::Started;
 use super::{DistributedHerder, Sizes, tasks_max};
-use crate::config::ErrorTolerance;
-use crate::herder::{HerderError, validate};
-use crate::state::{TargetState, TaskId};
-use crate::stores::{State, StatusEntry};
-use crate::worker::TaskSpec;
+use crate::{HerderError, validate};
+use ferry_runtime::TaskSpec;
+use ferry_runtime::config::ErrorTolerance;
+use ferry_runtime::stores::{State, StatusEntry};
+use ferry_runtime::{TargetState, TaskId};
 
 /// How often the loop takes a snapshot even when nothing woke it: a missed update or a status
 /// another worker overwrote is repaired within this time.
@@ -376,7 +376,7 @@ impl DistributedHerder {
                     .task_configs(&checked.props, checked.tasks_max.max(1))
                     .map(|tasks| self.plugins.unresolve(config, &checked.props, tasks))
                     .map_err(|e| {
-                        crate::config::scrub(
+                        ferry_runtime::config::scrub(
                             format!("the connector could not create its task configurations: {e}"),
                             &secrets,
                         )
