@@ -61,6 +61,29 @@ pub use loggers::{
     ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,
 };
 
+/// A REST listener of `listeners` that could not be bound: the start is refused before anything
+/// else is created.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// An `https://` listener without the TLS settings to serve it.
+    #[error(
+        "cannot listen on {listener} (listeners): no TLS settings; set ssl.keystore.type=PEM and \
+         ssl.keystore.location (or the listeners.https.ssl.* forms)"
+    )]
+    NoTls {
+        /// The listener, as configured.
+        listener: String,
+    },
+    /// The operating system refused the address (in use, unknown host, not permitted).
+    #[error("cannot listen on {listener} (listeners): {source}")]
+    Io {
+        /// The listener, as configured.
+        listener: String,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
 /// What every handler gets.
 #[derive(Clone)]
 pub(crate) struct AppState {
@@ -92,21 +115,22 @@ impl RestServer {
     ///
     /// # Errors
     /// A listener cannot be bound (address in use, unknown host); the message names it.
-    pub async fn bind(config: &RestConfig) -> Result<Self, String> {
+    pub async fn bind(config: &RestConfig) -> Result<Self, BindError> {
         let mut listeners = Vec::with_capacity(config.listeners.len());
         for listener in &config.listeners {
             if listener.https && config.tls.is_none() {
-                return Err(format!(
-                    "cannot listen on {listener} (listeners): no TLS settings; set ssl.keystore.type=PEM \
-                     and ssl.keystore.location (or the listeners.https.ssl.* forms)"
-                ));
+                return Err(BindError::NoTls {
+                    listener: listener.to_string(),
+                });
             }
+            let io = |source| BindError::Io {
+                listener: listener.to_string(),
+                source,
+            };
             let bound = TcpListener::bind((listener.host.as_str(), listener.port))
                 .await
-                .map_err(|e| format!("cannot listen on {listener} (listeners): {e}"))?;
-            let addr = bound
-                .local_addr()
-                .map_err(|e| format!("cannot listen on {listener} (listeners): {e}"))?;
+                .map_err(io)?;
+            let addr = bound.local_addr().map_err(io)?;
             tracing::info!("REST API listening on {}", url(addr, listener.https));
             listeners.push((bound, addr, listener.https));
         }

@@ -169,7 +169,9 @@ pub(crate) async fn run(
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
     let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
-    let mut rest = RestServer::bind(&config.rest).await?;
+    let mut rest = RestServer::bind(&config.rest)
+        .await
+        .map_err(|e| e.to_string())?;
     if let Some(levels) = crate::cli::log_levels() {
         rest = rest.with_log_levels(levels);
     }

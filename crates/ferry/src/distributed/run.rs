@@ -39,7 +39,9 @@ fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTo
 /// Runs one distributed worker until SIGTERM or SIGINT.
 pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
     // Bound first: a taken port refuses the start before anything is created.
-    let mut rest = RestServer::bind(&config.rest).await?;
+    let mut rest = RestServer::bind(&config.rest)
+        .await
+        .map_err(|e| e.to_string())?;
     if let Some(levels) = crate::cli::log_levels() {
         rest = rest.with_log_levels(levels);
     }
