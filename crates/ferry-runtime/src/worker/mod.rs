@@ -686,8 +686,9 @@ impl Worker {
                         registry.task_startup(true);
                         runner(io).run().await
                     }
-                    Err(reason) => {
+                    Err(e) => {
                         registry.task_startup(false);
+                        let reason = e.to_string();
                         tracing::error!(task = %name, "task failed: {reason}");
                         status.fail(reason);
                         store_reader.close();
@@ -968,6 +969,42 @@ struct TaskIo {
     delivery: task::TaskDelivery,
 }
 
+/// Why a task instance could not open what it writes through: its FAILED status says so, and the
+/// task does not start.
+#[derive(Debug, thiserror::Error)]
+enum TaskIoError {
+    /// The connector's exactly-once settings cannot be met on this worker.
+    #[error("{0}")]
+    Delivery(String),
+    /// At least once with task fencing: the store refused the task's fenced writer.
+    #[error("cannot open the task's fenced offset writer: {0}")]
+    FencedWriter(#[source] ferry_offsets::StoreError),
+    /// The sink did not open for this task.
+    #[error("cannot open the sink {sink}: {source}")]
+    Sink {
+        sink: String,
+        source: ferry_plugin::SinkError,
+    },
+    /// Exactly once outside distributed mode's `group.id`: no transactional id to fence with.
+    #[error("exactly-once delivery needs a transactional id prefix (distributed mode's group.id)")]
+    NoTransactionalIdPrefix,
+    /// The task's transactional sink did not open (its `initTransactions` failed).
+    #[error("cannot open the task's transactional sink {sink}: {source}")]
+    TransactionalSink {
+        sink: String,
+        source: ferry_plugin::SinkError,
+    },
+    /// Exactly once over a sink that writes no transactions.
+    #[error("exactly-once delivery needs a sink that writes transactions; {sink} does not")]
+    NotTransactional { sink: String },
+    /// The offset store did not open before the task's transactions write to it.
+    #[error("cannot open the offset store {store}: {source}")]
+    Store {
+        store: String,
+        source: ferry_offsets::StoreError,
+    },
+}
+
 /// Opens what a task instance writes through, before the task reads its offsets, so that every
 /// earlier instance of the task is fenced first and what it reads is final: at least once, the
 /// sink and (with task fencing) the task's fenced offset writer; exactly once, the task's
@@ -979,26 +1016,27 @@ async fn open_task_io(
     store: Arc<dyn OffsetBackingStore>,
     fencing: Option<String>,
     delivery: Result<crate::config::exactly_once::Delivery, String>,
-) -> Result<TaskIo, String> {
+) -> Result<TaskIo, TaskIoError> {
     use crate::config::exactly_once::Delivery;
     let fencing_id =
         fencing.map(|prefix| format!("{prefix}-{}-{}", context.connector, context.task));
-    match delivery? {
+    match delivery.map_err(TaskIoError::Delivery)? {
         Delivery::AtLeastOnce => {
             let writes = match &fencing_id {
                 None => (store, false),
                 Some(id) => match store.open_task_writer(id).await {
                     Ok(Some(writer)) => (writer, true),
                     Ok(None) => (store, false),
-                    Err(e) => {
-                        return Err(format!("cannot open the task's fenced offset writer: {e}"));
-                    }
+                    Err(e) => return Err(TaskIoError::FencedWriter(e)),
                 },
             };
             let sink = sinks
                 .open(context)
                 .await
-                .map_err(|e| format!("cannot open the sink {sinks}: {e}"))?;
+                .map_err(|source| TaskIoError::Sink {
+                    sink: sinks.to_string(),
+                    source,
+                })?;
             Ok(TaskIo {
                 sink,
                 writes,
@@ -1006,24 +1044,26 @@ async fn open_task_io(
             })
         }
         Delivery::ExactlyOnce(boundary) => {
-            let id = fencing_id.ok_or_else(|| {
-                "exactly-once delivery needs a transactional id prefix (distributed mode's group.id)"
-                    .to_owned()
-            })?;
+            let id = fencing_id.ok_or(TaskIoError::NoTransactionalIdPrefix)?;
             let sink = sinks
                 .open_transactional(context, &id)
                 .await
-                .map_err(|e| format!("cannot open the task's transactional sink {sinks}: {e}"))?
-                .ok_or_else(|| format!("exactly-once delivery needs a sink that writes transactions; {sinks} does not"))?;
+                .map_err(|source| TaskIoError::TransactionalSink {
+                    sink: sinks.to_string(),
+                    source,
+                })?
+                .ok_or_else(|| TaskIoError::NotTransactional {
+                    sink: sinks.to_string(),
+                })?;
             // A connector's own offsets topic is opened (created if missing) before the task's
             // transactions write offsets to it. Only now: a read waits for the transactions open on
             // the offsets topic, and the one this task's previous instance left open ends only once
             // the sink above fenced it (read first, the start waited for the transaction timeout).
             // Asking no key opens the store without reading it: the task's own start reads it.
-            store
-                .get(&[])
-                .await
-                .map_err(|e| format!("cannot open the offset store {}: {e}", store.describe()))?;
+            store.get(&[]).await.map_err(|source| TaskIoError::Store {
+                store: store.describe(),
+                source,
+            })?;
             tracing::info!(task = %format!("{}-{}", context.connector, context.task), "exactly-once delivery through transactional.id {id}");
             Ok(TaskIo {
                 sink: sink.clone(),

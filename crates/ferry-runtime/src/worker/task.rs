@@ -102,7 +102,7 @@ impl Outgoing {
     }
 
     /// Holds `item` for the watcher, handing the batch over once it is full.
-    async fn push(&mut self, item: InFlight) -> Result<(), String> {
+    async fn push(&mut self, item: InFlight) -> Result<(), WatcherStopped> {
         self.held.push(item);
         if self.held.len() >= WATCH_BATCH {
             self.flush().await?;
@@ -111,16 +111,30 @@ impl Outgoing {
     }
 
     /// Hands every held record to the watcher (waits while its queue is full).
-    async fn flush(&mut self) -> Result<(), String> {
+    async fn flush(&mut self) -> Result<(), WatcherStopped> {
         if self.held.is_empty() {
             return Ok(());
         }
         let batch = std::mem::replace(&mut self.held, Vec::with_capacity(WATCH_BATCH));
-        self.tx
-            .send(batch)
-            .await
-            .map_err(|_| "the delivery watcher stopped".to_owned())
+        self.tx.send(batch).await.map_err(|_| WatcherStopped)
     }
+}
+
+/// The delivery watcher is gone (it ends only with the loop, or by a panic): records handed to it
+/// would never be acknowledged, so the task fails.
+#[derive(Debug, thiserror::Error)]
+#[error("the delivery watcher stopped")]
+struct WatcherStopped;
+
+/// Why a record could not be sent, and the task fails.
+#[derive(Debug, thiserror::Error)]
+enum SendFailure {
+    /// See [`WatcherStopped`].
+    #[error(transparent)]
+    WatcherStopped(#[from] WatcherStopped),
+    /// The sink refused the record for good, and no error is tolerated.
+    #[error("the sink refused a record and errors.tolerance=none: {0}")]
+    Refused(SinkError),
 }
 
 /// A spawned helper of the task loop, aborted when dropped: cancelling the loop (a task that did not
@@ -498,8 +512,8 @@ impl TaskRunner {
                         // record, asked of the record as the task returned it.
                         let boundary = match hooks.boundary_at(&record) {
                             Ok(boundary) => boundary,
-                            Err(reason) => {
-                                failure.set(reason);
+                            Err(e) => {
+                                failure.set(e.to_string());
                                 dispatched = false;
                                 break;
                             }
@@ -564,16 +578,16 @@ impl TaskRunner {
                                 dispatched = false;
                                 break;
                             }
-                            Err(reason) => {
-                                failure.set(reason);
+                            Err(e) => {
+                                failure.set(e.to_string());
                                 dispatched = false;
                                 break;
                             }
                         }
                     }
                     // Whatever ended the batch, the records sent so far are watched.
-                    if let Err(reason) = outgoing.flush().await {
-                        failure.set(reason);
+                    if let Err(e) = outgoing.flush().await {
+                        failure.set(e.to_string());
                         continue;
                     }
                     if dispatched && let Err(e) = hooks.batch_dispatched().await {
@@ -640,7 +654,7 @@ impl TaskRunner {
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
         backoff: &mut Backoff,
         failure: &Failure,
-    ) -> Result<Sent, String> {
+    ) -> Result<Sent, SendFailure> {
         loop {
             // The lease again, right before the record reaches the client (and before each retry):
             // a freeze can land anywhere in a batch, and on waking the rest of it must not go out
@@ -716,7 +730,7 @@ impl TaskRunner {
                 Err(e) => {
                     self.metrics.record_failure();
                     self.metrics.record_error();
-                    return Err(refused(&e));
+                    return Err(SendFailure::Refused(e));
                 }
             }
         }
@@ -820,8 +834,8 @@ impl TaskRunner {
         boundary: semantics::Boundary,
         outgoing: &mut Outgoing,
     ) -> bool {
-        if let Err(reason) = outgoing.flush().await {
-            self.fail(reason);
+        if let Err(e) = outgoing.flush().await {
+            self.fail(e.to_string());
             return false;
         }
         match hooks.end_transaction(boundary).await {
@@ -889,10 +903,6 @@ fn describe(e: &ConnectError) -> String {
         source = s.source();
     }
     text
-}
-
-fn refused(e: &SinkError) -> String {
-    format!("the sink refused a record and errors.tolerance=none: {e}")
 }
 
 /// Resolves deliveries and acknowledges them. Deliveries are awaited concurrently, each acknowledged as

@@ -57,8 +57,8 @@ impl TaskRunner {
                         .min(left.unwrap_or(Duration::MAX));
                     tracing::debug!(task = %self.name, "{error}; trying again in {} ms (errors.retry.timeout)", wait.as_millis());
                     // What was sent before this record is acknowledged while it waits.
-                    if let Err(reason) = outgoing.flush().await {
-                        return Transformed::Failed(reason);
+                    if let Err(e) = outgoing.flush().await {
+                        return Transformed::Failed(e.to_string());
                     }
                     if !self.sleep_unless_stopped(wait).await {
                         return Transformed::Stopping;
