@@ -141,7 +141,9 @@ fn a_damaged_connectors_file_is_refused_at_open() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("connectors.json");
     std::fs::write(&path, b"{\"version\":1,\"connectors\":").expect("write");
-    let error = FileConfigStore::open(&path).expect_err("damaged");
+    let error = FileConfigStore::open(&path)
+        .expect_err("damaged")
+        .to_string();
     assert!(
         error.contains("connectors.json") && error.contains("not valid"),
         "{error}"

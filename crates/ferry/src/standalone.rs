@@ -167,7 +167,8 @@ pub(crate) async fn run(
         }
     }
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
-    let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
+    let connectors_file =
+        Arc::new(FileConfigStore::open(&config.connectors_file).map_err(|e| e.to_string())?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
     let mut rest = RestServer::bind(&config.rest)
         .await

@@ -31,6 +31,67 @@ use crate::state::TargetState;
 
 const VERSION: u32 = 1;
 
+/// The connectors file could not be read or written. Ferry never overwrites a file it could not
+/// read; a failed write leaves the previous content in place.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectorsFileError {
+    /// The file exists but cannot be read.
+    #[error("{}: cannot read the connectors file: {source}", path.display())]
+    Read {
+        /// The connectors file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The file is not JSON of this format.
+    #[error(
+        "{}: the connectors file (connectors created over REST) is not valid: {source}; fix or move \
+         it (Ferry does not overwrite it)",
+        path.display()
+    )]
+    Invalid {
+        /// The connectors file.
+        path: PathBuf,
+        /// Where the JSON is wrong.
+        source: serde_json::Error,
+    },
+    /// The file was written by a Ferry with another format version.
+    #[error(
+        "{}: connectors file version {found} is not supported (this Ferry reads version {VERSION})",
+        path.display()
+    )]
+    Version {
+        /// The connectors file.
+        path: PathBuf,
+        /// The version the file declares.
+        found: u32,
+    },
+    /// A connector's key and the `name` in its configuration differ.
+    #[error(
+        "{}: connector {name:?} has \"name\" {named:?} in its configuration; they must be equal",
+        path.display()
+    )]
+    NameMismatch {
+        /// The connectors file.
+        path: PathBuf,
+        /// The connector's key in the file.
+        name: String,
+        /// The `name` its configuration holds, if any.
+        named: Option<String>,
+    },
+    /// The connectors could not be encoded (not expected: they are strings).
+    #[error("cannot encode the connectors file: {0}")]
+    Encode(serde_json::Error),
+    /// The new content could not be written (atomically: the old content is still there).
+    #[error("{}: cannot write the connectors file: {source}", path.display())]
+    Write {
+        /// The connectors file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+}
+
 /// One connector as kept in the file.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredConnector {
@@ -115,7 +176,7 @@ impl FileConfigStore {
     /// # Errors
     /// The file cannot be read, is not valid JSON of this format, or has an unknown version; the
     /// message names the file. Ferry never overwrites such a file.
-    pub fn open(path: impl Into<PathBuf>) -> Result<Self, String> {
+    pub fn open(path: impl Into<PathBuf>) -> Result<Self, ConnectorsFileError> {
         let file = ConnectorsFile { path: path.into() };
         let connectors = file
             .load()?
@@ -157,7 +218,7 @@ impl FileConfigStore {
                 .map_err(|e| {
                     ConfigStoreError::new(format!("writing the connectors file panicked: {e}"))
                 })?
-                .map_err(ConfigStoreError::new)?;
+                .map_err(|e| ConfigStoreError::new(e.to_string()))?;
         }
         *snapshot = next;
         Ok(())
@@ -237,38 +298,37 @@ impl ConnectorsFile {
     /// # Errors
     /// The file cannot be read, is not valid JSON of this format, or has an unknown version; the
     /// message names the file.
-    fn load(&self) -> Result<BTreeMap<String, StoredConnector>, String> {
+    fn load(&self) -> Result<BTreeMap<String, StoredConnector>, ConnectorsFileError> {
+        let path = || self.path.clone();
         let bytes = match fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => {
-                return Err(format!(
-                    "{}: cannot read the connectors file: {e}",
-                    self.path.display()
-                ));
+            Err(source) => {
+                return Err(ConnectorsFileError::Read {
+                    path: path(),
+                    source,
+                });
             }
         };
-        let document: Document = serde_json::from_slice(&bytes).map_err(|e| {
-            format!(
-                "{}: the connectors file (connectors created over REST) is not valid: {e}; fix or move \
-                 it (Ferry does not overwrite it)",
-                self.path.display()
-            )
-        })?;
+        let document: Document =
+            serde_json::from_slice(&bytes).map_err(|source| ConnectorsFileError::Invalid {
+                path: path(),
+                source,
+            })?;
         if document.version != VERSION {
-            return Err(format!(
-                "{}: connectors file version {} is not supported (this Ferry reads version {VERSION})",
-                self.path.display(),
-                document.version
-            ));
+            return Err(ConnectorsFileError::Version {
+                path: path(),
+                found: document.version,
+            });
         }
         for (name, connector) in &document.connectors {
             let named = connector.config.get(crate::config::NAME);
             if named != Some(name) {
-                return Err(format!(
-                    "{}: connector {name:?} has \"name\" {named:?} in its configuration; they must be equal",
-                    self.path.display()
-                ));
+                return Err(ConnectorsFileError::NameMismatch {
+                    path: path(),
+                    name: name.clone(),
+                    named: named.cloned(),
+                });
             }
         }
         Ok(document.connectors)
@@ -278,19 +338,20 @@ impl ConnectorsFile {
     ///
     /// # Errors
     /// Any I/O error, naming the file; the previous content is then still in place.
-    fn save(&self, connectors: &BTreeMap<String, StoredConnector>) -> Result<(), String> {
+    fn save(
+        &self,
+        connectors: &BTreeMap<String, StoredConnector>,
+    ) -> Result<(), ConnectorsFileError> {
         let document = Document {
             version: VERSION,
             connectors: connectors.clone(),
         };
-        let mut bytes = serde_json::to_vec_pretty(&document)
-            .map_err(|e| format!("cannot encode the connectors file: {e}"))?;
+        let mut bytes =
+            serde_json::to_vec_pretty(&document).map_err(ConnectorsFileError::Encode)?;
         bytes.push(b'\n');
-        write_atomically(&self.path, &bytes).map_err(|e| {
-            format!(
-                "{}: cannot write the connectors file: {e}",
-                self.path.display()
-            )
+        write_atomically(&self.path, &bytes).map_err(|source| ConnectorsFileError::Write {
+            path: self.path.clone(),
+            source,
         })
     }
 }
@@ -351,16 +412,23 @@ mod tests {
         assert_eq!(names, ["c.json"], "no temporary file is left behind");
 
         fs::write(file.path(), b"{\"version\":1,\"connectors\":").expect("damage");
-        let error = file.load().expect_err("damaged");
+        let error = file.load().expect_err("damaged").to_string();
         assert!(
             error.contains("c.json") && error.contains("not valid"),
             "{error}"
         );
         fs::write(file.path(), b"{\"version\":9,\"connectors\":{}}").expect("write");
-        assert!(file.load().is_err_and(|e| e.contains("version 9")));
+        assert!(file.load().is_err_and(|e| matches!(
+            e,
+            ConnectorsFileError::Version { found: 9, .. }
+        ) && e.to_string().contains("version 9")));
         let renamed =
             br#"{"version":1,"connectors":{"a":{"config":{"name":"b"},"state":"RUNNING"}}}"#;
         fs::write(file.path(), renamed).expect("write");
-        assert!(file.load().is_err_and(|e| e.contains("must be equal")));
+        assert!(
+            file.load()
+                .is_err_and(|e| matches!(e, ConnectorsFileError::NameMismatch { .. })
+                    && e.to_string().contains("must be equal"))
+        );
     }
 }

@@ -10,7 +10,7 @@ mod memory;
 mod status;
 
 pub use config::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, ConnectorEntry};
-pub use file::{FileConfigStore, StoredConnector};
+pub use file::{ConnectorsFileError, FileConfigStore, StoredConnector};
 pub use memory::{MemoryConfigStore, MemoryStatusStore};
 pub use status::{
     MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
