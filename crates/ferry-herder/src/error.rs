@@ -4,6 +4,32 @@
 use std::error::Error;
 use std::fmt;
 
+/// Why a herder did not start: the worker is not started either.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The config store could not be read.
+    #[error("cannot read the connector configurations from {store}: {source}")]
+    ConfigStore {
+        /// The store, as it describes itself.
+        store: String,
+        /// Why it could not be read.
+        source: ferry_runtime::stores::ConfigStoreError,
+    },
+    /// A connector given on the command line was refused (its configuration could not be kept, or
+    /// it cannot make its task configurations).
+    #[error("connector {name:?}: {reason}")]
+    Connector {
+        /// The connector's name.
+        name: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `start` was called twice.
+    #[error("the distributed herder was already started")]
+    AlreadyStarted,
+}
+
 /// What went wrong, independent of the transport; [`HerderError::status`] maps it to HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -55,7 +55,7 @@ use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
 };
-pub use error::{HerderError, HerderErrorKind};
+pub use error::{HerderError, HerderErrorKind, StartError};
 use ferry_runtime::config::{ConfigProviders, ConnectorConfig, ErrorTolerance, scrub};
 use ferry_runtime::stores::{
     ConfigBackingStore, ConfigStoreError, MemoryConfigStore, State as Status, StatusEntry,
@@ -180,12 +180,15 @@ impl StandaloneHerder {
     /// A command-line connector cannot make its task configurations (as before the herder existed, the
     /// worker refuses to start; call [`StandaloneHerder::shutdown`] then), or the config store cannot
     /// be read.
-    pub async fn start(&self, command_line: Vec<Config>) -> Result<(), String> {
+    pub async fn start(&self, command_line: Vec<Config>) -> Result<(), StartError> {
         let stored = self
             .config_store
             .snapshot()
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|source| StartError::ConfigStore {
+                store: self.config_store.describe(),
+                source,
+            })?
             .connectors;
         let mut state = self.lock().await;
         for config in command_line {
@@ -195,11 +198,17 @@ impl StandaloneHerder {
             self.command_line_store
                 .put_connector_config(&name, &config, TargetState::Running)
                 .await
-                .map_err(|e| format!("connector {name:?}: {e}"))?;
+                .map_err(|e| StartError::Connector {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?;
             let mut entry = Entry::new(config, TargetState::Running, Origin::CommandLine);
             self.launch(&name, &mut entry).await;
             if let Some(reason) = &entry.failure {
-                return Err(format!("connector {name:?}: {reason}"));
+                return Err(StartError::Connector {
+                    name,
+                    reason: reason.clone(),
+                });
             }
             state.connectors.insert(name, entry);
         }

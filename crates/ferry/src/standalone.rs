@@ -247,7 +247,7 @@ pub(crate) async fn run(
         // Requests waiting for the start would hold a graceful stop of the server forever.
         server.abort();
         herder.shutdown().await;
-        return Err(e);
+        return Err(e.to_string());
     }
 
     signals.wait().await;

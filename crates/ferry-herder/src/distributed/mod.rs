@@ -23,6 +23,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::validate::{Plugin, Plugins};
+use crate::StartError;
 use ferry_runtime::TaskId;
 use ferry_runtime::Worker;
 use ferry_runtime::stores::{ConfigBackingStore, StatusBackingStore};
@@ -229,17 +230,18 @@ impl DistributedHerder {
     ///
     /// # Errors
     /// Already started, or the config store cannot be read.
-    pub async fn start(self: &Arc<Self>, group: Arc<dyn WorkerGroup>) -> Result<(), String> {
+    pub async fn start(self: &Arc<Self>, group: Arc<dyn WorkerGroup>) -> Result<(), StartError> {
         let _ = self.runtime.set(Handle::current());
-        self.config_store.snapshot().await.map_err(|e| {
-            format!(
-                "cannot read the connector configurations from {}: {e}",
-                self.config_store.describe()
-            )
-        })?;
+        self.config_store
+            .snapshot()
+            .await
+            .map_err(|source| StartError::ConfigStore {
+                store: self.config_store.describe(),
+                source,
+            })?;
         let description = group.describe();
         if self.group.set(group).is_err() {
-            return Err("the distributed herder was already started".to_owned());
+            return Err(StartError::AlreadyStarted);
         }
         tracing::info!(
             "worker {} joined {description}; reconciling with {}",

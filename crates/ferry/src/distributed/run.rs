@@ -154,7 +154,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
     let started = async {
         let group: Arc<dyn WorkerGroup> =
             Arc::new(join_group(&config, &rest_url, &herder, membership).await?);
-        herder.start(group).await
+        herder.start(group).await.map_err(|e| e.to_string())
     };
     if let Err(e) = started.await {
         // Requests waiting for the start would hold a graceful stop of the server forever.
