@@ -42,7 +42,8 @@ pub use rest::{
 };
 pub use rest_security::constant_time_eq;
 pub use rest_security::{
-    BasicCredentials, ClientAuth, LISTENERS_HTTPS_PREFIX, REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls,
+    BasicCredentials, ClientAuth, CredentialsError, LISTENERS_HTTPS_PREFIX,
+    REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls,
 };
 pub use worker::{
     DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,

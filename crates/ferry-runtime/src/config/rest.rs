@@ -239,7 +239,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         )),
         Some(file) => match BasicCredentials::load(file) {
             Ok(users) => config.basic_auth = Some(users),
-            Err(why) => errors.push(props.invalid(REST_BASIC_AUTH_CREDENTIALS_FILE, why)),
+            Err(why) => errors.push(props.invalid(REST_BASIC_AUTH_CREDENTIALS_FILE, why.to_string())),
         },
     }
     if config.listeners.iter().any(|l| l.https) {

@@ -84,6 +84,25 @@ impl fmt::Debug for BasicCredentials {
     }
 }
 
+/// A `rest.basic.auth.credentials.file` that cannot serve: the message names the file, never a
+/// password.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// The file cannot be read or is not in properties syntax.
+    #[error(transparent)]
+    Unreadable(#[from] ConfigError),
+    /// The file names no user.
+    #[error(
+        "{}: names no user; write one `user: password` a line (the file Kafka Connect's \
+         BasicAuthSecurityRestExtension reads works as is)",
+        file.display()
+    )]
+    NoUser {
+        /// The credentials file.
+        file: PathBuf,
+    },
+}
+
 impl BasicCredentials {
     /// Reads a credentials file: Java properties syntax, one `user: password` (or `user=password`)
     /// a line, as JAAS `PropertyFileLoginModule` reads it.
@@ -91,9 +110,8 @@ impl BasicCredentials {
     /// # Errors
     /// The file cannot be read or parsed, or names no user; the message names the file (never a
     /// password).
-    pub fn load(file: impl AsRef<Path>) -> Result<Self, String> {
-        let file = file.as_ref();
-        let props = Properties::load(file).map_err(|e| e.to_string())?;
+    pub fn load(file: impl AsRef<Path>) -> Result<Self, CredentialsError> {
+        let props = Properties::load(file.as_ref())?;
         Self::from_properties(&props)
     }
 
@@ -101,18 +119,14 @@ impl BasicCredentials {
     ///
     /// # Errors
     /// No user, or a user with an empty name.
-    pub fn from_properties(props: &Properties) -> Result<Self, String> {
+    pub fn from_properties(props: &Properties) -> Result<Self, CredentialsError> {
         let file = props.path().to_path_buf();
         let users: Vec<(String, Secret)> = props
             .iter()
             .map(|(user, password)| (user.to_owned(), Secret::new(password)))
             .collect();
         if users.is_empty() {
-            return Err(format!(
-                "{}: names no user; write one `user: password` a line (the file Kafka Connect's \
-                 BasicAuthSecurityRestExtension reads works as is)",
-                file.display()
-            ));
+            return Err(CredentialsError::NoUser { file });
         }
         Ok(Self { file, users })
     }
@@ -524,7 +538,8 @@ mod tests {
         assert!(!format!("{creds:?}").contains("s3cret"));
         let empty = Properties::parse("creds", b"# nobody\n").expect("parses");
         assert!(
-            BasicCredentials::from_properties(&empty).is_err_and(|e| e.contains("names no user"))
+            BasicCredentials::from_properties(&empty)
+                .is_err_and(|e| e.to_string().contains("names no user"))
         );
     }
 
