@@ -199,6 +199,33 @@ pub enum Delivery {
     ExactlyOnce(TransactionBoundary),
 }
 
+/// Why a connector's tasks cannot run with the delivery its configuration asks for: each task
+/// fails with this as its trace.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// The connector's exactly-once keys are invalid (each key with what is wrong, `; `-joined).
+    #[error("{0}")]
+    InvalidSettings(String),
+    /// `exactly.once.support=required` on a worker without exactly-once enabled.
+    #[error(
+        "{EXACTLY_ONCE_SUPPORT}=required, but this worker does not have \
+         {EXACTLY_ONCE_SOURCE_SUPPORT}=enabled"
+    )]
+    WorkerDisabled,
+    /// `transaction.boundary=connector` for a connector that cannot define boundaries.
+    #[error(
+        "{TRANSACTION_BOUNDARY}=connector, but the connector does not support connector-defined \
+         transaction boundaries with this configuration"
+    )]
+    BoundariesUnsupported,
+    /// `exactly.once.support=required` for a connector that does not declare support.
+    #[error(
+        "{EXACTLY_ONCE_SUPPORT}=required, but the connector does not declare exactly-once support \
+         with this configuration ({0:?})"
+    )]
+    ConnectorUnsupported(ExactlyOnceSupport),
+}
+
 /// The delivery of `connector` with `config` on a worker with `worker` support: exactly once when
 /// the worker has it enabled and the connector declares it supported; at least once (with a WARN)
 /// when the connector only `requested` it and does not declare support.
@@ -210,37 +237,30 @@ pub fn delivery(
     worker: ExactlyOnceSource,
     connector: &dyn SourceConnector,
     config: &Config,
-) -> Result<Delivery, String> {
+) -> Result<Delivery, DeliveryError> {
     let settings = ConnectorExactlyOnce::parse(config).map_err(|issues| {
-        issues
-            .iter()
-            .map(|(k, m)| format!("{k}: {m}"))
-            .collect::<Vec<_>>()
-            .join("; ")
+        DeliveryError::InvalidSettings(
+            issues
+                .iter()
+                .map(|(k, m)| format!("{k}: {m}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     })?;
     if worker != ExactlyOnceSource::Enabled {
         if settings.required {
-            return Err(format!(
-                "{EXACTLY_ONCE_SUPPORT}=required, but this worker does not have \
-                 {EXACTLY_ONCE_SOURCE_SUPPORT}=enabled"
-            ));
+            return Err(DeliveryError::WorkerDisabled);
         }
         return Ok(Delivery::AtLeastOnce);
     }
     if settings.boundary == TransactionBoundary::Connector
         && connector.can_define_transaction_boundaries(config) != TransactionBoundaries::Supported
     {
-        return Err(format!(
-            "{TRANSACTION_BOUNDARY}=connector, but the connector does not support connector-defined \
-             transaction boundaries with this configuration"
-        ));
+        return Err(DeliveryError::BoundariesUnsupported);
     }
     match connector.exactly_once_support(config) {
         ExactlyOnceSupport::Supported => Ok(Delivery::ExactlyOnce(settings.boundary)),
-        other if settings.required => Err(format!(
-            "{EXACTLY_ONCE_SUPPORT}=required, but the connector does not declare exactly-once support \
-             with this configuration ({other:?})"
-        )),
+        other if settings.required => Err(DeliveryError::ConnectorUnsupported(other)),
         other => {
             tracing::warn!(
                 "the connector does not declare exactly-once support with this configuration ({other:?}); \
@@ -401,7 +421,7 @@ mod tests {
                 &Declares,
                 &config(&[(TRANSACTION_BOUNDARY, "connector"), ("eos", "yes")])
             )
-            .is_err()
+            .is_err_and(|e| matches!(e, DeliveryError::BoundariesUnsupported))
         );
     }
 }

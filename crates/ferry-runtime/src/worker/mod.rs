@@ -974,8 +974,8 @@ struct TaskIo {
 #[derive(Debug, thiserror::Error)]
 enum TaskIoError {
     /// The connector's exactly-once settings cannot be met on this worker.
-    #[error("{0}")]
-    Delivery(String),
+    #[error(transparent)]
+    Delivery(#[from] crate::config::exactly_once::DeliveryError),
     /// At least once with task fencing: the store refused the task's fenced writer.
     #[error("cannot open the task's fenced offset writer: {0}")]
     FencedWriter(#[source] ferry_offsets::StoreError),
@@ -1015,12 +1015,15 @@ async fn open_task_io(
     context: &TaskSinkContext<'_>,
     store: Arc<dyn OffsetBackingStore>,
     fencing: Option<String>,
-    delivery: Result<crate::config::exactly_once::Delivery, String>,
+    delivery: Result<
+        crate::config::exactly_once::Delivery,
+        crate::config::exactly_once::DeliveryError,
+    >,
 ) -> Result<TaskIo, TaskIoError> {
     use crate::config::exactly_once::Delivery;
     let fencing_id =
         fencing.map(|prefix| format!("{prefix}-{}-{}", context.connector, context.task));
-    match delivery.map_err(TaskIoError::Delivery)? {
+    match delivery? {
         Delivery::AtLeastOnce => {
             let writes = match &fencing_id {
                 None => (store, false),
