@@ -14,7 +14,7 @@ pub(super) struct Step {
 }
 
 impl Step {
-    pub(super) fn new(spec: &StepSpec) -> Result<Self, String> {
+    pub(super) fn new(spec: &StepSpec) -> Result<Self, ChainError> {
         let mut transform = spec.plugin.make();
         transform
             .configure(&spec.config)
@@ -38,14 +38,25 @@ impl Step {
     }
 }
 
-/// Why a transform or predicate refused, at a task's start, the configuration it accepted when
-/// the connector was checked.
-fn refused(what: &str, alias: &str, issues: &[ferry_api::ConfigIssue]) -> String {
-    let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
-    format!(
-        "{what} {alias:?} refused its configuration: {}",
-        issues.join("; ")
-    )
+/// A transform or predicate refused, at a task's start, the configuration it accepted when the
+/// connector was checked (a plugin whose `configure` is not deterministic): the task fails.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {alias:?} refused its configuration: {}", issues.join("; "))]
+pub struct ChainError {
+    /// `transform` or `predicate`.
+    pub what: &'static str,
+    /// Its alias.
+    pub alias: String,
+    /// What it said, one issue each.
+    pub issues: Vec<String>,
+}
+
+fn refused(what: &'static str, alias: &str, issues: &[ferry_api::ConfigIssue]) -> ChainError {
+    ChainError {
+        what,
+        alias: alias.to_owned(),
+        issues: issues.iter().map(ToString::to_string).collect(),
+    }
 }
 
 /// A transform failed on a record.

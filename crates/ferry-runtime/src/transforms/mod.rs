@@ -13,7 +13,7 @@ mod chain;
 mod errors;
 pub(crate) mod spec;
 
-pub use chain::{Chain, StepError};
+pub use chain::{Chain, ChainError, StepError};
 pub use errors::{
     ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
     ERRORS_RETRY_TIMEOUT, ErrorHandling,

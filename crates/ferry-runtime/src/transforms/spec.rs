@@ -5,7 +5,7 @@ use std::sync::Arc;
 use ferry_api::Config;
 use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
 
-use super::chain::{Chain, Step};
+use super::chain::{Chain, ChainError, Step};
 
 /// The transformations and predicates a worker knows: the built-in ones (Kafka Connect's) plus
 /// those plugins registered.
@@ -310,7 +310,7 @@ impl Transforms {
     /// # Errors
     /// A transform or predicate refused the configuration it accepted when checked (a plugin whose
     /// `configure` is not deterministic).
-    pub fn chain(&self) -> Result<Chain, String> {
+    pub fn chain(&self) -> Result<Chain, ChainError> {
         let mut steps = Vec::with_capacity(self.steps.len());
         for spec in self.steps.iter() {
             steps.push(Step::new(spec)?);

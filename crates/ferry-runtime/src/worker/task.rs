@@ -313,8 +313,8 @@ impl TaskRunner {
         }
         let mut chain = match self.settings.transforms.chain() {
             Ok(chain) => chain,
-            Err(reason) => {
-                self.fail(reason);
+            Err(e) => {
+                self.fail(e.to_string());
                 self.store_reader.close();
                 self.status.set(TaskState::Stopped);
                 return;
