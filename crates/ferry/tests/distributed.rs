@@ -1001,7 +1001,14 @@ fn a_zombie_of_a_task_removed_by_shrinking_tasks_max_commits_nothing_when_it_wak
 /// fails retriably (naming the `kafka-transactions.sh abort` command), so no task starts: Ferry fails
 /// closed rather than resume from an offset older than the task's own commit. An abort would not
 /// restore exactly once either (the records' partition got its commit marker, the offset would be
-/// aborted). Two Ferry bugs this test found are fixed (an exactly-once task reading the store before
+/// aborted). Not the transaction version: the same stall comes with `transaction.version=1` (2 of 13
+/// runs) as with Kafka 4.4's default 2 (2 of 12); both stalled runs on version 2, given 150 s,
+/// stayed stalled for over two minutes, past the 60 s `transaction.timeout.ms` of every Ferry
+/// producer. On version 1, one run also saw 11 records of one task twice (uninvestigated). Plain
+/// librdkafka producers doing what the tasks do (`ferry-kafka/tests/broker_restart.rs`) have not
+/// stalled (22 runs), so what of Ferry's pattern the broker trips on is not known yet: the
+/// tasks' session expiry and reassignment, the internal topics' other clients, the offsets topic's
+/// 5 partitions. Two Ferry bugs this test found are fixed (an exactly-once task reading the store before
 /// fencing its previous instance; a read that did not stop at its end). Run it with
 /// `cargo test -p ferry --test distributed -- --ignored coordinator_restart`.
 #[test]
