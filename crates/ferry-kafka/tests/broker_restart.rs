@@ -129,24 +129,41 @@ fn produce(
     let _ = p.abort_transaction(Duration::from_secs(10));
 }
 
-/// The last stable offset (a `read_committed` consumer's high offset) and the high watermark.
-fn stable_and_high(bootstrap: &str, topic: &str, partition: i32) -> Option<(i64, i64)> {
-    let committed: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("isolation.level", "read_committed")
-        .create()
-        .ok()?;
-    let uncommitted: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("isolation.level", "read_uncommitted")
-        .create()
-        .ok()?;
-    let timeout = Duration::from_secs(10);
-    let (_, stable) = committed.fetch_watermarks(topic, partition, timeout).ok()?;
-    let (_, high) = uncommitted
-        .fetch_watermarks(topic, partition, timeout)
-        .ok()?;
-    Some((stable, high))
+/// Asks a partition's last stable offset (a `read_committed` consumer's high offset) and its high
+/// watermark (a `read_uncommitted` one's), with one consumer of each kind.
+struct Watermarks {
+    committed: BaseConsumer,
+    uncommitted: BaseConsumer,
+}
+
+impl Watermarks {
+    fn new(bootstrap: &str) -> Self {
+        let consumer = |isolation: &str| -> BaseConsumer {
+            ClientConfig::new()
+                .set("bootstrap.servers", bootstrap)
+                .set("isolation.level", isolation)
+                .create()
+                .unwrap()
+        };
+        Self {
+            committed: consumer("read_committed"),
+            uncommitted: consumer("read_uncommitted"),
+        }
+    }
+
+    /// `(last stable offset, high watermark)`, or `None` while the broker does not answer.
+    fn stable_and_high(&self, topic: &str, partition: i32) -> Option<(i64, i64)> {
+        let timeout = Duration::from_secs(10);
+        let (_, stable) = self
+            .committed
+            .fetch_watermarks(topic, partition, timeout)
+            .ok()?;
+        let (_, high) = self
+            .uncommitted
+            .fetch_watermarks(topic, partition, timeout)
+            .ok()?;
+        Some((stable, high))
+    }
 }
 
 #[test]
@@ -194,6 +211,7 @@ fn a_broker_sigkill_leaves_no_transaction_open_once_every_producer_is_done() {
         p.join().unwrap();
     }
 
+    let watermarks = Watermarks::new(&bootstrap);
     let started = Instant::now();
     let mut open = Vec::new();
     loop {
@@ -202,7 +220,7 @@ fn a_broker_sigkill_leaves_no_transaction_open_once_every_producer_is_done() {
             .map(|p| (records.as_str(), p))
             .chain(std::iter::once((offsets.as_str(), 0)));
         for (topic, partition) in partitions {
-            match stable_and_high(&bootstrap, topic, partition) {
+            match watermarks.stable_and_high(topic, partition) {
                 Some((stable, high)) if stable == high => {}
                 other => open.push(format!("{topic}[{partition}]: {other:?}")),
             }
