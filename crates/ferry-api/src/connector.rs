@@ -110,11 +110,41 @@ impl fmt::Display for ConfigType {
     }
 }
 
+/// How much a key matters to a user reading the configuration reference: Kafka Connect's
+/// `ConfigDef.Importance`, as `GET /connector-plugins/{p}/config` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Importance {
+    /// `HIGH`: most users set or check it.
+    High,
+    /// `MEDIUM`: some users tune it.
+    Medium,
+    /// `LOW`: rarely changed.
+    Low,
+}
+
+impl Importance {
+    /// Kafka Connect's name: `HIGH`, `MEDIUM`, `LOW`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::High => "HIGH",
+            Self::Medium => "MEDIUM",
+            Self::Low => "LOW",
+        }
+    }
+}
+
+impl fmt::Display for Importance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One configuration key a connector understands, for validation and documentation.
 ///
 /// Built with [`required`](Self::required) or [`optional`](Self::optional), then
 /// [`secret`](Self::secret) or [`embeds_secret`](Self::embeds_secret) for values that must not be shown,
-/// and [`of_type`](Self::of_type) for its type (default `STRING`, `PASSWORD` for a secret).
+/// [`of_type`](Self::of_type) for its type (default `STRING`, `PASSWORD` for a secret) and
+/// [`importance`](Self::importance) (default `HIGH` when required, else `MEDIUM`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConfigKey {
@@ -128,6 +158,7 @@ pub struct ConfigKey {
     pub doc: &'static str,
     secrecy: Secrecy,
     kind: Option<ConfigType>,
+    importance: Option<Importance>,
 }
 
 impl ConfigKey {
@@ -140,6 +171,7 @@ impl ConfigKey {
             doc,
             secrecy: Secrecy::Public,
             kind: None,
+            importance: None,
         }
     }
 
@@ -156,6 +188,7 @@ impl ConfigKey {
             doc,
             secrecy: Secrecy::Public,
             kind: None,
+            importance: None,
         }
     }
 
@@ -178,6 +211,23 @@ impl ConfigKey {
     pub const fn of_type(mut self, kind: ConfigType) -> Self {
         self.kind = Some(kind);
         self
+    }
+
+    /// How much the key matters (documentation only).
+    #[must_use]
+    pub const fn importance(mut self, importance: Importance) -> Self {
+        self.importance = Some(importance);
+        self
+    }
+
+    /// The key's importance: as set by [`importance`](Self::importance), else `HIGH` for a required
+    /// key and `MEDIUM` for an optional one.
+    pub fn config_importance(&self) -> Importance {
+        match (self.importance, self.required) {
+            (Some(importance), _) => importance,
+            (None, true) => Importance::High,
+            (None, false) => Importance::Medium,
+        }
     }
 
     /// The key's type: as set by [`of_type`](Self::of_type), else `PASSWORD` for a
@@ -457,5 +507,19 @@ mod config_type_tests {
             .secret();
         assert_eq!(listed.config_type(), ConfigType::List);
         assert_eq!(listed.secrecy(), Secrecy::Secret);
+    }
+
+    #[test]
+    fn a_required_key_is_high_an_optional_one_medium_unless_said() {
+        assert_eq!(
+            ConfigKey::required("topic", "t").config_importance(),
+            Importance::High
+        );
+        assert_eq!(
+            ConfigKey::optional("batch.size", Some("1"), "n").config_importance(),
+            Importance::Medium
+        );
+        let low = ConfigKey::required("topic", "t").importance(Importance::Low);
+        assert_eq!(low.config_importance().name(), "LOW");
     }
 }

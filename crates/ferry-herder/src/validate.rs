@@ -12,8 +12,7 @@ use super::HerderError;
 use super::entities::{ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo, PluginInfo};
 use ferry_runtime::config::exactly_once::{self, ExactlyOnceSource};
 use ferry_runtime::config::{
-    CONNECTOR_CLASS, ConfigError, ConfigProviders, ConnectorConfig, ERRORS_TOLERANCE,
-    HEADER_CONVERTER, KEY_CONVERTER, NAME, Properties, TASKS_MAX, VALUE_CONVERTER,
+    CONNECTOR_CLASS, CONNECTOR_KEYS, ConfigError, ConfigProviders, ConnectorConfig, Properties,
     is_framework_key, scrub,
 };
 use ferry_runtime::transforms::TransformRegistry;
@@ -409,250 +408,24 @@ fn describe(error: &ConfigError, keys: &[ConfigKey]) -> (Option<String>, String)
     (key, message)
 }
 
-/// A framework key's definition: (name, type, required, default, importance, doc, group, order,
-/// width, display name).
-type CommonKey = (
-    &'static str,
-    &'static str,
-    bool,
-    Option<&'static str>,
-    &'static str,
-    &'static str,
-    &'static str,
-    i32,
-    &'static str,
-    &'static str,
-);
-
-const COMMON: &[CommonKey] = &[
-    (
-        NAME,
-        "STRING",
-        true,
-        None,
-        "HIGH",
-        "Globally unique name to use for this connector; its offsets are stored under it.",
-        "Common",
-        1,
-        "MEDIUM",
-        "Connector name",
-    ),
-    (
-        CONNECTOR_CLASS,
-        "STRING",
-        true,
-        None,
-        "HIGH",
-        "Name or alias of the class for this connector.",
-        "Common",
-        2,
-        "LONG",
-        "Connector class",
-    ),
-    (
-        TASKS_MAX,
-        "INT",
-        false,
-        Some("1"),
-        "HIGH",
-        "Maximum number of tasks to use for this connector.",
-        "Common",
-        3,
-        "SHORT",
-        "Tasks max",
-    ),
-    (
-        KEY_CONVERTER,
-        "CLASS",
-        false,
-        None,
-        "LOW",
-        "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record keys). Overrides the worker's.",
-        "Common",
-        5,
-        "SHORT",
-        "Key converter class",
-    ),
-    (
-        VALUE_CONVERTER,
-        "CLASS",
-        false,
-        None,
-        "LOW",
-        "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record values). Overrides the worker's.",
-        "Common",
-        6,
-        "SHORT",
-        "Value converter class",
-    ),
-    (
-        HEADER_CONVERTER,
-        "CLASS",
-        false,
-        None,
-        "LOW",
-        "HeaderConverter class (only SimpleHeaderConverter).",
-        "Common",
-        7,
-        "SHORT",
-        "Header converter class",
-    ),
-    (
-        ERRORS_TOLERANCE,
-        "STRING",
-        false,
-        Some("none"),
-        "MEDIUM",
-        "Behavior for tolerating errors during delivery: 'none' fails the task, 'all' skips the record.",
-        "Error Handling",
-        2,
-        "SHORT",
-        "Error Tolerance",
-    ),
-    (
-        "transforms",
-        "LIST",
-        false,
-        Some(""),
-        "LOW",
-        "Aliases for the transformations to be applied to records.",
-        "Transforms",
-        6,
-        "LONG",
-        "Transforms",
-    ),
-    (
-        "predicates",
-        "LIST",
-        false,
-        Some(""),
-        "LOW",
-        "Aliases for the predicates used by transformations.",
-        "Predicates",
-        7,
-        "LONG",
-        "Predicates",
-    ),
-    (
-        ferry_runtime::transforms::ERRORS_RETRY_TIMEOUT,
-        "LONG",
-        false,
-        Some("0"),
-        "MEDIUM",
-        "The maximum duration in milliseconds that a failed transformation will be reattempted. The default is 0, which means no retries will be attempted. Use -1 for infinite retries.",
-        "Error Handling",
-        1,
-        "MEDIUM",
-        "Retry Timeout for Errors",
-    ),
-    (
-        ferry_runtime::transforms::ERRORS_RETRY_DELAY_MAX_MS,
-        "LONG",
-        false,
-        Some("60000"),
-        "MEDIUM",
-        "The maximum duration in milliseconds between consecutive retry attempts.",
-        "Error Handling",
-        2,
-        "MEDIUM",
-        "Maximum Delay Between Retries for Errors",
-    ),
-    (
-        ferry_runtime::transforms::ERRORS_LOG_ENABLE,
-        "BOOLEAN",
-        false,
-        Some("false"),
-        "MEDIUM",
-        "If true, write each error and the details of the failed operation and problematic record to the Connect application log.",
-        "Error Handling",
-        4,
-        "SHORT",
-        "Log Errors",
-    ),
-    (
-        ferry_runtime::transforms::ERRORS_LOG_INCLUDE_MESSAGES,
-        "BOOLEAN",
-        false,
-        Some("false"),
-        "MEDIUM",
-        "Whether to include in the log the Connect record that resulted in a failure.",
-        "Error Handling",
-        5,
-        "SHORT",
-        "Log Error Details",
-    ),
-    // Kafka Connect's source connector keys of exactly-once delivery (KIP-618), with its definitions.
-    (
-        exactly_once::EXACTLY_ONCE_SUPPORT,
-        "STRING",
-        false,
-        Some("requested"),
-        "MEDIUM",
-        "Permitted values are requested, required. If set to \"required\", forces a preflight check for the connector to ensure that it can provide exactly-once semantics with the given configuration. Some connectors may be capable of providing exactly-once semantics but not signal to Connect that they support this; in that case, documentation for the connector should be consulted carefully before creating it, and the value for this property should be set to \"requested\". Additionally, if the value is set to \"required\" but the worker that performs preflight validation does not have exactly-once support enabled for source connectors, requests to create or validate the connector will fail.",
-        "Exactly Once Support",
-        2,
-        "SHORT",
-        "Exactly once support",
-    ),
-    (
-        exactly_once::TRANSACTION_BOUNDARY,
-        "STRING",
-        false,
-        Some("poll"),
-        "MEDIUM",
-        "Permitted values are: poll, interval, connector. If set to 'poll', a new producer transaction will be started and committed for every batch of records that each task from this connector provides to Connect. If set to 'connector', relies on connector-defined transaction boundaries; note that not all connectors are capable of defining their own transaction boundaries, and in that case, attempts to instantiate a connector with this value will fail. Finally, if set to 'interval', commits transactions only after a user-defined time interval has passed.",
-        "Exactly Once Support",
-        3,
-        "SHORT",
-        "Transaction Boundary",
-    ),
-    (
-        exactly_once::TRANSACTION_BOUNDARY_INTERVAL_MS,
-        "LONG",
-        false,
-        None,
-        "LOW",
-        "If 'transaction.boundary' is set to 'interval', determines the interval for producer transaction commits by connector tasks. If unset, defaults to the value of the worker-level 'offset.flush.interval.ms' property. It has no effect if a different transaction.boundary is specified.",
-        "Exactly Once Support",
-        4,
-        "SHORT",
-        "Transaction boundary interval",
-    ),
-    (
-        ferry_runtime::OFFSETS_STORAGE_TOPIC,
-        "STRING",
-        false,
-        None,
-        "LOW",
-        "The name of a separate offsets topic to use for this connector. If empty or not specified, the worker’s global offsets topic name will be used. If specified, the offsets topic will be created if it does not already exist on the Kafka cluster targeted by this connector (which may be different from the one used for the worker's global offsets topic if the bootstrap.servers property of the connector's producer has been overridden from the worker's). Only applicable in distributed mode; in standalone mode, setting this property will have no effect.",
-        "offsets.topic",
-        1,
-        "LONG",
-        "Offsets topic",
-    ),
-];
-
-/// The framework's connector keys (`name`, `connector.class`, `tasks.max`, converters, `errors.*`…).
+/// The framework's connector keys (`name`, `connector.class`, `tasks.max`, converters, `errors.*`…),
+/// from their one definition ([`CONNECTOR_KEYS`]).
 fn common_definitions() -> Vec<ConfigKeyInfo> {
-    COMMON
+    CONNECTOR_KEYS
         .iter()
-        .map(
-            |&(name, kind, required, default, importance, doc, group, order, width, display)| {
-                ConfigKeyInfo {
-                    name: name.to_owned(),
-                    kind,
-                    required,
-                    default_value: default.map(str::to_owned),
-                    importance,
-                    documentation: doc.to_owned(),
-                    group: Some(group),
-                    order,
-                    width,
-                    display_name: display.to_owned(),
-                    dependents: Vec::new(),
-                }
-            },
-        )
+        .map(|k| ConfigKeyInfo {
+            name: k.name().to_owned(),
+            kind: k.key.config_type().name(),
+            required: k.key.required,
+            default_value: k.key.default.map(str::to_owned),
+            importance: k.key.config_importance().name(),
+            documentation: k.key.doc.to_owned(),
+            group: Some(k.group),
+            order: k.order,
+            width: k.width.name(),
+            display_name: k.display_name.to_owned(),
+            dependents: Vec::new(),
+        })
         .collect()
 }
 
@@ -800,13 +573,16 @@ fn plain_key(name: &str, required: bool, default: Option<&str>, doc: &str) -> Co
 
 /// A connector's own key, with its declared type.
 fn connector_key(key: &ConfigKey) -> ConfigKeyInfo {
-    typed_key(
-        key.name,
-        key.config_type().name(),
-        key.required,
-        key.default,
-        key.doc,
-    )
+    ConfigKeyInfo {
+        importance: key.config_importance().name(),
+        ..typed_key(
+            key.name,
+            key.config_type().name(),
+            key.required,
+            key.default,
+            key.doc,
+        )
+    }
 }
 
 fn typed_key(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferry_api::{Config, ConfigIssue, ConfigKey};
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType, Importance};
 use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
@@ -78,12 +78,16 @@ impl OffsetStorePlugin for KafkaStorePlugin {
                 OFFSET_STORAGE_PARTITIONS,
                 Some("25"),
                 "partitions of the offsets topic when Ferry creates it",
-            ),
+            )
+            .of_type(ConfigType::Int)
+            .importance(Importance::Low),
             ConfigKey::optional(
                 OFFSET_STORAGE_REPLICATION_FACTOR,
                 Some("3"),
                 "replication of the offsets topic when Ferry creates it (-1: the broker's default)",
-            ),
+            )
+            .of_type(ConfigType::Int)
+            .importance(Importance::Low),
         ]
     }
 
@@ -268,17 +272,22 @@ impl SinkPlugin for KafkaSinkPlugin {
                 BOOTSTRAP_SERVERS,
                 None,
                 "the Kafka cluster records go to, e.g. localhost:9092",
-            ),
+            )
+            .of_type(ConfigType::List)
+            .importance(Importance::High),
             ConfigKey::optional(
                 TOPIC_CREATION_ENABLE,
                 Some("true"),
                 "whether connectors with topic.creation.* settings have their missing topics created",
-            ),
+            )
+            .of_type(ConfigType::Boolean)
+            .importance(Importance::Low),
             ConfigKey::optional(
                 CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
                 Some("All"),
                 "which producer.override.* settings connectors may set: None, Principal or All",
-            ),
+            )
+            .importance(Importance::Medium),
         ]
     }
 

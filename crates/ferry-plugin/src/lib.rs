@@ -23,6 +23,7 @@ mod config_error;
 mod config_store;
 mod converter;
 pub mod converter_config;
+pub mod framework_key;
 mod group;
 mod herder_state;
 mod hint;
@@ -43,6 +44,7 @@ pub use config_store::{
 };
 pub use converter::ConverterSpec;
 pub use converter_config::{HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
+pub use framework_key::{FrameworkKey, Width};
 pub use group::{GroupError, GroupHandler, MembershipLease, Slot, WorkerGroup};
 pub use herder_state::{TargetState, TaskId};
 pub use hint::{UnknownKeyHints, unknown_key_hint};

@@ -26,46 +26,9 @@ pub const REGENERATE: &str =
 
 /// The router's source: the REST route table is read from it (axum cannot list its routes).
 const ROUTER_SOURCE: &str = include_str!("../../ferry-rest/src/lib.rs");
-/// The files defining worker key constants (`pub const NAME: &str = "key";`), whose doc comments
-/// describe the keys: the worker page's descriptions.
-const KEY_SOURCES: &[(&str, &str)] = &[
-    (
-        "ferry-runtime/src/config/worker.rs",
-        include_str!("../../ferry-runtime/src/config/worker.rs"),
-    ),
-    (
-        "ferry-runtime/src/config/rest.rs",
-        include_str!("../../ferry-runtime/src/config/rest.rs"),
-    ),
-    (
-        "ferry-runtime/src/config/rest_security.rs",
-        include_str!("../../ferry-runtime/src/config/rest_security.rs"),
-    ),
-    (
-        "ferry-runtime/src/config/exactly_once.rs",
-        include_str!("../../ferry-runtime/src/config/exactly_once.rs"),
-    ),
-    (
-        "ferry-runtime/src/config/providers.rs",
-        include_str!("../../ferry-runtime/src/config/providers.rs"),
-    ),
-    (
-        "ferry-plugin/src/converter_config.rs",
-        include_str!("../../ferry-plugin/src/converter_config.rs"),
-    ),
-    (
-        "ferry-kafka/src/plugin.rs",
-        include_str!("../../ferry-kafka/src/plugin.rs"),
-    ),
-    (
-        "ferry-kafka/src/connector_keys.rs",
-        include_str!("../../ferry-kafka/src/connector_keys.rs"),
-    ),
-    (
-        "ferry/src/distributed/keys.rs",
-        include_str!("distributed/keys.rs"),
-    ),
-];
+/// The file defining the Kafka sink's connector key constants (`pub const NAME: &str = "key";`),
+/// whose doc comments describe the keys.
+const CONNECTOR_KEY_SOURCE: &str = include_str!("../../ferry-kafka/src/connector_keys.rs");
 /// The converter module, whose module documentation is the converter reference.
 const CONVERTER_SOURCE: &str = include_str!("../../ferry-plugin/src/converter_config.rs");
 
@@ -274,27 +237,19 @@ fn definitions_table(s: &mut String, keys: &[ConfigKeyInfo]) {
     s.push('\n');
 }
 
-/// A table of plugin definitions (`ConfigKey`: stores and sinks, which have no importance).
+/// A table of plugin definitions (`ConfigKey`: the stores' and sinks' keys).
 fn config_key_table(s: &mut String, keys: &[ConfigKey]) {
-    s.push_str("| key | type | default | description |\n|---|---|---|---|\n");
+    s.push_str("| key | type | default | importance | description |\n|---|---|---|---|---|\n");
     for k in keys {
-        let default = match (k.default, k.required) {
-            (_, true) => "required".to_owned(),
-            (Some(d), false) => code(d),
-            (None, false) => "—".to_owned(),
-        };
-        let secret = match k.secrecy() {
-            ferry_api::Secrecy::Public => "",
-            _ => " (secret: never shown)",
-        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {}{} |",
+            "| {} | {} | {} | {} | {}{} |",
             code(k.name),
             k.config_type().name(),
-            default,
+            default_cell(k),
+            k.config_importance().name(),
             cell(k.doc),
-            secret
+            secret_note(k)
         );
     }
     s.push('\n');
@@ -359,17 +314,6 @@ fn const_keys(source: &str) -> Vec<(String, String)> {
     keys
 }
 
-/// The doc comment of every key constant in [`KEY_SOURCES`], by key, with the file that defines it.
-fn key_docs() -> std::collections::BTreeMap<String, (String, &'static str)> {
-    let mut docs = std::collections::BTreeMap::new();
-    for (file, source) in KEY_SOURCES {
-        for (key, doc) in const_keys(source) {
-            docs.entry(key).or_insert((doc, *file));
-        }
-    }
-    docs
-}
-
 /// The connector keys the Kafka sink reads (`topic.creation.*`, `producer.override.*`, …): the key
 /// constants of `ferry-kafka/src/connector_keys.rs` that the Kafka sink says it handles.
 fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, String> {
@@ -385,11 +329,7 @@ fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, Str
         .parse_worker(&worker)
         .map_err(|e| format!("the reference generator's Kafka worker is refused: {e}"))?;
     let spec = worker.sink.spec();
-    let (_, source) = KEY_SOURCES
-        .iter()
-        .find(|(file, _)| *file == "ferry-kafka/src/connector_keys.rs")
-        .ok_or("connector_keys.rs is not among the key sources")?;
-    Ok(const_keys(source)
+    Ok(const_keys(CONNECTOR_KEY_SOURCE)
         .into_iter()
         // `topic.creation.enable` is the worker's switch, though it starts like a connector key.
         .filter(|(_, doc)| !doc.starts_with("Worker key"))
@@ -404,42 +344,71 @@ fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, Str
         .collect())
 }
 
-/// The accepted keys with the doc comment of the constant that names each, where there is one.
-fn key_table(
-    s: &mut String,
-    keys: &[String],
-    docs: &std::collections::BTreeMap<String, (String, &'static str)>,
-    plugin_keys: &[String],
-) {
-    s.push_str("| key | description | defined in |\n|---|---|---|\n");
+/// The accepted keys with their definitions; a prefix (`producer.*`) points at the worker tables.
+///
+/// # Errors
+/// An accepted key that no definition describes: the generator names it, so it gets one.
+fn key_table(s: &mut String, keys: &[String], definitions: &[ConfigKey]) -> Result<(), String> {
+    s.push_str("| key | type | default | importance | description |\n|---|---|---|---|---|\n");
     for k in keys {
-        let (doc, file) = match docs.get(k) {
-            Some((doc, file)) => (cell(doc), code(file)),
-            None if plugin_keys.contains(k) => (
-                "an offset store's or sink's key: see below".to_owned(),
-                "—".to_owned(),
-            ),
-            None => (
-                "see [the worker tables](../worker.md)".to_owned(),
-                "—".to_owned(),
-            ),
+        if k.ends_with('*') {
+            let _ = writeln!(
+                s,
+                "| {} | | | | every key with this prefix: see [the worker tables](../worker.md) |",
+                code(k)
+            );
+            continue;
+        }
+        let Some(key) = definitions.iter().find(|d| d.name == k) else {
+            return Err(format!(
+                "the worker accepts {k}, but no definition describes it: add it to the worker's key \
+                 table (COMMON_WORKER_KEYS, STANDALONE_KEYS, REST_KEYS, DISTRIBUTED_KEYS) or the \
+                 keys() of the store or sink that reads it"
+            ));
         };
-        let _ = writeln!(s, "| {} | {doc} | {file} |", code(k));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {}{} |",
+            code(k),
+            key.config_type().name(),
+            default_cell(key),
+            key.config_importance().name(),
+            cell(key.doc),
+            secret_note(key)
+        );
     }
     s.push('\n');
+    Ok(())
+}
+
+/// A key's default for a table: `required`, the default in code, or a dash.
+fn default_cell(key: &ConfigKey) -> String {
+    match (key.default, key.required) {
+        (_, true) => "required".to_owned(),
+        (Some(d), false) => code(d),
+        (None, false) => "—".to_owned(),
+    }
+}
+
+/// " (secret: never shown)" for a key whose value is never shown.
+fn secret_note(key: &ConfigKey) -> &'static str {
+    match key.secrecy() {
+        ferry_api::Secrecy::Public => "",
+        _ => " (secret: never shown)",
+    }
 }
 
 fn worker_page(ferry: &Ferry) -> Result<String, String> {
     let mut s = header(
         "Worker keys",
-        "the worker parsers' accepted keys and the offset store and sink definitions",
+        "the worker key definitions, the worker parsers' accepted keys and the offset store and sink \
+         definitions",
     );
     s.push_str(
         "What each key means, with its default: [the worker tables](../worker.md) and \
          [Distributed workers](../../guide/distributed.md). A key that is not listed here is refused \
          at start, naming the file and line.\n\n## `ferry standalone`\n\n",
     );
-    let docs = key_docs();
     let plugins = ferry.worker_plugins();
     let builtin_store: Arc<dyn ferry_plugin::OffsetStorePlugin> =
         Arc::new(ferry_runtime::FileStorePlugin);
@@ -447,31 +416,44 @@ fn worker_page(ferry: &Ferry) -> Result<String, String> {
         Arc::new(ferry_runtime::StdoutSinkPlugin),
         Arc::new(ferry_runtime::FileSinkPlugin),
     ];
-    let plugin_keys: Vec<String> = std::iter::once(&builtin_store)
-        .chain(plugins.stores())
-        .flat_map(|p| p.keys().into_iter().map(|k| k.name.to_owned()))
-        .chain(
-            plugins
-                .sinks()
-                .iter()
-                .chain(&builtin_sinks)
-                .flat_map(|p| p.keys().into_iter().map(|k| k.name.to_owned())),
-        )
-        .collect();
+    // The worker's own tables first: a key a plugin also lists (`bootstrap.servers`) is described as
+    // the worker reads it.
+    let definitions: Vec<ConfigKey> = [
+        ferry_runtime::config::COMMON_WORKER_KEYS,
+        ferry_runtime::config::STANDALONE_KEYS,
+        ferry_runtime::config::REST_KEYS,
+        crate::distributed::DISTRIBUTED_KEYS,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .chain(
+        std::iter::once(&builtin_store)
+            .chain(plugins.stores())
+            .flat_map(|p| p.keys()),
+    )
+    .chain(
+        plugins
+            .sinks()
+            .iter()
+            .chain(&builtin_sinks)
+            .flat_map(|p| p.keys()),
+    )
+    .collect();
     let standalone = accepted_keys(|props| {
         ferry
             .parse_worker(props)
             .map(|_| ())
             .map_err(|errors| errors.0)
     })?;
-    key_table(&mut s, &standalone, &docs, &plugin_keys);
+    key_table(&mut s, &standalone, &definitions)?;
     s.push_str("## `ferry distributed`\n\n");
     let distributed = accepted_keys(|props| {
         crate::DistributedConfig::from_properties(props)
             .map(|_| ())
             .map_err(|errors| errors.0)
     })?;
-    key_table(&mut s, &distributed, &docs, &plugin_keys);
+    key_table(&mut s, &distributed, &definitions)?;
     s.push_str("## Offset stores (`offset.storage`)\n\n");
     for store in std::iter::once(&builtin_store).chain(plugins.stores()) {
         let _ = writeln!(s, "### `offset.storage={}`\n", store.name());
@@ -768,5 +750,27 @@ mod tests {
     #[test]
     fn cells_escape_html_outside_code() {
         assert_eq!(cell("a <b> `<c>` | d"), "a &lt;b&gt; `<c>` \\| d");
+    }
+
+    #[test]
+    fn an_accepted_worker_key_without_a_definition_fails_the_generator() {
+        let definitions = [ConfigKey::optional("sink", None, "where records go")];
+        let mut page = String::new();
+        let keys = ["sink".to_owned(), "producer.*".to_owned()];
+        key_table(&mut page, &keys, &definitions).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            page.contains("| `sink` | STRING | — | MEDIUM | where records go |"),
+            "{page}"
+        );
+        assert!(page.contains("| `producer.*` |"), "{page}");
+
+        let keys = ["sink".to_owned(), "sink.colour".to_owned()];
+        let error = key_table(&mut String::new(), &keys, &definitions)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            error.contains("the worker accepts sink.colour, but no definition describes it"),
+            "{error}"
+        );
     }
 }

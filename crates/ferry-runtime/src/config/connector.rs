@@ -2,14 +2,14 @@
 
 use std::fmt;
 
-use ferry_api::{Config, SourceConnector};
+use ferry_api::{Config, ConfigKey, ConfigType, Importance, SourceConnector};
 
 use ferry_plugin::ConverterSpec;
 use ferry_plugin::DynSinkSpec;
 use ferry_plugin::Properties;
 use ferry_plugin::UnknownKeyHints;
 use ferry_plugin::converter_config::{self as converter, OrphanSettings};
-use ferry_plugin::{ConfigError, ConfigErrors};
+use ferry_plugin::{ConfigError, ConfigErrors, FrameworkKey, Width};
 
 use crate::transforms::spec::is_chain_key;
 use crate::transforms::{
@@ -31,24 +31,164 @@ pub const ERRORS_TOLERANCE: &str = "errors.tolerance";
 /// refused before any other check, so an oversized request costs little.
 pub const MAX_CONNECTOR_KEYS: usize = 1000;
 
-/// Every key the framework handles for all connectors, besides the connector's own keys (and the
-/// converter settings `key.converter.*`, `value.converter.*`).
-pub const COMMON_KEYS: &[&str] = &[
-    NAME,
-    CONNECTOR_CLASS,
-    TASKS_MAX,
-    ERRORS_TOLERANCE,
-    "key.converter",
-    "value.converter",
-    "header.converter",
-    ERRORS_RETRY_TIMEOUT,
-    ERRORS_RETRY_DELAY_MAX_MS,
-    ERRORS_LOG_ENABLE,
-    ERRORS_LOG_INCLUDE_MESSAGES,
-    super::exactly_once::EXACTLY_ONCE_SUPPORT,
-    super::exactly_once::TRANSACTION_BOUNDARY,
-    super::exactly_once::TRANSACTION_BOUNDARY_INTERVAL_MS,
-    crate::worker::OFFSETS_STORAGE_TOPIC,
+/// Every key the framework reads for every connector, besides the connector's own keys (and the
+/// converter settings `key.converter.*`, `value.converter.*`, and the `transforms.<alias>.*` and
+/// `predicates.<alias>.*` keys of the chain), with Kafka Connect's definitions: validation accepts
+/// them, `GET /connector-plugins/{p}/config` and the generated reference show them.
+pub const CONNECTOR_KEYS: &[FrameworkKey] = &[
+    FrameworkKey::new(
+        ConfigKey::required(NAME, "Globally unique name to use for this connector; its offsets are stored under it.")
+        .of_type(ConfigType::String)
+        .importance(Importance::High),
+        "Common",
+        1,
+        Width::Medium,
+        "Connector name",
+    ),
+    FrameworkKey::new(
+        ConfigKey::required(CONNECTOR_CLASS, "Name or alias of the class for this connector.")
+        .of_type(ConfigType::String)
+        .importance(Importance::High),
+        "Common",
+        2,
+        Width::Long,
+        "Connector class",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(TASKS_MAX, Some("1"), "Maximum number of tasks to use for this connector.")
+        .of_type(ConfigType::Int)
+        .importance(Importance::High),
+        "Common",
+        3,
+        Width::Short,
+        "Tasks max",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(converter::KEY_CONVERTER, None, "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record keys). Overrides the worker's.")
+        .of_type(ConfigType::Class)
+        .importance(Importance::Low),
+        "Common",
+        5,
+        Width::Short,
+        "Key converter class",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(converter::VALUE_CONVERTER, None, "Converter class used to convert between Kafka Connect format and the serialized form written to Kafka (record values). Overrides the worker's.")
+        .of_type(ConfigType::Class)
+        .importance(Importance::Low),
+        "Common",
+        6,
+        Width::Short,
+        "Value converter class",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(converter::HEADER_CONVERTER, None, "HeaderConverter class (only SimpleHeaderConverter).")
+        .of_type(ConfigType::Class)
+        .importance(Importance::Low),
+        "Common",
+        7,
+        Width::Short,
+        "Header converter class",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(ERRORS_TOLERANCE, Some("none"), "Behavior for tolerating errors during delivery: 'none' fails the task, 'all' skips the record.")
+        .of_type(ConfigType::String)
+        .importance(Importance::Medium),
+        "Error Handling",
+        2,
+        Width::Short,
+        "Error Tolerance",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional("transforms", Some(""), "Aliases for the transformations to be applied to records.")
+        .of_type(ConfigType::List)
+        .importance(Importance::Low),
+        "Transforms",
+        6,
+        Width::Long,
+        "Transforms",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional("predicates", Some(""), "Aliases for the predicates used by transformations.")
+        .of_type(ConfigType::List)
+        .importance(Importance::Low),
+        "Predicates",
+        7,
+        Width::Long,
+        "Predicates",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(ERRORS_RETRY_TIMEOUT, Some("0"), "The maximum duration in milliseconds that a failed transformation will be reattempted. The default is 0, which means no retries will be attempted. Use -1 for infinite retries.")
+        .of_type(ConfigType::Long)
+        .importance(Importance::Medium),
+        "Error Handling",
+        1,
+        Width::Medium,
+        "Retry Timeout for Errors",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(ERRORS_RETRY_DELAY_MAX_MS, Some("60000"), "The maximum duration in milliseconds between consecutive retry attempts.")
+        .of_type(ConfigType::Long)
+        .importance(Importance::Medium),
+        "Error Handling",
+        2,
+        Width::Medium,
+        "Maximum Delay Between Retries for Errors",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(ERRORS_LOG_ENABLE, Some("false"), "If true, write each error and the details of the failed operation and problematic record to the Connect application log.")
+        .of_type(ConfigType::Boolean)
+        .importance(Importance::Medium),
+        "Error Handling",
+        4,
+        Width::Short,
+        "Log Errors",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(ERRORS_LOG_INCLUDE_MESSAGES, Some("false"), "Whether to include in the log the Connect record that resulted in a failure.")
+        .of_type(ConfigType::Boolean)
+        .importance(Importance::Medium),
+        "Error Handling",
+        5,
+        Width::Short,
+        "Log Error Details",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(super::exactly_once::EXACTLY_ONCE_SUPPORT, Some("requested"), "Permitted values are requested, required. If set to \"required\", forces a preflight check for the connector to ensure that it can provide exactly-once semantics with the given configuration. Some connectors may be capable of providing exactly-once semantics but not signal to Connect that they support this; in that case, documentation for the connector should be consulted carefully before creating it, and the value for this property should be set to \"requested\". Additionally, if the value is set to \"required\" but the worker that performs preflight validation does not have exactly-once support enabled for source connectors, requests to create or validate the connector will fail.")
+        .of_type(ConfigType::String)
+        .importance(Importance::Medium),
+        "Exactly Once Support",
+        2,
+        Width::Short,
+        "Exactly once support",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(super::exactly_once::TRANSACTION_BOUNDARY, Some("poll"), "Permitted values are: poll, interval, connector. If set to 'poll', a new producer transaction will be started and committed for every batch of records that each task from this connector provides to Connect. If set to 'connector', relies on connector-defined transaction boundaries; note that not all connectors are capable of defining their own transaction boundaries, and in that case, attempts to instantiate a connector with this value will fail. Finally, if set to 'interval', commits transactions only after a user-defined time interval has passed.")
+        .of_type(ConfigType::String)
+        .importance(Importance::Medium),
+        "Exactly Once Support",
+        3,
+        Width::Short,
+        "Transaction Boundary",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(super::exactly_once::TRANSACTION_BOUNDARY_INTERVAL_MS, None, "If 'transaction.boundary' is set to 'interval', determines the interval for producer transaction commits by connector tasks. If unset, defaults to the value of the worker-level 'offset.flush.interval.ms' property. It has no effect if a different transaction.boundary is specified.")
+        .of_type(ConfigType::Long)
+        .importance(Importance::Low),
+        "Exactly Once Support",
+        4,
+        Width::Short,
+        "Transaction boundary interval",
+    ),
+    FrameworkKey::new(
+        ConfigKey::optional(crate::worker::OFFSETS_STORAGE_TOPIC, None, "The name of a separate offsets topic to use for this connector. If empty or not specified, the worker’s global offsets topic name will be used. If specified, the offsets topic will be created if it does not already exist on the Kafka cluster targeted by this connector (which may be different from the one used for the worker's global offsets topic if the bootstrap.servers property of the connector's producer has been overridden from the worker's). Only applicable in distributed mode; in standalone mode, setting this property will have no effect.")
+        .of_type(ConfigType::String)
+        .importance(Importance::Low),
+        "offsets.topic",
+        1,
+        Width::Long,
+        "Offsets topic",
+    ),
 ];
 
 /// `errors.tolerance`: what a task does when a record cannot be delivered.
@@ -107,7 +247,7 @@ impl ConnectorConfig {
     ///
     /// `resolve` maps a `connector.class` to a connector (`None`: unknown class). Checks, in order:
     /// `name` and `connector.class` set; `tasks.max` an integer ≥ 1; `errors.tolerance` `none` or
-    /// `all`; every key a common key ([`COMMON_KEYS`]) or one of the connector's
+    /// `all`; every key a common key ([`CONNECTOR_KEYS`]) or one of the connector's
     /// [`config_keys`](SourceConnector::config_keys); the connector's required keys set; then the
     /// connector's own [`validate`](SourceConnector::validate), whose issues carry the file and line.
     /// Keys cannot be checked when the class is unknown, and `validate` runs only once every required
@@ -261,9 +401,9 @@ fn check_connector_keys(
     errors: &mut Vec<ConfigError>,
 ) {
     let keys = connector.config_keys();
-    let accepted: Vec<&str> = COMMON_KEYS
+    let accepted: Vec<&str> = CONNECTOR_KEYS
         .iter()
-        .copied()
+        .map(FrameworkKey::name)
         .chain(keys.iter().map(|k| k.name))
         .collect();
     let mut hints = UnknownKeyHints::new(&accepted);
@@ -316,10 +456,12 @@ fn check_connector_keys(
     }
 }
 
-/// Whether `key` is one the framework declares for every connector ([`COMMON_KEYS`], the converter
-/// settings Ferry knows): keys whose values are public.
+/// Whether `key` is one the framework declares for every connector ([`CONNECTOR_KEYS`], the
+/// converter settings Ferry knows): keys whose values are public.
 pub fn is_framework_key(key: &str) -> bool {
-    COMMON_KEYS.contains(&key) || converter::is_known_converter_key(key) || is_chain_key(key)
+    CONNECTOR_KEYS.iter().any(|k| k.name() == key)
+        || converter::is_known_converter_key(key)
+        || is_chain_key(key)
 }
 
 /// Kafka Connect requires a non-empty name without control characters. Surrounding whitespace is

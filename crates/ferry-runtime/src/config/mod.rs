@@ -28,7 +28,7 @@ mod worker;
 
 pub use connector::is_framework_key;
 pub use connector::{
-    COMMON_KEYS, CONNECTOR_CLASS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
+    CONNECTOR_CLASS, CONNECTOR_KEYS, ConnectorConfig, ERRORS_TOLERANCE, ErrorTolerance,
     MAX_CONNECTOR_KEYS, NAME, TASKS_MAX,
 };
 pub use connector_file::load_connector_file;
@@ -37,8 +37,8 @@ pub use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 pub use ferry_plugin::{ConverterSpec, HEADER_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER};
 pub use providers::{CONFIG_PROVIDERS, ConfigProviders, Resolved, scrub};
 pub use rest::{
-    CONNECTORS_FILE, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME, REST_MAX_CONNECTIONS,
-    REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
+    CONNECTORS_FILE, CONNECTORS_FILE_KEY, LISTENERS, Listener, REST_AUTH_TOKEN, REST_HOST_NAME,
+    REST_KEYS, REST_MAX_CONNECTIONS, REST_PORT, REST_READ_TIMEOUT_MS, RestConfig, Secret,
 };
 pub use rest_security::constant_time_eq;
 pub use rest_security::{
@@ -46,9 +46,9 @@ pub use rest_security::{
     REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls,
 };
 pub use worker::{
-    DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
-    DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS,
-    OFFSET_STORAGE, OFFSET_STORAGE_FILE, OffsetStorageSpec, SINK, SinkSpec,
-    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, TOPIC_TRACKING_ALLOW_RESET, TOPIC_TRACKING_ENABLE,
-    WorkerConfig, millis, topic_tracking,
+    COMMON_WORKER_KEYS, CommonWorkerConfig, DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
+    DEFAULT_OFFSET_FLUSH_TIMEOUT_MS, DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+    OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS, OFFSET_STORAGE, OFFSET_STORAGE_FILE,
+    OffsetStorageSpec, SINK, STANDALONE_KEYS, SinkSpec, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+    TOPIC_TRACKING_ALLOW_RESET, TOPIC_TRACKING_ENABLE, WorkerConfig, millis, topic_tracking,
 };

@@ -20,6 +20,17 @@ use regex::Regex;
 
 /// `config.providers`: the provider names.
 pub const CONFIG_PROVIDERS: &str = "config.providers";
+
+/// `config.providers`, defined.
+pub(crate) const CONFIG_PROVIDERS_KEY: ferry_api::ConfigKey = ferry_api::ConfigKey::optional(
+    CONFIG_PROVIDERS,
+    Some(""),
+    "The names of the config providers that resolve `${provider:path:key}` placeholders in \
+     connector configurations, each set up with `config.providers.<name>.class` and \
+     `config.providers.<name>.param.*`.",
+)
+.of_type(ferry_api::ConfigType::List)
+.importance(ferry_api::Importance::Low);
 const PREFIX: &str = "config.providers.";
 const JAVA_PACKAGE: &str = "org.apache.kafka.common.config.provider.";
 

@@ -10,10 +10,11 @@ pub use ferry_plugin::Secret;
 
 use std::sync::Arc;
 
-use ferry_api::ConfigKey;
+use ferry_api::{ConfigKey, ConfigType, Importance};
 use ferry_plugin::ConfigError;
 use ferry_plugin::DynStoreSpec;
 use ferry_plugin::Properties;
+use ferry_plugin::framework_key::{defines, names};
 
 use super::rest_security::{self, BasicCredentials, REST_BASIC_AUTH_CREDENTIALS_FILE, RestTls};
 
@@ -45,38 +46,89 @@ pub const REST_MAX_CONNECTIONS: &str = "rest.max.connections";
 const AUTH_TOKEN_KEY: ConfigKey = ConfigKey::optional(
     REST_AUTH_TOKEN,
     None,
-    "the bearer token every REST request must carry",
+    "When set (Ferry-only key), every REST request must carry `Authorization: Bearer <token>` \
+     (or a Basic user's credentials, with `rest.basic.auth.credentials.file`).",
 )
-.secret();
+.secret()
+.importance(Importance::Medium);
+
+/// The REST server's keys, read the same way by both workers ([`RestConfig::from_properties`]);
+/// the HTTPS listener's `ssl.*` keys are listed as one prefix.
+pub const REST_KEYS: &[ConfigKey] = &[
+    ConfigKey::optional(
+        LISTENERS,
+        Some("http://127.0.0.1:8083"),
+        "Where the REST API listens, `http://HOST:PORT` or `https://HOST:PORT` (comma-separated \
+         for several; https needs the `ssl.keystore.*` keys). The default listens on loopback only.",
+    )
+    .of_type(ConfigType::List)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_HOST_NAME,
+        None,
+        "Deprecated (Kafka Connect): the host of the REST listener when `listeners` is not set.",
+    )
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_PORT,
+        Some("8083"),
+        "Deprecated (Kafka Connect): the port of the REST listener when `listeners` is not set.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    AUTH_TOKEN_KEY,
+    ConfigKey::optional(
+        REST_BASIC_AUTH_CREDENTIALS_FILE,
+        None,
+        "A Java properties file of `user: password` lines (the file Kafka Connect's \
+         `BasicAuthSecurityRestExtension` reads through JAAS): requests may authenticate with \
+         `Authorization: Basic …` as one of its users. Read at start.",
+    )
+    .importance(Importance::Medium),
+    ConfigKey::optional(
+        REST_READ_TIMEOUT_MS,
+        Some("10000"),
+        "A REST connection is closed (Ferry-only key) when it has not sent a complete request head \
+         this long after opening or after its last answer, or when its request body stalls this long.",
+    )
+    .of_type(ConfigType::Long)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_MAX_CONNECTIONS,
+        Some("100"),
+        "The most REST connections open at once (Ferry-only key); one more is answered `503` and \
+         closed.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+];
+
+/// `ferry.connectors.file`: only the standalone worker has it (a distributed worker keeps connectors
+/// in its config topic).
+pub const CONNECTORS_FILE_KEY: ConfigKey = ConfigKey::optional(
+    CONNECTORS_FILE,
+    None,
+    "The JSON file keeping connectors created or changed over REST (Ferry-only key). Default \
+     `<offset.storage.file.filename>.connectors.json` with `offset.storage=file`, \
+     `ferry-connectors.json` in the working directory with a store that is not a file.",
+)
+.importance(Importance::Low);
+
+/// The keys whose names stand for the HTTPS listener's TLS keys in "accepted keys" hints.
+const LISTED_PREFIXES: &[&str] = &["listeners.https.ssl.*"];
+
+/// The REST keys listed in "accepted keys" hints: the deprecated ones are left out.
+pub(crate) fn listed_keys() -> impl Iterator<Item = &'static str> {
+    names(REST_KEYS)
+        .filter(|k| *k != REST_HOST_NAME && *k != REST_PORT)
+        .chain(LISTED_PREFIXES.iter().copied())
+}
 
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 8083;
 const DEFAULT_CONNECTORS_FILE: &str = "ferry-connectors.json";
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: usize = 100;
-
-/// The REST keys, for the worker's list of accepted keys (and the security keys:
-/// [`RestConfig::is_key`]).
-pub(crate) const KEYS: &[&str] = &[
-    LISTENERS,
-    REST_HOST_NAME,
-    REST_PORT,
-    REST_AUTH_TOKEN,
-    CONNECTORS_FILE,
-    REST_READ_TIMEOUT_MS,
-    REST_MAX_CONNECTIONS,
-];
-
-/// The REST keys listed in "accepted keys" hints (the deprecated ones are left out).
-pub(crate) const LISTED_KEYS: &[&str] = &[
-    LISTENERS,
-    REST_AUTH_TOKEN,
-    REST_BASIC_AUTH_CREDENTIALS_FILE,
-    CONNECTORS_FILE,
-    REST_READ_TIMEOUT_MS,
-    REST_MAX_CONNECTIONS,
-    "listeners.https.ssl.*",
-];
 
 /// One REST listener, `http://HOST:PORT` or `https://HOST:PORT`. Port 0 asks the OS for a free port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,22 +201,10 @@ impl Default for RestConfig {
 }
 
 impl RestConfig {
-    /// The keys [`RestConfig::from_properties`] reads (with the deprecated `rest.host.name` /
-    /// `rest.port` fallbacks; not `ferry.connectors.file`, which only the standalone worker has).
-    pub const KEYS: &'static [&'static str] = &[
-        LISTENERS,
-        REST_HOST_NAME,
-        REST_PORT,
-        REST_AUTH_TOKEN,
-        REST_BASIC_AUTH_CREDENTIALS_FILE,
-        REST_READ_TIMEOUT_MS,
-        REST_MAX_CONNECTIONS,
-    ];
-
-    /// Whether a worker file key is a REST key: [`RestConfig::KEYS`], the HTTPS listener's
-    /// `ssl.*` keys and their `listeners.https.` forms.
+    /// Whether a worker file key is a REST key: one of [`REST_KEYS`], the HTTPS listener's `ssl.*`
+    /// keys and their `listeners.https.` forms.
     pub fn is_key(key: &str) -> bool {
-        Self::KEYS.contains(&key) || rest_security::is_key(key)
+        defines(REST_KEYS, key) || rest_security::is_key(key)
     }
 
     /// Whether the REST API asks for credentials (`rest.auth.token` or Basic users).

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_api::{ConfigKey, ConfigType, Importance};
+use ferry_plugin::framework_key::names;
 use ferry_plugin::{
     ConfigError, ConfigErrors, DynSinkSpec, DynStoreSpec, OffsetStorePlugin, Properties,
     SinkPlugin, UnknownKeyHints, WorkerPlugins,
@@ -47,21 +49,107 @@ pub const DEFAULT_OFFSET_FLUSH_TIMEOUT_MS: u64 = 5_000;
 /// Kafka Connect's default `task.shutdown.graceful.timeout.ms`.
 pub const DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: u64 = 5_000;
 
-/// The keys the runtime reads (besides the converter keys and the keys of the registered backends).
-const KEYS: &[&str] = &[
-    OFFSET_STORAGE_FILE,
-    OFFSET_FLUSH_INTERVAL_MS,
-    OFFSET_FLUSH_TIMEOUT_MS,
-    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-    TOPIC_TRACKING_ENABLE,
-    TOPIC_TRACKING_ALLOW_RESET,
-    SINK,
-    OFFSET_STORAGE,
-    super::exactly_once::EXACTLY_ONCE_SOURCE_SUPPORT,
-    converter::KEY_CONVERTER,
-    converter::VALUE_CONVERTER,
-    converter::HEADER_CONVERTER,
+/// The keys both workers (standalone and distributed) read the same way, with Kafka Connect's
+/// types, defaults and importance ([`CommonWorkerConfig`] reads them).
+pub const COMMON_WORKER_KEYS: &[ConfigKey] = &[
+    ConfigKey::optional(
+        OFFSET_FLUSH_INTERVAL_MS,
+        Some("60000"),
+        "How often acknowledged offsets are committed.",
+    )
+    .of_type(ConfigType::Long)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        OFFSET_FLUSH_TIMEOUT_MS,
+        Some("5000"),
+        "How long one offset commit may take.",
+    )
+    .of_type(ConfigType::Long)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+        Some("5000"),
+        "How long a stopping task may wait for its outstanding deliveries.",
+    )
+    .of_type(ConfigType::Long)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        TOPIC_TRACKING_ENABLE,
+        Some("true"),
+        "Tasks record the topics they write to (KIP-558), for `GET /connectors/<c>/topics`.",
+    )
+    .of_type(ConfigType::Boolean)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        TOPIC_TRACKING_ALLOW_RESET,
+        Some("true"),
+        "`PUT /connectors/<c>/topics/reset` is allowed.",
+    )
+    .of_type(ConfigType::Boolean)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        super::exactly_once::EXACTLY_ONCE_SOURCE_SUPPORT,
+        Some("disabled"),
+        "`disabled`, `preparing` (behaves as `disabled`) or `enabled`: whether source tasks write \
+         their records and offsets in transactions (KIP-618).",
+    )
+    .importance(Importance::High),
+    ConfigKey::optional(
+        converter::KEY_CONVERTER,
+        Some("org.apache.kafka.connect.json.JsonConverter"),
+        "How record keys become bytes in Kafka (with `key.converter.*` settings; JsonConverter \
+         has `schemas.enable=true` by default).",
+    )
+    .of_type(ConfigType::Class)
+    .importance(Importance::High),
+    ConfigKey::optional(
+        converter::VALUE_CONVERTER,
+        Some("org.apache.kafka.connect.json.JsonConverter"),
+        "How record values become bytes in Kafka (with `value.converter.*` settings; JsonConverter \
+         has `schemas.enable=true` by default).",
+    )
+    .of_type(ConfigType::Class)
+    .importance(Importance::High),
+    ConfigKey::optional(
+        converter::HEADER_CONVERTER,
+        Some("org.apache.kafka.connect.storage.SimpleHeaderConverter"),
+        "How header values become bytes in Kafka (`SimpleHeaderConverter` only).",
+    )
+    .of_type(ConfigType::Class)
+    .importance(Importance::Low),
+    super::providers::CONFIG_PROVIDERS_KEY,
 ];
+
+/// The keys only the standalone worker reads (besides [`COMMON_WORKER_KEYS`], the REST keys and the
+/// keys of the registered offset stores and sinks).
+pub const STANDALONE_KEYS: &[ConfigKey] = &[
+    ConfigKey::optional(
+        OFFSET_STORAGE,
+        Some("file"),
+        "Where offsets are stored (Ferry-only key): `file`, or a registered store's name \
+         (`kafka`, `postgres`).",
+    )
+    .importance(Importance::High),
+    ConfigKey::optional(
+        OFFSET_STORAGE_FILE,
+        None,
+        "Where the standalone worker stores source offsets. Required with `offset.storage=file`.",
+    )
+    .importance(Importance::High),
+    ConfigKey::optional(
+        SINK,
+        None,
+        "Where records go (Ferry-only key): `stdout`, `file:PATH`, or a registered sink's name \
+         (`kafka`). Default: `kafka` when `bootstrap.servers` is set, else `stdout`.",
+    )
+    .importance(Importance::High),
+    super::rest::CONNECTORS_FILE_KEY,
+];
+
+/// The names of the keys the standalone worker reads itself.
+fn own_keys() -> impl Iterator<Item = &'static str> {
+    names(COMMON_WORKER_KEYS).chain(names(STANDALONE_KEYS))
+}
 
 /// How the converter settings are listed in "accepted keys" hints.
 const PREFIXED_KEYS: &[&str] = &["key.converter.*", "value.converter.*"];
@@ -308,19 +396,15 @@ impl WorkerConfig {
         let mut errors = Vec::new();
         let path = props.path();
         let prefixes: Vec<&str> = backends.prefixes().collect();
-        let known: Vec<&str> = KEYS
-            .iter()
-            .copied()
+        let known: Vec<&str> = own_keys()
             .chain(backends.keys())
-            .chain(rest::KEYS.iter().copied())
+            .chain(names(rest::REST_KEYS))
             .collect();
         // The deprecated rest.host.name / rest.port are accepted but not advertised.
         let listed_prefixes: Vec<String> = prefixes.iter().map(|p| format!("{p}*")).collect();
-        let mut listed: Vec<&str> = KEYS
-            .iter()
-            .copied()
+        let mut listed: Vec<&str> = own_keys()
             .chain(backends.keys())
-            .chain(rest::LISTED_KEYS.iter().copied())
+            .chain(rest::listed_keys())
             .chain(PREFIXED_KEYS.iter().copied())
             .chain(super::ConfigProviders::LISTED.iter().copied())
             .collect();
@@ -366,39 +450,16 @@ impl WorkerConfig {
         }
 
         let offset_storage = offset_storage(props, &backends, &mut errors);
-        let offset_flush_interval = millis(
-            props,
-            OFFSET_FLUSH_INTERVAL_MS,
-            DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
-            0,
-            &mut errors,
-        );
-        let offset_flush_timeout = millis(
-            props,
-            OFFSET_FLUSH_TIMEOUT_MS,
-            DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
-            1,
-            &mut errors,
-        );
-        let task_shutdown_graceful_timeout = millis(
-            props,
-            TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-            DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-            0,
-            &mut errors,
-        );
-        let (key_converter, value_converter) =
-            converter::parse_converters(props, OrphanSettings::ApplyToDefault, &mut errors);
-        let converters = (
-            key_converter.unwrap_or_default(),
-            value_converter.unwrap_or_default(),
-        );
+        let common = CommonWorkerConfig::from_properties(props, &mut errors);
+        let converters = (common.key_converter, common.value_converter);
         let mut sink = sink(props, &backends, converters, &mut errors);
-        let (exactly_once_source, transactional_id_prefix) =
-            exactly_once(props, offset_storage.as_ref(), &mut sink, &mut errors);
-        let rest = rest::rest_config(props, &mut errors);
-        let config_providers = super::ConfigProviders::from_properties(props, &mut errors);
-        let topic_tracking = topic_tracking(props, &mut errors);
+        let transactional_id_prefix = exactly_once(
+            props,
+            common.exactly_once_source,
+            offset_storage.as_ref(),
+            &mut sink,
+            &mut errors,
+        );
         let connectors_file = rest::connectors_file(
             props,
             offset_storage.as_ref().map(OffsetStorageSpec::spec),
@@ -419,17 +480,17 @@ impl WorkerConfig {
         match offset_storage {
             Some(offset_storage) if errors.is_empty() => Ok(WorkerConfig {
                 offset_storage,
-                offset_flush_interval,
-                offset_flush_timeout,
-                task_shutdown_graceful_timeout,
+                offset_flush_interval: common.offset_flush_interval,
+                offset_flush_timeout: common.offset_flush_timeout,
+                task_shutdown_graceful_timeout: common.task_shutdown_graceful_timeout,
                 sink,
                 key_converter: converters.0,
                 value_converter: converters.1,
-                rest,
+                rest: common.rest,
                 connectors_file,
-                config_providers,
-                topic_tracking,
-                exactly_once_source,
+                config_providers: common.config_providers,
+                topic_tracking: common.topic_tracking,
+                exactly_once_source: common.exactly_once_source,
                 transactional_id_prefix,
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
@@ -437,32 +498,21 @@ impl WorkerConfig {
     }
 }
 
-/// `exactly.once.source.support`, and with `enabled` the sink made to write each task's offsets
-/// into its records' transactions, and the tasks' transactional id prefix.
+/// With `exactly.once.source.support=enabled`, the sink made to write each task's offsets into its
+/// records' transactions, and the tasks' transactional id prefix.
 fn exactly_once(
     props: &Properties,
+    support: super::exactly_once::ExactlyOnceSource,
     offset_storage: Option<&OffsetStorageSpec>,
     sink: &mut SinkSpec,
     errors: &mut Vec<ConfigError>,
-) -> (super::exactly_once::ExactlyOnceSource, Option<String>) {
+) -> Option<String> {
     use super::exactly_once::{EXACTLY_ONCE_SOURCE_SUPPORT, ExactlyOnceSource};
-    let support = match props.get(EXACTLY_ONCE_SOURCE_SUPPORT) {
-        None => ExactlyOnceSource::Disabled,
-        Some(value) => match ExactlyOnceSource::parse(value) {
-            Ok(support) => support,
-            Err(message) => {
-                errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, message));
-                return (ExactlyOnceSource::Disabled, None);
-            }
-        },
-    };
     if support != ExactlyOnceSource::Enabled {
-        return (support, None);
+        return None;
     }
     // The store is checked only once it parsed (its own errors are reported already).
-    let Some(offset_storage) = offset_storage else {
-        return (support, None);
-    };
+    let offset_storage = offset_storage?;
     let Some(offsets) = offset_storage.spec().transactional_offsets() else {
         errors.push(props.invalid(
             EXACTLY_ONCE_SOURCE_SUPPORT,
@@ -473,16 +523,16 @@ fn exactly_once(
                 offset_storage.spec()
             ),
         ));
-        return (support, None);
+        return None;
     };
     match sink.spec().with_transactional_offsets(&offsets) {
         Ok(transactional) => *sink = SinkSpec::new(transactional),
         Err(reason) => {
             errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, reason));
-            return (support, None);
+            return None;
         }
     }
-    (support, Some(offsets.topic))
+    Some(offsets.topic)
 }
 
 /// `sink`, defaulting to the first sink that is a default for this file, else stdout.
@@ -569,6 +619,87 @@ fn offset_storage(
     chosen
         .parse(props, &alternatives, errors)
         .map(OffsetStorageSpec)
+}
+
+/// What both workers, standalone and distributed, read the same way from their file: the keys of
+/// [`COMMON_WORKER_KEYS`] and the REST keys. One reader, so the two workers cannot drift apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommonWorkerConfig {
+    /// `offset.flush.interval.ms` (default 60000, ≥ 0).
+    pub offset_flush_interval: Duration,
+    /// `offset.flush.timeout.ms` (default 5000, > 0).
+    pub offset_flush_timeout: Duration,
+    /// `task.shutdown.graceful.timeout.ms` (default 5000, ≥ 0).
+    pub task_shutdown_graceful_timeout: Duration,
+    /// `key.converter` (+ `key.converter.*`), default JsonConverter with `schemas.enable=true`.
+    pub key_converter: ConverterSpec,
+    /// `value.converter` (+ `value.converter.*`), default JsonConverter with `schemas.enable=true`.
+    pub value_converter: ConverterSpec,
+    /// `topic.tracking.enable` and `topic.tracking.allow.reset` (both default `true`).
+    pub topic_tracking: crate::worker::TopicTracking,
+    /// `exactly.once.source.support` (default `disabled`).
+    pub exactly_once_source: super::exactly_once::ExactlyOnceSource,
+    /// The REST server: `listeners`, `rest.auth.token`, ….
+    pub rest: RestConfig,
+    /// `config.providers` and `config.providers.<name>.*`.
+    pub config_providers: super::ConfigProviders,
+}
+
+impl CommonWorkerConfig {
+    /// Reads the keys both workers share; every problem goes to `errors`, naming file, key and line,
+    /// and the key's default is used in its place.
+    pub fn from_properties(props: &Properties, errors: &mut Vec<ConfigError>) -> Self {
+        let offset_flush_interval = millis(
+            props,
+            OFFSET_FLUSH_INTERVAL_MS,
+            DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
+            0,
+            errors,
+        );
+        let offset_flush_timeout = millis(
+            props,
+            OFFSET_FLUSH_TIMEOUT_MS,
+            DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
+            1,
+            errors,
+        );
+        let task_shutdown_graceful_timeout = millis(
+            props,
+            TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+            DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+            0,
+            errors,
+        );
+        let (key_converter, value_converter) =
+            converter::parse_converters(props, OrphanSettings::ApplyToDefault, errors);
+        Self {
+            offset_flush_interval,
+            offset_flush_timeout,
+            task_shutdown_graceful_timeout,
+            key_converter: key_converter.unwrap_or_default(),
+            value_converter: value_converter.unwrap_or_default(),
+            topic_tracking: topic_tracking(props, errors),
+            exactly_once_source: exactly_once_source(props, errors),
+            rest: RestConfig::from_properties(props, errors),
+            config_providers: super::ConfigProviders::from_properties(props, errors),
+        }
+    }
+}
+
+/// `exactly.once.source.support` (default `disabled`; an invalid value is an error and reads as
+/// `disabled`).
+fn exactly_once_source(
+    props: &Properties,
+    errors: &mut Vec<ConfigError>,
+) -> super::exactly_once::ExactlyOnceSource {
+    use super::exactly_once::{EXACTLY_ONCE_SOURCE_SUPPORT, ExactlyOnceSource};
+    match props.get(EXACTLY_ONCE_SOURCE_SUPPORT) {
+        None => ExactlyOnceSource::Disabled,
+        Some(value) => ExactlyOnceSource::parse(value).unwrap_or_else(|message| {
+            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, message));
+            ExactlyOnceSource::Disabled
+        }),
+    }
 }
 
 /// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's booleans: `true` or

@@ -5,20 +5,18 @@
 //! pieces (REST listeners, converters, flush and shutdown timing) are the runtime's, which must not
 //! name Kafka, and the group, internal topics and client settings are Kafka's, whose crate must not
 //! depend on the runtime's REST server (`ferry-plugin/tests/layering.rs`). So it reuses both —
-//! `RestConfig::from_properties`, `converter_config`, `config::millis`, `ferry_kafka::valid_topic` —
+//! `CommonWorkerConfig::from_properties` (the keys both workers read), `ferry_kafka::valid_topic` —
 //! instead of copying them.
 
 use std::time::Duration;
 
 use ferry_kafka::{BOOTSTRAP_SERVERS, is_sensitive_client_key, valid_topic};
-use ferry_plugin::converter_config::{self as converter, OrphanSettings};
+use ferry_plugin::converter_config as converter;
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConfigErrors, ConverterSpec, Properties, UnknownKeyHints,
 };
 use ferry_runtime::config::{
-    ConfigProviders, DEFAULT_OFFSET_FLUSH_INTERVAL_MS, DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
-    DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS,
-    RestConfig, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS, millis,
+    CommonWorkerConfig, ConfigProviders, RestConfig, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
 };
 
 use super::keys::*;
@@ -99,21 +97,6 @@ pub struct DistributedConfig {
     pub exactly_once_source: ferry_runtime::config::exactly_once::ExactlyOnceSource,
 }
 
-/// `exactly.once.source.support`.
-fn exactly_once_source(
-    props: &Properties,
-    errors: &mut Vec<ConfigError>,
-) -> ferry_runtime::config::exactly_once::ExactlyOnceSource {
-    use ferry_runtime::config::exactly_once::{EXACTLY_ONCE_SOURCE_SUPPORT, ExactlyOnceSource};
-    match props.get(EXACTLY_ONCE_SOURCE_SUPPORT) {
-        None => ExactlyOnceSource::Disabled,
-        Some(value) => ExactlyOnceSource::parse(value).unwrap_or_else(|message| {
-            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, message));
-            ExactlyOnceSource::Disabled
-        }),
-    }
-}
-
 impl DistributedConfig {
     /// This worker's id in the group and in status records: the advertised `host:port`, as Kafka
     /// Connect's (`[v6]:port` for an IPv6 host). `bound_port` is the listener's actual port, used
@@ -156,38 +139,13 @@ impl DistributedConfig {
             0,
             &mut errors,
         );
-        let offset_flush_interval = millis(
-            props,
-            OFFSET_FLUSH_INTERVAL_MS,
-            DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
-            0,
-            &mut errors,
-        );
-        let offset_flush_timeout = millis(
-            props,
-            OFFSET_FLUSH_TIMEOUT_MS,
-            DEFAULT_OFFSET_FLUSH_TIMEOUT_MS,
-            1,
-            &mut errors,
-        );
-        let task_shutdown_graceful_timeout = millis(
-            props,
-            TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-            DEFAULT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-            0,
-            &mut errors,
-        );
-        let (key_converter, value_converter) =
-            converter::parse_converters(props, OrphanSettings::ApplyToDefault, &mut errors);
-        let rest = RestConfig::from_properties(props, &mut errors);
-        let topic_tracking = ferry_runtime::config::topic_tracking(props, &mut errors);
+        let common = CommonWorkerConfig::from_properties(props, &mut errors);
+        let rest = common.rest;
         let (advertised_listener, advertised_host, advertised_port) =
             advertised(props, &rest, &mut errors);
         let clients = client_settings(props, &mut errors);
-        let config_providers = ConfigProviders::from_properties(props, &mut errors);
         let (topic_creation_enable, override_policy) =
             ferry_kafka::connector_settings(props, &mut errors);
-        let exactly_once_source = exactly_once_source(props, &mut errors);
 
         let config = DistributedConfig {
             bootstrap_servers: bootstrap_servers.unwrap_or_default(),
@@ -199,12 +157,12 @@ impl DistributedConfig {
             heartbeat_interval,
             rebalance_timeout,
             scheduled_rebalance_max_delay,
-            offset_flush_interval,
-            offset_flush_timeout,
-            task_shutdown_graceful_timeout,
-            topic_tracking,
-            key_converter: key_converter.unwrap_or_default(),
-            value_converter: value_converter.unwrap_or_default(),
+            offset_flush_interval: common.offset_flush_interval,
+            offset_flush_timeout: common.offset_flush_timeout,
+            task_shutdown_graceful_timeout: common.task_shutdown_graceful_timeout,
+            topic_tracking: common.topic_tracking,
+            key_converter: common.key_converter,
+            value_converter: common.value_converter,
             rest,
             advertised_host,
             advertised_listener,
@@ -213,10 +171,10 @@ impl DistributedConfig {
             producer_overrides: clients.1,
             consumer_overrides: clients.2,
             admin_overrides: clients.3,
-            config_providers,
+            config_providers: common.config_providers,
             topic_creation_enable,
             override_policy,
-            exactly_once_source,
+            exactly_once_source: common.exactly_once_source,
         };
         config.check_timeouts(props, &mut errors);
         if errors.is_empty() {
@@ -280,16 +238,13 @@ fn set_one_of<'a>(props: &Properties, first: &'a str, second: &'a str) -> &'a st
 
 /// Unknown keys are errors; standalone-only keys get a hint saying what replaces them here.
 fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
-    let listed: Vec<&str> = KEYS
-        .iter()
-        .copied()
-        .chain(RestConfig::KEYS.iter().copied())
+    let listed: Vec<&str> = plain_keys()
         .chain(LISTED_PREFIXES.iter().copied())
         .chain(ConfigProviders::LISTED.iter().copied())
         .collect();
     let mut hints = UnknownKeyHints::new(&listed);
     for key in props.keys() {
-        if KEYS.contains(&key)
+        if plain_keys().any(|k| k == key)
             || RestConfig::is_key(key)
             || ConfigProviders::is_key(key)
             || converter::is_converter_key(key)
@@ -318,7 +273,7 @@ fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
         }
         let hint = match STANDALONE_ONLY.iter().find(|(k, _)| *k == key) {
             Some((_, instead)) => format!("it is a standalone worker key; {instead}"),
-            None => hints.hint(key, KEYS.iter().chain(RestConfig::KEYS).copied()),
+            None => hints.hint(key, plain_keys()),
         };
         errors.push(ConfigError::UnknownKey {
             path: props.path().to_path_buf(),

@@ -1,13 +1,13 @@
 //! The keys of the distributed worker file: Kafka Connect's names (`DistributedConfig.java`).
 
+use ferry_api::{ConfigKey, ConfigType, Importance};
 pub use ferry_kafka::{
     BOOTSTRAP_SERVERS, OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR,
     OFFSET_STORAGE_TOPIC,
 };
+use ferry_plugin::framework_key::names;
 pub use ferry_runtime::config::LISTENERS;
-use ferry_runtime::config::{
-    OFFSET_FLUSH_INTERVAL_MS, OFFSET_FLUSH_TIMEOUT_MS, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-};
+use ferry_runtime::config::{COMMON_WORKER_KEYS, REST_KEYS};
 
 /// `group.id`: the group the cluster's workers join (required).
 pub const GROUP_ID: &str = "group.id";
@@ -37,37 +37,117 @@ pub const REST_ADVERTISED_PORT: &str = "rest.advertised.port";
 /// to.
 pub const REST_ADVERTISED_LISTENER: &str = "rest.advertised.listener";
 
-/// Every plain key read here (the REST keys and converter keys are read by their own parsers).
-pub(super) const KEYS: &[&str] = &[
+/// The keys only the distributed worker reads, with Kafka Connect's definitions
+/// (`DistributedConfig.java`); it also reads [`COMMON_WORKER_KEYS`] and [`REST_KEYS`] as the
+/// standalone worker does, and the Kafka keys of [`KAFKA_KEYS`].
+pub const DISTRIBUTED_KEYS: &[ConfigKey] = &[
+    ConfigKey::required(
+        GROUP_ID,
+        "A unique string that identifies the Connect cluster group this worker belongs to.",
+    )
+    .importance(Importance::High),
+    ConfigKey::required(
+        CONFIG_STORAGE_TOPIC,
+        "The name of the compacted, one-partition Kafka topic where connector configurations are stored.",
+    )
+    .importance(Importance::High),
+    ConfigKey::optional(
+        CONFIG_STORAGE_REPLICATION_FACTOR,
+        Some("3"),
+        "Replication factor used when creating the configuration storage topic (-1: the broker's default).",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    ConfigKey::required(
+        STATUS_STORAGE_TOPIC,
+        "The name of the compacted Kafka topic where connector and task statuses are stored.",
+    )
+    .importance(Importance::High),
+    ConfigKey::optional(
+        STATUS_STORAGE_PARTITIONS,
+        Some("5"),
+        "The number of partitions used when creating the status storage topic (-1: the broker's default).",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        STATUS_STORAGE_REPLICATION_FACTOR,
+        Some("3"),
+        "Replication factor used when creating the status storage topic (-1: the broker's default).",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        SESSION_TIMEOUT_MS,
+        Some("10000"),
+        "The timeout used to detect worker failures: a worker that sends no heartbeat this long \
+         leaves the group and its tasks are reassigned.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::High),
+    ConfigKey::optional(
+        HEARTBEAT_INTERVAL_MS,
+        Some("3000"),
+        "The expected time between heartbeats to the group coordinator; below session.timeout.ms.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::High),
+    ConfigKey::optional(
+        REBALANCE_TIMEOUT_MS,
+        Some("60000"),
+        "The most time each worker may take to join the group once a rebalance has begun, which \
+         includes stopping revoked tasks and committing their offsets.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::High),
+    ConfigKey::optional(
+        SCHEDULED_REBALANCE_MAX_DELAY_MS,
+        Some("300000"),
+        "How long the tasks of a departed worker are held back, waiting for it to return, before \
+         they are reassigned.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_ADVERTISED_HOST_NAME,
+        None,
+        "The host other workers reach this one at; default the advertised listener's host.",
+    )
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_ADVERTISED_PORT,
+        None,
+        "The port other workers reach this one at; default the advertised listener's port.",
+    )
+    .of_type(ConfigType::Int)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        REST_ADVERTISED_LISTENER,
+        None,
+        "`http` or `https`: the protocol of the listener other workers forward requests to.",
+    )
+    .importance(Importance::Low),
+];
+
+/// The Kafka keys the distributed worker reads, defined by the Kafka offset store and sink plugins
+/// (`ferry_kafka`'s `keys()`), where the standalone worker reads them too.
+pub const KAFKA_KEYS: &[&str] = &[
     BOOTSTRAP_SERVERS,
-    GROUP_ID,
-    CONFIG_STORAGE_TOPIC,
-    CONFIG_STORAGE_REPLICATION_FACTOR,
     OFFSET_STORAGE_TOPIC,
     OFFSET_STORAGE_PARTITIONS,
     OFFSET_STORAGE_REPLICATION_FACTOR,
-    STATUS_STORAGE_TOPIC,
-    STATUS_STORAGE_PARTITIONS,
-    STATUS_STORAGE_REPLICATION_FACTOR,
-    SESSION_TIMEOUT_MS,
-    HEARTBEAT_INTERVAL_MS,
-    REBALANCE_TIMEOUT_MS,
-    SCHEDULED_REBALANCE_MAX_DELAY_MS,
-    REST_ADVERTISED_HOST_NAME,
-    REST_ADVERTISED_PORT,
-    REST_ADVERTISED_LISTENER,
-    OFFSET_FLUSH_INTERVAL_MS,
-    OFFSET_FLUSH_TIMEOUT_MS,
-    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
-    ferry_runtime::config::TOPIC_TRACKING_ENABLE,
-    ferry_runtime::config::TOPIC_TRACKING_ALLOW_RESET,
-    ferry_plugin::KEY_CONVERTER,
-    ferry_plugin::VALUE_CONVERTER,
-    ferry_plugin::HEADER_CONVERTER,
     ferry_kafka::connector_keys::TOPIC_CREATION_ENABLE,
     ferry_kafka::connector_keys::CONNECTOR_CLIENT_CONFIG_OVERRIDE_POLICY,
-    ferry_runtime::config::exactly_once::EXACTLY_ONCE_SOURCE_SUPPORT,
 ];
+
+/// Every key the distributed worker reads by name (the REST security keys, converter settings and
+/// client prefixes are matched by their parsers).
+pub(super) fn plain_keys() -> impl Iterator<Item = &'static str> {
+    names(DISTRIBUTED_KEYS)
+        .chain(names(COMMON_WORKER_KEYS))
+        .chain(names(REST_KEYS))
+        .chain(KAFKA_KEYS.iter().copied())
+}
 
 /// The required keys, with what to set them to.
 pub(super) const REQUIRED: &[(&str, &str)] = &[
