@@ -87,6 +87,45 @@ impl std::fmt::Debug for Resolved {
     }
 }
 
+/// Why one placeholder cannot be resolved; the message never holds a resolved value.
+#[derive(Debug, thiserror::Error)]
+enum LookupError {
+    /// The placeholder names a provider the worker does not configure.
+    #[error(
+        "no config provider {provider:?} is configured (the worker's {CONFIG_PROVIDERS} is {configured:?})"
+    )]
+    NoProvider {
+        provider: String,
+        configured: String,
+    },
+    /// The file (or the directory's file) cannot be read.
+    #[error("cannot read {what}: {source}")]
+    Read {
+        what: String,
+        source: std::io::Error,
+    },
+    /// The file provider's file is not a properties file.
+    #[error("{0}")]
+    Parse(ConfigError),
+    /// The file has no such key.
+    #[error("the file {path:?} has no key {key:?}")]
+    NoKey { path: String, key: String },
+    /// The directory provider's key is not a plain file name.
+    #[error("{key:?} is not a file name in the directory {path:?}")]
+    NotAFileName { path: String, key: String },
+    /// The environment provider was given a path.
+    #[error("the environment provider takes no path (write ${{{provider}:{key}}})")]
+    EnvWithPath { provider: String, key: String },
+    /// The variable is outside the provider's allowlist.
+    #[error(
+        "the environment variable {key:?} is not allowed by config.providers.{provider}.param.allowlist.pattern"
+    )]
+    EnvNotAllowed { provider: String, key: String },
+    /// The variable is unset, or not UTF-8.
+    #[error("the environment variable {key:?} is {}", if *unicode { "not valid UTF-8" } else { "not set" })]
+    Env { key: String, unicode: bool },
+}
+
 impl ConfigProviders {
     /// Whether `key` is a config provider worker key (`config.providers`, `config.providers.*`).
     pub fn is_key(key: &str) -> bool {
@@ -240,56 +279,61 @@ impl ConfigProviders {
         }
     }
 
-    fn lookup(&self, provider: &str, path: &str, key: &str) -> Result<String, String> {
+    fn lookup(&self, provider: &str, path: &str, key: &str) -> Result<String, LookupError> {
         let Some(found) = self.providers.get(provider) else {
             let configured: Vec<&str> = self.providers.keys().map(String::as_str).collect();
-            return Err(format!(
-                "no config provider {provider:?} is configured (the worker's {CONFIG_PROVIDERS} is {:?})",
-                configured.join(",")
-            ));
+            return Err(LookupError::NoProvider {
+                provider: provider.to_owned(),
+                configured: configured.join(","),
+            });
         };
         match found {
             Provider::File => {
                 let props = Properties::load(path).map_err(|e| match e {
-                    ConfigError::Io { source, .. } => {
-                        format!("cannot read the file {path:?}: {source}")
-                    }
+                    ConfigError::Io { source, .. } => LookupError::Read {
+                        what: format!("the file {path:?}"),
+                        source,
+                    },
                     // The parse message names the line, not a value.
-                    other => other.to_string(),
+                    other => LookupError::Parse(other),
                 })?;
                 props
                     .get(key)
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("the file {path:?} has no key {key:?}"))
+                    .ok_or_else(|| LookupError::NoKey {
+                        path: path.to_owned(),
+                        key: key.to_owned(),
+                    })
             }
             Provider::Dir => {
                 if key.contains('/') || key.contains('\\') || key == ".." || key == "." {
-                    return Err(format!(
-                        "{key:?} is not a file name in the directory {path:?}"
-                    ));
+                    return Err(LookupError::NotAFileName {
+                        path: path.to_owned(),
+                        key: key.to_owned(),
+                    });
                 }
                 let file = Path::new(path).join(key);
-                std::fs::read_to_string(&file)
-                    .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                std::fs::read_to_string(&file).map_err(|source| LookupError::Read {
+                    what: file.display().to_string(),
+                    source,
+                })
             }
             Provider::Env { allowlist } => {
                 if !path.is_empty() {
-                    return Err(format!(
-                        "the environment provider takes no path (write ${{{provider}:{key}}})"
-                    ));
+                    return Err(LookupError::EnvWithPath {
+                        provider: provider.to_owned(),
+                        key: key.to_owned(),
+                    });
                 }
                 if allowlist.as_ref().is_some_and(|re| !re.is_match(key)) {
-                    return Err(format!(
-                        "the environment variable {key:?} is not allowed by config.providers.{provider}.param.allowlist.pattern"
-                    ));
+                    return Err(LookupError::EnvNotAllowed {
+                        provider: provider.to_owned(),
+                        key: key.to_owned(),
+                    });
                 }
-                std::env::var(key).map_err(|e| match e {
-                    std::env::VarError::NotPresent => {
-                        format!("the environment variable {key:?} is not set")
-                    }
-                    std::env::VarError::NotUnicode(_) => {
-                        format!("the environment variable {key:?} is not valid UTF-8")
-                    }
+                std::env::var(key).map_err(|e| LookupError::Env {
+                    key: key.to_owned(),
+                    unicode: matches!(e, std::env::VarError::NotUnicode(_)),
                 })
             }
         }

@@ -230,7 +230,7 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         Some(text) => {
             match parse_listeners(text) {
                 Ok(listeners) => config.listeners = listeners,
-                Err(message) => errors.push(props.invalid(LISTENERS, message)),
+                Err(error) => errors.push(props.invalid(LISTENERS, error.to_string())),
             }
             for key in deprecated {
                 tracing::warn!(
@@ -331,7 +331,35 @@ pub(crate) fn connectors_file(
 }
 
 /// Parses `http://HOST:PORT[,http://HOST:PORT…]`.
-fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
+/// Why `listeners` cannot be read; the worker file's error shows it after the key and line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ListenerError {
+    /// Only separators or blanks.
+    #[error("must name at least one listener, e.g. http://127.0.0.1:8083")]
+    None,
+    /// Not `http://` or `https://`.
+    #[error("{0}: a listener is http://HOST:PORT, e.g. http://127.0.0.1:8083")]
+    NotHttp(String),
+    /// `[v6` without `]`.
+    #[error("{0}: an IPv6 address needs a closing ']'")]
+    UnclosedIpv6(String),
+    /// No `:PORT`; the example matches the host's kind.
+    #[error("{text}: the port is missing, e.g. http://{example}:8083")]
+    MissingPort {
+        /// The listener as written.
+        text: String,
+        /// `[::1]` or `127.0.0.1`.
+        example: &'static str,
+    },
+    /// A path, user or query in the host part.
+    #[error("{0}: a listener is http://HOST:PORT, without path, user or query")]
+    NotHostPort(String),
+    /// The port is not a `u16`.
+    #[error("{0}: the port must be a number from 0 to 65535")]
+    BadPort(String),
+}
+
+fn parse_listeners(text: &str) -> Result<Vec<Listener>, ListenerError> {
     let listeners: Vec<Listener> = text
         .split(',')
         .map(str::trim)
@@ -339,43 +367,43 @@ fn parse_listeners(text: &str) -> Result<Vec<Listener>, String> {
         .map(parse_listener)
         .collect::<Result<_, _>>()?;
     if listeners.is_empty() {
-        return Err("must name at least one listener, e.g. http://127.0.0.1:8083".to_owned());
+        return Err(ListenerError::None);
     }
     Ok(listeners)
 }
 
-fn parse_listener(text: &str) -> Result<Listener, String> {
+fn parse_listener(text: &str) -> Result<Listener, ListenerError> {
     let lower = text.to_ascii_lowercase();
     let (rest, https) = if lower.starts_with("http://") {
         (&text["http://".len()..], false)
     } else if lower.starts_with("https://") {
         (&text["https://".len()..], true)
     } else {
-        return Err(format!(
-            "{text}: a listener is http://HOST:PORT, e.g. http://127.0.0.1:8083"
-        ));
+        return Err(ListenerError::NotHttp(text.to_owned()));
     };
     let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let missing_port = |example| ListenerError::MissingPort {
+        text: text.to_owned(),
+        example,
+    };
     let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
         let (host, after) = bracketed
             .split_once(']')
-            .ok_or_else(|| format!("{text}: an IPv6 address needs a closing ']'"))?;
+            .ok_or_else(|| ListenerError::UnclosedIpv6(text.to_owned()))?;
         let port = after
             .strip_prefix(':')
-            .ok_or_else(|| format!("{text}: the port is missing, e.g. http://[::1]:8083"))?;
+            .ok_or_else(|| missing_port("[::1]"))?;
         (host, port)
     } else {
         rest.rsplit_once(':')
-            .ok_or_else(|| format!("{text}: the port is missing, e.g. http://127.0.0.1:8083"))?
+            .ok_or_else(|| missing_port("127.0.0.1"))?
     };
     if host.contains(['/', '@', '?', '#']) {
-        return Err(format!(
-            "{text}: a listener is http://HOST:PORT, without path, user or query"
-        ));
+        return Err(ListenerError::NotHostPort(text.to_owned()));
     }
     let port = port
         .parse::<u16>()
-        .map_err(|_| format!("{text}: the port must be a number from 0 to 65535"))?;
+        .map_err(|_| ListenerError::BadPort(text.to_owned()))?;
     let host = if host.is_empty() { "0.0.0.0" } else { host };
     Ok(Listener {
         host: host.to_owned(),
@@ -405,7 +433,7 @@ mod tests {
             Ok(2)
         );
         assert!(one("https://x:1").is_ok_and(|l| l.https && l.to_string() == "https://x:1"));
-        assert!(one("http://x").is_err_and(|e| e.contains("port is missing")));
+        assert!(one("http://x").is_err_and(|e| e.to_string().contains("port is missing")));
         assert!(one("x:1").is_err());
         assert!(one("http://x:99999").is_err());
         assert!(parse_listeners(" , ").is_err());

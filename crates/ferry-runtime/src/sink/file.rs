@@ -147,7 +147,7 @@ async fn open_writer(path: &Path, format: LineFormat) -> Result<Writer, SinkErro
             file,
             position,
             dropped,
-        } = opened.map_err(|message| error(&sink, message))?;
+        } = opened.map_err(|e| error(&sink, e.to_string()))?;
         if dropped > 0 {
             tracing::warn!(
                 file = %path.display(),
@@ -237,6 +237,50 @@ impl Syncer for FileSyncer {
     }
 }
 
+/// Why the sink's file cannot be opened for appending; the sink's error shows it after the file.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    /// An I/O step failed: what was being done, and the OS error.
+    #[error("{step}: {source}")]
+    Io {
+        /// E.g. `cannot open the file`.
+        step: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Another writer holds the file's lock.
+    #[error(
+        "another sink (in this or another process) has the file open; two writers would interleave \
+         their lines"
+    )]
+    Locked,
+    /// The bytes after the last newline are not a torn line of this sink.
+    #[error(
+        "the file ends with {bytes} bytes after its last newline that do not start like a Ferry JSON \
+         line ({start:?}); refusing to truncate a file Ferry may not have written — is this the right \
+         file?"
+    )]
+    ForeignTail {
+        /// How many bytes follow the last newline.
+        bytes: u64,
+        /// Their first bytes, lossily decoded.
+        start: String,
+    },
+    /// The directory of a newly created file cannot be synced.
+    #[error("created the file but cannot sync its directory {}: {source}", dir.display())]
+    SyncDirectory {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// An [`OpenError::Io`] for `step`.
+fn step(step: &'static str) -> impl FnOnce(io::Error) -> OpenError {
+    move |source| OpenError::Io { step, source }
+}
+
 struct Opened {
     file: File,
     /// Where the next line starts.
@@ -245,22 +289,20 @@ struct Opened {
     dropped: u64,
 }
 
-fn open_blocking(path: &Path) -> Result<Opened, String> {
+fn open_blocking(path: &Path) -> Result<Opened, OpenError> {
     let mut options = OpenOptions::new();
     options.read(true).append(true);
     let (mut file, created) = match options.clone().create_new(true).open(path) {
         Ok(file) => (file, true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (
-            options
-                .open(path)
-                .map_err(|e| format!("cannot open the file: {e}"))?,
+            options.open(path).map_err(step("cannot open the file"))?,
             false,
         ),
-        Err(e) => return Err(format!("cannot create the file: {e}")),
+        Err(e) => return Err(step("cannot create the file")(e)),
     };
     let metadata = file
         .metadata()
-        .map_err(|e| format!("cannot read the file's metadata: {e}"))?;
+        .map_err(step("cannot read the file's metadata"))?;
     if !metadata.is_file() {
         // A device or pipe (e.g. /dev/null): nothing to lock or repair, positions count from 0.
         return Ok(Opened {
@@ -271,13 +313,7 @@ fn open_blocking(path: &Path) -> Result<Opened, String> {
     }
     match file.try_lock() {
         Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(
-                "another sink (in this or another process) has the file open; two writers would \
-                        interleave their lines"
-                    .to_owned(),
-            );
-        }
+        Err(TryLockError::WouldBlock) => return Err(OpenError::Locked),
         // Some file systems cannot lock; writing without the lock is still correct.
         Err(TryLockError::Error(e)) => {
             tracing::debug!(file = %path.display(), "cannot lock the sink file: {e}")
@@ -292,7 +328,7 @@ fn open_blocking(path: &Path) -> Result<Opened, String> {
         });
     }
     let len = metadata.len();
-    let keep = complete_length(&mut file, len).map_err(|e| format!("cannot read the file: {e}"))?;
+    let keep = complete_length(&mut file, len).map_err(step("cannot read the file"))?;
     if keep == len {
         return Ok(Opened {
             file,
@@ -303,19 +339,18 @@ fn open_blocking(path: &Path) -> Result<Opened, String> {
     let mut tail = vec![0; usize::try_from((len - keep).min(LINE_START.len() as u64)).unwrap_or(0)];
     file.seek(SeekFrom::Start(keep))
         .and_then(|_| file.read_exact(&mut tail))
-        .map_err(|e| format!("cannot read the file: {e}"))?;
+        .map_err(step("cannot read the file"))?;
     if !is_torn_line(&tail) {
-        return Err(format!(
-            "the file ends with {} bytes after its last newline that do not start like a Ferry JSON line \
-             ({:?}); refusing to truncate a file Ferry may not have written — is this the right file?",
-            len - keep,
-            String::from_utf8_lossy(&tail)
-        ));
+        return Err(OpenError::ForeignTail {
+            bytes: len - keep,
+            start: String::from_utf8_lossy(&tail).into_owned(),
+        });
     }
     file.set_len(keep)
-        .map_err(|e| format!("cannot truncate the torn last line: {e}"))?;
-    file.sync_data()
-        .map_err(|e| format!("cannot sync the file after truncating its torn last line: {e}"))?;
+        .map_err(step("cannot truncate the torn last line"))?;
+    file.sync_data().map_err(step(
+        "cannot sync the file after truncating its torn last line",
+    ))?;
     Ok(Opened {
         file,
         position: keep,
@@ -347,17 +382,15 @@ fn is_torn_line(tail: &[u8]) -> bool {
 }
 
 /// Syncs the directory holding a newly created file, so the file's name survives a crash.
-fn sync_parent(path: &Path) -> Result<(), String> {
+fn sync_parent(path: &Path) -> Result<(), OpenError> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     File::open(parent)
         .and_then(|dir| dir.sync_all())
-        .map_err(|e| {
-            format!(
-                "created the file but cannot sync its directory {}: {e}",
-                parent.display()
-            )
+        .map_err(|source| OpenError::SyncDirectory {
+            dir: parent.to_path_buf(),
+            source,
         })
 }

@@ -60,8 +60,8 @@ pub(crate) enum CommitError {
     Transaction(#[source] crate::sink::SinkError),
     /// Exactly-once with `transaction.boundary=connector`: the task's transaction requests contradict
     /// each other (or overflow); it fails.
-    #[error("invalid transaction boundaries: {0}")]
-    Boundary(String),
+    #[error(transparent)]
+    Boundary(#[from] super::task::transaction_context::BoundaryError),
 }
 
 impl CommitError {

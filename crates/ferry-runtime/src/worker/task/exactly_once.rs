@@ -30,7 +30,7 @@ use crate::metrics::TaskMetrics;
 use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::fence::TaskFence;
 use crate::worker::task::semantics::{Boundary, Commit, Settled, TaskHooks};
-use crate::worker::task::transaction_context::WorkerTransactionContext;
+use crate::worker::task::transaction_context::{BoundaryError, WorkerTransactionContext};
 
 /// One task's exactly-once hooks.
 pub(crate) struct ExactlyOnceHooks {
@@ -246,11 +246,9 @@ impl TaskHooks for ExactlyOnceHooks {
         into_result(self.commit().await)
     }
 
-    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, BoundaryError> {
         match &self.context {
-            Some(context) => context
-                .at_record(record)
-                .map_err(|e| CommitError::Boundary(e).to_string()),
+            Some(context) => context.at_record(record),
             None => Ok(None),
         }
     }

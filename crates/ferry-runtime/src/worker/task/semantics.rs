@@ -28,7 +28,7 @@ use crate::metrics::TaskMetrics;
 use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::health::StoreHealth;
 use crate::worker::task::TaskSettings;
-pub(crate) use crate::worker::task::transaction_context::Boundary;
+pub(crate) use crate::worker::task::transaction_context::{Boundary, BoundaryError};
 
 /// How a connector's records and offsets are delivered: makes each task's [`TaskHooks`].
 #[allow(dead_code)] // The worker picks the semantics once it can be configured (issue 12, step 6).
@@ -142,9 +142,8 @@ pub(crate) trait TaskHooks: Send {
     /// `None` at no cost.
     ///
     /// # Errors
-    /// The task's requests contradict each other; it fails with this reason (a `String`, not a
-    /// `CommitError`: this runs per record).
-    fn boundary_at(&mut self, _record: &SourceRecord) -> Result<Option<Boundary>, String> {
+    /// The task's requests contradict each other; it fails with this reason.
+    fn boundary_at(&mut self, _record: &SourceRecord) -> Result<Option<Boundary>, BoundaryError> {
         Ok(None)
     }
 
@@ -185,7 +184,8 @@ pub(crate) trait DynTaskHooks: Send {
     fn dyn_paused(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_defers_commit_record(&self) -> bool;
     fn dyn_take_settled_records(&mut self) -> Vec<Settled>;
-    fn dyn_boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String>;
+    fn dyn_boundary_at(&mut self, record: &SourceRecord)
+    -> Result<Option<Boundary>, BoundaryError>;
     fn dyn_end_transaction(&mut self, boundary: Boundary)
     -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_final_commit(&mut self, failed: bool) -> BoxFuture<'_, CommitOutcome>;
@@ -225,7 +225,10 @@ impl<H: TaskHooks> DynTaskHooks for H {
     fn dyn_take_settled_records(&mut self) -> Vec<Settled> {
         TaskHooks::take_settled_records(self)
     }
-    fn dyn_boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+    fn dyn_boundary_at(
+        &mut self,
+        record: &SourceRecord,
+    ) -> Result<Option<Boundary>, BoundaryError> {
         TaskHooks::boundary_at(self, record)
     }
     fn dyn_end_transaction(
@@ -272,7 +275,7 @@ impl TaskHooks for Box<dyn DynTaskHooks> {
     fn take_settled_records(&mut self) -> Vec<Settled> {
         DynTaskHooks::dyn_take_settled_records(&mut **self)
     }
-    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+    fn boundary_at(&mut self, record: &SourceRecord) -> Result<Option<Boundary>, BoundaryError> {
         DynTaskHooks::dyn_boundary_at(&mut **self, record)
     }
     fn end_transaction(

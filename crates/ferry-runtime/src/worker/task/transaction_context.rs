@@ -22,6 +22,39 @@ pub(crate) enum Boundary {
     Abort,
 }
 
+/// Why a task's transaction requests cannot be followed (`transaction.boundary=connector`): the task
+/// fails with it. Its text starts with "invalid transaction boundaries", as the task's trace shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BoundaryError {
+    /// A commit and an abort at the same record.
+    #[error(
+        "invalid transaction boundaries: the task requested both a commit and an abort of the \
+         transaction at the same record (topic {topic}, partition {partition:?})"
+    )]
+    CommitAndAbortAtRecord {
+        /// The record's topic.
+        topic: String,
+        /// The record's Kafka partition, if it names one.
+        partition: Option<i32>,
+    },
+    /// A commit and an abort of the transaction of one batch.
+    #[error(
+        "invalid transaction boundaries: the task requested both a commit and an abort of the same \
+         transaction"
+    )]
+    CommitAndAbort,
+    /// More record-level requests than the limit, none matched by a sent record.
+    #[error(
+        "invalid transaction boundaries: the task made more than {limit} record-level transaction \
+         requests that no sent record matched (a request names a record the task returns from poll, \
+         equal to it)"
+    )]
+    TooManyRequests {
+        /// [`MAX_RECORD_REQUESTS`], or a test's limit.
+        limit: usize,
+    },
+}
+
 #[derive(Default)]
 struct Requests {
     batch_commit: bool,
@@ -77,7 +110,10 @@ impl WorkerTransactionContext {
     /// # Errors
     /// The task asked for both a commit and an abort at this record, or made more record-level
     /// requests than [`MAX_RECORD_REQUESTS`]: it fails.
-    pub(crate) fn at_record(&self, record: &SourceRecord) -> Result<Option<Boundary>, String> {
+    pub(crate) fn at_record(
+        &self,
+        record: &SourceRecord,
+    ) -> Result<Option<Boundary>, BoundaryError> {
         let mut requests = self.requests();
         self.check(&requests)?;
         if requests.commit_at.is_empty() && requests.abort_at.is_empty() {
@@ -86,11 +122,10 @@ impl WorkerTransactionContext {
         let commit = take(&mut requests.commit_at, record);
         let abort = take(&mut requests.abort_at, record);
         match (commit, abort) {
-            (true, true) => Err(format!(
-                "the task requested both a commit and an abort of the transaction at the same record \
-                 (topic {}, partition {:?})",
-                record.topic, record.kafka_partition
-            )),
+            (true, true) => Err(BoundaryError::CommitAndAbortAtRecord {
+                topic: record.topic.clone(),
+                partition: record.kafka_partition,
+            }),
             (true, false) => Ok(Some(Boundary::Commit)),
             (false, true) => Ok(Some(Boundary::Abort)),
             (false, false) => Ok(None),
@@ -102,29 +137,23 @@ impl WorkerTransactionContext {
     /// # Errors
     /// The task asked for both a commit and an abort of the transaction, or made too many
     /// record-level requests: it fails.
-    pub(crate) fn after_batch(&self) -> Result<Option<Boundary>, String> {
+    pub(crate) fn after_batch(&self) -> Result<Option<Boundary>, BoundaryError> {
         let mut requests = self.requests();
         self.check(&requests)?;
         let (commit, abort) = (requests.batch_commit, requests.batch_abort);
         requests.batch_commit = false;
         requests.batch_abort = false;
         match (commit, abort) {
-            (true, true) => Err(
-                "the task requested both a commit and an abort of the same transaction".to_owned(),
-            ),
+            (true, true) => Err(BoundaryError::CommitAndAbort),
             (true, false) => Ok(Some(Boundary::Commit)),
             (false, true) => Ok(Some(Boundary::Abort)),
             (false, false) => Ok(None),
         }
     }
 
-    fn check(&self, requests: &Requests) -> Result<(), String> {
+    fn check(&self, requests: &Requests) -> Result<(), BoundaryError> {
         if requests.overflowed {
-            return Err(format!(
-                "the task made more than {} record-level transaction requests that no sent record \
-                 matched (a request names a record the task returns from poll, equal to it)",
-                self.limit
-            ));
+            return Err(BoundaryError::TooManyRequests { limit: self.limit });
         }
         Ok(())
     }
@@ -188,10 +217,18 @@ mod tests {
 
         context.commit_transaction();
         context.abort_transaction();
-        assert!(context.after_batch().unwrap_err().contains("both"));
+        assert_eq!(context.after_batch(), Err(BoundaryError::CommitAndAbort));
         context.commit_transaction_at(&record(4));
         context.abort_transaction_at(&record(4));
-        assert!(context.at_record(&record(4)).unwrap_err().contains("both"));
+        let both = context.at_record(&record(4)).unwrap_err();
+        assert!(
+            matches!(both, BoundaryError::CommitAndAbortAtRecord { .. }),
+            "{both}"
+        );
+        assert!(
+            both.to_string().contains("both a commit and an abort"),
+            "{both}"
+        );
 
         // Past the limit: the task fails rather than lose a request.
         let context = WorkerTransactionContext::with_limit(2);
@@ -199,7 +236,8 @@ mod tests {
             context.abort_transaction_at(&record(n));
         }
         let overflow = context.at_record(&record(0)).unwrap_err();
-        assert!(overflow.contains("more than 2"), "{overflow}");
+        assert_eq!(overflow, BoundaryError::TooManyRequests { limit: 2 });
+        assert!(overflow.to_string().contains("more than 2"), "{overflow}");
         assert!(context.after_batch().is_err());
     }
 }
