@@ -142,8 +142,8 @@ impl OffsetStorePlugin for KafkaStorePlugin {
             props,
             OFFSET_STORAGE_PARTITIONS,
             DEFAULT_PARTITIONS,
-            |n| n >= 1,
-            "must be a whole number of partitions, 1 or more (default 25)",
+            |n| n >= 1 || n == -1,
+            "must be a whole number of partitions, 1 or more, or -1 for the broker's default (default 25)",
             errors,
         );
         let replication_factor = int_setting(

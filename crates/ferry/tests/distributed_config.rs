@@ -184,6 +184,20 @@ fn bad_values_are_named_with_file_and_line() {
 }
 
 #[test]
+fn a_store_other_than_kafka_is_refused_with_the_reason_and_kafka_is_accepted() {
+    let got = errors(&format!("{MINIMAL}offset.storage=postgres\n"));
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(
+        got[0].starts_with(
+            "worker.properties:6: invalid value \"postgres\" for \"offset.storage\": distributed \
+             workers keep offsets in a Kafka topic (offset.storage.topic)"
+        ) && got[0].contains("offset.storage=postgres is for `ferry standalone`"),
+        "{got:#?}"
+    );
+    assert!(parse(&format!("{MINIMAL}offset.storage=Kafka\n")).is_ok());
+}
+
+#[test]
 fn topics_must_be_valid_and_distinct() {
     let text = "bootstrap.servers=localhost:9092\ngroup.id=g\nconfig.storage.topic=connect\n\
                 offset.storage.topic=connect\nstatus.storage.topic=bad topic\n";

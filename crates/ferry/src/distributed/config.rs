@@ -16,7 +16,8 @@ use ferry_plugin::{
     ClientOverrides, ConfigError, ConfigErrors, ConverterSpec, Properties, UnknownKeyHints,
 };
 use ferry_runtime::config::{
-    CommonWorkerConfig, ConfigProviders, RestConfig, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
+    CommonWorkerConfig, ConfigProviders, OFFSET_STORAGE, RestConfig,
+    TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
 };
 
 use super::keys::*;
@@ -260,6 +261,22 @@ fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
                  settings); ignored",
                 props.location(key)
             );
+            continue;
+        }
+        if key == OFFSET_STORAGE {
+            // Distributed mode needs its offsets in Kafka; `kafka` says so and is accepted.
+            let value = props.get(key).unwrap_or_default().trim();
+            if !value.eq_ignore_ascii_case("kafka") {
+                errors.push(props.invalid(
+                    key,
+                    format!(
+                        "distributed workers keep offsets in a Kafka topic (offset.storage.topic), which \
+                         every worker of the group reads and each task's transactional producer commits \
+                         to; offset.storage={value} is for `ferry standalone` (remove the key, or set \
+                         offset.storage=kafka)"
+                    ),
+                ));
+            }
             continue;
         }
         if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {

@@ -213,10 +213,6 @@ pub(super) const STANDALONE_ONLY: &[(&str, &str)] = &[
         "distributed workers keep offsets in offset.storage.topic",
     ),
     (
-        "offset.storage",
-        "distributed workers keep offsets in offset.storage.topic",
-    ),
-    (
         "sink",
         "distributed workers send records to bootstrap.servers",
     ),

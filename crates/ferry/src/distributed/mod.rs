@@ -3,6 +3,7 @@
 //! The worker file ([`DistributedConfig`]) is checked whole before anything starts; [`run`] assembles
 //! the worker.
 
+mod backends;
 mod config;
 mod keys;
 mod run;
@@ -18,5 +19,5 @@ pub use keys::*;
 pub(crate) async fn run(ferry: &crate::Ferry, worker: &Path) -> Result<(), String> {
     let props = Properties::load(worker).map_err(|e| e.to_string())?;
     let config = DistributedConfig::from_properties(&props).map_err(|e| e.to_string())?;
-    run::run(ferry, config).await
+    run::run(ferry, &props, config).await
 }

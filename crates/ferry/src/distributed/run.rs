@@ -1,6 +1,7 @@
-//! `ferry distributed WORKER.properties`: assembles a distributed worker from the runtime's
-//! [`DistributedHerder`] and Kafka's pieces — the config, status and offsets topics, the Kafka sink and
-//! the task-slot consumer group — then serves the REST API until SIGTERM/SIGINT.
+//! `ferry distributed WORKER.properties`: assembles a distributed worker from the herder's
+//! [`DistributedHerder`], Kafka's config and status topics and task-slot consumer group, and the
+//! offset store and sink the registry's `kafka` plugins make (`backends`) — then serves the REST API
+//! until SIGTERM/SIGINT.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,9 +9,8 @@ use std::time::Duration;
 use ferry_herder::{DistributedHerder, DistributedSettings};
 use ferry_kafka::connect::slots::{SlotsConfig, TaskSlots};
 use ferry_kafka::connect::{InternalTopicConfig, KafkaConfigBackingStore, KafkaStatusBackingStore};
-use ferry_kafka::{KafkaOffsetStore, KafkaOffsetStoreConfig, KafkaSinkSpec};
 use ferry_offsets::OffsetBackingStore;
-use ferry_plugin::{DynSinkSpec, StatusBackingStore, WorkerGroup};
+use ferry_plugin::{OpenMode, Properties, StatusBackingStore, WorkerGroup};
 use ferry_rest::RestServer;
 use ferry_runtime::{Worker, WorkerSettings};
 
@@ -37,7 +37,19 @@ fn topic_config(config: &DistributedConfig, topic: &InternalTopic) -> InternalTo
 }
 
 /// Runs one distributed worker until SIGTERM or SIGINT.
-pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), String> {
+pub(crate) async fn run(
+    ferry: &Ferry,
+    props: &Properties,
+    config: DistributedConfig,
+) -> Result<(), String> {
+    // The offset store and sink come from the registry, as in standalone; checked before anything
+    // is bound or created.
+    let (store_spec, sink_spec) = super::backends::kafka_backends(
+        ferry.worker_plugins(),
+        props,
+        (config.key_converter, config.value_converter),
+    )
+    .map_err(|e| e.to_string())?;
     // Bound first: a taken port refuses the start before anything is created.
     let mut rest = RestServer::bind(&config.rest)
         .await
@@ -67,35 +79,10 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
             .map_err(|e| e.to_string())?,
     );
     spawn_status_refresher(&status_store);
-    let mut offsets_config = KafkaOffsetStoreConfig::new(
-        config.bootstrap_servers.clone(),
-        config.offset_topic.name.clone(),
-    );
-    offsets_config.partitions = config.offset_topic.partitions;
-    offsets_config.replication_factor = config.offset_topic.replication_factor;
-    offsets_config.client_overrides = config.client_overrides.to_vec();
-    let offsets: Arc<dyn OffsetBackingStore> = Arc::new(
-        KafkaOffsetStore::open(offsets_config)
-            .await
-            .map_err(|e| e.to_string())?,
-    );
-    let mut producer_overrides = config.client_overrides.clone();
-    for (k, v) in config.producer_overrides.iter() {
-        if config.producer_overrides.is_secret(k) {
-            producer_overrides.set_secret(k, v);
-        } else {
-            producer_overrides.set(k, v);
-        }
-    }
-    let sink_spec = KafkaSinkSpec {
-        bootstrap_servers: config.bootstrap_servers.clone(),
-        producer_overrides,
-        key_converter: config.key_converter,
-        value_converter: config.value_converter,
-        topic_creation_enable: config.topic_creation_enable,
-        override_policy: config.override_policy,
-        offsets_topic: Some(config.offset_topic.name.clone()),
-    };
+    let offsets: Arc<dyn OffsetBackingStore> = store_spec
+        .open(OpenMode::ReadWrite)
+        .await
+        .map_err(|e| e.to_string())?;
     let sinks = sink_spec.start().await.map_err(|e| e.to_string())?;
     tracing::info!(
         "ferry distributed: worker {worker_id} in group {}; configs in {}, statuses in {}, offsets in {}, \
@@ -140,7 +127,7 @@ pub(crate) async fn run(ferry: &Ferry, config: DistributedConfig) -> Result<(), 
             handoff_timeout: DistributedSettings::DEFAULT_HANDOFF_TIMEOUT,
             config_providers: config.config_providers.clone(),
             transforms: ferry.transform_registry().clone(),
-            sink: Some(Arc::new(sink_spec.clone())),
+            sink: Some(sink_spec.clone()),
         },
         config_store.clone(),
         statuses,
