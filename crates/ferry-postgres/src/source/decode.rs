@@ -750,12 +750,10 @@ pub(crate) fn timestamp_value(ty: &Type, raw: &[u8]) -> Result<Micros, PositionE
     match *ty {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             let pg = Reader(raw).i64()?;
-            Micros::from_pg(pg).ok_or_else(|| {
-                if pg == i64::MAX || pg == i64::MIN {
-                    PositionError::Infinite
-                } else {
-                    PositionError::BeyondMicros
-                }
+            Micros::from_pg(pg).ok_or(if pg == i64::MAX || pg == i64::MIN {
+                PositionError::Infinite
+            } else {
+                PositionError::BeyondMicros
             })
         }
         _ => match ty.kind() {
