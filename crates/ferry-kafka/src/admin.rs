@@ -259,7 +259,34 @@ pub(crate) async fn verify_compacted(
         .get("cleanup.policy")
         .and_then(|e| e.value.as_deref());
     check_cleanup_policy(config.kind, config.topic, config.bootstrap_servers, policy)
-        .map_err(|m| backend(store, m, false))
+        .map_err(|e| backend(store, e.to_string(), false))
+}
+
+/// An internal topic whose `cleanup.policy` is not exactly `compact`, or not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CleanupPolicyError {
+    #[error(
+        "the broker did not report cleanup.policy for topic {topic}, so Ferry cannot check that it is \
+         compacted; grant DescribeConfigs on the topic"
+    )]
+    NotReported { topic: String },
+    #[error(
+        "topic {topic} has cleanup.policy={policy}, but {article} {kind_name} must have cleanup.policy=compact \
+         (exactly): {why}. Ferry will not use this topic. Either make it compacted \
+         (kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {topic} \
+         --add-config cleanup.policy=compact), or set {setting} to a topic that does not exist yet, \
+         which Ferry creates compacted",
+        article = if *kind == TopicKind::Offsets { "an" } else { "a" },
+        kind_name = kind.name(),
+        why = kind.why_compacted(),
+        setting = kind.setting(),
+    )]
+    NotCompact {
+        kind: TopicKind,
+        topic: String,
+        bootstrap: String,
+        policy: String,
+    },
 }
 
 /// The policy check itself: exactly `compact` (Kafka Connect refuses `compact,delete` too, because
@@ -269,12 +296,11 @@ pub(crate) fn check_cleanup_policy(
     topic: &str,
     bootstrap: &str,
     policy: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), CleanupPolicyError> {
     let Some(policy) = policy else {
-        return Err(format!(
-            "the broker did not report cleanup.policy for topic {topic}, so Ferry cannot check that it is \
-             compacted; grant DescribeConfigs on the topic"
-        ));
+        return Err(CleanupPolicyError::NotReported {
+            topic: topic.to_owned(),
+        });
     };
     let mut policies: Vec<&str> = policy
         .split(',')
@@ -286,21 +312,12 @@ pub(crate) fn check_cleanup_policy(
     if policies == ["compact"] {
         return Ok(());
     }
-    Err(format!(
-        "topic {topic} has cleanup.policy={policy}, but {article} {kind} must have cleanup.policy=compact \
-         (exactly): {why}. Ferry will not use this topic. Either make it compacted \
-         (kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {topic} \
-         --add-config cleanup.policy=compact), or set {setting} to a topic that does not exist yet, \
-         which Ferry creates compacted",
-        article = if kind == TopicKind::Offsets {
-            "an"
-        } else {
-            "a"
-        },
-        kind = kind.name(),
-        why = kind.why_compacted(),
-        setting = kind.setting(),
-    ))
+    Err(CleanupPolicyError::NotCompact {
+        kind,
+        topic: topic.to_owned(),
+        bootstrap: bootstrap.to_owned(),
+        policy: policy.to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -320,6 +337,7 @@ mod tests {
         for bad in ["delete", "compact,delete", "delete,compact", "", "Compact"] {
             let err = check_cleanup_policy(TopicKind::Offsets, "offsets", "b:9092", Some(bad))
                 .expect_err("must be refused");
+            let err = err.to_string();
             assert!(
                 err.contains(&format!("cleanup.policy={bad},")),
                 "{bad}: {err}"
@@ -333,6 +351,7 @@ mod tests {
         assert!(
             check_cleanup_policy(TopicKind::Offsets, "t", "b", None)
                 .expect_err("must be refused")
+                .to_string()
                 .contains("DescribeConfigs")
         );
     }

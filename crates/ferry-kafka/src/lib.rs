@@ -28,7 +28,9 @@ pub use store::{
 };
 
 pub use connector_keys::OverridePolicy;
-pub use convert::{ConvertError, Converter, RecordConverters};
+pub use convert::{
+    ConvertError, ConvertReason, Converter, PayloadError, PayloadProblem, RecordConverters,
+};
 pub use plugin::{
     BOOTSTRAP_SERVERS, KafkaSinkPlugin, KafkaSinkSpec, KafkaStorePlugin, KafkaStoreSpec,
     OFFSET_STORAGE_PARTITIONS, OFFSET_STORAGE_REPLICATION_FACTOR, OFFSET_STORAGE_TOPIC,

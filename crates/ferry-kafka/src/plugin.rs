@@ -13,7 +13,7 @@ use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{
     ClientOverrides, ConfigError, ConverterSpec, DynSinkSpec, DynStoreSpec, OffsetStorePlugin,
     OpenMode, PRODUCER_PREFIX, Properties, RecordSink, SinkError, SinkErrorKind, SinkPlugin,
-    SinkProvider, TaskSinkContext, TransactionalOffsets, TransactionalSink,
+    SinkProvider, TaskSinkContext, TransactionalOffsets, TransactionalSink, TransactionsError,
 };
 
 use crate::connector_keys::{
@@ -237,6 +237,21 @@ impl DynStoreSpec for KafkaStoreSpec {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Exactly-once delivery with the offsets topic on another cluster than the records: a transaction
+/// writes only to its producer's cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "exactly-once delivery writes each task's offsets in its records' transactions, so the \
+     offsets topic must be on the records' cluster: the sink's bootstrap.servers are {sink} but \
+     the offset store's are {offsets}"
+)]
+struct OffsetsElsewhere {
+    /// The sink's `bootstrap.servers`.
+    sink: String,
+    /// The offset store's cluster.
+    offsets: String,
 }
 
 /// The brokers of a `bootstrap.servers` list, for comparing two lists naming one cluster: trimmed,
@@ -470,14 +485,12 @@ impl DynSinkSpec for KafkaSinkSpec {
     fn with_transactional_offsets(
         &self,
         offsets: &TransactionalOffsets,
-    ) -> Result<Arc<dyn DynSinkSpec>, String> {
+    ) -> Result<Arc<dyn DynSinkSpec>, TransactionsError> {
         if brokers(&offsets.cluster) != brokers(&self.bootstrap_servers) {
-            return Err(format!(
-                "exactly-once delivery writes each task's offsets in its records' transactions, so the \
-                 offsets topic must be on the records' cluster: the sink's bootstrap.servers are {} but \
-                 the offset store's are {}",
-                self.bootstrap_servers, offsets.cluster
-            ));
+            return Err(TransactionsError::Refused(Box::new(OffsetsElsewhere {
+                sink: self.bootstrap_servers.clone(),
+                offsets: offsets.cluster.clone(),
+            })));
         }
         Ok(Arc::new(Self {
             offsets_topic: Some(offsets.topic.clone()),

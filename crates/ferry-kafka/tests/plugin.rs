@@ -118,7 +118,9 @@ fn the_sink_takes_transactional_offsets_only_on_its_own_cluster() {
         .with_transactional_offsets(&offsets("other:9092"))
         .expect_err("another cluster");
     assert!(
-        refused.contains("must be on the records' cluster"),
+        refused
+            .to_string()
+            .contains("must be on the records' cluster"),
         "{refused}"
     );
 }

@@ -255,18 +255,27 @@ impl<'de> de::DeserializeSeed<'de> for ValueSeed {
     }
 }
 
+/// A JSON number Kafka Connect cannot hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NumberError {
+    #[error("number {0} is out of range")]
+    OutOfRange(String),
+    #[error("integer {0} does not fit 64 bits")]
+    TooBig(String),
+}
+
 /// A JSON number as Kafka Connect reads it: without a fraction or exponent a 64-bit integer (larger
 /// ones are rejected), otherwise a double, correctly rounded.
-fn parse_number(text: &str) -> Result<Value, String> {
+fn parse_number(text: &str) -> Result<Value, NumberError> {
     if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
         match text.parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(Value::Float64(v)),
-            _ => Err(format!("number {text} is out of range")),
+            _ => Err(NumberError::OutOfRange(text.to_owned())),
         }
     } else {
         text.parse::<i64>()
             .map(Value::Int64)
-            .map_err(|_| format!("integer {text} does not fit 64 bits"))
+            .map_err(|_| NumberError::TooBig(text.to_owned()))
     }
 }
 

@@ -56,7 +56,7 @@ pub use sink::{
     Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkErrorKind, SinkProvider,
     TaskSinkContext, TransactionalSink,
 };
-pub use sink_plugin::{DynSinkSpec, SinkPlugin};
+pub use sink_plugin::{DynSinkSpec, SinkPlugin, TransactionsError};
 pub use status_store::{
     CatchUp, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry,
     StatusStoreError, TopicStatus,

@@ -60,7 +60,7 @@ impl Properties {
         let entries = syntax::parse(&decoded).map_err(|e| ConfigError::Parse {
             path: path.clone(),
             line: Some(e.line),
-            message: e.message,
+            message: e.problem.to_string(),
         })?;
         let mut properties = Properties {
             path,

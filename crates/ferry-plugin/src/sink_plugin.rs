@@ -9,6 +9,23 @@ use ferry_api::{Config, ConfigIssue, ConfigKey};
 
 use crate::{ConfigError, ConverterSpec, Properties, SinkError, SinkProvider};
 
+/// Why a sink cannot write exactly-once tasks' records and offsets in one transaction
+/// ([`DynSinkSpec::with_transactional_offsets`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionsError {
+    /// The sink does not write transactions.
+    #[error(
+        "the {plugin} sink does not write transactions (exactly-once delivery needs sink=kafka)"
+    )]
+    Unsupported {
+        /// The sink's name ([`DynSinkSpec::plugin`]).
+        plugin: &'static str,
+    },
+    /// The sink writes transactions, but not with these offsets; the sink's own error says why.
+    #[error(transparent)]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// One kind of sink (`sink=kafka`, `sink=stdout`, `sink=file:PATH`). It parses only its own keys and
 /// never connects while parsing.
 pub trait SinkPlugin: Send + Sync {
@@ -94,11 +111,10 @@ pub trait DynSinkSpec: fmt::Debug + fmt::Display + Send + Sync + Any {
     fn with_transactional_offsets(
         &self,
         _offsets: &crate::store::TransactionalOffsets,
-    ) -> Result<Arc<dyn DynSinkSpec>, String> {
-        Err(format!(
-            "the {} sink does not write transactions (exactly-once delivery needs sink=kafka)",
-            self.plugin()
-        ))
+    ) -> Result<Arc<dyn DynSinkSpec>, TransactionsError> {
+        Err(TransactionsError::Unsupported {
+            plugin: self.plugin(),
+        })
     }
 
     /// The typed settings, for tests and tools.

@@ -18,7 +18,24 @@ pub(crate) struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SyntaxError {
     pub(crate) line: usize,
-    pub(crate) message: String,
+    pub(crate) problem: EscapeError,
+}
+
+/// A `\uXXXX` escape Ferry cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EscapeError {
+    /// Fewer than four hex digits (Java refuses it).
+    #[error(
+        "Malformed \\uxxxx encoding. A \\u escape needs exactly four hex digits \
+         (e.g. \\u00e9 for é); write \\\\u for a literal \\u."
+    )]
+    Malformed,
+    /// Half of a UTF-16 surrogate pair (Java keeps it; a Rust string cannot).
+    #[error(
+        "a \\u escape makes half of a UTF-16 surrogate pair without its other half (e.g. \\uD83D \
+         must be followed by \\uDE00-style low half); Ferry cannot keep such a value"
+    )]
+    UnpairedSurrogate,
 }
 
 /// Every entry of `text`, in order (a key set twice appears twice).
@@ -33,7 +50,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Entry>, SyntaxError> {
     let mut entries = Vec::new();
     while let Some((logical, line)) = reader.read_line() {
         let (key, value) = split(&logical);
-        let error = |message| SyntaxError { line, message };
+        let error = |problem| SyntaxError { line, problem };
         entries.push(Entry {
             key: unescape(key).map_err(error)?,
             value: unescape(value).map_err(error)?,
@@ -184,7 +201,7 @@ fn split(line: &[char]) -> (&[char], &[char]) {
 
 /// Resolves escapes: `\uXXXX` (a UTF-16 unit: pairs make one character), `\t \r \n \f`, and `\`
 /// before any other character stands for that character.
-fn unescape(text: &[char]) -> Result<String, String> {
+fn unescape(text: &[char]) -> Result<String, EscapeError> {
     if !text.contains(&'\\') {
         return Ok(text.iter().collect());
     }
@@ -202,11 +219,10 @@ fn unescape(text: &[char]) -> Result<String, String> {
                 'u' => {
                     let mut value: u16 = 0;
                     for _ in 0..4 {
-                        let digit = chars.next().and_then(|d| d.to_digit(16)).ok_or_else(|| {
-                            "Malformed \\uxxxx encoding. A \\u escape needs exactly four hex digits \
-                             (e.g. \\u00e9 for é); write \\\\u for a literal \\u."
-                                .to_owned()
-                        })?;
+                        let digit = chars
+                            .next()
+                            .and_then(|d| d.to_digit(16))
+                            .ok_or(EscapeError::Malformed)?;
                         // `to_digit(16)` is below 16.
                         value = (value << 4) | u16::try_from(digit).unwrap_or(0);
                     }
@@ -224,11 +240,7 @@ fn unescape(text: &[char]) -> Result<String, String> {
         };
         units.extend_from_slice(c.encode_utf16(&mut buf));
     }
-    String::from_utf16(&units).map_err(|_| {
-        "a \\u escape makes half of a UTF-16 surrogate pair without its other half (e.g. \\uD83D \
-         must be followed by \\uDE00-style low half); Ferry cannot keep such a value"
-            .to_owned()
-    })
+    String::from_utf16(&units).map_err(|_| EscapeError::UnpairedSurrogate)
 }
 
 #[cfg(test)]

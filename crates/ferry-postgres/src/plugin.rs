@@ -12,6 +12,46 @@ use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{ConfigError, DynStoreSpec, OffsetStorePlugin, OpenMode, Properties};
 
 use crate::store::{PostgresOffsetStore, PostgresOffsetStoreConfig};
+use crate::tls::TlsError;
+
+/// What is wrong with `offset.storage.postgres.url`, before the store connects.
+#[derive(Debug, thiserror::Error)]
+enum UrlKeyError {
+    #[error("must name the database, e.g. postgresql://ferry@db.example:5432/ferry")]
+    Empty,
+    #[error(
+        "is a JDBC URL; write it as libpq does, without the jdbc: prefix (e.g. \
+         postgresql://ferry@db.example:5432/ferry?password=…)"
+    )]
+    Jdbc,
+    /// A URL of another scheme.
+    #[error(
+        "must be a postgresql:// URL (e.g. postgresql://ferry@db.example:5432/ferry) or \
+         key=value pairs (host=… user=… dbname=…)"
+    )]
+    OtherScheme,
+    #[error(
+        "accepted: a URL, postgresql://user[:password]@host[:port]/dbname, or key=value pairs, \
+         host=… port=… user=… dbname=…"
+    )]
+    NotConnectionString,
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// What is wrong with `offset.storage.postgres.table`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TableKeyError {
+    #[error("write table or schema.table, e.g. ferry_offsets or ops.ferry_offsets")]
+    Shape,
+    /// A part that is not a lower-case SQL name.
+    #[error(
+        "{0:?} is not a lower-case SQL name: write table or schema.table with 1 to 63 \
+         characters of a-z, 0-9, _ and $ each, starting with a-z or _ (upper case is refused \
+         because PostgreSQL folds unquoted names to lower case)"
+    )]
+    NotLowerCaseName(String),
+}
 
 /// `offset.storage.postgres.url` (Ferry-only key): the PostgreSQL server and database holding the
 /// offsets table, as a libpq connection string; required with `offset.storage=postgres`.
@@ -178,13 +218,13 @@ fn postgres_storage(
         }
         Some(url) => match check_url(url) {
             Ok(()) => Some(PostgresUrl::new(url)),
-            Err(message) => {
+            Err(e) => {
                 errors.push(ConfigError::Invalid {
                     path: props.path().to_path_buf(),
                     key: OFFSET_STORAGE_POSTGRES_URL.to_owned(),
                     line: props.line_of(OFFSET_STORAGE_POSTGRES_URL),
                     value: Some(URL_KEY.shown(url).into_owned()),
-                    message,
+                    message: e.to_string(),
                 });
                 None
             }
@@ -194,13 +234,13 @@ fn postgres_storage(
         None => Some(DEFAULT_OFFSET_STORAGE_POSTGRES_TABLE.to_owned()),
         Some(table) => match check_table(table) {
             Ok(()) => Some(table.to_owned()),
-            Err(message) => {
+            Err(e) => {
                 errors.push(ConfigError::Invalid {
                     path: props.path().to_path_buf(),
                     key: OFFSET_STORAGE_POSTGRES_TABLE.to_owned(),
                     line: props.line_of(OFFSET_STORAGE_POSTGRES_TABLE),
                     value: Some(table.to_owned()),
-                    message,
+                    message: e.to_string(),
                 });
                 None
             }
@@ -213,54 +253,39 @@ fn postgres_storage(
 }
 
 /// The shape of a libpq connection string (the store parses it fully when it connects).
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), UrlKeyError> {
     let lower = url.to_ascii_lowercase();
     if url.is_empty() {
-        return Err(
-            "must name the database, e.g. postgresql://ferry@db.example:5432/ferry".to_owned(),
-        );
+        return Err(UrlKeyError::Empty);
     }
     if lower.starts_with("jdbc:") {
-        return Err(
-            "is a JDBC URL; write it as libpq does, without the jdbc: prefix (e.g. \
-             postgresql://ferry@db.example:5432/ferry?password=…)"
-                .to_owned(),
-        );
+        return Err(UrlKeyError::Jdbc);
     }
     if lower.starts_with("postgresql://") || lower.starts_with("postgres://") {
         // The TLS parameters and certificate files are checked now; the rest when the store connects.
         return check_tls(url);
     }
     if url.contains("://") {
-        return Err(
-            "must be a postgresql:// URL (e.g. postgresql://ferry@db.example:5432/ferry) or \
-             key=value pairs (host=… user=… dbname=…)"
-                .to_owned(),
-        );
+        return Err(UrlKeyError::OtherScheme);
     }
     if url.contains('=') {
         return check_tls(url);
     }
-    Err(
-        "accepted: a URL, postgresql://user[:password]@host[:port]/dbname, or key=value pairs, \
-         host=… port=… user=… dbname=…"
-            .to_owned(),
-    )
+    Err(UrlKeyError::NotConnectionString)
 }
 
 /// The TLS parameters of a connection string, and the certificate files they name.
-fn check_tls(url: &str) -> Result<(), String> {
+fn check_tls(url: &str) -> Result<(), UrlKeyError> {
     let (_, tls) = crate::tls::split_libpq(url)?;
-    tls.connector().map(|_| ())
+    tls.connector()?;
+    Ok(())
 }
 
 /// `table` or `schema.table`, each part a lower-case SQL identifier of at most 63 characters.
-fn check_table(text: &str) -> Result<(), String> {
+fn check_table(text: &str) -> Result<(), TableKeyError> {
     let parts: Vec<&str> = text.split('.').collect();
     if parts.is_empty() || parts.len() > 2 {
-        return Err(
-            "write table or schema.table, e.g. ferry_offsets or ops.ferry_offsets".to_owned(),
-        );
+        return Err(TableKeyError::Shape);
     }
     for part in parts {
         let first_ok = part
@@ -271,11 +296,7 @@ fn check_table(text: &str) -> Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'$');
         if !first_ok || !rest_ok || part.len() > 63 {
-            return Err(format!(
-                "{part:?} is not a lower-case SQL name: write table or schema.table with 1 to 63 \
-                 characters of a-z, 0-9, _ and $ each, starting with a-z or _ (upper case is refused \
-                 because PostgreSQL folds unquoted names to lower case)"
-            ));
+            return Err(TableKeyError::NotLowerCaseName(part.to_owned()));
         }
     }
     Ok(())
@@ -329,6 +350,7 @@ mod tests {
         assert!(check_url("host=h sslmode=disable").is_ok());
         let e = check_url("host=h sslmode=verify-ca sslrootcert=/nonexistent/ca.pem")
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
             e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
@@ -336,6 +358,7 @@ mod tests {
         );
         let e = check_url("postgresql://h/db?sslmode=on")
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("sslmode=on"), "{e}");
         assert!(check_table("ferry_offsets").is_ok());

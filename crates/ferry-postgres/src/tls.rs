@@ -26,6 +26,149 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 /// The largest certificate or key file read (a chain of a few certificates is a few KiB).
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// A TLS parameter of a connection string that is invalid or unsupported, or certificate files that
+/// cannot be used; in words for a config issue.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsError {
+    #[error(
+        "sets sslmode={0}; use one of disable, allow, prefer, require, verify-ca, \
+         verify-full"
+    )]
+    SslMode(String),
+    #[error(
+        "sets sslpassword, but encrypted client keys are not supported; give sslkey an \
+         unencrypted key file (openssl pkey -in key.pem -out key-plain.pem) readable only \
+         by the worker"
+    )]
+    SslPassword,
+    /// `sslcrl` or `sslcrldir`.
+    #[error("sets {0}, but certificate revocation lists are not supported; remove it")]
+    Crl(String),
+    #[error(transparent)]
+    Percent(#[from] PercentError),
+    #[error("cannot set up TLS: {0}")]
+    Setup(#[source] rustls::Error),
+    /// `verify-*` without a root certificate.
+    #[error(
+        "sets sslmode={mode}, which checks the server's certificate, but names no CA \
+         certificate: set sslrootcert=/path/to/ca.pem (the CA that signed the server's \
+         certificate; ~/.postgresql/root.crt does not exist), or use sslmode=require to \
+         encrypt without checking the certificate"
+    )]
+    NoRootCert { mode: &'static str },
+    /// `sslrootcert=system` with a mode other than `verify-full`.
+    #[error(
+        "sets sslrootcert=system with sslmode={mode}: the system's CA certificates are \
+         used only with sslmode=verify-full (as libpq); use it, or set sslrootcert \
+         to a CA file"
+    )]
+    SystemRootsMode { mode: &'static str },
+    #[error(
+        "sets sslrootcert=system, but no system CA certificates were found ({}); install the \
+         system's CA bundle (Debian: ca-certificates) or set sslrootcert to a CA file",
+        joined(errors)
+    )]
+    NoSystemRoots {
+        /// Why the system's certificates could not be loaded (empty: none are installed).
+        errors: Vec<rustls_native_certs::Error>,
+    },
+    #[error(
+        "sslrootcert={}: a certificate in it is not a usable CA certificate ({source})",
+        root.display()
+    )]
+    BadCaCert {
+        root: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error("sslrootcert={}: cannot be used ({source})", root.display())]
+    RootUnusable {
+        root: PathBuf,
+        #[source]
+        source: rustls::client::VerifierBuilderError,
+    },
+    #[error(
+        "sslcert={} and sslkey={} cannot be used together ({source}); check that the key \
+         is the certificate's",
+        cert.display(),
+        key.display()
+    )]
+    ClientAuth {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error(
+        "sets sslcert={} without sslkey; set sslkey to the certificate's private key",
+        .0.display()
+    )]
+    CertWithoutKey(PathBuf),
+    #[error(
+        "sets sslkey={} without sslcert; set sslcert to the client certificate",
+        .0.display()
+    )]
+    KeyWithoutCert(PathBuf),
+    /// `key`: the parameter naming the file (`sslrootcert`, `sslcert`, `sslkey`).
+    #[error("{key}={}: cannot be read ({source})", path.display())]
+    Unreadable {
+        key: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{key}={}: is {size} bytes, more than a certificate file ({MAX_FILE_BYTES} bytes at most)",
+        path.display()
+    )]
+    TooLarge {
+        key: &'static str,
+        path: PathBuf,
+        size: u64,
+    },
+    #[error("{key}={}: is not a PEM certificate file ({source})", path.display())]
+    NotPem {
+        key: &'static str,
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error(
+        "{key}={}: holds no certificate (expected -----BEGIN CERTIFICATE-----)",
+        path.display()
+    )]
+    NoCertificate { key: &'static str, path: PathBuf },
+    #[error(
+        "sslkey={}: holds no unencrypted private key ({source}); give a PEM key (BEGIN PRIVATE KEY, \
+         BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY) or a PKCS#8 DER key",
+        path.display()
+    )]
+    NoKey {
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+}
+
+/// `errors` joined by `; `, or "none installed".
+fn joined(errors: &[rustls_native_certs::Error]) -> String {
+    if errors.is_empty() {
+        "none installed".to_owned()
+    } else {
+        let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        why.join("; ")
+    }
+}
+
+/// A `%XX` escape of a URL parameter that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PercentError {
+    #[error("has an invalid %-escape")]
+    InvalidEscape,
+    #[error("has %-escapes that are not UTF-8")]
+    NotUtf8,
+}
+
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum SslMode {
@@ -46,7 +189,7 @@ pub(crate) enum SslMode {
 
 impl SslMode {
     /// Parses a `sslmode` value.
-    pub(crate) fn parse(value: &str) -> Result<Self, String> {
+    pub(crate) fn parse(value: &str) -> Result<Self, TlsError> {
         Ok(match value {
             "disable" => Self::Disable,
             "allow" => Self::Allow,
@@ -54,12 +197,7 @@ impl SslMode {
             "require" => Self::Require,
             "verify-ca" => Self::VerifyCa,
             "verify-full" => Self::VerifyFull,
-            other => {
-                return Err(format!(
-                    "sets sslmode={other}; use one of disable, allow, prefer, require, verify-ca, \
-                     verify-full"
-                ));
-            }
+            other => return Err(TlsError::SslMode(other.to_owned())),
         })
     }
 
@@ -112,7 +250,7 @@ impl TlsOptions {
     ///
     /// # Errors
     /// An invalid or unsupported value, in words for a config issue.
-    pub(crate) fn take(&mut self, key: &str, value: &str) -> Result<bool, String> {
+    pub(crate) fn take(&mut self, key: &str, value: &str) -> Result<bool, TlsError> {
         match key {
             "sslmode" => {
                 self.mode = SslMode::parse(value)?;
@@ -128,19 +266,8 @@ impl TlsOptions {
             "sslcert" => self.cert = non_empty(value),
             "sslkey" => self.key = non_empty(value),
             "sslsni" => self.no_sni = value == "0",
-            "sslpassword" => {
-                return Err(
-                    "sets sslpassword, but encrypted client keys are not supported; give sslkey an \
-                     unencrypted key file (openssl pkey -in key.pem -out key-plain.pem) readable only \
-                     by the worker"
-                        .to_owned(),
-                );
-            }
-            "sslcrl" | "sslcrldir" => {
-                return Err(format!(
-                    "sets {key}, but certificate revocation lists are not supported; remove it"
-                ));
-            }
+            "sslpassword" => return Err(TlsError::SslPassword),
+            "sslcrl" | "sslcrldir" => return Err(TlsError::Crl(key.to_owned())),
             _ => return Ok(false),
         }
         Ok(true)
@@ -196,11 +323,11 @@ impl TlsOptions {
     /// # Errors
     /// A file that is missing, unreadable or not a certificate or key; `verify-*` without a root
     /// certificate.
-    pub(crate) fn connector(&self) -> Result<MakeRustlsConnect, String> {
+    pub(crate) fn connector(&self) -> Result<MakeRustlsConnect, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("cannot set up TLS: {e}"))?;
+            .map_err(TlsError::Setup)?;
         let root = if self.mode == SslMode::Disable {
             None
         } else {
@@ -211,41 +338,33 @@ impl TlsOptions {
             Verify::None => Arc::new(NoVerifier(provider.signature_verification_algorithms)),
             Verify::Chain | Verify::Full => {
                 let Some(root) = root.as_deref() else {
-                    return Err(format!(
-                        "sets sslmode={}, which checks the server's certificate, but names no CA \
-                         certificate: set sslrootcert=/path/to/ca.pem (the CA that signed the server's \
-                         certificate; ~/.postgresql/root.crt does not exist), or use sslmode=require to \
-                         encrypt without checking the certificate",
-                        self.mode.name()
-                    ));
+                    return Err(TlsError::NoRootCert {
+                        mode: self.mode.name(),
+                    });
                 };
                 let mut roots = RootCertStore::empty();
                 let certs = if root == Path::new(SYSTEM) {
                     if self.mode != SslMode::VerifyFull {
-                        return Err(format!(
-                            "sets sslrootcert=system with sslmode={}: the system's CA certificates are \
-                             used only with sslmode=verify-full (as libpq); use it, or set sslrootcert \
-                             to a CA file",
-                            self.mode.name()
-                        ));
+                        return Err(TlsError::SystemRootsMode {
+                            mode: self.mode.name(),
+                        });
                     }
                     system_roots()?
                 } else {
                     read_certs(root, "sslrootcert")?
                 };
                 for cert in certs {
-                    roots.add(cert).map_err(|e| {
-                        format!(
-                            "sslrootcert={}: a certificate in it is not a usable CA certificate ({e})",
-                            root.display()
-                        )
+                    roots.add(cert).map_err(|source| TlsError::BadCaCert {
+                        root: root.to_owned(),
+                        source,
                     })?;
                 }
                 let webpki =
                     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                         .build()
-                        .map_err(|e| {
-                            format!("sslrootcert={}: cannot be used ({e})", root.display())
+                        .map_err(|source| TlsError::RootUnusable {
+                            root: root.to_owned(),
+                            source,
                         })?;
                 if verify == Verify::Full {
                     webpki
@@ -263,27 +382,14 @@ impl TlsOptions {
                 let key_der = read_key(key)?;
                 builder
                     .with_client_auth_cert(chain, key_der)
-                    .map_err(|e| {
-                        format!(
-                            "sslcert={} and sslkey={} cannot be used together ({e}); check that the key \
-                             is the certificate's",
-                            cert.display(),
-                            key.display()
-                        )
+                    .map_err(|source| TlsError::ClientAuth {
+                        cert: cert.clone(),
+                        key: key.clone(),
+                        source,
                     })?
             }
-            (Some(cert), None) => {
-                return Err(format!(
-                    "sets sslcert={} without sslkey; set sslkey to the certificate's private key",
-                    cert.display()
-                ));
-            }
-            (None, Some(key)) => {
-                return Err(format!(
-                    "sets sslkey={} without sslcert; set sslcert to the client certificate",
-                    key.display()
-                ));
-            }
+            (Some(cert), None) => return Err(TlsError::CertWithoutKey(cert.clone())),
+            (None, Some(key)) => return Err(TlsError::KeyWithoutCert(key.clone())),
             (None, None) => builder.with_no_client_auth(),
         };
         config.enable_sni = !self.no_sni;
@@ -295,19 +401,12 @@ impl TlsOptions {
 }
 
 /// The operating system's CA certificates (`sslrootcert=system`).
-fn system_roots() -> Result<Vec<CertificateDer<'static>>, String> {
+fn system_roots() -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let found = rustls_native_certs::load_native_certs();
     if found.certs.is_empty() {
-        let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
-        return Err(format!(
-            "sets sslrootcert=system, but no system CA certificates were found ({}); install the \
-             system's CA bundle (Debian: ca-certificates) or set sslrootcert to a CA file",
-            if why.is_empty() {
-                "none installed".to_owned()
-            } else {
-                why.join("; ")
-            }
-        ));
+        return Err(TlsError::NoSystemRoots {
+            errors: found.errors,
+        });
     }
     Ok(found.certs)
 }
@@ -322,17 +421,21 @@ fn default_file(name: &str) -> Option<PathBuf> {
 }
 
 /// A certificate or key file's bytes.
-fn read_file(path: &Path, key: &str) -> Result<Vec<u8>, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("{key}={}: cannot be read ({e})", path.display()))?
-        .len();
+fn read_file(path: &Path, key: &'static str) -> Result<Vec<u8>, TlsError> {
+    let unreadable = |source| TlsError::Unreadable {
+        key,
+        path: path.to_owned(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(unreadable)?.len();
     if size > MAX_FILE_BYTES {
-        return Err(format!(
-            "{key}={}: is {size} bytes, more than a certificate file ({MAX_FILE_BYTES} bytes at most)",
-            path.display()
-        ));
+        return Err(TlsError::TooLarge {
+            key,
+            path: path.to_owned(),
+            size,
+        });
     }
-    std::fs::read(path).map_err(|e| format!("{key}={}: cannot be read ({e})", path.display()))
+    std::fs::read(path).map_err(unreadable)
 }
 
 fn is_pem(bytes: &[u8]) -> bool {
@@ -340,39 +443,35 @@ fn is_pem(bytes: &[u8]) -> bool {
 }
 
 /// The certificates of a PEM file (all of them) or a DER file (one).
-fn read_certs(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn read_certs(path: &Path, key: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = read_file(path, key)?;
     let certs = if is_pem(&bytes) {
         CertificateDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                format!(
-                    "{key}={}: is not a PEM certificate file ({e})",
-                    path.display()
-                )
+            .map_err(|source| TlsError::NotPem {
+                key,
+                path: path.to_owned(),
+                source,
             })?
     } else {
         vec![CertificateDer::from(bytes)]
     };
     if certs.is_empty() {
-        return Err(format!(
-            "{key}={}: holds no certificate (expected -----BEGIN CERTIFICATE-----)",
-            path.display()
-        ));
+        return Err(TlsError::NoCertificate {
+            key,
+            path: path.to_owned(),
+        });
     }
     Ok(certs)
 }
 
 /// The private key of a PEM file, or of a PKCS#8 DER file (pgjdbc's `.pk8`).
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = read_file(path, "sslkey")?;
     if is_pem(&bytes) {
-        PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
-            format!(
-                "sslkey={}: holds no unencrypted private key ({e}); give a PEM key (BEGIN PRIVATE KEY, \
-                 BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY) or a PKCS#8 DER key",
-                path.display()
-            )
+        PrivateKeyDer::from_pem_slice(&bytes).map_err(|source| TlsError::NoKey {
+            path: path.to_owned(),
+            source,
         })
     } else {
         Ok(PrivateKeyDer::Pkcs8(bytes.into()))
@@ -586,7 +685,7 @@ fn tls_hint(text: &str, tls: &TlsOptions) -> String {
 ///
 /// # Errors
 /// An invalid or unsupported TLS parameter.
-pub(crate) fn split_libpq(text: &str) -> Result<(String, TlsOptions), String> {
+pub(crate) fn split_libpq(text: &str) -> Result<(String, TlsOptions), TlsError> {
     let mut tls = TlsOptions::default();
     let text = text.trim();
     if text.contains("://") {
@@ -656,7 +755,7 @@ fn unquote(raw: &str) -> String {
 }
 
 /// Decodes `%XX` escapes of a URL parameter.
-pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
+pub(crate) fn percent_decode(text: &str) -> Result<String, PercentError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -666,7 +765,7 @@ pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| "has an invalid %-escape".to_owned())?;
+                .ok_or(PercentError::InvalidEscape)?;
             out.push(hex);
             i += 3;
         } else {
@@ -674,7 +773,7 @@ pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| "has %-escapes that are not UTF-8".to_owned())
+    String::from_utf8(out).map_err(|_| PercentError::NotUtf8)
 }
 
 #[cfg(test)]
@@ -726,7 +825,11 @@ mod tests {
         assert!(tls.take("sslmode", "require").unwrap_or(false));
         assert!(tls.take("sslrootcert", "system").unwrap_or(false));
         assert_eq!(tls.mode, SslMode::Require);
-        let e = tls.connector().err().unwrap_or_default();
+        let e = tls
+            .connector()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("sslrootcert=system with sslmode=require"), "{e}");
     }
 
@@ -757,7 +860,11 @@ mod tests {
             root_cert: Some(PathBuf::from("/nonexistent/ca.pem")),
             ..TlsOptions::default()
         };
-        let e = tls.connector().err().unwrap_or_default();
+        let e = tls
+            .connector()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(
             e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
             "{e}"
@@ -767,7 +874,11 @@ mod tests {
             cert: Some(PathBuf::from("/c.pem")),
             ..TlsOptions::default()
         };
-        let e = tls.connector().err().unwrap_or_default();
+        let e = tls
+            .connector()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("without sslkey"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::TestkitError;
@@ -113,7 +113,11 @@ impl KafkaBroker {
     /// # Errors
     /// As [`start`](Self::start); every caller gets the first start's error.
     pub fn shared_with(settings: &[(&str, &str)]) -> Result<&'static KafkaBroker, TestkitError> {
-        type Shared = Vec<(Vec<(String, String)>, Result<&'static KafkaBroker, String>)>;
+        // The first start's error, shared by every caller (a `TestkitError` is not `Clone`).
+        type Shared = Vec<(
+            Vec<(String, String)>,
+            Result<&'static KafkaBroker, Arc<TestkitError>>,
+        )>;
         static SHARED: Mutex<Shared> = Mutex::new(Vec::new());
         let key: Vec<(String, String)> = settings
             .iter()
@@ -131,7 +135,7 @@ impl KafkaBroker {
                     })
                     // Leaked on purpose: it lives as long as the process.
                     .map(|broker| &*Box::leak(Box::new(broker)))
-                    .map_err(|e| e.to_string());
+                    .map_err(Arc::new);
                 shared.push((key, started.clone()));
                 started
             }

@@ -65,7 +65,7 @@ impl Target {
     }
 
     /// Kafka Connect's `Schema.Type.valueOf(name.toUpperCase())` restricted to the output types.
-    fn parse(name: &str) -> Result<Self, String> {
+    fn parse(name: &str) -> Result<Self, SpecError> {
         let upper = name.trim().to_ascii_uppercase();
         Ok(match upper.as_str() {
             "INT8" => Target::Int8,
@@ -77,18 +77,30 @@ impl Target {
             "BOOLEAN" => Target::Boolean,
             "STRING" => Target::String,
             "BYTES" | "ARRAY" | "MAP" | "STRUCT" => {
-                return Err(format!(
-                    "Cast transformation does not support casting to {upper}; supported types are {SUPPORTED_OUTPUT}"
-                ));
+                return Err(SpecError::UnsupportedType(upper));
             }
-            _ => {
-                return Err(format!(
-                    "Invalid type found in casting spec: {}",
-                    name.trim()
-                ));
-            }
+            _ => return Err(SpecError::InvalidType(name.trim().to_owned())),
         })
     }
+}
+
+/// A `spec` Kafka Connect's Cast refuses, with its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SpecError {
+    #[error(
+        "Cast transformation does not support casting to {0}; supported types are {SUPPORTED_OUTPUT}"
+    )]
+    UnsupportedType(String),
+    #[error("Invalid type found in casting spec: {0}")]
+    InvalidType(String),
+    #[error("Must specify at least one field to cast.")]
+    Empty,
+    #[error("Invalid cast mapping: {0} (expected field:type or a single type)")]
+    InvalidMapping(String),
+    #[error(
+        "Cast transformations that specify a type to cast the entire value to may only specify a single cast in their spec"
+    )]
+    WholeAndMore,
 }
 
 /// What to cast: the whole value, or some fields (in spec order; a repeated field keeps its last
@@ -109,7 +121,7 @@ impl Spec {
 }
 
 /// Kafka Connect's `Cast.parseFieldTypes` over the `spec` list.
-fn parse_spec(raw: &str) -> Result<Spec, String> {
+fn parse_spec(raw: &str) -> Result<Spec, SpecError> {
     let raw = raw.trim();
     let mappings: Vec<&str> = if raw.is_empty() {
         Vec::new()
@@ -117,7 +129,7 @@ fn parse_spec(raw: &str) -> Result<Spec, String> {
         raw.split(',').map(str::trim).collect()
     };
     if mappings.is_empty() {
-        return Err("Must specify at least one field to cast.".to_owned());
+        return Err(SpecError::Empty);
     }
     let mut whole = None;
     let mut fields: Vec<(String, Target)> = Vec::new();
@@ -139,17 +151,12 @@ fn parse_spec(raw: &str) -> Result<Spec, String> {
             }
             _ => {
                 // Kafka Connect says "Invalid rename mapping" here (a copy from ReplaceField).
-                return Err(format!(
-                    "Invalid cast mapping: {mapping} (expected field:type or a single type)"
-                ));
+                return Err(SpecError::InvalidMapping((*mapping).to_owned()));
             }
         }
     }
     match whole {
-        Some(_) if mappings.len() > 1 => Err(
-            "Cast transformations that specify a type to cast the entire value to may only specify a single cast in their spec"
-                .to_owned(),
-        ),
+        Some(_) if mappings.len() > 1 => Err(SpecError::WholeAndMore),
         Some(target) => Ok(Spec::Whole(target)),
         None => Ok(Spec::Fields(fields)),
     }
@@ -321,7 +328,8 @@ fn input_of(value: &Value, schema: Option<&Schema>, target: Target) -> Result<In
                         ConnectError::fatal("Invalid Decimal schema: scale parameter not found.")
                     })?;
                 Input::Decimal(
-                    BigDecimal::from_twos_complement(&bytes, scale).map_err(ConnectError::fatal)?,
+                    BigDecimal::from_twos_complement(&bytes, scale)
+                        .map_err(|e| ConnectError::fatal(e.to_string()))?,
                 )
             } else {
                 Input::Bytes(bytes)
@@ -524,8 +532,8 @@ impl Transformation for Cast {
             }
             Some(raw) => match parse_spec(raw) {
                 Ok(spec) => Some(spec),
-                Err(message) => {
-                    issues.push(SPEC, message);
+                Err(e) => {
+                    issues.push(SPEC, e.to_string());
                     None
                 }
             },

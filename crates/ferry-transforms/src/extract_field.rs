@@ -62,8 +62,8 @@ impl Transformation for ExtractField {
             .as_deref()
             .and_then(|f| match FieldPath::parse(f, v2) {
                 Ok(path) => Some(path),
-                Err(message) => {
-                    issues.push(FIELD, message);
+                Err(e) => {
+                    issues.push(FIELD, e.to_string());
                     None
                 }
             });

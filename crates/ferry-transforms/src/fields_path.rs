@@ -38,10 +38,22 @@ pub(crate) fn is_v2(config: &Config, issues: &mut Issues) -> bool {
     }
 }
 
+/// A field path that names no field (`field.syntax.version=V2`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FieldPathError {
+    #[error("the field path has no field")]
+    Empty,
+    /// Kafka Connect's message for an unclosed backtick.
+    #[error(
+        "Incomplete backtick pair in path: [{path}], consider adding a backslash before backtick at position {at} to escape it"
+    )]
+    IncompleteBacktick { path: String, at: usize },
+}
+
 impl FieldPath {
     /// The path `text` under syntax `V1` (one step) or `V2`; a message when a backtick pair is
     /// incomplete.
-    pub(crate) fn parse(text: &str, v2: bool) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str, v2: bool) -> Result<Self, FieldPathError> {
         if !v2 {
             return Ok(Self {
                 steps: vec![text.to_owned()],
@@ -49,7 +61,7 @@ impl FieldPath {
         }
         let steps = parse_v2(text)?;
         if steps.is_empty() {
-            return Err("the field path has no field".to_owned());
+            return Err(FieldPathError::Empty);
         }
         Ok(Self { steps })
     }
@@ -143,7 +155,7 @@ fn struct_field<'a>(schema: &'a Schema, name: &str) -> Result<Option<&'a Field>,
 }
 
 /// Kafka Connect's `SingleFieldPath.buildFieldPathV2`, over characters.
-fn parse_v2(path: &str) -> Result<Vec<String>, String> {
+fn parse_v2(path: &str) -> Result<Vec<String>, FieldPathError> {
     let p: Vec<char> = path.chars().collect();
     let n = p.len();
     let find = |ch: char, from: usize| -> Option<usize> {
@@ -151,10 +163,9 @@ fn parse_v2(path: &str) -> Result<Vec<String>, String> {
             .and_then(|rest| rest.iter().position(|&c| c == ch))
             .map(|i| i + from)
     };
-    let incomplete = |at: usize| {
-        format!(
-            "Incomplete backtick pair in path: [{path}], consider adding a backslash before backtick at position {at} to escape it"
-        )
+    let incomplete = |at: usize| FieldPathError::IncompleteBacktick {
+        path: path.to_owned(),
+        at,
     };
     let mut steps = Vec::new();
     let mut idx = 0;
@@ -248,7 +259,7 @@ mod tests {
     fn v2_incomplete_backticks_are_refused() {
         let err = FieldPath::parse("`foo.bar.baz", true).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "Incomplete backtick pair in path: [`foo.bar.baz], consider adding a backslash before backtick at position 0 to escape it"
         );
         assert!(FieldPath::parse("foo.`bar\\`", true).is_err());

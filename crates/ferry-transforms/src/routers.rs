@@ -55,7 +55,7 @@ impl Transformation for RegexRouter {
             (Some((re, _)), Some(r)) => match java_replacement(&r, re) {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    issues.push(REPLACEMENT, e);
+                    issues.push(REPLACEMENT, e.to_string());
                     None
                 }
             },
@@ -83,12 +83,33 @@ impl Transformation for RegexRouter {
     }
 }
 
+/// A `java.util.regex.Matcher` replacement Java refuses, with Java's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ReplacementError {
+    #[error("character to be escaped is missing")]
+    EscapeMissing,
+    #[error("Illegal group reference: group index is missing")]
+    GroupIndexMissing,
+    #[error("named capturing group is missing trailing '}}'")]
+    NameUnclosed,
+    #[error("named capturing group has 0 length name")]
+    EmptyName,
+    #[error("capturing group name {{{0}}} starts with digit character")]
+    NameStartsWithDigit(String),
+    #[error("No group with name {{{0}}}")]
+    NoSuchName(String),
+    #[error("No group {0}")]
+    NoSuchGroup(usize),
+    #[error("Illegal group reference")]
+    IllegalReference,
+}
+
 /// Translates a `java.util.regex.Matcher` replacement (`$1`, `${name}`, `\$`) into Rust regex's
 /// (`${1}`, `${name}`, `$$`), checked against `regex`'s groups.
 ///
 /// # Errors
 /// Java's message for the replacement's first problem.
-fn java_replacement(replacement: &str, regex: &Regex) -> Result<String, String> {
+fn java_replacement(replacement: &str, regex: &Regex) -> Result<String, ReplacementError> {
     let group_count = regex.captures_len() - 1;
     let mut out = String::with_capacity(replacement.len());
     let mut chars = replacement.chars().peekable();
@@ -97,10 +118,10 @@ fn java_replacement(replacement: &str, regex: &Regex) -> Result<String, String> 
             '\\' => match chars.next() {
                 Some('$') => out.push_str("$$"),
                 Some(escaped) => out.push(escaped),
-                None => return Err("character to be escaped is missing".to_owned()),
+                None => return Err(ReplacementError::EscapeMissing),
             },
             '$' => match chars.next() {
-                None => return Err("Illegal group reference: group index is missing".to_owned()),
+                None => return Err(ReplacementError::GroupIndexMissing),
                 Some('{') => {
                     let mut name = String::new();
                     loop {
@@ -108,29 +129,25 @@ fn java_replacement(replacement: &str, regex: &Regex) -> Result<String, String> 
                             Some('}') => break,
                             Some(ch) if ch.is_ascii_alphanumeric() => name.push(ch),
                             _ => {
-                                return Err(
-                                    "named capturing group is missing trailing '}'".to_owned()
-                                );
+                                return Err(ReplacementError::NameUnclosed);
                             }
                         }
                     }
                     if name.is_empty() {
-                        return Err("named capturing group has 0 length name".to_owned());
+                        return Err(ReplacementError::EmptyName);
                     }
                     if name.starts_with(|ch: char| ch.is_ascii_digit()) {
-                        return Err("capturing group name {".to_owned()
-                            + &name
-                            + "} starts with digit character");
+                        return Err(ReplacementError::NameStartsWithDigit(name));
                     }
                     if !regex.capture_names().flatten().any(|n| n == name) {
-                        return Err(format!("No group with name {{{name}}}"));
+                        return Err(ReplacementError::NoSuchName(name));
                     }
                     out.push_str(&format!("${{{name}}}"));
                 }
                 Some(d) if d.is_ascii_digit() => {
                     let mut group = d.to_digit(10).map_or(0, |v| v as usize);
                     if group > group_count {
-                        return Err(format!("No group {group}"));
+                        return Err(ReplacementError::NoSuchGroup(group));
                     }
                     // Java takes further digits while the number stays a group of the regex.
                     while let Some(next) = chars.peek().and_then(|ch| ch.to_digit(10)) {
@@ -143,7 +160,7 @@ fn java_replacement(replacement: &str, regex: &Regex) -> Result<String, String> 
                     }
                     out.push_str(&format!("${{{group}}}"));
                 }
-                Some(_) => return Err("Illegal group reference".to_owned()),
+                Some(_) => return Err(ReplacementError::IllegalReference),
             },
             other => out.push(other),
         }
@@ -188,7 +205,7 @@ impl Transformation for TimestampRouter {
         let timestamp_format = match DatePattern::parse(&pattern) {
             Ok(p) => Some(p),
             Err(e) => {
-                issues.push(TIMESTAMP_FORMAT, e);
+                issues.push(TIMESTAMP_FORMAT, e.to_string());
                 None
             }
         };

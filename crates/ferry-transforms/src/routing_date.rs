@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::types_time::{MILLIS_PER_DAY, MONTHS};
+use crate::types_time::{MILLIS_PER_DAY, MONTHS, PatternError};
 
 /// Sunday first, as `(days since the epoch + 4) mod 7` counts (1970-01-01 was a Thursday).
 const WEEKDAYS: [&str; 7] = [
@@ -40,7 +40,7 @@ impl DatePattern {
     /// # Errors
     /// Java's `IllegalArgumentException` text: an unknown letter, an unterminated quote, an `X`
     /// repeated more than three times.
-    pub(crate) fn parse(pattern: &str) -> Result<Self, String> {
+    pub(crate) fn parse(pattern: &str) -> Result<Self, PatternError> {
         let mut tokens = Vec::new();
         let mut literal = String::new();
         let mut in_quote = false;
@@ -61,7 +61,7 @@ impl DatePattern {
                 continue;
             }
             if !PATTERN_LETTERS.contains(c) {
-                return Err(format!("Illegal pattern character '{c}'"));
+                return Err(PatternError::IllegalCharacter(c));
             }
             let mut count = 1;
             while chars.peek() == Some(&c) {
@@ -69,7 +69,7 @@ impl DatePattern {
                 count += 1;
             }
             if c == 'X' && count > 3 {
-                return Err(format!("invalid ISO 8601 format: length={count}"));
+                return Err(PatternError::IsoLength(count));
             }
             if !literal.is_empty() {
                 tokens.push(Token::Literal(std::mem::take(&mut literal)));
@@ -77,7 +77,7 @@ impl DatePattern {
             tokens.push(Token::Field(c, count));
         }
         if in_quote {
-            return Err("Unterminated quote".to_owned());
+            return Err(PatternError::UnterminatedQuote);
         }
         if !literal.is_empty() {
             tokens.push(Token::Literal(literal));
@@ -316,15 +316,15 @@ mod tests {
     #[test]
     fn java_errors_for_bad_patterns() {
         assert_eq!(
-            DatePattern::parse("yyyyMMdd-q"),
+            DatePattern::parse("yyyyMMdd-q").map_err(|e| e.to_string()),
             Err("Illegal pattern character 'q'".to_owned())
         );
         assert_eq!(
-            DatePattern::parse("yyyy'abc"),
+            DatePattern::parse("yyyy'abc").map_err(|e| e.to_string()),
             Err("Unterminated quote".to_owned())
         );
         assert_eq!(
-            DatePattern::parse("XXXX"),
+            DatePattern::parse("XXXX").map_err(|e| e.to_string()),
             Err("invalid ISO 8601 format: length=4".to_owned())
         );
     }

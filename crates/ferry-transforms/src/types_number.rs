@@ -16,18 +16,20 @@ pub(crate) struct BigDecimal {
     scale: i32,
 }
 
+/// A Decimal longer than Ferry converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("Decimal of {0} bytes is longer than the {MAX_DECIMAL_BYTES} bytes Ferry converts")]
+pub(crate) struct DecimalTooLong(pub(crate) usize);
+
 impl BigDecimal {
     /// Decodes Kafka Connect's Decimal representation: the unscaled value's big-endian
     /// two's-complement bytes, and the schema's `scale`.
     ///
     /// # Errors
     /// More than [`MAX_DECIMAL_BYTES`] bytes.
-    pub(crate) fn from_twos_complement(bytes: &[u8], scale: i32) -> Result<Self, String> {
+    pub(crate) fn from_twos_complement(bytes: &[u8], scale: i32) -> Result<Self, DecimalTooLong> {
         if bytes.len() > MAX_DECIMAL_BYTES {
-            return Err(format!(
-                "Decimal of {} bytes is longer than the {MAX_DECIMAL_BYTES} bytes Ferry converts",
-                bytes.len()
-            ));
+            return Err(DecimalTooLong(bytes.len()));
         }
         let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
         let mut magnitude = bytes.to_vec();

@@ -114,13 +114,33 @@ impl Fields {
     }
 }
 
+/// A `SimpleDateFormat` pattern Java refuses (Java's `IllegalArgumentException` text), or a letter
+/// Ferry does not implement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PatternError {
+    #[error("Unterminated quote")]
+    UnterminatedQuote,
+    #[error("Illegal pattern character '{0}'")]
+    IllegalCharacter(char),
+    #[error("invalid ISO 8601 format: length={0}")]
+    IsoLength(usize),
+    #[error(
+        "pattern letter '{letter}' is not supported by Ferry (supported: {supported} and quoted literals)"
+    )]
+    Unsupported {
+        letter: char,
+        /// The letters Ferry implements.
+        supported: &'static str,
+    },
+}
+
 impl DatePattern {
     /// Compiles `pattern` as `new SimpleDateFormat(pattern)` does.
     ///
     /// # Errors
     /// The reason, worded like Java's `IllegalArgumentException` where Java refuses the pattern,
     /// or naming the letter Ferry does not implement.
-    pub(crate) fn compile(pattern: &str) -> Result<Self, String> {
+    pub(crate) fn compile(pattern: &str) -> Result<Self, PatternError> {
         let mut items: Vec<Item> = Vec::new();
         let mut literal = String::new();
         let mut chars = pattern.chars().peekable();
@@ -134,7 +154,7 @@ impl DatePattern {
                 // A quoted run; `''` inside it is one quote.
                 loop {
                     match chars.next() {
-                        None => return Err("Unterminated quote".to_owned()),
+                        None => return Err(PatternError::UnterminatedQuote),
                         Some('\'') if chars.peek() == Some(&'\'') => {
                             chars.next();
                             literal.push('\'');
@@ -145,12 +165,13 @@ impl DatePattern {
                 }
             } else if c.is_ascii_alphabetic() {
                 if !JAVA_LETTERS.contains(c) {
-                    return Err(format!("Illegal pattern character '{c}'"));
+                    return Err(PatternError::IllegalCharacter(c));
                 }
                 if !SUPPORTED_LETTERS.contains(c) {
-                    return Err(format!(
-                        "pattern letter '{c}' is not supported by Ferry (supported: {SUPPORTED_LETTERS} and quoted literals)"
-                    ));
+                    return Err(PatternError::Unsupported {
+                        letter: c,
+                        supported: SUPPORTED_LETTERS,
+                    });
                 }
                 let mut count = 1;
                 while chars.peek() == Some(&c) {
@@ -158,7 +179,7 @@ impl DatePattern {
                     count += 1;
                 }
                 if c == 'X' && count > 3 {
-                    return Err(format!("invalid ISO 8601 format: length={count}"));
+                    return Err(PatternError::IsoLength(count));
                 }
                 if !literal.is_empty() {
                     items.push(Item::Literal(std::mem::take(&mut literal)));
@@ -612,16 +633,17 @@ mod tests {
     #[test]
     fn refuses_patterns_java_refuses_and_letters_not_implemented() {
         assert_eq!(
-            DatePattern::compile("bad-format").unwrap_err(),
+            DatePattern::compile("bad-format").unwrap_err().to_string(),
             "Illegal pattern character 'b'"
         );
         assert_eq!(
-            DatePattern::compile("yyyy'T").unwrap_err(),
+            DatePattern::compile("yyyy'T").unwrap_err().to_string(),
             "Unterminated quote"
         );
         assert!(
             DatePattern::compile("YYYY-ww")
                 .unwrap_err()
+                .to_string()
                 .contains("not supported by Ferry")
         );
         assert!(DatePattern::compile("XXXX").is_err());

@@ -89,6 +89,84 @@ fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) 
     out.push(b'}');
 }
 
+/// A value that does not fit its schema, and where (`field "seq"`, `[2]`; empty: the value itself).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{problem}", at(path))]
+pub struct PayloadError {
+    /// Where in the value: `field "seq"`, `field "a".b`, `[2]`, `[key 1]`; empty for the value itself.
+    pub path: String,
+    /// What does not fit.
+    #[source]
+    pub problem: PayloadProblem,
+}
+
+/// `path: `, or nothing for the value itself.
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+/// What in a value does not fit its schema.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PayloadProblem {
+    /// Null where the schema is required.
+    #[error(
+        "null for a required {type_name} (the schema is not optional and Ferry's schemas have no default values)"
+    )]
+    NullForRequired {
+        /// The schema's type.
+        type_name: &'static str,
+    },
+    /// An integer beyond its schema's type.
+    #[error("{value} is outside the range of an {type_name} ({min} to {max})")]
+    IntegerOutOfRange {
+        /// The value.
+        value: i64,
+        /// The schema's type.
+        type_name: &'static str,
+        /// The type's smallest value.
+        min: i64,
+        /// The type's largest value.
+        max: i64,
+    },
+    /// A finite number beyond a float32.
+    #[error("{0} is outside the range of a float32")]
+    Float32OutOfRange(f64),
+    /// A value of another JSON type than the schema's.
+    #[error("expected {expected}, got {kind} {shown}")]
+    Mismatch {
+        /// What the schema takes (`an integer (int32)`).
+        expected: String,
+        /// The JSON type given (`a string`).
+        kind: &'static str,
+        /// The value given, cut at 60 characters.
+        shown: String,
+    },
+    /// A bytes value that is not base64.
+    #[error("bytes must be a base64 string in the record; {text:?} is not ({source})")]
+    NotBase64 {
+        /// The string given.
+        text: String,
+        /// Why it does not decode.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// An entry of a map given as an array that is not a pair.
+    #[error("map entry [{0}] must be a [key, value] pair")]
+    MapEntry(usize),
+    /// A struct value with a field its schema does not have.
+    #[error("field {field:?} is not in the struct schema (its fields: {})", known.join(", "))]
+    UnknownField {
+        /// The unknown field.
+        field: String,
+        /// The schema's fields.
+        known: Vec<String>,
+    },
+}
+
 /// Appends `value` (`None`: null) as the payload for `schema` (`None`: schemaless).
 ///
 /// # Errors
@@ -97,7 +175,7 @@ pub(crate) fn write_payload(
     out: &mut Vec<u8>,
     schema: Option<&Schema>,
     value: Option<&Value>,
-) -> Result<(), String> {
+) -> Result<(), PayloadError> {
     let mut path = Vec::new();
     match schema {
         None => {
@@ -105,9 +183,9 @@ pub(crate) fn write_payload(
             Ok(())
         }
         Some(schema) => write_with_schema(out, schema, value.unwrap_or(&Value::Null), &mut path)
-            .map_err(|message| match path.is_empty() {
-                true => message,
-                false => format!("{}: {message}", path.join("")),
+            .map_err(|problem| PayloadError {
+                path: path.join(""),
+                problem,
             }),
     }
 }
@@ -118,16 +196,15 @@ fn write_with_schema(
     schema: &Schema,
     value: &Value,
     path: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), PayloadProblem> {
     if value.is_null() {
         if schema.optional {
             out.extend_from_slice(b"null");
             return Ok(());
         }
-        return Err(format!(
-            "null for a required {} (the schema is not optional and Ferry's schemas have no default values)",
-            schema.type_name()
-        ));
+        return Err(PayloadProblem::NullForRequired {
+            type_name: schema.type_name(),
+        });
     }
     match &schema.kind {
         SchemaKind::Int8 => write_int(out, value, i64::from(i8::MIN), i64::from(i8::MAX), "int8"),
@@ -157,7 +234,7 @@ fn write_with_schema(
             #[allow(clippy::cast_possible_truncation)]
             let f = v as f32;
             if !f.is_finite() {
-                return Err(format!("{v} is outside the range of a float32"));
+                return Err(PayloadProblem::Float32OutOfRange(v));
             }
             write_f32(out, f);
             Ok(())
@@ -184,8 +261,9 @@ fn write_with_schema(
             Value::String(s) => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(s)
-                    .map_err(|e| {
-                        format!("bytes must be a base64 string in the record; {s:?} is not ({e})")
+                    .map_err(|source| PayloadProblem::NotBase64 {
+                        text: s.clone(),
+                        source,
                     })?;
                 out.push(b'"');
                 out.extend_from_slice(
@@ -221,11 +299,10 @@ fn write_with_schema(
                     .keys()
                     .find(|k| !fields.iter().any(|f| f.name == **k))
                 {
-                    let known: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-                    return Err(format!(
-                        "field {unknown:?} is not in the struct schema (its fields: {})",
-                        known.join(", ")
-                    ));
+                    return Err(PayloadProblem::UnknownField {
+                        field: unknown.clone(),
+                        known: fields.iter().map(|f| f.name.clone()).collect(),
+                    });
                 }
                 out.push(b'{');
                 for (i, field) in fields.iter().enumerate() {
@@ -264,7 +341,7 @@ fn write_map(
     values: &Schema,
     value: &Value,
     path: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), PayloadProblem> {
     let string_keys = matches!(keys.kind, SchemaKind::String);
     let entries: Vec<(Value, &Value)> = match value {
         Value::Object(object) => object
@@ -283,7 +360,7 @@ fn write_map(
             for (i, pair) in pairs.iter().enumerate() {
                 match pair.as_array().map(Vec::as_slice) {
                     Some([k, v]) => entries.push((k.clone(), v)),
-                    _ => return Err(format!("map entry [{i}] must be a [key, value] pair")),
+                    _ => return Err(PayloadProblem::MapEntry(i)),
                 }
             }
             entries
@@ -320,16 +397,19 @@ fn write_int(
     value: &Value,
     min: i64,
     max: i64,
-    type_name: &str,
-) -> Result<(), String> {
+    type_name: &'static str,
+) -> Result<(), PayloadProblem> {
     match value.as_i64() {
         Some(v) if (min..=max).contains(&v) => {
             out.extend_from_slice(v.to_string().as_bytes());
             Ok(())
         }
-        Some(v) => Err(format!(
-            "{v} is outside the range of an {type_name} ({min} to {max})"
-        )),
+        Some(v) => Err(PayloadProblem::IntegerOutOfRange {
+            value: v,
+            type_name,
+            min,
+            max,
+        }),
         None => Err(mismatch(&format!("an integer ({type_name})"), value)),
     }
 }
@@ -344,13 +424,13 @@ fn non_finite(value: &Value) -> Option<&'static str> {
     }
 }
 
-fn number(value: &Value, type_name: &str) -> Result<f64, String> {
+fn number(value: &Value, type_name: &str) -> Result<f64, PayloadProblem> {
     value
         .as_f64()
         .ok_or_else(|| mismatch(&format!("a number ({type_name})"), value))
 }
 
-fn mismatch(expected: &str, got: &Value) -> String {
+fn mismatch(expected: &str, got: &Value) -> PayloadProblem {
     let kind = match got {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -369,5 +449,9 @@ fn mismatch(expected: &str, got: &Value) -> String {
         shown.truncate(end);
         shown.push_str("...");
     }
-    format!("expected {expected}, got {kind} {shown}")
+    PayloadProblem::Mismatch {
+        expected: expected.to_owned(),
+        kind,
+        shown,
+    }
 }

@@ -27,20 +27,58 @@
 
 mod json;
 
+pub use json::{PayloadError, PayloadProblem};
+
 use ferry_api::{Schema, SchemaKind};
 use ferry_plugin::ConverterSpec;
 use serde_json::Value;
 
 /// A conversion failed: the value does not fit its schema or the converter.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{converter} cannot convert the {role}: {message}")]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{converter} cannot convert the {role}: {reason}")]
 pub struct ConvertError {
     /// The converter's Kafka Connect class name.
     pub converter: &'static str,
     /// `key` or `value`.
     pub role: &'static str,
     /// What does not fit, and where.
-    pub message: String,
+    #[source]
+    pub reason: ConvertReason,
+}
+
+/// Why a converter cannot write a key or value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConvertReason {
+    /// JsonConverter: the value does not fit its schema.
+    #[error(transparent)]
+    Payload(#[from] PayloadError),
+    /// ByteArrayConverter: a schema other than bytes or string.
+    #[error(
+        "a {schema_type} schema cannot be written as raw bytes (ByteArrayConverter takes bytes or \
+         strings); use JsonConverter or StringConverter for this connector"
+    )]
+    RawBytesSchema {
+        /// The schema's type.
+        schema_type: &'static str,
+    },
+    /// ByteArrayConverter: a bytes value that is not base64.
+    #[error("bytes must be a base64 string in the record; {text:?} is not ({source})")]
+    NotBase64 {
+        /// The string given.
+        text: String,
+        /// Why it does not decode.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// ByteArrayConverter: a value that is neither bytes nor a string.
+    #[error(
+        "ByteArrayConverter writes bytes and strings only, not {kind}; use JsonConverter or \
+         StringConverter for this connector"
+    )]
+    NotBytes {
+        /// The JSON type given (`a number`).
+        kind: &'static str,
+    },
 }
 
 /// Whether a converter converts keys or values (only named in errors).
@@ -117,10 +155,10 @@ impl Converter {
         value: Option<&Value>,
     ) -> Result<Option<Vec<u8>>, ConvertError> {
         let value = value.filter(|v| !v.is_null());
-        let error = |message: String| ConvertError {
+        let error = |reason: ConvertReason| ConvertError {
             converter: self.class_name(),
             role: role.name(),
-            message,
+            reason,
         };
         match self.spec {
             ConverterSpec::Json { schemas_enable } => {
@@ -135,10 +173,10 @@ impl Converter {
                         None => out.extend_from_slice(b"null"),
                     }
                     out.extend_from_slice(b",\"payload\":");
-                    json::write_payload(&mut out, schema, value).map_err(error)?;
+                    json::write_payload(&mut out, schema, value).map_err(|e| error(e.into()))?;
                     out.push(b'}');
                 } else {
-                    json::write_payload(&mut out, schema, value).map_err(error)?;
+                    json::write_payload(&mut out, schema, value).map_err(|e| error(e.into()))?;
                 }
                 Ok(Some(out))
             }
@@ -155,31 +193,27 @@ impl Converter {
                     None | Some(SchemaKind::String) => false,
                     Some(SchemaKind::Bytes) => true,
                     Some(_) => {
-                        return Err(error(format!(
-                            "a {} schema cannot be written as raw bytes (ByteArrayConverter takes bytes or \
-                             strings); use JsonConverter or StringConverter for this connector",
-                            schema.map_or("", Schema::type_name)
-                        )));
+                        return Err(error(ConvertReason::RawBytesSchema {
+                            schema_type: schema.map_or("", Schema::type_name),
+                        }));
                     }
                 };
                 match value {
                     None => Ok(None),
-                    Some(Value::String(s)) if bytes_schema => base64::Engine::decode(
-                        &base64::engine::general_purpose::STANDARD,
-                        s,
-                    )
-                    .map(Some)
-                    .map_err(|e| {
-                        error(format!(
-                            "bytes must be a base64 string in the record; {s:?} is not ({e})"
-                        ))
-                    }),
+                    Some(Value::String(s)) if bytes_schema => {
+                        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, s)
+                            .map(Some)
+                            .map_err(|source| {
+                                error(ConvertReason::NotBase64 {
+                                    text: s.clone(),
+                                    source,
+                                })
+                            })
+                    }
                     Some(Value::String(s)) => Ok(Some(s.as_bytes().to_vec())),
-                    Some(other) => Err(error(format!(
-                        "ByteArrayConverter writes bytes and strings only, not {}; use JsonConverter or \
-                         StringConverter for this connector",
-                        json_kind(other)
-                    ))),
+                    Some(other) => Err(error(ConvertReason::NotBytes {
+                        kind: json_kind(other),
+                    })),
                 }
             }
         }

@@ -72,6 +72,29 @@ const RESERVED: &[(&str, &str)] = &[
     ),
 ];
 
+/// An offset store setting that is invalid, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StoreConfigError {
+    #[error("bootstrap.servers is empty; set it to the brokers' host:port list")]
+    NoBootstrapServers,
+    #[error(
+        "offset.storage.topic is required; set it to the name of the offsets topic \
+                        (Kafka Connect's default is connect-offsets)"
+    )]
+    NoTopic,
+    #[error("offset.storage.partitions is {0}; it must be at least 1")]
+    Partitions(i32),
+    #[error(
+        "offset.storage.replication.factor is {0}; it must be at least 1, or -1 for the broker's default"
+    )]
+    ReplicationFactor(i16),
+    #[error("the offset store timeout is zero; give the broker at least a few seconds")]
+    ZeroTimeout,
+    /// A client property the store sets itself.
+    #[error("client property {key} cannot be overridden for the offset store: {why}")]
+    Reserved { key: String, why: &'static str },
+}
+
 impl KafkaOffsetStoreConfig {
     /// A configuration with Kafka Connect's defaults (25 partitions, replication factor 3).
     pub fn new(bootstrap_servers: impl Into<String>, topic: impl Into<String>) -> Self {
@@ -86,43 +109,29 @@ impl KafkaOffsetStoreConfig {
     }
 
     /// Checks the settings before any client is created. Returns what is wrong and how to fix it.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), StoreConfigError> {
         if self.bootstrap_servers.trim().is_empty() {
-            return Err(
-                "bootstrap.servers is empty; set it to the brokers' host:port list".to_owned(),
-            );
+            return Err(StoreConfigError::NoBootstrapServers);
         }
         if self.topic.trim().is_empty() {
-            return Err(
-                "offset.storage.topic is required; set it to the name of the offsets topic \
-                        (Kafka Connect's default is connect-offsets)"
-                    .to_owned(),
-            );
+            return Err(StoreConfigError::NoTopic);
         }
         if self.partitions < 1 {
-            return Err(format!(
-                "offset.storage.partitions is {}; it must be at least 1",
-                self.partitions
-            ));
+            return Err(StoreConfigError::Partitions(self.partitions));
         }
         if self.replication_factor < 1 && self.replication_factor != -1 {
-            return Err(format!(
-                "offset.storage.replication.factor is {}; it must be at least 1, or -1 for the broker's default",
-                self.replication_factor
-            ));
+            return Err(StoreConfigError::ReplicationFactor(self.replication_factor));
         }
         if self.timeout.is_zero() {
-            return Err(
-                "the offset store timeout is zero; give the broker at least a few seconds"
-                    .to_owned(),
-            );
+            return Err(StoreConfigError::ZeroTimeout);
         }
         for (key, _) in &self.client_overrides {
             let normalized = key.trim().to_ascii_lowercase();
             if let Some((_, why)) = RESERVED.iter().find(|(k, _)| *k == normalized) {
-                return Err(format!(
-                    "client property {key} cannot be overridden for the offset store: {why}"
-                ));
+                return Err(StoreConfigError::Reserved {
+                    key: key.clone(),
+                    why,
+                });
             }
         }
         Ok(())
@@ -235,6 +244,7 @@ mod tests {
         assert!(
             c.validate()
                 .expect_err("must be refused")
+                .to_string()
                 .contains("offset.storage.topic is required")
         );
         let mut c = config();
@@ -242,6 +252,7 @@ mod tests {
         assert!(
             c.validate()
                 .expect_err("must be refused")
+                .to_string()
                 .contains("offset.storage.partitions")
         );
         let mut c = config();
@@ -249,6 +260,7 @@ mod tests {
         assert!(
             c.validate()
                 .expect_err("must be refused")
+                .to_string()
                 .contains("-1 for the broker's default")
         );
         c.replication_factor = -1;
@@ -258,6 +270,7 @@ mod tests {
         assert!(
             c.validate()
                 .expect_err("must be refused")
+                .to_string()
                 .contains("bootstrap.servers")
         );
     }
@@ -274,7 +287,10 @@ mod tests {
             let mut c = config();
             c.client_overrides.push((key.to_owned(), "x".to_owned()));
             let err = c.validate().expect_err("must be refused");
-            assert!(err.contains("cannot be overridden"), "{key}: {err}");
+            assert!(
+                err.to_string().contains("cannot be overridden"),
+                "{key}: {err}"
+            );
         }
         let mut c = config();
         c.client_overrides

@@ -135,7 +135,9 @@ impl KafkaOffsetStore {
     /// brokers did not answer within `config.timeout` (retriable).
     pub async fn open(config: KafkaOffsetStoreConfig) -> Result<Self, StoreError> {
         let store = describe(&config.topic, &config.bootstrap_servers);
-        config.validate().map_err(|m| backend(&store, m, false))?;
+        config
+            .validate()
+            .map_err(|e| backend(&store, e.to_string(), false))?;
         let started = std::time::Instant::now();
         let phase = |what: &str| {
             tracing::debug!(store = %store, "open: {what} after {:.1?}", started.elapsed());

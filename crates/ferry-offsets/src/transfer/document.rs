@@ -11,7 +11,9 @@ use serde_json::value::RawValue;
 use super::{
     ImportError, ImportPlan, InputFormat, Origin, PlanBuilder, Problem, preview, same_map,
 };
-use crate::codec::{canonical_partition, decode_key, decode_value, encode_key, encode_value};
+use crate::codec::{
+    CodecError, canonical_partition, decode_key, decode_value, encode_key, encode_value,
+};
 use crate::store::{Span, StoredOffset};
 
 /// The `format` of the document.
@@ -139,10 +141,10 @@ impl<W: Write> ExportWriter<W> {
                 self.line.extend_from_slice(line.as_bytes());
                 connector
             }
-            Err(reason) => {
+            Err(e) => {
                 self.report.skipped.push(Skipped {
                     key: preview(key),
-                    reason,
+                    reason: e.to_string(),
                 });
                 return;
             }
@@ -176,14 +178,24 @@ impl<W: Write> ExportWriter<W> {
     }
 }
 
+/// Why a stored record cannot be exported.
+#[derive(Debug, Clone, thiserror::Error)]
+enum ExportEntryError {
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error("the key is not UTF-8: {0}")]
+    KeyNotUtf8(#[source] std::str::Utf8Error),
+    #[error("the value is not UTF-8: {0}")]
+    ValueNotUtf8(#[source] std::str::Utf8Error),
+}
+
 /// One entry line: (connector, JSON), or why the record cannot be exported.
-fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, String), String> {
-    let decoded = decode_key(key).map_err(|e| e.to_string())?;
-    let offset = decode_value(value).map_err(|e| e.to_string())?;
+fn export_entry(key: &[u8], value: &[u8]) -> Result<(String, String), ExportEntryError> {
+    let decoded = decode_key(key)?;
+    let offset = decode_value(value)?;
     // Both decoded as JSON, so both are UTF-8.
-    let key_text = std::str::from_utf8(key).map_err(|e| format!("the key is not UTF-8: {e}"))?;
-    let value_text =
-        std::str::from_utf8(value).map_err(|e| format!("the value is not UTF-8: {e}"))?;
+    let key_text = std::str::from_utf8(key).map_err(ExportEntryError::KeyNotUtf8)?;
+    let value_text = std::str::from_utf8(value).map_err(ExportEntryError::ValueNotUtf8)?;
     let partition = decoded.partition.as_ref().map_or_else(
         || "null".to_owned(),
         |p| String::from_utf8_lossy(&encode_value(p)).into_owned(),
@@ -278,9 +290,9 @@ pub(super) fn parse(text: &str) -> Result<ImportPlan, ImportError> {
                     }),
                 }
             }
-            Err(message) => problems.push(Problem {
+            Err(e) => problems.push(Problem {
                 origin: Some(origin),
-                message,
+                message: e.to_string(),
             }),
         }
     }
@@ -349,24 +361,80 @@ fn check_header(
     Ok(())
 }
 
+/// An entry of a document that is not a valid offset entry.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error("not a valid offset entry: a JSON object was expected, found {preview}")]
+    NotObject {
+        /// The start of the entry.
+        preview: String,
+    },
+    /// serde's own text, without its line and column (of the entry, not of the document).
+    #[error("not a valid offset entry: {}", without_position(.0))]
+    Syntax(#[source] serde_json::Error),
+    #[error("\"partition\" must be an object of Kafka Connect values or null: {}", .0.reason())]
+    Partition(#[source] CodecError),
+    #[error("\"key\" is not a Kafka Connect offset key: {0}")]
+    Key(#[source] CodecError),
+    #[error(
+        "\"connector\" is {connector:?} but \"key\" names connector {key_connector:?}; edit both or \
+         remove \"key\""
+    )]
+    ConnectorMismatch {
+        connector: String,
+        key_connector: String,
+    },
+    #[error(
+        "\"partition\" is {partition} but \"key\" holds partition {key_partition}; edit both or remove \"key\""
+    )]
+    PartitionMismatch {
+        /// The partition given, as JSON.
+        partition: String,
+        /// The key's partition, as JSON.
+        key_partition: String,
+    },
+    #[error("no \"key\" and no \"connector\": one of them is required")]
+    NoConnector,
+    #[error("no \"key\" and no \"partition\": give the partition (an object, or null)")]
+    NoPartition,
+    #[error(
+        "\"offset\" must be an object of Kafka Connect values, or null to remove the offset: {}",
+        .0.reason()
+    )]
+    Offset(#[source] CodecError),
+    #[error("\"value\" is not a Kafka Connect offset: {0}")]
+    Value(#[source] CodecError),
+    #[error("\"offset\" is {offset} but \"value\" holds {value}; edit both or remove \"value\"")]
+    OffsetMismatch {
+        /// The offset given, as JSON.
+        offset: String,
+        /// The value's offset, as JSON.
+        value: String,
+    },
+    #[error(
+        "no \"offset\" (or \"value\"): give the offset, or null to remove the partition's offset"
+    )]
+    NoOffset,
+}
+
+/// serde's message without its ` at line L column C`.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    text.split(" at line ").next().unwrap_or(&text).to_owned()
+}
+
 /// Key bytes, value bytes (`None`: a tombstone), connector, partition.
 type ParsedEntry = (Vec<u8>, Option<Vec<u8>>, String, Option<ConnectMap>);
 
 /// Validates one entry: the bytes to write and their decoded forms, or what is wrong.
-fn parse_entry(text: &str) -> Result<ParsedEntry, String> {
+fn parse_entry(text: &str) -> Result<ParsedEntry, EntryError> {
     if !text.starts_with('{') {
         // serde would read an array as the fields in declaration order.
-        return Err(format!(
-            "not a valid offset entry: a JSON object was expected, found {}",
-            super::preview(text.as_bytes())
-        ));
+        return Err(EntryError::NotObject {
+            preview: super::preview(text.as_bytes()),
+        });
     }
-    let entry: Entry = serde_json::from_str(text).map_err(|e| {
-        let e = e.to_string();
-        // serde's own text (line/column are of the entry, not the document: dropped).
-        let e = e.split(" at line ").next().unwrap_or(&e).to_owned();
-        format!("not a valid offset entry: {e}")
-    })?;
+    let entry: Entry = serde_json::from_str(text).map_err(EntryError::Syntax)?;
     let (key, connector, partition) = entry_key(&entry)?;
     let (value, _offset) = entry_value(&entry)?;
     Ok((key, value, connector, partition))
@@ -374,39 +442,33 @@ fn parse_entry(text: &str) -> Result<ParsedEntry, String> {
 
 /// The key: `key` verbatim when given (checked against `connector` and `partition` when those are
 /// given too), else encoded from `connector` and `partition`.
-fn entry_key(entry: &Entry) -> Result<(Vec<u8>, String, Option<ConnectMap>), String> {
+fn entry_key(entry: &Entry) -> Result<(Vec<u8>, String, Option<ConnectMap>), EntryError> {
     let partition = match &entry.partition {
         None => None,
         Some(None) => Some(None),
-        Some(Some(raw)) => Some(Some(decode_value(raw.get().as_bytes()).map_err(|e| {
-            format!(
-                "\"partition\" must be an object of Kafka Connect values or null: {}",
-                e.reason()
-            )
-        })?)),
+        Some(Some(raw)) => Some(Some(
+            decode_value(raw.get().as_bytes()).map_err(EntryError::Partition)?,
+        )),
     };
     match &entry.key {
         Some(key) => {
-            let decoded = decode_key(key.as_bytes())
-                .map_err(|e| format!("\"key\" is not a Kafka Connect offset key: {e}"))?;
+            let decoded = decode_key(key.as_bytes()).map_err(EntryError::Key)?;
             if let Some(connector) = &entry.connector
                 && *connector != decoded.connector
             {
-                return Err(format!(
-                    "\"connector\" is {connector:?} but \"key\" names connector {:?}; edit both or \
-                     remove \"key\"",
-                    decoded.connector
-                ));
+                return Err(EntryError::ConnectorMismatch {
+                    connector: connector.clone(),
+                    key_connector: decoded.connector,
+                });
             }
             if let Some(partition) = &partition
                 && canonical_partition(partition.as_ref())
                     != canonical_partition(decoded.partition.as_ref())
             {
-                return Err(format!(
-                    "\"partition\" is {} but \"key\" holds partition {}; edit both or remove \"key\"",
-                    map_text(partition.as_ref()),
-                    map_text(decoded.partition.as_ref())
-                ));
+                return Err(EntryError::PartitionMismatch {
+                    partition: map_text(partition.as_ref()),
+                    key_partition: map_text(decoded.partition.as_ref()),
+                });
             }
             Ok((
                 key.as_bytes().to_vec(),
@@ -416,13 +478,10 @@ fn entry_key(entry: &Entry) -> Result<(Vec<u8>, String, Option<ConnectMap>), Str
         }
         None => {
             let Some(connector) = &entry.connector else {
-                return Err("no \"key\" and no \"connector\": one of them is required".to_owned());
+                return Err(EntryError::NoConnector);
             };
             let Some(partition) = partition else {
-                return Err(
-                    "no \"key\" and no \"partition\": give the partition (an object, or null)"
-                        .to_owned(),
-                );
+                return Err(EntryError::NoPartition);
             };
             Ok((
                 encode_key(connector, partition.as_ref()),
@@ -435,23 +494,18 @@ fn entry_key(entry: &Entry) -> Result<(Vec<u8>, String, Option<ConnectMap>), Str
 
 /// The value: `value` verbatim when given (checked against `offset` when given too), else encoded
 /// from `offset`; `None` is a tombstone.
-fn entry_value(entry: &Entry) -> Result<(Option<Vec<u8>>, Option<ConnectMap>), String> {
+fn entry_value(entry: &Entry) -> Result<(Option<Vec<u8>>, Option<ConnectMap>), EntryError> {
     let offset = match &entry.offset {
         None => None,
         Some(None) => Some(None),
-        Some(Some(raw)) => Some(Some(decode_value(raw.get().as_bytes()).map_err(|e| {
-            format!(
-                "\"offset\" must be an object of Kafka Connect values, or null to remove the offset: {}",
-                e.reason()
-            )
-        })?)),
+        Some(Some(raw)) => Some(Some(
+            decode_value(raw.get().as_bytes()).map_err(EntryError::Offset)?,
+        )),
     };
     match &entry.value {
         Some(value) => {
             let decoded = match value {
-                Some(text) => Some(decode_value(text.as_bytes()).map_err(|e| {
-                    format!("\"value\" is not a Kafka Connect offset: {e}")
-                })?),
+                Some(text) => Some(decode_value(text.as_bytes()).map_err(EntryError::Value)?),
                 None => None,
             };
             if let Some(offset) = &offset {
@@ -461,20 +515,16 @@ fn entry_value(entry: &Entry) -> Result<(Option<Vec<u8>>, Option<ConnectMap>), S
                     _ => false,
                 };
                 if !agree {
-                    return Err(format!(
-                        "\"offset\" is {} but \"value\" holds {}; edit both or remove \"value\"",
-                        map_text(offset.as_ref()),
-                        map_text(decoded.as_ref())
-                    ));
+                    return Err(EntryError::OffsetMismatch {
+                        offset: map_text(offset.as_ref()),
+                        value: map_text(decoded.as_ref()),
+                    });
                 }
             }
             Ok((value.as_ref().map(|v| v.as_bytes().to_vec()), decoded))
         }
         None => match offset {
-            None => Err(
-                "no \"offset\" (or \"value\"): give the offset, or null to remove the partition's offset"
-                    .to_owned(),
-            ),
+            None => Err(EntryError::NoOffset),
             Some(offset) => Ok((offset.as_ref().map(encode_value), offset)),
         },
     }

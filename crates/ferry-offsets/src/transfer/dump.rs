@@ -5,7 +5,7 @@ use super::{ImportError, Origin, PlanBuilder, Problem};
 use crate::store::Span;
 use ferry_api::ConnectMap;
 
-use crate::codec::{decode_key, decode_value};
+use crate::codec::{CodecError, decode_key, decode_value};
 
 /// Reads every line of `text` (which lies inside `input`); see the [module documentation](super)
 /// for the rules. The records are spans of `input`, each value one byte (the TAB) after its key;
@@ -40,9 +40,9 @@ pub(super) fn parse(input: &[u8], text: &str) -> Result<(PlanBuilder, usize), Im
                     }),
                 }
             }
-            Err(message) => problems.push(Problem {
+            Err(e) => problems.push(Problem {
                 origin: Some(origin),
-                message,
+                message: e.to_string(),
             }),
         }
     }
@@ -57,22 +57,29 @@ pub(super) fn parse(input: &[u8], text: &str) -> Result<(PlanBuilder, usize), Im
 /// Gives the key and value (`None`: a tombstone) as printed, the connector and the partition.
 type Line<'a> = (&'a str, Option<&'a str>, String, Option<ConnectMap>);
 
-fn parse_line(line: &str) -> Result<Line<'_>, String> {
+/// A line of a topic dump that is not an offset record.
+#[derive(Debug, Clone, thiserror::Error)]
+enum LineError {
+    #[error(
+        "no TAB between key and value; print the offsets topic with kafka-console-consumer \
+         --property print.key=true (key.separator is a TAB by default)"
+    )]
+    NoTab,
+    #[error("the key is not a Kafka Connect offset key: {0}")]
+    Key(#[source] CodecError),
+    #[error("the value is neither a Kafka Connect offset (a JSON object) nor null: {0}")]
+    Value(#[source] CodecError),
+}
+
+fn parse_line(line: &str) -> Result<Line<'_>, LineError> {
     let Some((key, value)) = line.split_once('\t') else {
-        return Err(
-            "no TAB between key and value; print the offsets topic with kafka-console-consumer \
-             --property print.key=true (key.separator is a TAB by default)"
-                .to_owned(),
-        );
+        return Err(LineError::NoTab);
     };
-    let decoded = decode_key(key.as_bytes())
-        .map_err(|e| format!("the key is not a Kafka Connect offset key: {e}"))?;
+    let decoded = decode_key(key.as_bytes()).map_err(LineError::Key)?;
     let value = if value == "null" {
         None
     } else {
-        decode_value(value.as_bytes()).map_err(|e| {
-            format!("the value is neither a Kafka Connect offset (a JSON object) nor null: {e}")
-        })?;
+        decode_value(value.as_bytes()).map_err(LineError::Value)?;
         Some(value)
     };
     Ok((key, value, decoded.connector, decoded.partition))

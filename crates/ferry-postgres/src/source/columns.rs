@@ -170,7 +170,7 @@ pub(crate) async fn row_timestamps(
     for (n, row) in rows.iter().enumerate() {
         let mut found = None;
         for &i in ts_indexes {
-            if let Some(bytes) = raw(row, i).map_err(fail)? {
+            if let Some(bytes) = raw(row, i).map_err(|e| fail(e.to_string()))? {
                 let ty = columns[i].type_();
                 let value = timestamp_value(ty, bytes).map_err(|m| {
                     fail(format!(

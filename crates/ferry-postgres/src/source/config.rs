@@ -202,8 +202,8 @@ impl SourceConfig {
                 config.get(CONNECTION_PASSWORD).map(String::as_str),
             ) {
                 Ok(spec) => Some(spec),
-                Err(message) => {
-                    issues.push(CONNECTION_URL, message);
+                Err(e) => {
+                    issues.push(CONNECTION_URL, e.to_string());
                     None
                 }
             },
@@ -265,8 +265,8 @@ impl SourceConfig {
             (None, None) => Some(Source::Discover((0, 1))),
             (Some(tables), None) => match parse_tables(tables) {
                 Ok(t) => Some(Source::Tables(t)),
-                Err(message) => {
-                    issues.push(TABLE_WHITELIST, message);
+                Err(e) => {
+                    issues.push(TABLE_WHITELIST, e.to_string());
                     None
                 }
             },
@@ -406,9 +406,35 @@ impl SourceConfig {
     }
 }
 
+/// A `table.whitelist` that does not list tables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TableListError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// An entry of more than two parts.
+    #[error(
+        "{0:?} is not a table name: use schema.table or table (a database name cannot be given \
+         here; it is part of connection.url)"
+    )]
+    NotTableName(String),
+    #[error("lists the table {0} twice")]
+    Twice(TableId),
+    #[error("names no table")]
+    Empty,
+}
+
+/// A dotted, possibly double-quoted name that does not split into identifiers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NameError {
+    #[error("{0:?} has an empty name part")]
+    EmptyPart(String),
+    #[error("{0:?} has an unclosed double quote")]
+    UnclosedQuote(String),
+}
+
 /// Parses `table.whitelist`: `schema.table` or `table` (schema `public`); either part may be
 /// double-quoted (`"My Schema"."Orders"`), quotes inside doubled.
-pub(crate) fn parse_tables(text: &str) -> Result<Vec<TableId>, String> {
+pub(crate) fn parse_tables(text: &str) -> Result<Vec<TableId>, TableListError> {
     let mut tables = Vec::new();
     for entry in list(Some(text)) {
         let parts = split_identifier(&entry)?;
@@ -422,25 +448,22 @@ pub(crate) fn parse_tables(text: &str) -> Result<Vec<TableId>, String> {
                 table: table.clone(),
             },
             _ => {
-                return Err(format!(
-                    "{entry:?} is not a table name: use schema.table or table (a database name cannot be given \
-                     here; it is part of connection.url)"
-                ));
+                return Err(TableListError::NotTableName(entry));
             }
         };
         if tables.contains(&table) {
-            return Err(format!("lists the table {table} twice"));
+            return Err(TableListError::Twice(table));
         }
         tables.push(table);
     }
     if tables.is_empty() {
-        return Err("names no table".to_owned());
+        return Err(TableListError::Empty);
     }
     Ok(tables)
 }
 
 /// Splits `a.b` into its identifiers, honouring double quotes.
-fn split_identifier(text: &str) -> Result<Vec<String>, String> {
+fn split_identifier(text: &str) -> Result<Vec<String>, NameError> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
@@ -459,7 +482,7 @@ fn split_identifier(text: &str) -> Result<Vec<String>, String> {
             }
             ('.', false) => {
                 if current.is_empty() && !was_quoted {
-                    return Err(format!("{text:?} has an empty name part"));
+                    return Err(NameError::EmptyPart(text.to_owned()));
                 }
                 parts.push(std::mem::take(&mut current));
                 was_quoted = false;
@@ -468,10 +491,10 @@ fn split_identifier(text: &str) -> Result<Vec<String>, String> {
         }
     }
     if quoted {
-        return Err(format!("{text:?} has an unclosed double quote"));
+        return Err(NameError::UnclosedQuote(text.to_owned()));
     }
     if current.is_empty() && !was_quoted {
-        return Err(format!("{text:?} has an empty name part"));
+        return Err(NameError::EmptyPart(text.to_owned()));
     }
     parts.push(current);
     Ok(parts)

@@ -34,10 +34,90 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Kind, Type};
 
-use super::logical::{Granularity, date_value, time_value, timetz_value};
-use super::numeric::{NumericKind, NumericMapping};
+use super::logical::{Granularity, LogicalError, date_value, time_value, timetz_value};
+use super::numeric::{NumericError, NumericKind, NumericMapping};
 use super::time::{Micros, date_text, format_time, interval_text, timestamp_text, timetz_text};
-use super::zone::{Shift, ZoneShifts};
+use super::zone::{NotLookedUp, Shift, ZoneShifts};
+
+/// A binary value from PostgreSQL that does not decode, or has no form in the type its column maps
+/// to.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DecodeError {
+    #[error("a binary value is shorter than {0} bytes")]
+    Short(usize),
+    #[error("text is not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    #[error("invalid JSON from the server: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("unsupported jsonb format version")]
+    JsonbVersion,
+    #[error("a macaddr must be 6 bytes")]
+    MacAddrLength,
+    #[error("a uuid must be 16 bytes")]
+    UuidLength,
+    #[error("malformed inet value")]
+    Inet,
+    #[error("negative numeric digit count")]
+    NumericDigitCount,
+    #[error("unknown numeric sign {0:#x}")]
+    NumericSign(u16),
+    #[error("negative array dimension count")]
+    ArrayDimensionCount,
+    #[error("negative array length")]
+    ArrayLength,
+    #[error("bad array element length")]
+    ArrayElementLength,
+    #[error("an array element is cut short")]
+    ArrayElementCut,
+    #[error(transparent)]
+    Numeric(#[from] NumericError),
+    #[error(transparent)]
+    Logical(#[from] LogicalError),
+    #[error(transparent)]
+    Zone(#[from] NotLookedUp),
+}
+
+/// A column of a result row that cannot be read or decoded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ColumnError {
+    #[error("cannot read column {index}: {source}")]
+    Read {
+        index: usize,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("column {name:?}: {source}")]
+    Decode {
+        name: String,
+        #[source]
+        source: DecodeError,
+    },
+}
+
+/// Two columns of a result have the same name (a record field each).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the result has two columns named {0:?}; give them distinct names with AS in the query")]
+pub(crate) struct DuplicateColumn(pub(crate) String);
+
+/// An incrementing or timestamp column's value that cannot be a position (offset).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PositionError {
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("the numeric value {0} is not an integer that fits 64 bits")]
+    NotInt64(String),
+    #[error("its type is {0}; it must be smallint, integer, bigint or numeric without fraction")]
+    IncrementingType(String),
+    #[error("its value is infinity or -infinity, which cannot be a position")]
+    Infinite,
+    #[error(
+        "its value is after year 262000, beyond the positions Ferry can store (microseconds \
+         since 1970 in 64 bits)"
+    )]
+    BeyondMicros,
+    #[error("its type is {0}; it must be timestamp or timestamptz")]
+    TimestampType(String),
+}
 
 /// How values are mapped where Kafka Connect's JDBC source offers a choice.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -188,7 +268,7 @@ impl Decoder {
 
     /// The `db.timezone` lookup a value of this decoder needs: (binary value, whether it is a
     /// `timestamp` without zone); `None` when it needs none.
-    fn zone_key(&self, raw: &[u8]) -> Result<Option<(i64, bool)>, String> {
+    fn zone_key(&self, raw: &[u8]) -> Result<Option<(i64, bool)>, DecodeError> {
         Ok(match self {
             Decoder::LocalTimestamp(_) => Some((Reader(raw).i64()?, true)),
             Decoder::LogicalTimestamp(g) if g.is_iso() => Some((Reader(raw).i64()?, false)),
@@ -197,17 +277,17 @@ impl Decoder {
     }
 
     /// Decodes one non-null binary value; `shifts` holds the batch's `db.timezone` offsets.
-    fn decode_in(&self, raw: &[u8], shifts: &ZoneShifts) -> Result<Value, String> {
+    fn decode_in(&self, raw: &[u8], shifts: &ZoneShifts) -> Result<Value, DecodeError> {
         match self.zone_key(raw)? {
             Some((pg, local)) => match self {
                 // ±infinity have no offset: they keep the JDBC driver's values.
                 Decoder::LocalTimestamp(g) | Decoder::LogicalTimestamp(g)
                     if pg == i64::MAX || pg == i64::MIN =>
                 {
-                    g.value_in(pg, Shift::default())
+                    Ok(g.value_in(pg, Shift::default())?)
                 }
                 Decoder::LocalTimestamp(g) | Decoder::LogicalTimestamp(g) => {
-                    g.value_in(pg, shifts.get(pg, local)?)
+                    Ok(g.value_in(pg, shifts.get(pg, local)?)?)
                 }
                 _ => self.decode(raw),
             },
@@ -216,7 +296,7 @@ impl Decoder {
     }
 
     /// Decodes one non-null binary value (timestamps at UTC).
-    pub(crate) fn decode(&self, raw: &[u8]) -> Result<Value, String> {
+    pub(crate) fn decode(&self, raw: &[u8]) -> Result<Value, DecodeError> {
         let mut r = Reader(raw);
         let value = match self {
             Decoder::Int2 => Value::from(r.i16()?),
@@ -238,7 +318,7 @@ impl Decoder {
             Decoder::Json => json(raw)?,
             Decoder::Jsonb => match raw.split_first() {
                 Some((1, rest)) => json(rest)?,
-                _ => return Err("unsupported jsonb format version".to_owned()),
+                _ => return Err(DecodeError::JsonbVersion),
             },
             Decoder::Timestamp => Value::String(timestamp_text(r.i64()?, false)),
             Decoder::TimestampTz => Value::String(timestamp_text(r.i64()?, true)),
@@ -258,7 +338,7 @@ impl Decoder {
                 [a, b, c, d, e, f] => {
                     Value::String(format!("{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{f:02x}"))
                 }
-                _ => return Err("a macaddr must be 6 bytes".to_owned()),
+                _ => return Err(DecodeError::MacAddrLength),
             },
             Decoder::Array(element) => array(element, raw)?,
             Decoder::NumericAs(kind) => kind.value(&numeric_text(raw)?)?,
@@ -280,7 +360,7 @@ impl Decoder {
             }
             Decoder::JsonbText => match raw.split_first() {
                 Some((1, rest)) => Value::String(utf8(rest)?.to_owned()),
-                _ => return Err("unsupported jsonb format version".to_owned()),
+                _ => return Err(DecodeError::JsonbVersion),
             },
         };
         Ok(value)
@@ -301,54 +381,54 @@ pub(crate) fn float_value(v: f64, shortest: Option<String>) -> Value {
     serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
 }
 
-fn utf8(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw).map_err(|e| format!("text is not UTF-8: {e}"))
+fn utf8(raw: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(raw).map_err(DecodeError::NotUtf8)
 }
 
-fn json(raw: &[u8]) -> Result<Value, String> {
-    serde_json::from_slice(raw).map_err(|e| format!("invalid JSON from the server: {e}"))
+fn json(raw: &[u8]) -> Result<Value, DecodeError> {
+    serde_json::from_slice(raw).map_err(DecodeError::Json)
 }
 
 /// Big-endian reads with a clear error on short input.
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let (head, rest) = self
             .0
             .split_first_chunk::<N>()
-            .ok_or_else(|| format!("a binary value is shorter than {N} bytes"))?;
+            .ok_or(DecodeError::Short(N))?;
         self.0 = rest;
         Ok(*head)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take::<1>()?[0])
     }
-    fn i16(&mut self) -> Result<i16, String> {
+    fn i16(&mut self) -> Result<i16, DecodeError> {
         Ok(i16::from_be_bytes(self.take()?))
     }
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16, DecodeError> {
         Ok(u16::from_be_bytes(self.take()?))
     }
-    fn i32(&mut self) -> Result<i32, String> {
+    fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(i32::from_be_bytes(self.take()?))
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.take()?))
     }
-    fn i64(&mut self) -> Result<i64, String> {
+    fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_be_bytes(self.take()?))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, DecodeError> {
         Ok(u64::from_be_bytes(self.take()?))
     }
 }
 
 /// PostgreSQL's binary `numeric`: digit count, weight (of the first base-10000 digit), sign, display
 /// scale, then the base-10000 digits.
-pub(crate) fn numeric_text(raw: &[u8]) -> Result<String, String> {
+pub(crate) fn numeric_text(raw: &[u8]) -> Result<String, DecodeError> {
     let mut r = Reader(raw);
-    let ndigits = usize::try_from(r.i16()?).map_err(|_| "negative numeric digit count")?;
+    let ndigits = usize::try_from(r.i16()?).map_err(|_| DecodeError::NumericDigitCount)?;
     let weight = i64::from(r.i16()?);
     let sign = r.u16()?;
     let dscale = usize::from(r.u16()?);
@@ -357,7 +437,7 @@ pub(crate) fn numeric_text(raw: &[u8]) -> Result<String, String> {
         0xC000 => return Ok("NaN".to_owned()),
         0xD000 => return Ok("Infinity".to_owned()),
         0xF000 => return Ok("-Infinity".to_owned()),
-        other => return Err(format!("unknown numeric sign {other:#x}")),
+        other => return Err(DecodeError::NumericSign(other)),
     }
     let mut digits = Vec::with_capacity(ndigits);
     for _ in 0..ndigits {
@@ -398,9 +478,9 @@ pub(crate) fn numeric_text(raw: &[u8]) -> Result<String, String> {
     Ok(out)
 }
 
-fn uuid_text(raw: &[u8]) -> Result<String, String> {
+fn uuid_text(raw: &[u8]) -> Result<String, DecodeError> {
     if raw.len() != 16 {
-        return Err("a uuid must be 16 bytes".to_owned());
+        return Err(DecodeError::UuidLength);
     }
     let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!(
@@ -414,7 +494,7 @@ fn uuid_text(raw: &[u8]) -> Result<String, String> {
 }
 
 /// `inet`/`cidr`: family, netmask bits, is-cidr flag, address length, address.
-fn inet_text(raw: &[u8]) -> Result<String, String> {
+fn inet_text(raw: &[u8]) -> Result<String, DecodeError> {
     let mut r = Reader(raw);
     let family = r.u8()?;
     let bits = r.u8()?;
@@ -428,7 +508,7 @@ fn inet_text(raw: &[u8]) -> Result<String, String> {
             octets.copy_from_slice(bytes);
             (std::net::Ipv6Addr::from(octets).to_string(), 128)
         }
-        _ => return Err("malformed inet value".to_owned()),
+        _ => return Err(DecodeError::Inet),
     };
     Ok(if is_cidr || bits != full {
         format!("{addr}/{bits}")
@@ -438,14 +518,14 @@ fn inet_text(raw: &[u8]) -> Result<String, String> {
 }
 
 /// An array: dimensions, then the elements in row-major order, as nested JSON arrays.
-fn array(element: &Decoder, raw: &[u8]) -> Result<Value, String> {
+fn array(element: &Decoder, raw: &[u8]) -> Result<Value, DecodeError> {
     let mut r = Reader(raw);
-    let ndim = usize::try_from(r.i32()?).map_err(|_| "negative array dimension count")?;
+    let ndim = usize::try_from(r.i32()?).map_err(|_| DecodeError::ArrayDimensionCount)?;
     let _has_nulls = r.i32()?;
     let _element_oid = r.u32()?;
     let mut dims = Vec::with_capacity(ndim);
     for _ in 0..ndim {
-        let len = usize::try_from(r.i32()?).map_err(|_| "negative array length")?;
+        let len = usize::try_from(r.i32()?).map_err(|_| DecodeError::ArrayLength)?;
         let _lower_bound = r.i32()?;
         dims.push(len);
     }
@@ -460,9 +540,9 @@ fn array(element: &Decoder, raw: &[u8]) -> Result<Value, String> {
             flat.push(Value::Null);
             continue;
         }
-        let len = usize::try_from(len).map_err(|_| "bad array element length")?;
+        let len = usize::try_from(len).map_err(|_| DecodeError::ArrayElementLength)?;
         if r.0.len() < len {
-            return Err("an array element is cut short".to_owned());
+            return Err(DecodeError::ArrayElementCut);
         }
         let (bytes, rest) = r.0.split_at(len);
         r.0 = rest;
@@ -503,10 +583,10 @@ impl<'a> FromSql<'a> for Raw<'a> {
 }
 
 /// The raw value of column `index` of `row`.
-pub(crate) fn raw(row: &Row, index: usize) -> Result<Option<&[u8]>, String> {
+pub(crate) fn raw(row: &Row, index: usize) -> Result<Option<&[u8]>, ColumnError> {
     row.try_get::<_, Raw<'_>>(index)
         .map(|r| r.0)
-        .map_err(|e| format!("cannot read column {index}: {e}"))
+        .map_err(|source| ColumnError::Read { index, source })
 }
 
 /// How the rows of one result shape become record values.
@@ -541,7 +621,7 @@ impl RowShape {
         not_null: &HashMap<(u32, i16), bool>,
         name: Option<&str>,
         mapping: ValueMapping,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DuplicateColumn> {
         let mut fields = Vec::new();
         let mut decoders = Vec::new();
         let mut skipped = Vec::new();
@@ -551,10 +631,7 @@ impl RowShape {
                 .iter()
                 .any(|(_, n, _): &(usize, String, Decoder)| n == column.name())
             {
-                return Err(format!(
-                    "the result has two columns named {:?}; give them distinct names with AS in the query",
-                    column.name()
-                ));
+                return Err(DuplicateColumn(column.name().to_owned()));
             }
             let Some(decoder) =
                 Decoder::for_column(column.type_(), column.type_modifier(), mapping)
@@ -603,14 +680,18 @@ impl RowShape {
     ///
     /// # Errors
     /// A timestamp value is malformed (names the column).
-    pub(crate) fn zone_keys(&self, rows: &[Row]) -> Result<HashSet<(i64, bool)>, String> {
+    pub(crate) fn zone_keys(&self, rows: &[Row]) -> Result<HashSet<(i64, bool)>, ColumnError> {
         let mut keys = HashSet::new();
         for row in rows {
             for (index, name, decoder) in &self.columns {
                 if let Some(bytes) = raw(row, *index)?
-                    && let Some(key) = decoder
-                        .zone_key(bytes)
-                        .map_err(|e| format!("column {name:?}: {e}"))?
+                    && let Some(key) =
+                        decoder
+                            .zone_key(bytes)
+                            .map_err(|source| ColumnError::Decode {
+                                name: name.clone(),
+                                source,
+                            })?
                 {
                     keys.insert(key);
                 }
@@ -624,14 +705,19 @@ impl RowShape {
     ///
     /// # Errors
     /// A value cannot be decoded (names the column).
-    pub(crate) fn value(&self, row: &Row, shifts: &ZoneShifts) -> Result<Value, String> {
+    pub(crate) fn value(&self, row: &Row, shifts: &ZoneShifts) -> Result<Value, ColumnError> {
         let mut object = serde_json::Map::with_capacity(self.columns.len());
         for (index, name, decoder) in &self.columns {
             let value = match raw(row, *index)? {
                 None => Value::Null,
-                Some(bytes) => decoder
-                    .decode_in(bytes, shifts)
-                    .map_err(|e| format!("column {name:?}: {e}"))?,
+                Some(bytes) => {
+                    decoder
+                        .decode_in(bytes, shifts)
+                        .map_err(|source| ColumnError::Decode {
+                            name: name.clone(),
+                            source,
+                        })?
+                }
             };
             object.insert(name.clone(), value);
         }
@@ -640,50 +726,39 @@ impl RowShape {
 }
 
 /// The incrementing value of a row: an integer column, or a `numeric` without fraction.
-pub(crate) fn incrementing_value(ty: &Type, raw: &[u8]) -> Result<i64, String> {
+pub(crate) fn incrementing_value(ty: &Type, raw: &[u8]) -> Result<i64, PositionError> {
     let mut r = Reader(raw);
     match *ty {
         Type::INT2 => Ok(i64::from(r.i16()?)),
         Type::INT4 => Ok(i64::from(r.i32()?)),
-        Type::INT8 => r.i64(),
+        Type::INT8 => Ok(r.i64()?),
         Type::OID => Ok(i64::from(r.u32()?)),
         Type::NUMERIC => {
             let text = numeric_text(raw)?;
-            text.parse::<i64>().map_err(|_| {
-                format!("the numeric value {text} is not an integer that fits 64 bits")
-            })
+            text.parse::<i64>()
+                .map_err(|_| PositionError::NotInt64(text))
         }
         _ => match ty.kind() {
             Kind::Domain(base) => incrementing_value(base, raw),
-            _ => Err(format!(
-                "its type is {}; it must be smallint, integer, bigint or numeric without fraction",
-                ty.name()
-            )),
+            _ => Err(PositionError::IncrementingType(ty.name().to_owned())),
         },
     }
 }
 
 /// The timestamp of a row's timestamp column.
-pub(crate) fn timestamp_value(ty: &Type, raw: &[u8]) -> Result<Micros, String> {
+pub(crate) fn timestamp_value(ty: &Type, raw: &[u8]) -> Result<Micros, PositionError> {
     match *ty {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             let pg = Reader(raw).i64()?;
-            Micros::from_pg(pg).ok_or_else(|| {
-                if pg == i64::MAX || pg == i64::MIN {
-                    "its value is infinity or -infinity, which cannot be a position".to_owned()
-                } else {
-                    "its value is after year 262000, beyond the positions Ferry can store (microseconds \
-                     since 1970 in 64 bits)"
-                        .to_owned()
-                }
+            Micros::from_pg(pg).ok_or(if pg == i64::MAX || pg == i64::MIN {
+                PositionError::Infinite
+            } else {
+                PositionError::BeyondMicros
             })
         }
         _ => match ty.kind() {
             Kind::Domain(base) => timestamp_value(base, raw),
-            _ => Err(format!(
-                "its type is {}; it must be timestamp or timestamptz",
-                ty.name()
-            )),
+            _ => Err(PositionError::TimestampType(ty.name().to_owned())),
         },
     }
 }
@@ -701,7 +776,7 @@ mod tests {
         for d in digits {
             raw.extend_from_slice(&d.to_be_bytes());
         }
-        numeric_text(&raw).unwrap_or_else(|e| e)
+        numeric_text(&raw).unwrap_or_else(|e| e.to_string())
     }
 
     #[test]
@@ -728,7 +803,7 @@ mod tests {
             raw.extend_from_slice(&v.to_be_bytes());
         }
         assert_eq!(
-            array(&Decoder::Int4, &raw),
+            array(&Decoder::Int4, &raw).map_err(|e| e.to_string()),
             Ok(serde_json::json!([[1, 2, 3], [4, 5, 6]]))
         );
     }
@@ -736,23 +811,29 @@ mod tests {
     #[test]
     fn other_values() {
         assert_eq!(
-            Decoder::Float4.decode(&0.1f32.to_bits().to_be_bytes()),
+            Decoder::Float4
+                .decode(&0.1f32.to_bits().to_be_bytes())
+                .map_err(|e| e.to_string()),
             Ok(serde_json::json!(0.1))
         );
         assert_eq!(
-            Decoder::Float8.decode(&f64::NAN.to_bits().to_be_bytes()),
+            Decoder::Float8
+                .decode(&f64::NAN.to_bits().to_be_bytes())
+                .map_err(|e| e.to_string()),
             Ok(Value::String("NaN".into()))
         );
         assert_eq!(
-            Decoder::Float4.decode(&f32::NEG_INFINITY.to_bits().to_be_bytes()),
+            Decoder::Float4
+                .decode(&f32::NEG_INFINITY.to_bits().to_be_bytes())
+                .map_err(|e| e.to_string()),
             Ok(Value::String("-Infinity".into()))
         );
         assert_eq!(
-            inet_text(&[2, 24, 1, 4, 10, 0, 0, 0]),
+            inet_text(&[2, 24, 1, 4, 10, 0, 0, 0]).map_err(|e| e.to_string()),
             Ok("10.0.0.0/24".to_owned())
         );
         assert_eq!(
-            inet_text(&[2, 32, 0, 4, 10, 0, 0, 1]),
+            inet_text(&[2, 32, 0, 4, 10, 0, 0, 1]).map_err(|e| e.to_string()),
             Ok("10.0.0.1".to_owned())
         );
     }

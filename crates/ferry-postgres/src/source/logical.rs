@@ -20,6 +20,49 @@ use serde_json::Value;
 use super::time::civil_from_days;
 use super::zone::Shift;
 
+/// A date or timestamp value that has no form in the Kafka Connect type or `timestamp.granularity`
+/// form its column maps to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LogicalError {
+    /// ±infinity in a `timestamp.granularity` other than `connect_logical`.
+    #[error(
+        "{infinity} has no timestamp.granularity={granularity} form; use connect_logical or exclude it in a query"
+    )]
+    InfiniteTimestamp {
+        /// `infinity` or `-infinity`.
+        infinity: &'static str,
+        granularity: &'static str,
+    },
+    /// A timestamp beyond int64 `unit` since 1970.
+    #[error(
+        "{wall} is beyond what int64 {unit} since 1970 can hold (years 1678 to 2262 for nanoseconds); use \
+         timestamp.granularity=connect_logical or a *_string form"
+    )]
+    TimestampOutOfRange {
+        /// The wall-clock time, ISO-8601 with microseconds.
+        wall: String,
+        unit: &'static str,
+    },
+    /// ±infinity as a `Date`.
+    #[error(
+        "{infinity} has no Kafka Connect Date value; exclude it in a query (e.g. NULLIF or a CASE)"
+    )]
+    InfiniteDate {
+        /// `infinity` or `-infinity`.
+        infinity: &'static str,
+    },
+    /// A date beyond int32 days since 1970.
+    #[error(
+        "the date {days} days after 1970-01-01 is beyond what a Kafka Connect Date (int32 days) can hold"
+    )]
+    DateOutOfRange { days: i64 },
+}
+
+/// `infinity` or `-infinity`, as PostgreSQL writes them.
+fn infinity(positive: bool) -> &'static str {
+    if positive { "infinity" } else { "-infinity" }
+}
+
 /// Microseconds from the Unix epoch to PostgreSQL's epoch (2000-01-01).
 const PG_EPOCH_UNIX_MICROS: i128 = 946_684_800_000_000;
 /// Days from the Unix epoch to PostgreSQL's epoch.
@@ -74,14 +117,14 @@ impl Granularity {
     /// The value of a binary `timestamp`/`timestamptz` (µs since 2000-01-01, or i64::MAX/MIN for
     /// ±infinity) at UTC.
     #[cfg(test)]
-    pub(crate) fn value(self, pg: i64) -> Result<Value, String> {
+    pub(crate) fn value(self, pg: i64) -> Result<Value, LogicalError> {
         self.value_in(pg, Shift::default())
     }
 
     /// The value of a binary `timestamp`/`timestamptz` moved by `shift` (`db.timezone`: the
     /// instant of a `timestamp`'s wall-clock time, and the instant's wall-clock time for ISO
     /// strings). ±infinity are not moved.
-    pub(crate) fn value_in(self, pg: i64, shift: Shift) -> Result<Value, String> {
+    pub(crate) fn value_in(self, pg: i64, shift: Shift) -> Result<Value, LogicalError> {
         if pg == i64::MAX || pg == i64::MIN {
             return match self {
                 Self::ConnectLogical => Ok(Value::from(if pg > 0 {
@@ -89,21 +132,17 @@ impl Granularity {
                 } else {
                     JDBC_NEGATIVE_INFINITY_MS
                 })),
-                _ => Err(format!(
-                    "{} has no timestamp.granularity={} form; use connect_logical or exclude it in a query",
-                    if pg > 0 { "infinity" } else { "-infinity" },
-                    self.name()
-                )),
+                _ => Err(LogicalError::InfiniteTimestamp {
+                    infinity: infinity(pg > 0),
+                    granularity: self.name(),
+                }),
             };
         }
         let micros = i128::from(pg) + PG_EPOCH_UNIX_MICROS - i128::from(shift.to_instant);
         let wall = micros + i128::from(shift.to_display);
-        let out_of_range = |unit: &str| {
-            format!(
-                "{} is beyond what int64 {unit} since 1970 can hold (years 1678 to 2262 for nanoseconds); use \
-                 timestamp.granularity=connect_logical or a *_string form",
-                iso(wall, 6)
-            )
+        let out_of_range = |unit: &'static str| LogicalError::TimestampOutOfRange {
+            wall: iso(wall, 6),
+            unit,
         };
         Ok(match self {
             Self::ConnectLogical => {
@@ -169,17 +208,16 @@ fn iso(unix_micros: i128, digits: usize) -> String {
 }
 
 /// A binary `date` (days since 2000-01-01) as Kafka Connect `Date`: days since 1970-01-01.
-pub(crate) fn date_value(pg_days: i32) -> Result<Value, String> {
+pub(crate) fn date_value(pg_days: i32) -> Result<Value, LogicalError> {
     if pg_days == i32::MAX || pg_days == i32::MIN {
-        return Err(format!(
-            "{} has no Kafka Connect Date value; exclude it in a query (e.g. NULLIF or a CASE)",
-            if pg_days > 0 { "infinity" } else { "-infinity" }
-        ));
+        return Err(LogicalError::InfiniteDate {
+            infinity: infinity(pg_days > 0),
+        });
     }
     let days = i64::from(pg_days) + PG_EPOCH_UNIX_DAYS;
-    i32::try_from(days).map(Value::from).map_err(|_| {
-        format!("the date {days} days after 1970-01-01 is beyond what a Kafka Connect Date (int32 days) can hold")
-    })
+    i32::try_from(days)
+        .map(Value::from)
+        .map_err(|_| LogicalError::DateOutOfRange { days })
 }
 
 /// A binary `time` (µs since midnight) as Kafka Connect `Time`: ms since midnight.
@@ -245,7 +283,7 @@ mod tests {
         assert!(
             NanosLong
                 .value(max_pg)
-                .is_err_and(|e| e.contains("+294276-12-31"))
+                .is_err_and(|e| e.to_string().contains("+294276-12-31"))
         );
         assert!(MicrosLong.value(max_pg).is_err());
         // 4713 BC: year of era, as java.time writes "yyyy".

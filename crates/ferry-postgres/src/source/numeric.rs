@@ -21,6 +21,40 @@
 use base64::Engine as _;
 use ferry_api::Schema;
 
+/// A `numeric` value that has no form in the type its column maps to (`numeric.mapping`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NumericError {
+    #[error(
+        "the numeric value {text} is not an integer (numeric.mapping maps this column to int{bits})"
+    )]
+    NotInteger { text: String, bits: u8 },
+    #[error(
+        "the numeric value {text} does not fit int{bits} (numeric.mapping); use numeric.mapping=none"
+    )]
+    IntegerOutOfRange { text: String, bits: u8 },
+    #[error("the numeric value {text} is not a number")]
+    NotNumber { text: String },
+    /// NaN or ±Infinity as a `Decimal`.
+    #[error(
+        "the numeric value {text} has no Kafka Connect Decimal form (the JDBC source fails on it too); \
+         turn it into null in a query (NULLIF(col, 'NaN')), or use numeric.mapping=best_fit_eager_double \
+         (a double; NaN written \"NaN\")"
+    )]
+    NoDecimalForm { text: String },
+    #[error(
+        "the numeric value {text} has more than {scale} fraction digits, the scale of its Decimal"
+    )]
+    TooManyFractionDigits { text: String, scale: usize },
+    #[error(
+        "the numeric value {text} is not a multiple of 10^{cut}, as its scale {scale} requires"
+    )]
+    NotMultiple {
+        text: String,
+        cut: usize,
+        scale: i32,
+    },
+}
+
 /// `numeric.mapping`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum NumericMapping {
@@ -125,7 +159,7 @@ impl NumericKind {
     }
 
     /// The JSON value of a `numeric` given as exact text (`"-12.50"`, `"NaN"`, `"Infinity"`).
-    pub(crate) fn value(self, text: &str) -> Result<serde_json::Value, String> {
+    pub(crate) fn value(self, text: &str) -> Result<serde_json::Value, NumericError> {
         match self {
             NumericKind::Decimal { scale, .. } => {
                 let bytes = decimal_bytes(text, scale)?;
@@ -134,21 +168,25 @@ impl NumericKind {
                 ))
             }
             NumericKind::Int(bits) => {
-                let v: i64 = text.parse().map_err(|_| {
-                    format!("the numeric value {text} is not an integer (numeric.mapping maps this column to int{bits})")
+                let v: i64 = text.parse().map_err(|_| NumericError::NotInteger {
+                    text: text.to_owned(),
+                    bits,
                 })?;
                 let max = i64::MAX >> (64 - u32::from(bits));
                 if v > max || v < -max - 1 {
-                    return Err(format!(
-                        "the numeric value {text} does not fit int{bits} (numeric.mapping); use numeric.mapping=none"
-                    ));
+                    return Err(NumericError::IntegerOutOfRange {
+                        text: text.to_owned(),
+                        bits,
+                    });
                 }
                 Ok(serde_json::Value::from(v))
             }
             // Java's Double.parseDouble reads "NaN" and "Infinity" as PostgreSQL writes them.
             NumericKind::Float64 => match text.parse::<f64>() {
                 Ok(v) => Ok(super::decode::float_value(v, None)),
-                Err(_) => Err(format!("the numeric value {text} is not a number")),
+                Err(_) => Err(NumericError::NotNumber {
+                    text: text.to_owned(),
+                }),
             },
         }
     }
@@ -160,17 +198,15 @@ impl NumericKind {
 /// # Errors
 /// NaN or ±Infinity (no `Decimal` holds them), or more fraction digits than `scale` that are not zero
 /// (the JDBC driver's `setScale` fails the same way).
-pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, String> {
+pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, NumericError> {
     let (negative, digits) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
     };
     if !digits.bytes().all(|b| b.is_ascii_digit() || b == b'.') || digits.is_empty() {
-        return Err(format!(
-            "the numeric value {text} has no Kafka Connect Decimal form (the JDBC source fails on it too); \
-             turn it into null in a query (NULLIF(col, 'NaN')), or use numeric.mapping=best_fit_eager_double \
-             (a double; NaN written \"NaN\")"
-        ));
+        return Err(NumericError::NoDecimalForm {
+            text: text.to_owned(),
+        });
     }
     let (int_part, fraction) = digits.split_once('.').unwrap_or((digits, ""));
     let mut unscaled: String = int_part.to_owned();
@@ -179,9 +215,10 @@ pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, String> {
         if fraction.len() > scale {
             let (kept, dropped) = fraction.split_at(scale);
             if dropped.bytes().any(|b| b != b'0') {
-                return Err(format!(
-                    "the numeric value {text} has more than {scale} fraction digits, the scale of its Decimal"
-                ));
+                return Err(NumericError::TooManyFractionDigits {
+                    text: text.to_owned(),
+                    scale,
+                });
             }
             unscaled.push_str(kept);
         } else {
@@ -193,9 +230,11 @@ pub(crate) fn decimal_bytes(text: &str, scale: i32) -> Result<Vec<u8>, String> {
         let cut = usize::try_from(-scale).unwrap_or(0);
         let keep = unscaled.len().saturating_sub(cut);
         if fraction.bytes().any(|b| b != b'0') || unscaled[keep..].bytes().any(|b| b != b'0') {
-            return Err(format!(
-                "the numeric value {text} is not a multiple of 10^{cut}, as its scale {scale} requires"
-            ));
+            return Err(NumericError::NotMultiple {
+                text: text.to_owned(),
+                cut,
+                scale,
+            });
         }
         unscaled.truncate(keep);
     }
@@ -267,7 +306,7 @@ mod tests {
     fn b64(text: &str, scale: i32) -> String {
         decimal_bytes(text, scale)
             .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-            .unwrap_or_else(|e| e)
+            .unwrap_or_else(|e| e.to_string())
     }
 
     #[test]

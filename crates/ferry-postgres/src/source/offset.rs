@@ -12,7 +12,43 @@ use ferry_api::{ConnectError, ConnectMap, SourceOffset, SourcePartition, Value};
 use serde::{Deserialize, Serialize};
 
 use super::config::{Mode, TableId};
-use super::time::Micros;
+use super::time::{Micros, NanosOutOfRange};
+
+/// A stored offset that is not a JDBC source offset.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum OffsetError {
+    #[error(
+        "has the unknown key {0:?}; a JDBC source offset holds only incrementing, timestamp and \
+         timestamp_nanos"
+    )]
+    UnknownKey(String),
+    #[error("\"{key}\" must be an integer, not a {} ({value})", value.type_name())]
+    NotInteger { key: &'static str, value: Value },
+    #[error("has timestamp_nanos without timestamp")]
+    NanosWithoutTimestamp,
+    #[error(transparent)]
+    Nanos(#[from] NanosOutOfRange),
+}
+
+/// A partition that is not one of a JDBC source's three shapes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PartitionError {
+    #[error("\"table\" must be schema.table with protocol 1, not {0:?}")]
+    TableNotQualified(String),
+    #[error("\"protocol\" must be \"1\", not {0:?}")]
+    Protocol(String),
+    #[error("\"protocol\" and \"table\" must be strings")]
+    NotStrings,
+    #[error("\"table\" must be a string")]
+    TableNotString,
+    #[error("\"query\" must be the string \"query\"")]
+    Query,
+    #[error(
+        "is not a JDBC source partition: use {{\"protocol\":\"1\",\"table\":\"schema.table\"}}, the legacy \
+         {{\"table\":\"table\"}} or {{\"query\":\"query\"}}"
+    )]
+    Shape,
+}
 
 /// The JDBC source's offset protocol version written in table partitions.
 pub const PROTOCOL_VERSION: &str = "1";
@@ -102,14 +138,12 @@ fn describe(partition: &SourcePartition) -> String {
 }
 
 /// An integer field of an offset map: `Ok(None)` when absent.
-fn int_field(offset: &SourceOffset, key: &str) -> Result<Option<i64>, String> {
+fn int_field(offset: &SourceOffset, key: &'static str) -> Result<Option<i64>, OffsetError> {
     match offset.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
-            format!(
-                "\"{key}\" must be an integer, not a {} ({v})",
-                v.type_name()
-            )
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| OffsetError::NotInteger {
+            key,
+            value: v.clone(),
         }),
     }
 }
@@ -119,13 +153,10 @@ fn int_field(offset: &SourceOffset, key: &str) -> Result<Option<i64>, String> {
 ///
 /// # Errors
 /// A field of the wrong type, an unknown field, or `timestamp_nanos` out of range.
-pub(crate) fn decode_offset(offset: &SourceOffset) -> Result<JdbcOffset, String> {
+pub(crate) fn decode_offset(offset: &SourceOffset) -> Result<JdbcOffset, OffsetError> {
     for (key, _) in offset.iter() {
         if !matches!(key, "incrementing" | "timestamp" | "timestamp_nanos") {
-            return Err(format!(
-                "has the unknown key {key:?}; a JDBC source offset holds only incrementing, timestamp and \
-                 timestamp_nanos"
-            ));
+            return Err(OffsetError::UnknownKey(key.to_owned()));
         }
     }
     let decoded = JdbcOffset {
@@ -136,7 +167,7 @@ pub(crate) fn decode_offset(offset: &SourceOffset) -> Result<JdbcOffset, String>
     if let Some(ms) = decoded.timestamp {
         Micros::from_offset(ms, decoded.timestamp_nanos)?;
     } else if decoded.timestamp_nanos.is_some() {
-        return Err("has timestamp_nanos without timestamp".to_owned());
+        return Err(OffsetError::NanosWithoutTimestamp);
     }
     Ok(decoded)
 }
@@ -153,7 +184,9 @@ pub(crate) enum PartitionKind {
 ///
 /// # Errors
 /// The map is not one of the three shapes.
-pub(crate) fn classify_partition(partition: &SourcePartition) -> Result<PartitionKind, String> {
+pub(crate) fn classify_partition(
+    partition: &SourcePartition,
+) -> Result<PartitionKind, PartitionError> {
     let keys: Vec<&str> = partition.iter().map(|(k, _)| k).collect();
     let string = |key: &str| partition.get(key).and_then(Value::as_str);
     let mut sorted = keys.clone();
@@ -163,24 +196,20 @@ pub(crate) fn classify_partition(partition: &SourcePartition) -> Result<Partitio
             (Some(PROTOCOL_VERSION), Some(table)) if table.contains('.') => {
                 Ok(PartitionKind::Table(table.to_owned()))
             }
-            (Some(PROTOCOL_VERSION), Some(table)) => Err(format!(
-                "\"table\" must be schema.table with protocol 1, not {table:?}"
-            )),
-            (Some(p), _) => Err(format!("\"protocol\" must be \"1\", not {p:?}")),
-            _ => Err("\"protocol\" and \"table\" must be strings".to_owned()),
+            (Some(PROTOCOL_VERSION), Some(table)) => {
+                Err(PartitionError::TableNotQualified(table.to_owned()))
+            }
+            (Some(p), _) => Err(PartitionError::Protocol(p.to_owned())),
+            _ => Err(PartitionError::NotStrings),
         },
         ["table"] => string("table")
             .map(|t| PartitionKind::LegacyTable(t.to_owned()))
-            .ok_or_else(|| "\"table\" must be a string".to_owned()),
+            .ok_or(PartitionError::TableNotString),
         ["query"] => match string("query") {
             Some("query") => Ok(PartitionKind::Query),
-            _ => Err("\"query\" must be the string \"query\"".to_owned()),
+            _ => Err(PartitionError::Query),
         },
-        _ => Err(
-            "is not a JDBC source partition: use {\"protocol\":\"1\",\"table\":\"schema.table\"}, the legacy \
-             {\"table\":\"table\"} or {\"query\":\"query\"}"
-                .to_owned(),
-        ),
+        _ => Err(PartitionError::Shape),
     }
 }
 
@@ -199,8 +228,8 @@ pub(crate) fn validate_alter(
             describe(partition)
         ))
     };
-    classify_partition(partition).map_err(&fail)?;
-    let decoded = decode_offset(offset).map_err(|m| fail(format!("offset {offset} {m}")))?;
+    classify_partition(partition).map_err(|e| fail(e.to_string()))?;
+    let decoded = decode_offset(offset).map_err(|e| fail(format!("offset {offset} {e}")))?;
     let example = match mode {
         Mode::Bulk => {
             return Err(fail(

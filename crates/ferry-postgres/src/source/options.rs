@@ -8,6 +8,7 @@ use std::time::Duration;
 use ferry_api::config::text;
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
 
+use super::config::NameError;
 use super::decode::ValueMapping;
 use super::discovery::TableType;
 use super::logical::Granularity;
@@ -176,7 +177,7 @@ impl Options {
     /// Parses the keys; one issue per bad key. `split` splits a possibly quoted `schema.table`.
     pub(crate) fn parse(
         config: &Config,
-        split: impl Fn(&str) -> Result<Vec<String>, String>,
+        split: impl Fn(&str) -> Result<Vec<String>, NameError>,
     ) -> Result<Self, Vec<ConfigIssue>> {
         let mut issues = Vec::new();
         let mut issue = |key: &str, message: String| {
@@ -198,7 +199,7 @@ impl Options {
                     TABLE_BLACKLIST,
                     format!("{entry:?} is not a table name: use schema.table or table"),
                 ),
-                Err(m) => issue(TABLE_BLACKLIST, m),
+                Err(e) => issue(TABLE_BLACKLIST, e.to_string()),
             }
         }
         if let Some(types) = text(config, TABLE_TYPES) {

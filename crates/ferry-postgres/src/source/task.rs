@@ -28,7 +28,9 @@ use super::conn::{Db, connect, give_up};
 use super::decode::{RowShape, ValueMapping, incrementing_value, raw, timestamp_value};
 use super::discovery::{Selection, auto_increment_column};
 use super::guard::{Guard, IncLimit};
-use super::offset::{Cursor, QueryPartition, TablePartition, decode_offset, lookup_partitions};
+use super::offset::{
+    Cursor, OffsetError, QueryPartition, TablePartition, decode_offset, lookup_partitions,
+};
 use super::sql::{self, SourceItem};
 use super::time::Micros;
 use super::url::ConnectionSpec;
@@ -463,7 +465,7 @@ async fn read_offsets(
 }
 
 /// A stored offset as a cursor (missing fields: the JDBC source's defaults).
-fn to_cursor(offset: &SourceOffset) -> Result<Cursor, String> {
+fn to_cursor(offset: &SourceOffset) -> Result<Cursor, OffsetError> {
     let decoded = decode_offset(offset)?;
     let timestamp = match decoded.timestamp {
         Some(ms) => Some(Micros::from_offset(ms, decoded.timestamp_nanos)?),
@@ -894,14 +896,16 @@ impl Running {
         for (n, row) in rows.iter().enumerate() {
             let fail =
                 |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
-            let value = shape.value(row, &shifts).map_err(fail)?;
+            let value = shape.value(row, &shifts).map_err(|e| fail(e.to_string()))?;
             if let Some(i) = inc_index {
-                let bytes = raw(row, i).map_err(fail)?.ok_or_else(|| {
-                    fail(format!(
-                        "a row has a null incrementing column {:?}",
-                        inc_column.as_deref().unwrap_or_default()
-                    ))
-                })?;
+                let bytes = raw(row, i)
+                    .map_err(|e| fail(e.to_string()))?
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "a row has a null incrementing column {:?}",
+                            inc_column.as_deref().unwrap_or_default()
+                        ))
+                    })?;
                 let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {
                     fail(format!(
                         "incrementing.column.name {:?}: {m}",

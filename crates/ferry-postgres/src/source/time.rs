@@ -24,6 +24,13 @@ const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Micros(pub(crate) i64);
 
+/// An offset's `timestamp_nanos` outside 0..=999 999 999.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "timestamp_nanos must be between 0 and 999999999 (the nanoseconds within the second), not {0}"
+)]
+pub(crate) struct NanosOutOfRange(pub(crate) i64);
+
 impl Micros {
     /// The Unix epoch: the JDBC source's position when neither an offset nor `timestamp.initial` is set.
     pub(crate) const UNIX_EPOCH: Micros = Micros(0);
@@ -45,14 +52,12 @@ impl Micros {
     ///
     /// # Errors
     /// `nanos` is outside 0..=999 999 999.
-    pub(crate) fn from_offset(ms: i64, nanos: Option<i64>) -> Result<Self, String> {
+    pub(crate) fn from_offset(ms: i64, nanos: Option<i64>) -> Result<Self, NanosOutOfRange> {
         let Some(nanos) = nanos else {
             return Ok(Self::from_millis(ms));
         };
         if !(0..=999_999_999).contains(&nanos) {
-            return Err(format!(
-                "timestamp_nanos must be between 0 and 999999999 (the nanoseconds within the second), not {nanos}"
-            ));
+            return Err(NanosOutOfRange(nanos));
         }
         let seconds = ms.div_euclid(1000);
         Ok(Micros(

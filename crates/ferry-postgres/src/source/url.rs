@@ -16,7 +16,50 @@ use std::time::Duration;
 
 use tokio_postgres::config::Host;
 
-use crate::tls::{SslMode, TlsOptions, percent_decode, split_libpq};
+use crate::tls::{PercentError, SslMode, TlsError, TlsOptions, percent_decode, split_libpq};
+
+/// What is wrong with `connection.url` (or `connection.user` / `connection.password` beside it), in
+/// words fit for a config issue (never containing the password).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UrlError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error(transparent)]
+    Percent(#[from] PercentError),
+    #[error("is not a valid PostgreSQL URL ({0}); use jdbc:postgresql://host:port/database")]
+    Libpq(#[source] tokio_postgres::Error),
+    /// A JDBC URL of another database.
+    #[error(
+        "{scheme}: is not supported: Ferry's JDBC source reads PostgreSQL only; use \
+         jdbc:postgresql://host:port/database"
+    )]
+    OtherDatabase { scheme: String },
+    #[error(
+        "must be a PostgreSQL JDBC URL like jdbc:postgresql://host:port/database (or a libpq URL \
+         postgresql://host:port/database)"
+    )]
+    NotPostgres,
+    #[error("names no user: set connection.user (or user=… in the URL)")]
+    NoUser,
+    #[error("sets user={url} while connection.user is {config}; set the user in one place")]
+    UserConflict { url: String, config: String },
+    #[error("sets a password different from connection.password; set the password in one place")]
+    PasswordConflict,
+    #[error("sets {key}={value}, which is not a whole number of seconds")]
+    Timeout { key: String, value: String },
+    /// `sslfactory=org.postgresql.ssl.NonValidatingFactory` with a `verify-*` mode.
+    #[error(
+        "sets sslfactory=org.postgresql.ssl.NonValidatingFactory (no certificate check) with \
+         sslmode={mode}; use sslmode=require with it, or remove it to check the certificate"
+    )]
+    NonValidatingMode { mode: &'static str },
+    #[error("has an unclosed IPv6 address [{0}")]
+    UnclosedIpv6(String),
+    #[error("has an invalid port {0:?} (a number from 1 to 65535)")]
+    Port(String),
+    #[error("has an empty host name")]
+    EmptyHost,
+}
 
 /// The default port of PostgreSQL.
 const DEFAULT_PORT: u16 = 5432;
@@ -80,15 +123,15 @@ pub(crate) fn parse_connection(
     url: &str,
     user: Option<&str>,
     password: Option<&str>,
-) -> Result<ConnectionSpec, String> {
+) -> Result<ConnectionSpec, UrlError> {
     let url = url.trim();
     let mut spec = if let Some(rest) = url.strip_prefix("jdbc:postgresql:") {
         parse_jdbc(rest)?
     } else if url.starts_with("postgresql://") || url.starts_with("postgres://") {
         let (rest, tls) = split_libpq(url)?;
-        let config = rest.parse::<tokio_postgres::Config>().map_err(|e| {
-            format!("is not a valid PostgreSQL URL ({e}); use jdbc:postgresql://host:port/database")
-        })?;
+        let config = rest
+            .parse::<tokio_postgres::Config>()
+            .map_err(UrlError::Libpq)?;
         ConnectionSpec {
             config,
             tls,
@@ -96,21 +139,14 @@ pub(crate) fn parse_connection(
         }
     } else if url.starts_with("jdbc:") {
         let scheme = url.split(':').take(2).collect::<Vec<_>>().join(":");
-        return Err(format!(
-            "{scheme}: is not supported: Ferry's JDBC source reads PostgreSQL only; use \
-             jdbc:postgresql://host:port/database"
-        ));
+        return Err(UrlError::OtherDatabase { scheme });
     } else {
-        return Err(
-            "must be a PostgreSQL JDBC URL like jdbc:postgresql://host:port/database (or a libpq URL \
-             postgresql://host:port/database)"
-                .to_owned(),
-        );
+        return Err(UrlError::NotPostgres);
     };
     merge_credential(&mut spec.config, Credential::User, user)?;
     merge_credential(&mut spec.config, Credential::Password, password)?;
     if spec.config.get_user().is_none() {
-        return Err("names no user: set connection.user (or user=… in the URL)".to_owned());
+        return Err(UrlError::NoUser);
     }
     if spec.config.get_hosts().is_empty() {
         spec.config.host("localhost");
@@ -139,23 +175,21 @@ fn merge_credential(
     config: &mut tokio_postgres::Config,
     which: Credential,
     value: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), UrlError> {
     let Some(value) = value else { return Ok(()) };
     match which {
         Credential::User => match config.get_user() {
-            Some(existing) if existing != value => Err(format!(
-                "sets user={existing} while connection.user is {value}; set the user in one place"
-            )),
+            Some(existing) if existing != value => Err(UrlError::UserConflict {
+                url: existing.to_owned(),
+                config: value.to_owned(),
+            }),
             _ => {
                 config.user(value);
                 Ok(())
             }
         },
         Credential::Password => match config.get_password() {
-            Some(existing) if existing != value.as_bytes() => Err(
-                "sets a password different from connection.password; set the password in one place"
-                    .to_owned(),
-            ),
+            Some(existing) if existing != value.as_bytes() => Err(UrlError::PasswordConflict),
             _ => {
                 config.password(value);
                 Ok(())
@@ -165,7 +199,7 @@ fn merge_credential(
 }
 
 /// Parses what follows `jdbc:postgresql:`.
-fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
+fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, UrlError> {
     let (location, query) = match rest.split_once('?') {
         Some((l, q)) => (l, Some(q)),
         None => (rest, None),
@@ -213,8 +247,9 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
             }
             _ if tls.take(key, &value)? => {}
             "connectTimeout" | "loginTimeout" => {
-                let seconds: u64 = value.parse().map_err(|_| {
-                    format!("sets {key}={value}, which is not a whole number of seconds")
+                let seconds: u64 = value.parse().map_err(|_| UrlError::Timeout {
+                    key: key.to_owned(),
+                    value: value.clone(),
                 })?;
                 if seconds > 0 {
                     config.connect_timeout(Duration::from_secs(seconds));
@@ -237,11 +272,9 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
         tls.mode = SslMode::VerifyFull;
     }
     if tls.non_validating && matches!(tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
-        return Err(format!(
-            "sets sslfactory=org.postgresql.ssl.NonValidatingFactory (no certificate check) with \
-             sslmode={}; use sslmode=require with it, or remove it to check the certificate",
-            tls.mode.name()
-        ));
+        return Err(UrlError::NonValidatingMode {
+            mode: tls.mode.name(),
+        });
     }
     Ok(ConnectionSpec {
         config,
@@ -251,11 +284,11 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, String> {
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn split_host_port(text: &str) -> Result<(String, u16), String> {
+fn split_host_port(text: &str) -> Result<(String, u16), UrlError> {
     let (name, port) = if let Some(v6) = text.strip_prefix('[') {
         let (name, after) = v6
             .split_once(']')
-            .ok_or_else(|| format!("has an unclosed IPv6 address [{v6}"))?;
+            .ok_or_else(|| UrlError::UnclosedIpv6(v6.to_owned()))?;
         (name, after.strip_prefix(':'))
     } else {
         match text.rsplit_once(':') {
@@ -265,12 +298,10 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
     };
     let port = match port {
         None => DEFAULT_PORT,
-        Some(p) => p
-            .parse()
-            .map_err(|_| format!("has an invalid port {p:?} (a number from 1 to 65535)"))?,
+        Some(p) => p.parse().map_err(|_| UrlError::Port(p.to_owned()))?,
     };
     if name.is_empty() {
-        return Err("has an empty host name".to_owned());
+        return Err(UrlError::EmptyHost);
     }
     Ok((percent_decode(name)?, port))
 }
@@ -371,6 +402,7 @@ mod tests {
             None,
         )
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(
             e.contains("sslrootcert=/nonexistent/ca.pem: cannot be read"),
@@ -393,10 +425,10 @@ mod tests {
         ] {
             match parse_connection(url, Some("u"), None) {
                 Ok(_) => panic!("{url} was accepted"),
-                Err(e) => assert!(e.contains(fragment), "{url}: {e}"),
+                Err(e) => assert!(e.to_string().contains(fragment), "{url}: {e}"),
             }
         }
         let e = parse_connection("jdbc:postgresql://h/db", None, None).err();
-        assert!(e.is_some_and(|e| e.contains("connection.user")));
+        assert!(e.is_some_and(|e| e.to_string().contains("connection.user")));
     }
 }

@@ -50,6 +50,11 @@ pub(crate) struct ZoneShifts {
     shifts: HashMap<(i64, bool), Shift>,
 }
 
+/// A value's `db.timezone` offset is missing from its batch's [`ZoneShifts`] (a bug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("its db.timezone offset was not looked up (a bug in Ferry)")]
+pub(crate) struct NotLookedUp;
+
 impl ZoneShifts {
     /// Whether `zone` is UTC itself, which needs no lookup.
     pub(crate) fn is_utc(zone: &str) -> bool {
@@ -68,14 +73,11 @@ impl ZoneShifts {
     ///
     /// # Errors
     /// The value was not looked up (a bug: every finite value of the batch is).
-    pub(crate) fn get(&self, pg: i64, local: bool) -> Result<Shift, String> {
+    pub(crate) fn get(&self, pg: i64, local: bool) -> Result<Shift, NotLookedUp> {
         if self.utc {
             return Ok(Shift::default());
         }
-        self.shifts
-            .get(&(pg, local))
-            .copied()
-            .ok_or_else(|| "its db.timezone offset was not looked up (a bug in Ferry)".to_owned())
+        self.shifts.get(&(pg, local)).copied().ok_or(NotLookedUp)
     }
 
     /// Looks up the shifts of `values` ((binary value, `timestamp` without zone); ±infinity are

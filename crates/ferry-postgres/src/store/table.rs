@@ -17,6 +17,38 @@ pub(crate) const COLUMNS: &[(&str, &str, bool, bool)] = &[
 pub(crate) const PRIMARY_KEY: &str = "PRIMARY KEY (logical_key)";
 
 /// A validated table name, `table` or `schema.table`, each part a lower-case SQL identifier.
+/// An `offset.storage.postgres.table` that is not a table name Ferry accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TableNameError {
+    #[error(
+        "{0:?} is not a table name: write table or schema.table (e.g. ferry_offsets or \
+         ferry.offsets)"
+    )]
+    Shape(String),
+    #[error("{text:?} is not a table name: {source}")]
+    Part {
+        text: String,
+        #[source]
+        source: IdentifierError,
+    },
+}
+
+/// A part of a table name that is not a lower-case SQL identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum IdentifierError {
+    #[error("a part of the name is empty")]
+    Empty,
+    #[error("{0:?} is longer than PostgreSQL's 63-character limit")]
+    TooLong(String),
+    #[error(
+        "{0:?} has upper-case letters; use lower case (PostgreSQL folds unquoted names to lower \
+         case, so an upper-case name would mean another table in psql)"
+    )]
+    UpperCase(String),
+    #[error("{0:?} must start with a-z or _ and contain only a-z, 0-9, _ and $")]
+    Characters(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableName {
     schema: Option<String>,
@@ -29,21 +61,21 @@ impl TableName {
     /// Accepted: `name` or `schema.name`, each part 1 to 63 characters of `a-z`, `0-9`, `_` and `$`,
     /// not starting with a digit or `$`. Upper case is refused rather than folded or quoted, so the
     /// name means the same table in Ferry and in `psql`.
-    pub(crate) fn parse(text: &str) -> Result<TableName, String> {
+    pub(crate) fn parse(text: &str) -> Result<TableName, TableNameError> {
         let text = text.trim();
         let parts: Vec<&str> = text.split('.').collect();
         let (schema, table) = match parts.as_slice() {
             [table] => (None, *table),
             [schema, table] => (Some(*schema), *table),
             _ => {
-                return Err(format!(
-                    "{text:?} is not a table name: write table or schema.table (e.g. ferry_offsets or \
-                     ferry.offsets)"
-                ));
+                return Err(TableNameError::Shape(text.to_owned()));
             }
         };
         for part in schema.iter().chain(std::iter::once(&table)) {
-            check_identifier(part).map_err(|why| format!("{text:?} is not a table name: {why}"))?;
+            check_identifier(part).map_err(|source| TableNameError::Part {
+                text: text.to_owned(),
+                source,
+            })?;
         }
         Ok(TableName {
             schema: schema.map(str::to_owned),
@@ -69,20 +101,15 @@ impl fmt::Display for TableName {
     }
 }
 
-fn check_identifier(part: &str) -> Result<(), String> {
+fn check_identifier(part: &str) -> Result<(), IdentifierError> {
     if part.is_empty() {
-        return Err("a part of the name is empty".to_owned());
+        return Err(IdentifierError::Empty);
     }
     if part.len() > 63 {
-        return Err(format!(
-            "{part:?} is longer than PostgreSQL's 63-character limit"
-        ));
+        return Err(IdentifierError::TooLong(part.to_owned()));
     }
     if part.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Err(format!(
-            "{part:?} has upper-case letters; use lower case (PostgreSQL folds unquoted names to lower \
-             case, so an upper-case name would mean another table in psql)"
-        ));
+        return Err(IdentifierError::UpperCase(part.to_owned()));
     }
     let mut bytes = part.bytes();
     let first_ok = bytes
@@ -93,9 +120,7 @@ fn check_identifier(part: &str) -> Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'$')
     {
-        return Err(format!(
-            "{part:?} must start with a-z or _ and contain only a-z, 0-9, _ and $"
-        ));
+        return Err(IdentifierError::Characters(part.to_owned()));
     }
     Ok(())
 }

@@ -528,7 +528,7 @@ fn exactly_once(
     match sink.spec().with_transactional_offsets(&offsets) {
         Ok(transactional) => *sink = SinkSpec::new(transactional),
         Err(reason) => {
-            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, reason));
+            errors.push(props.invalid(EXACTLY_ONCE_SOURCE_SUPPORT, reason.to_string()));
             return None;
         }
     }

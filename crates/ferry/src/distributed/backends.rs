@@ -31,8 +31,10 @@ pub(crate) enum BackendError {
     },
     /// The plugin refused the worker file (which the distributed parser accepted).
     Refused(ConfigErrors),
+    /// The offset store cannot take transactions.
+    NoTransactions(String),
     /// The sink cannot write the offsets into its transactions.
-    Transactions(String),
+    Transactions(ferry_plugin::TransactionsError),
 }
 
 impl fmt::Display for BackendError {
@@ -45,7 +47,8 @@ impl fmt::Display for BackendError {
                  (Ferry::standard() does), or run `ferry standalone` for other stores and sinks"
             ),
             Self::Refused(errors) => write!(f, "{errors}"),
-            Self::Transactions(reason) => f.write_str(reason),
+            Self::NoTransactions(store) => write!(f, "the {store} cannot take transactions"),
+            Self::Transactions(reason) => write!(f, "{reason}"),
         }
     }
 }
@@ -89,9 +92,9 @@ pub(crate) fn kafka_backends(
     let (Some(store), Some(sink), true) = (store, sink, errors.is_empty()) else {
         return Err(BackendError::Refused(ConfigErrors::in_file_order(errors)));
     };
-    let offsets = store.transactional_offsets().ok_or_else(|| {
-        BackendError::Transactions(format!("the {store} cannot take transactions"))
-    })?;
+    let offsets = store
+        .transactional_offsets()
+        .ok_or_else(|| BackendError::NoTransactions(store.to_string()))?;
     let sink = sink
         .with_transactional_offsets(&offsets)
         .map_err(BackendError::Transactions)?;

@@ -49,14 +49,29 @@ pub(super) fn encode(url: &str, worker_id: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-pub(super) fn decode(value: &[u8]) -> Result<LeaderRecord, String> {
+/// A leader topic record that is not one.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum LeaderRecordError {
+    #[error("the value is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the value has no string field {field:?}: {json}")]
+    NoField {
+        field: &'static str,
+        json: serde_json::Value,
+    },
+}
+
+pub(super) fn decode(value: &[u8]) -> Result<LeaderRecord, LeaderRecordError> {
     let json: serde_json::Value =
-        serde_json::from_slice(value).map_err(|e| format!("the value is not JSON: {e}"))?;
-    let field = |name: &str| {
+        serde_json::from_slice(value).map_err(LeaderRecordError::NotJson)?;
+    let field = |name: &'static str| {
         json.get(name)
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| format!("the value has no string field {name:?}: {json}"))
+            .ok_or_else(|| LeaderRecordError::NoField {
+                field: name,
+                json: json.clone(),
+            })
     };
     Ok(LeaderRecord {
         url: field("url")?,

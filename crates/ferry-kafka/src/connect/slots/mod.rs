@@ -47,7 +47,7 @@ use crate::connect::store::ConnectStoreError;
 use callback::{HandlerThread, SlotsContext};
 use close::{Closer, Threads};
 use leader::LeaderTopic;
-pub use topic::{leader_topic_name, slot_topic_name};
+pub use topic::{TopicNameError, leader_topic_name, slot_topic_name};
 
 /// How to join the slot group.
 #[derive(Clone)]
@@ -206,8 +206,8 @@ impl SlotsConfig {
         if self.admin_timeout.is_zero() {
             return bad("the admin timeout must be above zero".to_owned());
         }
-        topic::slot_topic(&self.group_id, "x").map_err(SlotsError::Config)?;
-        topic::leader_topic(&self.group_id).map_err(SlotsError::Config)?;
+        topic::slot_topic(&self.group_id, "x").map_err(|e| SlotsError::Config(e.to_string()))?;
+        topic::leader_topic(&self.group_id).map_err(|e| SlotsError::Config(e.to_string()))?;
         if !(self.advertised_url.starts_with("http://")
             || self.advertised_url.starts_with("https://"))
         {
@@ -337,7 +337,8 @@ impl TaskSlots {
             what: what.to_owned(),
             source: Box::new(source),
         };
-        let leader_topic = topic::leader_topic(&group).map_err(SlotsError::Config)?;
+        let leader_topic =
+            topic::leader_topic(&group).map_err(|e| SlotsError::Config(e.to_string()))?;
         let leader = Arc::new(LeaderTopic::open(&config, &leader_topic).await.map_err(
             |source| SlotsError::LeaderTopic {
                 group: group.clone(),
@@ -477,8 +478,8 @@ impl TaskSlots {
     /// CreatePartitions (such as tansu 0.6) cannot grow a slot topic: pass the connector's `tasks.max` as
     /// `tasks` so the topic never needs to grow while `tasks.max` stays.
     pub async fn add_connector(&self, connector: &str, tasks: usize) -> Result<(), SlotsError> {
-        let topic =
-            topic::slot_topic(&self.config.group_id, connector).map_err(SlotsError::Config)?;
+        let topic = topic::slot_topic(&self.config.group_id, connector)
+            .map_err(|e| SlotsError::Config(e.to_string()))?;
         if tasks == 0 {
             return Err(SlotsError::Config(format!(
                 "connector {connector:?} needs at least one task slot"
@@ -501,8 +502,8 @@ impl TaskSlots {
     /// Drops `connector`'s slots from the subscription: their owners get `revoked`. The topic stays
     /// (delete it once no worker subscribes to it).
     pub async fn remove_connector(&self, connector: &str) -> Result<(), SlotsError> {
-        let topic =
-            topic::slot_topic(&self.config.group_id, connector).map_err(SlotsError::Config)?;
+        let topic = topic::slot_topic(&self.config.group_id, connector)
+            .map_err(|e| SlotsError::Config(e.to_string()))?;
         let mut subscribed = self.subscribed.lock().await;
         let mut next = subscribed.clone();
         if !next.remove(&topic) {

@@ -10,13 +10,48 @@
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_LEN: usize = 249;
 
+/// Why a group's slot or leader topic cannot be named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopicNameError {
+    /// The slot topic name would be longer than Kafka allows.
+    #[error(
+        "the slot topic name for connector {connector:?} in group {group_id:?} would be {len} characters \
+         long, but Kafka allows at most {MAX_TOPIC_LEN}; use a shorter connector name or group.id"
+    )]
+    SlotTooLong {
+        /// The group.
+        group_id: String,
+        /// The connector.
+        connector: String,
+        /// The name's length.
+        len: usize,
+    },
+    /// The leader topic name would be longer than Kafka allows.
+    #[error(
+        "the leader topic name for group {group_id:?} would be {len} characters long, but Kafka allows \
+         at most {MAX_TOPIC_LEN}; use a shorter group.id"
+    )]
+    LeaderTooLong {
+        /// The group.
+        group_id: String,
+        /// The name's length.
+        len: usize,
+    },
+    /// The group.id holds characters a topic name cannot.
+    #[error(
+        "group.id {0:?} holds characters a Kafka topic name cannot (allowed: a-z A-Z 0-9 . _ -), \
+         so its slot topics cannot be named after it"
+    )]
+    GroupId(String),
+}
+
 /// The topic prefix of a group's slot topics.
 pub(crate) fn prefix(group_id: &str) -> String {
     format!("{group_id}-slots-")
 }
 
 /// The slot topic of `connector` in `group_id`, or why there cannot be one.
-pub(crate) fn slot_topic(group_id: &str, connector: &str) -> Result<String, String> {
+pub(crate) fn slot_topic(group_id: &str, connector: &str) -> Result<String, TopicNameError> {
     let mut topic = prefix(group_id);
     for b in connector.bytes() {
         if b.is_ascii_alphanumeric() || b == b'.' || b == b'-' {
@@ -26,42 +61,41 @@ pub(crate) fn slot_topic(group_id: &str, connector: &str) -> Result<String, Stri
         }
     }
     if topic.len() > MAX_TOPIC_LEN {
-        return Err(format!(
-            "the slot topic name for connector {connector:?} in group {group_id:?} would be {} characters \
-             long, but Kafka allows at most {MAX_TOPIC_LEN}; use a shorter connector name or group.id",
-            topic.len()
-        ));
+        return Err(TopicNameError::SlotTooLong {
+            group_id: group_id.to_owned(),
+            connector: connector.to_owned(),
+            len: topic.len(),
+        });
     }
     if !group_id
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
     {
-        return Err(format!(
-            "group.id {group_id:?} holds characters a Kafka topic name cannot (allowed: a-z A-Z 0-9 . _ -), \
-             so its slot topics cannot be named after it"
-        ));
+        return Err(TopicNameError::GroupId(group_id.to_owned()));
     }
     Ok(topic)
 }
 
 /// The leader topic of `group_id` (one partition, compacted), or why there cannot be one.
-pub(crate) fn leader_topic(group_id: &str) -> Result<String, String> {
+pub(crate) fn leader_topic(group_id: &str) -> Result<String, TopicNameError> {
     // The same checks as a slot topic's: a valid group.id makes valid topic names.
     slot_topic(group_id, "")?;
     let topic = format!("{group_id}-leader");
     if topic.len() > MAX_TOPIC_LEN {
-        return Err(format!(
-            "the leader topic name for group {group_id:?} would be {} characters long, but Kafka allows \
-             at most {MAX_TOPIC_LEN}; use a shorter group.id",
-            topic.len()
-        ));
+        return Err(TopicNameError::LeaderTooLong {
+            group_id: group_id.to_owned(),
+            len: topic.len(),
+        });
     }
     Ok(topic)
 }
 
 /// The slot topic of `connector` in the group `group_id` (what an operator looks for in the
 /// broker), or why the names cannot make one.
-pub fn slot_topic_name(group_id: &str, connector: &str) -> Result<String, String> {
+///
+/// # Errors
+/// The name would be too long, or the group.id holds characters a topic name cannot.
+pub fn slot_topic_name(group_id: &str, connector: &str) -> Result<String, TopicNameError> {
     slot_topic(group_id, connector)
 }
 
@@ -71,7 +105,10 @@ pub(crate) fn leader_group(group_id: &str) -> String {
 }
 
 /// The leader topic of the group `group_id`, or why the name cannot make one.
-pub fn leader_topic_name(group_id: &str) -> Result<String, String> {
+///
+/// # Errors
+/// The name would be too long, or the group.id holds characters a topic name cannot.
+pub fn leader_topic_name(group_id: &str) -> Result<String, TopicNameError> {
     leader_topic(group_id)
 }
 
@@ -133,8 +170,8 @@ mod tests {
     #[test]
     fn overlong_names_and_bad_group_ids_are_refused() {
         let err = slot_topic("g", &"x".repeat(300)).unwrap_err();
-        assert!(err.contains("at most 249"), "{err}");
+        assert!(err.to_string().contains("at most 249"), "{err}");
         let err = slot_topic("a group", "c").unwrap_err();
-        assert!(err.contains("group.id"), "{err}");
+        assert!(err.to_string().contains("group.id"), "{err}");
     }
 }

@@ -624,7 +624,7 @@ impl Inner {
                     "its payload reads back with checksum {read_crc:#010x}, not the {crc:#010x} \
                      written"
                 )),
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
             };
             if let Some(failure) = failure {
                 // Memory may hold part of the batch: only a reopen, which checks the file, can tell
@@ -787,6 +787,25 @@ impl Inner {
     }
 }
 
+/// Reading a batch back after writing it failed.
+#[derive(Debug, thiserror::Error)]
+enum ReadBackError {
+    #[error("finding the end of the file failed: {0}")]
+    FindEnd(#[source] io::Error),
+    #[error("seeking to byte {at} failed: {source}")]
+    Seek {
+        at: u64,
+        #[source]
+        source: io::Error,
+    },
+    #[error("seeking back to the end of the file failed: {0}")]
+    SeekBack(#[source] io::Error),
+    #[error("reading failed: {0}")]
+    Read(#[source] io::Error),
+    #[error("the payload does not parse at payload byte {at}: {reason}")]
+    Payload { at: usize, reason: String },
+}
+
 /// Reads the payload of `len` bytes at byte `at` of `file`, calling `on_write` for every write, and
 /// gives its CRC32C; the file's cursor is put back at its end. The error says what failed.
 fn read_back(
@@ -794,25 +813,23 @@ fn read_back(
     at: u64,
     len: u64,
     on_write: impl FnMut(&[u8], Option<&[u8]>),
-) -> Result<u32, String> {
-    let end = file
-        .stream_position()
-        .map_err(|e| format!("finding the end of the file failed: {e}"))?;
+) -> Result<u32, ReadBackError> {
+    let end = file.stream_position().map_err(ReadBackError::FindEnd)?;
     file.seek(SeekFrom::Start(at))
-        .map_err(|e| format!("seeking to byte {at} failed: {e}"))?;
+        .map_err(|source| ReadBackError::Seek { at, source })?;
     let mut payload = format::Crc::reading(BufReader::with_capacity(1 << 20, &mut *file).take(len));
     let streamed = format::stream_payload(&mut payload, len, on_write);
     let crc = payload.value;
     // Put back before anything else: the next append writes at the cursor.
     file.seek(SeekFrom::Start(end))
-        .map_err(|e| format!("seeking back to the end of the file failed: {e}"))?;
+        .map_err(ReadBackError::SeekBack)?;
     match streamed {
         Ok(()) => Ok(crc),
-        Err(format::StreamError::Io(e)) => Err(format!("reading failed: {e}")),
-        Err(format::StreamError::Payload(e)) => Err(format!(
-            "the payload does not parse at payload byte {}: {}",
-            e.at, e.reason
-        )),
+        Err(format::StreamError::Io(e)) => Err(ReadBackError::Read(e)),
+        Err(format::StreamError::Payload(e)) => Err(ReadBackError::Payload {
+            at: e.at,
+            reason: e.reason,
+        }),
     }
 }
 
