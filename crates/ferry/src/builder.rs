@@ -8,6 +8,8 @@ use ferry_api::{ConnectorPlugin, SourceConnector};
 use ferry_plugin::{OffsetStorePlugin, SinkPlugin, WorkerPlugins};
 use ferry_runtime::config::{ConfigErrors, Properties, WorkerConfig};
 
+use crate::RunError;
+
 /// A Ferry program: the connectors it runs and the offset stores and sinks its worker file may
 /// choose, besides the runtime's built-ins (the offsets file; the `stdout` and `file:PATH` sinks).
 ///
@@ -120,9 +122,9 @@ impl Ferry {
     }
 
     /// Loads and checks a worker file; every problem is reported at once.
-    pub(crate) fn load_worker(&self, path: &Path) -> Result<WorkerConfig, String> {
-        let props = Properties::load(path).map_err(|e| e.to_string())?;
-        self.parse_worker(&props).map_err(|e| e.to_string())
+    pub(crate) fn load_worker(&self, path: &Path) -> Result<WorkerConfig, RunError> {
+        let props = Properties::load(path)?;
+        Ok(self.parse_worker(&props)?)
     }
 
     /// Runs `ferry standalone WORKER [CONNECTOR...]` until SIGTERM or SIGINT.
@@ -133,7 +135,7 @@ impl Ferry {
         &self,
         worker: &Path,
         connectors: &[PathBuf],
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         crate::standalone::run(self, worker, connectors).await
     }
 

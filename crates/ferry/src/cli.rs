@@ -141,19 +141,22 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
+    // Every command's error is printed the same way, whatever its type.
+    let result: Result<ExitCode, Box<dyn std::error::Error>> = runtime.block_on(async {
         match cli.command {
             Command::Standalone { worker, connectors } => ferry
                 .run_standalone(&worker, &connectors)
                 .await
-                .map(|()| ExitCode::SUCCESS),
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
             Command::Distributed { worker } => crate::distributed::run(ferry, &worker)
                 .await
-                .map(|()| ExitCode::SUCCESS),
-            Command::Offsets { action } => offsets::run(ferry, action).await,
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
+            Command::Offsets { action } => offsets::run(ferry, action).await.map_err(Into::into),
             Command::Docs {
                 action: DocsAction::Reference { out, check },
-            } => docs_reference(ferry, &out, check),
+            } => docs_reference(ferry, &out, check).map_err(Into::into),
         }
     });
     // Dropping the runtime would wait for every blocking thread, forever for a stuck one.

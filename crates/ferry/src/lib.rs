@@ -10,8 +10,10 @@ mod builder;
 mod cli;
 pub mod distributed;
 pub mod docs;
+mod error;
 mod offsets;
 mod standalone;
 
 pub use builder::Ferry;
 pub use distributed::DistributedConfig;
+pub use error::RunError;

@@ -15,16 +15,113 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use ferry_api::{ConnectMap, OffsetStorageReader};
+use ferry_api::{ConnectMap, OffsetReadError, OffsetStorageReader};
 use ferry_offsets::{
-    OffsetBackingStore, OffsetWrite, StoreOffsetReader, decode_key, decode_value, encode_key,
-    encode_value,
+    CodecError, OffsetBackingStore, OffsetWrite, StoreError, StoreOffsetReader, decode_key,
+    decode_value, encode_key, encode_value,
 };
 use ferry_plugin::OpenMode;
 use ferry_runtime::config::WorkerConfig;
 
-use crate::Ferry;
 use crate::standalone::open_store;
+use crate::{Ferry, RunError};
+
+/// Why a `ferry offsets` command failed; nothing was written unless the message says otherwise.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OffsetsError {
+    /// The worker file is refused.
+    #[error(transparent)]
+    Worker(#[from] RunError),
+    /// The offset store cannot be opened, read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A committed offset cannot be read.
+    #[error(transparent)]
+    Read(#[from] OffsetReadError),
+    /// A stored key cannot be decoded.
+    #[error(transparent)]
+    Key(#[from] CodecError),
+    /// A stored offset cannot be decoded.
+    #[error("the stored offset of a partition of {connector:?} cannot be decoded: {source}")]
+    StoredOffset {
+        /// The connector.
+        connector: String,
+        /// Why.
+        source: CodecError,
+    },
+    /// `--partition` or `--offset` is not a JSON object.
+    #[error(
+        "--{what} {json} is not a valid {what}: {reason}. It must be a JSON object, e.g. {example}"
+    )]
+    BadArgument {
+        /// `partition` or `offset`.
+        what: &'static str,
+        /// The argument.
+        json: String,
+        /// Why.
+        reason: String,
+        /// A valid one.
+        example: &'static str,
+    },
+    /// Standard output cannot be written.
+    #[error("writing the {what} to standard output failed: {source}")]
+    Stdout {
+        /// `document` or `report`.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The import's input cannot be read (`path` is `-` for standard input).
+    #[error("{}: {source}", if path.as_os_str() == "-" { "reading standard input failed".to_owned() } else { format!("cannot read {}", path.display()) })]
+    Input {
+        /// The file, or `-`.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The import's document is refused.
+    #[error("{name}: {source}\nnothing was written")]
+    Document {
+        /// The file.
+        name: String,
+        /// Why.
+        source: ferry_offsets::transfer::ImportError,
+    },
+    /// Writing the import failed; `outcome` says what may have been written.
+    #[error("importing {name} into {store} failed: {source}\n{outcome}")]
+    Import {
+        /// The file.
+        name: String,
+        /// The store.
+        store: String,
+        /// Why (boxed: the error type stays small on the success path).
+        source: Box<StoreError>,
+        /// What may have been written.
+        outcome: &'static str,
+    },
+    /// The import was written but cannot be read back.
+    #[error("the import was written, but reading it back failed: {0}")]
+    ReadBack(Box<StoreError>),
+    /// The import was written but reads back differently.
+    #[error(
+        "the import was written, but {count} read back differently (is another worker writing to \
+         {store}?):\n{}",
+        differences.join("\n")
+    )]
+    ReadBackDiffers {
+        /// `N partition(s)`.
+        count: String,
+        /// The store.
+        store: String,
+        /// One line per partition.
+        differences: Vec<String>,
+    },
+}
+
+/// An empty `--connector`: no connector can have that name.
+#[derive(Debug, thiserror::Error)]
+#[error("the connector name must not be empty")]
+pub(crate) struct EmptyConnectorName;
 
 /// What to do with offsets.
 #[derive(Subcommand)]
@@ -79,25 +176,24 @@ pub(crate) struct Target {
 
 /// Refuses an empty connector name: no connector can have one, so offsets under it would never be
 /// read.
-pub(crate) fn connector_name(name: &str) -> Result<String, String> {
+pub(crate) fn connector_name(name: &str) -> Result<String, EmptyConnectorName> {
     if name.is_empty() {
-        return Err("the connector name must not be empty".to_owned());
+        return Err(EmptyConnectorName);
     }
     Ok(name.to_owned())
 }
 
 /// Parses `--partition` or `--offset` (`what`), each a JSON object.
-fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
-    decode_value(json.as_bytes()).map_err(|e| {
-        format!(
-            "--{what} {json} is not a valid {what}: {}. It must be a JSON object, e.g. {}",
-            e.reason(),
-            if what == "partition" {
-                r#"'{"filename":"/tmp/in.txt"}'"#
-            } else {
-                r#"'{"position":0}'"#
-            }
-        )
+fn parse_map(what: &'static str, json: &str) -> Result<ConnectMap, OffsetsError> {
+    decode_value(json.as_bytes()).map_err(|e| OffsetsError::BadArgument {
+        what,
+        json: json.to_owned(),
+        reason: e.reason().to_string(),
+        example: if what == "partition" {
+            r#"'{"filename":"/tmp/in.txt"}'"#
+        } else {
+            r#"'{"position":0}'"#
+        },
     })
 }
 
@@ -105,7 +201,7 @@ fn parse_map(what: &str, json: &str) -> Result<ConnectMap, String> {
 /// disk changes; see `FileStore::open_read_only`), any other store as its plugin opens it to read.
 pub(crate) async fn open_store_read_only(
     config: &WorkerConfig,
-) -> Result<Arc<dyn OffsetBackingStore>, String> {
+) -> Result<Arc<dyn OffsetBackingStore>, StoreError> {
     open_store(config, OpenMode::ReadOnly).await
 }
 
@@ -128,7 +224,7 @@ fn print_offsets(entries: &[String]) {
 }
 
 /// Runs one `ferry offsets` command; the exit code is 0 unless `doctor` found a likely mismatch.
-pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, String> {
+pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, OffsetsError> {
     let target = match &action {
         Action::Export(args) => return transfer::export(ferry, args).await,
         Action::Import(args) => return transfer::import(ferry, args).await,
@@ -159,17 +255,13 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Strin
     match action {
         Action::Export(_) | Action::Import(_) | Action::Doctor(_) => {}
         Action::List(_) => {
-            let stored = store
-                .connector_offsets(&connector)
-                .await
-                .map_err(|e| e.to_string())?;
+            let stored = store.connector_offsets(&connector).await?;
             let mut entries = Vec::with_capacity(stored.len());
             for (key, value) in stored {
-                let key = decode_key(&key).map_err(|e| e.to_string())?;
-                let offset = decode_value(&value).map_err(|e| {
-                    format!(
-                        "the stored offset of a partition of {connector:?} cannot be decoded: {e}"
-                    )
+                let key = decode_key(&key)?;
+                let offset = decode_value(&value).map_err(|source| OffsetsError::StoredOffset {
+                    connector: connector.clone(),
+                    source,
                 })?;
                 entries.push(entry(key.partition.as_ref(), Some(&offset)));
             }
@@ -178,7 +270,7 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Strin
         Action::Get { partition, .. } => {
             let partition = parse_map("partition", &partition)?;
             let reader = StoreOffsetReader::new(connector, store.clone());
-            let offset = reader.offset(&partition).await.map_err(|e| e.to_string())?;
+            let offset = reader.offset(&partition).await?;
             print_offsets(
                 &offset
                     .map(|o| entry(Some(&partition), Some(&o)))
@@ -195,7 +287,7 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Strin
                 key: encode_key(&connector, Some(&partition)),
                 value: Some(encode_value(&offset)),
             };
-            store.set(&[write]).await.map_err(|e| e.to_string())?;
+            store.set(&[write]).await?;
             print_offsets(&[entry(Some(&partition), Some(&offset))]);
         }
         Action::Reset { partition, .. } => {
@@ -203,8 +295,7 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Strin
                 Some(p) => vec![encode_key(&connector, Some(&parse_map("partition", &p)?))],
                 None => store
                     .connector_offsets(&connector)
-                    .await
-                    .map_err(|e| e.to_string())?
+                    .await?
                     .into_iter()
                     .map(|(key, _)| key)
                     .collect(),
@@ -213,7 +304,7 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Strin
                 .into_iter()
                 .map(|key| OffsetWrite { key, value: None })
                 .collect();
-            store.set(&batch).await.map_err(|e| e.to_string())?;
+            store.set(&batch).await?;
             eprintln!(
                 "reset {} partition(s) of connector {connector:?}",
                 batch.len()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ferry_api::SourceConnector;
 use ferry_herder::StandaloneHerder;
-use ferry_offsets::OffsetBackingStore;
+use ferry_offsets::{OffsetBackingStore, StoreError};
 use ferry_plugin::{OpenMode, SinkProvider, TaskSinkContext};
 use ferry_rest::RestServer;
 use ferry_runtime::config::{
@@ -16,20 +16,15 @@ use ferry_runtime::sink::{RecordSink, SinkError};
 use ferry_runtime::stores::{FileConfigStore, MemoryStatusStore};
 use ferry_runtime::{Worker, WorkerSettings};
 
-use crate::Ferry;
+use crate::{Ferry, RunError};
 
 /// Opens the worker's offset store (`offset.storage`) as its plugin does: e.g. the offsets file,
 /// refused without being touched when damaged or locked.
 pub(crate) async fn open_store(
     config: &WorkerConfig,
     mode: OpenMode,
-) -> Result<Arc<dyn OffsetBackingStore>, String> {
-    config
-        .offset_storage
-        .spec()
-        .open(mode)
-        .await
-        .map_err(|e| e.to_string())
+) -> Result<Arc<dyn OffsetBackingStore>, StoreError> {
+    config.offset_storage.spec().open(mode).await
 }
 
 /// Every task's sink, from the sink plugin's provider (which applies the connector's
@@ -107,14 +102,15 @@ fn check_connector_file(
     ferry: &Ferry,
     worker: &WorkerConfig,
     props: Properties,
-) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), String> {
+) -> Result<(ConnectorConfig, Box<dyn SourceConnector>), RunError> {
     let raw = props.to_config();
     let resolved = worker.config_providers.resolve(&raw).map_err(|errors| {
-        let messages: Vec<String> = errors
-            .into_iter()
-            .map(|(_, m)| format!("{}: {m}", props.path().display()))
-            .collect();
-        messages.join("\n")
+        RunError::ConnectorFiles(
+            errors
+                .into_iter()
+                .map(|(_, m)| format!("{}: {m}", props.path().display()))
+                .collect(),
+        )
     })?;
     // Without placeholders the file itself is checked (its errors carry line numbers).
     let checked = if resolved.secrets.is_empty() {
@@ -128,7 +124,8 @@ fn check_connector_file(
         ferry.transform_registry(),
         Some(worker.sink.spec().as_ref()),
     )
-    .map_err(|e| scrub(e.to_string(), &resolved.secrets))?;
+    // Messages of a resolved file may hold a secret: scrubbed before they leave.
+    .map_err(|e| RunError::ConnectorFiles(vec![scrub(e.to_string(), &resolved.secrets)]))?;
     config.props = raw;
     Ok((config, connector))
 }
@@ -137,58 +134,49 @@ pub(crate) async fn run(
     ferry: &Ferry,
     worker_file: &Path,
     connector_files: &[std::path::PathBuf],
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     // Everything is validated before anything starts.
     let config = ferry.load_worker(worker_file)?;
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
         match load_connector_file(file)
-            .map_err(|e| e.to_string())
+            .map_err(|e| RunError::ConnectorFiles(vec![e.to_string()]))
             .and_then(|props| check_connector_file(ferry, &config, props))
         {
             Ok(parsed) => connectors.push(parsed),
-            Err(e) => problems.push(e),
+            Err(RunError::ConnectorFiles(messages)) => problems.extend(messages),
+            Err(other) => return Err(other),
         }
     }
     if !problems.is_empty() {
-        return Err(problems.join("\n"));
+        return Err(RunError::ConnectorFiles(problems));
     }
     // Every file parsed (no problems), so `connectors` is in `connector_files` order.
     let mut names = std::collections::HashMap::new();
     for ((c, _), file) in connectors.iter().zip(connector_files) {
         if let Some(first) = names.insert(c.name.clone(), file) {
-            return Err(format!(
-                "{} and {} both use the connector name {:?}; names must be unique (they key the offsets)",
-                first.display(),
-                file.display(),
-                c.name
-            ));
+            return Err(RunError::DuplicateName {
+                first: first.clone(),
+                second: file.clone(),
+                name: c.name.clone(),
+            });
         }
     }
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
-    let connectors_file =
-        Arc::new(FileConfigStore::open(&config.connectors_file).map_err(|e| e.to_string())?);
+    let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
-    let mut rest = RestServer::bind(&config.rest)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut rest = RestServer::bind(&config.rest).await?;
     if let Some(levels) = crate::cli::log_levels() {
         rest = rest.with_log_levels(levels);
     }
 
     let store = open_store(&config, OpenMode::ReadWrite).await?;
-    let provider = config
-        .sink
-        .spec()
-        .start()
-        .await
-        .map_err(|e| e.to_string())?;
+    let provider = config.sink.spec().start().await?;
     // The worker's own sink (for connectors started without one of their own).
     let sink = provider
         .open(&TaskSinkContext::new("", 0, None, None))
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     tracing::info!(
         "ferry standalone: offsets in {}, records to {}, committing every {} ms; connectors created over \
          REST are kept in {}",
@@ -247,7 +235,7 @@ pub(crate) async fn run(
         // Requests waiting for the start would hold a graceful stop of the server forever.
         server.abort();
         herder.shutdown().await;
-        return Err(e.to_string());
+        return Err(e.into());
     }
 
     signals.wait().await;
@@ -261,7 +249,7 @@ pub(crate) async fn run(
     }
     // Offsets of records delivered after the store failed were never committed: not a clean exit.
     if let Some(failure) = herder.worker().store_failure() {
-        return Err(format!("stopped after the offset store failed: {failure}"));
+        return Err(RunError::StoreFailed(failure));
     }
     tracing::info!("stopped");
     Ok(())
@@ -275,12 +263,16 @@ pub(crate) struct StopSignals {
 }
 
 impl StopSignals {
-    pub(crate) fn listen() -> Result<Self, String> {
+    pub(crate) fn listen() -> Result<Self, RunError> {
         use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate())
-            .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
-        let int = signal(SignalKind::interrupt())
-            .map_err(|e| format!("cannot listen for SIGINT: {e}"))?;
+        let listen = |kind, signal_name| {
+            signal(kind).map_err(|source| RunError::Signal {
+                signal: signal_name,
+                source,
+            })
+        };
+        let term = listen(SignalKind::terminate(), "SIGTERM")?;
+        let int = listen(SignalKind::interrupt(), "SIGINT")?;
         Ok(Self { term, int })
     }
 

@@ -16,8 +16,8 @@ pub use config::{DistributedConfig, InternalTopic};
 pub use keys::*;
 
 /// Runs `ferry distributed WORKER` until SIGTERM or SIGINT.
-pub(crate) async fn run(ferry: &crate::Ferry, worker: &Path) -> Result<(), String> {
-    let props = Properties::load(worker).map_err(|e| e.to_string())?;
-    let config = DistributedConfig::from_properties(&props).map_err(|e| e.to_string())?;
+pub(crate) async fn run(ferry: &crate::Ferry, worker: &Path) -> Result<(), crate::RunError> {
+    let props = Properties::load(worker)?;
+    let config = DistributedConfig::from_properties(&props)?;
     run::run(ferry, &props, config).await
 }

@@ -15,8 +15,8 @@ use ferry_rest::RestServer;
 use ferry_runtime::{Worker, WorkerSettings};
 
 use super::{DistributedConfig, InternalTopic};
-use crate::Ferry;
 use crate::standalone::StopSignals;
+use crate::{Ferry, RunError};
 
 /// How often other workers' config and status writes are read.
 const REFRESH_EVERY: Duration = Duration::from_millis(500);
@@ -41,7 +41,7 @@ pub(crate) async fn run(
     ferry: &Ferry,
     props: &Properties,
     config: DistributedConfig,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     // The offset store and sink come from the registry, as in standalone; checked before anything
     // is bound or created.
     let (store_spec, sink_spec) = super::backends::kafka_backends(
@@ -49,11 +49,9 @@ pub(crate) async fn run(
         props,
         (config.key_converter, config.value_converter),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(kafka)?;
     // Bound first: a taken port refuses the start before anything is created.
-    let mut rest = RestServer::bind(&config.rest)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut rest = RestServer::bind(&config.rest).await?;
     if let Some(levels) = crate::cli::log_levels() {
         rest = rest.with_log_levels(levels);
     }
@@ -67,7 +65,7 @@ pub(crate) async fn run(
     let config_store = Arc::new(
         KafkaConfigBackingStore::open(&topic_config(&config, &config.config_topic))
             .await
-            .map_err(|e| e.to_string())?,
+            .map_err(kafka)?,
     );
     config_store.spawn_refresher(REFRESH_EVERY);
     if let Some(levels) = crate::cli::log_levels() {
@@ -76,14 +74,11 @@ pub(crate) async fn run(
     let status_store = Arc::new(
         KafkaStatusBackingStore::open(&topic_config(&config, &config.status_topic))
             .await
-            .map_err(|e| e.to_string())?,
+            .map_err(kafka)?,
     );
     spawn_status_refresher(&status_store);
-    let offsets: Arc<dyn OffsetBackingStore> = store_spec
-        .open(OpenMode::ReadWrite)
-        .await
-        .map_err(|e| e.to_string())?;
-    let sinks = sink_spec.start().await.map_err(|e| e.to_string())?;
+    let offsets: Arc<dyn OffsetBackingStore> = store_spec.open(OpenMode::ReadWrite).await?;
+    let sinks = sink_spec.start().await?;
     tracing::info!(
         "ferry distributed: worker {worker_id} in group {}; configs in {}, statuses in {}, offsets in {}, \
          records to {}",
@@ -141,7 +136,7 @@ pub(crate) async fn run(
     let started = async {
         let group: Arc<dyn WorkerGroup> =
             Arc::new(join_group(&config, &rest_url, &herder, membership).await?);
-        herder.start(group).await.map_err(|e| e.to_string())
+        herder.start(group).await.map_err(RunError::from)
     };
     if let Err(e) = started.await {
         // Requests waiting for the start would hold a graceful stop of the server forever.
@@ -165,12 +160,17 @@ async fn join_group(
     rest_url: &str,
     herder: &Arc<DistributedHerder>,
     membership: Arc<ferry_plugin::MembershipLease>,
-) -> Result<TaskSlots, String> {
+) -> Result<TaskSlots, RunError> {
     let mut slots = slots_config(config, rest_url);
     slots.lease = Some(membership);
     TaskSlots::join(slots, herder.handler())
         .await
-        .map_err(|e| e.to_string())
+        .map_err(kafka)
+}
+
+/// A Kafka piece that cannot be set up, as a [`RunError`].
+fn kafka(error: impl std::error::Error + Send + Sync + 'static) -> RunError {
+    RunError::Kafka(Box::new(error))
 }
 
 /// The slot group's settings from the worker file.

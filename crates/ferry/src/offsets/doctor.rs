@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use ferry_offsets::transfer;
 
+use super::OffsetsError;
 use crate::Ferry;
 
 #[derive(Args)]
@@ -17,18 +18,21 @@ pub(crate) struct DoctorArgs {
     worker: PathBuf,
 }
 
-pub(super) async fn run(ferry: &Ferry, args: &DoctorArgs) -> Result<ExitCode, String> {
+pub(super) async fn run(ferry: &Ferry, args: &DoctorArgs) -> Result<ExitCode, OffsetsError> {
     let config = ferry.load_worker(&args.worker)?;
     let store = super::open_store_read_only(&config).await?;
-    let history = store.history().await.map_err(|e| e.to_string())?;
-    let live = store.entries().await.map_err(|e| e.to_string())?;
+    let history = store.history().await?;
+    let live = store.entries().await?;
     let report = transfer::diagnose(&history, &live);
     let text = format!("offset store: {}\n{report}", store.describe());
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-        .map_err(|e| format!("writing the report to standard output failed: {e}"))?;
+        .map_err(|source| OffsetsError::Stdout {
+            what: "report",
+            source,
+        })?;
     Ok(if report.findings() == 0 {
         ExitCode::SUCCESS
     } else {

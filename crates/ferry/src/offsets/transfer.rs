@@ -12,6 +12,7 @@ use ferry_offsets::transfer::{self, InputFormat, Origins};
 use ferry_offsets::{BatchWritten, OffsetBackingStore, StoreError, WriteBatch};
 use ferry_plugin::OpenMode;
 
+use super::OffsetsError;
 use crate::Ferry;
 use crate::standalone::open_store;
 
@@ -58,7 +59,7 @@ impl From<FormatArg> for InputFormat {
     }
 }
 
-pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode, String> {
+pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode, OffsetsError> {
     let config = ferry.load_worker(&args.worker)?;
     let store = super::open_store_read_only(&config).await?;
     // Streamed: the offsets are visited in place, in export order, and each entry is written as it
@@ -73,11 +74,11 @@ pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode,
         .visit_sorted(args.connector.as_deref(), &mut |key, value| {
             writer.entry(key, value)
         })
-        .await
-        .map_err(|e| e.to_string())?;
-    let (_, document) = writer
-        .finish()
-        .map_err(|e| format!("writing the document to standard output failed: {e}"))?;
+        .await?;
+    let (_, document) = writer.finish().map_err(|source| OffsetsError::Stdout {
+        what: "document",
+        source,
+    })?;
     for skipped in &document.skipped {
         tracing::warn!(
             "not exported: the record with key {} cannot be decoded ({}); `ferry offsets doctor` \
@@ -102,14 +103,18 @@ pub(super) async fn export(ferry: &Ferry, args: &ExportArgs) -> Result<ExitCode,
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode, String> {
+pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode, OffsetsError> {
     let config = ferry.load_worker(&args.worker)?;
     let name = args.file.display().to_string();
     // The whole input is checked before the store is even opened: nothing is written on any error.
     let input = read_input(&args.file)?;
     // The plan keeps a dump's bytes where they are in the input: the input is not copied.
-    let plan = transfer::parse_import_owned(input, args.format.map(InputFormat::from))
-        .map_err(|e| format!("{name}: {e}\nnothing was written"))?;
+    let plan = transfer::parse_import_owned(input, args.format.map(InputFormat::from)).map_err(
+        |source| OffsetsError::Document {
+            name: name.clone(),
+            source,
+        },
+    )?;
     let summary = plan.summary();
     let superseded = match plan.superseded {
         0 => String::new(),
@@ -157,10 +162,12 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
             }
             _ => "nothing was written",
         };
-        format!(
-            "importing {name} into {} failed: {e}\n{outcome}",
-            store.describe()
-        )
+        OffsetsError::Import {
+            name: name.clone(),
+            store: store.describe(),
+            source: Box::new(e),
+            outcome,
+        }
     })?;
     match written {
         // The store read its own write back (the file store: the frame, checksum compared).
@@ -175,15 +182,17 @@ pub(super) async fn import(ferry: &Ferry, args: &ImportArgs) -> Result<ExitCode,
 }
 
 /// Reads the input file, or standard input for `-`.
-fn read_input(path: &Path) -> Result<Vec<u8>, String> {
+fn read_input(path: &Path) -> Result<Vec<u8>, OffsetsError> {
+    let failed = |source| OffsetsError::Input {
+        path: path.to_path_buf(),
+        source,
+    };
     if path == Path::new("-") {
         let mut input = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut input)
-            .map_err(|e| format!("reading standard input failed: {e}"))?;
+        std::io::stdin().read_to_end(&mut input).map_err(failed)?;
         return Ok(input);
     }
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    std::fs::read(path).map_err(failed)
 }
 
 /// Reads every imported partition back: each must hold exactly the bytes written (a tombstone: no
@@ -192,7 +201,7 @@ async fn verify(
     store: &dyn OffsetBackingStore,
     batch: &WriteBatch,
     origins: &Origins,
-) -> Result<(), String> {
+) -> Result<(), OffsetsError> {
     // In chunks, so reading back a million offsets holds one chunk's copies at a time.
     const CHUNK: usize = 4096;
     let mut differ = Vec::new();
@@ -202,7 +211,7 @@ async fn verify(
         let read = store
             .get(&keys)
             .await
-            .map_err(|e| format!("the import was written, but reading it back failed: {e}"))?;
+            .map_err(|e| OffsetsError::ReadBack(Box::new(e)))?;
         for (i, got) in (start..end).zip(&read) {
             let (key, value) = batch.get(i);
             let origin = origins.get(i);
@@ -219,12 +228,11 @@ async fn verify(
     if differ.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "the import was written, but {} read back differently (is another worker writing to {}?):\n{}",
-        plural(differ.len(), "partition", "partitions"),
-        store.describe(),
-        differ.join("\n")
-    ))
+    Err(OffsetsError::ReadBackDiffers {
+        count: plural(differ.len(), "partition", "partitions"),
+        store: store.describe(),
+        differences: differ,
+    })
 }
 
 fn text(value: Option<&[u8]>) -> String {
