@@ -196,6 +196,14 @@ impl Backoff {
     }
 }
 
+/// The delivery watcher and the periodic committer of one run of the loop.
+struct LoopHelpers {
+    watcher: AbortOnDrop<()>,
+    periodic: Option<AbortOnDrop<()>>,
+    /// Tells the committer to stop after its current commit.
+    stop_committer: watch::Sender<bool>,
+}
+
 /// What the poll loop works with besides `self`, borrowed apart from it so that a send waiting for
 /// room can let the loop handle its events meanwhile.
 struct LoopState<'a> {
@@ -308,77 +316,11 @@ impl TaskRunner {
 
     /// Runs the task with `hooks` around its polls, sends and commits.
     async fn run_with<H: TaskHooks>(mut self, hooks: &mut H) {
-        if let Some(trace) = self.health.failure() {
-            // Started (e.g. restarted over REST) after the store failed: it could never commit.
-            self.fail(trace);
-            self.store_reader.close();
-            self.status.set(TaskState::Stopped);
+        let Some(mut chain) = self.start_task(hooks).await else {
             return;
-        }
-        match self.sink.reopen_if_failed().await {
-            Ok(false) => {}
-            Ok(true) => tracing::info!(
-                task = %self.name,
-                "the sink {} had failed; reopened it for this task",
-                self.sink.describe()
-            ),
-            Err(e) => {
-                self.fail(format!(
-                    "the sink failed earlier and cannot be reopened: {e}"
-                ));
-                self.store_reader.close();
-                self.status.set(TaskState::Stopped);
-                return;
-            }
-        }
-        if let Err(e) = hooks.prepare_to_initialize().await {
-            self.fail(e.to_string());
-            self.stop_task().await;
-            return;
-        }
-        let mut chain = match self.settings.transforms.chain() {
-            Ok(chain) => chain,
-            Err(e) => {
-                self.fail(e.to_string());
-                self.store_reader.close();
-                self.status.set(TaskState::Stopped);
-                return;
-            }
         };
-        let context = self.context.clone();
-        if let Err(e) = self.task.start(context).await {
-            self.fail(format!("start() failed: {}", describe(&e)));
-            self.stop_task().await;
-            return;
-        }
-        tracing::info!(task = %self.name, "task started");
         let failure = Arc::new(Failure::default());
-        let (events_tx, mut events) = mpsc::unbounded_channel();
-        let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
-        let mut outgoing = Outgoing::new(inflight_tx);
-        let mut watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
-            inflight_rx,
-            events_tx.clone(),
-            failure.clone(),
-            self.settings.tolerate_delivery_errors,
-            self.name.clone(),
-            self.metrics.clone(),
-        )));
-        let (stop_committer_tx, stop_committer) = watch::channel(false);
-        let mut periodic = hooks.periodic_committer().map(|committer| {
-            AbortOnDrop(tokio::spawn(commit_periodically(
-                committer,
-                self.settings.flush_interval,
-                self.acks.clone(),
-                stop_committer,
-                events_tx,
-            )))
-        });
-        self.helpers.register(watcher.0.abort_handle());
-        if let Some(periodic) = &periodic {
-            self.helpers.register(periodic.0.abort_handle());
-        }
-
+        let (mut outgoing, mut events, helpers) = self.spawn_helpers(hooks, &failure);
         let mut store = self.health.subscribe();
         self.poll_until_stopped(
             hooks,
@@ -395,9 +337,115 @@ impl TaskRunner {
             },
         )
         .await;
+        self.drain(helpers, outgoing).await;
+        // Every acknowledged record's event is queued before its ack (see `deliver`), so none is lost.
+        self.handle_events(&mut events).await;
+        self.finish(hooks, &failure, &mut events).await;
+    }
 
+    /// Starts the task: checks the offset store and the sink, prepares the hooks, builds the
+    /// transform chain and calls `start()`. `None` when it did not start (it is stopped, and failed).
+    async fn start_task<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+    ) -> Option<crate::transforms::Chain> {
+        if let Some(trace) = self.health.failure() {
+            // Started (e.g. restarted over REST) after the store failed: it could never commit.
+            self.fail(trace);
+            self.store_reader.close();
+            self.status.set(TaskState::Stopped);
+            return None;
+        }
+        match self.sink.reopen_if_failed().await {
+            Ok(false) => {}
+            Ok(true) => tracing::info!(
+                task = %self.name,
+                "the sink {} had failed; reopened it for this task",
+                self.sink.describe()
+            ),
+            Err(e) => {
+                self.fail(format!(
+                    "the sink failed earlier and cannot be reopened: {e}"
+                ));
+                self.store_reader.close();
+                self.status.set(TaskState::Stopped);
+                return None;
+            }
+        }
+        if let Err(e) = hooks.prepare_to_initialize().await {
+            self.fail(e.to_string());
+            self.stop_task().await;
+            return None;
+        }
+        let chain = match self.settings.transforms.chain() {
+            Ok(chain) => chain,
+            Err(e) => {
+                self.fail(e.to_string());
+                self.store_reader.close();
+                self.status.set(TaskState::Stopped);
+                return None;
+            }
+        };
+        let context = self.context.clone();
+        if let Err(e) = self.task.start(context).await {
+            self.fail(format!("start() failed: {}", describe(&e)));
+            self.stop_task().await;
+            return None;
+        }
+        tracing::info!(task = %self.name, "task started");
+        Some(chain)
+    }
+
+    /// Spawns the delivery watcher and the periodic committer (when the semantics has one). Returns
+    /// the loop's ends of their channels, and the helpers.
+    fn spawn_helpers<H: TaskHooks>(
+        &self,
+        hooks: &mut H,
+        failure: &Arc<Failure>,
+    ) -> (Outgoing, mpsc::UnboundedReceiver<LoopEvent>, LoopHelpers) {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
+        let outgoing = Outgoing::new(inflight_tx);
+        let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
+            inflight_rx,
+            events_tx.clone(),
+            failure.clone(),
+            self.settings.tolerate_delivery_errors,
+            self.name.clone(),
+            self.metrics.clone(),
+        )));
+        let (stop_committer_tx, stop_committer) = watch::channel(false);
+        let periodic = hooks.periodic_committer().map(|committer| {
+            AbortOnDrop(tokio::spawn(commit_periodically(
+                committer,
+                self.settings.flush_interval,
+                self.acks.clone(),
+                stop_committer,
+                events_tx,
+            )))
+        });
+        self.helpers.register(watcher.0.abort_handle());
+        if let Some(periodic) = &periodic {
+            self.helpers.register(periodic.0.abort_handle());
+        }
+        let helpers = LoopHelpers {
+            watcher,
+            periodic,
+            stop_committer: stop_committer_tx,
+        };
+        (outgoing, events, helpers)
+    }
+
+    /// Stops the committer once its current commit is done, then waits (at most
+    /// `offset.flush.timeout.ms`) until every outstanding delivery has resolved.
+    async fn drain(&mut self, helpers: LoopHelpers, outgoing: Outgoing) {
+        let LoopHelpers {
+            mut watcher,
+            mut periodic,
+            stop_committer,
+        } = helpers;
         // Stop: no new records; let the committer finish its current commit, then drain.
-        let _ = stop_committer_tx.send(true);
+        let _ = stop_committer.send(true);
         if let Some(periodic) = &mut periodic {
             let _ = (&mut periodic.0).await;
         }
@@ -414,9 +462,17 @@ impl TaskRunner {
                 self.settings.flush_timeout.as_millis()
             );
         }
-        // Every acknowledged record's event is queued before its ack (see `deliver`), so none is lost.
         drop(watcher);
-        self.handle_events(&mut events).await;
+    }
+
+    /// Ends the run: records the loop's failure, commits one last time (unless a newer instance
+    /// fenced this one, the store failed, or the stop gave up on the task), and stops the task.
+    async fn finish<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        failure: &Failure,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) {
         if let Some(reason) = failure.get() {
             self.fail(reason);
         }
@@ -433,7 +489,7 @@ impl TaskRunner {
             let failed = self.status.get().state == TaskState::Failed;
             match hooks.final_commit(failed).await {
                 CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
-                    self.release_committed(hooks, &mut events).await;
+                    self.release_committed(hooks, events).await;
                     self.call_commit().await;
                 }
                 // The store failed at this very commit: the task's last offsets are lost with it.
