@@ -805,32 +805,8 @@ impl TaskRunner {
             if !self.hold_while_unconfirmed(failure).await {
                 return Ok(Sent::Stopping);
             }
-            let sent = {
-                let mut sending = sink.send(&record);
-                match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
-                    Poll::Ready(sent) => sent,
-                    // The sink makes us wait (a full queue): what it accepted before is watched
-                    // meanwhile, whatever its deliveries need to make progress.
-                    Poll::Pending => {
-                        outgoing.flush().await?;
-                        loop {
-                            tokio::select! {
-                                sent = &mut sending => break sent,
-                                // The wait may last as long as the brokers are away: a stop gives
-                                // the record up. It was never accepted, so its offset is never
-                                // committed and it is polled again after a restart.
-                                // (The `Ref` the wait returns is dropped inside, so that the
-                                // event handler below may borrow `self`.)
-                                () = async {
-                                    let _ = self.control.wait_for(|t| *t == TargetState::Stopped).await;
-                                } => return Ok(Sent::Stopping),
-                                // Records acknowledged meanwhile get their `commit_record` now, as
-                                // between polls, however long the sink makes us wait.
-                                Some(event) = events.recv() => self.handle_event(event).await,
-                            }
-                        }
-                    }
-                }
+            let Some(sent) = self.sink_send(sink, &record, outgoing, events).await? else {
+                return Ok(Sent::Stopping);
             };
             match sent {
                 Err(e) if e.kind == crate::sink::SinkErrorKind::Fenced => {
@@ -873,6 +849,43 @@ impl TaskRunner {
                     self.metrics.record_failure();
                     self.metrics.record_error();
                     return Err(SendFailure::Refused(e));
+                }
+            }
+        }
+    }
+
+    /// Hands `record` to the sink. When the sink makes the task wait (a full queue), what it
+    /// accepted before is watched and the loop's events are handled meanwhile. `Ok(None)`: a stop
+    /// came first.
+    async fn sink_send(
+        &mut self,
+        sink: &dyn RecordSink,
+        record: &SourceRecord,
+        outgoing: &mut Outgoing,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) -> Result<Option<Result<PendingDelivery, SinkError>>, WatcherStopped> {
+        let mut sending = sink.send(record);
+        match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
+            Poll::Ready(sent) => Ok(Some(sent)),
+            // The sink makes us wait (a full queue): what it accepted before is watched
+            // meanwhile, whatever its deliveries need to make progress.
+            Poll::Pending => {
+                outgoing.flush().await?;
+                loop {
+                    tokio::select! {
+                        sent = &mut sending => return Ok(Some(sent)),
+                        // The wait may last as long as the brokers are away: a stop gives
+                        // the record up. It was never accepted, so its offset is never
+                        // committed and it is polled again after a restart.
+                        // (The `Ref` the wait returns is dropped inside, so that the
+                        // event handler below may borrow `self`.)
+                        () = async {
+                            let _ = self.control.wait_for(|t| *t == TargetState::Stopped).await;
+                        } => return Ok(None),
+                        // Records acknowledged meanwhile get their `commit_record` now, as
+                        // between polls, however long the sink makes us wait.
+                        Some(event) = events.recv() => self.handle_event(event).await,
+                    }
                 }
             }
         }
