@@ -95,31 +95,43 @@ pub(crate) async fn serve(
         let stopped = stopped.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
-            match tls {
-                None => connection(stream, app, limits.read_timeout, stopped).await,
-                Some(acceptor) => {
-                    let handshake =
-                        tokio::time::timeout(limits.read_timeout, acceptor.accept(stream)).await;
-                    match handshake {
-                        Ok(Ok(stream)) => {
-                            connection(stream, app, limits.read_timeout, stopped).await;
-                        }
-                        Ok(Err(e)) => {
-                            tracing::debug!("a TLS handshake on https://{addr} failed: {e}")
-                        }
-                        Err(_) => tracing::debug!(
-                            "a TLS handshake on https://{addr} did not complete within \
-                             rest.read.timeout.ms"
-                        ),
-                    }
-                }
-            }
+            handshake_and_serve(stream, tls, app, limits.read_timeout, stopped, addr).await;
             drop(slot);
         });
     }
     // Every slot back means every connection closed.
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     let _ = slots.acquire_many(all).await;
+}
+
+/// Serves an accepted connection, after its TLS handshake on an `https://` listener (a handshake
+/// that fails or does not complete within `rest.read.timeout.ms` closes it).
+async fn handshake_and_serve(
+    stream: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    app: Router,
+    read_timeout: Duration,
+    stopped: watch::Receiver<bool>,
+    addr: SocketAddr,
+) {
+    match tls {
+        None => connection(stream, app, read_timeout, stopped).await,
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout(read_timeout, acceptor.accept(stream)).await;
+            match handshake {
+                Ok(Ok(stream)) => {
+                    connection(stream, app, read_timeout, stopped).await;
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!("a TLS handshake on https://{addr} failed: {e}")
+                }
+                Err(_) => tracing::debug!(
+                    "a TLS handshake on https://{addr} did not complete within \
+                     rest.read.timeout.ms"
+                ),
+            }
+        }
+    }
 }
 
 /// Answers `503` without waiting (the socket buffer of a new connection takes it) and closes.

@@ -17,6 +17,18 @@ use ferry_runtime::config::ErrorTolerance;
 use ferry_runtime::stores::{State, StatusEntry};
 use ferry_runtime::{TargetState, TaskId};
 
+/// What became of writing a connector's new task configurations.
+enum TaskConfigsWrite {
+    /// Not written: the membership lease is not valid; tried again soon.
+    Held,
+    /// Not written: another worker owns the connector now.
+    Fenced,
+    /// Written.
+    Written,
+    /// Not written; the connector fails with this reason.
+    Failed(String),
+}
+
 /// How often the loop takes a snapshot even when nothing woke it: a missed update or a status
 /// another worker overwrote is repaired within this time.
 const RESYNC: Duration = Duration::from_secs(5);
@@ -246,66 +258,88 @@ impl DistributedHerder {
             if let Some(desired) = desired
                 && entry.tasks.as_ref() != Some(&desired)
             {
-                // KAFKA-9184's rule for the connector's owner too: a worker the coordinator has not
-                // confirmed lately (frozen, cut off) may have lost slot 0 to another worker, and must
-                // not write task configurations made from its stale view.
-                if let Some(lease) = self.worker.membership()
-                    && !lease.is_valid()
-                {
-                    tracing::warn!(
-                        connector = %name,
-                        "connector {name:?}: its task configurations changed, but the group coordinator \
-                         has not confirmed this worker for {:.1?}; they are written once it does",
-                        lease.age()
-                    );
-                    held = Some(Instant::now() + FENCE_RECHECK);
-                    continue;
-                }
                 let previous = entry.tasks.as_ref().map_or(0, Vec::len);
-                let written = match &writer {
-                    Some(writer) => writer.put_task_configs(&desired).await,
-                    None => self.config_store.put_task_configs(&name, &desired).await,
-                };
-                if let Err(e) = &written
-                    && e.fenced
+                match self
+                    .write_task_configs(&name, &desired, previous, writer.as_deref())
+                    .await
                 {
-                    // Another worker owns the connector now: it writes them.
-                    tracing::warn!(connector = %name, "connector {name:?}: {e}");
-                    self.config_writers
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(name.clone(), ConfigWriter::Fenced);
-                    continue;
-                }
-                let written = written.map_err(|e| {
-                    format!(
-                        "its task configurations could not be written to {}: {e}",
-                        self.config_store.describe()
-                    )
-                });
-                if written.is_ok() {
-                    // Task numbers that are gone have no next instance to fence their zombies; then
-                    // (exactly once) the task count record says the zombies are fenced.
-                    self.fence_removed_tasks(&name, desired.len()..previous);
-                    if desired.len() >= previous {
-                        self.record_task_count(&name, desired.len(), writer.as_deref())
-                            .await;
+                    TaskConfigsWrite::Held => {
+                        held = Some(Instant::now() + FENCE_RECHECK);
+                        continue;
                     }
-                }
-                match written {
-                    Ok(()) => {
-                        tracing::info!(connector = %name, "connector {name:?}: {} task configuration(s) written", desired.len());
-                        wrote = true;
-                    }
-                    Err(reason) => {
-                        tracing::error!(connector = %name, "connector {name:?}: {reason}");
-                        failure = Some(reason);
-                    }
+                    TaskConfigsWrite::Fenced => continue,
+                    TaskConfigsWrite::Written => wrote = true,
+                    TaskConfigsWrite::Failed(reason) => failure = Some(reason),
                 }
             }
             self.publish_connector(&name, entry.target, failure);
         }
         (wrote, held)
+    }
+
+    /// Writes connector `name`'s new task configurations (it had `previous` tasks) through its fenced
+    /// writer, or through the store when it has none; then fences the zombies of removed tasks and
+    /// records the task count.
+    async fn write_task_configs(
+        &self,
+        name: &str,
+        desired: &[Config],
+        previous: usize,
+        writer: Option<&dyn ferry_plugin::TaskConfigWriter>,
+    ) -> TaskConfigsWrite {
+        // KAFKA-9184's rule for the connector's owner too: a worker the coordinator has not
+        // confirmed lately (frozen, cut off) may have lost slot 0 to another worker, and must
+        // not write task configurations made from its stale view.
+        if let Some(lease) = self.worker.membership()
+            && !lease.is_valid()
+        {
+            tracing::warn!(
+                connector = %name,
+                "connector {name:?}: its task configurations changed, but the group coordinator \
+                 has not confirmed this worker for {:.1?}; they are written once it does",
+                lease.age()
+            );
+            return TaskConfigsWrite::Held;
+        }
+        let written = match writer {
+            Some(writer) => writer.put_task_configs(desired).await,
+            None => self.config_store.put_task_configs(name, desired).await,
+        };
+        if let Err(e) = &written
+            && e.fenced
+        {
+            // Another worker owns the connector now: it writes them.
+            tracing::warn!(connector = %name, "connector {name:?}: {e}");
+            self.config_writers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.to_owned(), ConfigWriter::Fenced);
+            return TaskConfigsWrite::Fenced;
+        }
+        let written = written.map_err(|e| {
+            format!(
+                "its task configurations could not be written to {}: {e}",
+                self.config_store.describe()
+            )
+        });
+        if written.is_ok() {
+            // Task numbers that are gone have no next instance to fence their zombies; then
+            // (exactly once) the task count record says the zombies are fenced.
+            self.fence_removed_tasks(name, desired.len()..previous);
+            if desired.len() >= previous {
+                self.record_task_count(name, desired.len(), writer).await;
+            }
+        }
+        match written {
+            Ok(()) => {
+                tracing::info!(connector = %name, "connector {name:?}: {} task configuration(s) written", desired.len());
+                TaskConfigsWrite::Written
+            }
+            Err(reason) => {
+                tracing::error!(connector = %name, "connector {name:?}: {reason}");
+                TaskConfigsWrite::Failed(reason)
+            }
+        }
     }
 
     /// The fenced writer of `connector`'s task configurations, opened on first use while slot 0 is

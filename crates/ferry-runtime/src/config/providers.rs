@@ -147,80 +147,11 @@ impl ConfigProviders {
                     .collect()
             })
             .unwrap_or_default();
-        for key in props.keys().filter(|k| k.starts_with(PREFIX)) {
-            let rest = &key[PREFIX.len()..];
-            let known = names.iter().any(|n| {
-                rest.strip_prefix(n)
-                    .is_some_and(|r| r == ".class" || r.starts_with(".param."))
-            });
-            if !known {
-                errors.push(props.invalid(
-                    key,
-                    format!(
-                        "not a key of a provider listed in {CONFIG_PROVIDERS} ({}); write \
-                         config.providers.<name>.class or config.providers.<name>.param.<param>",
-                        names.join(",")
-                    ),
-                ));
-            }
-        }
+        check_unlisted_keys(props, &names, errors);
         for name in names {
-            let class_key = format!("{PREFIX}{name}.class");
-            let Some(class) = props.get(&class_key).map(str::trim) else {
-                errors.push(props.invalid(
-                    CONFIG_PROVIDERS,
-                    format!("provider {name:?} has no {class_key}; set it to FileConfigProvider, EnvVarConfigProvider or DirectoryConfigProvider"),
-                ));
-                continue;
-            };
-            let param = |p: &str| format!("{PREFIX}{name}.param.{p}");
-            let params: Vec<&str> = props.keys().filter(|k| k.starts_with(&param(""))).collect();
-            let short = class.strip_prefix(JAVA_PACKAGE).unwrap_or(class);
-            let (provider, accepted): (Provider, &[&str]) = match short {
-                "FileConfigProvider" => (Provider::File, &[]),
-                "DirectoryConfigProvider" => (Provider::Dir, &[]),
-                "EnvVarConfigProvider" => {
-                    let allowlist_key = param("allowlist.pattern");
-                    let allowlist = match props.get(&allowlist_key) {
-                        None => None,
-                        // Java's `matches()`: the whole name.
-                        Some(pattern) => match Regex::new(&format!("^(?:{pattern})$")) {
-                            Ok(re) => Some(re),
-                            Err(e) => {
-                                errors.push(props.invalid(
-                                    &allowlist_key,
-                                    format!("not a valid regular expression: {e}"),
-                                ));
-                                None
-                            }
-                        },
-                    };
-                    (Provider::Env { allowlist }, &["allowlist.pattern"])
-                }
-                other => {
-                    errors.push(props.invalid(
-                        &class_key,
-                        format!(
-                            "{other} is not a config provider Ferry implements; use FileConfigProvider, \
-                             EnvVarConfigProvider or DirectoryConfigProvider (of {JAVA_PACKAGE})"
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            for key in params {
-                if !accepted.iter().any(|a| param(a) == key) {
-                    errors.push(props.invalid(
-                        key,
-                        format!(
-                            "{short} has no such parameter in Ferry (accepted: {}); Kafka Connect's \
-                             allowed.paths is not implemented",
-                            if accepted.is_empty() { "none".to_owned() } else { accepted.join(", ") }
-                        ),
-                    ));
-                }
+            if let Some(provider) = provider(props, name, errors) {
+                providers.insert(name.to_owned(), provider);
             }
-            providers.insert(name.to_owned(), provider);
         }
         ConfigProviders { providers }
     }
@@ -406,6 +337,92 @@ pub fn scrub(message: String, secrets: &[String]) -> String {
         .iter()
         .filter(|s| !s.is_empty())
         .fold(message, |m, s| m.replace(s.as_str(), HIDDEN))
+}
+
+/// Reports the `config.providers.*` keys of no listed provider.
+fn check_unlisted_keys(props: &Properties, names: &[&str], errors: &mut Vec<ConfigError>) {
+    for key in props.keys().filter(|k| k.starts_with(PREFIX)) {
+        let rest = &key[PREFIX.len()..];
+        let known = names.iter().any(|n| {
+            rest.strip_prefix(n)
+                .is_some_and(|r| r == ".class" || r.starts_with(".param."))
+        });
+        if !known {
+            errors.push(props.invalid(
+                key,
+                format!(
+                    "not a key of a provider listed in {CONFIG_PROVIDERS} ({}); write \
+                     config.providers.<name>.class or config.providers.<name>.param.<param>",
+                    names.join(",")
+                ),
+            ));
+        }
+    }
+}
+
+/// Reads provider `name`: its class, and the parameters that class accepts; `None` when it has
+/// no class, or one Ferry does not implement.
+fn provider(props: &Properties, name: &str, errors: &mut Vec<ConfigError>) -> Option<Provider> {
+    let class_key = format!("{PREFIX}{name}.class");
+    let Some(class) = props.get(&class_key).map(str::trim) else {
+        errors.push(props.invalid(
+            CONFIG_PROVIDERS,
+            format!("provider {name:?} has no {class_key}; set it to FileConfigProvider, EnvVarConfigProvider or DirectoryConfigProvider"),
+        ));
+        return None;
+    };
+    let param = |p: &str| format!("{PREFIX}{name}.param.{p}");
+    let params: Vec<&str> = props.keys().filter(|k| k.starts_with(&param(""))).collect();
+    let short = class.strip_prefix(JAVA_PACKAGE).unwrap_or(class);
+    let (provider, accepted): (Provider, &[&str]) = match short {
+        "FileConfigProvider" => (Provider::File, &[]),
+        "DirectoryConfigProvider" => (Provider::Dir, &[]),
+        "EnvVarConfigProvider" => {
+            let allowlist_key = param("allowlist.pattern");
+            let allowlist = match props.get(&allowlist_key) {
+                None => None,
+                // Java's `matches()`: the whole name.
+                Some(pattern) => match Regex::new(&format!("^(?:{pattern})$")) {
+                    Ok(re) => Some(re),
+                    Err(e) => {
+                        errors.push(props.invalid(
+                            &allowlist_key,
+                            format!("not a valid regular expression: {e}"),
+                        ));
+                        None
+                    }
+                },
+            };
+            (Provider::Env { allowlist }, &["allowlist.pattern"])
+        }
+        other => {
+            errors.push(props.invalid(
+                &class_key,
+                format!(
+                    "{other} is not a config provider Ferry implements; use FileConfigProvider, \
+                     EnvVarConfigProvider or DirectoryConfigProvider (of {JAVA_PACKAGE})"
+                ),
+            ));
+            return None;
+        }
+    };
+    for key in params {
+        if !accepted.iter().any(|a| param(a) == key) {
+            errors.push(props.invalid(
+                key,
+                format!(
+                    "{short} has no such parameter in Ferry (accepted: {}); Kafka Connect's \
+                     allowed.paths is not implemented",
+                    if accepted.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        accepted.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Some(provider)
 }
 
 #[cfg(test)]

@@ -222,46 +222,8 @@ impl RestConfig {
 /// Reads the REST keys; problems go to `errors`.
 pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
     let mut config = RestConfig::default();
-    let deprecated: Vec<&str> = [REST_HOST_NAME, REST_PORT]
-        .into_iter()
-        .filter(|k| props.get(k).is_some())
-        .collect();
-    match props.get(LISTENERS) {
-        Some(text) => {
-            match parse_listeners(text) {
-                Ok(listeners) => config.listeners = listeners,
-                Err(error) => errors.push(props.invalid(LISTENERS, error.to_string())),
-            }
-            for key in deprecated {
-                tracing::warn!(
-                    key = %key,
-                    "{}: {key} is ignored because listeners is set (Kafka Connect ignores it too)",
-                    props.location(key)
-                );
-            }
-        }
-        None if !deprecated.is_empty() => {
-            let host = props
-                .get(REST_HOST_NAME)
-                .map(str::trim)
-                .filter(|h| !h.is_empty())
-                .unwrap_or(DEFAULT_HOST);
-            let port = match props.get(REST_PORT).map(str::trim) {
-                None => DEFAULT_PORT,
-                Some(text) => text.parse::<u16>().unwrap_or_else(|_| {
-                    errors.push(props.invalid(REST_PORT, "must be a port number, 0 to 65535"));
-                    DEFAULT_PORT
-                }),
-            };
-            config.listeners = vec![Listener::http(host.trim_matches(['[', ']']), port)];
-            tracing::warn!(
-                "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
-                 (set listeners instead)",
-                props.location(deprecated[0]),
-                config.listeners[0]
-            );
-        }
-        None => {}
+    if let Some(listeners) = listeners(props, errors) {
+        config.listeners = listeners;
     }
     match props.get(REST_AUTH_TOKEN).map(str::trim) {
         None => {}
@@ -304,6 +266,57 @@ pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> 
         }
     }
     config
+}
+
+/// Reads `listeners`, or without it the deprecated `rest.host.name` / `rest.port`; `None` when
+/// neither is set, or `listeners` is invalid.
+fn listeners(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<Vec<Listener>> {
+    let deprecated: Vec<&str> = [REST_HOST_NAME, REST_PORT]
+        .into_iter()
+        .filter(|k| props.get(k).is_some())
+        .collect();
+    match props.get(LISTENERS) {
+        Some(text) => {
+            let listeners = match parse_listeners(text) {
+                Ok(listeners) => Some(listeners),
+                Err(message) => {
+                    errors.push(props.invalid(LISTENERS, message.to_string()));
+                    None
+                }
+            };
+            for key in deprecated {
+                tracing::warn!(
+                    key = %key,
+                    "{}: {key} is ignored because listeners is set (Kafka Connect ignores it too)",
+                    props.location(key)
+                );
+            }
+            listeners
+        }
+        None if !deprecated.is_empty() => {
+            let host = props
+                .get(REST_HOST_NAME)
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .unwrap_or(DEFAULT_HOST);
+            let port = match props.get(REST_PORT).map(str::trim) {
+                None => DEFAULT_PORT,
+                Some(text) => text.parse::<u16>().unwrap_or_else(|_| {
+                    errors.push(props.invalid(REST_PORT, "must be a port number, 0 to 65535"));
+                    DEFAULT_PORT
+                }),
+            };
+            let listeners = vec![Listener::http(host.trim_matches(['[', ']']), port)];
+            tracing::warn!(
+                "{}: rest.host.name / rest.port are deprecated in Kafka Connect; using them as listeners={} \
+                 (set listeners instead)",
+                props.location(deprecated[0]),
+                listeners[0]
+            );
+            Some(listeners)
+        }
+        None => None,
+    }
 }
 
 /// A semaphore's permits are counted in a `u32`-sized range; far more than any worker should open.

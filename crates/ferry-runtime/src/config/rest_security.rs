@@ -204,46 +204,131 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// Reads the HTTPS listener's keys; `None` with the problems in `errors` when they are incomplete
 /// or invalid.
 pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<RestTls> {
-    // Kafka Connect's valuesWithPrefixAllOrNothing: the listeners.https. keys when there are any.
-    let prefix = if props.keys().any(|k| k.starts_with(LISTENERS_HTTPS_PREFIX)) {
-        LISTENERS_HTTPS_PREFIX
-    } else {
-        ""
+    let keys = TlsKeys::new(props);
+    keys.warn_ignored();
+    let before = errors.len();
+    // A store that is not PEM: its content is not read (the other messages would only repeat it).
+    let keystore_refused = keys.refuse_unless_pem("ssl.keystore.type", errors);
+    if keys.refuse_unless_pem("ssl.truststore.type", errors) | keystore_refused {
+        return None;
+    }
+    let keystore = keys.keystore(errors)?;
+    let trusted = keys.truststore(errors);
+    let client_auth = keys.client_auth(trusted.is_some(), errors);
+    let (Some(chain), Some(private_key)) = (keystore.chain, keystore.private_key) else {
+        return None;
     };
-    let key = |name: &str| format!("{prefix}{name}");
-    let get = |name: &str| {
-        props
-            .get(&key(name))
+    if errors.len() > before {
+        return None;
+    }
+    let anchors = trusted.clone().unwrap_or_else(|| chain.clone());
+    let roots = keys.trust_roots(anchors, errors)?;
+    let fail = |e: &dyn fmt::Display| props.invalid(&keys.key(keystore.key_name), e.to_string());
+    let server = match server_config(&roots, client_auth, &chain, &private_key) {
+        Ok(s) => s,
+        Err(e) => {
+            errors.push(fail(&e));
+            return None;
+        }
+    };
+    let client = match rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots))
+        .and_then(|b| b.with_client_auth_cert(chain, private_key))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(fail(&e));
+            return None;
+        }
+    };
+    Some(RestTls {
+        server: Arc::new(server),
+        client: Arc::new(client),
+        description: keys.describe(&keystore.source, trusted.is_some(), client_auth),
+    })
+}
+
+/// The HTTPS listener's keys as one prefix reads them: `listeners.https.ssl.*` when any
+/// `listeners.https.` key is set, otherwise `ssl.*`.
+struct TlsKeys<'a> {
+    props: &'a Properties,
+    prefix: &'static str,
+}
+
+/// The keystore as read: the chain or the key is `None` when it was refused (its error is pushed).
+struct Keystore {
+    chain: Option<Vec<CertificateDer<'static>>>,
+    private_key: Option<PrivateKeyDer<'static>>,
+    /// Where the keystore came from, for the description.
+    source: String,
+    /// The key named by errors about the private key.
+    key_name: &'static str,
+}
+
+/// A keystore's certificate chain and private key as parsed, or why each was refused.
+type ParsedKeystore = (
+    Result<Vec<CertificateDer<'static>>, String>,
+    Result<PrivateKeyDer<'static>, String>,
+);
+
+impl<'a> TlsKeys<'a> {
+    /// Chooses the prefix: Kafka Connect's valuesWithPrefixAllOrNothing, the listeners.https. keys
+    /// when there are any.
+    fn new(props: &'a Properties) -> Self {
+        let prefix = if props.keys().any(|k| k.starts_with(LISTENERS_HTTPS_PREFIX)) {
+            LISTENERS_HTTPS_PREFIX
+        } else {
+            ""
+        };
+        Self { props, prefix }
+    }
+
+    /// The full name of the `ssl.*` key `name`.
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The value of `name`, trimmed; `None` when unset or blank.
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.props
+            .get(&self.key(name))
             .map(str::trim)
             .filter(|v| !v.is_empty())
-    };
-    for name in IGNORED_TLS_KEYS {
-        if get(name).is_some() {
-            tracing::warn!(
-                "{}: {} is ignored by the HTTPS listener (rustls offers TLS 1.2 and 1.3 with its own \
-                 cipher suites and always checks host names)",
-                props.location(&key(name)),
-                key(name)
-            );
+    }
+
+    /// The error for `name`. Inline PEM values (a private key) are never shown in messages.
+    fn invalid(&self, name: &str, message: String) -> ConfigError {
+        if INLINE_PEM_KEYS.contains(&name) {
+            self.props.invalid_undeclared(&self.key(name), message)
+        } else {
+            self.props.invalid(&self.key(name), message)
         }
     }
-    let before = errors.len();
-    // Inline PEM values (a private key) are never shown in messages.
-    let mut invalid = |name: &str, message: String| {
-        let error = if INLINE_PEM_KEYS.contains(&name) {
-            props.invalid_undeclared(&key(name), message)
-        } else {
-            props.invalid(&key(name), message)
-        };
-        errors.push(error);
-    };
-    let pem_only = |name: &str, invalid: &mut dyn FnMut(&str, String)| -> bool {
-        let Some(kind) = get(name) else {
+
+    /// Warns about each set key the listener accepts but does not use.
+    fn warn_ignored(&self) {
+        for name in IGNORED_TLS_KEYS {
+            if self.get(name).is_some() {
+                tracing::warn!(
+                    "{}: {} is ignored by the HTTPS listener (rustls offers TLS 1.2 and 1.3 with its own \
+                     cipher suites and always checks host names)",
+                    self.props.location(&self.key(name)),
+                    self.key(name)
+                );
+            }
+        }
+    }
+
+    /// Refuses a store type other than PEM (`name` is `ssl.keystore.type` or
+    /// `ssl.truststore.type`) with a hint to convert it; returns whether it refused.
+    fn refuse_unless_pem(&self, name: &str, errors: &mut Vec<ConfigError>) -> bool {
+        let Some(kind) = self.get(name) else {
             return false;
         };
         let refused = !kind.eq_ignore_ascii_case("PEM");
         if refused {
-            invalid(
+            errors.push(self.invalid(
                 name,
                 format!(
                     "{kind} stores are not supported by Ferry's HTTPS listener; use PEM: set {name}=PEM \
@@ -251,183 +336,223 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
                      -destkeystore store.p12 -deststoretype PKCS12` then `openssl pkcs12 -in store.p12 \
                      -nodes -out store.pem`"
                 ),
-            );
+            ));
         }
         refused
-    };
-    // A store that is not PEM: its content is not read (the other messages would only repeat it).
-    let keystore_refused = pem_only("ssl.keystore.type", &mut invalid);
-    if pem_only("ssl.truststore.type", &mut invalid) | keystore_refused {
-        return None;
     }
 
-    // The keystore: one PEM file with the key and the chain, or both inline.
-    let (chain, private_key, source) = match (
-        get("ssl.keystore.location"),
-        get("ssl.keystore.key"),
-        get("ssl.keystore.certificate.chain"),
-    ) {
-        (Some(path), None, None) => match std::fs::read(path) {
-            Ok(bytes) => (
-                certificates(&bytes),
-                private_key(&bytes),
-                format!("keystore {path}"),
-            ),
-            Err(e) => {
-                invalid("ssl.keystore.location", format!("cannot read {path}: {e}"));
-                return None;
+    /// Reads the keystore and checks its private key and certificate chain; `None` when there is
+    /// none to read (its location or inline keys are missing, mixed or unreadable).
+    fn keystore(&self, errors: &mut Vec<ConfigError>) -> Option<Keystore> {
+        let ((chain, private_key), source) = self.keystore_pem(errors)?;
+        let (key_name, chain_name) = if self.get("ssl.keystore.location").is_some() {
+            ("ssl.keystore.location", "ssl.keystore.location")
+        } else {
+            ("ssl.keystore.key", "ssl.keystore.certificate.chain")
+        };
+        if self.get("ssl.key.password").is_some() {
+            tracing::warn!(
+                "{}: {} is ignored: the HTTPS listener reads unencrypted PEM private keys only",
+                self.props.location(&self.key("ssl.key.password")),
+                self.key("ssl.key.password")
+            );
+        }
+        let private_key = match private_key {
+            Ok(k) => Some(k),
+            Err(why) => {
+                errors.push(self.invalid(key_name, why));
+                None
             }
-        },
-        (None, Some(k), Some(c)) => (
-            certificates(c.as_bytes()),
-            private_key(k.as_bytes()),
-            format!("keystore {}", key("ssl.keystore.key")),
-        ),
-        (None, None, None) => {
-            invalid(
-                "ssl.keystore.location",
-                "an https:// listener needs a PEM keystore: set ssl.keystore.type=PEM and \
-                 ssl.keystore.location (a file with the private key and the certificate chain), or \
-                 ssl.keystore.key and ssl.keystore.certificate.chain"
-                    .to_owned(),
-            );
-            return None;
-        }
-        _ => {
-            invalid(
-                "ssl.keystore.location",
-                "set either ssl.keystore.location, or both ssl.keystore.key and \
-                 ssl.keystore.certificate.chain"
-                    .to_owned(),
-            );
-            return None;
-        }
-    };
-    let (keystore_key, chain_key) = if get("ssl.keystore.location").is_some() {
-        ("ssl.keystore.location", "ssl.keystore.location")
-    } else {
-        ("ssl.keystore.key", "ssl.keystore.certificate.chain")
-    };
-    if get("ssl.key.password").is_some() {
-        tracing::warn!(
-            "{}: {} is ignored: the HTTPS listener reads unencrypted PEM private keys only",
-            props.location(&key("ssl.key.password")),
-            key("ssl.key.password")
-        );
+        };
+        let chain = match chain {
+            Ok(c) if !c.is_empty() => Some(c),
+            Ok(_) => {
+                errors.push(self.invalid(
+                    chain_name,
+                    "holds no certificate (-----BEGIN CERTIFICATE-----); a JKS or PKCS12 keystore must be \
+                     converted to PEM"
+                        .to_owned(),
+                ));
+                None
+            }
+            Err(why) => {
+                errors.push(self.invalid(chain_name, why));
+                None
+            }
+        };
+        Some(Keystore {
+            chain,
+            private_key,
+            source,
+            key_name,
+        })
     }
-    let private_key = match private_key {
-        Ok(k) => Some(k),
-        Err(why) => {
-            invalid(keystore_key, why);
-            None
-        }
-    };
-    let chain = match chain {
-        Ok(c) if !c.is_empty() => Some(c),
-        Ok(_) => {
-            invalid(
-                chain_key,
-                "holds no certificate (-----BEGIN CERTIFICATE-----); a JKS or PKCS12 keystore must be \
-                 converted to PEM"
-                    .to_owned(),
-            );
-            None
-        }
-        Err(why) => {
-            invalid(chain_key, why);
-            None
-        }
-    };
 
-    // The truststore: PEM certificates, from a file or inline.
-    let trusted = match (
-        get("ssl.truststore.location"),
-        get("ssl.truststore.certificates"),
-    ) {
-        (Some(path), _) => match std::fs::read(path) {
-            Ok(bytes) => match certificates(&bytes) {
-                Ok(c) if !c.is_empty() => Some(c),
-                _ => {
-                    invalid(
-                        "ssl.truststore.location",
-                        format!(
-                            "{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----); a JKS or \
-                             PKCS12 truststore must be converted to PEM"
-                        ),
+    /// The keystore's PEM, parsed: one file with the key and the chain, or both inline. Returns the
+    /// chain, the key and where they came from.
+    fn keystore_pem(&self, errors: &mut Vec<ConfigError>) -> Option<(ParsedKeystore, String)> {
+        match (
+            self.get("ssl.keystore.location"),
+            self.get("ssl.keystore.key"),
+            self.get("ssl.keystore.certificate.chain"),
+        ) {
+            (Some(path), None, None) => match std::fs::read(path) {
+                Ok(bytes) => Some((
+                    (certificates(&bytes), private_key(&bytes)),
+                    format!("keystore {path}"),
+                )),
+                Err(e) => {
+                    errors.push(
+                        self.invalid("ssl.keystore.location", format!("cannot read {path}: {e}")),
                     );
                     None
                 }
             },
-            Err(e) => {
-                invalid(
-                    "ssl.truststore.location",
-                    format!("cannot read {path}: {e}"),
-                );
+            (None, Some(k), Some(c)) => Some((
+                (certificates(c.as_bytes()), private_key(k.as_bytes())),
+                format!("keystore {}", self.key("ssl.keystore.key")),
+            )),
+            (None, None, None) => {
+                errors.push(self.invalid(
+                    "ssl.keystore.location",
+                    "an https:// listener needs a PEM keystore: set ssl.keystore.type=PEM and \
+                     ssl.keystore.location (a file with the private key and the certificate chain), or \
+                     ssl.keystore.key and ssl.keystore.certificate.chain"
+                        .to_owned(),
+                ));
                 None
             }
-        },
-        (None, Some(text)) => match certificates(text.as_bytes()) {
-            Ok(c) if !c.is_empty() => Some(c),
             _ => {
-                invalid(
-                    "ssl.truststore.certificates",
-                    "holds no PEM certificate".to_owned(),
+                errors.push(
+                    self.invalid(
+                        "ssl.keystore.location",
+                        "set either ssl.keystore.location, or both ssl.keystore.key and \
+                     ssl.keystore.certificate.chain"
+                            .to_owned(),
+                    ),
                 );
                 None
             }
-        },
-        (None, None) => None,
-    };
-    let client_auth = match get("ssl.client.auth")
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        None | Some("none") => ClientAuth::None,
-        Some("requested") => ClientAuth::Requested,
-        Some("required") => ClientAuth::Required,
-        Some(_) => {
-            invalid(
-                "ssl.client.auth",
-                "must be one of none, requested, required".to_owned(),
-            );
-            ClientAuth::None
         }
-    };
-    if client_auth != ClientAuth::None && trusted.is_none() {
-        invalid(
-            "ssl.client.auth",
-            "checking client certificates needs ssl.truststore.location (the PEM certificates of \
-             the CAs that sign them)"
-                .to_owned(),
-        );
     }
-    let (Some(chain), Some(private_key)) = (chain, private_key) else {
-        return None;
-    };
-    if errors.len() > before {
-        return None;
+
+    /// Reads the truststore: PEM certificates, from a file or inline; `None` when there is none or
+    /// it holds no certificate (then its error is pushed).
+    fn truststore(&self, errors: &mut Vec<ConfigError>) -> Option<Vec<CertificateDer<'static>>> {
+        match (
+            self.get("ssl.truststore.location"),
+            self.get("ssl.truststore.certificates"),
+        ) {
+            (Some(path), _) => match std::fs::read(path) {
+                Ok(bytes) => match certificates(&bytes) {
+                    Ok(c) if !c.is_empty() => Some(c),
+                    _ => {
+                        errors.push(self.invalid(
+                            "ssl.truststore.location",
+                            format!(
+                                "{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----); a JKS or \
+                                 PKCS12 truststore must be converted to PEM"
+                            ),
+                        ));
+                        None
+                    }
+                },
+                Err(e) => {
+                    errors.push(self.invalid(
+                        "ssl.truststore.location",
+                        format!("cannot read {path}: {e}"),
+                    ));
+                    None
+                }
+            },
+            (None, Some(text)) => match certificates(text.as_bytes()) {
+                Ok(c) if !c.is_empty() => Some(c),
+                _ => {
+                    errors.push(self.invalid(
+                        "ssl.truststore.certificates",
+                        "holds no PEM certificate".to_owned(),
+                    ));
+                    None
+                }
+            },
+            (None, None) => None,
+        }
     }
-    let anchors = trusted.clone().unwrap_or_else(|| chain.clone());
-    let mut roots = rustls::RootCertStore::empty();
-    let (_, unusable) = roots.add_parsable_certificates(anchors);
-    if roots.is_empty() {
-        errors.push(props.invalid(
-            &key("ssl.truststore.location"),
-            format!("no usable certificate to trust ({unusable} could not be parsed)"),
-        ));
-        return None;
+
+    /// Reads `ssl.client.auth`; checking client certificates needs a truststore.
+    fn client_auth(&self, has_truststore: bool, errors: &mut Vec<ConfigError>) -> ClientAuth {
+        let client_auth = match self
+            .get("ssl.client.auth")
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("none") => ClientAuth::None,
+            Some("requested") => ClientAuth::Requested,
+            Some("required") => ClientAuth::Required,
+            Some(_) => {
+                errors.push(self.invalid(
+                    "ssl.client.auth",
+                    "must be one of none, requested, required".to_owned(),
+                ));
+                ClientAuth::None
+            }
+        };
+        if client_auth != ClientAuth::None && !has_truststore {
+            errors.push(self.invalid(
+                "ssl.client.auth",
+                "checking client certificates needs ssl.truststore.location (the PEM certificates of \
+                 the CAs that sign them)"
+                    .to_owned(),
+            ));
+        }
+        client_auth
     }
-    let roots = Arc::new(roots);
-    let fail = |e: &dyn fmt::Display| props.invalid(&key(keystore_key), e.to_string());
-    let builder = match rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-    {
-        Ok(b) => b,
-        Err(e) => {
-            errors.push(fail(&e));
+
+    /// The certificates both sides trust (the truststore's, or the keystore's own chain); `None`
+    /// when none of them parses.
+    fn trust_roots(
+        &self,
+        anchors: Vec<CertificateDer<'static>>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Arc<rustls::RootCertStore>> {
+        let mut roots = rustls::RootCertStore::empty();
+        let (_, unusable) = roots.add_parsable_certificates(anchors);
+        if roots.is_empty() {
+            errors.push(self.props.invalid(
+                &self.key("ssl.truststore.location"),
+                format!("no usable certificate to trust ({unusable} could not be parsed)"),
+            ));
             return None;
         }
-    };
+        Some(Arc::new(roots))
+    }
+
+    /// The listener's description: where the keystore and truststore came from, and the client auth.
+    fn describe(&self, source: &str, has_truststore: bool, client_auth: ClientAuth) -> String {
+        format!(
+            "{source} (PEM), {}, ssl.client.auth={}",
+            match self.get("ssl.truststore.location") {
+                Some(path) => format!("truststore {path}"),
+                None if has_truststore => "truststore inline".to_owned(),
+                None => "no truststore (forwarding trusts the keystore's own chain)".to_owned(),
+            },
+            format!("{client_auth:?}").to_ascii_lowercase()
+        )
+    }
+}
+
+/// The HTTPS listener's rustls settings: TLS 1.2 and 1.3, client certificates checked against
+/// `roots` as `client_auth` asks, the keystore's identity, HTTP/1.1 over ALPN. The error is the
+/// message for the keystore's key.
+fn server_config(
+    roots: &Arc<rustls::RootCertStore>,
+    client_auth: ClientAuth,
+    chain: &[CertificateDer<'static>],
+    private_key: &PrivateKeyDer<'static>,
+) -> Result<rustls::ServerConfig, String> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
     let builder = match client_auth {
         ClientAuth::None => builder.with_no_client_auth(),
         auth => {
@@ -440,50 +565,18 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
             } else {
                 verifier
             };
-            match verifier.build() {
-                Ok(v) => builder.with_client_cert_verifier(v),
-                Err(e) => {
-                    errors.push(fail(&e));
-                    return None;
-                }
-            }
+            builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
         }
     };
-    let mut server = match builder.with_single_cert(chain.clone(), private_key.clone_key()) {
-        Ok(s) => s,
-        Err(e) => {
-            errors.push(fail(&format!(
+    let mut server = builder
+        .with_single_cert(chain.to_vec(), private_key.clone_key())
+        .map_err(|e| {
+            format!(
                 "the private key and certificate chain do not make a usable server identity: {e}"
-            )));
-            return None;
-        }
-    };
+            )
+        })?;
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let client = match rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map(|b| b.with_root_certificates(roots))
-        .and_then(|b| b.with_client_auth_cert(chain, private_key))
-    {
-        Ok(c) => c,
-        Err(e) => {
-            errors.push(fail(&e));
-            return None;
-        }
-    };
-    let description = format!(
-        "{source} (PEM), {}, ssl.client.auth={}",
-        match get("ssl.truststore.location") {
-            Some(path) => format!("truststore {path}"),
-            None if trusted.is_some() => "truststore inline".to_owned(),
-            None => "no truststore (forwarding trusts the keystore's own chain)".to_owned(),
-        },
-        format!("{client_auth:?}").to_ascii_lowercase()
-    );
-    Some(RestTls {
-        server: Arc::new(server),
-        client: Arc::new(client),
-        description,
-    })
+    Ok(server)
 }
 
 /// Every `CERTIFICATE` block of PEM text.

@@ -15,8 +15,9 @@ use std::sync::atomic::Ordering;
 
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
 
-use super::window::Stats;
+use super::window::{Stats, Window};
 use super::{TaskMetrics, WorkerMetrics};
 use crate::status::TaskState;
 
@@ -297,28 +298,7 @@ pub(crate) fn encode(
     worker: &WorkerMetrics,
 ) -> Result<(), std::fmt::Error> {
     let views: Vec<View> = tasks.iter().map(|t| View::of(t)).collect();
-    for (group, metric, help, value) in TASK_METRICS {
-        let name = prom_name(group, metric);
-        let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Gauge)?;
-        for v in &views {
-            family
-                .encode_family(&v.t.labels())?
-                .encode_gauge(&value(v))?;
-        }
-    }
-    // A JMX string attribute: the exporter's rules make it a label of a series valued 1.
-    let name = prom_name(CONNECTOR_TASK, "status");
-    let mut family = encoder.encode_descriptor(
-        &name,
-        "The status of the connector task. One of 'unassigned', 'running', 'paused', 'failed', or 'destroyed'.",
-        None,
-        MetricType::Gauge,
-    )?;
-    for v in &views {
-        let [connector, task] = v.t.labels();
-        let labels = [connector, task, ("status", state_name(v.state))];
-        family.encode_family(&labels)?.encode_gauge(&1u32)?;
-    }
+    encode_task_families(encoder, &views)?;
 
     // connect-worker-metrics
     let mut connectors: BTreeMap<&str, Vec<TaskState>> = BTreeMap::new();
@@ -342,76 +322,124 @@ pub(crate) fn encode(
         "The number of tasks run in this worker.",
         views.len() as f64,
     )?;
-    for (kind, success, failure, window) in [
-        (
-            "connector",
-            &worker.connector_startup_success,
-            &worker.connector_startup_failure,
-            &worker.connector_startups,
+    encode_startups(
+        encoder,
+        "connector",
+        &worker.connector_startup_success,
+        &worker.connector_startup_failure,
+        &worker.connector_startups,
+    )?;
+    encode_startups(
+        encoder,
+        "task",
+        &worker.task_startup_success,
+        &worker.task_startup_failure,
+        &worker.task_startups,
+    )?;
+    encode_connector_task_counts(encoder, &connectors)
+}
+
+/// Encodes the per-task families: [`TASK_METRICS`], and each task's status.
+fn encode_task_families(
+    encoder: &mut DescriptorEncoder,
+    views: &[View],
+) -> Result<(), std::fmt::Error> {
+    for (group, metric, help, value) in TASK_METRICS {
+        let name = prom_name(group, metric);
+        let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Gauge)?;
+        for v in views {
+            family
+                .encode_family(&v.t.labels())?
+                .encode_gauge(&value(v))?;
+        }
+    }
+    // A JMX string attribute: the exporter's rules make it a label of a series valued 1.
+    let name = prom_name(CONNECTOR_TASK, "status");
+    let mut family = encoder.encode_descriptor(
+        &name,
+        "The status of the connector task. One of 'unassigned', 'running', 'paused', 'failed', or 'destroyed'.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for v in views {
+        let [connector, task] = v.t.labels();
+        let labels = [connector, task, ("status", state_name(v.state))];
+        family.encode_family(&labels)?.encode_gauge(&1u32)?;
+    }
+    Ok(())
+}
+
+/// Encodes the worker's startup counts and success and failure rates of `kind` (`connector` or
+/// `task`).
+fn encode_startups(
+    encoder: &mut DescriptorEncoder,
+    kind: &str,
+    success: &Counter,
+    failure: &Counter,
+    window: &Window,
+) -> Result<(), std::fmt::Error> {
+    let (ok, failed) = (success.get(), failure.get());
+    let plural = format!("{kind}s");
+    gauge(
+        encoder,
+        WORKER,
+        &format!("{kind}-startup-attempts-total"),
+        &format!("The total number of {kind} startups that this worker has attempted."),
+        (ok + failed) as f64,
+    )?;
+    gauge(
+        encoder,
+        WORKER,
+        &format!("{kind}-startup-success-total"),
+        &format!("The total number of {kind} starts that succeeded."),
+        ok as f64,
+    )?;
+    gauge(
+        encoder,
+        WORKER,
+        &format!("{kind}-startup-failure-total"),
+        &format!("The total number of {kind} starts that failed."),
+        failed as f64,
+    )?;
+    let startups = window.stats();
+    let success = if startups.count == 0 {
+        0.0
+    } else {
+        startups.avg()
+    };
+    gauge(
+        encoder,
+        WORKER,
+        &format!("{kind}-startup-success-percentage"),
+        &format!(
+            "The average percentage of this worker's {plural} starts that succeeded, as a fraction from 0 to 1 (over the last minute)."
         ),
-        (
-            "task",
-            &worker.task_startup_success,
-            &worker.task_startup_failure,
-            &worker.task_startups,
+        success,
+    )?;
+    gauge(
+        encoder,
+        WORKER,
+        &format!("{kind}-startup-failure-percentage"),
+        &format!(
+            "The average percentage of this worker's {plural} starts that failed, as a fraction from 0 to 1 (over the last minute)."
         ),
-    ] {
-        let (ok, failed) = (success.get(), failure.get());
-        let plural = format!("{kind}s");
-        gauge(
-            encoder,
-            WORKER,
-            &format!("{kind}-startup-attempts-total"),
-            &format!("The total number of {kind} startups that this worker has attempted."),
-            (ok + failed) as f64,
-        )?;
-        gauge(
-            encoder,
-            WORKER,
-            &format!("{kind}-startup-success-total"),
-            &format!("The total number of {kind} starts that succeeded."),
-            ok as f64,
-        )?;
-        gauge(
-            encoder,
-            WORKER,
-            &format!("{kind}-startup-failure-total"),
-            &format!("The total number of {kind} starts that failed."),
-            failed as f64,
-        )?;
-        let startups = window.stats();
-        let success = if startups.count == 0 {
+        if startups.count == 0 {
             0.0
         } else {
-            startups.avg()
-        };
-        gauge(
-            encoder,
-            WORKER,
-            &format!("{kind}-startup-success-percentage"),
-            &format!(
-                "The average percentage of this worker's {plural} starts that succeeded, as a fraction from 0 to 1 (over the last minute)."
-            ),
-            success,
-        )?;
-        gauge(
-            encoder,
-            WORKER,
-            &format!("{kind}-startup-failure-percentage"),
-            &format!(
-                "The average percentage of this worker's {plural} starts that failed, as a fraction from 0 to 1 (over the last minute)."
-            ),
-            if startups.count == 0 {
-                0.0
-            } else {
-                1.0 - success
-            },
-        )?;
-    }
+            1.0 - success
+        },
+    )
+}
+
+/// Encodes [`CONNECTOR_TASK_COUNTS`]: each connector's tasks (their states in `connectors`).
+fn encode_connector_task_counts(
+    encoder: &mut DescriptorEncoder,
+    connectors: &BTreeMap<&str, Vec<TaskState>>,
+) -> Result<(), std::fmt::Error> {
     for (metric, help, state) in CONNECTOR_TASK_COUNTS {
         let name = prom_name(WORKER, metric);
         let mut family = encoder.encode_descriptor(&name, help, None, MetricType::Gauge)?;
-        for (connector, states) in &connectors {
+        for (connector, states) in connectors {
             let count = states
                 .iter()
                 .filter(|s| state.is_none_or(|want| **s == want))

@@ -135,156 +135,22 @@ impl Transforms {
         let mut issues = Vec::new();
         let transform_aliases = aliases(config.get("transforms"));
         let predicate_aliases = aliases(config.get("predicates"));
-        for (key, list) in [
-            ("transforms", &transform_aliases),
-            ("predicates", &predicate_aliases),
-        ] {
-            if list.len() > MAX_ALIASES {
-                issues.push((
-                    key.to_owned(),
-                    format!(
-                        "lists {} aliases; at most {MAX_ALIASES} are allowed",
-                        list.len()
-                    ),
-                ));
-                return Err(issues);
-            }
-            let mut seen = std::collections::BTreeSet::new();
-            for alias in list {
-                if !seen.insert(alias) {
-                    issues.push((key.to_owned(), format!("alias {alias:?} is listed twice")));
-                }
-            }
+        if !check_lists(&transform_aliases, &predicate_aliases, &mut issues) {
+            return Err(issues);
         }
-        // Keys of aliases not listed: a typo would otherwise silently configure nothing.
-        for key in config.keys() {
-            for (prefix, list, what) in [
-                ("transforms.", &transform_aliases, "transforms"),
-                ("predicates.", &predicate_aliases, "predicates"),
-            ] {
-                let Some(rest) = key.strip_prefix(prefix) else {
-                    continue;
-                };
-                if !list.iter().any(|a| {
-                    rest.strip_prefix(a.as_str())
-                        .is_some_and(|r| r.starts_with('.'))
-                }) {
-                    issues.push((
-                        key.clone(),
-                        format!(
-                            "no alias of {what}={} matches this key; add the alias to {what} or remove the key",
-                            list.join(",")
-                        ),
-                    ));
-                }
-            }
-        }
-
-        let mut predicates = Vec::new();
-        for alias in &predicate_aliases {
-            let type_key = format!("predicates.{alias}.type");
-            let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
-                issues.push((type_key, "missing: the predicate's class, e.g. org.apache.kafka.connect.transforms.predicates.TopicNameMatches".to_owned()));
-                continue;
-            };
-            let Some(plugin) = registry.predicate(class) else {
-                issues.push((
-                    type_key,
-                    format!(
-                        "unknown predicate class {class:?}; known: {}",
-                        known(registry.predicates().iter().map(PredicatePlugin::class))
-                    ),
-                ));
-                continue;
-            };
-            let prefix = format!("predicates.{alias}.");
-            let own = own_keys(config, &prefix, &["type"]);
-            if !accepted(plugin.make().configure(&own), &prefix, &mut issues) {
-                continue;
-            }
-            predicates.push(PredicateSpec {
-                alias: alias.clone(),
-                plugin: plugin.clone(),
-                config: own,
-                negate: false,
-            });
-        }
-
+        check_unlisted_keys(config, &transform_aliases, &predicate_aliases, &mut issues);
+        let predicates = predicates(config, registry, &predicate_aliases, &mut issues);
         let mut steps = Vec::new();
         for alias in &transform_aliases {
-            let prefix = format!("transforms.{alias}.");
-            let type_key = format!("{prefix}type");
-            let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
-                issues.push((type_key, "missing: the transformation's class, e.g. org.apache.kafka.connect.transforms.InsertField$Value".to_owned()));
-                continue;
-            };
-            let Some(plugin) = registry.transformation(class) else {
-                issues.push((
-                    type_key,
-                    format!(
-                        "unknown transformation class {class:?}; known: {}",
-                        known(
-                            registry
-                                .transformations()
-                                .iter()
-                                .map(TransformationPlugin::class)
-                        )
-                    ),
-                ));
-                continue;
-            };
-            let negate_key = format!("{prefix}negate");
-            let negate = match config
-                .get(&negate_key)
-                .map(|v| v.trim().to_ascii_lowercase())
-            {
-                None => false,
-                Some(v) if v == "true" => true,
-                Some(v) if v == "false" => false,
-                Some(_) => {
-                    issues.push((negate_key.clone(), "must be true or false".to_owned()));
-                    false
-                }
-            };
-            let predicate_key = format!("{prefix}predicate");
-            let predicate = match config.get(&predicate_key).map(|p| p.trim()) {
-                None | Some("") => {
-                    if config.contains_key(&negate_key) {
-                        issues.push((negate_key, "is set, but there is no predicate to negate: set transforms.<alias>.predicate too".to_owned()));
-                    }
-                    None
-                }
-                Some(p) => match predicates.iter().find(|s: &&PredicateSpec| s.alias == p) {
-                    Some(spec) => Some(PredicateSpec {
-                        negate,
-                        ..spec.clone()
-                    }),
-                    None => {
-                        if predicate_aliases.iter().any(|a| a == p) {
-                            // Listed, but its own configuration failed (reported above).
-                        } else {
-                            issues.push((
-                                predicate_key,
-                                format!(
-                                    "predicate {p:?} is not listed in predicates={}",
-                                    predicate_aliases.join(",")
-                                ),
-                            ));
-                        }
-                        None
-                    }
-                },
-            };
-            let own = own_keys(config, &prefix, &["type", "predicate", "negate"]);
-            if !accepted(plugin.make().configure(&own), &prefix, &mut issues) {
-                continue;
-            }
-            steps.push(StepSpec {
-                alias: alias.clone(),
-                plugin: plugin.clone(),
-                config: own,
-                predicate,
-            });
+            let step = step(
+                config,
+                registry,
+                alias,
+                &predicates,
+                &predicate_aliases,
+                &mut issues,
+            );
+            steps.extend(step);
         }
         if issues.is_empty() {
             Ok(Self {
@@ -316,6 +182,203 @@ impl Transforms {
             steps.push(Step::new(spec)?);
         }
         Ok(Chain::new(steps))
+    }
+}
+
+/// Checks the `transforms` and `predicates` lists: not too long (then `false`: nothing else is
+/// checked), no alias twice.
+fn check_lists(
+    transform_aliases: &[String],
+    predicate_aliases: &[String],
+    issues: &mut Vec<(String, String)>,
+) -> bool {
+    for (key, list) in [
+        ("transforms", transform_aliases),
+        ("predicates", predicate_aliases),
+    ] {
+        if list.len() > MAX_ALIASES {
+            issues.push((
+                key.to_owned(),
+                format!(
+                    "lists {} aliases; at most {MAX_ALIASES} are allowed",
+                    list.len()
+                ),
+            ));
+            return false;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for alias in list {
+            if !seen.insert(alias) {
+                issues.push((key.to_owned(), format!("alias {alias:?} is listed twice")));
+            }
+        }
+    }
+    true
+}
+
+/// Reports the keys of aliases not listed: a typo would otherwise silently configure nothing.
+fn check_unlisted_keys(
+    config: &Config,
+    transform_aliases: &[String],
+    predicate_aliases: &[String],
+    issues: &mut Vec<(String, String)>,
+) {
+    for key in config.keys() {
+        for (prefix, list, what) in [
+            ("transforms.", transform_aliases, "transforms"),
+            ("predicates.", predicate_aliases, "predicates"),
+        ] {
+            let Some(rest) = key.strip_prefix(prefix) else {
+                continue;
+            };
+            if !list.iter().any(|a| {
+                rest.strip_prefix(a.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+            }) {
+                issues.push((
+                    key.clone(),
+                    format!(
+                        "no alias of {what}={} matches this key; add the alias to {what} or remove the key",
+                        list.join(",")
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Reads the listed predicates whose class is known and accepts their keys.
+fn predicates(
+    config: &Config,
+    registry: &TransformRegistry,
+    predicate_aliases: &[String],
+    issues: &mut Vec<(String, String)>,
+) -> Vec<PredicateSpec> {
+    let mut predicates = Vec::new();
+    for alias in predicate_aliases {
+        let type_key = format!("predicates.{alias}.type");
+        let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
+            issues.push((type_key, "missing: the predicate's class, e.g. org.apache.kafka.connect.transforms.predicates.TopicNameMatches".to_owned()));
+            continue;
+        };
+        let Some(plugin) = registry.predicate(class) else {
+            issues.push((
+                type_key,
+                format!(
+                    "unknown predicate class {class:?}; known: {}",
+                    known(registry.predicates().iter().map(PredicatePlugin::class))
+                ),
+            ));
+            continue;
+        };
+        let prefix = format!("predicates.{alias}.");
+        let own = own_keys(config, &prefix, &["type"]);
+        if !accepted(plugin.make().configure(&own), &prefix, issues) {
+            continue;
+        }
+        predicates.push(PredicateSpec {
+            alias: alias.clone(),
+            plugin: plugin.clone(),
+            config: own,
+            negate: false,
+        });
+    }
+    predicates
+}
+
+/// Reads transform `alias`: its class, its predicate (one of `predicates`, the ones read, among
+/// `predicate_aliases`), and its keys, which the class must accept. `None` when it has a problem.
+fn step(
+    config: &Config,
+    registry: &TransformRegistry,
+    alias: &str,
+    predicates: &[PredicateSpec],
+    predicate_aliases: &[String],
+    issues: &mut Vec<(String, String)>,
+) -> Option<StepSpec> {
+    let prefix = format!("transforms.{alias}.");
+    let type_key = format!("{prefix}type");
+    let Some(class) = config.get(&type_key).map(|c| c.trim()) else {
+        issues.push((type_key, "missing: the transformation's class, e.g. org.apache.kafka.connect.transforms.InsertField$Value".to_owned()));
+        return None;
+    };
+    let Some(plugin) = registry.transformation(class) else {
+        issues.push((
+            type_key,
+            format!(
+                "unknown transformation class {class:?}; known: {}",
+                known(
+                    registry
+                        .transformations()
+                        .iter()
+                        .map(TransformationPlugin::class)
+                )
+            ),
+        ));
+        return None;
+    };
+    let predicate = step_predicate(config, &prefix, predicates, predicate_aliases, issues);
+    let own = own_keys(config, &prefix, &["type", "predicate", "negate"]);
+    if !accepted(plugin.make().configure(&own), &prefix, issues) {
+        return None;
+    }
+    Some(StepSpec {
+        alias: alias.to_owned(),
+        plugin: plugin.clone(),
+        config: own,
+        predicate,
+    })
+}
+
+/// The predicate a transform (its keys under `prefix`) is conditioned on, with its `negate`.
+fn step_predicate(
+    config: &Config,
+    prefix: &str,
+    predicates: &[PredicateSpec],
+    predicate_aliases: &[String],
+    issues: &mut Vec<(String, String)>,
+) -> Option<PredicateSpec> {
+    let negate_key = format!("{prefix}negate");
+    let negate = match config
+        .get(&negate_key)
+        .map(|v| v.trim().to_ascii_lowercase())
+    {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(_) => {
+            issues.push((negate_key.clone(), "must be true or false".to_owned()));
+            false
+        }
+    };
+    let predicate_key = format!("{prefix}predicate");
+    match config.get(&predicate_key).map(|p| p.trim()) {
+        None | Some("") => {
+            if config.contains_key(&negate_key) {
+                issues.push((negate_key, "is set, but there is no predicate to negate: set transforms.<alias>.predicate too".to_owned()));
+            }
+            None
+        }
+        Some(p) => match predicates.iter().find(|s: &&PredicateSpec| s.alias == p) {
+            Some(spec) => Some(PredicateSpec {
+                negate,
+                ..spec.clone()
+            }),
+            None => {
+                if predicate_aliases.iter().any(|a| a == p) {
+                    // Listed, but its own configuration failed (reported above).
+                } else {
+                    issues.push((
+                        predicate_key,
+                        format!(
+                            "predicate {p:?} is not listed in predicates={}",
+                            predicate_aliases.join(",")
+                        ),
+                    ));
+                }
+                None
+            }
+        },
     }
 }
 

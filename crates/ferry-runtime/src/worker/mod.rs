@@ -574,6 +574,8 @@ impl Worker {
         Ok(())
     }
 
+    /// Starts task `id` on a thread of its own, which opens the task's sink and then runs it; a task
+    /// whose thread cannot start is failed.
     fn spawn_task(
         &self,
         id: &TaskId,
@@ -585,12 +587,6 @@ impl Worker {
         let name = id.to_string();
         let store = self.offset_store_for(&launch.connector_config);
         let store_reader = Arc::new(StoreOffsetReader::new(connector_name, store.clone()));
-        let looked_up = Arc::default();
-        let reader = Arc::new(context::TaskReader::new(
-            name.clone(),
-            store_reader.clone(),
-            Arc::clone(&looked_up),
-        ));
         let (control, control_rx) = watch::channel(launch.target);
         let fence = self.new_fence(id);
         let status = self.status_cell(id, launch.generation, &fence);
@@ -602,109 +598,32 @@ impl Worker {
             status.clone(),
         );
         let helpers = Arc::new(Helpers::default());
-        let runner = {
-            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
-            let task = connector.create_task();
-            let (connector_name, fence) = (connector_name.to_owned(), fence.clone());
-            let (metrics, settings) = (metrics.task().clone(), launch.settings.clone());
-            let (health, helpers) = (self.health.clone(), helpers.clone());
-            let membership = self.settings.membership.clone();
-            let topics = topics::TopicTracker::new(
+        let runner = RunnerParts {
+            name: name.clone(),
+            task: connector.create_task(),
+            connector: connector_name.to_owned(),
+            config,
+            store_reader: store_reader.clone(),
+            acks,
+            metrics: metrics.task().clone(),
+            status: status.clone(),
+            control: control_rx,
+            settings: launch.settings.clone(),
+            health: self.health.clone(),
+            helpers: helpers.clone(),
+            topics: topics::TopicTracker::new(
                 self.settings
                     .topic_tracking
                     .enable
                     .then(|| self.statuses.clone()),
                 id.clone(),
                 fence.clone(),
-            );
-            move |TaskIo {
-                      sink,
-                      writes: (store, task_writer),
-                      delivery,
-                  }: TaskIo| {
-                let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
-                    inner: store,
-                    fence: fence.clone(),
-                    task: name.clone(),
-                    task_writer,
-                });
-                let writer = Arc::new(OffsetWriter::new(&connector_name, fenced));
-                let transaction = matches!(
-                    delivery,
-                    task::TaskDelivery::ExactlyOnce {
-                        boundary: crate::config::exactly_once::TransactionBoundary::Connector,
-                        ..
-                    }
-                )
-                .then(|| Arc::new(task::transaction_context::WorkerTransactionContext::default()));
-                TaskRunner {
-                    watch: context::PartitionWatch::new(name.clone(), looked_up),
-                    name,
-                    task,
-                    context: Arc::new(context::TaskContext {
-                        config,
-                        reader,
-                        transaction,
-                    }),
-                    store_reader,
-                    sink,
-                    acks,
-                    metrics,
-                    writer,
-                    status,
-                    control: control_rx,
-                    settings,
-                    health,
-                    helpers,
-                    topics,
-                    fence,
-                    membership,
-                    delivery,
-                    deferred: std::collections::VecDeque::new(),
-                }
-            }
+            ),
+            fence,
+            membership: self.settings.membership.clone(),
         };
-        // The sink is opened on the task's own thread, at every (re)start: a provider may give each
-        // task its own (a transactional producer per task); a failure fails only this task.
-        let run = {
-            let (sinks, id) = (launch.sinks.clone(), id.clone());
-            let (key, value) = (launch.key_converter, launch.value_converter);
-            let connector_config = launch.connector_config.clone();
-            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
-            let registry = self.settings.metrics.clone();
-            let fencing = self.settings.task_fencing.clone();
-            let delivery = crate::config::exactly_once::delivery(
-                self.settings.exactly_once_source,
-                connector,
-                &launch.connector_config,
-            );
-            async move {
-                let context = TaskSinkContext::new(&id.connector, id.task, key, value)
-                    .with_connector_config(&connector_config);
-                match open_task_io(&sinks, &context, store, fencing, delivery).await {
-                    Ok(io) => {
-                        registry.task_startup(true);
-                        runner(io).run().await
-                    }
-                    Err(e) => {
-                        registry.task_startup(false);
-                        let reason = e.to_string();
-                        tracing::error!(task = %name, "task failed: {reason}");
-                        status.fail(reason);
-                        store_reader.close();
-                    }
-                }
-            }
-        };
-        let panicked = {
-            let (name, status, store_reader) = (name.clone(), status.clone(), store_reader.clone());
-            move |message: String| {
-                let reason = format!("the task panicked: {message}");
-                tracing::error!(task = %name, "task failed: {reason}");
-                status.fail(reason);
-                store_reader.close();
-            }
-        };
+        let run = self.open_and_run(id, connector, launch, store, runner);
+        let panicked = fail_on_panic(name.clone(), status.clone(), store_reader.clone());
         let join = match TaskThread::spawn(&name, helpers, run, panicked) {
             Ok(thread) => Some(thread),
             Err(e) => {
@@ -722,6 +641,52 @@ impl Worker {
             status,
             store_reader,
             _metrics: Some(metrics),
+        }
+    }
+
+    /// What the task's thread runs: opens the task's sink and offset writes, then runs the task
+    /// (or fails it when they cannot be opened).
+    fn open_and_run(
+        &self,
+        id: &TaskId,
+        connector: &dyn SourceConnector,
+        launch: &Launch,
+        store: Arc<dyn OffsetBackingStore>,
+        runner: RunnerParts,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        // The sink is opened on the task's own thread, at every (re)start: a provider may give each
+        // task its own (a transactional producer per task); a failure fails only this task.
+        let (sinks, id) = (launch.sinks.clone(), id.clone());
+        let (key, value) = (launch.key_converter, launch.value_converter);
+        let connector_config = launch.connector_config.clone();
+        let (name, status, store_reader) = (
+            runner.name.clone(),
+            runner.status.clone(),
+            runner.store_reader.clone(),
+        );
+        let registry = self.settings.metrics.clone();
+        let fencing = self.settings.task_fencing.clone();
+        let delivery = crate::config::exactly_once::delivery(
+            self.settings.exactly_once_source,
+            connector,
+            &launch.connector_config,
+        );
+        async move {
+            let context = TaskSinkContext::new(&id.connector, id.task, key, value)
+                .with_connector_config(&connector_config);
+            match open_task_io(&sinks, &context, store, fencing, delivery).await {
+                Ok(io) => {
+                    registry.task_startup(true);
+                    runner.into_runner(io).run().await
+                }
+                Err(e) => {
+                    registry.task_startup(false);
+                    let reason = e.to_string();
+                    tracing::error!(task = %name, "task failed: {reason}");
+                    status.fail(reason);
+                    store_reader.close();
+                }
+            }
         }
     }
 
@@ -958,6 +923,99 @@ impl Worker {
             self.settings.task_shutdown_graceful_timeout,
         )
         .await;
+    }
+}
+
+/// What a task's runner is made of before its sink and offset writes are open (they are opened on
+/// the task's own thread, see [`open_task_io`]).
+struct RunnerParts {
+    name: String,
+    task: Box<dyn ferry_api::SourceTask>,
+    /// The connector's name (its offsets' namespace).
+    connector: String,
+    /// The task's configuration.
+    config: Config,
+    store_reader: Arc<StoreOffsetReader>,
+    acks: AckTracker,
+    metrics: Arc<crate::metrics::TaskMetrics>,
+    status: StatusCell,
+    control: watch::Receiver<TargetState>,
+    settings: TaskSettings,
+    health: Arc<StoreHealth>,
+    helpers: Arc<Helpers>,
+    topics: topics::TopicTracker,
+    fence: Arc<TaskFence>,
+    membership: Option<Arc<ferry_plugin::MembershipLease>>,
+}
+
+impl RunnerParts {
+    /// The task's runner, writing its offsets through `io`'s store behind the task's fence.
+    fn into_runner(self, io: TaskIo) -> TaskRunner {
+        let TaskIo {
+            sink,
+            writes: (store, task_writer),
+            delivery,
+        } = io;
+        let fenced: Arc<dyn OffsetBackingStore> = Arc::new(FencedStore {
+            inner: store,
+            fence: self.fence.clone(),
+            task: self.name.clone(),
+            task_writer,
+        });
+        let writer = Arc::new(OffsetWriter::new(&self.connector, fenced));
+        let transaction = matches!(
+            delivery,
+            task::TaskDelivery::ExactlyOnce {
+                boundary: crate::config::exactly_once::TransactionBoundary::Connector,
+                ..
+            }
+        )
+        .then(|| Arc::new(task::transaction_context::WorkerTransactionContext::default()));
+        let looked_up = Arc::default();
+        let reader = Arc::new(context::TaskReader::new(
+            self.name.clone(),
+            self.store_reader.clone(),
+            Arc::clone(&looked_up),
+        ));
+        TaskRunner {
+            watch: context::PartitionWatch::new(self.name.clone(), looked_up),
+            name: self.name,
+            task: self.task,
+            context: Arc::new(context::TaskContext {
+                config: self.config,
+                reader,
+                transaction,
+            }),
+            store_reader: self.store_reader,
+            sink,
+            acks: self.acks,
+            metrics: self.metrics,
+            writer,
+            status: self.status,
+            control: self.control,
+            settings: self.settings,
+            health: self.health,
+            helpers: self.helpers,
+            topics: self.topics,
+            fence: self.fence,
+            membership: self.membership,
+            delivery,
+            deferred: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+/// What a task's thread does when the task panics: fails it with the panic's message.
+fn fail_on_panic(
+    name: String,
+    status: StatusCell,
+    store_reader: Arc<StoreOffsetReader>,
+) -> impl FnOnce(String) + Send + 'static {
+    move |message: String| {
+        let reason = format!("the task panicked: {message}");
+        tracing::error!(task = %name, "task failed: {reason}");
+        status.fail(reason);
+        store_reader.close();
     }
 }
 

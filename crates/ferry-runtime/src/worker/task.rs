@@ -196,6 +196,39 @@ impl Backoff {
     }
 }
 
+/// The delivery watcher and the periodic committer of one run of the loop.
+struct LoopHelpers {
+    watcher: AbortOnDrop<()>,
+    periodic: Option<AbortOnDrop<()>>,
+    /// Tells the committer to stop after its current commit.
+    stop_committer: watch::Sender<bool>,
+}
+
+/// What the poll loop works with besides `self`, borrowed apart from it so that a send waiting for
+/// room can let the loop handle its events meanwhile.
+struct LoopState<'a> {
+    failure: &'a Failure,
+    /// The worker's offset store health: a failure trace once it failed for good.
+    store: &'a mut watch::Receiver<Option<String>>,
+    outgoing: &'a mut Outgoing,
+    events: &'a mut mpsc::UnboundedReceiver<LoopEvent>,
+    chain: &'a mut crate::transforms::Chain,
+    /// The wait before retrying a failed poll or send.
+    backoff: Backoff,
+    sink: Arc<dyn RecordSink>,
+}
+
+/// How one record of a batch ended, for the rest of the batch.
+enum BatchStep {
+    /// Sent or skipped: the batch goes on; `begin` when a transaction ended after the record (one
+    /// begins before the next).
+    Next { begin: bool },
+    /// The batch ends here: its later records are not sent (they are polled again after a restart).
+    Ended,
+    /// The task failed or was fenced: the loop ends.
+    Stop,
+}
+
 /// One task and everything its loop needs.
 pub(crate) struct TaskRunner {
     pub(crate) name: String,
@@ -283,12 +316,45 @@ impl TaskRunner {
 
     /// Runs the task with `hooks` around its polls, sends and commits.
     async fn run_with<H: TaskHooks>(mut self, hooks: &mut H) {
+        let Some(mut chain) = self.start_task(hooks).await else {
+            return;
+        };
+        let failure = Arc::new(Failure::default());
+        let (mut outgoing, mut events, helpers) = self.spawn_helpers(hooks, &failure);
+        let mut store = self.health.subscribe();
+        self.poll_until_stopped(
+            hooks,
+            &mut LoopState {
+                failure: &failure,
+                store: &mut store,
+                outgoing: &mut outgoing,
+                events: &mut events,
+                chain: &mut chain,
+                backoff: Backoff::new(),
+                // The sink, held apart from `self` so that a send waiting for room can let the loop
+                // handle its events meanwhile (one clone per run, not per record).
+                sink: Arc::clone(&self.sink),
+            },
+        )
+        .await;
+        self.drain(helpers, outgoing).await;
+        // Every acknowledged record's event is queued before its ack (see `deliver`), so none is lost.
+        self.handle_events(&mut events).await;
+        self.finish(hooks, &failure, &mut events).await;
+    }
+
+    /// Starts the task: checks the offset store and the sink, prepares the hooks, builds the
+    /// transform chain and calls `start()`. `None` when it did not start (it is stopped, and failed).
+    async fn start_task<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+    ) -> Option<crate::transforms::Chain> {
         if let Some(trace) = self.health.failure() {
             // Started (e.g. restarted over REST) after the store failed: it could never commit.
             self.fail(trace);
             self.store_reader.close();
             self.status.set(TaskState::Stopped);
-            return;
+            return None;
         }
         match self.sink.reopen_if_failed().await {
             Ok(false) => {}
@@ -303,35 +369,44 @@ impl TaskRunner {
                 ));
                 self.store_reader.close();
                 self.status.set(TaskState::Stopped);
-                return;
+                return None;
             }
         }
         if let Err(e) = hooks.prepare_to_initialize().await {
             self.fail(e.to_string());
             self.stop_task().await;
-            return;
+            return None;
         }
-        let mut chain = match self.settings.transforms.chain() {
+        let chain = match self.settings.transforms.chain() {
             Ok(chain) => chain,
             Err(e) => {
                 self.fail(e.to_string());
                 self.store_reader.close();
                 self.status.set(TaskState::Stopped);
-                return;
+                return None;
             }
         };
         let context = self.context.clone();
         if let Err(e) = self.task.start(context).await {
             self.fail(format!("start() failed: {}", describe(&e)));
             self.stop_task().await;
-            return;
+            return None;
         }
         tracing::info!(task = %self.name, "task started");
-        let failure = Arc::new(Failure::default());
-        let (events_tx, mut events) = mpsc::unbounded_channel();
+        Some(chain)
+    }
+
+    /// Spawns the delivery watcher and the periodic committer (when the semantics has one). Returns
+    /// the loop's ends of their channels, and the helpers.
+    fn spawn_helpers<H: TaskHooks>(
+        &self,
+        hooks: &mut H,
+        failure: &Arc<Failure>,
+    ) -> (Outgoing, mpsc::UnboundedReceiver<LoopEvent>, LoopHelpers) {
+        let (events_tx, events) = mpsc::unbounded_channel();
         let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
-        let mut outgoing = Outgoing::new(inflight_tx);
-        let mut watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
+        let outgoing = Outgoing::new(inflight_tx);
+        let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
             failure.clone(),
@@ -340,7 +415,7 @@ impl TaskRunner {
             self.metrics.clone(),
         )));
         let (stop_committer_tx, stop_committer) = watch::channel(false);
-        let mut periodic = hooks.periodic_committer().map(|committer| {
+        let periodic = hooks.periodic_committer().map(|committer| {
             AbortOnDrop(tokio::spawn(commit_periodically(
                 committer,
                 self.settings.flush_interval,
@@ -353,20 +428,24 @@ impl TaskRunner {
         if let Some(periodic) = &periodic {
             self.helpers.register(periodic.0.abort_handle());
         }
+        let helpers = LoopHelpers {
+            watcher,
+            periodic,
+            stop_committer: stop_committer_tx,
+        };
+        (outgoing, events, helpers)
+    }
 
-        let mut store = self.health.subscribe();
-        self.poll_until_stopped(
-            hooks,
-            &failure,
-            &mut store,
-            &mut outgoing,
-            &mut events,
-            &mut chain,
-        )
-        .await;
-
+    /// Stops the committer once its current commit is done, then waits (at most
+    /// `offset.flush.timeout.ms`) until every outstanding delivery has resolved.
+    async fn drain(&mut self, helpers: LoopHelpers, outgoing: Outgoing) {
+        let LoopHelpers {
+            mut watcher,
+            mut periodic,
+            stop_committer,
+        } = helpers;
         // Stop: no new records; let the committer finish its current commit, then drain.
-        let _ = stop_committer_tx.send(true);
+        let _ = stop_committer.send(true);
         if let Some(periodic) = &mut periodic {
             let _ = (&mut periodic.0).await;
         }
@@ -383,9 +462,17 @@ impl TaskRunner {
                 self.settings.flush_timeout.as_millis()
             );
         }
-        // Every acknowledged record's event is queued before its ack (see `deliver`), so none is lost.
         drop(watcher);
-        self.handle_events(&mut events).await;
+    }
+
+    /// Ends the run: records the loop's failure, commits one last time (unless a newer instance
+    /// fenced this one, the store failed, or the stop gave up on the task), and stops the task.
+    async fn finish<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        failure: &Failure,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) {
         if let Some(reason) = failure.get() {
             self.fail(reason);
         }
@@ -402,7 +489,7 @@ impl TaskRunner {
             let failed = self.status.get().state == TaskState::Failed;
             match hooks.final_commit(failed).await {
                 CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit => {
-                    self.release_committed(hooks, &mut events).await;
+                    self.release_committed(hooks, events).await;
                     self.call_commit().await;
                 }
                 // The store failed at this very commit: the task's last offsets are lost with it.
@@ -413,52 +500,19 @@ impl TaskRunner {
         self.stop_task().await;
     }
 
-    async fn poll_until_stopped<H: TaskHooks>(
-        &mut self,
-        hooks: &mut H,
-        failure: &Failure,
-        store: &mut watch::Receiver<Option<String>>,
-        outgoing: &mut Outgoing,
-        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
-        chain: &mut crate::transforms::Chain,
-    ) {
-        let mut backoff = Backoff::new();
-        // The sink, held apart from `self` so that a send waiting for room can let the loop handle
-        // its events meanwhile (one clone per run, not per record).
-        let sink = Arc::clone(&self.sink);
+    /// Polls and sends until the task is stopped, fails or is fenced.
+    async fn poll_until_stopped<H: TaskHooks>(&mut self, hooks: &mut H, state: &mut LoopState<'_>) {
         loop {
-            self.handle_events(events).await;
-            if self.fence.is_superseded() {
-                return;
-            }
-            if let Some(reason) = failure.get().or_else(|| self.fence.writer_failure()) {
-                self.fail(reason);
-                return;
-            }
-            if let Some(trace) = store.borrow_and_update().clone() {
-                self.fail(trace);
+            self.handle_events(state.events).await;
+            if self.must_stop(state.failure, state.store) {
                 return;
             }
             let target = *self.control.borrow_and_update();
             match target {
                 TargetState::Stopped => return,
                 TargetState::Paused => {
-                    if self.status.get().state != TaskState::Paused {
-                        // Exactly-once: a paused task holds no transaction open.
-                        if let Err(e) = hooks.paused().await {
-                            self.fail_unless_fenced(e);
-                            return;
-                        }
-                        self.release_committed(hooks, events).await;
-                    }
-                    self.status.set(TaskState::Paused);
-                    tokio::select! {
-                        // The worker dropped its handle: nobody can resume or stop us any more.
-                        changed = self.control.changed() => if changed.is_err() { return },
-                        _ = failure.wake.notified() => {}
-                        () = self.fence.woken() => {}
-                        _ = store.changed() => {}
-                        Some(event) = events.recv() => self.handle_event(event).await,
+                    if !self.wait_paused(hooks, state).await {
+                        return;
                     }
                     continue;
                 }
@@ -468,7 +522,7 @@ impl TaskRunner {
                 self.fail_unless_fenced(e);
                 return;
             }
-            self.release_committed(hooks, events).await;
+            self.release_committed(hooks, state.events).await;
             let poll_started = std::time::Instant::now();
             let polled = tokio::select! {
                 biased;
@@ -478,9 +532,9 @@ impl TaskRunner {
                     }
                     continue;
                 }
-                _ = failure.wake.notified() => continue,
+                _ = state.failure.wake.notified() => continue,
                 () = self.fence.woken() => continue,
-                _ = store.changed() => continue,
+                _ = state.store.changed() => continue,
                 polled = self.task.poll() => polled,
             };
             // A poll may return at once without awaiting (an empty Vec is allowed): yield now and then,
@@ -488,116 +542,17 @@ impl TaskRunner {
             tokio::task::coop::consume_budget().await;
             match polled {
                 Ok(records) => {
-                    backoff.reset();
+                    state.backoff.reset();
                     self.metrics.polled(records.len(), poll_started.elapsed());
                     if records.is_empty() {
                         continue;
                     }
-                    if !self.hold_while_unconfirmed(failure).await {
-                        // Stopping, failed, or the task runs elsewhere now: the batch was never sent,
-                        // so its records are polled again from the committed offsets by the task's
-                        // next instance. This instance polls no more (its connector state is past them).
+                    if !self.send_batch(hooks, records, state).await {
                         return;
                     }
-                    if let Err(e) = hooks.prepare_to_send(&records).await {
-                        self.fail_unless_fenced(e);
-                        return;
-                    }
-                    let mut dispatched = true;
-                    // A transaction ended inside the batch (the task asked): one begins before
-                    // the next record.
-                    let mut begin = false;
-                    for record in records {
-                        // `transaction.boundary=connector`: whether the transaction ends after this
-                        // record, asked of the record as the task returned it.
-                        let boundary = match hooks.boundary_at(&record) {
-                            Ok(boundary) => boundary,
-                            Err(e) => {
-                                failure.set(e.to_string());
-                                dispatched = false;
-                                break;
-                            }
-                        };
-                        if std::mem::take(&mut begin)
-                            && let Err(e) = hooks.prepare_to_send(&[]).await
-                        {
-                            self.fail_unless_fenced(e);
-                            return;
-                        }
-                        // Boxed at once and not moved through `transform` when there is no chain:
-                        // the record is large, and every move is a copy.
-                        let record = if chain.is_empty() {
-                            Box::new(record)
-                        } else {
-                            match self.transform(chain, record, outgoing).await {
-                                transform::Transformed::Record(record) => Box::new(record),
-                                transform::Transformed::Skipped(polled) => {
-                                    self.skip(hooks, &polled).await;
-                                    if let Some(boundary) = boundary {
-                                        if !self.end_transaction(hooks, boundary, outgoing).await {
-                                            return;
-                                        }
-                                        begin = true;
-                                    }
-                                    continue;
-                                }
-                                transform::Transformed::Stopping => {
-                                    dispatched = false;
-                                    break;
-                                }
-                                transform::Transformed::Failed(reason) => {
-                                    failure.set(reason);
-                                    dispatched = false;
-                                    break;
-                                }
-                            }
-                        };
-                        match self
-                            .send(
-                                hooks,
-                                &*sink,
-                                record,
-                                outgoing,
-                                events,
-                                &mut backoff,
-                                failure,
-                            )
-                            .await
-                        {
-                            Ok(Sent::Done) => {
-                                if let Some(boundary) = boundary {
-                                    if !self.end_transaction(hooks, boundary, outgoing).await {
-                                        return;
-                                    }
-                                    begin = true;
-                                }
-                            }
-                            // The unsent record's offset must never be committed, so no later record
-                            // of the batch may be sent: they are all polled again after a restart.
-                            Ok(Sent::Stopping) => {
-                                dispatched = false;
-                                break;
-                            }
-                            Err(e) => {
-                                failure.set(e.to_string());
-                                dispatched = false;
-                                break;
-                            }
-                        }
-                    }
-                    // Whatever ended the batch, the records sent so far are watched.
-                    if let Err(e) = outgoing.flush().await {
-                        failure.set(e.to_string());
-                        continue;
-                    }
-                    if dispatched && let Err(e) = hooks.batch_dispatched().await {
-                        self.fail_unless_fenced(e);
-                        return;
-                    }
-                    self.release_committed(hooks, events).await;
                 }
                 Err(e) if e.is_retriable() => {
-                    let delay = backoff.next();
+                    let delay = state.backoff.next();
                     let e = crate::config::scrub(e.to_string(), &self.settings.secrets);
                     tracing::warn!(task = %self.name, "poll failed, retrying in {} ms: {e}", delay.as_millis());
                     self.sleep_unless_stopped(delay).await;
@@ -607,6 +562,193 @@ impl TaskRunner {
                     return;
                 }
             }
+        }
+    }
+
+    /// Whether the loop must end before the next poll: a newer instance fenced this one, the task
+    /// failed (its status is set now), or the worker's offset store failed.
+    fn must_stop(&self, failure: &Failure, store: &mut watch::Receiver<Option<String>>) -> bool {
+        if self.fence.is_superseded() {
+            return true;
+        }
+        if let Some(reason) = failure.get().or_else(|| self.fence.writer_failure()) {
+            self.fail(reason);
+            return true;
+        }
+        if let Some(trace) = store.borrow_and_update().clone() {
+            self.fail(trace);
+            return true;
+        }
+        false
+    }
+
+    /// Pauses the task (once) and waits until the target state changes or something wakes the
+    /// loop; returns whether the loop goes on.
+    async fn wait_paused<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        state: &mut LoopState<'_>,
+    ) -> bool {
+        if self.status.get().state != TaskState::Paused {
+            // Exactly-once: a paused task holds no transaction open.
+            if let Err(e) = hooks.paused().await {
+                self.fail_unless_fenced(e);
+                return false;
+            }
+            self.release_committed(hooks, state.events).await;
+        }
+        self.status.set(TaskState::Paused);
+        tokio::select! {
+            // The worker dropped its handle: nobody can resume or stop us any more.
+            changed = self.control.changed() => if changed.is_err() { return false },
+            _ = state.failure.wake.notified() => {}
+            () = self.fence.woken() => {}
+            _ = state.store.changed() => {}
+            Some(event) = state.events.recv() => self.handle_event(event).await,
+        }
+        true
+    }
+
+    /// Sends a polled batch once the group confirms this worker, and hands what was sent to the
+    /// delivery watcher; returns whether the loop goes on.
+    async fn send_batch<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        records: Vec<SourceRecord>,
+        state: &mut LoopState<'_>,
+    ) -> bool {
+        if !self.hold_while_unconfirmed(state.failure).await {
+            // Stopping, failed, or the task runs elsewhere now: the batch was never sent,
+            // so its records are polled again from the committed offsets by the task's
+            // next instance. This instance polls no more (its connector state is past them).
+            return false;
+        }
+        if let Err(e) = hooks.prepare_to_send(&records).await {
+            self.fail_unless_fenced(e);
+            return false;
+        }
+        let Some(dispatched) = self.send_records(hooks, records, state).await else {
+            return false;
+        };
+        // Whatever ended the batch, the records sent so far are watched.
+        if let Err(e) = state.outgoing.flush().await {
+            state.failure.set(e.to_string());
+            return true;
+        }
+        if dispatched && let Err(e) = hooks.batch_dispatched().await {
+            self.fail_unless_fenced(e);
+            return false;
+        }
+        self.release_committed(hooks, state.events).await;
+        true
+    }
+
+    /// Sends a batch's records in order. Returns whether all of them were dispatched (`false`: the
+    /// batch ended early), or `None` when the loop must end.
+    async fn send_records<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        records: Vec<SourceRecord>,
+        state: &mut LoopState<'_>,
+    ) -> Option<bool> {
+        // A transaction ended inside the batch (the task asked): one begins before
+        // the next record.
+        let mut begin = false;
+        for record in records {
+            match self
+                .send_record(hooks, record, std::mem::take(&mut begin), state)
+                .await
+            {
+                BatchStep::Next { begin: next } => begin = next,
+                BatchStep::Ended => return Some(false),
+                BatchStep::Stop => return None,
+            }
+        }
+        Some(true)
+    }
+
+    /// Sends one polled record through the transforms to the sink: begins a transaction first when
+    /// `begin`, and ends one after it where the task asks.
+    async fn send_record<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        record: SourceRecord,
+        begin: bool,
+        state: &mut LoopState<'_>,
+    ) -> BatchStep {
+        // `transaction.boundary=connector`: whether the transaction ends after this
+        // record, asked of the record as the task returned it.
+        let boundary = match hooks.boundary_at(&record) {
+            Ok(boundary) => boundary,
+            Err(e) => {
+                state.failure.set(e.to_string());
+                return BatchStep::Ended;
+            }
+        };
+        if begin && let Err(e) = hooks.prepare_to_send(&[]).await {
+            self.fail_unless_fenced(e);
+            return BatchStep::Stop;
+        }
+        // Boxed at once and not moved through `transform` when there is no chain:
+        // the record is large, and every move is a copy.
+        let record = if state.chain.is_empty() {
+            Box::new(record)
+        } else {
+            match self.transform(state.chain, record, state.outgoing).await {
+                transform::Transformed::Record(record) => Box::new(record),
+                transform::Transformed::Skipped(polled) => {
+                    self.skip(hooks, &polled).await;
+                    return self
+                        .end_transaction_at(hooks, boundary, state.outgoing)
+                        .await;
+                }
+                transform::Transformed::Stopping => return BatchStep::Ended,
+                transform::Transformed::Failed(reason) => {
+                    state.failure.set(reason);
+                    return BatchStep::Ended;
+                }
+            }
+        };
+        let sent = self
+            .send(
+                hooks,
+                &*state.sink,
+                record,
+                state.outgoing,
+                state.events,
+                &mut state.backoff,
+                state.failure,
+            )
+            .await;
+        match sent {
+            Ok(Sent::Done) => {
+                self.end_transaction_at(hooks, boundary, state.outgoing)
+                    .await
+            }
+            // The unsent record's offset must never be committed, so no later record
+            // of the batch may be sent: they are all polled again after a restart.
+            Ok(Sent::Stopping) => BatchStep::Ended,
+            Err(e) => {
+                state.failure.set(e.to_string());
+                BatchStep::Ended
+            }
+        }
+    }
+
+    /// Ends the transaction after a sent or skipped record when the task asked for it there.
+    async fn end_transaction_at<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        boundary: Option<semantics::Boundary>,
+        outgoing: &mut Outgoing,
+    ) -> BatchStep {
+        let Some(boundary) = boundary else {
+            return BatchStep::Next { begin: false };
+        };
+        if self.end_transaction(hooks, boundary, outgoing).await {
+            BatchStep::Next { begin: true }
+        } else {
+            BatchStep::Stop
         }
     }
 
@@ -663,32 +805,8 @@ impl TaskRunner {
             if !self.hold_while_unconfirmed(failure).await {
                 return Ok(Sent::Stopping);
             }
-            let sent = {
-                let mut sending = sink.send(&record);
-                match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
-                    Poll::Ready(sent) => sent,
-                    // The sink makes us wait (a full queue): what it accepted before is watched
-                    // meanwhile, whatever its deliveries need to make progress.
-                    Poll::Pending => {
-                        outgoing.flush().await?;
-                        loop {
-                            tokio::select! {
-                                sent = &mut sending => break sent,
-                                // The wait may last as long as the brokers are away: a stop gives
-                                // the record up. It was never accepted, so its offset is never
-                                // committed and it is polled again after a restart.
-                                // (The `Ref` the wait returns is dropped inside, so that the
-                                // event handler below may borrow `self`.)
-                                () = async {
-                                    let _ = self.control.wait_for(|t| *t == TargetState::Stopped).await;
-                                } => return Ok(Sent::Stopping),
-                                // Records acknowledged meanwhile get their `commit_record` now, as
-                                // between polls, however long the sink makes us wait.
-                                Some(event) = events.recv() => self.handle_event(event).await,
-                            }
-                        }
-                    }
-                }
+            let Some(sent) = self.sink_send(sink, &record, outgoing, events).await? else {
+                return Ok(Sent::Stopping);
             };
             match sent {
                 Err(e) if e.kind == crate::sink::SinkErrorKind::Fenced => {
@@ -731,6 +849,43 @@ impl TaskRunner {
                     self.metrics.record_failure();
                     self.metrics.record_error();
                     return Err(SendFailure::Refused(e));
+                }
+            }
+        }
+    }
+
+    /// Hands `record` to the sink. When the sink makes the task wait (a full queue), what it
+    /// accepted before is watched and the loop's events are handled meanwhile. `Ok(None)`: a stop
+    /// came first.
+    async fn sink_send(
+        &mut self,
+        sink: &dyn RecordSink,
+        record: &SourceRecord,
+        outgoing: &mut Outgoing,
+        events: &mut mpsc::UnboundedReceiver<LoopEvent>,
+    ) -> Result<Option<Result<PendingDelivery, SinkError>>, WatcherStopped> {
+        let mut sending = sink.send(record);
+        match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
+            Poll::Ready(sent) => Ok(Some(sent)),
+            // The sink makes us wait (a full queue): what it accepted before is watched
+            // meanwhile, whatever its deliveries need to make progress.
+            Poll::Pending => {
+                outgoing.flush().await?;
+                loop {
+                    tokio::select! {
+                        sent = &mut sending => return Ok(Some(sent)),
+                        // The wait may last as long as the brokers are away: a stop gives
+                        // the record up. It was never accepted, so its offset is never
+                        // committed and it is polled again after a restart.
+                        // (The `Ref` the wait returns is dropped inside, so that the
+                        // event handler below may borrow `self`.)
+                        () = async {
+                            let _ = self.control.wait_for(|t| *t == TargetState::Stopped).await;
+                        } => return Ok(None),
+                        // Records acknowledged meanwhile get their `commit_record` now, as
+                        // between polls, however long the sink makes us wait.
+                        Some(event) = events.recv() => self.handle_event(event).await,
+                    }
                 }
             }
         }
