@@ -390,6 +390,42 @@ fn an_https_listener_is_advertised_as_kafka_connect_chooses_it_and_basic_auth_is
 }
 
 #[test]
+fn an_inline_private_key_that_does_not_match_its_chain_is_refused_without_showing_the_key() {
+    let one = rcgen::generate_simple_self_signed(vec!["w1.example".to_owned()]).unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["w1.example".to_owned()]).unwrap();
+    let key = one.key_pair.serialize_pem();
+    let mut pairs: Vec<(String, String)> = MINIMAL
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    pairs.extend([
+        ("listeners".to_owned(), "https://w1.example:8443".to_owned()),
+        ("ssl.keystore.type".to_owned(), "PEM".to_owned()),
+        ("ssl.keystore.key".to_owned(), key.clone()),
+        (
+            "ssl.keystore.certificate.chain".to_owned(),
+            other.cert.pem(),
+        ),
+    ]);
+    let props = Properties::from_pairs("worker.properties", pairs);
+    let got: Vec<String> = match DistributedConfig::from_properties(&props) {
+        Ok(config) => panic!("a key and a chain that do not match were accepted: {config:?}"),
+        Err(errors) => errors.iter().map(ToString::to_string).collect(),
+    };
+    assert!(
+        got.iter().any(|e| e.contains("ssl.keystore.key")),
+        "the error names the key: {got:?}"
+    );
+    // The private key's body (any line of it) must not be shown.
+    let body = key.lines().nth(1).unwrap_or_default();
+    assert!(
+        !body.is_empty() && got.iter().all(|e| !e.contains(body) && !e.contains("PRIVATE KEY")),
+        "the private key is shown: {got:?}"
+    );
+}
+
+#[test]
 fn exactly_once_source_support_takes_kafka_connects_values() {
     use ferry_runtime::config::exactly_once::ExactlyOnceSource;
     assert_eq!(

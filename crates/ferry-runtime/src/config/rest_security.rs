@@ -223,7 +223,8 @@ pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Opt
     }
     let anchors = trusted.clone().unwrap_or_else(|| chain.clone());
     let roots = keys.trust_roots(anchors, errors)?;
-    let fail = |e: &dyn fmt::Display| props.invalid(&keys.key(keystore.key_name), e.to_string());
+    // Through `keys.invalid`: an inline private key (`ssl.keystore.key`) is never shown.
+    let fail = |e: &dyn fmt::Display| keys.invalid(keystore.key_name, e.to_string());
     let server = match server_config(&roots, client_auth, &chain, &private_key) {
         Ok(s) => s,
         Err(e) => {
