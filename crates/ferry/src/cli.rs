@@ -107,7 +107,11 @@ fn init_logging() {
 const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// `ferry docs reference`: writes the generated pages, or with `check` lists the stale ones.
-fn docs_reference(ferry: &Ferry, out: &std::path::Path, check: bool) -> Result<ExitCode, String> {
+fn docs_reference(
+    ferry: &Ferry,
+    out: &std::path::Path,
+    check: bool,
+) -> Result<ExitCode, crate::docs::DocsError> {
     let pages = crate::docs::reference_pages(ferry)?;
     if !check {
         crate::docs::write_pages(out, &pages)?;

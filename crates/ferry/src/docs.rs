@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ferry_api::ConfigKey;
 use ferry_herder::entities::ConfigKeyInfo;
 use ferry_herder::{Herder, StandaloneHerder};
-use ferry_plugin::{ConfigError, Properties};
+use ferry_plugin::{ConfigError, ConfigErrors, Properties};
 use ferry_runtime::stores::MemoryConfigStore;
 use ferry_runtime::{Worker, WorkerSettings};
 
@@ -32,6 +32,67 @@ const CONNECTOR_KEY_SOURCE: &str = include_str!("../../ferry-kafka/src/connector
 /// The converter module, whose module documentation is the converter reference.
 const CONVERTER_SOURCE: &str = include_str!("../../ferry-plugin/src/converter_config.rs");
 
+/// Why the reference cannot be generated or written. Most say the generator no longer matches the
+/// code it reads, and what to update.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocsError {
+    /// The output directory cannot be created.
+    #[error("cannot create the directory {}: {source}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A page cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The page's file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A worker parser accepted the generator's probe key, so its accepted keys cannot be listed.
+    #[error("the worker parser accepted the unknown key {0}")]
+    ProbeAccepted(&'static str),
+    /// A worker parser no longer lists its accepted keys with the first unknown key.
+    #[error(
+        "the worker parser did not list its accepted keys with the unknown key {0}; update \
+         crates/ferry/src/docs.rs to the parser's new message"
+    )]
+    ProbeUnlisted(&'static str),
+    /// A worker accepts a key no definition describes.
+    #[error(
+        "the worker accepts {0}, but no definition describes it: add it to the worker's key table \
+         (COMMON_WORKER_KEYS, STANDALONE_KEYS, REST_KEYS, DISTRIBUTED_KEYS) or the keys() of the \
+         store or sink that reads it"
+    )]
+    Undefined(String),
+    /// The generator's Kafka worker file is refused.
+    #[error("the reference generator's Kafka worker is refused: {0}")]
+    KafkaWorker(ConfigErrors),
+    /// A listed plugin's definitions cannot be read.
+    #[error("the definitions of the listed plugin {class} cannot be read: {source}")]
+    Plugin {
+        /// The plugin's class.
+        class: String,
+        /// Why.
+        source: ferry_herder::HerderError,
+    },
+    /// The REST router's source is not what the route reader expects.
+    #[error("{0} in the REST router: update crates/ferry/src/docs.rs")]
+    Router(&'static str),
+    /// A route's method router is a name the reader cannot follow.
+    #[error("the route {path} uses {name}, which is not a `let` of fn router")]
+    RouteBinding {
+        /// The route.
+        path: String,
+        /// The name.
+        name: String,
+    },
+}
+
 /// One generated page: its file name (relative to the output directory) and its Markdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
@@ -46,7 +107,7 @@ pub struct Page {
 /// # Errors
 /// A definition cannot be read (a plugin listed without definitions, a worker parser that no longer
 /// lists its keys): what failed, so the generator can be fixed.
-pub fn reference_pages(ferry: &Ferry) -> Result<Vec<Page>, String> {
+pub fn reference_pages(ferry: &Ferry) -> Result<Vec<Page>, DocsError> {
     let herder = herder(ferry);
     Ok(vec![
         Page {
@@ -80,13 +141,14 @@ pub fn reference_pages(ferry: &Ferry) -> Result<Vec<Page>, String> {
 ///
 /// # Errors
 /// A page cannot be written: the path and the OS error.
-pub fn write_pages(out: &Path, pages: &[Page]) -> Result<(), String> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("cannot create the directory {}: {e}", out.display()))?;
+pub fn write_pages(out: &Path, pages: &[Page]) -> Result<(), DocsError> {
+    std::fs::create_dir_all(out).map_err(|source| DocsError::CreateDir {
+        dir: out.to_path_buf(),
+        source,
+    })?;
     for page in pages {
         let path = out.join(&page.file);
-        std::fs::write(&path, &page.text)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, &page.text).map_err(|source| DocsError::Write { path, source })?;
     }
     Ok(())
 }
@@ -259,14 +321,12 @@ fn config_key_table(s: &mut String, keys: &[ConfigKey]) {
 /// properties file holding only a key no parser knows makes it say them all.
 fn accepted_keys(
     parse: impl FnOnce(&Properties) -> Result<(), Vec<ConfigError>>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, DocsError> {
     const PROBE: &str = "zz.ferry.docs.reference.probe.zz";
     let props = Properties::from_pairs("<reference generator>", [(PROBE, "1")]);
     let errors = match parse(&props) {
         Ok(()) => {
-            return Err(format!(
-                "the worker parser accepted the unknown key {PROBE}"
-            ));
+            return Err(DocsError::ProbeAccepted(PROBE));
         }
         Err(errors) => errors,
     };
@@ -281,10 +341,7 @@ fn accepted_keys(
             return Ok(keys);
         }
     }
-    Err(format!(
-        "the worker parser did not list its accepted keys with the unknown key {PROBE}; \
-         update crates/ferry/src/docs.rs to the parser's new message"
-    ))
+    Err(DocsError::ProbeUnlisted(PROBE))
 }
 
 /// Every `pub const NAME: &str = "key";` of `source` that has a doc comment: the key and its doc.
@@ -316,7 +373,7 @@ fn const_keys(source: &str) -> Vec<(String, String)> {
 
 /// The connector keys the Kafka sink reads (`topic.creation.*`, `producer.override.*`, …): the key
 /// constants of `ferry-kafka/src/connector_keys.rs` that the Kafka sink says it handles.
-fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, String> {
+fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, DocsError> {
     let worker = Properties::from_pairs(
         "<reference generator>",
         [
@@ -327,7 +384,7 @@ fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, Str
     );
     let worker = ferry
         .parse_worker(&worker)
-        .map_err(|e| format!("the reference generator's Kafka worker is refused: {e}"))?;
+        .map_err(DocsError::KafkaWorker)?;
     let spec = worker.sink.spec();
     Ok(const_keys(CONNECTOR_KEY_SOURCE)
         .into_iter()
@@ -348,7 +405,7 @@ fn kafka_sink_connector_keys(ferry: &Ferry) -> Result<Vec<(String, String)>, Str
 ///
 /// # Errors
 /// An accepted key that no definition describes: the generator names it, so it gets one.
-fn key_table(s: &mut String, keys: &[String], definitions: &[ConfigKey]) -> Result<(), String> {
+fn key_table(s: &mut String, keys: &[String], definitions: &[ConfigKey]) -> Result<(), DocsError> {
     s.push_str("| key | type | default | importance | description |\n|---|---|---|---|---|\n");
     for k in keys {
         if k.ends_with('*') {
@@ -360,11 +417,7 @@ fn key_table(s: &mut String, keys: &[String], definitions: &[ConfigKey]) -> Resu
             continue;
         }
         let Some(key) = definitions.iter().find(|d| d.name == k) else {
-            return Err(format!(
-                "the worker accepts {k}, but no definition describes it: add it to the worker's key \
-                 table (COMMON_WORKER_KEYS, STANDALONE_KEYS, REST_KEYS, DISTRIBUTED_KEYS) or the \
-                 keys() of the store or sink that reads it"
-            ));
+            return Err(DocsError::Undefined(k.clone()));
         };
         let _ = writeln!(
             s,
@@ -398,7 +451,7 @@ fn secret_note(key: &ConfigKey) -> &'static str {
     }
 }
 
-fn worker_page(ferry: &Ferry) -> Result<String, String> {
+fn worker_page(ferry: &Ferry) -> Result<String, DocsError> {
     let mut s = header(
         "Worker keys",
         "the worker key definitions, the worker parsers' accepted keys and the offset store and sink \
@@ -483,13 +536,16 @@ fn prefixes_line(s: &mut String, prefixes: &[&str]) {
     let _ = writeln!(s, "Also every key starting with {}.\n", prefixes.join(", "));
 }
 
-fn plugin_keys(herder: &StandaloneHerder, class: &str) -> Result<Vec<ConfigKeyInfo>, String> {
+fn plugin_keys(herder: &StandaloneHerder, class: &str) -> Result<Vec<ConfigKeyInfo>, DocsError> {
     herder
         .plugin_config(class)
-        .map_err(|e| format!("the definitions of the listed plugin {class} cannot be read: {e}"))
+        .map_err(|source| DocsError::Plugin {
+            class: class.to_owned(),
+            source,
+        })
 }
 
-fn connectors_page(ferry: &Ferry, herder: &StandaloneHerder) -> Result<String, String> {
+fn connectors_page(ferry: &Ferry, herder: &StandaloneHerder) -> Result<String, DocsError> {
     let mut s = header(
         "Connector keys",
         "the definitions `GET /connector-plugins/{plugin}/config` serves",
@@ -543,7 +599,7 @@ fn connectors_page(ferry: &Ferry, herder: &StandaloneHerder) -> Result<String, S
     Ok(s)
 }
 
-fn transforms_page(herder: &StandaloneHerder) -> Result<String, String> {
+fn transforms_page(herder: &StandaloneHerder) -> Result<String, DocsError> {
     let mut s = header(
         "Transforms and predicates",
         "the definitions `GET /connector-plugins/{plugin}/config` serves",
@@ -599,10 +655,10 @@ struct Route {
 
 /// The routes of `fn router` in the REST module's source: `.route("<path>", <method router>)`, where
 /// a method router is built from `get(h)`, `post(h)`, `.patch(h)`, … or is a `let` of the function.
-fn routes(source: &str) -> Result<Vec<Route>, String> {
+fn routes(source: &str) -> Result<Vec<Route>, DocsError> {
     let start = source
         .find("fn router(")
-        .ok_or("the REST module has no `fn router(`: update crates/ferry/src/docs.rs")?;
+        .ok_or(DocsError::Router("the REST module has no `fn router(`"))?;
     let body = &source[start..];
     let end = body.find("\n}\n").unwrap_or(body.len());
     let body = &body[..end];
@@ -610,7 +666,7 @@ fn routes(source: &str) -> Result<Vec<Route>, String> {
     let mut rest = body;
     while let Some(at) = rest.find(".route(") {
         rest = &rest[at + ".route(".len()..];
-        let args = balanced(rest).ok_or("an unbalanced `.route(` in the REST router")?;
+        let args = balanced(rest).ok_or(DocsError::Router("an unbalanced `.route(`"))?;
         let Some(path) = args
             .trim_start()
             .strip_prefix('"')
@@ -621,8 +677,9 @@ fn routes(source: &str) -> Result<Vec<Route>, String> {
         let router = args.split_once(',').map(|(_, r)| r.trim()).unwrap_or("");
         let expr = match router.split(['.', '(']).next() {
             Some(name) if !name.is_empty() && !is_method(name) => let_binding(body, name)
-                .ok_or_else(|| {
-                    format!("the route {path} uses {name}, which is not a `let` of fn router")
+                .ok_or_else(|| DocsError::RouteBinding {
+                    path: path.to_owned(),
+                    name: name.to_owned(),
                 })?,
             _ => router.to_owned(),
         };
@@ -632,9 +689,7 @@ fn routes(source: &str) -> Result<Vec<Route>, String> {
         });
     }
     if routes.is_empty() {
-        return Err(
-            "no route found in the REST router: update crates/ferry/src/docs.rs".to_owned(),
-        );
+        return Err(DocsError::Router("no route found"));
     }
     Ok(routes)
 }
@@ -694,7 +749,7 @@ fn methods(expr: &str) -> Vec<(String, String)> {
     found.into_iter().map(|(_, m, h)| (m, h)).collect()
 }
 
-fn rest_page() -> Result<String, String> {
+fn rest_page() -> Result<String, DocsError> {
     let mut s = header(
         "REST routes",
         "the router in `crates/ferry-rest/src/lib.rs`",
@@ -767,6 +822,7 @@ mod tests {
         let keys = ["sink".to_owned(), "sink.colour".to_owned()];
         let error = key_table(&mut String::new(), &keys, &definitions)
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(
             error.contains("the worker accepts sink.colour, but no definition describes it"),

@@ -420,7 +420,10 @@ fn an_inline_private_key_that_does_not_match_its_chain_is_refused_without_showin
     // The private key's body (any line of it) must not be shown.
     let body = key.lines().nth(1).unwrap_or_default();
     assert!(
-        !body.is_empty() && got.iter().all(|e| !e.contains(body) && !e.contains("PRIVATE KEY")),
+        !body.is_empty()
+            && got
+                .iter()
+                .all(|e| !e.contains(body) && !e.contains("PRIVATE KEY")),
         "the private key is shown: {got:?}"
     );
 }

@@ -204,32 +204,62 @@ impl FileTaskConfig {
     }
 }
 
+/// Why a `files` glob cannot be expanded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GlobError {
+    /// The pattern does not parse.
+    #[error("{pattern:?} is not a valid glob pattern: {source}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        source: glob::PatternError,
+    },
+    /// A directory on the way cannot be read.
+    #[error(
+        "cannot read {} while expanding {pattern:?}: {}; fix its permissions or narrow the pattern",
+        source.path().display(),
+        source.error()
+    )]
+    Read {
+        /// The pattern.
+        pattern: String,
+        /// The path and the OS error.
+        source: glob::GlobError,
+    },
+    /// A match cannot be a partition's `filename`.
+    #[error(
+        "the matched path {} is not valid UTF-8; rename it or narrow the pattern",
+        path.display()
+    )]
+    NotUtf8 {
+        /// The path.
+        path: std::path::PathBuf,
+    },
+}
+
 /// Expands a glob into the sorted, de-duplicated paths of the files (not directories) it matches.
 ///
 /// # Errors
 /// The pattern is invalid, a directory cannot be read, or a matched path is not valid UTF-8 (it could
 /// not be stored as the partition's `filename`).
-pub(crate) fn expand_glob(pattern: &str) -> Result<Vec<String>, String> {
-    let paths =
-        glob::glob(pattern).map_err(|e| format!("{pattern:?} is not a valid glob pattern: {e}"))?;
+pub(crate) fn expand_glob(pattern: &str) -> Result<Vec<String>, GlobError> {
+    let paths = glob::glob(pattern).map_err(|source| GlobError::Pattern {
+        pattern: pattern.to_owned(),
+        source,
+    })?;
     let mut files = Vec::new();
     for entry in paths {
-        let path = entry.map_err(|e| {
-            format!(
-                "cannot read {} while expanding {pattern:?}: {}; fix its permissions or narrow the pattern",
-                e.path().display(),
-                e.error()
-            )
+        let path = entry.map_err(|source| GlobError::Read {
+            pattern: pattern.to_owned(),
+            source,
         })?;
         if path.is_dir() {
             continue;
         }
-        let name = path.to_str().ok_or_else(|| {
-            format!(
-                "the matched path {} is not valid UTF-8; rename it or narrow the pattern",
-                path.display()
-            )
-        })?;
+        let name = path
+            .to_str()
+            .ok_or_else(|| GlobError::NotUtf8 { path: path.clone() })?;
         files.push(name.to_owned());
     }
     files.sort();

@@ -136,7 +136,10 @@ impl SourceConnector for FileStreamSourceConnector {
                     message: format!("the glob {pattern:?} matches no file; create the files first or fix the pattern"),
                 }),
                 Ok(_) => {}
-                Err(message) => issues.push(ConfigIssue { key: config::FILES.to_owned(), message }),
+                Err(error) => issues.push(ConfigIssue {
+                    key: config::FILES.to_owned(),
+                    message: error.to_string(),
+                }),
             }
         }
         issues

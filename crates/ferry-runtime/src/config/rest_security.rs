@@ -269,9 +269,44 @@ struct Keystore {
 
 /// A keystore's certificate chain and private key as parsed, or why each was refused.
 type ParsedKeystore = (
-    Result<Vec<CertificateDer<'static>>, String>,
-    Result<PrivateKeyDer<'static>, String>,
+    Result<Vec<CertificateDer<'static>>, PemError>,
+    Result<PrivateKeyDer<'static>, PemError>,
 );
+
+/// Why PEM text (a keystore, a truststore) cannot be used; shown after the key that holds it.
+#[derive(Debug, thiserror::Error)]
+enum PemError {
+    /// Not PEM at all.
+    #[error("is not valid PEM ({0}); a JKS or PKCS12 store must be converted to PEM")]
+    NotPem(rustls::pki_types::pem::Error),
+    /// An encrypted private key, which rustls cannot read.
+    #[error(
+        "holds an encrypted private key, which Ferry cannot read; decrypt it \
+         (`openssl pkcs8 -in key.pem -out plain.pem`), keep the file readable only by the worker, \
+         and remove ssl.key.password"
+    )]
+    EncryptedKey,
+    /// No private key block.
+    #[error(
+        "holds no usable private key ({0}); it must be PEM (-----BEGIN PRIVATE KEY-----); a JKS or \
+         PKCS12 keystore must be converted to PEM"
+    )]
+    NoKey(rustls::pki_types::pem::Error),
+}
+
+/// Why the keystore's identity cannot serve TLS; shown after the keystore's key.
+#[derive(Debug, thiserror::Error)]
+enum IdentityError {
+    /// rustls refused the settings or the client verifier.
+    #[error("{0}")]
+    Settings(rustls::Error),
+    /// The client certificate verifier cannot be built from the trust roots.
+    #[error("{0}")]
+    Verifier(rustls::server::VerifierBuilderError),
+    /// The key does not match the chain, or is of an unsupported kind.
+    #[error("the private key and certificate chain do not make a usable server identity: {0}")]
+    Identity(rustls::Error),
+}
 
 impl<'a> TlsKeys<'a> {
     /// Chooses the prefix: Kafka Connect's valuesWithPrefixAllOrNothing, the listeners.https. keys
@@ -361,7 +396,7 @@ impl<'a> TlsKeys<'a> {
         let private_key = match private_key {
             Ok(k) => Some(k),
             Err(why) => {
-                errors.push(self.invalid(key_name, why));
+                errors.push(self.invalid(key_name, why.to_string()));
                 None
             }
         };
@@ -377,7 +412,7 @@ impl<'a> TlsKeys<'a> {
                 None
             }
             Err(why) => {
-                errors.push(self.invalid(chain_name, why));
+                errors.push(self.invalid(chain_name, why.to_string()));
                 None
             }
         };
@@ -550,10 +585,10 @@ fn server_config(
     client_auth: ClientAuth,
     chain: &[CertificateDer<'static>],
     private_key: &PrivateKeyDer<'static>,
-) -> Result<rustls::ServerConfig, String> {
+) -> Result<rustls::ServerConfig, IdentityError> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(IdentityError::Settings)?;
     let builder = match client_auth {
         ClientAuth::None => builder.with_no_client_auth(),
         auth => {
@@ -566,48 +601,32 @@ fn server_config(
             } else {
                 verifier
             };
-            builder.with_client_cert_verifier(verifier.build().map_err(|e| e.to_string())?)
+            builder.with_client_cert_verifier(verifier.build().map_err(IdentityError::Verifier)?)
         }
     };
     let mut server = builder
         .with_single_cert(chain.to_vec(), private_key.clone_key())
-        .map_err(|e| {
-            format!(
-                "the private key and certificate chain do not make a usable server identity: {e}"
-            )
-        })?;
+        .map_err(IdentityError::Identity)?;
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(server)
 }
 
 /// Every `CERTIFICATE` block of PEM text.
-fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, PemError> {
     CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            format!("is not valid PEM ({e}); a JKS or PKCS12 store must be converted to PEM")
-        })
+        .map_err(PemError::NotPem)
 }
 
 /// The one private key of PEM text (PKCS#8, PKCS#1 or SEC1, unencrypted).
-fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
+fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, PemError> {
     if pem
         .windows(b"ENCRYPTED PRIVATE KEY".len())
         .any(|w| w == b"ENCRYPTED PRIVATE KEY")
     {
-        return Err(
-            "holds an encrypted private key, which Ferry cannot read; decrypt it \
-             (`openssl pkcs8 -in key.pem -out plain.pem`), keep the file readable only by the worker, \
-             and remove ssl.key.password"
-                .to_owned(),
-        );
+        return Err(PemError::EncryptedKey);
     }
-    PrivateKeyDer::from_pem_slice(pem).map_err(|e| {
-        format!(
-            "holds no usable private key ({e}); it must be PEM (-----BEGIN PRIVATE KEY-----); a JKS or \
-             PKCS12 keystore must be converted to PEM"
-        )
-    })
+    PrivateKeyDer::from_pem_slice(pem).map_err(PemError::NoKey)
 }
 
 #[cfg(test)]

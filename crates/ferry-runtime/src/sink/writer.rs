@@ -70,6 +70,7 @@ pub(crate) trait Syncer: Send + 'static {
 }
 
 /// A failed [`Target::write_batch`].
+#[derive(Debug)]
 pub(crate) struct TargetError {
     /// What failed (`write`, `fdatasync`, `flush`).
     pub(crate) op: &'static str,
@@ -459,7 +460,7 @@ fn run(shared: &Arc<Shared>, mut position: Option<u64>, syncer: Option<Box<dyn S
     let mut pending: Vec<Pending> = Vec::new();
     let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
     while take_batch(shared, &mut batch, &mut pending, &mut flushes) {
-        let failed = write(shared, &batch).err();
+        let failed = write(shared, &batch).err().map(|e| e.to_string());
         let records = pending
             .drain(..)
             .map(|record| {
@@ -557,23 +558,38 @@ fn failure_text(TargetError { op, source }: &TargetError) -> String {
     )
 }
 
-/// Writes one batch. `Err` is the failure's text: the caller poisons the sink with it once no handle
-/// on the target is left. A failed write closes the target here.
-fn write(shared: &Shared, batch: &[u8]) -> Result<(), String> {
+/// Why a batch was not written. Its text is what the caller poisons the sink with, once no handle
+/// on the target is left.
+#[derive(Debug, thiserror::Error)]
+enum WriteFailure {
+    /// The sink is poisoned already: the text of its first failure, which every later batch
+    /// reports as it is.
+    #[error("{0}")]
+    Poisoned(String),
+    /// An earlier failure closed the target.
+    #[error("the sink's file was closed after an earlier failure")]
+    Closed,
+    /// This write failed.
+    #[error("{}", failure_text(.0))]
+    Target(TargetError),
+}
+
+/// Writes one batch. A failed write closes the target here.
+fn write(shared: &Shared, batch: &[u8]) -> Result<(), WriteFailure> {
     if batch.is_empty() {
         return Ok(());
     }
     if let Some(first) = shared.poison.get() {
-        return Err(first.clone());
+        return Err(WriteFailure::Poisoned(first.clone()));
     }
     let mut target = shared.target();
     let Some(writing) = target.as_mut() else {
-        return Err("the sink's file was closed after an earlier failure".to_owned());
+        return Err(WriteFailure::Closed);
     };
     writing.write_batch(batch).map_err(|e| {
         // Nothing more is written to it.
         *target = None;
-        failure_text(&e)
+        WriteFailure::Target(e)
     })
 }
 
