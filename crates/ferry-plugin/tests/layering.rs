@@ -114,3 +114,30 @@ fn the_runtime_and_the_herders_depend_on_no_http_server_and_the_rest_layer_on_no
         );
     }
 }
+
+/// `ferry-metrics` (task states and the metrics a worker keeps) sits under the worker: it names no
+/// other Ferry crate than the offsets it meters, and serves nothing itself (`ferry-rest` renders it).
+#[test]
+fn the_metrics_crate_sits_under_the_worker_and_serves_nothing() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let metrics = dependencies(&crates.join("ferry-metrics/Cargo.toml"));
+    assert!(
+        metrics.iter().any(|d| d == "prometheus-client"),
+        "the manifest was read: {metrics:?}"
+    );
+    for dep in &metrics {
+        assert!(
+            !dep.starts_with("ferry-") || dep == "ferry-offsets",
+            "ferry-metrics must not depend on {dep}: the worker depends on it, not the other way"
+        );
+        assert!(
+            !["axum", "hyper", "tower-http", "rdkafka", "tokio-postgres"].contains(&dep.as_str()),
+            "ferry-metrics must not depend on {dep}"
+        );
+    }
+    let runtime = dependencies(&crates.join("ferry-runtime/Cargo.toml"));
+    assert!(
+        runtime.iter().any(|d| d == "ferry-metrics"),
+        "the worker keeps its metrics in ferry-metrics: {runtime:?}"
+    );
+}

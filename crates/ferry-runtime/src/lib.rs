@@ -10,10 +10,8 @@
 
 mod builtin;
 pub mod config;
-pub mod metrics;
 pub mod sink;
 mod state;
-mod status;
 pub mod stores;
 pub mod transforms;
 mod worker;
@@ -22,7 +20,10 @@ pub use builtin::{
     FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
 };
 pub use state::{TargetState, TaskId};
-pub use status::{TaskState, TaskStatus};
+pub use ferry_metrics::status::{TaskState, TaskStatus};
+/// The worker's metrics ([`ferry_metrics`]), where the worker's users have always found them.
+pub use ferry_metrics as metrics;
+pub(crate) use ferry_metrics::status;
 pub use worker::{
     ConnectorSpec, OFFSETS_STORAGE_TOPIC, TaskSpec, TopicTracking, Worker, WorkerError,
     WorkerSettings,

@@ -43,11 +43,11 @@ pub struct TaskStatus {
 }
 
 /// Told every status a task takes (the worker writes it to the status store).
-pub(crate) type StatusListener = Arc<dyn Fn(&TaskStatus) + Send + Sync>;
+pub type StatusListener = Arc<dyn Fn(&TaskStatus) + Send + Sync>;
 
 /// A task's status, shared between the task loop and whoever reports it.
 #[derive(Clone)]
-pub(crate) struct StatusCell {
+pub struct StatusCell {
     status: Arc<RwLock<TaskStatus>>,
     listener: Option<StatusListener>,
     /// Time spent in each state, for the `running-ratio` and `pause-ratio` metrics.
@@ -102,8 +102,15 @@ impl fmt::Debug for StatusCell {
     }
 }
 
+impl Default for StatusCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StatusCell {
-    pub(crate) fn new() -> Self {
+    /// A task's status cell, UNASSIGNED, telling no one.
+    pub fn new() -> Self {
         Self {
             status: Arc::new(RwLock::new(TaskStatus {
                 state: TaskState::Unassigned,
@@ -115,7 +122,7 @@ impl StatusCell {
     }
 
     /// The fractions of its life the task has spent RUNNING and PAUSED (0 to 1 each).
-    pub(crate) fn ratios(&self) -> (f64, f64) {
+    pub fn ratios(&self) -> (f64, f64) {
         let times = self.times.lock().unwrap_or_else(|p| p.into_inner());
         let (running, paused, total) = times.totals(Instant::now());
         if total.is_zero() {
@@ -131,7 +138,7 @@ impl StatusCell {
     }
 
     /// A cell that tells `listener` its first status (UNASSIGNED) now and every change after.
-    pub(crate) fn watched(listener: StatusListener) -> Self {
+    pub fn watched(listener: StatusListener) -> Self {
         let cell = Self {
             listener: Some(listener),
             ..Self::new()
@@ -147,14 +154,16 @@ impl StatusCell {
         }
     }
 
-    pub(crate) fn get(&self) -> TaskStatus {
+    /// The task's status now.
+    pub fn get(&self) -> TaskStatus {
         self.status
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    pub(crate) fn set(&self, state: TaskState) {
+    /// Moves the task to `state`, unless it failed (a failure is final).
+    pub fn set(&self, state: TaskState) {
         let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
         // A failure is final: a later stop keeps FAILED and its reason.
         if status.state != TaskState::Failed && status.state != state {
@@ -166,7 +175,7 @@ impl StatusCell {
 
     /// Marks the task FAILED with `trace`; returns `false` if it had already failed (the first reason
     /// is kept).
-    pub(crate) fn fail(&self, trace: String) -> bool {
+    pub fn fail(&self, trace: String) -> bool {
         let mut status = self.status.write().unwrap_or_else(|p| p.into_inner());
         if status.state == TaskState::Failed {
             return false;

@@ -32,7 +32,7 @@ const OPS: [(Op, &str); 5] = [
 
 /// The series of one store (label `store`, its [`OffsetBackingStore::describe`]).
 #[derive(Debug)]
-pub(crate) struct StoreMetrics {
+pub struct StoreMetrics {
     store: String,
     get: Histogram,
     set: Histogram,
@@ -40,7 +40,7 @@ pub(crate) struct StoreMetrics {
 }
 
 impl StoreMetrics {
-    pub(crate) fn new(store: String) -> Self {
+    pub fn new(store: String) -> Self {
         Self {
             store,
             get: latency_histogram(),
@@ -54,13 +54,13 @@ impl StoreMetrics {
     }
 }
 
-pub(crate) const GET_DURATION: &str = "ferry_offset_store_get_duration_seconds";
-pub(crate) const SET_DURATION: &str = "ferry_offset_store_set_duration_seconds";
+pub const GET_DURATION: &str = "ferry_offset_store_get_duration_seconds";
+pub const SET_DURATION: &str = "ferry_offset_store_set_duration_seconds";
 /// Without `_total`: the encoder appends it to counters.
-pub(crate) const ERRORS: &str = "ferry_offset_store_errors";
+pub const ERRORS: &str = "ferry_offset_store_errors";
 
 /// Encodes the store families.
-pub(crate) fn encode(
+pub fn encode(
     encoder: &mut DescriptorEncoder,
     stores: &[Arc<StoreMetrics>],
 ) -> Result<(), std::fmt::Error> {
@@ -124,7 +124,7 @@ impl Drop for Timer<'_> {
 /// An [`OffsetBackingStore`] that records the latency of `get` and `set` and counts errors of every
 /// call, under the label `store=<inner.describe()>`, then delegates to the inner store unchanged.
 ///
-/// [`crate::Worker::new`] wraps the store it is given, so a worker's store is always metered; wrapping
+/// `ferry_runtime::Worker::new` wraps the store it is given, so a worker's store is always metered; wrapping
 /// it again yourself would count each call twice.
 pub struct MeteredStore {
     inner: Arc<dyn OffsetBackingStore>,

@@ -9,11 +9,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One slot's length.
-pub(crate) const SLOT: Duration = Duration::from_secs(5);
+pub const SLOT: Duration = Duration::from_secs(5);
 /// Slots kept.
 const SLOTS: usize = 12;
 /// What the window covers.
-pub(crate) const SPAN: Duration = Duration::from_secs(5 * SLOTS as u64);
+pub const SPAN: Duration = Duration::from_secs(5 * SLOTS as u64);
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
@@ -27,32 +27,32 @@ struct Slot {
 /// Values recorded over the last [`SPAN`]. A short lock per record (one `poll()`, one delivery
 /// batch or one commit), never held while formatting.
 #[derive(Debug)]
-pub(crate) struct Window {
+pub struct Window {
     started: Instant,
     slots: Mutex<[Slot; SLOTS]>,
 }
 
 /// What a [`Window`] holds now.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Stats {
+pub struct Stats {
     /// Values recorded in the window.
-    pub(crate) count: u64,
+    pub count: u64,
     /// Their sum.
-    pub(crate) sum: f64,
+    pub sum: f64,
     /// The largest; NaN when none (as Kafka's `Max` without samples).
-    pub(crate) max: f64,
+    pub max: f64,
     /// The time the window covers: the span, or the window's age while younger (at least 1 s).
-    pub(crate) covered: Duration,
+    pub covered: Duration,
 }
 
 impl Stats {
     /// Sum per second over the covered time (Kafka's `Rate`).
-    pub(crate) fn rate(&self) -> f64 {
+    pub fn rate(&self) -> f64 {
         self.sum / self.covered.as_secs_f64()
     }
 
     /// The average value; NaN when none (as Kafka's `Avg` without samples).
-    pub(crate) fn avg(&self) -> f64 {
+    pub fn avg(&self) -> f64 {
         if self.count == 0 {
             f64::NAN
         } else {
@@ -68,7 +68,7 @@ impl Default for Window {
 }
 
 impl Window {
-    pub(crate) fn new(started: Instant) -> Self {
+    pub fn new(started: Instant) -> Self {
         Self {
             started,
             slots: Mutex::new([Slot::default(); SLOTS]),
@@ -80,18 +80,18 @@ impl Window {
     }
 
     /// Records `value` now.
-    pub(crate) fn record(&self, value: f64) {
+    pub fn record(&self, value: f64) {
         self.record_at(Instant::now(), 1, value, value);
     }
 
     /// Records `count` events adding up to `sum` now (a rate's events: `sum` is what is counted).
-    pub(crate) fn record_many(&self, count: u64, sum: f64) {
+    pub fn record_many(&self, count: u64, sum: f64) {
         if count > 0 {
             self.record_at(Instant::now(), count, sum, f64::NAN);
         }
     }
 
-    pub(crate) fn record_at(&self, now: Instant, count: u64, sum: f64, max: f64) {
+    pub fn record_at(&self, now: Instant, count: u64, sum: f64, max: f64) {
         let epoch = self.epoch(now);
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         let slot = &mut slots[(epoch % SLOTS as u64) as usize];
@@ -110,11 +110,11 @@ impl Window {
     }
 
     /// The statistics of the last [`SPAN`].
-    pub(crate) fn stats(&self) -> Stats {
+    pub fn stats(&self) -> Stats {
         self.stats_at(Instant::now())
     }
 
-    pub(crate) fn stats_at(&self, now: Instant) -> Stats {
+    pub fn stats_at(&self, now: Instant) -> Stats {
         let epoch = self.epoch(now);
         let slots = *self.slots.lock().unwrap_or_else(|p| p.into_inner());
         let mut stats = Stats {

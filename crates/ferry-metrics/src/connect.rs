@@ -22,16 +22,16 @@ use super::{TaskMetrics, WorkerMetrics};
 use crate::status::TaskState;
 
 /// Kafka Connect's JMX group of the source task metrics.
-pub(crate) const SOURCE_TASK: &str = "source-task-metrics";
+pub const SOURCE_TASK: &str = "source-task-metrics";
 /// Kafka Connect's JMX group of the metrics every task has.
-pub(crate) const CONNECTOR_TASK: &str = "connector-task-metrics";
+pub const CONNECTOR_TASK: &str = "connector-task-metrics";
 /// Kafka Connect's JMX group of the error handling metrics.
-pub(crate) const TASK_ERROR: &str = "task-error-metrics";
+pub const TASK_ERROR: &str = "task-error-metrics";
 /// Kafka Connect's JMX group of the worker metrics.
-pub(crate) const WORKER: &str = "connect-worker-metrics";
+pub const WORKER: &str = "connect-worker-metrics";
 
 /// The Prometheus name the JMX exporter's rules give `metric` of `group`.
-pub(crate) fn prom_name(group: &str, metric: &str) -> String {
+pub fn prom_name(group: &str, metric: &str) -> String {
     format!("kafka_connect_{group}_{metric}").replace('-', "_")
 }
 
@@ -292,7 +292,7 @@ fn gauge(
 }
 
 /// Encodes every Kafka Connect family.
-pub(crate) fn encode(
+pub fn encode(
     encoder: &mut DescriptorEncoder,
     tasks: &[Arc<TaskMetrics>],
     worker: &WorkerMetrics,

@@ -1,7 +1,10 @@
-//! The worker's metrics, rendered with the `prometheus-client` crate in the Prometheus text exposition
+//! # ferry-metrics
+//!
+//! What a worker measures and reports: the task and connector states (`status`), and the metrics,
+//! rendered with the `prometheus-client` crate in the Prometheus text exposition
 //! format (0.0.4) for `GET /metrics`.
 //!
-//! One [`Metrics`] per worker ([`crate::WorkerSettings::metrics`], [`crate::Worker::metrics`]). The hot
+//! One [`Metrics`] per worker (`ferry_runtime::WorkerSettings::metrics`, `ferry_runtime::Worker::metrics`). The hot
 //! path never takes a registry lock: each task holds its own series (atomic counters, and short
 //! per-task locks for histograms and the sliding windows of rates and averages); the registry's lock
 //! is taken only when a task starts or goes away and when [`Metrics::render`] runs. Gauges that mirror
@@ -31,6 +34,7 @@
 //! a counter reset. A store's series and the worker's stay for the life of the [`Metrics`].
 
 mod connect;
+pub mod status;
 mod store;
 mod window;
 
@@ -121,7 +125,7 @@ impl Metrics {
 
     /// Registers the series of task `index` of `connector`; they are removed when the returned handle
     /// is dropped. A task registered again under the same name (a restart) replaces the earlier series.
-    pub(crate) fn register_task(
+    pub fn register_task(
         self: &Arc<Self>,
         connector: &str,
         index: usize,
@@ -139,7 +143,7 @@ impl Metrics {
 
     /// A task startup finished: its sink opened and its loop began (`ok`), or it could not start
     /// (Kafka Connect's `task-startup-success-total` / `task-startup-failure-total`).
-    pub(crate) fn task_startup(&self, ok: bool) {
+    pub fn task_startup(&self, ok: bool) {
         let w = &self.worker;
         if ok {
             w.task_startup_success.inc();
@@ -202,7 +206,7 @@ impl Collector for Snapshot {
 /// One task's series. The task loop updates them; outstanding records and the task state are read
 /// from the task's own tracker and status cell at render time.
 #[derive(Debug)]
-pub(crate) struct TaskMetrics {
+pub struct TaskMetrics {
     connector: String,
     task: String,
     acks: AckTracker,
@@ -273,7 +277,7 @@ impl TaskMetrics {
 
     /// `n` records came back from one `poll()` that took `elapsed`. An empty poll is not a batch
     /// (Kafka Connect times only polls that returned records, a `null` being "nothing").
-    pub(crate) fn polled(&self, n: usize, elapsed: Duration) {
+    pub fn polled(&self, n: usize, elapsed: Duration) {
         if n > 0 {
             self.polled.inc_by(n as u64);
             self.poll_rate.record_many(1, n as f64);
@@ -285,24 +289,24 @@ impl TaskMetrics {
     }
 
     /// Samples the active record count after a batch of deliveries was acknowledged.
-    pub(crate) fn sample_active(&self) {
+    pub fn sample_active(&self) {
         self.active.record(self.acks.unacked() as f64);
     }
 
     /// One record was acknowledged.
-    pub(crate) fn acknowledged(&self) {
+    pub fn acknowledged(&self) {
         self.acknowledged_many(1);
     }
 
     /// `n` records were acknowledged.
-    pub(crate) fn acknowledged_many(&self, n: usize) {
+    pub fn acknowledged_many(&self, n: usize) {
         if n > 0 {
             self.acknowledged.inc_by(n as u64);
         }
     }
 
     /// `n` records were delivered by the sink (acknowledged, not dropped nor failed).
-    pub(crate) fn written(&self, n: usize) {
+    pub fn written(&self, n: usize) {
         if n > 0 {
             self.written.inc_by(n as u64);
             self.write_rate.record_many(1, n as f64);
@@ -310,7 +314,7 @@ impl TaskMetrics {
     }
 
     /// A commit flushed offsets durably in `elapsed`.
-    pub(crate) fn commit_succeeded(&self, elapsed: Duration) {
+    pub fn commit_succeeded(&self, elapsed: Duration) {
         self.commits.inc();
         self.commit_last_nanos.store(
             u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
@@ -322,19 +326,19 @@ impl TaskMetrics {
     }
 
     /// A commit failed or timed out.
-    pub(crate) fn commit_failed(&self) {
+    pub fn commit_failed(&self) {
         self.commit_failures.inc();
         self.commit_attempts.record(0.0);
     }
 
     /// A commit cycle found nothing to commit (a success for Kafka Connect's percentages).
-    pub(crate) fn commit_skipped(&self) {
+    pub fn commit_skipped(&self) {
         self.commits_skipped.inc();
         self.commit_attempts.record(1.0);
     }
 
     /// An operation on a record failed (one try: a transform, or a delivery).
-    pub(crate) fn record_failure(&self) {
+    pub fn record_failure(&self) {
         self.record_failures.inc();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -343,22 +347,22 @@ impl TaskMetrics {
     }
 
     /// A failed operation is tried again (`errors.retry.timeout`).
-    pub(crate) fn record_retry(&self) {
+    pub fn record_retry(&self) {
         self.retries.inc();
     }
 
     /// A record's error was tolerated (`errors.tolerance=all`): the record is skipped.
-    pub(crate) fn record_skipped(&self) {
+    pub fn record_skipped(&self) {
         self.records_skipped.inc();
     }
 
     /// A record's error exceeded `errors.tolerance`: the task fails.
-    pub(crate) fn record_error(&self) {
+    pub fn record_error(&self) {
         self.record_errors.inc();
     }
 
     /// An error was logged (`errors.log.enable`).
-    pub(crate) fn error_logged(&self) {
+    pub fn error_logged(&self) {
         self.errors_logged.inc();
     }
 
@@ -369,7 +373,7 @@ impl TaskMetrics {
 
 /// A task's registration: keeps its series rendered until dropped (the worker drops it with the task's
 /// handle, after the task stopped).
-pub(crate) struct TaskSeries {
+pub struct TaskSeries {
     registry: Arc<Metrics>,
     key: (String, usize),
     task: Arc<TaskMetrics>,
@@ -377,7 +381,7 @@ pub(crate) struct TaskSeries {
 
 impl TaskSeries {
     /// The series the task loop updates.
-    pub(crate) fn task(&self) -> &Arc<TaskMetrics> {
+    pub fn task(&self) -> &Arc<TaskMetrics> {
         &self.task
     }
 }
@@ -517,7 +521,7 @@ fn encode_tasks(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::collections::{HashMap, HashSet};
 
     use super::*;
@@ -527,7 +531,7 @@ pub(crate) mod tests {
     /// contiguous and declared once, names and label names are valid, label values are properly
     /// escaped, values parse, a series appears once, and histogram buckets are cumulative with
     /// `+Inf == _count`.
-    pub(crate) fn validate(text: &str) {
+    pub fn validate(text: &str) {
         assert!(text.ends_with('\n'), "the exposition ends with a line feed");
         let mut declared: HashMap<String, String> = HashMap::new();
         let mut helped: HashSet<String> = HashSet::new();
