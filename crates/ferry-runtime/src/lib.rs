@@ -19,11 +19,11 @@ mod worker;
 pub use builtin::{
     FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
 };
-pub use state::{TargetState, TaskId};
-pub use ferry_metrics::status::{TaskState, TaskStatus};
 /// The worker's metrics ([`ferry_metrics`]), where the worker's users have always found them.
 pub use ferry_metrics as metrics;
 pub(crate) use ferry_metrics::status;
+pub use ferry_metrics::status::{TaskState, TaskStatus};
+pub use state::{TargetState, TaskId};
 pub use worker::{
     ConnectorSpec, OFFSETS_STORAGE_TOPIC, TaskSpec, TopicTracking, Worker, WorkerError,
     WorkerSettings,

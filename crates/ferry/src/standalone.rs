@@ -130,19 +130,22 @@ fn check_connector_file(
     Ok((config, connector))
 }
 
-pub(crate) async fn run(
+/// A connector of the command line: its checked configuration and its connector.
+type CommandLineConnector = (ConnectorConfig, Box<dyn SourceConnector>);
+
+/// Checks every connector file of the command line, reporting every file's problems at once, and
+/// refuses two files with one connector name.
+fn check_connector_files(
     ferry: &Ferry,
-    worker_file: &Path,
+    config: &WorkerConfig,
     connector_files: &[std::path::PathBuf],
-) -> Result<(), RunError> {
-    // Everything is validated before anything starts.
-    let config = ferry.load_worker(worker_file)?;
+) -> Result<Vec<CommandLineConnector>, RunError> {
     let mut connectors = Vec::new();
     let mut problems = Vec::new();
     for file in connector_files {
         match load_connector_file(file)
             .map_err(|e| RunError::ConnectorFiles(vec![e.to_string()]))
-            .and_then(|props| check_connector_file(ferry, &config, props))
+            .and_then(|props| check_connector_file(ferry, config, props))
         {
             Ok(parsed) => connectors.push(parsed),
             Err(RunError::ConnectorFiles(messages)) => problems.extend(messages),
@@ -163,6 +166,62 @@ pub(crate) async fn run(
             });
         }
     }
+    Ok(connectors)
+}
+
+/// The worker's settings from its file.
+fn worker_settings(config: &WorkerConfig) -> WorkerSettings {
+    WorkerSettings {
+        offset_flush_interval: config.offset_flush_interval,
+        offset_flush_timeout: config.offset_flush_timeout,
+        task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
+        // With exactly-once enabled, every task is fenced as in distributed mode, by
+        // `<offsets topic>-<connector>-<task>`: an exactly-once task's transactional sink, an
+        // at-least-once task's offset writer. Without, a standalone worker's tasks are not fenced.
+        task_fencing: config.transactional_id_prefix.clone(),
+        exactly_once_source: config.exactly_once_source,
+        ..WorkerSettings::default()
+    }
+}
+
+/// Stops a started worker: the REST server first (requests in progress finish), then the herder
+/// (outstanding records, final commits), then the sink's flush.
+///
+/// # Errors
+/// The offset store failed while the worker ran: records delivered after that have no committed
+/// offsets, so the exit is not clean.
+async fn stop(
+    herder: &StandaloneHerder,
+    provider: &dyn SinkProvider,
+    stop_rest: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+    flush_timeout: std::time::Duration,
+) -> Result<(), RunError> {
+    // No request may change a connector while the worker stops: requests in progress finish first.
+    let _ = stop_rest.send(());
+    let _ = server.await;
+    tracing::info!("stopping: waiting for outstanding records, committing offsets");
+    herder.shutdown().await;
+    if let Err(e) = provider.flush(flush_timeout).await {
+        tracing::warn!("sink flush at exit failed: {e}");
+    }
+    // Offsets of records delivered after the store failed were never committed: not a clean exit.
+    if let Some(failure) = herder.worker().store_failure() {
+        return Err(RunError::StoreFailed(failure));
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+pub(crate) async fn run(
+    ferry: &Ferry,
+    worker_file: &Path,
+    connector_files: &[std::path::PathBuf],
+) -> Result<(), RunError> {
+    // Everything is validated before anything starts.
+    let config = ferry.load_worker(worker_file)?;
+    let connectors = check_connector_files(ferry, &config, connector_files)?;
     // Connectors created over REST by an earlier run; a damaged file is refused, never overwritten.
     let connectors_file = Arc::new(FileConfigStore::open(&config.connectors_file)?);
     // Bound before anything is created: a taken port refuses the start with nothing changed.
@@ -185,18 +244,7 @@ pub(crate) async fn run(
         config.offset_flush_interval.as_millis(),
         connectors_file.path().display()
     );
-    let settings = WorkerSettings {
-        offset_flush_interval: config.offset_flush_interval,
-        offset_flush_timeout: config.offset_flush_timeout,
-        task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
-        topic_tracking: config.topic_tracking,
-        // With exactly-once enabled, every task is fenced as in distributed mode, by
-        // `<offsets topic>-<connector>-<task>`: an exactly-once task's transactional sink, an
-        // at-least-once task's offset writer. Without, a standalone worker's tasks are not fenced.
-        task_fencing: config.transactional_id_prefix.clone(),
-        exactly_once_source: config.exactly_once_source,
-        ..WorkerSettings::default()
-    };
+    let settings = worker_settings(&config);
     // Listen before any task starts: once a record may have been delivered, SIGTERM and SIGINT must
     // stop the worker cleanly, never kill the process by the default action.
     let signals = StopSignals::listen()?;
@@ -239,20 +287,14 @@ pub(crate) async fn run(
     }
 
     signals.wait().await;
-    // No request may change a connector while the worker stops: requests in progress finish first.
-    let _ = stop_rest.send(());
-    let _ = server.await;
-    tracing::info!("stopping: waiting for outstanding records, committing offsets");
-    herder.shutdown().await;
-    if let Err(e) = provider.flush(config.offset_flush_timeout).await {
-        tracing::warn!("sink flush at exit failed: {e}");
-    }
-    // Offsets of records delivered after the store failed were never committed: not a clean exit.
-    if let Some(failure) = herder.worker().store_failure() {
-        return Err(RunError::StoreFailed(failure));
-    }
-    tracing::info!("stopped");
-    Ok(())
+    stop(
+        &herder,
+        provider.as_ref(),
+        stop_rest,
+        server,
+        config.offset_flush_timeout,
+    )
+    .await
 }
 
 /// The SIGTERM and SIGINT listeners. A signal that arrives after [`StopSignals::listen`] is kept until

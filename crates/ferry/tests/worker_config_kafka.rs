@@ -244,8 +244,20 @@ fn offset_storage_kafka_problems_are_reported_together() {
         "{errors}"
     );
     assert!(
-        error_for(&errors, "offset.storage.partitions").contains("1 or more (default 25)"),
+        error_for(&errors, "offset.storage.partitions")
+            .contains("1 or more, or -1 for the broker's default (default 25)"),
         "{errors}"
+    );
+    // -1 leaves the partition count to the broker, as in Kafka Connect and the distributed worker.
+    let config = worker(&[
+        ("bootstrap.servers", "k:9092"),
+        ("offset.storage", "kafka"),
+        ("offset.storage.topic", "connect-offsets"),
+        ("offset.storage.partitions", "-1"),
+    ]);
+    assert!(
+        format!("{:?}", config.offset_storage).contains("partitions: -1"),
+        "{config:?}"
     );
     assert!(
         error_for(&errors, "offset.storage.replication.factor")

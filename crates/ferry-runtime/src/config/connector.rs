@@ -289,70 +289,11 @@ impl ConnectorConfig {
         }
         let mut errors = Vec::new();
 
-        let name = match props.get(NAME) {
-            None => {
-                errors.push(missing(
-                    props,
-                    NAME,
-                    "set it to the connector's unique name, e.g. name=local-file-source",
-                ));
-                None
-            }
-            Some(name) => match check_name(name) {
-                Ok(()) => Some(name.to_owned()),
-                Err(message) => {
-                    errors.push(props.invalid(NAME, message));
-                    None
-                }
-            },
-        };
-
+        let name = name(props, &mut errors);
         let class = props.get(CONNECTOR_CLASS).map(str::trim);
-        let connector = match class {
-            None => {
-                let hint = "set it to the connector to run, e.g. connector.class=FileStreamSource";
-                errors.push(missing(props, CONNECTOR_CLASS, hint));
-                None
-            }
-            Some(class) => {
-                let connector = resolve(class);
-                if connector.is_none() {
-                    let message = "unknown connector class: no connector of this class is built into Ferry \
-                                   (the name or alias is case-sensitive)";
-                    errors.push(props.invalid(CONNECTOR_CLASS, message));
-                }
-                connector
-            }
-        };
-
-        let tasks_max = match props.get(TASKS_MAX) {
-            None => 1,
-            Some(text) => match text.trim().parse::<usize>() {
-                Ok(n) if n >= 1 && i32::try_from(n).is_ok() => n,
-                _ => {
-                    errors.push(props.invalid(
-                        TASKS_MAX,
-                        "must be a whole number from 1 to 2147483647 (default 1)",
-                    ));
-                    1
-                }
-            },
-        };
-
-        let errors_tolerance = match props
-            .get(ERRORS_TOLERANCE)
-            .map(|t| t.trim().to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("none") => ErrorTolerance::None,
-            Some("all") => ErrorTolerance::All,
-            Some(_) => {
-                errors
-                    .push(props.invalid(ERRORS_TOLERANCE, "accepted values: none (default), all"));
-                ErrorTolerance::None
-            }
-        };
-
+        let connector = connector(props, class, resolve, &mut errors);
+        let tasks_max = tasks_max(props, &mut errors);
+        let errors_tolerance = errors_tolerance(props, &mut errors);
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::Ignore, &mut errors);
 
@@ -389,6 +330,81 @@ impl ConnectorConfig {
                 connector,
             )),
             _ => Err(ConfigErrors::in_file_order(errors)),
+        }
+    }
+}
+
+/// `name`: set, and a name Kafka Connect accepts.
+fn name(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<String> {
+    match props.get(NAME) {
+        None => {
+            errors.push(missing(
+                props,
+                NAME,
+                "set it to the connector's unique name, e.g. name=local-file-source",
+            ));
+            None
+        }
+        Some(name) => match check_name(name) {
+            Ok(()) => Some(name.to_owned()),
+            Err(message) => {
+                errors.push(props.invalid(NAME, message));
+                None
+            }
+        },
+    }
+}
+
+/// `connector.class`: set, and a class `resolve` knows.
+fn connector(
+    props: &Properties,
+    class: Option<&str>,
+    resolve: impl Fn(&str) -> Option<Box<dyn SourceConnector>>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Box<dyn SourceConnector>> {
+    let Some(class) = class else {
+        let hint = "set it to the connector to run, e.g. connector.class=FileStreamSource";
+        errors.push(missing(props, CONNECTOR_CLASS, hint));
+        return None;
+    };
+    let connector = resolve(class);
+    if connector.is_none() {
+        let message = "unknown connector class: no connector of this class is built into Ferry \
+                       (the name or alias is case-sensitive)";
+        errors.push(props.invalid(CONNECTOR_CLASS, message));
+    }
+    connector
+}
+
+/// `tasks.max`: 1 to `i32::MAX`, default 1.
+fn tasks_max(props: &Properties, errors: &mut Vec<ConfigError>) -> usize {
+    match props.get(TASKS_MAX) {
+        None => 1,
+        Some(text) => match text.trim().parse::<usize>() {
+            Ok(n) if n >= 1 && i32::try_from(n).is_ok() => n,
+            _ => {
+                errors.push(props.invalid(
+                    TASKS_MAX,
+                    "must be a whole number from 1 to 2147483647 (default 1)",
+                ));
+                1
+            }
+        },
+    }
+}
+
+/// `errors.tolerance`: `none` (default) or `all`.
+fn errors_tolerance(props: &Properties, errors: &mut Vec<ConfigError>) -> ErrorTolerance {
+    match props
+        .get(ERRORS_TOLERANCE)
+        .map(|t| t.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("none") => ErrorTolerance::None,
+        Some("all") => ErrorTolerance::All,
+        Some(_) => {
+            errors.push(props.invalid(ERRORS_TOLERANCE, "accepted values: none (default), all"));
+            ErrorTolerance::None
         }
     }
 }

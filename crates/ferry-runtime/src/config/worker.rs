@@ -394,57 +394,7 @@ impl WorkerConfig {
     ) -> Result<WorkerConfig, ConfigErrors> {
         let backends = Backends::new(plugins);
         let mut errors = Vec::new();
-        let path = props.path();
-        let prefixes: Vec<&str> = backends.prefixes().collect();
-        let known: Vec<&str> = own_keys()
-            .chain(backends.keys())
-            .chain(names(rest::REST_KEYS))
-            .collect();
-        // The deprecated rest.host.name / rest.port are accepted but not advertised.
-        let listed_prefixes: Vec<String> = prefixes.iter().map(|p| format!("{p}*")).collect();
-        let mut listed: Vec<&str> = own_keys()
-            .chain(backends.keys())
-            .chain(rest::listed_keys())
-            .chain(PREFIXED_KEYS.iter().copied())
-            .chain(super::ConfigProviders::LISTED.iter().copied())
-            .collect();
-        listed.extend(listed_prefixes.iter().map(String::as_str));
-        let mut hints = UnknownKeyHints::new(&listed);
-        for key in props.keys() {
-            let line = props.line_of(key);
-            if known.contains(&key)
-                || super::ConfigProviders::is_key(key)
-                || converter::is_converter_key(key)
-                || RestConfig::is_key(key)
-                || prefixes.iter().any(|p| key.starts_with(p))
-            {
-                continue;
-            }
-            if IGNORED_KEYS.contains(&key) {
-                tracing::warn!(
-                    file = %path.display(),
-                    key = %key,
-                    "{}: {key} has no effect in this build (Ferry has no plugin path or internal converter \
-                     settings); ignored",
-                    props.location(key)
-                );
-            } else if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {
-                errors.push(ConfigError::NotImplemented {
-                    path: path.to_path_buf(),
-                    key: key.to_owned(),
-                    line,
-                    what: what.to_owned(),
-                });
-            } else {
-                let candidates = known.iter().chain(IGNORED_KEYS).copied();
-                errors.push(ConfigError::UnknownKey {
-                    path: path.to_path_buf(),
-                    key: key.to_owned(),
-                    line,
-                    hint: hints.hint(key, candidates),
-                });
-            }
-        }
+        check_keys(props, &backends, &mut errors);
         for sink in &backends.sinks {
             sink.check(props, &mut errors);
         }
@@ -465,17 +415,7 @@ impl WorkerConfig {
             offset_storage.as_ref().map(OffsetStorageSpec::spec),
             &mut errors,
         );
-        if !sink.spec().uses_converters() {
-            for key in converter::converter_keys(props) {
-                tracing::warn!(
-                    file = %path.display(),
-                    key = %key,
-                    "{}: {key} has no effect with sink={sink} (converters apply to records sent to Kafka; \
-                     the {sink} sink writes JSON lines); ignored",
-                    props.location(key)
-                );
-            }
-        }
+        warn_unused_converters(props, &sink);
 
         match offset_storage {
             Some(offset_storage) if errors.is_empty() => Ok(WorkerConfig {
@@ -495,6 +435,78 @@ impl WorkerConfig {
             }),
             _ => Err(ConfigErrors::in_file_order(errors)),
         }
+    }
+}
+
+/// Every key of the file is one the worker, a backend or a prefix reads; Kafka Connect's plugin
+/// keys are accepted with a WARN; the rest are errors with a hint.
+fn check_keys(props: &Properties, backends: &Backends, errors: &mut Vec<ConfigError>) {
+    let path = props.path();
+    let prefixes: Vec<&str> = backends.prefixes().collect();
+    let known: Vec<&str> = own_keys()
+        .chain(backends.keys())
+        .chain(names(rest::REST_KEYS))
+        .collect();
+    // The deprecated rest.host.name / rest.port are accepted but not advertised.
+    let listed_prefixes: Vec<String> = prefixes.iter().map(|p| format!("{p}*")).collect();
+    let mut listed: Vec<&str> = own_keys()
+        .chain(backends.keys())
+        .chain(rest::listed_keys())
+        .chain(PREFIXED_KEYS.iter().copied())
+        .chain(super::ConfigProviders::LISTED.iter().copied())
+        .collect();
+    listed.extend(listed_prefixes.iter().map(String::as_str));
+    let mut hints = UnknownKeyHints::new(&listed);
+    for key in props.keys() {
+        let line = props.line_of(key);
+        if known.contains(&key)
+            || super::ConfigProviders::is_key(key)
+            || converter::is_converter_key(key)
+            || RestConfig::is_key(key)
+            || prefixes.iter().any(|p| key.starts_with(p))
+        {
+            continue;
+        }
+        if IGNORED_KEYS.contains(&key) {
+            tracing::warn!(
+                file = %path.display(),
+                key = %key,
+                "{}: {key} has no effect in this build (Ferry has no plugin path or internal converter \
+                 settings); ignored",
+                props.location(key)
+            );
+        } else if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {
+            errors.push(ConfigError::NotImplemented {
+                path: path.to_path_buf(),
+                key: key.to_owned(),
+                line,
+                what: what.to_owned(),
+            });
+        } else {
+            let candidates = known.iter().chain(IGNORED_KEYS).copied();
+            errors.push(ConfigError::UnknownKey {
+                path: path.to_path_buf(),
+                key: key.to_owned(),
+                line,
+                hint: hints.hint(key, candidates),
+            });
+        }
+    }
+}
+
+/// WARNs for converter keys a sink without converters ignores.
+fn warn_unused_converters(props: &Properties, sink: &SinkSpec) {
+    if sink.spec().uses_converters() {
+        return;
+    }
+    for key in converter::converter_keys(props) {
+        tracing::warn!(
+            file = %props.path().display(),
+            key = %key,
+            "{}: {key} has no effect with sink={sink} (converters apply to records sent to Kafka; \
+             the {sink} sink writes JSON lines); ignored",
+            props.location(key)
+        );
     }
 }
 
