@@ -499,7 +499,7 @@ impl DistributedHerder {
                 self.plugins
                     .resolve_task(&want.config)
                     .map(|task| (checked, task))
-                    .map_err(HerderError::bad_request)
+                    .map_err(|e| HerderError::bad_request(e.to_string()).with_source(e))
             });
         let mut owned = self.owned();
         let Some(claim) = owned.slots.get(id) else {
