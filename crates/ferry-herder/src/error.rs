@@ -30,6 +30,51 @@ pub enum StartError {
     AlreadyStarted,
 }
 
+/// Why a connector is FAILED: it could not make, keep or start its task configurations. Its
+/// `Display` is the connector status's trace (and, for a command-line connector, why the start is
+/// refused).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectorFailure {
+    /// Its configuration is invalid: Kafka Connect's `400` message, listing every error.
+    #[error(transparent)]
+    Invalid(HerderError),
+    /// The connector could not make its task configurations.
+    #[error("the connector could not create its task configurations: {reason}")]
+    TaskConfigs {
+        /// The connector's error, its resolved secrets scrubbed. Kept as text only: the
+        /// connector's error (and its causes) may carry a resolved secret.
+        reason: String,
+    },
+    /// A placeholder of a stored task configuration cannot be resolved.
+    #[error(transparent)]
+    Placeholders(#[from] crate::validate::UnresolvedPlaceholders),
+    /// Its task configurations could not be written to its config store.
+    #[error("its task configurations could not be written to {store}: {source}")]
+    WriteTaskConfigs {
+        /// The store, as it describes itself.
+        store: String,
+        /// Why it refused.
+        source: ferry_runtime::stores::ConfigStoreError,
+    },
+    /// Its task configurations could not be read back from its config store.
+    #[error("its task configurations could not be read from {store}: {source}")]
+    ReadTaskConfigs {
+        /// The store, as it describes itself.
+        store: String,
+        /// Why it could not be read.
+        source: ferry_runtime::stores::ConfigStoreError,
+    },
+    /// Its config store holds no task configurations for it.
+    #[error("{store} holds no task configurations for it; restart it")]
+    NoTaskConfigs {
+        /// The store, as it describes itself.
+        store: String,
+    },
+    /// The worker refused to start its tasks.
+    #[error(transparent)]
+    StartTasks(#[from] ferry_runtime::WorkerError),
+}
+
 /// What went wrong, independent of the transport; [`HerderError::status`] maps it to HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -154,5 +199,64 @@ mod tests {
         assert_eq!(error.kind, HerderErrorKind::Internal);
         let source = error.source().expect("kept");
         assert_eq!(source.to_string(), "disk full");
+    }
+
+    #[test]
+    fn connector_failures_say_what_the_trace_said() {
+        use ferry_runtime::stores::ConfigStoreError;
+        let store = || "the connectors file /tmp/c.json".to_owned();
+        let cases = [
+            (
+                ConnectorFailure::TaskConfigs {
+                    reason: "no tables".to_owned(),
+                },
+                "the connector could not create its task configurations: no tables",
+            ),
+            (
+                ConnectorFailure::WriteTaskConfigs {
+                    store: store(),
+                    source: ConfigStoreError::new("disk full"),
+                },
+                "its task configurations could not be written to the connectors file /tmp/c.json: \
+                 disk full",
+            ),
+            (
+                ConnectorFailure::ReadTaskConfigs {
+                    store: store(),
+                    source: ConfigStoreError::new("gone"),
+                },
+                "its task configurations could not be read from the connectors file /tmp/c.json: gone",
+            ),
+            (
+                ConnectorFailure::NoTaskConfigs { store: store() },
+                "the connectors file /tmp/c.json holds no task configurations for it; restart it",
+            ),
+            (
+                ConnectorFailure::Invalid(HerderError::bad_request(
+                    "Connector configuration is invalid",
+                )),
+                "Connector configuration is invalid",
+            ),
+            (
+                ConnectorFailure::Placeholders(crate::validate::UnresolvedPlaceholders {
+                    errors: vec![
+                        ("a".to_owned(), "key a: no provider x".to_owned()),
+                        ("b".to_owned(), "key b: no provider y".to_owned()),
+                    ],
+                }),
+                "key a: no provider x; key b: no provider y",
+            ),
+        ];
+        for (failure, message) in cases {
+            assert_eq!(failure.to_string(), message);
+        }
+        let written = ConnectorFailure::WriteTaskConfigs {
+            store: store(),
+            source: ConfigStoreError::new("disk full"),
+        };
+        assert_eq!(
+            written.source().map(ToString::to_string).as_deref(),
+            Some("disk full")
+        );
     }
 }

@@ -55,6 +55,7 @@ use entities::{
     ConfigInfos, ConnectorInfo, ConnectorStateInfo, PluginInfo, StateInfo, TaskId, TaskInfo,
     TaskStateInfo,
 };
+use error::ConnectorFailure;
 pub use error::{HerderError, HerderErrorKind, StartError};
 use ferry_runtime::config::{ConfigProviders, ConnectorConfig, ErrorTolerance, scrub};
 use ferry_runtime::stores::{
@@ -439,16 +440,16 @@ impl StandaloneHerder {
                 .map(|task_configs| (config, connector, task_configs)),
         };
         match planned {
-            Err(reason) => self.fail(name, entry, reason),
+            Err(failure) => self.fail(name, entry, &failure),
             Ok((config, connector, task_configs)) => {
                 // The store keeps the placeholders; the tasks run with them resolved.
-                let resolved: Result<Vec<(Config, Vec<String>)>, String> = task_configs
+                let resolved: Result<Vec<(Config, Vec<String>)>, _> = task_configs
                     .iter()
                     .map(|t| self.plugins.resolve_task(t))
                     .collect();
                 let (resolved, secrets): (Vec<Config>, Vec<Vec<String>>) = match resolved {
                     Ok(resolved) => resolved.into_iter().unzip(),
-                    Err(reason) => return self.fail(name, entry, reason),
+                    Err(unresolved) => return self.fail(name, entry, &unresolved.into()),
                 };
                 let spec = ConnectorSpec {
                     name: name.to_owned(),
@@ -469,15 +470,16 @@ impl StandaloneHerder {
                     paused,
                 ) {
                     Ok(()) => entry.task_configs = task_configs,
-                    Err(e) => self.fail(name, entry, e.to_string()),
+                    Err(e) => self.fail(name, entry, &e.into()),
                 }
             }
         }
     }
 
-    fn fail(&self, name: &str, entry: &mut Entry, reason: String) {
-        tracing::error!(connector = %name, "connector {name:?} failed: {reason}");
-        entry.failure = Some(reason);
+    /// Marks the connector FAILED: `failure` becomes its status's trace.
+    fn fail(&self, name: &str, entry: &mut Entry, failure: &ConnectorFailure) {
+        tracing::error!(connector = %name, "connector {name:?} failed: {failure}");
+        entry.failure = Some(failure.to_string());
     }
 
     /// The checked configuration, a connector instance and its task configurations; `Err` is the
@@ -487,17 +489,14 @@ impl StandaloneHerder {
         &self,
         name: &str,
         config: &Config,
-    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>, Vec<Config>), String> {
+    ) -> Result<(ConnectorConfig, Box<dyn SourceConnector>, Vec<Config>), ConnectorFailure> {
         let raw = config;
-        let (config, connector, secrets) =
-            validate::check_resolved(&self.plugins, name, raw).map_err(|e| e.to_string())?;
+        let (config, connector, secrets) = validate::check_resolved(&self.plugins, name, raw)
+            .map_err(ConnectorFailure::Invalid)?;
         let task_configs = connector
             .task_configs(&config.props, config.tasks_max.max(1))
-            .map_err(|e| {
-                scrub(
-                    format!("the connector could not create its task configurations: {e}"),
-                    &secrets,
-                )
+            .map_err(|e| ConnectorFailure::TaskConfigs {
+                reason: scrub(e.to_string(), &secrets),
             })?;
         let task_configs = self.plugins.unresolve(raw, &config.props, task_configs);
         Ok((config, connector, task_configs))
@@ -518,38 +517,39 @@ impl StandaloneHerder {
         name: &str,
         origin: Origin,
         task_configs: &[Config],
-    ) -> Result<Vec<Config>, String> {
+    ) -> Result<Vec<Config>, ConnectorFailure> {
         let store = self.store_for(origin);
         store
             .put_task_configs(name, task_configs)
             .await
-            .map_err(|e| {
-                format!(
-                    "its task configurations could not be written to {}: {e}",
-                    store.describe()
-                )
+            .map_err(|source| ConnectorFailure::WriteTaskConfigs {
+                store: store.describe(),
+                source,
             })?;
         self.stored_task_configs(name, origin).await
     }
 
     /// The connector's task configurations as its config store holds them.
-    async fn stored_task_configs(&self, name: &str, origin: Origin) -> Result<Vec<Config>, String> {
+    async fn stored_task_configs(
+        &self,
+        name: &str,
+        origin: Origin,
+    ) -> Result<Vec<Config>, ConnectorFailure> {
         let store = self.store_for(origin);
-        let snapshot = store.snapshot().await.map_err(|e| {
-            format!(
-                "its task configurations could not be read from {}: {e}",
-                store.describe()
-            )
-        })?;
+        let snapshot =
+            store
+                .snapshot()
+                .await
+                .map_err(|source| ConnectorFailure::ReadTaskConfigs {
+                    store: store.describe(),
+                    source,
+                })?;
         snapshot
             .connectors
             .get(name)
             .and_then(|c| c.tasks.clone())
-            .ok_or_else(|| {
-                format!(
-                    "{} holds no task configurations for it; restart it",
-                    store.describe()
-                )
+            .ok_or_else(|| ConnectorFailure::NoTaskConfigs {
+                store: store.describe(),
             })
     }
 

@@ -200,6 +200,7 @@ impl StandaloneHerder {
             .await
             .map_err(|e| {
                 HerderError::internal(format!("Failed to start task: {name}-{task}: {e}"))
+                    .with_source(e)
             })?
             .into_iter()
             .nth(task)

@@ -20,6 +20,21 @@ use ferry_runtime::transforms::TransformRegistry;
 /// A connector plugin: the class names it answers to and how to make one.
 pub use ferry_api::ConnectorPlugin as Plugin;
 
+/// Placeholders of a stored task configuration that cannot be resolved; its `Display` is their
+/// messages, joined by `; `.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", messages(errors))]
+pub(crate) struct UnresolvedPlaceholders {
+    /// Each key whose value cannot be resolved, with the config provider's reason (which names the
+    /// key, never a value).
+    pub(crate) errors: Vec<(String, String)>,
+}
+
+fn messages(errors: &[(String, String)]) -> String {
+    let messages: Vec<&str> = errors.iter().map(|(_, m)| m.as_str()).collect();
+    messages.join("; ")
+}
+
 /// The connector plugins a herder knows, the worker's config providers (placeholders in
 /// connector configurations are resolved here, for every herder, when a connector is checked), and
 /// the transformations and predicates connectors may use.
@@ -111,14 +126,14 @@ impl Plugins {
     ///
     /// # Errors
     /// Why a placeholder cannot be resolved (naming the key, never a value).
-    pub(crate) fn resolve_task(&self, task: &Config) -> Result<(Config, Vec<String>), String> {
+    pub(crate) fn resolve_task(
+        &self,
+        task: &Config,
+    ) -> Result<(Config, Vec<String>), UnresolvedPlaceholders> {
         self.1
             .resolve(task)
             .map(|r| (r.config, r.secrets))
-            .map_err(|errors| {
-                let messages: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
-                messages.join("; ")
-            })
+            .map_err(|errors| UnresolvedPlaceholders { errors })
     }
 
     /// A new connector of `class` (exact match of any of its names).

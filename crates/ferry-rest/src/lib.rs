@@ -58,7 +58,8 @@ use ferry_herder::Herder;
 use ferry_runtime::config::{Listener, RestConfig};
 pub use forward::{CONNECT_TIMEOUT, FORWARD_TIMEOUT, MAX_FORWARDED_RESPONSE_BYTES};
 pub use loggers::{
-    ClusterLogLevels, LogFilterReload, LogLevels, LoggerLevel, MAX_LOGGERS, ROOT_LOGGER,
+    ClusterLogLevels, LogFilterReload, LogLevelError, LogLevels, LoggerLevel, MAX_LOGGERS,
+    ROOT_LOGGER,
 };
 
 /// A REST listener of `listeners` that could not be bound: the start is refused before anything

@@ -27,24 +27,58 @@ pub const ROOT_LOGGER: &str = "root";
 /// refused with `400`.
 pub const MAX_LOGGERS: usize = 1_000;
 
+/// Why log levels could not be applied to the process's log or written for the cluster. The
+/// logging backend and the store are the program's, so their errors are kept boxed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogLevelError {
+    /// The filter made from the levels is not valid for the logging backend.
+    #[error("the filter {directives:?} is not valid: {source}")]
+    InvalidFilter {
+        /// The filter, in `RUST_LOG` syntax.
+        directives: String,
+        /// Why the backend refused it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The process's log filter cannot be replaced.
+    #[error("the log filter cannot be replaced: {source}")]
+    Reload {
+        /// Why the backend could not replace it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A cluster-wide level could not be written where every worker reads it.
+    #[error("{source}")]
+    Write {
+        /// The logger namespace.
+        namespace: String,
+        /// The level (a Kafka level name, upper case).
+        level: String,
+        /// Why the store could not write it (its message is the whole reason).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
 /// Applies a filter, in `RUST_LOG` syntax (`info,ferry_runtime::worker=debug`), to the process's log.
 pub trait LogFilterReload: Send + Sync {
     /// Replaces the filter with `directives`.
     ///
     /// # Errors
-    /// The filter cannot be applied (the message says why).
-    fn reload(&self, directives: &str) -> Result<(), String>;
+    /// The filter is not valid, or cannot be applied.
+    fn reload(&self, directives: &str) -> Result<(), LogLevelError>;
 }
 
 /// Writes a cluster-wide log level (`PUT /admin/loggers/{name}?scope=cluster`) where every worker
 /// reads and applies it (distributed: a `logger-cluster-<name>` record in the config topic).
 pub trait ClusterLogLevels: Send + Sync {
     /// Writes `level` (a valid Kafka level name, upper case) for `namespace`.
+    ///
+    /// # Errors
+    /// [`LogLevelError::Write`]: the level could not be written.
     fn put<'a>(
         &'a self,
         namespace: &'a str,
         level: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), LogLevelError>> + Send + 'a>>;
 }
 
 /// One logger's level: `{"level":"INFO","last_modified":…}` (milliseconds since the epoch of the last
@@ -375,13 +409,37 @@ mod tests {
     struct Applied(Arc<Mutex<Vec<String>>>);
 
     impl LogFilterReload for Applied {
-        fn reload(&self, directives: &str) -> Result<(), String> {
+        fn reload(&self, directives: &str) -> Result<(), LogLevelError> {
             self.0
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(directives.to_owned());
             Ok(())
         }
+    }
+
+    struct Refuses;
+
+    impl LogFilterReload for Refuses {
+        fn reload(&self, directives: &str) -> Result<(), LogLevelError> {
+            Err(LogLevelError::InvalidFilter {
+                directives: directives.to_owned(),
+                source: "unknown level".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_filter_the_backend_refuses_is_a_500_saying_why_and_changes_nothing() {
+        let levels = LogLevels::new("info", Refuses);
+        let refused = levels.set("ferry", "DEBUG").expect_err("refused");
+        assert_eq!(refused.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            refused.message,
+            "Cannot change the level of logger ferry: the filter \"info,ferry=debug\" is not valid: \
+             unknown level"
+        );
+        assert_eq!(levels.level("ferry").level, "INFO");
     }
 
     #[test]

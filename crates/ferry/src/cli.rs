@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use ferry_rest::{LogFilterReload, LogLevels};
+use ferry_rest::{LogFilterReload, LogLevelError, LogLevels};
 
 use crate::{Ferry, offsets};
 
@@ -74,12 +74,16 @@ type FilterHandle =
 struct ReloadFilter(FilterHandle);
 
 impl LogFilterReload for ReloadFilter {
-    fn reload(&self, directives: &str) -> Result<(), String> {
-        let filter = tracing_subscriber::EnvFilter::try_new(directives)
-            .map_err(|e| format!("the filter {directives:?} is not valid: {e}"))?;
-        self.0
-            .reload(filter)
-            .map_err(|e| format!("the log filter cannot be replaced: {e}"))
+    fn reload(&self, directives: &str) -> Result<(), LogLevelError> {
+        let filter = tracing_subscriber::EnvFilter::try_new(directives).map_err(|e| {
+            LogLevelError::InvalidFilter {
+                directives: directives.to_owned(),
+                source: Box::new(e),
+            }
+        })?;
+        self.0.reload(filter).map_err(|e| LogLevelError::Reload {
+            source: Box::new(e),
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::ownership::Started;
 use super::{DistributedHerder, Sizes, tasks_max};
+use crate::error::ConnectorFailure;
 use crate::{HerderError, validate};
 use ferry_runtime::TaskSpec;
 use ferry_runtime::config::ErrorTolerance;
@@ -26,7 +27,34 @@ enum TaskConfigsWrite {
     /// Written.
     Written,
     /// Not written; the connector fails with this reason.
-    Failed(String),
+    Failed(ConnectorFailure),
+}
+
+/// Why a connector's task configuration writer is not available here (yet); tried again soon.
+#[derive(Debug, thiserror::Error)]
+enum ConfigWriterError {
+    /// Another worker opened its own writer: it owns the connector now.
+    #[error(
+        "its task configuration writer was fenced by another worker, which owns the connector now"
+    )]
+    Fenced,
+    /// The membership lease is not valid: a zombie must not fence the live owner.
+    #[error(
+        "the group coordinator has not confirmed this worker for {age:.1?}; its task \
+         configuration writer is opened once it does"
+    )]
+    Unconfirmed {
+        /// How long ago the coordinator last confirmed this worker.
+        age: Duration,
+    },
+    /// The store could not open it.
+    #[error("its task configuration writer ({id}) could not be opened: {source}")]
+    Open {
+        /// Its `transactional.id`: `<group.id>-<connector>-configs`.
+        id: String,
+        /// Why it could not be opened.
+        source: ferry_runtime::stores::ConfigStoreError,
+    },
 }
 
 /// How often the loop takes a snapshot even when nothing woke it: a missed update or a status
@@ -42,7 +70,7 @@ pub(super) struct Instance {
     /// The configuration it was made from.
     config: Config,
     /// The task configurations it made, or why it failed.
-    generated: Result<Vec<Config>, String>,
+    generated: Result<Vec<Config>, ConnectorFailure>,
 }
 
 /// What the loop applied: the connector instances run here.
@@ -254,7 +282,7 @@ impl DistributedHerder {
                 // A failed connector keeps its committed tasks, as in Kafka Connect.
                 (Err(_), _) => None,
             };
-            let mut failure = instance.generated.as_ref().err().cloned();
+            let mut failure = instance.generated.as_ref().err().map(ToString::to_string);
             if let Some(desired) = desired
                 && entry.tasks.as_ref() != Some(&desired)
             {
@@ -269,7 +297,7 @@ impl DistributedHerder {
                     }
                     TaskConfigsWrite::Fenced => continue,
                     TaskConfigsWrite::Written => wrote = true,
-                    TaskConfigsWrite::Failed(reason) => failure = Some(reason),
+                    TaskConfigsWrite::Failed(reason) => failure = Some(reason.to_string()),
                 }
             }
             self.publish_connector(&name, entry.target, failure);
@@ -316,11 +344,9 @@ impl DistributedHerder {
                 .insert(name.to_owned(), ConfigWriter::Fenced);
             return TaskConfigsWrite::Fenced;
         }
-        let written = written.map_err(|e| {
-            format!(
-                "its task configurations could not be written to {}: {e}",
-                self.config_store.describe()
-            )
+        let written = written.map_err(|source| ConnectorFailure::WriteTaskConfigs {
+            store: self.config_store.describe(),
+            source,
         });
         if written.is_ok() {
             // Task numbers that are gone have no next instance to fence their zombies; then
@@ -349,7 +375,7 @@ impl DistributedHerder {
     async fn config_writer(
         &self,
         connector: &str,
-    ) -> Result<Option<Arc<dyn ferry_plugin::TaskConfigWriter>>, String> {
+    ) -> Result<Option<Arc<dyn ferry_plugin::TaskConfigWriter>>, ConfigWriterError> {
         let cached = self
             .config_writers
             .lock()
@@ -361,13 +387,7 @@ impl DistributedHerder {
             });
         match cached {
             Some(Ok(writer)) => return Ok(Some(writer)),
-            Some(Err(())) => {
-                return Err(
-                    "its task configuration writer was fenced by another worker, which owns \
-                            the connector now"
-                        .to_owned(),
-                );
-            }
+            Some(Err(())) => return Err(ConfigWriterError::Fenced),
             None => {}
         }
         let Some(prefix) = self.worker.task_fencing() else {
@@ -376,19 +396,16 @@ impl DistributedHerder {
         if let Some(lease) = self.worker.membership()
             && !lease.is_valid()
         {
-            return Err(format!(
-                "the group coordinator has not confirmed this worker for {:.1?}; its task \
-                 configuration writer is opened once it does",
-                lease.age()
-            ));
+            return Err(ConfigWriterError::Unconfirmed { age: lease.age() });
         }
         let id = format!("{prefix}-{connector}-configs");
         let writer = self
             .config_store
             .open_task_config_writer(connector, &id)
             .await
-            .map_err(|e| {
-                format!("its task configuration writer ({id}) could not be opened: {e}")
+            .map_err(|source| ConfigWriterError::Open {
+                id: id.clone(),
+                source,
             })?;
         if let Some(writer) = &writer {
             tracing::info!(connector = %connector, "connector {connector:?}: task configurations written through transactional.id {id}");
@@ -404,16 +421,13 @@ impl DistributedHerder {
     fn make_instance(&self, name: &str, config: &Config) -> Instance {
         // Made from the resolved configuration; written with the placeholders put back.
         let generated = validate::check_resolved(&self.plugins, name, config)
-            .map_err(|e| e.to_string())
+            .map_err(ConnectorFailure::Invalid)
             .and_then(|(checked, connector, secrets)| {
                 connector
                     .task_configs(&checked.props, checked.tasks_max.max(1))
                     .map(|tasks| self.plugins.unresolve(config, &checked.props, tasks))
-                    .map_err(|e| {
-                        ferry_runtime::config::scrub(
-                            format!("the connector could not create its task configurations: {e}"),
-                            &secrets,
-                        )
+                    .map_err(|e| ConnectorFailure::TaskConfigs {
+                        reason: ferry_runtime::config::scrub(e.to_string(), &secrets),
                     })
             });
         self.worker.metrics().connector_startup(generated.is_ok());
@@ -499,7 +513,7 @@ impl DistributedHerder {
                 self.plugins
                     .resolve_task(&want.config)
                     .map(|task| (checked, task))
-                    .map_err(HerderError::bad_request)
+                    .map_err(|e| HerderError::bad_request(e.to_string()).with_source(e))
             });
         let mut owned = self.owned();
         let Some(claim) = owned.slots.get(id) else {
@@ -558,4 +572,33 @@ pub(super) fn desired_task(snapshot: &ConfigSnapshot, id: &TaskId) -> Option<Sta
         config,
         target: entry.target,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_writer_errors_say_what_the_warning_said() {
+        let age = Duration::from_millis(12_345);
+        assert_eq!(
+            ConfigWriterError::Unconfirmed { age }.to_string(),
+            format!(
+                "the group coordinator has not confirmed this worker for {age:.1?}; its task \
+                 configuration writer is opened once it does"
+            )
+        );
+        assert_eq!(
+            ConfigWriterError::Fenced.to_string(),
+            "its task configuration writer was fenced by another worker, which owns the connector now"
+        );
+        let open = ConfigWriterError::Open {
+            id: "g-c-configs".to_owned(),
+            source: ferry_runtime::stores::ConfigStoreError::new("brokers unreachable"),
+        };
+        assert_eq!(
+            open.to_string(),
+            "its task configuration writer (g-c-configs) could not be opened: brokers unreachable"
+        );
+    }
 }

@@ -219,12 +219,18 @@ impl ferry_rest::ClusterLogLevels for ConfigTopicLogLevels {
         &'a self,
         namespace: &'a str,
         level: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), ferry_rest::LogLevelError>> + Send + 'a>,
+    > {
         Box::pin(async move {
             self.0
                 .put_logger_level(namespace, level)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| ferry_rest::LogLevelError::Write {
+                    namespace: namespace.to_owned(),
+                    level: level.to_owned(),
+                    source: Box::new(e),
+                })
         })
     }
 }
