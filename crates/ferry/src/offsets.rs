@@ -223,6 +223,86 @@ fn print_offsets(entries: &[String]) {
     println!("{{\"offsets\":[{}]}}", entries.join(","));
 }
 
+/// `list`: every committed offset of `connector`.
+async fn list(store: &dyn OffsetBackingStore, connector: &str) -> Result<(), OffsetsError> {
+    let stored = store.connector_offsets(connector).await?;
+    let mut entries = Vec::with_capacity(stored.len());
+    for (key, value) in stored {
+        let key = decode_key(&key)?;
+        let offset = decode_value(&value).map_err(|source| OffsetsError::StoredOffset {
+            connector: connector.to_owned(),
+            source,
+        })?;
+        entries.push(entry(key.partition.as_ref(), Some(&offset)));
+    }
+    print_offsets(&entries);
+    Ok(())
+}
+
+/// `get`: the committed offset of one partition, as a task reads it.
+async fn get(
+    store: Arc<dyn OffsetBackingStore>,
+    connector: String,
+    partition: &str,
+) -> Result<(), OffsetsError> {
+    let partition = parse_map("partition", partition)?;
+    let reader = StoreOffsetReader::new(connector, store);
+    let offset = reader.offset(&partition).await?;
+    print_offsets(
+        &offset
+            .map(|o| entry(Some(&partition), Some(&o)))
+            .into_iter()
+            .collect::<Vec<_>>(),
+    );
+    Ok(())
+}
+
+/// `set`: one partition's offset.
+async fn set(
+    store: &dyn OffsetBackingStore,
+    connector: &str,
+    partition: &str,
+    offset: &str,
+) -> Result<(), OffsetsError> {
+    let partition = parse_map("partition", partition)?;
+    let offset = parse_map("offset", offset)?;
+    let write = OffsetWrite {
+        key: encode_key(connector, Some(&partition)),
+        value: Some(encode_value(&offset)),
+    };
+    store.set(&[write]).await?;
+    print_offsets(&[entry(Some(&partition), Some(&offset))]);
+    Ok(())
+}
+
+/// `reset`: one partition's offset, or every offset of the connector, removed (tombstones).
+async fn reset(
+    store: &dyn OffsetBackingStore,
+    connector: &str,
+    partition: Option<String>,
+) -> Result<(), OffsetsError> {
+    let keys: Vec<Vec<u8>> = match partition {
+        Some(p) => vec![encode_key(connector, Some(&parse_map("partition", &p)?))],
+        None => store
+            .connector_offsets(connector)
+            .await?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect(),
+    };
+    let batch: Vec<OffsetWrite> = keys
+        .into_iter()
+        .map(|key| OffsetWrite { key, value: None })
+        .collect();
+    store.set(&batch).await?;
+    eprintln!(
+        "reset {} partition(s) of connector {connector:?}",
+        batch.len()
+    );
+    print_offsets(&[]);
+    Ok(())
+}
+
 /// Runs one `ferry offsets` command; the exit code is 0 unless `doctor` found a likely mismatch.
 pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, OffsetsError> {
     let target = match &action {
@@ -254,63 +334,12 @@ pub(crate) async fn run(ferry: &Ferry, action: Action) -> Result<ExitCode, Offse
     }
     match action {
         Action::Export(_) | Action::Import(_) | Action::Doctor(_) => {}
-        Action::List(_) => {
-            let stored = store.connector_offsets(&connector).await?;
-            let mut entries = Vec::with_capacity(stored.len());
-            for (key, value) in stored {
-                let key = decode_key(&key)?;
-                let offset = decode_value(&value).map_err(|source| OffsetsError::StoredOffset {
-                    connector: connector.clone(),
-                    source,
-                })?;
-                entries.push(entry(key.partition.as_ref(), Some(&offset)));
-            }
-            print_offsets(&entries);
-        }
-        Action::Get { partition, .. } => {
-            let partition = parse_map("partition", &partition)?;
-            let reader = StoreOffsetReader::new(connector, store.clone());
-            let offset = reader.offset(&partition).await?;
-            print_offsets(
-                &offset
-                    .map(|o| entry(Some(&partition), Some(&o)))
-                    .into_iter()
-                    .collect::<Vec<_>>(),
-            );
-        }
+        Action::List(_) => list(store.as_ref(), &connector).await?,
+        Action::Get { partition, .. } => get(store, connector, &partition).await?,
         Action::Set {
             partition, offset, ..
-        } => {
-            let partition = parse_map("partition", &partition)?;
-            let offset = parse_map("offset", &offset)?;
-            let write = OffsetWrite {
-                key: encode_key(&connector, Some(&partition)),
-                value: Some(encode_value(&offset)),
-            };
-            store.set(&[write]).await?;
-            print_offsets(&[entry(Some(&partition), Some(&offset))]);
-        }
-        Action::Reset { partition, .. } => {
-            let keys: Vec<Vec<u8>> = match partition {
-                Some(p) => vec![encode_key(&connector, Some(&parse_map("partition", &p)?))],
-                None => store
-                    .connector_offsets(&connector)
-                    .await?
-                    .into_iter()
-                    .map(|(key, _)| key)
-                    .collect(),
-            };
-            let batch: Vec<OffsetWrite> = keys
-                .into_iter()
-                .map(|key| OffsetWrite { key, value: None })
-                .collect();
-            store.set(&batch).await?;
-            eprintln!(
-                "reset {} partition(s) of connector {connector:?}",
-                batch.len()
-            );
-            print_offsets(&[]);
-        }
+        } => set(store.as_ref(), &connector, &partition, &offset).await?,
+        Action::Reset { partition, .. } => reset(store.as_ref(), &connector, partition).await?,
     }
     Ok(ExitCode::SUCCESS)
 }

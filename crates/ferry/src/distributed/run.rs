@@ -62,21 +62,7 @@ pub(crate) async fn run(
     let worker_id = config.worker_id(port);
     let rest_url = format!("{}://{worker_id}", config.advertised_scheme());
 
-    let config_store = Arc::new(
-        KafkaConfigBackingStore::open(&topic_config(&config, &config.config_topic))
-            .await
-            .map_err(kafka)?,
-    );
-    config_store.spawn_refresher(REFRESH_EVERY);
-    if let Some(levels) = crate::cli::log_levels() {
-        apply_cluster_log_levels(&config_store, levels);
-    }
-    let status_store = Arc::new(
-        KafkaStatusBackingStore::open(&topic_config(&config, &config.status_topic))
-            .await
-            .map_err(kafka)?,
-    );
-    spawn_status_refresher(&status_store);
+    let (config_store, status_store) = internal_stores(&config).await?;
     let offsets: Arc<dyn OffsetBackingStore> = store_spec.open(OpenMode::ReadWrite).await?;
     let sinks = sink_spec.start().await?;
     tracing::info!(
@@ -92,18 +78,7 @@ pub(crate) async fn run(
     let signals = StopSignals::listen()?;
     let membership = Arc::new(slots_config(&config, &rest_url).membership_lease());
     let statuses: Arc<dyn StatusBackingStore> = status_store.clone();
-    let settings = WorkerSettings {
-        offset_flush_interval: config.offset_flush_interval,
-        offset_flush_timeout: config.offset_flush_timeout,
-        task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
-        topic_tracking: config.topic_tracking,
-        // Every task commits through its own transactional producer, `<group.id>-<connector>-<task>`:
-        // the broker, not the status topic, stops a task's previous owner from committing.
-        task_fencing: Some(config.group_id.clone()),
-        membership: Some(membership.clone()),
-        exactly_once_source: config.exactly_once_source,
-        ..WorkerSettings::default()
-    };
+    let settings = worker_settings(&config, membership.clone());
     let worker = Worker::with_sinks(
         settings,
         offsets.clone(),
@@ -153,6 +128,49 @@ pub(crate) async fn run(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The config and status topics, opened (created when missing) and read to their end, each kept
+/// fresh by a refresher; cluster-scoped log levels are applied from the config topic.
+async fn internal_stores(
+    config: &DistributedConfig,
+) -> Result<(Arc<KafkaConfigBackingStore>, Arc<KafkaStatusBackingStore>), RunError> {
+    let config_store = Arc::new(
+        KafkaConfigBackingStore::open(&topic_config(config, &config.config_topic))
+            .await
+            .map_err(kafka)?,
+    );
+    config_store.spawn_refresher(REFRESH_EVERY);
+    if let Some(levels) = crate::cli::log_levels() {
+        apply_cluster_log_levels(&config_store, levels);
+    }
+    let status_store = Arc::new(
+        KafkaStatusBackingStore::open(&topic_config(config, &config.status_topic))
+            .await
+            .map_err(kafka)?,
+    );
+    spawn_status_refresher(&status_store);
+    Ok((config_store, status_store))
+}
+
+/// The worker's settings from its file: every task fenced by its transactional id, and its slots
+/// held through `membership`.
+fn worker_settings(
+    config: &DistributedConfig,
+    membership: Arc<ferry_plugin::MembershipLease>,
+) -> WorkerSettings {
+    WorkerSettings {
+        offset_flush_interval: config.offset_flush_interval,
+        offset_flush_timeout: config.offset_flush_timeout,
+        task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
+        topic_tracking: config.topic_tracking,
+        // Every task commits through its own transactional producer, `<group.id>-<connector>-<task>`:
+        // the broker, not the status topic, stops a task's previous owner from committing.
+        task_fencing: Some(config.group_id.clone()),
+        membership: Some(membership),
+        exactly_once_source: config.exactly_once_source,
+        ..WorkerSettings::default()
+    }
 }
 
 async fn join_group(
