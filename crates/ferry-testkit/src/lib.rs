@@ -64,6 +64,7 @@ mod connect;
 mod harness;
 mod java;
 mod kafka;
+mod wait;
 
 pub use connect::{ConnectOptions, ConnectWorker};
 pub use harness::{
@@ -72,6 +73,7 @@ pub use harness::{
 };
 pub use java::{Jvm, KAFKA_VERSION, kafka_home};
 pub use kafka::KafkaBroker;
+pub use wait::{eventually, eventually_async};
 
 use std::path::{Path, PathBuf};
 

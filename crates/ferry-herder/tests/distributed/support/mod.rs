@@ -10,7 +10,7 @@ pub mod statuses;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_api::{Config, OffsetStorageReader, RecordMetadata, SourceRecord, async_trait};
 use ferry_herder::{DistributedHerder, DistributedSettings, Herder};
@@ -32,31 +32,17 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Waits until `cond` holds; fails the test after [`DEADLINE`].
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {DEADLINE:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+pub async fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    ferry_testkit::eventually(what, DEADLINE, cond).await;
 }
 
 /// [`eventually`] for a condition that must be awaited.
-pub async fn eventually_async<F, Fut>(what: &str, mut cond: F)
+pub async fn eventually_async<F, Fut>(what: &str, cond: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + DEADLINE;
-    while !cond().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {DEADLINE:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    ferry_testkit::eventually_async(what, DEADLINE, cond).await;
 }
 
 /// One record a sink delivered: by which worker and task instance, which partition, which `n`.

@@ -77,32 +77,18 @@ pub fn records(p: &str, range: std::ops::RangeInclusive<i64>) -> Vec<SourceRecor
 // Waiting
 // ---------------------------------------------------------------------------------------------
 
-/// Waits until `cond` holds, checking every few milliseconds; fails the test after [`DEADLINE`].
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {DEADLINE:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+/// Waits until `cond` holds; fails the test after [`DEADLINE`].
+pub async fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    ferry_testkit::eventually(what, DEADLINE, cond).await;
 }
 
 /// [`eventually`] for a condition that must be awaited.
-pub async fn eventually_async<F, Fut>(what: &str, mut cond: F)
+pub async fn eventually_async<F, Fut>(what: &str, cond: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = Instant::now() + DEADLINE;
-    while !cond().await {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {DEADLINE:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    ferry_testkit::eventually_async(what, DEADLINE, cond).await;
 }
 
 /// Awaits `fut`, failing the test if it takes longer than [`DEADLINE`] (a hang is a bug, not a wait).
