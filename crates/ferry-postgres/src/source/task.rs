@@ -302,97 +302,22 @@ async fn new_queriers(
     let now = Instant::now();
     let mut queriers = Vec::with_capacity(items.len());
     for (item, stored) in items.iter().zip(stored) {
-        let (name, struct_name, partition, topic) = match item {
-            SourceItem::Table(t) => (
-                format!("table {t}"),
-                Some(t.table.clone()),
-                ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
-                format!("{}{}", config.topic_prefix, t.table),
-            ),
-            SourceItem::Query(_) => (
-                "query".to_owned(),
-                None,
-                ConnectMap::from_serde(&QueryPartition::default())?,
-                config.topic_prefix.clone(),
-            ),
-        };
-        let cursor = match stored {
-            Some((found_under, offset)) => {
-                let cursor = to_cursor(&offset).map_err(|m| {
-                        ConnectError::fatal(format!(
-                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
-                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
-                        ))
-                    })?;
-                tracing::info!(
-                    "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
-                );
-                cursor
-            }
-            None => {
-                if config.mode != Mode::Bulk {
-                    tracing::info!(
-                        "PostgresSource: {name} has no stored offset; it starts {}",
-                        describe_start(config.mode, &initial)
-                    );
-                }
-                initial
-            }
-        };
-        let incrementing_column = match (item, &config.incrementing_column) {
-            (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
-                let found = auto_increment_column(db, t).await?.ok_or_else(|| {
-                    ConnectError::fatal(format!(
-                        "PostgresSource: {name} has no serial or identity column to use as the incrementing \
-                         column; set incrementing.column.name"
-                    ))
-                })?;
-                tracing::info!(
-                    "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
-                );
-                Some(found)
-            }
-            (_, configured) => configured.clone(),
-        };
+        let (name, struct_name, partition, topic) = item_identity(config, item)?;
+        let cursor = resume_cursor(config, &name, stored, initial)?;
+        let incrementing_column = incrementing_column_of(db, config, item, &name).await?;
         let table = match item {
             SourceItem::Table(t) => Some((*t).clone()),
             SourceItem::Query(_) => None,
         };
-        let folded;
-        let item = match item {
-            SourceItem::Table(t) if config.options.fold_identifiers => {
-                folded = TableId {
-                    schema: t.schema.to_ascii_lowercase(),
-                    table: t.table.to_ascii_lowercase(),
-                };
-                &SourceItem::Table(&folded)
-            }
-            _ => item,
-        };
-        let checked;
-        let item_config = if incrementing_column == config.incrementing_column {
-            config
-        } else {
-            let mut c = config.clone();
-            c.incrementing_column = incrementing_column.clone();
-            checked = c;
-            &checked
-        };
-        let ts_columns = columns::check(db, item, &name, item_config).await?;
-        let mut select = sql::select(
-            config.mode,
+        let (select, max_select) = statements(
+            db,
+            config,
             item,
+            &name,
             incrementing_column.as_deref(),
-            &ts_columns,
-            &config.safety.db_timezone,
-        );
-        if let Some(suffix) = &config.options.query_suffix {
-            select = format!("{select} {suffix}");
-        }
-        let max_select = match (&incrementing_column, config.mode, guarded) {
-            (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
-            _ => None,
-        };
+            guarded,
+        )
+        .await?;
         tracing::debug!("PostgresSource: {name} reads with: {select}");
         queriers.push(Querier {
             table,
@@ -410,6 +335,132 @@ async fn new_queriers(
         });
     }
     Ok(queriers)
+}
+
+/// An item's name for messages, its struct name, its offset partition and its topic.
+fn item_identity(
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+) -> Result<(String, Option<String>, ConnectMap, String), ConnectError> {
+    Ok(match item {
+        SourceItem::Table(t) => (
+            format!("table {t}"),
+            Some(t.table.clone()),
+            ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+            format!("{}{}", config.topic_prefix, t.table),
+        ),
+        SourceItem::Query(_) => (
+            "query".to_owned(),
+            None,
+            ConnectMap::from_serde(&QueryPartition::default())?,
+            config.topic_prefix.clone(),
+        ),
+    })
+}
+
+/// Where the item `name` starts: after its stored offset, else at `initial`.
+fn resume_cursor(
+    config: &SourceConfig,
+    name: &str,
+    stored: Option<(SourcePartition, SourceOffset)>,
+    initial: Cursor,
+) -> Result<Cursor, ConnectError> {
+    Ok(match stored {
+        Some((found_under, offset)) => {
+            let cursor = to_cursor(&offset).map_err(|m| {
+                    ConnectError::fatal(format!(
+                        "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                         cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                    ))
+                })?;
+            tracing::info!(
+                "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+            );
+            cursor
+        }
+        None => {
+            if config.mode != Mode::Bulk {
+                tracing::info!(
+                    "PostgresSource: {name} has no stored offset; it starts {}",
+                    describe_start(config.mode, &initial)
+                );
+            }
+            initial
+        }
+    })
+}
+
+/// The item's incrementing column: configured, or a table's auto-increment column when the mode
+/// needs one and none is configured.
+async fn incrementing_column_of(
+    db: &Db,
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+    name: &str,
+) -> Result<Option<String>, ConnectError> {
+    Ok(match (item, &config.incrementing_column) {
+        (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
+            let found = auto_increment_column(db, t).await?.ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "PostgresSource: {name} has no serial or identity column to use as the incrementing \
+                     column; set incrementing.column.name"
+                ))
+            })?;
+            tracing::info!(
+                "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
+            );
+            Some(found)
+        }
+        (_, configured) => configured.clone(),
+    })
+}
+
+/// The item's SELECT (its timestamp columns checked) and, with the late-commit guard in
+/// incrementing mode, the query of its largest incrementing value.
+async fn statements(
+    db: &Db,
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+    name: &str,
+    incrementing_column: Option<&str>,
+    guarded: bool,
+) -> Result<(String, Option<String>), ConnectError> {
+    let folded;
+    let item = match item {
+        SourceItem::Table(t) if config.options.fold_identifiers => {
+            folded = TableId {
+                schema: t.schema.to_ascii_lowercase(),
+                table: t.table.to_ascii_lowercase(),
+            };
+            &SourceItem::Table(&folded)
+        }
+        _ => item,
+    };
+    let checked;
+    let item_config = if incrementing_column == config.incrementing_column.as_deref() {
+        config
+    } else {
+        let mut c = config.clone();
+        c.incrementing_column = incrementing_column.map(str::to_owned);
+        checked = c;
+        &checked
+    };
+    let ts_columns = columns::check(db, item, name, item_config).await?;
+    let mut select = sql::select(
+        config.mode,
+        item,
+        incrementing_column,
+        &ts_columns,
+        &config.safety.db_timezone,
+    );
+    if let Some(suffix) = &config.options.query_suffix {
+        select = format!("{select} {suffix}");
+    }
+    let max_select = match (incrementing_column, config.mode, guarded) {
+        (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
+        _ => None,
+    };
+    Ok((select, max_select))
 }
 
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
