@@ -515,6 +515,27 @@ async fn read_offsets(
         .collect())
 }
 
+/// The incrementing value of `row` in `column` (at `i`) of the querier `name`; a null is refused.
+fn row_incrementing(
+    row: &Row,
+    column: &tokio_postgres::Column,
+    i: usize,
+    inc_column: Option<&str>,
+    name: &str,
+) -> Result<i64, ConnectError> {
+    let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
+    let bytes = raw(row, i)
+        .map_err(|e| fail(e.to_string()))?
+        .ok_or_else(|| {
+            fail(format!(
+                "a row has a null incrementing column {:?}",
+                inc_column.unwrap_or_default()
+            ))
+        })?;
+    incrementing_value(column.type_(), bytes)
+        .map_err(|m| fail(format!("incrementing.column.name {:?}: {m}", column.name())))
+}
+
 /// A stored offset as a cursor (missing fields: the JDBC source's defaults).
 fn to_cursor(offset: &SourceOffset) -> Result<Cursor, OffsetError> {
     let decoded = decode_offset(offset)?;
@@ -868,6 +889,78 @@ impl Running {
             return Ok(Vec::new());
         };
         let columns = first.columns();
+        self.ensure_shape(index, columns).await?;
+        let inc_column = self.queriers[index].incrementing_column.clone();
+        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
+        let ts_indexes = self
+            .timestamp_columns
+            .iter()
+            .map(|c| {
+                self.column_index(columns, Some(c), index)
+                    .map(Option::unwrap_or_default)
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        let mode = self.mode;
+        let row_ts = if mode.uses_timestamp() {
+            columns::row_timestamps(
+                &self.db,
+                &self.zone,
+                &self.queriers[index].name,
+                columns,
+                &ts_indexes,
+                rows,
+            )
+            .await?
+        } else {
+            Vec::new()
+        };
+        let shifts = self.zone_shifts(index, rows).await?;
+        let querier = &mut self.queriers[index];
+        let Some(shape) = querier.shape.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let mut cursor = querier.cursor;
+        let mut out = Vec::with_capacity(rows.len());
+        for (n, row) in rows.iter().enumerate() {
+            let value = shape.value(row, &shifts).map_err(|e| {
+                ConnectError::fatal(format!("PostgresSource: {}: {e}", querier.name))
+            })?;
+            if let Some(i) = inc_index {
+                cursor.incrementing = Some(row_incrementing(
+                    row,
+                    &columns[i],
+                    i,
+                    inc_column.as_deref(),
+                    &querier.name,
+                )?);
+            }
+            if let Some(ts) = row_ts.get(n) {
+                cursor.timestamp = Some(*ts);
+            }
+            let offset = match mode {
+                Mode::Bulk => None,
+                _ => Some(ConnectMap::from_serde(&cursor.to_offset())?),
+            };
+            let mut record = SourceRecord::from_maps(
+                Some(querier.partition.clone()),
+                offset,
+                querier.topic.clone(),
+                Some(value),
+            );
+            record.value_schema = shape.schema.clone();
+            out.push(record);
+        }
+        querier.cursor = cursor;
+        Ok(out)
+    }
+
+    /// Builds the querier's row shape when it has none or `columns` do not fit it, saying which
+    /// columns are left out and when the records have no value schema.
+    async fn ensure_shape(
+        &mut self,
+        index: usize,
+        columns: &[tokio_postgres::Column],
+    ) -> Result<(), ConnectError> {
         if !self.queriers[index]
             .shape
             .as_ref()
@@ -904,31 +997,12 @@ impl Running {
             }
             querier.shape = Some(shape);
         }
-        let inc_column = self.queriers[index].incrementing_column.clone();
-        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
-        let ts_indexes = self
-            .timestamp_columns
-            .iter()
-            .map(|c| {
-                self.column_index(columns, Some(c), index)
-                    .map(Option::unwrap_or_default)
-            })
-            .collect::<Result<Vec<usize>, _>>()?;
-        let mode = self.mode;
-        let row_ts = if mode.uses_timestamp() {
-            columns::row_timestamps(
-                &self.db,
-                &self.zone,
-                &self.queriers[index].name,
-                columns,
-                &ts_indexes,
-                rows,
-            )
-            .await?
-        } else {
-            Vec::new()
-        };
-        let shifts = match self.queriers[index].shape.as_ref() {
+        Ok(())
+    }
+
+    /// The zone shifts of the rows' local timestamps (none in UTC or without a shape).
+    async fn zone_shifts(&self, index: usize, rows: &[Row]) -> Result<ZoneShifts, ConnectError> {
+        Ok(match self.queriers[index].shape.as_ref() {
             Some(shape) if !ZoneShifts::is_utc(&self.zone) => {
                 let name = &self.queriers[index].name;
                 let keys = shape
@@ -937,52 +1011,7 @@ impl Running {
                 ZoneShifts::lookup(&self.db, &self.zone, name, keys).await?
             }
             _ => ZoneShifts::utc(),
-        };
-        let querier = &mut self.queriers[index];
-        let Some(shape) = querier.shape.as_ref() else {
-            return Ok(Vec::new());
-        };
-        let mut cursor = querier.cursor;
-        let mut out = Vec::with_capacity(rows.len());
-        for (n, row) in rows.iter().enumerate() {
-            let fail =
-                |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
-            let value = shape.value(row, &shifts).map_err(|e| fail(e.to_string()))?;
-            if let Some(i) = inc_index {
-                let bytes = raw(row, i)
-                    .map_err(|e| fail(e.to_string()))?
-                    .ok_or_else(|| {
-                        fail(format!(
-                            "a row has a null incrementing column {:?}",
-                            inc_column.as_deref().unwrap_or_default()
-                        ))
-                    })?;
-                let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {
-                    fail(format!(
-                        "incrementing.column.name {:?}: {m}",
-                        columns[i].name()
-                    ))
-                })?;
-                cursor.incrementing = Some(v);
-            }
-            if let Some(ts) = row_ts.get(n) {
-                cursor.timestamp = Some(*ts);
-            }
-            let offset = match mode {
-                Mode::Bulk => None,
-                _ => Some(ConnectMap::from_serde(&cursor.to_offset())?),
-            };
-            let mut record = SourceRecord::from_maps(
-                Some(querier.partition.clone()),
-                offset,
-                querier.topic.clone(),
-                Some(value),
-            );
-            record.value_schema = shape.schema.clone();
-            out.push(record);
-        }
-        querier.cursor = cursor;
-        Ok(out)
+        })
     }
 
     /// The index of the cursor column `name` in the result (`None` when no name is given).
