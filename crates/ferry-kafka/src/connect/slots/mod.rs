@@ -478,79 +478,110 @@ impl TaskSlots {
         })
     }
 
+    /// Creates slot topic `topic` with `partitions` partitions, or grows it to them, and waits until
+    /// the metadata shows them all.
     async fn ensure_topic(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
-        let group = &self.config.group_id;
-        let kafka = |what: String, source| SlotsError::Kafka {
-            group: group.clone(),
-            what,
-            source: Box::new(source),
-        };
-        let broker = |message: String| SlotsError::Broker {
-            group: group.clone(),
-            message,
-        };
         let timeout = self.config.admin_timeout;
         let options = AdminOptions::new()
             .operation_timeout(Some(timeout))
             .request_timeout(Some(timeout));
         let existing = self.partition_count(topic).await?;
         match existing {
-            None => {
-                let new = NewTopic::new(
-                    topic,
-                    partitions,
-                    TopicReplication::Fixed(i32::from(self.config.replication_factor)),
-                );
-                let results = self
-                    .admin
-                    .create_topics([&new], &options)
-                    .await
-                    .map_err(|e| kafka(format!("creating slot topic {topic}"), e))?;
-                for result in results {
-                    match result {
-                        Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                        Err((_, code)) => {
-                            return Err(broker(format!(
-                                "creating slot topic {topic} with {partitions} partitions failed: {code}; \
-                                 create it yourself or grant CreateTopics"
-                            )));
-                        }
-                    }
-                }
-            }
-            Some(n) if n < partitions => {
-                let grow = NewPartitions::new(topic, partitions as usize);
-                let results = self
-                    .admin
-                    .create_partitions([&grow], &options)
-                    .await
-                    .map_err(|e| {
-                        if matches!(
-                            e,
-                            KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)
-                        ) {
-                            broker(format!(
-                                "slot topic {topic} has {n} partitions and needs {partitions}, but the \
-                                 broker does not support CreatePartitions. The topic holds no data: \
-                                 delete it while no worker runs the connector, or create the \
-                                 connector's slots with its tasks.max up front"
-                            ))
-                        } else {
-                            kafka(format!("growing slot topic {topic}"), e)
-                        }
-                    })?;
-                for result in results {
-                    if let Err((_, code)) = result {
-                        return Err(broker(format!(
-                            "growing slot topic {topic} from {n} to {partitions} partitions failed: \
-                             {code}; grow it yourself or grant Alter on the topic"
-                        )));
-                    }
-                }
-            }
+            None => self.create_topic(topic, partitions, &options).await?,
+            Some(n) if n < partitions => self.grow_topic(topic, n, partitions, &options).await?,
             Some(_) => return Ok(()),
         }
-        // Subscribing before the metadata shows every partition would leave slots unassigned.
+        self.await_partitions(topic, partitions).await
+    }
+
+    /// The error of a failed Kafka call (`what` was being done).
+    fn kafka_error(&self, what: String, source: KafkaError) -> SlotsError {
+        SlotsError::Kafka {
+            group: self.config.group_id.clone(),
+            what,
+            source: Box::new(source),
+        }
+    }
+
+    /// The error of something the broker refused or did not do.
+    fn broker_error(&self, message: String) -> SlotsError {
+        SlotsError::Broker {
+            group: self.config.group_id.clone(),
+            message,
+        }
+    }
+
+    /// Creates slot topic `topic` with `partitions` partitions; one that exists already is fine.
+    async fn create_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        options: &AdminOptions,
+    ) -> Result<(), SlotsError> {
+        let new = NewTopic::new(
+            topic,
+            partitions,
+            TopicReplication::Fixed(i32::from(self.config.replication_factor)),
+        );
+        let results = self
+            .admin
+            .create_topics([&new], options)
+            .await
+            .map_err(|e| self.kafka_error(format!("creating slot topic {topic}"), e))?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((_, code)) => {
+                    return Err(self.broker_error(format!(
+                        "creating slot topic {topic} with {partitions} partitions failed: {code}; \
+                         create it yourself or grant CreateTopics"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Grows slot topic `topic` from `n` to `partitions` partitions.
+    async fn grow_topic(
+        &self,
+        topic: &str,
+        n: i32,
+        partitions: i32,
+        options: &AdminOptions,
+    ) -> Result<(), SlotsError> {
+        let grow = NewPartitions::new(topic, partitions as usize);
+        let results = self
+            .admin
+            .create_partitions([&grow], options)
+            .await
+            .map_err(|e| {
+                if matches!(e, KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)) {
+                    self.broker_error(format!(
+                        "slot topic {topic} has {n} partitions and needs {partitions}, but the \
+                         broker does not support CreatePartitions. The topic holds no data: \
+                         delete it while no worker runs the connector, or create the \
+                         connector's slots with its tasks.max up front"
+                    ))
+                } else {
+                    self.kafka_error(format!("growing slot topic {topic}"), e)
+                }
+            })?;
+        for result in results {
+            if let Err((_, code)) = result {
+                return Err(self.broker_error(format!(
+                    "growing slot topic {topic} from {n} to {partitions} partitions failed: \
+                     {code}; grow it yourself or grant Alter on the topic"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the metadata shows `partitions` partitions of `topic`: subscribing before it
+    /// does would leave slots unassigned.
+    async fn await_partitions(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
+        let timeout = self.config.admin_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if self
@@ -561,7 +592,7 @@ impl TaskSlots {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(broker(format!(
+                return Err(self.broker_error(format!(
                     "slot topic {topic} did not show {partitions} partitions in the metadata within \
                      {timeout:?}"
                 )));
