@@ -218,13 +218,7 @@ impl SourceConfig {
             &mut issues,
         );
         let initial = int_at_least(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
-        let options = match Options::parse(config, split_identifier) {
-            Ok(options) => Some(options),
-            Err(found) => {
-                issues.extend(found);
-                None
-            }
-        };
+        let options = parse_options(config, &mut issues);
         check_blacklist(config, source.as_ref(), &mut issues);
         let delay = int_at_least(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
         let safety = Safety::parse(config, &mut issues);
@@ -430,6 +424,17 @@ fn parse_topic_prefix(
             None
         }
         Some(p) => Some(p.trim().to_owned()),
+    }
+}
+
+/// Parses the keys of [`Options`] (table.blacklist, table.types, numeric.mapping, …).
+fn parse_options(config: &Config, issues: &mut Issues) -> Option<Options> {
+    match Options::parse(config, split_identifier) {
+        Ok(options) => Some(options),
+        Err(found) => {
+            issues.extend(found);
+            None
+        }
     }
 }
 
