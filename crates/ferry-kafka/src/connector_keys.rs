@@ -176,119 +176,12 @@ impl TopicCreation {
             return Ok(None);
         }
         let mut issues = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        for name in list(config.get(TOPIC_CREATION_GROUPS).map(String::as_str)) {
-            if names.contains(&name) {
-                issues.push(issue(
-                    TOPIC_CREATION_GROUPS,
-                    format!("Duplicate alias provided ({name})."),
-                ));
-            } else if name != DEFAULT_GROUP {
-                // Kafka Connect always has the default group; listing it changes nothing.
-                names.push(name);
-            }
-        }
-        if names.len() > MAX_TOPIC_CREATION_GROUPS {
-            issues.push(issue(
-                TOPIC_CREATION_GROUPS,
-                format!("at most {MAX_TOPIC_CREATION_GROUPS} groups are accepted"),
-            ));
-            names.truncate(MAX_TOPIC_CREATION_GROUPS);
-        }
-        // Keys naming no group are refused: Kafka Connect ignores them silently, which hides typos.
-        for key in config.keys() {
-            let Some(rest) = key.strip_prefix(TOPIC_CREATION_PREFIX) else {
-                continue;
-            };
-            if key == TOPIC_CREATION_GROUPS {
-                continue;
-            }
-            match rest.split_once('.') {
-                Some((group, setting))
-                    if !setting.is_empty()
-                        && (group == DEFAULT_GROUP || names.iter().any(|n| n == group)) => {}
-                Some((group, setting)) if !setting.is_empty() => issues.push(issue(
-                    key,
-                    format!(
-                        "names topic creation group '{group}', which {TOPIC_CREATION_GROUPS} does not \
-                         list; add it there, or use topic.creation.default.* for every topic"
-                    ),
-                )),
-                _ => issues.push(issue(
-                    key,
-                    "is not a topic creation setting: use topic.creation.groups or \
-                     topic.creation.<group>.<setting>, e.g. topic.creation.default.partitions",
-                )),
-            }
-        }
-        let default_prefix = format!("{TOPIC_CREATION_PREFIX}{DEFAULT_GROUP}.");
-        let replication_factor = required_count(
-            config,
-            &format!("{default_prefix}{REPLICATION_FACTOR}"),
-            "replicas",
-            &mut issues,
-        );
-        let partitions = required_count(
-            config,
-            &format!("{default_prefix}{PARTITIONS}"),
-            "partitions",
-            &mut issues,
-        );
-        let default = TopicGroup {
-            name: DEFAULT_GROUP.to_owned(),
-            // The default group applies to whatever no named group matches; its include and
-            // exclude are not consulted (as in Kafka Connect).
-            include: Vec::new(),
-            exclude: Vec::new(),
-            replication_factor: replication_factor.unwrap_or(-1),
-            partitions: partitions.unwrap_or(-1),
-            topic_configs: topic_configs(config, &default_prefix),
-        };
+        let names = group_names(config, &mut issues);
+        check_group_keys(config, &names, &mut issues);
+        let default = default_group(config, &mut issues);
         let mut groups = Vec::new();
         for name in &names {
-            let prefix = format!("{TOPIC_CREATION_PREFIX}{name}.");
-            let include_key = format!("{prefix}{INCLUDE}");
-            let include = match config.get(&include_key) {
-                None => {
-                    issues.push(issue(
-                        &include_key,
-                        format!(
-                            "Missing required configuration \"{include_key}\" which has no default \
-                             value: group '{name}' needs the topics it applies to (comma-separated \
-                             regular expressions matching whole topic names)"
-                        ),
-                    ));
-                    Vec::new()
-                }
-                Some(value) => patterns(&include_key, value, &mut issues),
-            };
-            let exclude_key = format!("{prefix}{EXCLUDE}");
-            let exclude = config
-                .get(&exclude_key)
-                .map(|v| patterns(&exclude_key, v, &mut issues))
-                .unwrap_or_default();
-            let replication_factor = optional_count(
-                config,
-                &format!("{prefix}{REPLICATION_FACTOR}"),
-                "replicas",
-                &mut issues,
-            )
-            .unwrap_or(default.replication_factor);
-            let partitions = optional_count(
-                config,
-                &format!("{prefix}{PARTITIONS}"),
-                "partitions",
-                &mut issues,
-            )
-            .unwrap_or(default.partitions);
-            groups.push(TopicGroup {
-                name: name.clone(),
-                include,
-                exclude,
-                replication_factor,
-                partitions,
-                topic_configs: topic_configs(config, &prefix),
-            });
+            groups.push(named_group(config, name, &default, &mut issues));
         }
         if issues.is_empty() {
             Ok(Some(TopicCreation { groups, default }))
@@ -304,6 +197,141 @@ impl TopicCreation {
             .iter()
             .find(|g| g.matches(topic))
             .unwrap_or(&self.default)
+    }
+}
+
+/// The groups `topic.creation.groups` lists: each once, without the default group, at most
+/// [`MAX_TOPIC_CREATION_GROUPS`].
+fn group_names(config: &Config, issues: &mut Vec<ConfigIssue>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in list(config.get(TOPIC_CREATION_GROUPS).map(String::as_str)) {
+        if names.contains(&name) {
+            issues.push(issue(
+                TOPIC_CREATION_GROUPS,
+                format!("Duplicate alias provided ({name})."),
+            ));
+        } else if name != DEFAULT_GROUP {
+            // Kafka Connect always has the default group; listing it changes nothing.
+            names.push(name);
+        }
+    }
+    if names.len() > MAX_TOPIC_CREATION_GROUPS {
+        issues.push(issue(
+            TOPIC_CREATION_GROUPS,
+            format!("at most {MAX_TOPIC_CREATION_GROUPS} groups are accepted"),
+        ));
+        names.truncate(MAX_TOPIC_CREATION_GROUPS);
+    }
+    names
+}
+
+/// Refuses `topic.creation.*` keys that name no listed group or no setting.
+fn check_group_keys(config: &Config, names: &[String], issues: &mut Vec<ConfigIssue>) {
+    // Keys naming no group are refused: Kafka Connect ignores them silently, which hides typos.
+    for key in config.keys() {
+        let Some(rest) = key.strip_prefix(TOPIC_CREATION_PREFIX) else {
+            continue;
+        };
+        if key == TOPIC_CREATION_GROUPS {
+            continue;
+        }
+        match rest.split_once('.') {
+            Some((group, setting))
+                if !setting.is_empty()
+                    && (group == DEFAULT_GROUP || names.iter().any(|n| n == group)) => {}
+            Some((group, setting)) if !setting.is_empty() => issues.push(issue(
+                key,
+                format!(
+                    "names topic creation group '{group}', which {TOPIC_CREATION_GROUPS} does not \
+                     list; add it there, or use topic.creation.default.* for every topic"
+                ),
+            )),
+            _ => issues.push(issue(
+                key,
+                "is not a topic creation setting: use topic.creation.groups or \
+                 topic.creation.<group>.<setting>, e.g. topic.creation.default.partitions",
+            )),
+        }
+    }
+}
+
+/// The default group: its replication factor and partitions are required.
+fn default_group(config: &Config, issues: &mut Vec<ConfigIssue>) -> TopicGroup {
+    let default_prefix = format!("{TOPIC_CREATION_PREFIX}{DEFAULT_GROUP}.");
+    let replication_factor = required_count(
+        config,
+        &format!("{default_prefix}{REPLICATION_FACTOR}"),
+        "replicas",
+        issues,
+    );
+    let partitions = required_count(
+        config,
+        &format!("{default_prefix}{PARTITIONS}"),
+        "partitions",
+        issues,
+    );
+    TopicGroup {
+        name: DEFAULT_GROUP.to_owned(),
+        // The default group applies to whatever no named group matches; its include and
+        // exclude are not consulted (as in Kafka Connect).
+        include: Vec::new(),
+        exclude: Vec::new(),
+        replication_factor: replication_factor.unwrap_or(-1),
+        partitions: partitions.unwrap_or(-1),
+        topic_configs: topic_configs(config, &default_prefix),
+    }
+}
+
+/// The group `name`: its required include patterns, its exclude patterns, and the default
+/// group's counts where it sets none.
+fn named_group(
+    config: &Config,
+    name: &str,
+    default: &TopicGroup,
+    issues: &mut Vec<ConfigIssue>,
+) -> TopicGroup {
+    let prefix = format!("{TOPIC_CREATION_PREFIX}{name}.");
+    let include_key = format!("{prefix}{INCLUDE}");
+    let include = match config.get(&include_key) {
+        None => {
+            issues.push(issue(
+                &include_key,
+                format!(
+                    "Missing required configuration \"{include_key}\" which has no default \
+                     value: group '{name}' needs the topics it applies to (comma-separated \
+                     regular expressions matching whole topic names)"
+                ),
+            ));
+            Vec::new()
+        }
+        Some(value) => patterns(&include_key, value, issues),
+    };
+    let exclude_key = format!("{prefix}{EXCLUDE}");
+    let exclude = config
+        .get(&exclude_key)
+        .map(|v| patterns(&exclude_key, v, issues))
+        .unwrap_or_default();
+    let replication_factor = optional_count(
+        config,
+        &format!("{prefix}{REPLICATION_FACTOR}"),
+        "replicas",
+        issues,
+    )
+    .unwrap_or(default.replication_factor);
+    let partitions = optional_count(
+        config,
+        &format!("{prefix}{PARTITIONS}"),
+        "partitions",
+        issues,
+    )
+    .unwrap_or(default.partitions);
+    TopicGroup {
+        name: name.to_owned(),
+        include,
+        exclude,
+        replication_factor,
+        partitions,
+        topic_configs: topic_configs(config, &prefix),
     }
 }
 

@@ -58,7 +58,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 
 use crate::convert::{RecordConverters, Role, header_value};
 use crate::topics::TopicCreator;
@@ -346,22 +346,8 @@ impl KafkaSink {
         SinkError::new(self.shared.describe.as_str(), kind, message)
     }
 
-    /// The producer (the transactional sink drives its transactions).
-    pub(crate) fn producer(&self) -> &FutureProducer<SinkContext> {
-        &self.shared.producer
-    }
-}
-
-#[async_trait]
-impl RecordSink for KafkaSink {
-    fn describe(&self) -> String {
-        self.shared.describe.clone()
-    }
-
-    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
-        if let Some(topics) = &self.topics {
-            topics.ensure(&record.topic).await?;
-        }
+    /// The record's key and value as the converters write them.
+    fn convert(&self, record: &SourceRecord) -> Result<(Converted, Converted), SinkError> {
         let key = self
             .converters
             .key
@@ -386,6 +372,26 @@ impl RecordSink for KafkaSink {
                     format!("record for topic {}: {e}", record.topic),
                 )
             })?;
+        Ok((key, value))
+    }
+
+    /// The producer (the transactional sink drives its transactions).
+    pub(crate) fn producer(&self) -> &FutureProducer<SinkContext> {
+        &self.shared.producer
+    }
+}
+
+#[async_trait]
+impl RecordSink for KafkaSink {
+    fn describe(&self) -> String {
+        self.shared.describe.clone()
+    }
+
+    async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
+        if let Some(topics) = &self.topics {
+            topics.ensure(&record.topic).await?;
+        }
+        let (key, value) = self.convert(record)?;
         let header_values: Vec<Option<Vec<u8>>> = record
             .headers
             .iter()
@@ -394,30 +400,7 @@ impl RecordSink for KafkaSink {
 
         let mut full: Option<QueueFull> = None;
         let delivery = loop {
-            let mut out: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&record.topic);
-            // No header list for a record without headers: librdkafka allocates one per record.
-            if !record.headers.is_empty() {
-                let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-                for (header, value) in record.headers.iter().zip(&header_values) {
-                    headers = headers.insert(Header {
-                        key: header.key.as_str(),
-                        value: value.as_deref(),
-                    });
-                }
-                out = out.headers(headers);
-            }
-            if let Some(key) = &key {
-                out = out.key(key.as_slice());
-            }
-            if let Some(value) = &value {
-                out = out.payload(value.as_slice());
-            }
-            if let Some(partition) = record.kafka_partition {
-                out = out.partition(partition);
-            }
-            if let Some(timestamp) = record.timestamp {
-                out = out.timestamp(timestamp);
-            }
+            let out = future_record(record, key.as_deref(), value.as_deref(), &header_values);
             match self.shared.producer.send_result(out) {
                 Ok(delivery) => break delivery,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
@@ -445,32 +428,11 @@ impl RecordSink for KafkaSink {
                 }
             }
         };
-        let sink = self.shared.describe.clone();
-        let topic = record.topic.clone();
-        Ok(PendingDelivery::new(async move {
-            match delivery.await {
-                Ok(Ok(delivered)) => Ok(RecordMetadata {
-                    topic,
-                    partition: Some(delivered.partition),
-                    offset: Some(delivered.offset),
-                }),
-                Ok(Err((e, _))) => Err(SinkError::new(
-                    sink,
-                    kind_of(&e),
-                    format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
-                )
-                .with_source(e)),
-                // Retriable: the record was never acknowledged, so sending it again is what a restart does.
-                Err(_) => Err(SinkError::new(
-                    sink,
-                    SinkErrorKind::Retriable,
-                    format!(
-                        "the producer was closed before the broker acknowledged a record for topic {topic}; \
-                         it was not committed and is sent again after a restart"
-                    ),
-                )),
-            }
-        }))
+        Ok(pending_delivery(
+            self.shared.describe.clone(),
+            record.topic.clone(),
+            delivery,
+        ))
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
@@ -579,6 +541,72 @@ fn creation_error(
         other => format!("cannot create the Kafka producer: {other}"),
     };
     SinkError::new(sink, SinkErrorKind::Fatal, message).with_source(error.clone())
+}
+
+/// A converted key or value (`None`: null).
+type Converted = Option<Vec<u8>>;
+
+/// The librdkafka record of `record`, with its converted key and value and its header values.
+fn future_record<'a>(
+    record: &'a SourceRecord,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    header_values: &'a [Option<Vec<u8>>],
+) -> FutureRecord<'a, [u8], [u8]> {
+    let mut out: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&record.topic);
+    // No header list for a record without headers: librdkafka allocates one per record.
+    if !record.headers.is_empty() {
+        let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+        for (header, value) in record.headers.iter().zip(header_values) {
+            headers = headers.insert(Header {
+                key: header.key.as_str(),
+                value: value.as_deref(),
+            });
+        }
+        out = out.headers(headers);
+    }
+    if let Some(key) = key {
+        out = out.key(key);
+    }
+    if let Some(value) = value {
+        out = out.payload(value);
+    }
+    if let Some(partition) = record.kafka_partition {
+        out = out.partition(partition);
+    }
+    if let Some(timestamp) = record.timestamp {
+        out = out.timestamp(timestamp);
+    }
+    out
+}
+
+/// The pending delivery of a record handed to librdkafka: its metadata once the broker
+/// acknowledged it, else why not.
+fn pending_delivery(sink: String, topic: String, delivery: DeliveryFuture) -> PendingDelivery {
+    PendingDelivery::new(async move {
+        match delivery.await {
+            Ok(Ok(delivered)) => Ok(RecordMetadata {
+                topic,
+                partition: Some(delivered.partition),
+                offset: Some(delivered.offset),
+            }),
+            Ok(Err((e, _))) => Err(SinkError::new(
+                sink,
+                kind_of(&e),
+                format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
+            )
+            .with_source(e)),
+            // Retriable: the record was never acknowledged, so sending it again is what a restart does.
+            Err(_) => Err(SinkError::new(
+                sink,
+                SinkErrorKind::Retriable,
+                format!(
+                    "the producer was closed before the broker acknowledged a record for topic {topic}; \
+                     it was not committed and is sent again after a restart"
+                ),
+            )),
+        }
+    })
 }
 
 /// The kind of a client error: retriable exactly when [`is_retriable`] says so (the rule the store and

@@ -311,28 +311,19 @@ impl<E: LogError> TopicLog<E> {
             let mut check = true;
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
-                    let partition = usize::try_from(message.partition()).ok();
-                    if let Some(p) = partition {
-                        if let Some(next) = self.next.get_mut(p) {
-                            *next = (*next).max(message.offset() + 1);
-                        }
-                        // A record after an unchecked end event: that event was stale.
-                        events.record(p);
-                    }
-                    visitor.record(&message);
+                    let reached_end = take_record(
+                        &mut self.next,
+                        &message,
+                        lagging,
+                        ends,
+                        &mut events,
+                        visitor,
+                    );
                     records += 1;
                     if records == 1 {
                         tracing::debug!(topic = %self.topic, "first record after {:.1?} (end offsets {ends:?})", started.elapsed());
                     }
                     last_progress = Instant::now();
-                    let reached_end = partition.is_some_and(|p| {
-                        i32::try_from(p) == Ok(lagging)
-                            && self
-                                .next
-                                .get(p)
-                                .zip(ends.get(p))
-                                .is_some_and(|(n, e)| n >= e)
-                    });
                     check = reached_end || records.is_multiple_of(CHECK_EVERY);
                 }
                 Some(Err(KafkaError::PartitionEOF(partition))) => {
@@ -418,4 +409,28 @@ impl<E: LogError> TopicLog<E> {
         }
         Ok(moved)
     }
+}
+
+/// Moves `next` past `message`, marks its partition's end event stale and hands it to `visitor`;
+/// returns whether it brought the `lagging` partition to its end in `ends`.
+fn take_record(
+    next: &mut [i64],
+    message: &BorrowedMessage<'_>,
+    lagging: i32,
+    ends: &[i64],
+    events: &mut EndEvents,
+    visitor: &mut impl RecordVisitor,
+) -> bool {
+    let partition = usize::try_from(message.partition()).ok();
+    if let Some(p) = partition {
+        if let Some(next) = next.get_mut(p) {
+            *next = (*next).max(message.offset() + 1);
+        }
+        // A record after an unchecked end event: that event was stale.
+        events.record(p);
+    }
+    visitor.record(message);
+    partition.is_some_and(|p| {
+        i32::try_from(p) == Ok(lagging) && next.get(p).zip(ends.get(p)).is_some_and(|(n, e)| n >= e)
+    })
 }

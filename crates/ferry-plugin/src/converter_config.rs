@@ -161,57 +161,74 @@ fn parse_role(
         return None;
     }
     for key in settings {
-        let setting = &key[prefix.len()..];
-        let value = props.get(key).unwrap_or_default().trim();
-        match (setting, &mut spec) {
-            (SCHEMAS_ENABLE, ConverterSpec::Json { schemas_enable }) => match java_bool(value) {
-                Some(enabled) => *schemas_enable = enabled,
-                None => errors
-                    .push(props.invalid(key, "must be true or false (default true)".to_owned())),
-            },
-            (ENCODING, ConverterSpec::String) => {
-                if !matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") {
-                    errors.push(props.invalid(key,
-                        "Ferry's StringConverter writes UTF-8 only; remove the key or set it to UTF-8".to_owned(),
-                    ));
-                }
-            }
-            (s, ConverterSpec::Json { .. }) if JSON_NO_EFFECT.contains(&s) => tracing::warn!(
-                file = %props.path().display(),
-                key = %key,
-                "{}: {key} has no effect in Ferry (its schemas have no decimals, defaults or schema cache); ignored",
-                props.location(key)
-            ),
-            (s, _) if ALL_SETTINGS.contains(&s) => tracing::warn!(
-                file = %props.path().display(),
-                key = %key,
-                "{}: {key} is not a setting of {} ({role}); ignored",
-                props.location(key),
-                spec.class_name()
-            ),
-            (s, _) => {
-                let candidates: Vec<String> = ALL_SETTINGS
-                    .iter()
-                    .map(|c| format!("{prefix}{c}"))
-                    .collect();
-                let hint = unknown_key_hint(
-                    key,
-                    candidates.iter().map(String::as_str),
-                    &[
-                        &format!("{prefix}{SCHEMAS_ENABLE}"),
-                        &format!("{prefix}{ENCODING}"),
-                    ],
-                );
-                errors.push(ConfigError::UnknownKey {
-                    path: props.path().to_path_buf(),
-                    key: key.to_owned(),
-                    line: props.line_of(key),
-                    hint: format!("{s:?} is not a converter setting Ferry knows; {hint}"),
-                });
-            }
-        }
+        apply_setting(props, role, key, &mut spec, errors);
     }
     Some(spec)
+}
+
+/// Applies the setting `key` of converter `role` to `spec`: refuses a bad value or an unknown
+/// setting, warns about one without effect.
+fn apply_setting(
+    props: &Properties,
+    role: &str,
+    key: &str,
+    spec: &mut ConverterSpec,
+    errors: &mut Vec<ConfigError>,
+) {
+    let prefix = format!("{role}.");
+    let setting = &key[prefix.len()..];
+    let value = props.get(key).unwrap_or_default().trim();
+    match (setting, &mut *spec) {
+        (SCHEMAS_ENABLE, ConverterSpec::Json { schemas_enable }) => match java_bool(value) {
+            Some(enabled) => *schemas_enable = enabled,
+            None => {
+                errors.push(props.invalid(key, "must be true or false (default true)".to_owned()))
+            }
+        },
+        (ENCODING, ConverterSpec::String) => {
+            if !matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") {
+                errors.push(props.invalid(key,
+                    "Ferry's StringConverter writes UTF-8 only; remove the key or set it to UTF-8".to_owned(),
+                ));
+            }
+        }
+        (s, ConverterSpec::Json { .. }) if JSON_NO_EFFECT.contains(&s) => tracing::warn!(
+            file = %props.path().display(),
+            key = %key,
+            "{}: {key} has no effect in Ferry (its schemas have no decimals, defaults or schema cache); ignored",
+            props.location(key)
+        ),
+        (s, _) if ALL_SETTINGS.contains(&s) => tracing::warn!(
+            file = %props.path().display(),
+            key = %key,
+            "{}: {key} is not a setting of {} ({role}); ignored",
+            props.location(key),
+            spec.class_name()
+        ),
+        (s, _) => errors.push(unknown_setting(props, &prefix, key, s)),
+    }
+}
+
+/// The error for `key` (setting `setting` after `prefix`), which no converter has, with a hint.
+fn unknown_setting(props: &Properties, prefix: &str, key: &str, setting: &str) -> ConfigError {
+    let candidates: Vec<String> = ALL_SETTINGS
+        .iter()
+        .map(|c| format!("{prefix}{c}"))
+        .collect();
+    let hint = unknown_key_hint(
+        key,
+        candidates.iter().map(String::as_str),
+        &[
+            &format!("{prefix}{SCHEMAS_ENABLE}"),
+            &format!("{prefix}{ENCODING}"),
+        ],
+    );
+    ConfigError::UnknownKey {
+        path: props.path().to_path_buf(),
+        key: key.to_owned(),
+        line: props.line_of(key),
+        hint: format!("{setting:?} is not a converter setting Ferry knows; {hint}"),
+    }
 }
 
 fn check_header_converter(props: &Properties, errors: &mut Vec<ConfigError>) {

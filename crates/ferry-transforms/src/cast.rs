@@ -253,24 +253,7 @@ fn mismatch(value: &Value, schema: &Schema) -> ConnectError {
 /// else as `JsonConverter` would read it schemaless.
 fn input_of(value: &Value, schema: Option<&Schema>, target: Target) -> Result<Input, ConnectError> {
     let Some(schema) = schema else {
-        return match value {
-            Value::Bool(b) => Ok(Input::Bool(*b)),
-            Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    Ok(Input::Long(i))
-                } else if n.is_u64() {
-                    Err(ConnectError::fatal(
-                        "Cast transformation was passed a value of type class java.math.BigInteger which is not supported by Connect's data API",
-                    ))
-                } else {
-                    Ok(Input::Double(n.as_f64().unwrap_or(f64::NAN)))
-                }
-            }
-            Value::String(s) => Ok(Input::Str(s.clone())),
-            Value::Array(_) => Err(unsupported_input("ARRAY")),
-            Value::Object(_) => Err(unsupported_input("MAP")),
-            Value::Null => Err(unsupported_input("NULL")),
-        };
+        return schemaless_input(value);
     };
     match &schema.kind {
         SchemaKind::Array { .. } | SchemaKind::Map { .. } | SchemaKind::Struct { .. } => {
@@ -315,29 +298,54 @@ fn input_of(value: &Value, schema: Option<&Schema>, target: Target) -> Result<In
                 .ok_or_else(|| mismatch(value, schema))?
                 .to_owned(),
         ),
-        SchemaKind::Bytes => {
-            let bytes = value
-                .as_str()
-                .and_then(|s| BASE64.decode(s).ok())
-                .ok_or_else(|| mismatch(value, schema))?;
-            if schema.name.as_deref() == Some(DECIMAL_LOGICAL_NAME) {
-                let scale = schema
-                    .parameter("scale")
-                    .and_then(|s| s.parse::<i32>().ok())
-                    .ok_or_else(|| {
-                        ConnectError::fatal("Invalid Decimal schema: scale parameter not found.")
-                    })?;
-                Input::Decimal(
-                    BigDecimal::from_twos_complement(&bytes, scale)
-                        .map_err(|e| ConnectError::fatal(e.to_string()))?,
-                )
-            } else {
-                Input::Bytes(bytes)
-            }
-        }
+        SchemaKind::Bytes => bytes_input(value, schema)?,
         SchemaKind::Array { .. } | SchemaKind::Map { .. } | SchemaKind::Struct { .. } => {
             return Err(unsupported_input(type_name(&schema.kind)));
         }
+    })
+}
+
+/// Reads a value without schema as `JsonConverter` would: a boolean, a long, a double or a string.
+fn schemaless_input(value: &Value) -> Result<Input, ConnectError> {
+    match value {
+        Value::Bool(b) => Ok(Input::Bool(*b)),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Ok(Input::Long(i))
+            } else if n.is_u64() {
+                Err(ConnectError::fatal(
+                    "Cast transformation was passed a value of type class java.math.BigInteger which is not supported by Connect's data API",
+                ))
+            } else {
+                Ok(Input::Double(n.as_f64().unwrap_or(f64::NAN)))
+            }
+        }
+        Value::String(s) => Ok(Input::Str(s.clone())),
+        Value::Array(_) => Err(unsupported_input("ARRAY")),
+        Value::Object(_) => Err(unsupported_input("MAP")),
+        Value::Null => Err(unsupported_input("NULL")),
+    }
+}
+
+/// Reads a bytes value (base64): a Decimal when the schema is one, else the bytes.
+fn bytes_input(value: &Value, schema: &Schema) -> Result<Input, ConnectError> {
+    let bytes = value
+        .as_str()
+        .and_then(|s| BASE64.decode(s).ok())
+        .ok_or_else(|| mismatch(value, schema))?;
+    Ok(if schema.name.as_deref() == Some(DECIMAL_LOGICAL_NAME) {
+        let scale = schema
+            .parameter("scale")
+            .and_then(|s| s.parse::<i32>().ok())
+            .ok_or_else(|| {
+                ConnectError::fatal("Invalid Decimal schema: scale parameter not found.")
+            })?;
+        Input::Decimal(
+            BigDecimal::from_twos_complement(&bytes, scale)
+                .map_err(|e| ConnectError::fatal(e.to_string()))?,
+        )
+    } else {
+        Input::Bytes(bytes)
     })
 }
 

@@ -250,6 +250,75 @@ impl HeaderFrom {
             })
             .collect()
     }
+
+    /// Adds the headers of a schemaless value, which must be a map; returns the map, without the
+    /// fields when they move.
+    fn headers_of_map(
+        &self,
+        value: Option<Value>,
+        headers: &mut Vec<Header>,
+        purpose: &str,
+    ) -> Result<Value, ConnectError> {
+        let Some(Value::Object(mut map)) = value else {
+            return Err(ConnectError::fatal(format!(
+                "Only Map objects supported in absence of schema for [{purpose}], found: {}",
+                java_class_name(value.as_ref(), None)
+            )));
+        };
+        // Values are read before any field is removed, so one field can feed two headers.
+        let new = self.new_headers(&map);
+        if self.operation == Operation::Move {
+            for field in &self.fields {
+                map.remove(field);
+            }
+        }
+        headers.extend(new);
+        Ok(Value::Object(map))
+    }
+
+    /// Adds the headers of a value with a schema, which must be a struct having the fields;
+    /// returns the struct and its schema, both without the fields when they move.
+    fn headers_of_struct(
+        &mut self,
+        value: Option<Value>,
+        schema: Schema,
+        headers: &mut Vec<Header>,
+        purpose: &str,
+    ) -> Result<(Value, Option<Schema>), ConnectError> {
+        let map = match value {
+            Some(Value::Object(map)) if matches!(schema.kind, SchemaKind::Struct { .. }) => map,
+            other => {
+                return Err(ConnectError::fatal(format!(
+                    "Only Struct objects supported for [{purpose}], found: {}",
+                    java_class_name(other.as_ref(), Some(&schema))
+                )));
+            }
+        };
+        if let Some(unknown) = self.fields.iter().find(|f| schema.field(f).is_none()) {
+            // Kafka fails here with a NullPointerException; Struct's own message instead.
+            return Err(ConnectError::fatal(format!(
+                "{unknown} is not a valid field name: the record's {} schema ({schema}) has no such field; fix the transform's '{FIELDS}'",
+                if self.side == Side::Key {
+                    "key"
+                } else {
+                    "value"
+                },
+            )));
+        }
+        headers.extend(self.new_headers(&map));
+        Ok(match self.operation {
+            Operation::Copy => (Value::Object(map), Some(schema)),
+            Operation::Move => {
+                let moved = self.schema_without_fields(&schema);
+                let kept: Map<String, Value> = moved
+                    .fields()
+                    .iter()
+                    .filter_map(|f| map.get(&f.name).map(|v| (f.name.clone(), v.clone())))
+                    .collect();
+                (Value::Object(kept), Some(moved))
+            }
+        })
+    }
 }
 
 impl Transformation for HeaderFrom {
@@ -321,63 +390,11 @@ impl Transformation for HeaderFrom {
         };
         let purpose = format!("header {}", self.operation.name());
         let (value, schema) = match schema {
-            None => {
-                let Some(Value::Object(mut map)) = value else {
-                    return Err(ConnectError::fatal(format!(
-                        "Only Map objects supported in absence of schema for [{purpose}], found: {}",
-                        java_class_name(value.as_ref(), None)
-                    )));
-                };
-                // Values are read before any field is removed, so one field can feed two headers.
-                let headers = self.new_headers(&map);
-                if self.operation == Operation::Move {
-                    for field in &self.fields {
-                        map.remove(field);
-                    }
-                }
-                record.headers.extend(headers);
-                (Value::Object(map), None)
-            }
-            Some(schema) => {
-                let map = match value {
-                    Some(Value::Object(map))
-                        if matches!(schema.kind, SchemaKind::Struct { .. }) =>
-                    {
-                        map
-                    }
-                    other => {
-                        return Err(ConnectError::fatal(format!(
-                            "Only Struct objects supported for [{purpose}], found: {}",
-                            java_class_name(other.as_ref(), Some(&schema))
-                        )));
-                    }
-                };
-                if let Some(unknown) = self.fields.iter().find(|f| schema.field(f).is_none()) {
-                    // Kafka fails here with a NullPointerException; Struct's own message instead.
-                    return Err(ConnectError::fatal(format!(
-                        "{unknown} is not a valid field name: the record's {} schema ({schema}) has no such field; fix the transform's '{FIELDS}'",
-                        if self.side == Side::Key {
-                            "key"
-                        } else {
-                            "value"
-                        },
-                    )));
-                }
-                let headers = self.new_headers(&map);
-                record.headers.extend(headers);
-                match self.operation {
-                    Operation::Copy => (Value::Object(map), Some(schema)),
-                    Operation::Move => {
-                        let moved = self.schema_without_fields(&schema);
-                        let kept: Map<String, Value> = moved
-                            .fields()
-                            .iter()
-                            .filter_map(|f| map.get(&f.name).map(|v| (f.name.clone(), v.clone())))
-                            .collect();
-                        (Value::Object(kept), Some(moved))
-                    }
-                }
-            }
+            None => (
+                self.headers_of_map(value, &mut record.headers, &purpose)?,
+                None,
+            ),
+            Some(schema) => self.headers_of_struct(value, schema, &mut record.headers, &purpose)?,
         };
         match self.side {
             Side::Key => {

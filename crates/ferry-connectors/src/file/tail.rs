@@ -186,9 +186,45 @@ impl TailedFile {
         phase: Phase,
         policy: TruncationPolicy,
     ) -> Result<bool, ConnectError> {
+        let Some((file, meta)) = self.open_at_path()? else {
+            return Ok(false);
+        };
+        if self.waiting_logged {
+            tracing::info!(file = %self.name, position = self.read_pos(), "FileStreamSource: the file appeared");
+            self.waiting_logged = false;
+        }
+        let file = self.check_expected(file, &meta, phase, policy)?;
+        let meta = file
+            .metadata()
+            .map_err(|e| self.io_error("read the metadata of", &e))?;
+        if meta.len() < self.read_pos() {
+            self.shrunk(Shrunk::Shorter(meta.len()), phase, policy)?;
+        }
+        let pos = self.read_pos();
+        let mut file = file;
+        file.seek(SeekFrom::Start(pos))
+            .map_err(|e| self.io_error(&format!("seek to byte {pos} of"), &e))?;
+        let id = FileId::of(&meta);
+        if self.id != Some(id) || self.head.len() as u64 > pos {
+            self.head.clear();
+            self.head_fp = None;
+        }
+        if (self.head.len() as u64) < pos.min(FP_BYTES as u64) {
+            self.head =
+                read_head(&file, pos).map_err(|e| self.io_error("read the first bytes of", &e))?;
+            self.head_fp = (self.head.len() == FP_BYTES).then(|| crc32c::crc32c(&self.head));
+        }
+        self.id = Some(id);
+        self.open = Some(file);
+        Ok(true)
+    }
+
+    /// Opens the regular file at the path or, when there is none, the rotated file of the
+    /// committed offset (looked for once); `None` (logged once) when neither is there.
+    fn open_at_path(&mut self) -> Result<Option<(File, std::fs::Metadata)>, ConnectError> {
         let opened =
             open_regular(std::path::Path::new(&self.name)).map_err(|e| self.open_error(e))?;
-        let (mut file, meta) = match opened {
+        Ok(Some(match opened {
             Some(opened) => opened,
             // Rotated away while stopped, nothing at the path yet: finish the rotated file meanwhile.
             // Looked for once: a stat per directory entry is too much for every idle poll.
@@ -213,65 +249,52 @@ impl TailedFile {
                         );
                         self.waiting_logged = true;
                     }
-                    return Ok(false);
+                    return Ok(None);
                 }
             },
+        }))
+    }
+
+    /// Checks `file` against the file of the committed offset (once): the same file goes on, a
+    /// rewritten one is [`Self::shrunk`], another one gives way to the rotated file of the offset
+    /// or is read from byte 0. Returns the file to read.
+    fn check_expected(
+        &mut self,
+        file: File,
+        meta: &std::fs::Metadata,
+        phase: Phase,
+        policy: TruncationPolicy,
+    ) -> Result<File, ConnectError> {
+        let Some(expected) = self.expected.take() else {
+            return Ok(file);
         };
-        if self.waiting_logged {
-            tracing::info!(file = %self.name, position = self.read_pos(), "FileStreamSource: the file appeared");
-            self.waiting_logged = false;
-        }
-        if let Some(expected) = self.expected.take() {
-            let relation = expected
-                .relation(&file, &meta)
-                .map_err(|e| self.io_error("read the first bytes of", &e))?;
-            match relation {
-                Relation::Same => {}
-                Relation::Rewritten if meta.len() < self.read_pos() => {
-                    self.shrunk(Shrunk::Shorter(meta.len()), phase, policy)?;
+        let relation = expected
+            .relation(&file, meta)
+            .map_err(|e| self.io_error("read the first bytes of", &e))?;
+        match relation {
+            Relation::Same => {}
+            Relation::Rewritten if meta.len() < self.read_pos() => {
+                self.shrunk(Shrunk::Shorter(meta.len()), phase, policy)?;
+            }
+            Relation::Rewritten => self.shrunk(Shrunk::Rewritten, phase, policy)?,
+            Relation::Other => {
+                if let Some(old) = self.find_rotated_file(&expected) {
+                    return Ok(old);
                 }
-                Relation::Rewritten => self.shrunk(Shrunk::Rewritten, phase, policy)?,
-                Relation::Other => {
-                    if let Some(old) = self.find_rotated_file(&expected) {
-                        file = old;
-                    } else {
-                        tracing::warn!(
-                            file = %self.name,
-                            position = self.read_pos(),
-                            inode = meta.ino(),
-                            committed_inode = expected.id.ino,
-                            "FileStreamSource: the file at the path is not the file of the committed offset: it was \
-                             rotated or replaced while the task was stopped, and the old file is no longer in the \
-                             directory, so whatever it got after the committed position was not read; reading the \
-                             new file from byte 0"
-                        );
-                        self.restart_from_zero();
-                    }
-                }
+                tracing::warn!(
+                    file = %self.name,
+                    position = self.read_pos(),
+                    inode = meta.ino(),
+                    committed_inode = expected.id.ino,
+                    "FileStreamSource: the file at the path is not the file of the committed offset: it was \
+                     rotated or replaced while the task was stopped, and the old file is no longer in the \
+                     directory, so whatever it got after the committed position was not read; reading the \
+                     new file from byte 0"
+                );
+                self.restart_from_zero();
             }
         }
-        let meta = file
-            .metadata()
-            .map_err(|e| self.io_error("read the metadata of", &e))?;
-        if meta.len() < self.read_pos() {
-            self.shrunk(Shrunk::Shorter(meta.len()), phase, policy)?;
-        }
-        let pos = self.read_pos();
-        file.seek(SeekFrom::Start(pos))
-            .map_err(|e| self.io_error(&format!("seek to byte {pos} of"), &e))?;
-        let id = FileId::of(&meta);
-        if self.id != Some(id) || self.head.len() as u64 > pos {
-            self.head.clear();
-            self.head_fp = None;
-        }
-        if (self.head.len() as u64) < pos.min(FP_BYTES as u64) {
-            self.head =
-                read_head(&file, pos).map_err(|e| self.io_error("read the first bytes of", &e))?;
-            self.head_fp = (self.head.len() == FP_BYTES).then(|| crc32c::crc32c(&self.head));
-        }
-        self.id = Some(id);
-        self.open = Some(file);
-        Ok(true)
+        Ok(file)
     }
 
     /// The file of the committed offset, renamed in the same directory while the task was stopped.

@@ -17,7 +17,7 @@
 //! schema is optional.
 
 use base64::Engine as _;
-use ferry_api::{Schema, SchemaKind};
+use ferry_api::{Field, Schema, SchemaKind};
 use serde_json::Value;
 
 use ferry_offsets::jackson::{write_f32, write_f64, write_string, write_value};
@@ -228,17 +228,7 @@ fn write_with_schema(
             write_string(out, non_finite(value).unwrap_or_default());
             Ok(())
         }
-        SchemaKind::Float32 => {
-            let v = number(value, "float32")?;
-            // `as` rounds to the nearest f32; a finite f64 beyond f32's range becomes infinite.
-            #[allow(clippy::cast_possible_truncation)]
-            let f = v as f32;
-            if !f.is_finite() {
-                return Err(PayloadProblem::Float32OutOfRange(v));
-            }
-            write_f32(out, f);
-            Ok(())
-        }
+        SchemaKind::Float32 => write_float32(out, value),
         SchemaKind::Float64 => {
             write_f64(out, number(value, "float64")?);
             Ok(())
@@ -257,78 +247,117 @@ fn write_with_schema(
             }
             other => Err(mismatch("a string", other)),
         },
-        SchemaKind::Bytes => match value {
-            Value::String(s) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(s)
-                    .map_err(|source| PayloadProblem::NotBase64 {
-                        text: s.clone(),
-                        source,
-                    })?;
-                out.push(b'"');
-                out.extend_from_slice(
-                    base64::engine::general_purpose::STANDARD
-                        .encode(bytes)
-                        .as_bytes(),
-                );
-                out.push(b'"');
-                Ok(())
-            }
-            other => Err(mismatch("a base64 string (bytes)", other)),
-        },
-        SchemaKind::Array { items } => match value {
-            Value::Array(elements) => {
-                out.push(b'[');
-                for (i, element) in elements.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    path.push(format!("[{i}]"));
-                    write_with_schema(out, items, element, path)?;
-                    path.pop();
-                }
-                out.push(b']');
-                Ok(())
-            }
-            other => Err(mismatch("an array", other)),
-        },
+        SchemaKind::Bytes => write_bytes(out, value),
+        SchemaKind::Array { items } => write_array(out, items, value, path),
         SchemaKind::Map { keys, values } => write_map(out, keys, values, value, path),
-        SchemaKind::Struct { fields } => match value {
-            Value::Object(object) => {
-                if let Some(unknown) = object
-                    .keys()
-                    .find(|k| !fields.iter().any(|f| f.name == **k))
-                {
-                    return Err(PayloadProblem::UnknownField {
-                        field: unknown.clone(),
-                        known: fields.iter().map(|f| f.name.clone()).collect(),
-                    });
+        SchemaKind::Struct { fields } => write_struct(out, fields, value, path),
+    }
+}
+
+/// A float32: the number rounded to the nearest f32, refused beyond its range.
+fn write_float32(out: &mut Vec<u8>, value: &Value) -> Result<(), PayloadProblem> {
+    let v = number(value, "float32")?;
+    // `as` rounds to the nearest f32; a finite f64 beyond f32's range becomes infinite.
+    #[allow(clippy::cast_possible_truncation)]
+    let f = v as f32;
+    if !f.is_finite() {
+        return Err(PayloadProblem::Float32OutOfRange(v));
+    }
+    write_f32(out, f);
+    Ok(())
+}
+
+/// Bytes: a base64 string, checked and written in its canonical (padded) form.
+fn write_bytes(out: &mut Vec<u8>, value: &Value) -> Result<(), PayloadProblem> {
+    match value {
+        Value::String(s) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|source| PayloadProblem::NotBase64 {
+                    text: s.clone(),
+                    source,
+                })?;
+            out.push(b'"');
+            out.extend_from_slice(
+                base64::engine::general_purpose::STANDARD
+                    .encode(bytes)
+                    .as_bytes(),
+            );
+            out.push(b'"');
+            Ok(())
+        }
+        other => Err(mismatch("a base64 string (bytes)", other)),
+    }
+}
+
+/// An array: each element as `items` says, its index on `path`.
+fn write_array(
+    out: &mut Vec<u8>,
+    items: &Schema,
+    value: &Value,
+    path: &mut Vec<String>,
+) -> Result<(), PayloadProblem> {
+    match value {
+        Value::Array(elements) => {
+            out.push(b'[');
+            for (i, element) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                out.push(b'{');
-                for (i, field) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_string(out, &field.name);
-                    out.push(b':');
-                    path.push(if path.is_empty() {
-                        format!("field {:?}", field.name)
-                    } else {
-                        format!(".{}", field.name)
-                    });
-                    write_with_schema(
-                        out,
-                        &field.schema,
-                        object.get(&field.name).unwrap_or(&Value::Null),
-                        path,
-                    )?;
-                    path.pop();
-                }
-                out.push(b'}');
-                Ok(())
+                path.push(format!("[{i}]"));
+                write_with_schema(out, items, element, path)?;
+                path.pop();
             }
-            other => Err(mismatch("an object (struct)", other)),
-        },
+            out.push(b']');
+            Ok(())
+        }
+        other => Err(mismatch("an array", other)),
+    }
+}
+
+/// A struct: an object with only the schema's fields, written in the schema's order (a missing
+/// field as null), each field's name on `path`.
+fn write_struct(
+    out: &mut Vec<u8>,
+    fields: &[Field],
+    value: &Value,
+    path: &mut Vec<String>,
+) -> Result<(), PayloadProblem> {
+    match value {
+        Value::Object(object) => {
+            if let Some(unknown) = object
+                .keys()
+                .find(|k| !fields.iter().any(|f| f.name == **k))
+            {
+                return Err(PayloadProblem::UnknownField {
+                    field: unknown.clone(),
+                    known: fields.iter().map(|f| f.name.clone()).collect(),
+                });
+            }
+            out.push(b'{');
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(out, &field.name);
+                out.push(b':');
+                path.push(if path.is_empty() {
+                    format!("field {:?}", field.name)
+                } else {
+                    format!(".{}", field.name)
+                });
+                write_with_schema(
+                    out,
+                    &field.schema,
+                    object.get(&field.name).unwrap_or(&Value::Null),
+                    path,
+                )?;
+                path.pop();
+            }
+            out.push(b'}');
+            Ok(())
+        }
+        other => Err(mismatch("an object (struct)", other)),
     }
 }
 

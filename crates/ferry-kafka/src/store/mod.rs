@@ -175,66 +175,16 @@ impl KafkaOffsetStore {
             .create_with_context(context)
             .map_err(|e| kafka(&store, "creating the consumer", &e))?;
 
-        let (c, topic, timeout, s) = (
-            offsets_client.clone(),
-            config.topic.clone(),
-            config.timeout,
-            store.clone(),
-        );
-        // Most opens find the topic: its compaction check runs alongside the lookup (for a missing
-        // topic it fails, is ignored, and runs again after the topic is created; a failed check of a
-        // topic found existing runs again too).
-        let described = offsets_topic(&config);
-        let (existing, compacted) = tokio::join!(
-            blocking(&store, move || admin::topic_state(&c, &topic, timeout, &s)),
-            admin::verify_compacted(&admin, &described, &store)
-        );
-        let existing = existing?;
-        phase("topic looked up and compaction checked");
-        let partitions = match existing {
-            TopicState::Exists(partitions) => {
-                if compacted.is_err() {
-                    // The check may have run before another worker created the topic (two workers
-                    // starting together): only a check made once the topic exists counts.
-                    admin::verify_compacted(&admin, &described, &store).await?;
-                }
-                partitions
-            }
-            TopicState::Missing => {
-                tracing::info!(
-                    topic = %config.topic,
-                    "creating offsets topic {} ({} partitions, replication factor {}, cleanup.policy=compact)",
-                    config.topic,
-                    config.partitions,
-                    config.replication_factor
-                );
-                admin::create_topic(&admin, &offsets_topic(&config), &store).await?;
-                let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
-                let partitions =
-                    blocking(&store, move || admin::await_topic(&c, &topic, timeout, &s)).await?;
-                // Checked once the broker shows the topic: right after another worker created it, the
-                // broker may not know it yet and answers DescribeConfigs without its configuration.
-                admin::verify_compacted(&admin, &offsets_topic(&config), &store).await?;
-                partitions
-            }
-        };
-        // Dropping a client joins its threads: on a blocking thread, and nothing waits for it.
-        drop(tokio::task::spawn_blocking(move || drop(admin)));
-
-        let (topic, s) = (config.topic.clone(), store.clone());
-        let log = blocking(&store, move || {
-            let mut log = OffsetLog::new(consumer, offsets_client, &topic, partitions, &s, timeout)?;
-            tracing::debug!(store = %s, "open: partitions assigned after {:.1?}", started.elapsed());
-            let read = log.read_to_end()?;
-            tracing::info!(
-                topic = %topic,
-                "read {} offset records ({} live offsets) from topic {topic} ({partitions} partitions) in {:.1?}",
-                read.records,
-                log.table().len(),
-                read.elapsed
-            );
-            Ok(log)
-        })
+        let partitions = ensure_topic(&config, admin, &offsets_client, &store, phase).await?;
+        let timeout = config.timeout;
+        let log = read_at_open(
+            &config,
+            consumer,
+            offsets_client,
+            partitions,
+            &store,
+            started,
+        )
         .await?;
         Ok(Self {
             describe: store,
@@ -543,6 +493,95 @@ async fn send_all(
             ))
         }
     }
+}
+
+/// Looks the offsets topic up (checking its compaction alongside), creates it compacted when it is
+/// missing, and returns its partition count; `admin` is dropped on a blocking thread.
+async fn ensure_topic(
+    config: &KafkaOffsetStoreConfig,
+    admin: AdminClient<StoreContext>,
+    offsets_client: &Arc<StoreConsumer>,
+    store: &str,
+    phase: impl Fn(&str),
+) -> Result<i32, StoreError> {
+    let (c, topic, timeout, s) = (
+        offsets_client.clone(),
+        config.topic.clone(),
+        config.timeout,
+        store.to_owned(),
+    );
+    // Most opens find the topic: its compaction check runs alongside the lookup (for a missing
+    // topic it fails, is ignored, and runs again after the topic is created; a failed check of a
+    // topic found existing runs again too).
+    let described = offsets_topic(config);
+    let (existing, compacted) = tokio::join!(
+        blocking(store, move || admin::topic_state(&c, &topic, timeout, &s)),
+        admin::verify_compacted(&admin, &described, store)
+    );
+    let existing = existing?;
+    phase("topic looked up and compaction checked");
+    let partitions = match existing {
+        TopicState::Exists(partitions) => {
+            if compacted.is_err() {
+                // The check may have run before another worker created the topic (two workers
+                // starting together): only a check made once the topic exists counts.
+                admin::verify_compacted(&admin, &described, store).await?;
+            }
+            partitions
+        }
+        TopicState::Missing => {
+            tracing::info!(
+                topic = %config.topic,
+                "creating offsets topic {} ({} partitions, replication factor {}, cleanup.policy=compact)",
+                config.topic,
+                config.partitions,
+                config.replication_factor
+            );
+            admin::create_topic(&admin, &offsets_topic(config), store).await?;
+            let (c, topic, s) = (
+                offsets_client.clone(),
+                config.topic.clone(),
+                store.to_owned(),
+            );
+            let partitions =
+                blocking(store, move || admin::await_topic(&c, &topic, timeout, &s)).await?;
+            // Checked once the broker shows the topic: right after another worker created it, the
+            // broker may not know it yet and answers DescribeConfigs without its configuration.
+            admin::verify_compacted(&admin, &offsets_topic(config), store).await?;
+            partitions
+        }
+    };
+    // Dropping a client joins its threads: on a blocking thread, and nothing waits for it.
+    drop(tokio::task::spawn_blocking(move || drop(admin)));
+    Ok(partitions)
+}
+
+/// Assigns `consumer` every partition of the topic and reads the whole topic into memory, logging
+/// how much it read and how long it took since `started`.
+async fn read_at_open(
+    config: &KafkaOffsetStoreConfig,
+    consumer: StoreConsumer,
+    offsets_client: Arc<StoreConsumer>,
+    partitions: i32,
+    store: &str,
+    started: std::time::Instant,
+) -> Result<OffsetLog, StoreError> {
+    let timeout = config.timeout;
+    let (topic, s) = (config.topic.clone(), store.to_owned());
+    blocking(store, move || {
+        let mut log = OffsetLog::new(consumer, offsets_client, &topic, partitions, &s, timeout)?;
+        tracing::debug!(store = %s, "open: partitions assigned after {:.1?}", started.elapsed());
+        let read = log.read_to_end()?;
+        tracing::info!(
+            topic = %topic,
+            "read {} offset records ({} live offsets) from topic {topic} ({partitions} partitions) in {:.1?}",
+            read.records,
+            log.table().len(),
+            read.elapsed
+        );
+        Ok(log)
+    })
+    .await
 }
 
 /// The parts of the store's configuration the topic administration needs.

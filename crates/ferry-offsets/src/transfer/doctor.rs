@@ -155,45 +155,74 @@ pub fn diagnose(history: &[StoredRecord], live: &[StoredOffset]) -> DoctorReport
                 continue;
             }
         };
-        let health = connectors
-            .entry(decoded.connector.clone())
-            .or_insert_with(|| ConnectorHealth {
-                connector: decoded.connector.clone(),
-                ..ConnectorHealth::default()
-            });
-        health.records += 1;
-        if value.is_none() {
-            health.tombstones += 1;
-        }
-        if let Some(value) = value
-            && let Err(e) = decode_value(value)
-        {
-            health
-                .undecodable_values
-                .push(undecodable(key, Some(value), e.reason()));
-        }
+        count_record(&mut connectors, &decoded.connector, key, value.as_deref());
         let canonical = canonical_partition(decoded.partition.as_ref());
         let list = partitions.entry(decoded.connector).or_default();
-        let at = match list.iter().position(|(c, _)| *c == canonical) {
-            Some(at) => at,
-            None => {
-                list.push((
-                    canonical,
-                    PartitionHistory {
-                        variants: Vec::new(),
-                        last: 0,
-                        live: false,
-                    },
-                ));
-                list.len() - 1
-            }
-        };
-        let partition = &mut list[at].1;
-        let variant = match partition.variants.iter().position(|(k, _)| k == key) {
+        partition_of(list, canonical).add(key, value.is_some());
+    }
+    add_key_variants(&mut connectors, partitions);
+    add_live(&mut report, &mut connectors, live);
+    report.connectors = connectors.into_values().collect();
+    report
+}
+
+/// Counts a record (and a tombstone) of `connector`, noting a value that does not decode.
+fn count_record(
+    connectors: &mut BTreeMap<String, ConnectorHealth>,
+    connector: &str,
+    key: &[u8],
+    value: Option<&[u8]>,
+) {
+    let health = connectors
+        .entry(connector.to_owned())
+        .or_insert_with(|| ConnectorHealth {
+            connector: connector.to_owned(),
+            ..ConnectorHealth::default()
+        });
+    health.records += 1;
+    if value.is_none() {
+        health.tombstones += 1;
+    }
+    if let Some(value) = value
+        && let Err(e) = decode_value(value)
+    {
+        health
+            .undecodable_values
+            .push(undecodable(key, Some(value), e.reason()));
+    }
+}
+
+/// The history of the `canonical` partition in `list`, added when it is new.
+fn partition_of(
+    list: &mut Vec<(Vec<u8>, PartitionHistory)>,
+    canonical: Vec<u8>,
+) -> &mut PartitionHistory {
+    let at = match list.iter().position(|(c, _)| *c == canonical) {
+        Some(at) => at,
+        None => {
+            list.push((
+                canonical,
+                PartitionHistory {
+                    variants: Vec::new(),
+                    last: 0,
+                    live: false,
+                },
+            ));
+            list.len() - 1
+        }
+    };
+    &mut list[at].1
+}
+
+impl PartitionHistory {
+    /// Counts a record of the partition under `key` (a new key variant when it is new); `live`:
+    /// it is not a tombstone.
+    fn add(&mut self, key: &[u8], live: bool) {
+        let variant = match self.variants.iter().position(|(k, _)| k == key) {
             Some(v) => v,
             None => {
-                partition.variants.push((
-                    key.clone(),
+                self.variants.push((
+                    key.to_vec(),
                     KeyVariant {
                         key: preview(key),
                         records: 0,
@@ -201,15 +230,22 @@ pub fn diagnose(history: &[StoredRecord], live: &[StoredOffset]) -> DoctorReport
                         last: false,
                     },
                 ));
-                partition.variants.len() - 1
+                self.variants.len() - 1
             }
         };
-        let entry = &mut partition.variants[variant].1;
+        let entry = &mut self.variants[variant].1;
         entry.records += 1;
-        entry.tombstones += usize::from(value.is_none());
-        partition.last = variant;
-        partition.live = value.is_some();
+        entry.tombstones += usize::from(!live);
+        self.last = variant;
+        self.live = live;
     }
+}
+
+/// Reports, per connector, the partitions stored under more than one key.
+fn add_key_variants(
+    connectors: &mut BTreeMap<String, ConnectorHealth>,
+    partitions: HashMap<String, Vec<(Vec<u8>, PartitionHistory)>>,
+) {
     for (connector, list) in partitions {
         let Some(health) = connectors.get_mut(&connector) else {
             continue;
@@ -234,9 +270,6 @@ pub fn diagnose(history: &[StoredRecord], live: &[StoredOffset]) -> DoctorReport
             });
         }
     }
-    add_live(&mut report, &mut connectors, live);
-    report.connectors = connectors.into_values().collect();
-    report
 }
 
 /// A partition's [`loose_partition`] form.

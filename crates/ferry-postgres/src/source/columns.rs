@@ -108,6 +108,19 @@ pub(crate) async fn check(
     if !config.safety.validate_non_null || matches!(item, SourceItem::Query(_)) {
         return Ok(ts);
     }
+    check_not_null(db, name, inc_col, &ts_cols).await?;
+    Ok(ts)
+}
+
+/// Refuses a nullable incrementing column, and timestamp columns that are all nullable: a row
+/// with NULL there could not be read.
+async fn check_not_null(
+    db: &Db,
+    name: &str,
+    inc_col: Option<&tokio_postgres::Column>,
+    ts_cols: &[&tokio_postgres::Column],
+) -> Result<(), ConnectError> {
+    let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
     if let Some(c) = inc_col
         && !column_not_null(db, c).await?
     {
@@ -119,7 +132,7 @@ pub(crate) async fn check(
     }
     if !ts_cols.is_empty() {
         let mut any = false;
-        for c in &ts_cols {
+        for c in ts_cols {
             any |= column_not_null(db, c).await?;
         }
         if !any {
@@ -133,7 +146,7 @@ pub(crate) async fn check(
             )));
         }
     }
-    Ok(ts)
+    Ok(())
 }
 
 /// Whether a result column is a table column declared `NOT NULL` (false when it is not a table's).

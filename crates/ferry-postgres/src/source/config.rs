@@ -188,110 +188,21 @@ impl SourceConfig {
     /// Parses a connector configuration; one issue per bad key. Does not touch the network.
     pub(crate) fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
         let mut issues = Issues::default();
-        let connection = match text(config, CONNECTION_URL) {
-            None => {
-                issues.push(
-                    CONNECTION_URL,
-                    "is required, e.g. jdbc:postgresql://localhost:5432/mydb",
-                );
-                None
-            }
-            Some(url) => match parse_connection(
-                url,
-                text(config, CONNECTION_USER),
-                config.get(CONNECTION_PASSWORD).map(String::as_str),
-            ) {
-                Ok(spec) => Some(spec),
-                Err(e) => {
-                    issues.push(CONNECTION_URL, e.to_string());
-                    None
-                }
-            },
-        };
-        let mode = match text(config, MODE) {
-            None => {
-                issues.push(
-                    MODE,
-                    "is required: bulk, incrementing, timestamp or timestamp+incrementing",
-                );
-                None
-            }
-            Some("bulk") => Some(Mode::Bulk),
-            Some("incrementing") => Some(Mode::Incrementing),
-            Some("timestamp") => Some(Mode::Timestamp),
-            Some("timestamp+incrementing") => Some(Mode::TimestampIncrementing),
-            Some(other) => {
-                issues.push(
-                    MODE,
-                    format!("{other:?} is not a mode: use bulk, incrementing, timestamp or timestamp+incrementing"),
-                );
-                None
-            }
-        };
+        let connection = parse_connection_key(config, &mut issues);
+        let mode = parse_mode(config, &mut issues);
         let incrementing_column = text(config, INCREMENTING_COLUMN).map(str::to_owned);
         let timestamp_columns = list(text(config, TIMESTAMP_COLUMN));
         if let Some(mode) = mode {
-            // Tables without one use their serial/identity column (found by the task), as the JDBC
-            // source's findDefaultAutoIncrementingColumn; a query has no table to look at.
-            if mode.uses_incrementing()
-                && incrementing_column.is_none()
-                && text(config, QUERY).is_some()
-            {
-                issues.push(
-                    INCREMENTING_COLUMN,
-                    format!(
-                        "is required with mode={} and query: name the strictly increasing integer column",
-                        mode.name()
-                    ),
-                );
-            }
-            if mode.uses_timestamp() && timestamp_columns.is_empty() {
-                issues.push(
-                    TIMESTAMP_COLUMN,
-                    format!(
-                        "is required with mode={}: name the timestamp column",
-                        mode.name()
-                    ),
-                );
-            }
+            check_mode_columns(
+                config,
+                mode,
+                incrementing_column.as_deref(),
+                &timestamp_columns,
+                &mut issues,
+            );
         }
-        let tables = text(config, TABLE_WHITELIST);
-        let query = text(config, QUERY);
-        let source = match (tables, query) {
-            (Some(_), Some(_)) => {
-                issues.push(QUERY, "set either table.whitelist or query, not both");
-                None
-            }
-            (None, None) => Some(Source::Discover((0, 1))),
-            (Some(tables), None) => match parse_tables(tables) {
-                Ok(t) => Some(Source::Tables(t)),
-                Err(e) => {
-                    issues.push(TABLE_WHITELIST, e.to_string());
-                    None
-                }
-            },
-            (None, Some(query)) => {
-                let query = query.trim_end_matches(';').trim();
-                Some(Source::Query(query.to_owned()))
-            }
-        };
-        let topic_prefix = match config.get(TOPIC_PREFIX) {
-            None => {
-                issues.push(
-                    TOPIC_PREFIX,
-                    "is required: the topic of a table is this prefix plus its name",
-                );
-                None
-            }
-            Some(p) if p.trim().is_empty() && matches!(source, Some(Source::Query(_))) => {
-                issues.push(
-                    TOPIC_PREFIX,
-                    "must not be empty with query: it is the topic of the query's records",
-                );
-                None
-            }
-            Some(p) => Some(p.trim().to_owned()),
-        };
+        let source = parse_source(config, &mut issues);
+        let topic_prefix = parse_topic_prefix(config, source.as_ref(), &mut issues);
         let poll = int_at_least(
             config,
             POLL_INTERVAL_MS,
@@ -307,25 +218,8 @@ impl SourceConfig {
             &mut issues,
         );
         let initial = int_at_least(config, TIMESTAMP_INITIAL, None, i64::MIN, &mut issues);
-        let options = match Options::parse(config, split_identifier) {
-            Ok(options) => Some(options),
-            Err(found) => {
-                issues.extend(found);
-                None
-            }
-        };
-        if text(config, TABLE_BLACKLIST).is_some() {
-            match &source {
-                Some(Source::Tables(_)) => issues.push(
-                    TABLE_BLACKLIST,
-                    "set table.whitelist or table.blacklist, not both (as Kafka Connect's JDBC source)",
-                ),
-                Some(Source::Query(_)) => {
-                    issues.push(TABLE_BLACKLIST, "set query or table.blacklist, not both")
-                }
-                _ => {}
-            }
-        }
+        let options = parse_options(config, &mut issues);
+        check_blacklist(config, source.as_ref(), &mut issues);
         let delay = int_at_least(config, TIMESTAMP_DELAY_MS, Some(0), 0, &mut issues);
         let safety = Safety::parse(config, &mut issues);
         if !issues.is_empty() {
@@ -403,6 +297,160 @@ impl SourceConfig {
             parsed.source = Source::Discover(share);
         }
         Ok(parsed)
+    }
+}
+
+/// Parses `connection.url` (with `connection.user` and `connection.password`) into a connection.
+fn parse_connection_key(config: &Config, issues: &mut Issues) -> Option<ConnectionSpec> {
+    match text(config, CONNECTION_URL) {
+        None => {
+            issues.push(
+                CONNECTION_URL,
+                "is required, e.g. jdbc:postgresql://localhost:5432/mydb",
+            );
+            None
+        }
+        Some(url) => match parse_connection(
+            url,
+            text(config, CONNECTION_USER),
+            config.get(CONNECTION_PASSWORD).map(String::as_str),
+        ) {
+            Ok(spec) => Some(spec),
+            Err(e) => {
+                issues.push(CONNECTION_URL, e.to_string());
+                None
+            }
+        },
+    }
+}
+
+/// Parses the required `mode`.
+fn parse_mode(config: &Config, issues: &mut Issues) -> Option<Mode> {
+    match text(config, MODE) {
+        None => {
+            issues.push(
+                MODE,
+                "is required: bulk, incrementing, timestamp or timestamp+incrementing",
+            );
+            None
+        }
+        Some("bulk") => Some(Mode::Bulk),
+        Some("incrementing") => Some(Mode::Incrementing),
+        Some("timestamp") => Some(Mode::Timestamp),
+        Some("timestamp+incrementing") => Some(Mode::TimestampIncrementing),
+        Some(other) => {
+            issues.push(
+                MODE,
+                format!("{other:?} is not a mode: use bulk, incrementing, timestamp or timestamp+incrementing"),
+            );
+            None
+        }
+    }
+}
+
+/// Checks that the columns `mode` reads are named where they cannot be found.
+fn check_mode_columns(
+    config: &Config,
+    mode: Mode,
+    incrementing_column: Option<&str>,
+    timestamp_columns: &[String],
+    issues: &mut Issues,
+) {
+    // Tables without one use their serial/identity column (found by the task), as the JDBC
+    // source's findDefaultAutoIncrementingColumn; a query has no table to look at.
+    if mode.uses_incrementing() && incrementing_column.is_none() && text(config, QUERY).is_some() {
+        issues.push(
+            INCREMENTING_COLUMN,
+            format!(
+                "is required with mode={} and query: name the strictly increasing integer column",
+                mode.name()
+            ),
+        );
+    }
+    if mode.uses_timestamp() && timestamp_columns.is_empty() {
+        issues.push(
+            TIMESTAMP_COLUMN,
+            format!(
+                "is required with mode={}: name the timestamp column",
+                mode.name()
+            ),
+        );
+    }
+}
+
+/// Parses what is read: `table.whitelist`, `query` (not both), or neither (discovery).
+fn parse_source(config: &Config, issues: &mut Issues) -> Option<Source> {
+    let tables = text(config, TABLE_WHITELIST);
+    let query = text(config, QUERY);
+    match (tables, query) {
+        (Some(_), Some(_)) => {
+            issues.push(QUERY, "set either table.whitelist or query, not both");
+            None
+        }
+        (None, None) => Some(Source::Discover((0, 1))),
+        (Some(tables), None) => match parse_tables(tables) {
+            Ok(t) => Some(Source::Tables(t)),
+            Err(e) => {
+                issues.push(TABLE_WHITELIST, e.to_string());
+                None
+            }
+        },
+        (None, Some(query)) => {
+            let query = query.trim_end_matches(';').trim();
+            Some(Source::Query(query.to_owned()))
+        }
+    }
+}
+
+/// Parses the required `topic.prefix`, which a query needs non-empty.
+fn parse_topic_prefix(
+    config: &Config,
+    source: Option<&Source>,
+    issues: &mut Issues,
+) -> Option<String> {
+    match config.get(TOPIC_PREFIX) {
+        None => {
+            issues.push(
+                TOPIC_PREFIX,
+                "is required: the topic of a table is this prefix plus its name",
+            );
+            None
+        }
+        Some(p) if p.trim().is_empty() && matches!(source, Some(Source::Query(_))) => {
+            issues.push(
+                TOPIC_PREFIX,
+                "must not be empty with query: it is the topic of the query's records",
+            );
+            None
+        }
+        Some(p) => Some(p.trim().to_owned()),
+    }
+}
+
+/// Parses the keys of [`Options`] (table.blacklist, table.types, numeric.mapping, …).
+fn parse_options(config: &Config, issues: &mut Issues) -> Option<Options> {
+    match Options::parse(config, split_identifier) {
+        Ok(options) => Some(options),
+        Err(found) => {
+            issues.extend(found);
+            None
+        }
+    }
+}
+
+/// Refuses `table.blacklist` beside `table.whitelist` or `query`.
+fn check_blacklist(config: &Config, source: Option<&Source>, issues: &mut Issues) {
+    if text(config, TABLE_BLACKLIST).is_some() {
+        match source {
+            Some(Source::Tables(_)) => issues.push(
+                TABLE_BLACKLIST,
+                "set table.whitelist or table.blacklist, not both (as Kafka Connect's JDBC source)",
+            ),
+            Some(Source::Query(_)) => {
+                issues.push(TABLE_BLACKLIST, "set query or table.blacklist, not both")
+            }
+            _ => {}
+        }
     }
 }
 

@@ -173,6 +173,9 @@ impl Default for Options {
     }
 }
 
+/// Records an issue about a key.
+type Issue<'a> = dyn FnMut(&str, String) + 'a;
+
 impl Options {
     /// Parses the keys; one issue per bad key. `split` splits a possibly quoted `schema.table`.
     pub(crate) fn parse(
@@ -186,41 +189,12 @@ impl Options {
                 message,
             })
         };
-        let mut out = Options::default();
-        for entry in text(config, TABLE_BLACKLIST)
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-        {
-            match split(entry) {
-                Ok(parts) if (1..=2).contains(&parts.len()) => out.blacklist.push(parts),
-                Ok(_) => issue(
-                    TABLE_BLACKLIST,
-                    format!("{entry:?} is not a table name: use schema.table or table"),
-                ),
-                Err(e) => issue(TABLE_BLACKLIST, e.to_string()),
-            }
-        }
+        let mut out = Options {
+            blacklist: parse_blacklist(config, split, &mut issue),
+            ..Options::default()
+        };
         if let Some(types) = text(config, TABLE_TYPES) {
-            let mut parsed = Vec::new();
-            for name in types.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-                match TableType::parse(name) {
-                    Some(t) if !parsed.contains(&t) => parsed.push(t),
-                    Some(_) => {}
-                    None => issue(
-                        TABLE_TYPES,
-                        format!(
-                            "{name:?} is not a table type PostgreSQL has: use {}",
-                            TableType::NAMES
-                        ),
-                    ),
-                }
-            }
-            if parsed.is_empty() {
-                issue(TABLE_TYPES, "names no table type".to_owned());
-            }
-            out.table_types = parsed;
+            out.table_types = parse_table_types(types, &mut issue);
         }
         out.schema_pattern = text(config, SCHEMA_PATTERN).map(str::to_owned);
         match config
@@ -234,32 +208,7 @@ impl Options {
                 "must be a whole number of milliseconds, at least 1".to_owned(),
             ),
         }
-        let precision_mapping = match text(config, NUMERIC_PRECISION_MAPPING) {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("true") => true,
-            Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) => {
-                issue(
-                    NUMERIC_PRECISION_MAPPING,
-                    format!("{v:?} is not true or false"),
-                );
-                false
-            }
-        };
-        out.mapping.numeric = match text(config, NUMERIC_MAPPING) {
-            None if precision_mapping => NumericMapping::PrecisionOnly,
-            None => NumericMapping::None,
-            Some(v) => NumericMapping::parse(v).unwrap_or_else(|| {
-                issue(
-                    NUMERIC_MAPPING,
-                    format!(
-                        "{v:?} is not a numeric mapping: use {}",
-                        NumericMapping::NAMES
-                    ),
-                );
-                NumericMapping::None
-            }),
-        };
+        out.mapping.numeric = parse_numeric_mapping(config, &mut issue);
         if let Some(v) = text(config, TIMESTAMP_GRANULARITY) {
             out.mapping.granularity = Granularity::parse(v).unwrap_or_else(|| {
                 issue(
@@ -271,32 +220,7 @@ impl Options {
         }
         out.query_suffix = text(config, QUERY_SUFFIX).map(str::to_owned);
         if let Some(v) = text(config, TRANSACTION_ISOLATION_MODE) {
-            out.isolation = match v.to_ascii_uppercase().as_str() {
-                "DEFAULT" => Isolation::Default,
-                "READ_UNCOMMITTED" => Isolation::ReadUncommitted,
-                "READ_COMMITTED" => Isolation::ReadCommitted,
-                "REPEATABLE_READ" => Isolation::RepeatableRead,
-                "SERIALIZABLE" => Isolation::Serializable,
-                "SQL_SERVER_SNAPSHOT" => {
-                    issue(
-                        TRANSACTION_ISOLATION_MODE,
-                        "SQL_SERVER_SNAPSHOT works with SQL Server only, not PostgreSQL: use DEFAULT, \
-                         READ_COMMITTED, REPEATABLE_READ or SERIALIZABLE"
-                            .to_owned(),
-                    );
-                    Isolation::Default
-                }
-                _ => {
-                    issue(
-                        TRANSACTION_ISOLATION_MODE,
-                        format!(
-                            "{v:?} is not an isolation mode: use DEFAULT, READ_UNCOMMITTED, READ_COMMITTED, \
-                             REPEATABLE_READ or SERIALIZABLE"
-                        ),
-                    );
-                    Isolation::Default
-                }
-            };
+            out.isolation = parse_isolation(v, &mut issue);
         }
         match text(config, QUOTE_SQL_IDENTIFIERS)
             .map(str::to_ascii_lowercase)
@@ -323,6 +247,113 @@ impl Options {
             Ok(out)
         } else {
             Err(issues)
+        }
+    }
+}
+
+/// Parses `table.blacklist` into the split names of its entries.
+fn parse_blacklist(
+    config: &Config,
+    split: impl Fn(&str) -> Result<Vec<String>, NameError>,
+    issue: &mut Issue<'_>,
+) -> Vec<Vec<String>> {
+    let mut blacklist = Vec::new();
+    for entry in text(config, TABLE_BLACKLIST)
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        match split(entry) {
+            Ok(parts) if (1..=2).contains(&parts.len()) => blacklist.push(parts),
+            Ok(_) => issue(
+                TABLE_BLACKLIST,
+                format!("{entry:?} is not a table name: use schema.table or table"),
+            ),
+            Err(e) => issue(TABLE_BLACKLIST, e.to_string()),
+        }
+    }
+    blacklist
+}
+
+/// Parses `table.types`: each type once, at least one.
+fn parse_table_types(types: &str, issue: &mut Issue<'_>) -> Vec<TableType> {
+    let mut parsed = Vec::new();
+    for name in types.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match TableType::parse(name) {
+            Some(t) if !parsed.contains(&t) => parsed.push(t),
+            Some(_) => {}
+            None => issue(
+                TABLE_TYPES,
+                format!(
+                    "{name:?} is not a table type PostgreSQL has: use {}",
+                    TableType::NAMES
+                ),
+            ),
+        }
+    }
+    if parsed.is_empty() {
+        issue(TABLE_TYPES, "names no table type".to_owned());
+    }
+    parsed
+}
+
+/// Parses `numeric.mapping`, defaulting by the older `numeric.precision.mapping`.
+fn parse_numeric_mapping(config: &Config, issue: &mut Issue<'_>) -> NumericMapping {
+    let precision_mapping = match text(config, NUMERIC_PRECISION_MAPPING) {
+        None => false,
+        Some(v) if v.eq_ignore_ascii_case("true") => true,
+        Some(v) if v.eq_ignore_ascii_case("false") => false,
+        Some(v) => {
+            issue(
+                NUMERIC_PRECISION_MAPPING,
+                format!("{v:?} is not true or false"),
+            );
+            false
+        }
+    };
+    match text(config, NUMERIC_MAPPING) {
+        None if precision_mapping => NumericMapping::PrecisionOnly,
+        None => NumericMapping::None,
+        Some(v) => NumericMapping::parse(v).unwrap_or_else(|| {
+            issue(
+                NUMERIC_MAPPING,
+                format!(
+                    "{v:?} is not a numeric mapping: use {}",
+                    NumericMapping::NAMES
+                ),
+            );
+            NumericMapping::None
+        }),
+    }
+}
+
+/// Parses `transaction.isolation.mode`; SQL Server's snapshot is refused.
+fn parse_isolation(v: &str, issue: &mut Issue<'_>) -> Isolation {
+    match v.to_ascii_uppercase().as_str() {
+        "DEFAULT" => Isolation::Default,
+        "READ_UNCOMMITTED" => Isolation::ReadUncommitted,
+        "READ_COMMITTED" => Isolation::ReadCommitted,
+        "REPEATABLE_READ" => Isolation::RepeatableRead,
+        "SERIALIZABLE" => Isolation::Serializable,
+        "SQL_SERVER_SNAPSHOT" => {
+            issue(
+                TRANSACTION_ISOLATION_MODE,
+                "SQL_SERVER_SNAPSHOT works with SQL Server only, not PostgreSQL: use DEFAULT, \
+                 READ_COMMITTED, REPEATABLE_READ or SERIALIZABLE"
+                    .to_owned(),
+            );
+            Isolation::Default
+        }
+        _ => {
+            issue(
+                TRANSACTION_ISOLATION_MODE,
+                format!(
+                    "{v:?} is not an isolation mode: use DEFAULT, READ_UNCOMMITTED, READ_COMMITTED, \
+                     REPEATABLE_READ or SERIALIZABLE"
+                ),
+            );
+            Isolation::Default
         }
     }
 }

@@ -302,97 +302,22 @@ async fn new_queriers(
     let now = Instant::now();
     let mut queriers = Vec::with_capacity(items.len());
     for (item, stored) in items.iter().zip(stored) {
-        let (name, struct_name, partition, topic) = match item {
-            SourceItem::Table(t) => (
-                format!("table {t}"),
-                Some(t.table.clone()),
-                ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
-                format!("{}{}", config.topic_prefix, t.table),
-            ),
-            SourceItem::Query(_) => (
-                "query".to_owned(),
-                None,
-                ConnectMap::from_serde(&QueryPartition::default())?,
-                config.topic_prefix.clone(),
-            ),
-        };
-        let cursor = match stored {
-            Some((found_under, offset)) => {
-                let cursor = to_cursor(&offset).map_err(|m| {
-                        ConnectError::fatal(format!(
-                            "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
-                             cannot be used: {m}; fix it with `ferry offsets set` or reset it"
-                        ))
-                    })?;
-                tracing::info!(
-                    "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
-                );
-                cursor
-            }
-            None => {
-                if config.mode != Mode::Bulk {
-                    tracing::info!(
-                        "PostgresSource: {name} has no stored offset; it starts {}",
-                        describe_start(config.mode, &initial)
-                    );
-                }
-                initial
-            }
-        };
-        let incrementing_column = match (item, &config.incrementing_column) {
-            (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
-                let found = auto_increment_column(db, t).await?.ok_or_else(|| {
-                    ConnectError::fatal(format!(
-                        "PostgresSource: {name} has no serial or identity column to use as the incrementing \
-                         column; set incrementing.column.name"
-                    ))
-                })?;
-                tracing::info!(
-                    "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
-                );
-                Some(found)
-            }
-            (_, configured) => configured.clone(),
-        };
+        let (name, struct_name, partition, topic) = item_identity(config, item)?;
+        let cursor = resume_cursor(config, &name, stored, initial)?;
+        let incrementing_column = incrementing_column_of(db, config, item, &name).await?;
         let table = match item {
             SourceItem::Table(t) => Some((*t).clone()),
             SourceItem::Query(_) => None,
         };
-        let folded;
-        let item = match item {
-            SourceItem::Table(t) if config.options.fold_identifiers => {
-                folded = TableId {
-                    schema: t.schema.to_ascii_lowercase(),
-                    table: t.table.to_ascii_lowercase(),
-                };
-                &SourceItem::Table(&folded)
-            }
-            _ => item,
-        };
-        let checked;
-        let item_config = if incrementing_column == config.incrementing_column {
-            config
-        } else {
-            let mut c = config.clone();
-            c.incrementing_column = incrementing_column.clone();
-            checked = c;
-            &checked
-        };
-        let ts_columns = columns::check(db, item, &name, item_config).await?;
-        let mut select = sql::select(
-            config.mode,
+        let (select, max_select) = statements(
+            db,
+            config,
             item,
+            &name,
             incrementing_column.as_deref(),
-            &ts_columns,
-            &config.safety.db_timezone,
-        );
-        if let Some(suffix) = &config.options.query_suffix {
-            select = format!("{select} {suffix}");
-        }
-        let max_select = match (&incrementing_column, config.mode, guarded) {
-            (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
-            _ => None,
-        };
+            guarded,
+        )
+        .await?;
         tracing::debug!("PostgresSource: {name} reads with: {select}");
         queriers.push(Querier {
             table,
@@ -410,6 +335,132 @@ async fn new_queriers(
         });
     }
     Ok(queriers)
+}
+
+/// An item's name for messages, its struct name, its offset partition and its topic.
+fn item_identity(
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+) -> Result<(String, Option<String>, ConnectMap, String), ConnectError> {
+    Ok(match item {
+        SourceItem::Table(t) => (
+            format!("table {t}"),
+            Some(t.table.clone()),
+            ConnectMap::from_serde(&TablePartition::new(&t.schema, &t.table))?,
+            format!("{}{}", config.topic_prefix, t.table),
+        ),
+        SourceItem::Query(_) => (
+            "query".to_owned(),
+            None,
+            ConnectMap::from_serde(&QueryPartition::default())?,
+            config.topic_prefix.clone(),
+        ),
+    })
+}
+
+/// Where the item `name` starts: after its stored offset, else at `initial`.
+fn resume_cursor(
+    config: &SourceConfig,
+    name: &str,
+    stored: Option<(SourcePartition, SourceOffset)>,
+    initial: Cursor,
+) -> Result<Cursor, ConnectError> {
+    Ok(match stored {
+        Some((found_under, offset)) => {
+            let cursor = to_cursor(&offset).map_err(|m| {
+                    ConnectError::fatal(format!(
+                        "PostgresSource: the offset {offset} stored for {name} under partition {found_under} \
+                         cannot be used: {m}; fix it with `ferry offsets set` or reset it"
+                    ))
+                })?;
+            tracing::info!(
+                "PostgresSource: {name} resumes after {offset} (stored under partition {found_under})"
+            );
+            cursor
+        }
+        None => {
+            if config.mode != Mode::Bulk {
+                tracing::info!(
+                    "PostgresSource: {name} has no stored offset; it starts {}",
+                    describe_start(config.mode, &initial)
+                );
+            }
+            initial
+        }
+    })
+}
+
+/// The item's incrementing column: configured, or a table's auto-increment column when the mode
+/// needs one and none is configured.
+async fn incrementing_column_of(
+    db: &Db,
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+    name: &str,
+) -> Result<Option<String>, ConnectError> {
+    Ok(match (item, &config.incrementing_column) {
+        (SourceItem::Table(t), None) if config.mode.uses_incrementing() => {
+            let found = auto_increment_column(db, t).await?.ok_or_else(|| {
+                ConnectError::fatal(format!(
+                    "PostgresSource: {name} has no serial or identity column to use as the incrementing \
+                     column; set incrementing.column.name"
+                ))
+            })?;
+            tracing::info!(
+                "PostgresSource: {name} uses its auto-increment column {found:?} (incrementing.column.name is empty)"
+            );
+            Some(found)
+        }
+        (_, configured) => configured.clone(),
+    })
+}
+
+/// The item's SELECT (its timestamp columns checked) and, with the late-commit guard in
+/// incrementing mode, the query of its largest incrementing value.
+async fn statements(
+    db: &Db,
+    config: &SourceConfig,
+    item: &SourceItem<'_>,
+    name: &str,
+    incrementing_column: Option<&str>,
+    guarded: bool,
+) -> Result<(String, Option<String>), ConnectError> {
+    let folded;
+    let item = match item {
+        SourceItem::Table(t) if config.options.fold_identifiers => {
+            folded = TableId {
+                schema: t.schema.to_ascii_lowercase(),
+                table: t.table.to_ascii_lowercase(),
+            };
+            &SourceItem::Table(&folded)
+        }
+        _ => item,
+    };
+    let checked;
+    let item_config = if incrementing_column == config.incrementing_column.as_deref() {
+        config
+    } else {
+        let mut c = config.clone();
+        c.incrementing_column = incrementing_column.map(str::to_owned);
+        checked = c;
+        &checked
+    };
+    let ts_columns = columns::check(db, item, name, item_config).await?;
+    let mut select = sql::select(
+        config.mode,
+        item,
+        incrementing_column,
+        &ts_columns,
+        &config.safety.db_timezone,
+    );
+    if let Some(suffix) = &config.options.query_suffix {
+        select = format!("{select} {suffix}");
+    }
+    let max_select = match (incrementing_column, config.mode, guarded) {
+        (Some(inc), Mode::Incrementing, true) => Some(sql::max_incrementing(item, inc)),
+        _ => None,
+    };
+    Ok((select, max_select))
 }
 
 /// One `offsets()` call for every partition of the task: a table's protocol-1 partition, then its
@@ -462,6 +513,27 @@ async fn read_offsets(
                 .find_map(|(p, o)| o.as_ref().map(|o| (p.clone(), o.clone())))
         })
         .collect())
+}
+
+/// The incrementing value of `row` in `column` (at `i`) of the querier `name`; a null is refused.
+fn row_incrementing(
+    row: &Row,
+    column: &tokio_postgres::Column,
+    i: usize,
+    inc_column: Option<&str>,
+    name: &str,
+) -> Result<i64, ConnectError> {
+    let fail = |m: String| ConnectError::fatal(format!("PostgresSource: {name}: {m}"));
+    let bytes = raw(row, i)
+        .map_err(|e| fail(e.to_string()))?
+        .ok_or_else(|| {
+            fail(format!(
+                "a row has a null incrementing column {:?}",
+                inc_column.unwrap_or_default()
+            ))
+        })?;
+    incrementing_value(column.type_(), bytes)
+        .map_err(|m| fail(format!("incrementing.column.name {:?}: {m}", column.name())))
 }
 
 /// A stored offset as a cursor (missing fields: the JDBC source's defaults).
@@ -817,6 +889,78 @@ impl Running {
             return Ok(Vec::new());
         };
         let columns = first.columns();
+        self.ensure_shape(index, columns).await?;
+        let inc_column = self.queriers[index].incrementing_column.clone();
+        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
+        let ts_indexes = self
+            .timestamp_columns
+            .iter()
+            .map(|c| {
+                self.column_index(columns, Some(c), index)
+                    .map(Option::unwrap_or_default)
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        let mode = self.mode;
+        let row_ts = if mode.uses_timestamp() {
+            columns::row_timestamps(
+                &self.db,
+                &self.zone,
+                &self.queriers[index].name,
+                columns,
+                &ts_indexes,
+                rows,
+            )
+            .await?
+        } else {
+            Vec::new()
+        };
+        let shifts = self.zone_shifts(index, rows).await?;
+        let querier = &mut self.queriers[index];
+        let Some(shape) = querier.shape.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let mut cursor = querier.cursor;
+        let mut out = Vec::with_capacity(rows.len());
+        for (n, row) in rows.iter().enumerate() {
+            let value = shape.value(row, &shifts).map_err(|e| {
+                ConnectError::fatal(format!("PostgresSource: {}: {e}", querier.name))
+            })?;
+            if let Some(i) = inc_index {
+                cursor.incrementing = Some(row_incrementing(
+                    row,
+                    &columns[i],
+                    i,
+                    inc_column.as_deref(),
+                    &querier.name,
+                )?);
+            }
+            if let Some(ts) = row_ts.get(n) {
+                cursor.timestamp = Some(*ts);
+            }
+            let offset = match mode {
+                Mode::Bulk => None,
+                _ => Some(ConnectMap::from_serde(&cursor.to_offset())?),
+            };
+            let mut record = SourceRecord::from_maps(
+                Some(querier.partition.clone()),
+                offset,
+                querier.topic.clone(),
+                Some(value),
+            );
+            record.value_schema = shape.schema.clone();
+            out.push(record);
+        }
+        querier.cursor = cursor;
+        Ok(out)
+    }
+
+    /// Builds the querier's row shape when it has none or `columns` do not fit it, saying which
+    /// columns are left out and when the records have no value schema.
+    async fn ensure_shape(
+        &mut self,
+        index: usize,
+        columns: &[tokio_postgres::Column],
+    ) -> Result<(), ConnectError> {
         if !self.queriers[index]
             .shape
             .as_ref()
@@ -853,31 +997,12 @@ impl Running {
             }
             querier.shape = Some(shape);
         }
-        let inc_column = self.queriers[index].incrementing_column.clone();
-        let inc_index = self.column_index(columns, inc_column.as_deref(), index)?;
-        let ts_indexes = self
-            .timestamp_columns
-            .iter()
-            .map(|c| {
-                self.column_index(columns, Some(c), index)
-                    .map(Option::unwrap_or_default)
-            })
-            .collect::<Result<Vec<usize>, _>>()?;
-        let mode = self.mode;
-        let row_ts = if mode.uses_timestamp() {
-            columns::row_timestamps(
-                &self.db,
-                &self.zone,
-                &self.queriers[index].name,
-                columns,
-                &ts_indexes,
-                rows,
-            )
-            .await?
-        } else {
-            Vec::new()
-        };
-        let shifts = match self.queriers[index].shape.as_ref() {
+        Ok(())
+    }
+
+    /// The zone shifts of the rows' local timestamps (none in UTC or without a shape).
+    async fn zone_shifts(&self, index: usize, rows: &[Row]) -> Result<ZoneShifts, ConnectError> {
+        Ok(match self.queriers[index].shape.as_ref() {
             Some(shape) if !ZoneShifts::is_utc(&self.zone) => {
                 let name = &self.queriers[index].name;
                 let keys = shape
@@ -886,52 +1011,7 @@ impl Running {
                 ZoneShifts::lookup(&self.db, &self.zone, name, keys).await?
             }
             _ => ZoneShifts::utc(),
-        };
-        let querier = &mut self.queriers[index];
-        let Some(shape) = querier.shape.as_ref() else {
-            return Ok(Vec::new());
-        };
-        let mut cursor = querier.cursor;
-        let mut out = Vec::with_capacity(rows.len());
-        for (n, row) in rows.iter().enumerate() {
-            let fail =
-                |m: String| ConnectError::fatal(format!("PostgresSource: {}: {m}", querier.name));
-            let value = shape.value(row, &shifts).map_err(|e| fail(e.to_string()))?;
-            if let Some(i) = inc_index {
-                let bytes = raw(row, i)
-                    .map_err(|e| fail(e.to_string()))?
-                    .ok_or_else(|| {
-                        fail(format!(
-                            "a row has a null incrementing column {:?}",
-                            inc_column.as_deref().unwrap_or_default()
-                        ))
-                    })?;
-                let v = incrementing_value(columns[i].type_(), bytes).map_err(|m| {
-                    fail(format!(
-                        "incrementing.column.name {:?}: {m}",
-                        columns[i].name()
-                    ))
-                })?;
-                cursor.incrementing = Some(v);
-            }
-            if let Some(ts) = row_ts.get(n) {
-                cursor.timestamp = Some(*ts);
-            }
-            let offset = match mode {
-                Mode::Bulk => None,
-                _ => Some(ConnectMap::from_serde(&cursor.to_offset())?),
-            };
-            let mut record = SourceRecord::from_maps(
-                Some(querier.partition.clone()),
-                offset,
-                querier.topic.clone(),
-                Some(value),
-            );
-            record.value_schema = shape.schema.clone();
-            out.push(record);
-        }
-        querier.cursor = cursor;
-        Ok(out)
+        })
     }
 
     /// The index of the cursor column `name` in the result (`None` when no name is given).

@@ -205,6 +205,23 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, UrlError> {
         None => (rest, None),
     };
     let mut config = tokio_postgres::Config::new();
+    parse_location(location, &mut config)?;
+    let mut tls = TlsOptions::default();
+    let ignored = parse_properties(query.unwrap_or(""), &mut config, &mut tls)?;
+    if tls.non_validating && matches!(tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+        return Err(UrlError::NonValidatingMode {
+            mode: tls.mode.name(),
+        });
+    }
+    Ok(ConnectionSpec {
+        config,
+        tls,
+        ignored,
+    })
+}
+
+/// Parses the hosts (`//host:port,…/database`) or the bare database of the URL into `config`.
+fn parse_location(location: &str, config: &mut tokio_postgres::Config) -> Result<(), UrlError> {
     let database = if let Some(authority_and_path) = location.strip_prefix("//") {
         let (authority, path) = match authority_and_path.split_once('/') {
             Some((a, p)) => (a, p),
@@ -224,10 +241,18 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, UrlError> {
     if !database.is_empty() {
         config.dbname(database);
     }
+    Ok(())
+}
+
+/// Applies the URL's properties (`key=value&…`) to `config` and `tls`; returns the keys ignored.
+fn parse_properties(
+    query: &str,
+    config: &mut tokio_postgres::Config,
+    tls: &mut TlsOptions,
+) -> Result<Vec<String>, UrlError> {
     let mut ignored = Vec::new();
-    let mut tls = TlsOptions::default();
     let (mut ssl, mut mode_set) = (false, false);
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = percent_decode(value)?;
         match key {
@@ -271,16 +296,7 @@ fn parse_jdbc(rest: &str) -> Result<ConnectionSpec, UrlError> {
     if ssl && !mode_set {
         tls.mode = SslMode::VerifyFull;
     }
-    if tls.non_validating && matches!(tls.mode, SslMode::VerifyCa | SslMode::VerifyFull) {
-        return Err(UrlError::NonValidatingMode {
-            mode: tls.mode.name(),
-        });
-    }
-    Ok(ConnectionSpec {
-        config,
-        tls,
-        ignored,
-    })
+    Ok(ignored)
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.

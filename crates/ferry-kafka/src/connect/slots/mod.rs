@@ -44,7 +44,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use crate::connect::store::ConnectStoreError;
-use callback::{HandlerThread, SlotsContext};
+use callback::{HandlerThread, Job, SlotsContext};
 use close::{Closer, Threads};
 use leader::LeaderTopic;
 pub use topic::{TopicNameError, leader_topic_name, slot_topic_name};
@@ -358,41 +358,8 @@ impl TaskSlots {
         let owned = Arc::new(Mutex::new(BTreeSet::new()));
         let leader_held = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let context = |group_id: &str| SlotsContext {
-            group_id: group_id.to_owned(),
-            slots_group: config.group_id.clone(),
-            leader_topic: leader_topic.clone(),
-            jobs: jobs_tx.clone(),
-            revoke_timeout: config.revoke_timeout,
-            owned: Arc::clone(&owned),
-            leader_held: Arc::clone(&leader_held),
-        };
-        // The task slots: static when asked, so a departed member's tasks wait for its return.
-        let consumer = config
-            .consumer(
-                &config.group_id,
-                config.static_member.as_ref().map(|(id, _)| id.as_str()),
-                config.effective_session_timeout(),
-                context(&config.group_id),
-            )
-            .map_err(|e| kafka("creating the slot consumer", e))?;
-        // The leader slot has a group of its own: in the task group it would count in the assignor's
-        // balance (two tasks on two workers could end up both on one, the other only leading), and a
-        // dead leader must be replaced at once, not after the static hold.
-        let leader_group = topic::leader_group(&config.group_id);
-        let leader_consumer = config
-            .consumer(
-                &leader_group,
-                None,
-                config.session_timeout,
-                context(&leader_group),
-            )
-            .map_err(|e| kafka("creating the leader slot consumer", e))?;
-        leader_consumer
-            .subscribe(&[leader_topic.as_str()])
-            .map_err(|e| kafka("subscribing to the leader topic", e))?;
-        drop(jobs_tx);
-
+        let (consumer, leader_consumer) =
+            join_consumers(&config, &leader_topic, jobs_tx, &owned, &leader_held)?;
         let handler_thread = HandlerThread {
             handler,
             leader: Arc::clone(&leader),
@@ -401,44 +368,19 @@ impl TaskSlots {
             stop: Arc::clone(&stop),
             own_url: config.advertised_url.clone(),
         };
-        let (handler_done_tx, handler_done_rx) = sync_channel(1);
-        let handler_thread = std::thread::Builder::new()
-            .name(format!("slots-handler-{}", config.group_id))
-            .spawn(move || {
-                handler_thread.run(jobs_rx);
-                let _ = handler_done_tx.send(());
-            })
-            .map_err(|e| SlotsError::Broker {
-                group: group.clone(),
-                message: format!("starting the handler thread failed: {e}"),
-            })?;
-        let (commands_tx, commands_rx) = sync_channel(4);
-        let (closed_tx, closed_rx) = sync_channel(1);
-        let stop_flag = Arc::clone(&stop);
-        let lease = config
-            .lease
-            .clone()
-            .map(|lease| (lease, config.confirm_interval()));
-        let poll_thread = std::thread::Builder::new()
-            .name(format!("slots-poll-{}", config.group_id))
-            .spawn(move || {
-                poll_loop(consumer, leader_consumer, commands_rx, &stop_flag, lease);
-                let _ = closed_tx.send(());
-            })
-            .map_err(|e| SlotsError::Broker {
-                group: group.clone(),
-                message: format!("starting the poll thread failed: {e}"),
-            })?;
+        let (threads, commands_tx) = start_threads(
+            &config,
+            handler_thread,
+            jobs_rx,
+            consumer,
+            leader_consumer,
+            &stop,
+        )?;
         let slots = Self {
             closer: Arc::new(Closer {
                 group: group.clone(),
                 stop,
-                threads: Mutex::new(Some(Threads {
-                    poll: poll_thread,
-                    handler: handler_thread,
-                    closed: closed_rx,
-                    handler_done: handler_done_rx,
-                })),
+                threads: Mutex::new(Some(threads)),
             }),
             config,
             admin: Arc::new(admin),
@@ -536,79 +478,110 @@ impl TaskSlots {
         })
     }
 
+    /// Creates slot topic `topic` with `partitions` partitions, or grows it to them, and waits until
+    /// the metadata shows them all.
     async fn ensure_topic(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
-        let group = &self.config.group_id;
-        let kafka = |what: String, source| SlotsError::Kafka {
-            group: group.clone(),
-            what,
-            source: Box::new(source),
-        };
-        let broker = |message: String| SlotsError::Broker {
-            group: group.clone(),
-            message,
-        };
         let timeout = self.config.admin_timeout;
         let options = AdminOptions::new()
             .operation_timeout(Some(timeout))
             .request_timeout(Some(timeout));
         let existing = self.partition_count(topic).await?;
         match existing {
-            None => {
-                let new = NewTopic::new(
-                    topic,
-                    partitions,
-                    TopicReplication::Fixed(i32::from(self.config.replication_factor)),
-                );
-                let results = self
-                    .admin
-                    .create_topics([&new], &options)
-                    .await
-                    .map_err(|e| kafka(format!("creating slot topic {topic}"), e))?;
-                for result in results {
-                    match result {
-                        Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                        Err((_, code)) => {
-                            return Err(broker(format!(
-                                "creating slot topic {topic} with {partitions} partitions failed: {code}; \
-                                 create it yourself or grant CreateTopics"
-                            )));
-                        }
-                    }
-                }
-            }
-            Some(n) if n < partitions => {
-                let grow = NewPartitions::new(topic, partitions as usize);
-                let results = self
-                    .admin
-                    .create_partitions([&grow], &options)
-                    .await
-                    .map_err(|e| {
-                        if matches!(
-                            e,
-                            KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)
-                        ) {
-                            broker(format!(
-                                "slot topic {topic} has {n} partitions and needs {partitions}, but the \
-                                 broker does not support CreatePartitions. The topic holds no data: \
-                                 delete it while no worker runs the connector, or create the \
-                                 connector's slots with its tasks.max up front"
-                            ))
-                        } else {
-                            kafka(format!("growing slot topic {topic}"), e)
-                        }
-                    })?;
-                for result in results {
-                    if let Err((_, code)) = result {
-                        return Err(broker(format!(
-                            "growing slot topic {topic} from {n} to {partitions} partitions failed: \
-                             {code}; grow it yourself or grant Alter on the topic"
-                        )));
-                    }
-                }
-            }
+            None => self.create_topic(topic, partitions, &options).await?,
+            Some(n) if n < partitions => self.grow_topic(topic, n, partitions, &options).await?,
             Some(_) => return Ok(()),
         }
-        // Subscribing before the metadata shows every partition would leave slots unassigned.
+        self.await_partitions(topic, partitions).await
+    }
+
+    /// The error of a failed Kafka call (`what` was being done).
+    fn kafka_error(&self, what: String, source: KafkaError) -> SlotsError {
+        SlotsError::Kafka {
+            group: self.config.group_id.clone(),
+            what,
+            source: Box::new(source),
+        }
+    }
+
+    /// The error of something the broker refused or did not do.
+    fn broker_error(&self, message: String) -> SlotsError {
+        SlotsError::Broker {
+            group: self.config.group_id.clone(),
+            message,
+        }
+    }
+
+    /// Creates slot topic `topic` with `partitions` partitions; one that exists already is fine.
+    async fn create_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        options: &AdminOptions,
+    ) -> Result<(), SlotsError> {
+        let new = NewTopic::new(
+            topic,
+            partitions,
+            TopicReplication::Fixed(i32::from(self.config.replication_factor)),
+        );
+        let results = self
+            .admin
+            .create_topics([&new], options)
+            .await
+            .map_err(|e| self.kafka_error(format!("creating slot topic {topic}"), e))?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((_, code)) => {
+                    return Err(self.broker_error(format!(
+                        "creating slot topic {topic} with {partitions} partitions failed: {code}; \
+                         create it yourself or grant CreateTopics"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Grows slot topic `topic` from `n` to `partitions` partitions.
+    async fn grow_topic(
+        &self,
+        topic: &str,
+        n: i32,
+        partitions: i32,
+        options: &AdminOptions,
+    ) -> Result<(), SlotsError> {
+        let grow = NewPartitions::new(topic, partitions as usize);
+        let results = self
+            .admin
+            .create_partitions([&grow], options)
+            .await
+            .map_err(|e| {
+                if matches!(e, KafkaError::AdminOp(RDKafkaErrorCode::UnsupportedFeature)) {
+                    self.broker_error(format!(
+                        "slot topic {topic} has {n} partitions and needs {partitions}, but the \
+                         broker does not support CreatePartitions. The topic holds no data: \
+                         delete it while no worker runs the connector, or create the \
+                         connector's slots with its tasks.max up front"
+                    ))
+                } else {
+                    self.kafka_error(format!("growing slot topic {topic}"), e)
+                }
+            })?;
+        for result in results {
+            if let Err((_, code)) = result {
+                return Err(self.broker_error(format!(
+                    "growing slot topic {topic} from {n} to {partitions} partitions failed: \
+                     {code}; grow it yourself or grant Alter on the topic"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the metadata shows `partitions` partitions of `topic`: subscribing before it
+    /// does would leave slots unassigned.
+    async fn await_partitions(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
+        let timeout = self.config.admin_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if self
@@ -619,7 +592,7 @@ impl TaskSlots {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(broker(format!(
+                return Err(self.broker_error(format!(
                     "slot topic {topic} did not show {partitions} partitions in the metadata within \
                      {timeout:?}"
                 )));
@@ -656,6 +629,105 @@ impl Drop for TaskSlots {
             tracing::warn!("{e}");
         }
     }
+}
+
+/// Makes the task slot consumer (static when asked) and the leader slot consumer, subscribed to
+/// the leader topic; both queue their rebalance events on `jobs`.
+fn join_consumers(
+    config: &SlotsConfig,
+    leader_topic: &str,
+    jobs: SyncSender<Job>,
+    owned: &Arc<Mutex<BTreeSet<Slot>>>,
+    leader_held: &Arc<AtomicBool>,
+) -> Result<(BaseConsumer<SlotsContext>, BaseConsumer<SlotsContext>), SlotsError> {
+    let kafka = |what: &str, source| SlotsError::Kafka {
+        group: config.group_id.clone(),
+        what: what.to_owned(),
+        source: Box::new(source),
+    };
+    let context = |group_id: &str| SlotsContext {
+        group_id: group_id.to_owned(),
+        slots_group: config.group_id.clone(),
+        leader_topic: leader_topic.to_owned(),
+        jobs: jobs.clone(),
+        revoke_timeout: config.revoke_timeout,
+        owned: Arc::clone(owned),
+        leader_held: Arc::clone(leader_held),
+    };
+    // The task slots: static when asked, so a departed member's tasks wait for its return.
+    let consumer = config
+        .consumer(
+            &config.group_id,
+            config.static_member.as_ref().map(|(id, _)| id.as_str()),
+            config.effective_session_timeout(),
+            context(&config.group_id),
+        )
+        .map_err(|e| kafka("creating the slot consumer", e))?;
+    // The leader slot has a group of its own: in the task group it would count in the assignor's
+    // balance (two tasks on two workers could end up both on one, the other only leading), and a
+    // dead leader must be replaced at once, not after the static hold.
+    let leader_group = topic::leader_group(&config.group_id);
+    let leader_consumer = config
+        .consumer(
+            &leader_group,
+            None,
+            config.session_timeout,
+            context(&leader_group),
+        )
+        .map_err(|e| kafka("creating the leader slot consumer", e))?;
+    leader_consumer
+        .subscribe(&[leader_topic])
+        .map_err(|e| kafka("subscribing to the leader topic", e))?;
+    drop(jobs);
+    Ok((consumer, leader_consumer))
+}
+
+/// Starts the handler thread (running `handler_thread` on `jobs`) and the poll thread (polling
+/// both consumers, taking commands from the returned sender, until `stop`).
+fn start_threads(
+    config: &SlotsConfig,
+    handler_thread: HandlerThread,
+    jobs: Receiver<Job>,
+    consumer: BaseConsumer<SlotsContext>,
+    leader_consumer: BaseConsumer<SlotsContext>,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Threads, SyncSender<Command>), SlotsError> {
+    let group = &config.group_id;
+    let (handler_done_tx, handler_done_rx) = sync_channel(1);
+    let handler_thread = std::thread::Builder::new()
+        .name(format!("slots-handler-{}", config.group_id))
+        .spawn(move || {
+            handler_thread.run(jobs);
+            let _ = handler_done_tx.send(());
+        })
+        .map_err(|e| SlotsError::Broker {
+            group: group.clone(),
+            message: format!("starting the handler thread failed: {e}"),
+        })?;
+    let (commands_tx, commands_rx) = sync_channel(4);
+    let (closed_tx, closed_rx) = sync_channel(1);
+    let stop_flag = Arc::clone(stop);
+    let lease = config
+        .lease
+        .clone()
+        .map(|lease| (lease, config.confirm_interval()));
+    let poll_thread = std::thread::Builder::new()
+        .name(format!("slots-poll-{}", config.group_id))
+        .spawn(move || {
+            poll_loop(consumer, leader_consumer, commands_rx, &stop_flag, lease);
+            let _ = closed_tx.send(());
+        })
+        .map_err(|e| SlotsError::Broker {
+            group: group.clone(),
+            message: format!("starting the poll thread failed: {e}"),
+        })?;
+    let threads = Threads {
+        poll: poll_thread,
+        handler: handler_thread,
+        closed: closed_rx,
+        handler_done: handler_done_rx,
+    };
+    Ok((threads, commands_tx))
 }
 
 /// The poll thread: polls the consumer (which serves the rebalance callbacks) and applies

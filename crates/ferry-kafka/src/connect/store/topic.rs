@@ -77,42 +77,8 @@ impl InternalTopic {
             config.topic,
             config.bootstrap_servers
         );
-        if config.topic.trim().is_empty() {
-            return Err(ConnectStoreError::new(
-                &store,
-                format!("{} is required", kind.setting()),
-                false,
-            ));
-        }
         let partitions = exact_partitions.unwrap_or(config.partitions);
-        if partitions < 1 {
-            return Err(ConnectStoreError::new(
-                &store,
-                format!(
-                    "the {} needs at least 1 partition, not {partitions}",
-                    kind.name()
-                ),
-                false,
-            ));
-        }
-        if config.replication_factor < 1 && config.replication_factor != -1 {
-            return Err(ConnectStoreError::new(
-                &store,
-                format!(
-                    "the replication factor of the {} is {}; it must be at least 1, or -1 for the broker's default",
-                    kind.name(),
-                    config.replication_factor
-                ),
-                false,
-            ));
-        }
-        if config.timeout.is_zero() {
-            return Err(ConnectStoreError::new(
-                &store,
-                "the timeout is zero; give the broker at least a few seconds",
-                false,
-            ));
-        }
+        check_settings(kind, config, partitions, &store)?;
         let context = StoreContext {
             store: store.clone(),
         };
@@ -124,72 +90,16 @@ impl InternalTopic {
                 .create_with_context(context.clone())
                 .map_err(|e| kafka(&store, "creating the consumer", &e))?,
         );
-        let spec = OffsetsTopic {
-            kind,
-            topic: &config.topic,
-            bootstrap_servers: &config.bootstrap_servers,
-            partitions,
-            replication_factor: config.replication_factor,
-            timeout: config.timeout,
-        };
-        let (c, topic, timeout, s) = (
-            offsets_client.clone(),
-            config.topic.clone(),
-            config.timeout,
-            store.clone(),
-        );
-        let existing = blocking(&store, move || {
-            admin::topic_state(&c, &topic, timeout, &s).map_err(|e| from_store(&s, e))
-        })
-        .await?;
-        if let TopicState::Missing = existing {
-            tracing::info!(
-                topic = %config.topic,
-                "creating the {} {} ({partitions} partitions, replication factor {}, cleanup.policy=compact)",
-                kind.name(),
-                config.topic,
-                config.replication_factor
-            );
-            admin::create_topic(&admin, &spec, &store)
-                .await
-                .map_err(|e| from_store(&store, e))?;
-        }
-        let found = match existing {
-            TopicState::Exists(found) => found,
-            TopicState::Missing => {
-                let (c, topic, s) = (offsets_client.clone(), config.topic.clone(), store.clone());
-                blocking(&store, move || {
-                    admin::await_topic(&c, &topic, timeout, &s).map_err(|e| from_store(&s, e))
-                })
-                .await?
-            }
-        };
-        // Checked once the broker shows the topic: right after another worker created it, the broker
-        // may not know it yet and answers DescribeConfigs without its configuration.
-        admin::verify_compacted(&admin, &spec, &store)
-            .await
-            .map_err(|e| from_store(&store, e))?;
-        let _ = tokio::task::spawn_blocking(move || drop(admin)).await;
+        let found =
+            ensure_compacted_topic(kind, config, partitions, admin, &offsets_client, &store)
+                .await?;
         if let Some(exact) = exact_partitions
             && found != exact
         {
-            // Kafka Connect refuses it too: records of one topic are ordered only within a partition,
-            // and the config topic's fold depends on that order.
-            return Err(ConnectStoreError::new(
-                &store,
-                format!(
-                    "topic {} has {found} partitions, but the {} must have exactly {exact}: its records are \
-                     applied in order, and Kafka orders records only within one partition. Ferry will not use \
-                     this topic. Set {} to a topic that does not exist yet (Ferry creates it with 1 \
-                     partition, compacted), or create one yourself with 1 partition and cleanup.policy=compact",
-                    config.topic,
-                    kind.name(),
-                    kind.setting()
-                ),
-                false,
-            ));
+            return Err(wrong_partition_count(kind, config, found, exact, &store));
         }
 
+        let timeout = config.timeout;
         let mut producer_config = base(config, "producer");
         producer_config
             .set("acks", "all")
@@ -200,25 +110,7 @@ impl InternalTopic {
         let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
             .map_err(|e| kafka(&store, "creating the producer", &e))?;
-        let consumer: StoreConsumer = consumer_config(config)
-            .create_with_context(context)
-            .map_err(|e| kafka(&store, "creating the consumer", &e))?;
-        let (topic, s) = (config.topic.clone(), store.clone());
-        let reading = offsets_client.clone();
-        let reader = blocking(&store, move || {
-            TopicLog::new(
-                consumer,
-                reading,
-                &topic,
-                found,
-                &s,
-                timeout,
-                // The consumer finds each start itself (about half a second at open, which the
-                // offset store saves with `ListedStart`).
-                AssignFrom::Beginning,
-            )
-        })
-        .await?;
+        let reader = open_reader(config, context, offsets_client.clone(), found, &store).await?;
         Ok(Self {
             describe: store,
             topic: config.topic.clone(),
@@ -557,4 +449,167 @@ impl Drop for TransactionalWriter {
             drop(runtime.spawn_blocking(move || drop(producer)));
         }
     }
+}
+
+/// Refuses an empty topic name, fewer than 1 partition, a replication factor below 1 (other than
+/// -1) and a zero timeout.
+fn check_settings(
+    kind: TopicKind,
+    config: &InternalTopicConfig,
+    partitions: i32,
+    store: &str,
+) -> Result<(), ConnectStoreError> {
+    if config.topic.trim().is_empty() {
+        return Err(ConnectStoreError::new(
+            store,
+            format!("{} is required", kind.setting()),
+            false,
+        ));
+    }
+    if partitions < 1 {
+        return Err(ConnectStoreError::new(
+            store,
+            format!(
+                "the {} needs at least 1 partition, not {partitions}",
+                kind.name()
+            ),
+            false,
+        ));
+    }
+    if config.replication_factor < 1 && config.replication_factor != -1 {
+        return Err(ConnectStoreError::new(
+            store,
+            format!(
+                "the replication factor of the {} is {}; it must be at least 1, or -1 for the broker's default",
+                kind.name(),
+                config.replication_factor
+            ),
+            false,
+        ));
+    }
+    if config.timeout.is_zero() {
+        return Err(ConnectStoreError::new(
+            store,
+            "the timeout is zero; give the broker at least a few seconds",
+            false,
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the topic compacted with `partitions` when it is missing, waits until the broker shows
+/// it, checks that it is compacted and returns its partition count. Drops `admin` off the runtime.
+async fn ensure_compacted_topic(
+    kind: TopicKind,
+    config: &InternalTopicConfig,
+    partitions: i32,
+    admin: AdminClient<StoreContext>,
+    offsets_client: &Arc<StoreConsumer>,
+    store: &str,
+) -> Result<i32, ConnectStoreError> {
+    let spec = OffsetsTopic {
+        kind,
+        topic: &config.topic,
+        bootstrap_servers: &config.bootstrap_servers,
+        partitions,
+        replication_factor: config.replication_factor,
+        timeout: config.timeout,
+    };
+    let (c, topic, timeout, s) = (
+        offsets_client.clone(),
+        config.topic.clone(),
+        config.timeout,
+        store.to_owned(),
+    );
+    let existing = blocking(store, move || {
+        admin::topic_state(&c, &topic, timeout, &s).map_err(|e| from_store(&s, e))
+    })
+    .await?;
+    if let TopicState::Missing = existing {
+        tracing::info!(
+            topic = %config.topic,
+            "creating the {} {} ({partitions} partitions, replication factor {}, cleanup.policy=compact)",
+            kind.name(),
+            config.topic,
+            config.replication_factor
+        );
+        admin::create_topic(&admin, &spec, store)
+            .await
+            .map_err(|e| from_store(store, e))?;
+    }
+    let found = match existing {
+        TopicState::Exists(found) => found,
+        TopicState::Missing => {
+            let (c, topic, s) = (
+                offsets_client.clone(),
+                config.topic.clone(),
+                store.to_owned(),
+            );
+            blocking(store, move || {
+                admin::await_topic(&c, &topic, timeout, &s).map_err(|e| from_store(&s, e))
+            })
+            .await?
+        }
+    };
+    // Checked once the broker shows the topic: right after another worker created it, the broker
+    // may not know it yet and answers DescribeConfigs without its configuration.
+    admin::verify_compacted(&admin, &spec, store)
+        .await
+        .map_err(|e| from_store(store, e))?;
+    let _ = tokio::task::spawn_blocking(move || drop(admin)).await;
+    Ok(found)
+}
+
+/// The error for a topic with `found` partitions where the kind needs exactly `exact`.
+fn wrong_partition_count(
+    kind: TopicKind,
+    config: &InternalTopicConfig,
+    found: i32,
+    exact: i32,
+    store: &str,
+) -> ConnectStoreError {
+    // Kafka Connect refuses it too: records of one topic are ordered only within a partition,
+    // and the config topic's fold depends on that order.
+    ConnectStoreError::new(
+        store,
+        format!(
+            "topic {} has {found} partitions, but the {} must have exactly {exact}: its records are \
+             applied in order, and Kafka orders records only within one partition. Ferry will not use \
+             this topic. Set {} to a topic that does not exist yet (Ferry creates it with 1 \
+             partition, compacted), or create one yourself with 1 partition and cleanup.policy=compact",
+            config.topic,
+            kind.name(),
+            kind.setting()
+        ),
+        false,
+    )
+}
+
+/// Makes the reader's consumer and assigns it every one of the topic's `found` partitions.
+async fn open_reader(
+    config: &InternalTopicConfig,
+    context: StoreContext,
+    reading: Arc<StoreConsumer>,
+    found: i32,
+    store: &str,
+) -> Result<TopicLog<ConnectStoreError>, ConnectStoreError> {
+    let timeout = config.timeout;
+    let consumer: StoreConsumer = consumer_config(config)
+        .create_with_context(context)
+        .map_err(|e| kafka(store, "creating the consumer", &e))?;
+    let (topic, s) = (config.topic.clone(), store.to_owned());
+    blocking(store, move || {
+        TopicLog::new(
+            consumer,
+            reading,
+            &topic,
+            found,
+            &s,
+            timeout,
+            // The consumer finds each start itself (about half a second at open, which the
+            // offset store saves with `ListedStart`).
+            AssignFrom::Beginning,
+        )
+    })
+    .await
 }

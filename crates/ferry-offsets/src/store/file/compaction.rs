@@ -145,47 +145,19 @@ pub(super) fn run(inner: &Inner, trigger: Trigger) -> Result<(), StoreError> {
 
 fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreError> {
     let snapshot = take_snapshot(inner)?;
-    let tmp_io = |op: &'static str| {
-        move |source: io::Error| StoreError::Io {
-            path: tmp_path.to_path_buf(),
-            op,
-            source,
-        }
-    };
 
     // Phase 2: write T without holding the lock.
-    let mut tmp = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(tmp_path)
-        .map_err(tmp_io("create the compaction file"))?;
-    if let Ok(meta) = fs::metadata(&inner.path) {
-        tmp.set_permissions(meta.permissions())
-            .map_err(tmp_io("copy the store file's permissions"))?;
-    }
-    tmp.write_all(&format::encode_header(
+    let mut next_seq = snapshot.first_seq + snapshot.frames.len() as u64;
+    let Some((mut tmp, mut new_len)) = write_snapshot(
+        inner,
+        tmp_path,
         snapshot.first_seq,
         snapshot.compacted,
-    ))
-    .map_err(tmp_io("write the compaction file"))?;
-    let mut new_len = HEADER_LEN as u64;
-    for frame in &snapshot.frames {
-        if inner.cancel.load(Ordering::Relaxed) {
-            return Ok(Outcome::Cancelled);
-        }
-        tmp.write_all(frame)
-            .map_err(tmp_io("write the compaction file"))?;
-        new_len += frame.len() as u64;
-    }
-    let mut next_seq = snapshot.first_seq + snapshot.frames.len() as u64;
-    drop(snapshot.frames);
-    tmp.sync_data()
-        .map_err(tmp_io("fdatasync the compaction file"))?;
-    if inner.cancel.load(Ordering::Relaxed) {
+        snapshot.frames,
+    )?
+    else {
         return Ok(Outcome::Cancelled);
-    }
+    };
     #[cfg(test)]
     inner.test_hooks.before_catch_up();
 
@@ -194,19 +166,7 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
     inner.check_poison()?;
     let tail = writer.len - snapshot.file_len;
     if tail > 0 {
-        let store_io = |op: &'static str| {
-            move |source: io::Error| StoreError::Io {
-                path: inner.path.clone(),
-                op,
-                source,
-            }
-        };
-        let mut old = File::open(&inner.path).map_err(store_io("reopen for compaction"))?;
-        old.seek(SeekFrom::Start(snapshot.file_len))
-            .map_err(store_io("seek for compaction"))?;
-        next_seq = copy_renumbered(inner, &mut old.take(tail), &mut tmp, next_seq)?;
-        tmp.sync_data()
-            .map_err(tmp_io("fdatasync the compaction file"))?;
+        next_seq = catch_up(inner, tmp_path, &mut tmp, snapshot.file_len, tail, next_seq)?;
         new_len += tail;
     }
     fs::rename(tmp_path, &inner.path).map_err(|source| StoreError::Io {
@@ -238,6 +198,83 @@ fn compact(inner: &Inner, tmp_path: &std::path::Path) -> Result<Outcome, StoreEr
         "offset store compacted"
     );
     Ok(Outcome::Done)
+}
+
+/// Phase 2: writes the compaction file `tmp_path` (the store file's permissions, a header, the
+/// snapshot's `frames`) and syncs it; returns it with its length, or `None` when cancelled.
+fn write_snapshot(
+    inner: &Inner,
+    tmp_path: &std::path::Path,
+    first_seq: u64,
+    compacted: Compacted,
+    frames: Vec<Vec<u8>>,
+) -> Result<Option<(File, u64)>, StoreError> {
+    let tmp_io = |op: &'static str| {
+        move |source: io::Error| StoreError::Io {
+            path: tmp_path.to_path_buf(),
+            op,
+            source,
+        }
+    };
+    let mut tmp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp_path)
+        .map_err(tmp_io("create the compaction file"))?;
+    if let Ok(meta) = fs::metadata(&inner.path) {
+        tmp.set_permissions(meta.permissions())
+            .map_err(tmp_io("copy the store file's permissions"))?;
+    }
+    tmp.write_all(&format::encode_header(first_seq, compacted))
+        .map_err(tmp_io("write the compaction file"))?;
+    let mut new_len = HEADER_LEN as u64;
+    for frame in &frames {
+        if inner.cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        tmp.write_all(frame)
+            .map_err(tmp_io("write the compaction file"))?;
+        new_len += frame.len() as u64;
+    }
+    drop(frames);
+    tmp.sync_data()
+        .map_err(tmp_io("fdatasync the compaction file"))?;
+    if inner.cancel.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    Ok(Some((tmp, new_len)))
+}
+
+/// Phase 3's catch-up: copies the `tail` bytes appended to the store file after `from` (the
+/// snapshot's length) to `tmp`, renumbered from `next_seq`, and syncs it; returns the next
+/// sequence number.
+fn catch_up(
+    inner: &Inner,
+    tmp_path: &std::path::Path,
+    tmp: &mut File,
+    from: u64,
+    tail: u64,
+    next_seq: u64,
+) -> Result<u64, StoreError> {
+    let store_io = |op: &'static str| {
+        move |source: io::Error| StoreError::Io {
+            path: inner.path.clone(),
+            op,
+            source,
+        }
+    };
+    let mut old = File::open(&inner.path).map_err(store_io("reopen for compaction"))?;
+    old.seek(SeekFrom::Start(from))
+        .map_err(store_io("seek for compaction"))?;
+    let next_seq = copy_renumbered(inner, &mut old.take(tail), tmp, next_seq)?;
+    tmp.sync_data().map_err(|source| StoreError::Io {
+        path: tmp_path.to_path_buf(),
+        op: "fdatasync the compaction file",
+        source,
+    })?;
+    Ok(next_seq)
 }
 
 /// Phase 1: encodes the live offsets under the writer lock.

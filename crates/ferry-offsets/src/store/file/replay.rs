@@ -52,11 +52,12 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use super::format::{
-    self, FORMAT_VERSION, FileHeader, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN, OLDEST_VERSION,
-    PayloadError, StreamError,
+    self, FORMAT_VERSION, FileHeader, FrameHeader, HEADER_LEN, HeaderError, MAX_PAYLOAD_LEN,
+    OLDEST_VERSION, PayloadError, StreamError,
 };
 use crate::error::StoreError;
 use crate::store::StoredRecord;
@@ -287,19 +288,13 @@ fn scan_frames(
     file_len: u64,
     mut on_write: impl FnMut(Option<(u64, u32)>, &[u8], Option<&[u8]>),
 ) -> Result<Scanned, StoreError> {
-    let io_err = |op: &'static str| {
-        move |source: io::Error| StoreError::Io {
-            path: path.to_path_buf(),
-            op,
-            source,
-        }
+    let scan = FrameScan {
+        path,
+        file,
+        file_len,
+        frame_header_len: file.frame_header_len(),
     };
-    let corrupt = |byte_offset: u64, reason: String| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        byte_offset,
-        reason,
-    };
-    let frame_header_len = file.frame_header_len();
+    let frame_header_len = scan.frame_header_len;
     let mut next_seq = file.first_seq;
     let mut pos = HEADER_LEN as u64;
     let mut payload = Vec::new();
@@ -308,45 +303,130 @@ fn scan_frames(
         if remaining == 0 {
             break None;
         }
-        let torn_here = |reason: String| TornTail {
-            offset: pos,
-            dropped: remaining,
-            reason,
+        let header = match scan.read_header(reader, pos)? {
+            ControlFlow::Continue(header) => header,
+            ControlFlow::Break(torn) => break Some(torn),
         };
+        let following = scan.check_header(&header, pos, next_seq)?;
+        let payload_len = header.payload_len as u64;
+        let available = remaining - frame_header_len as u64;
+        if payload_len > available {
+            break Some(scan.torn_at(
+                pos,
+                format!(
+                    "the last frame declares {payload_len} payload bytes but only {available} were written"
+                ),
+            ));
+        }
+        let streamed = payload_len > STREAM_PAYLOAD;
+        let crc = scan.read_payload_crc(reader, &header, streamed, &mut payload)?;
+        if crc != header.payload_crc {
+            break Some(scan.checksum_mismatch(pos, payload_len, &payload)?);
+        }
+        scan.apply_frame(reader, pos, payload_len, streamed, &payload, &mut on_write)?;
+        pos += frame_header_len as u64 + payload_len;
+        next_seq = following;
+    };
+    Ok(Scanned {
+        valid_len: pos,
+        torn,
+        next_seq,
+    })
+}
+
+/// The file a frame scan reads: its path (for errors), header and length.
+struct FrameScan<'a> {
+    path: &'a Path,
+    file: FileHeader,
+    file_len: u64,
+    frame_header_len: usize,
+}
+
+impl FrameScan<'_> {
+    /// Turns an I/O error of `op` into the store's error.
+    fn io_err(&self, op: &'static str) -> impl Fn(io::Error) -> StoreError + use<'_> {
+        let path = self.path;
+        move |source: io::Error| StoreError::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    }
+
+    /// The error for damage at `byte_offset` that is not a torn write.
+    fn corrupt(&self, byte_offset: u64, reason: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.to_path_buf(),
+            byte_offset,
+            reason,
+        }
+    }
+
+    /// A torn final write from `pos` to the end of the file.
+    fn torn_at(&self, pos: u64, reason: String) -> TornTail {
+        TornTail {
+            offset: pos,
+            dropped: self.file_len - pos,
+            reason,
+        }
+    }
+
+    /// Reads the frame header at `pos`; a short or damaged header followed only by zeros is a torn
+    /// write, any other damaged header is corruption.
+    fn read_header(
+        &self,
+        reader: &mut impl Read,
+        pos: u64,
+    ) -> Result<ControlFlow<TornTail, FrameHeader>, StoreError> {
+        let frame_header_len = self.frame_header_len;
+        let remaining = self.file_len - pos;
         if remaining < frame_header_len as u64 {
-            break Some(torn_here(format!(
-                "an incomplete frame header ({remaining} of {frame_header_len} bytes)"
+            return Ok(ControlFlow::Break(self.torn_at(
+                pos,
+                format!("an incomplete frame header ({remaining} of {frame_header_len} bytes)"),
             )));
         }
         let mut header_bytes = [0u8; format::FRAME_HEADER_LEN];
         let header_bytes = &mut header_bytes[..frame_header_len];
         reader
             .read_exact(header_bytes)
-            .map_err(io_err("read a frame header"))?;
-        let Some(header) = format::decode_frame_header(file, header_bytes) else {
-            let after = remaining - frame_header_len as u64;
-            if rest_is_zero(reader).map_err(io_err("read the end of the file"))? {
-                let reason = if header_bytes.iter().all(|b| *b == 0) {
-                    "a zero-filled tail (the file was extended but the data never reached the disk)"
-                        .to_owned()
-                } else {
-                    format!(
-                        "a damaged frame header followed only by {after} zero bytes (a write cut short)"
-                    )
-                };
-                break Some(torn_here(reason));
-            }
-            return Err(corrupt(
-                pos,
+            .map_err(self.io_err("read a frame header"))?;
+        if let Some(header) = format::decode_frame_header(self.file, header_bytes) {
+            return Ok(ControlFlow::Continue(header));
+        }
+        let after = remaining - frame_header_len as u64;
+        if rest_is_zero(reader).map_err(self.io_err("read the end of the file"))? {
+            let reason = if header_bytes.iter().all(|b| *b == 0) {
+                "a zero-filled tail (the file was extended but the data never reached the disk)"
+                    .to_owned()
+            } else {
                 format!(
-                    "the frame header checksum does not match, and the {after} bytes after it are not \
-                     all zero, so this is not a torn final write"
-                ),
-            ));
-        };
+                    "a damaged frame header followed only by {after} zero bytes (a write cut short)"
+                )
+            };
+            return Ok(ControlFlow::Break(self.torn_at(pos, reason)));
+        }
+        Err(self.corrupt(
+            pos,
+            format!(
+                "the frame header checksum does not match, and the {after} bytes after it are not \
+                 all zero, so this is not a torn final write"
+            ),
+        ))
+    }
+
+    /// Checks the payload limit and the sequence number of the valid frame header at `pos`; returns
+    /// the sequence number the next frame must carry. Checked before the torn-write checks: a frame
+    /// out of sequence is never a torn write.
+    fn check_header(
+        &self,
+        header: &FrameHeader,
+        pos: u64,
+        next_seq: Option<u64>,
+    ) -> Result<Option<u64>, StoreError> {
         let payload_len = header.payload_len as u64;
         if payload_len > MAX_PAYLOAD_LEN as u64 {
-            return Err(corrupt(
+            return Err(self.corrupt(
                 pos,
                 format!(
                     "a frame header declares a payload of {payload_len} bytes, more than the \
@@ -354,76 +434,106 @@ fn scan_frames(
                 ),
             ));
         }
-        // Checked before the torn-write checks: a frame out of sequence is never a torn write.
-        let following = match (header.seq, next_seq) {
+        Ok(match (header.seq, next_seq) {
             (Some(seq), Some(expected)) if seq != expected => {
-                return Err(corrupt(pos, out_of_sequence(pos, seq, expected)));
+                return Err(self.corrupt(pos, out_of_sequence(pos, seq, expected)));
             }
             (Some(seq), Some(_)) => Some(seq.checked_add(1).ok_or_else(|| {
-                corrupt(
+                self.corrupt(
                     pos,
                     format!("the frame at byte {pos} has sequence number {seq}, the last there is"),
                 )
             })?),
             _ => next_seq,
-        };
-        let available = remaining - frame_header_len as u64;
-        if payload_len > available {
-            break Some(torn_here(format!(
-                "the last frame declares {payload_len} payload bytes but only {available} were written"
-            )));
-        }
-        let streamed = payload_len > STREAM_PAYLOAD;
-        let crc = if streamed {
+        })
+    }
+
+    /// Reads the frame's payload and returns its CRC-32C. A `streamed` payload is only
+    /// checksummed, and read whole into `payload` only when the checksum does not match.
+    fn read_payload_crc(
+        &self,
+        reader: &mut (impl Read + Seek),
+        header: &FrameHeader,
+        streamed: bool,
+        payload: &mut Vec<u8>,
+    ) -> Result<u32, StoreError> {
+        let payload_len = header.payload_len as u64;
+        Ok(if streamed {
             // First pass: the checksum only; the writes are decoded once it matched.
-            let crc = stream_crc(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            let crc =
+                stream_crc(reader, payload_len).map_err(self.io_err("read a frame payload"))?;
             if crc != header.payload_crc {
                 // Rare (damage or a torn write): read it whole for the checks below.
-                seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+                seek_back(reader, payload_len).map_err(self.io_err("read a frame payload"))?;
                 payload.clear();
                 payload.resize(payload_len as usize, 0);
                 reader
-                    .read_exact(&mut payload)
-                    .map_err(io_err("read a frame payload"))?;
+                    .read_exact(payload)
+                    .map_err(self.io_err("read a frame payload"))?;
             }
             crc
         } else {
-            read_payload(reader, &mut payload, payload_len)
-                .map_err(io_err("read a frame payload"))?;
-            crc32c::crc32c(&payload)
-        };
-        let payload_start = pos + frame_header_len as u64;
+            read_payload(reader, payload, payload_len)
+                .map_err(self.io_err("read a frame payload"))?;
+            crc32c::crc32c(payload)
+        })
+    }
+
+    /// Decides what a payload checksum mismatch of the frame at `pos` is: a torn write when the
+    /// frame ends the file and one of its sectors reads as zeros, corruption otherwise.
+    fn checksum_mismatch(
+        &self,
+        pos: u64,
+        payload_len: u64,
+        payload: &[u8],
+    ) -> Result<TornTail, StoreError> {
+        let file_len = self.file_len;
+        let payload_start = pos + self.frame_header_len as u64;
         let end = payload_start + payload_len;
-        if crc != header.payload_crc {
-            if end == file_len {
-                if let Some(zeros) = unwritten_sector(&payload, payload_start) {
-                    break Some(torn_here(format!(
-                        "the last frame's payload checksum does not match and its sector at byte \
-                         {zeros} reads as zeros (its write was cut short before reaching the disk)"
-                    )));
-                }
-                return Err(corrupt(
+        if end == file_len {
+            if let Some(zeros) = unwritten_sector(payload, payload_start) {
+                return Ok(self.torn_at(
                     pos,
                     format!(
-                        "the payload checksum of the last frame, at byte {pos} ({payload_len} payload \
-                         bytes, ending exactly at the end of the file), does not match although every \
-                         sector of it was written (none reads as zeros), so this is not a torn final \
-                         write: the frame was damaged after it was written, and it may hold an \
-                         acknowledged flush"
+                        "the last frame's payload checksum does not match and its sector at byte \
+                         {zeros} reads as zeros (its write was cut short before reaching the disk)"
                     ),
                 ));
             }
-            return Err(corrupt(
+            return Err(self.corrupt(
                 pos,
                 format!(
-                    "the payload checksum of the frame at byte {pos} ({payload_len} payload bytes) does \
-                     not match, and {} more bytes follow it, so this is not a torn final write",
-                    file_len - end
+                    "the payload checksum of the last frame, at byte {pos} ({payload_len} payload \
+                     bytes, ending exactly at the end of the file), does not match although every \
+                     sector of it was written (none reads as zeros), so this is not a torn final \
+                     write: the frame was damaged after it was written, and it may hold an \
+                     acknowledged flush"
                 ),
             ));
         }
+        Err(self.corrupt(
+            pos,
+            format!(
+                "the payload checksum of the frame at byte {pos} ({payload_len} payload bytes) does \
+                 not match, and {} more bytes follow it, so this is not a torn final write",
+                file_len - end
+            ),
+        ))
+    }
+
+    /// Decodes the checked frame at `pos` and calls `on_write` for each of its writes; a
+    /// `streamed` payload is decoded while read again, one write at a time.
+    fn apply_frame(
+        &self,
+        reader: &mut (impl Read + Seek),
+        pos: u64,
+        payload_len: u64,
+        streamed: bool,
+        payload: &[u8],
+        on_write: &mut impl FnMut(Option<(u64, u32)>, &[u8], Option<&[u8]>),
+    ) -> Result<(), StoreError> {
         let parse_failed = |e: PayloadError| {
-            corrupt(
+            self.corrupt(
                 pos,
                 format!(
                     "the frame at byte {pos} has valid checksums but its payload does not parse (at \
@@ -434,27 +544,24 @@ fn scan_frames(
         };
         if streamed {
             // Second pass: decode while reading, holding one write at a time.
-            seek_back(reader, payload_len).map_err(io_err("read a frame payload"))?;
+            seek_back(reader, payload_len).map_err(self.io_err("read a frame payload"))?;
             let visit = |key: &[u8], value: Option<&[u8]>| on_write(None, key, value);
             format::stream_payload(reader, payload_len, visit).map_err(|e| match e {
-                StreamError::Io(source) => io_err("read a frame payload")(source),
+                StreamError::Io(source) => self.io_err("read a frame payload")(source),
                 StreamError::Payload(e) => parse_failed(e),
             })?;
         } else {
-            let writes = format::decode_payload(&payload).map_err(parse_failed)?;
-            let mut frame = Some((frame_header_len as u64 + payload_len, len32(writes.len())));
+            let writes = format::decode_payload(payload).map_err(parse_failed)?;
+            let mut frame = Some((
+                self.frame_header_len as u64 + payload_len,
+                len32(writes.len()),
+            ));
             for (key, value) in writes {
                 on_write(frame.take(), key, value);
             }
         }
-        pos = end;
-        next_seq = following;
-    };
-    Ok(Scanned {
-        valid_len: pos,
-        torn,
-        next_seq,
-    })
+        Ok(())
+    }
 }
 
 /// The CRC-32C of the next `len` bytes of `reader`, read in chunks.
