@@ -141,3 +141,49 @@ fn the_metrics_crate_sits_under_the_worker_and_serves_nothing() {
         "the worker keeps its metrics in ferry-metrics: {runtime:?}"
     );
 }
+
+/// The rooms under the worker: `ferry-builtin` (the offsets file and JSON-line sinks) is a backend
+/// like any other, on the contracts only; `ferry-config` reads every room's configuration, using
+/// the built-in backends it chooses between and the transform chain, but never the worker, the
+/// herders or the REST server that use it.
+#[test]
+fn the_builtin_backends_and_the_config_sit_under_the_worker() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let servers = ["axum", "hyper", "hyper-util", "tower-http", "tokio-rustls"];
+    let clients = ["rdkafka", "tokio-postgres", "ferry-kafka", "ferry-postgres"];
+    let above = ["ferry-runtime", "ferry-herder", "ferry-rest", "ferry"];
+    let builtin = dependencies(&crates.join("ferry-builtin/Cargo.toml"));
+    assert!(
+        builtin.iter().any(|d| d == "ferry-plugin"),
+        "the manifest was read: {builtin:?}"
+    );
+    for dep in &builtin {
+        assert!(
+            !servers.contains(&dep.as_str())
+                && !clients.contains(&dep.as_str())
+                && !above.contains(&dep.as_str())
+                && dep != "ferry-config",
+            "ferry-builtin must not depend on {dep}: it is a backend on the contracts"
+        );
+    }
+    let config = dependencies(&crates.join("ferry-config/Cargo.toml"));
+    assert!(
+        config.iter().any(|d| d == "ferry-builtin"),
+        "the manifest was read: {config:?}"
+    );
+    for dep in &config {
+        assert!(
+            !servers.contains(&dep.as_str())
+                && !clients.contains(&dep.as_str())
+                && !above.contains(&dep.as_str()),
+            "ferry-config must not depend on {dep}: the worker, herders and REST server use it"
+        );
+    }
+    let runtime = dependencies(&crates.join("ferry-runtime/Cargo.toml"));
+    for room in ["ferry-builtin", "ferry-config", "ferry-metrics"] {
+        assert!(
+            runtime.iter().any(|d| d == room),
+            "the worker is built on {room}: {runtime:?}"
+        );
+    }
+}

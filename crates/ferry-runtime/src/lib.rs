@@ -8,21 +8,23 @@
 //! Connect's standalone and distributed herders, with KIP-875 offset management), and `ferry-rest`
 //! serves Kafka Connect's REST API over a herder.
 
-mod builtin;
-pub mod config;
-pub mod sink;
 mod state;
 pub mod stores;
-pub mod transforms;
 mod worker;
 
-pub use builtin::{
+/// The sinks: the contract (from `ferry-plugin`) and the built-in JSON-line sinks ([`ferry_builtin::sink`]).
+pub use ferry_builtin::sink;
+pub use ferry_builtin::{
     FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
 };
+/// The worker's and connectors' configuration ([`ferry_config`]).
+pub use ferry_config as config;
 /// The worker's metrics ([`ferry_metrics`]), where the worker's users have always found them.
 pub use ferry_metrics as metrics;
 pub(crate) use ferry_metrics::status;
 pub use ferry_metrics::status::{TaskState, TaskStatus};
+/// The transform chain ([`ferry_transforms::chain`]), where the worker's users have always found it.
+pub use ferry_transforms::chain as transforms;
 pub use state::{TargetState, TaskId};
 pub use worker::{
     ConnectorSpec, OFFSETS_STORAGE_TOPIC, TaskSpec, TopicTracking, Worker, WorkerError,

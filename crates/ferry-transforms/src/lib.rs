@@ -4,8 +4,12 @@
 //! predicates (`org.apache.kafka.connect.transforms.predicates.*`), with Kafka Connect's class names,
 //! config keys and behaviour, over schemaful structs (a value with a [`ferry_api::Schema`]) and
 //! schemaless maps (a JSON object without one). Like connectors, they see only `ferry-api`.
+//!
+//! [`chain`] is how a connector's `transforms=…` and `predicates=…` keys become the chain its tasks
+//! apply, with the connector's `errors.*` handling of transform failures.
 
 mod cast;
+pub mod chain;
 mod extract_field;
 mod fields_common;
 mod fields_path;

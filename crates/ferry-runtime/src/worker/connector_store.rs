@@ -17,8 +17,7 @@ use tokio::sync::OnceCell;
 
 use crate::metrics::{MeteredStore, Metrics};
 
-/// The connector key naming a connector's own offsets topic.
-pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
+pub use ferry_config::OFFSETS_STORAGE_TOPIC;
 
 /// The store of connectors whose `offsets.storage.topic` is `name`.
 pub(crate) struct NamedOffsetStore {

@@ -10,25 +10,7 @@ use super::fence::TaskFence;
 use crate::state::TaskId;
 use crate::stores::{MAX_ACTIVE_TOPICS_PER_CONNECTOR, StatusBackingStore, TopicStatus};
 
-/// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's worker keys, both
-/// default `true`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TopicTracking {
-    /// `topic.tracking.enable`: tasks record the topics they write to, and
-    /// `GET /connectors/<c>/topics` answers them (else 403).
-    pub enable: bool,
-    /// `topic.tracking.allow.reset`: `PUT /connectors/<c>/topics/reset` is allowed (else 403).
-    pub allow_reset: bool,
-}
-
-impl Default for TopicTracking {
-    fn default() -> Self {
-        Self {
-            enable: true,
-            allow_reset: true,
-        }
-    }
-}
+pub use ferry_config::TopicTracking;
 
 /// One task instance's recorder.
 pub(crate) struct TopicTracker {

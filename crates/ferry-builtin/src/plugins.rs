@@ -16,7 +16,7 @@ use ferry_plugin::{
     SharedSink, SinkError, SinkPlugin, SinkProvider,
 };
 
-use crate::config::OFFSET_STORAGE_FILE;
+use crate::OFFSET_STORAGE_FILE;
 use crate::sink::file::FileSink;
 use crate::sink::line::LineFormat;
 use crate::sink::stdout::StdoutSink;
@@ -285,7 +285,7 @@ impl SinkPlugin for FileSinkPlugin {
             })),
             _ => {
                 errors.push(props.invalid(
-                    crate::config::SINK,
+                    crate::SINK,
                     "file: needs a path, e.g. sink=file:/var/lib/ferry/records.jsonl",
                 ));
                 None

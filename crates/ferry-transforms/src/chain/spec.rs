@@ -5,7 +5,7 @@ use std::sync::Arc;
 use ferry_api::Config;
 use ferry_api::transform::{PredicatePlugin, TransformationPlugin};
 
-use super::chain::{Chain, ChainError, Step};
+use super::apply::{Chain, ChainError, Step};
 
 /// The transformations and predicates a worker knows: the built-in ones (Kafka Connect's) plus
 /// those plugins registered.
@@ -19,8 +19,8 @@ impl Default for TransformRegistry {
     /// The built-in transformations and predicates.
     fn default() -> Self {
         Self {
-            transformations: ferry_transforms::builtin_transformations(),
-            predicates: ferry_transforms::builtin_predicates(),
+            transformations: crate::builtin_transformations(),
+            predicates: crate::builtin_predicates(),
         }
     }
 }
@@ -94,7 +94,7 @@ fn is_predicate_key(key: &str) -> bool {
 }
 
 /// Whether `key` belongs to the transforms or predicates of a connector configuration.
-pub(crate) fn is_chain_key(key: &str) -> bool {
+pub fn is_chain_key(key: &str) -> bool {
     is_transform_key(key) || is_predicate_key(key)
 }
 

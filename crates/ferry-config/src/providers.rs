@@ -22,7 +22,7 @@ use regex::Regex;
 pub const CONFIG_PROVIDERS: &str = "config.providers";
 
 /// `config.providers`, defined.
-pub(crate) const CONFIG_PROVIDERS_KEY: ferry_api::ConfigKey = ferry_api::ConfigKey::optional(
+pub const CONFIG_PROVIDERS_KEY: ferry_api::ConfigKey = ferry_api::ConfigKey::optional(
     CONFIG_PROVIDERS,
     Some(""),
     "The names of the config providers that resolve `${provider:path:key}` placeholders in \

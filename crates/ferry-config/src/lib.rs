@@ -1,3 +1,5 @@
+//! # ferry-config
+//!
 //! Worker and connector configuration in Kafka Connect's properties syntax and key names, so an
 //! existing `connect-standalone.properties` and connector file run unchanged where they can.
 //!
@@ -6,7 +8,7 @@
 //! file at once as [`ConfigErrors`], each naming the file, key and line and saying what is accepted.
 //!
 //! ```
-//! use ferry_runtime::config::{Properties, SinkSpec, WorkerConfig};
+//! use ferry_config::{Properties, SinkSpec, WorkerConfig};
 //!
 //! let props = Properties::parse(
 //!     "worker.properties",
@@ -17,6 +19,14 @@
 //! assert_eq!(worker.offset_flush_interval.as_millis(), 60_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+//!
+//! It owns the configuration of every room of a worker — the worker file (standalone and
+//! distributed share [`CommonWorkerConfig`]), connector configurations, config providers, the REST
+//! server's keys and TLS, exactly-once settings — and each key's one definition. It may use the
+//! contracts (`ferry-plugin`), the built-in backends it chooses between (`ferry-builtin`) and the
+//! transform chain a connector names (`ferry_transforms::chain`); the worker, the herders and the
+//! REST server use it (`ferry_runtime::config` re-exports it).
 
 mod connector;
 mod connector_file;
@@ -52,3 +62,26 @@ pub use worker::{
     OffsetStorageSpec, SINK, STANDALONE_KEYS, SinkSpec, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
     TOPIC_TRACKING_ALLOW_RESET, TOPIC_TRACKING_ENABLE, WorkerConfig, millis, topic_tracking,
 };
+
+/// The connector key naming a connector's own offsets topic (KIP-618).
+pub const OFFSETS_STORAGE_TOPIC: &str = "offsets.storage.topic";
+
+/// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's worker keys, both
+/// default `true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicTracking {
+    /// `topic.tracking.enable`: tasks record the topics they write to, and
+    /// `GET /connectors/<c>/topics` answers them (else 403).
+    pub enable: bool,
+    /// `topic.tracking.allow.reset`: `PUT /connectors/<c>/topics/reset` is allowed (else 403).
+    pub allow_reset: bool,
+}
+
+impl Default for TopicTracking {
+    fn default() -> Self {
+        Self {
+            enable: true,
+            allow_reset: true,
+        }
+    }
+}

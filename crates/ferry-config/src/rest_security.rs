@@ -60,7 +60,7 @@ const IGNORED_TLS_KEYS: &[&str] = &[
 ];
 
 /// Whether `key` is one of the REST security keys (for the workers' lists of accepted keys).
-pub(crate) fn is_key(key: &str) -> bool {
+pub fn is_key(key: &str) -> bool {
     let name = key.strip_prefix(LISTENERS_HTTPS_PREFIX).unwrap_or(key);
     key == REST_BASIC_AUTH_CREDENTIALS_FILE
         || READ_TLS_KEYS.contains(&name)
@@ -203,7 +203,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// Reads the HTTPS listener's keys; `None` with the problems in `errors` when they are incomplete
 /// or invalid.
-pub(crate) fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<RestTls> {
+pub fn rest_tls(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<RestTls> {
     let keys = TlsKeys::new(props);
     keys.warn_ignored();
     let before = errors.len();

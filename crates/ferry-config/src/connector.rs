@@ -11,8 +11,8 @@ use ferry_plugin::UnknownKeyHints;
 use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 use ferry_plugin::{ConfigError, ConfigErrors, FrameworkKey, Width};
 
-use crate::transforms::spec::is_chain_key;
-use crate::transforms::{
+use ferry_transforms::chain::is_chain_key;
+use ferry_transforms::chain::{
     ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
     ERRORS_RETRY_TIMEOUT, ErrorHandling, TransformRegistry, Transforms,
 };
@@ -181,7 +181,7 @@ pub const CONNECTOR_KEYS: &[FrameworkKey] = &[
         "Transaction boundary interval",
     ),
     FrameworkKey::new(
-        ConfigKey::optional(crate::worker::OFFSETS_STORAGE_TOPIC, None, "The name of a separate offsets topic to use for this connector. If empty or not specified, the worker’s global offsets topic name will be used. If specified, the offsets topic will be created if it does not already exist on the Kafka cluster targeted by this connector (which may be different from the one used for the worker's global offsets topic if the bootstrap.servers property of the connector's producer has been overridden from the worker's). Only applicable in distributed mode; in standalone mode, setting this property will have no effect.")
+        ConfigKey::optional(crate::OFFSETS_STORAGE_TOPIC, None, "The name of a separate offsets topic to use for this connector. If empty or not specified, the worker’s global offsets topic name will be used. If specified, the offsets topic will be created if it does not already exist on the Kafka cluster targeted by this connector (which may be different from the one used for the worker's global offsets topic if the bootstrap.servers property of the connector's producer has been overridden from the worker's). Only applicable in distributed mode; in standalone mode, setting this property will have no effect.")
         .of_type(ConfigType::String)
         .importance(Importance::Low),
         "offsets.topic",

@@ -118,7 +118,7 @@ pub const CONNECTORS_FILE_KEY: ConfigKey = ConfigKey::optional(
 const LISTED_PREFIXES: &[&str] = &["listeners.https.ssl.*"];
 
 /// The REST keys listed in "accepted keys" hints: the deprecated ones are left out.
-pub(crate) fn listed_keys() -> impl Iterator<Item = &'static str> {
+pub fn listed_keys() -> impl Iterator<Item = &'static str> {
     names(REST_KEYS)
         .filter(|k| *k != REST_HOST_NAME && *k != REST_PORT)
         .chain(LISTED_PREFIXES.iter().copied())
@@ -220,7 +220,7 @@ impl RestConfig {
 }
 
 /// Reads the REST keys; problems go to `errors`.
-pub(crate) fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
+pub fn rest_config(props: &Properties, errors: &mut Vec<ConfigError>) -> RestConfig {
     let mut config = RestConfig::default();
     if let Some(listeners) = listeners(props, errors) {
         config.listeners = listeners;
@@ -323,7 +323,7 @@ fn listeners(props: &Properties, errors: &mut Vec<ConfigError>) -> Option<Vec<Li
 const MAX_CONNECTIONS_LIMIT: usize = 1_000_000;
 
 /// `ferry.connectors.file`, or its default next to the offsets file (or in the working directory).
-pub(crate) fn connectors_file(
+pub fn connectors_file(
     props: &Properties,
     storage: Option<&Arc<dyn DynStoreSpec>>,
     errors: &mut Vec<ConfigError>,
@@ -346,7 +346,7 @@ pub(crate) fn connectors_file(
 /// Parses `http://HOST:PORT[,http://HOST:PORT…]`.
 /// Why `listeners` cannot be read; the worker file's error shows it after the key and line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ListenerError {
+pub enum ListenerError {
     /// Only separators or blanks.
     #[error("must name at least one listener, e.g. http://127.0.0.1:8083")]
     None,

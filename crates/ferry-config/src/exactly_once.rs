@@ -121,11 +121,11 @@ impl ConnectorExactlyOnce {
         };
         // KIP-618's connector offsets topic: Kafka Connect refuses an empty name.
         if config
-            .get(crate::worker::OFFSETS_STORAGE_TOPIC)
+            .get(crate::OFFSETS_STORAGE_TOPIC)
             .is_some_and(|t| t.trim().is_empty())
         {
             issues.push((
-                crate::worker::OFFSETS_STORAGE_TOPIC.to_owned(),
+                crate::OFFSETS_STORAGE_TOPIC.to_owned(),
                 "String must be non-empty (leave it out to use the worker's offsets topic)"
                     .to_owned(),
             ));

@@ -17,23 +17,19 @@ use ferry_plugin::{
 };
 
 use super::rest::{self, RestConfig};
-use crate::builtin::{
+use ferry_builtin::{
     FileSinkPlugin, FileSinkSpec, FileStorePlugin, FileStoreSpec, StdoutSinkPlugin, StdoutSinkSpec,
 };
 use ferry_plugin::ConverterSpec;
 use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 
-/// `offset.storage.file.filename`: where the standalone worker stores source offsets. Required with
-/// `offset.storage=file` (the default).
-pub const OFFSET_STORAGE_FILE: &str = "offset.storage.file.filename";
 /// `offset.flush.interval.ms`: how often acknowledged offsets are committed.
 pub const OFFSET_FLUSH_INTERVAL_MS: &str = "offset.flush.interval.ms";
 /// `offset.flush.timeout.ms`: how long one offset commit may take.
 pub const OFFSET_FLUSH_TIMEOUT_MS: &str = "offset.flush.timeout.ms";
 /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may wait for outstanding deliveries.
 pub const TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: &str = "task.shutdown.graceful.timeout.ms";
-/// `sink`: where records go (Ferry-only key): `stdout`, `file:PATH`, or a registered sink's name.
-pub const SINK: &str = "sink";
+pub use ferry_builtin::{OFFSET_STORAGE_FILE, SINK};
 /// `offset.storage` (Ferry-only key): `file` (default), or a registered store's name.
 pub const OFFSET_STORAGE: &str = "offset.storage";
 
@@ -192,7 +188,7 @@ pub struct WorkerConfig {
     /// of connector configurations are resolved (none by default).
     pub config_providers: super::ConfigProviders,
     /// `topic.tracking.enable` and `topic.tracking.allow.reset` (both default `true`).
-    pub topic_tracking: crate::worker::TopicTracking,
+    pub topic_tracking: crate::TopicTracking,
     /// `exactly.once.source.support` (default `disabled`; `preparing` behaves as `disabled`). With
     /// `enabled`, the offset store must be one records' transactions can write to and the sink one
     /// that writes transactions, on the same cluster (`offset.storage=kafka` and `sink=kafka`).
@@ -228,14 +224,14 @@ impl SinkSpec {
     pub fn file(path: impl Into<PathBuf>) -> Self {
         Self(Arc::new(FileSinkSpec {
             path: path.into(),
-            format: crate::sink::line::LineFormat::Json,
+            format: ferry_builtin::sink::line::LineFormat::Json,
         }))
     }
 
     /// `stdout`: JSON lines on standard output.
     pub fn stdout() -> Self {
         Self(Arc::new(StdoutSinkSpec {
-            format: crate::sink::line::LineFormat::Json,
+            format: ferry_builtin::sink::line::LineFormat::Json,
         }))
     }
 
@@ -648,7 +644,7 @@ pub struct CommonWorkerConfig {
     /// `value.converter` (+ `value.converter.*`), default JsonConverter with `schemas.enable=true`.
     pub value_converter: ConverterSpec,
     /// `topic.tracking.enable` and `topic.tracking.allow.reset` (both default `true`).
-    pub topic_tracking: crate::worker::TopicTracking,
+    pub topic_tracking: crate::TopicTracking,
     /// `exactly.once.source.support` (default `disabled`).
     pub exactly_once_source: super::exactly_once::ExactlyOnceSource,
     /// The REST server: `listeners`, `rest.auth.token`, ….
@@ -716,10 +712,7 @@ fn exactly_once_source(
 
 /// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's booleans: `true` or
 /// `false`, any case).
-pub fn topic_tracking(
-    props: &Properties,
-    errors: &mut Vec<ConfigError>,
-) -> crate::worker::TopicTracking {
+pub fn topic_tracking(props: &Properties, errors: &mut Vec<ConfigError>) -> crate::TopicTracking {
     let mut flag = |key: &str| match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
         None => true,
         Some(v) if v == "true" => true,
@@ -729,7 +722,7 @@ pub fn topic_tracking(
             true
         }
     };
-    crate::worker::TopicTracking {
+    crate::TopicTracking {
         enable: flag(TOPIC_TRACKING_ENABLE),
         allow_reset: flag(TOPIC_TRACKING_ALLOW_RESET),
     }

@@ -1,4 +1,4 @@
-//! Single Message Transforms in the runtime: which transforms a connector's `transforms=…` names
+//! The chain of Single Message Transforms a connector names: which transforms a connector's `transforms=…` names
 //! ([`Transforms`], checked with the connector's configuration), the chain each task applies to its
 //! records ([`Chain`]), and the connector's error-handling keys for them ([`ErrorHandling`]).
 //!
@@ -9,13 +9,13 @@
 //! the transform or predicate without the prefix. Ferry also refuses keys of an alias that is not
 //! listed (Kafka Connect ignores them), so a typo in an alias is not silently a no-op.
 
-mod chain;
+mod apply;
 mod errors;
-pub(crate) mod spec;
+mod spec;
 
-pub use chain::{Chain, ChainError, StepError};
+pub use apply::{Chain, ChainError, StepError};
 pub use errors::{
     ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
     ERRORS_RETRY_TIMEOUT, ErrorHandling,
 };
-pub use spec::{TransformRegistry, Transforms};
+pub use spec::{TransformRegistry, Transforms, is_chain_key};
