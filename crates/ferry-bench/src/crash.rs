@@ -59,8 +59,9 @@ pub fn run(plan: &Plan) -> BenchResult<Vec<Crash>> {
         );
         out.push(crash);
     }
-    std::fs::remove_file(&input_path)
-        .map_err(|e| format!("cannot remove {}: {e}", input_path.display()))?;
+    std::fs::remove_file(&input_path).map_err(|e| {
+        crate::BenchError::from(format!("cannot remove {}: {e}", input_path.display()))
+    })?;
     Ok(out)
 }
 
@@ -111,7 +112,7 @@ fn mode(
         }
         let _ = child.kill();
         let _ = child.wait();
-        reached.map_err(|e| format!("run {kill} before its kill: {e}"))?;
+        reached.map_err(|e| crate::BenchError::from(format!("run {kill} before its kill: {e}")))?;
         complete = complete_len(&sink)?;
         boundaries.push(complete);
     }
@@ -120,7 +121,7 @@ fn mode(
     let reached = wait_for(&mut child, || last_line_has(&sink, &end_marker));
     let _ = child.kill();
     let _ = child.wait();
-    reached.map_err(|e| format!("the last run: {e}"))?;
+    reached.map_err(|e| crate::BenchError::from(format!("the last run: {e}")))?;
     let (duplicates_per_kill, distinct) = duplicates(&sink, &boundaries)?;
     dir.remove()?;
     Ok(Crash {
@@ -134,7 +135,8 @@ fn mode(
 }
 
 fn write(path: &Path, text: &str) -> BenchResult<()> {
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, text)
+        .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", path.display())))
 }
 
 fn spawn(
@@ -145,8 +147,9 @@ fn spawn(
     run: usize,
 ) -> BenchResult<Child> {
     let log_path = dir.join(&format!("ferry-{run}.log"));
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let log = std::fs::File::create(&log_path).map_err(|e| {
+        crate::BenchError::from(format!("cannot create {}: {e}", log_path.display()))
+    })?;
     Command::new(ferry)
         .arg("standalone")
         .arg(worker)
@@ -155,7 +158,7 @@ fn spawn(
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", ferry.display()))
+        .map_err(|e| crate::BenchError::from(format!("cannot start {}: {e}", ferry.display())))
 }
 
 /// Polls `done` until it holds, the process exits or the deadline passes.
@@ -166,10 +169,14 @@ fn wait_for(child: &mut Child, done: impl Fn() -> bool) -> BenchResult<()> {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("ferry exited early ({status})"));
+            return Err(crate::BenchError::from(format!(
+                "ferry exited early ({status})"
+            )));
         }
         if started.elapsed() > DEADLINE {
-            return Err(format!("not done within {DEADLINE:?}"));
+            return Err(crate::BenchError::from(format!(
+                "not done within {DEADLINE:?}"
+            )));
         }
         std::thread::sleep(POLL);
     }
@@ -181,7 +188,8 @@ fn size(path: &Path) -> u64 {
 
 /// The sink's length up to its last complete line.
 fn complete_len(path: &Path) -> BenchResult<u64> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| crate::BenchError::from(format!("cannot read {}: {e}", path.display())))?;
     Ok(bytes
         .iter()
         .rposition(|&b| b == b'\n')
@@ -222,7 +230,8 @@ fn last_line_has(path: &Path, needle: &str) -> bool {
 /// Per kill, the lines after its boundary (up to the next) already seen before it; and the distinct
 /// lines in all.
 fn duplicates(sink: &Path, boundaries: &[u64]) -> BenchResult<(Vec<u64>, u64)> {
-    let bytes = std::fs::read(sink).map_err(|e| format!("cannot read {}: {e}", sink.display()))?;
+    let bytes = std::fs::read(sink)
+        .map_err(|e| crate::BenchError::from(format!("cannot read {}: {e}", sink.display())))?;
     let mut seen: HashSet<&[u8]> = HashSet::new();
     let mut per_kill = vec![0u64; boundaries.len()];
     let mut position = 0u64;

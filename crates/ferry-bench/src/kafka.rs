@@ -42,9 +42,9 @@ pub async fn startup(plan: &Plan, bootstrap: &str) -> BenchResult<Case> {
         ferry.push(ferry_open(bootstrap, &topic, records).await?);
         let (took, read) = plain_read_to_end(bootstrap, &topic).await?;
         if read != records as u64 {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "the plain consumer read {read} records of {topic}, expected {records}"
-            ));
+            )));
         }
         plain.push(took);
         eprintln!(
@@ -91,7 +91,7 @@ async fn produce_fixture(bootstrap: &str, topic: &str, count: usize) -> BenchRes
         .set("partitioner", "murmur2_random")
         .set("linger.ms", "20")
         .create()
-        .map_err(|e| format!("fixture producer: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("fixture producer: {e}")))?;
     let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
     let mut last_report = Instant::now();
     for i in 0..count {
@@ -110,9 +110,9 @@ async fn produce_fixture(bootstrap: &str, topic: &str, count: usize) -> BenchRes
         .map_err(|e| e.to_string())?;
     let total: i64 = end_offsets(bootstrap, topic).await?.iter().sum();
     if total != count as i64 {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "fixture {topic}: the end offsets add up to {total}, expected {count}"
-        ));
+        )));
     }
     eprintln!(
         "  fixture {topic}: {count} records in {:.1?}",
@@ -146,7 +146,11 @@ pub async fn send(
                     None => tokio::time::sleep(Duration::from_millis(1)).await,
                 }
             }
-            Err((e, _)) => return Err(format!("plain producer to {topic}: {e}")),
+            Err((e, _)) => {
+                return Err(crate::BenchError::from(format!(
+                    "plain producer to {topic}: {e}"
+                )));
+            }
         }
     }
     while pending.len() > 50_000 {
@@ -161,10 +165,12 @@ pub async fn send(
 pub async fn delivered(future: DeliveryFuture, topic: &str) -> BenchResult<()> {
     match future.await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err((e, _))) => Err(format!("a record to {topic} was not delivered: {e}")),
-        Err(_) => Err(format!(
+        Ok(Err((e, _))) => Err(crate::BenchError::from(format!(
+            "a record to {topic} was not delivered: {e}"
+        ))),
+        Err(_) => Err(crate::BenchError::from(format!(
             "the producer to {topic} went away before the delivery report"
-        )),
+        ))),
     }
 }
 
@@ -177,16 +183,16 @@ async fn ferry_open(bootstrap: &str, topic: &str, records: usize) -> BenchResult
     let started = Instant::now();
     let store = KafkaOffsetStore::open(config)
         .await
-        .map_err(|e| format!("KafkaOffsetStore::open on {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("KafkaOffsetStore::open on {topic}: {e}")))?;
     let took = started.elapsed();
     let read = store.records_read();
     tokio::task::spawn_blocking(move || drop(store))
         .await
         .map_err(|e| e.to_string())?;
     if read != records as u64 {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "the Ferry store read {read} records of {topic}, expected {records}"
-        ));
+        )));
     }
     Ok(took)
 }
@@ -202,7 +208,7 @@ async fn plain_read_to_end(bootstrap: &str, topic: &str) -> BenchResult<(Duratio
             .set("group.id", "ferry-bench-plain-reader")
             .set("enable.auto.commit", "false")
             .create()
-            .map_err(|e| format!("plain consumer: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("plain consumer: {e}")))?;
         let ends = list_end_offsets(&consumer, &topic)?;
         let mut assignment = TopicPartitionList::new();
         for p in 0..ends.len() as i32 {
@@ -226,11 +232,11 @@ async fn plain_read_to_end(bootstrap: &str, topic: &str) -> BenchResult<(Duratio
                         behind -= 1;
                     }
                 }
-                Some(Err(e)) => return Err(format!("plain consumer of {topic}: {e}")),
+                Some(Err(e)) => return Err(crate::BenchError::from(format!("plain consumer of {topic}: {e}"))),
                 None if last_progress.elapsed() > REQUEST_TIMEOUT => {
-                    return Err(format!(
+                    return Err(crate::BenchError::from(format!(
                         "plain consumer of {topic}: no progress for {REQUEST_TIMEOUT:?} after {read} records"
-                    ));
+                    )));
                 }
                 None => {}
             }
@@ -253,7 +259,7 @@ pub async fn create_topic(
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
-        .map_err(|e| format!("admin client: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("admin client: {e}")))?;
     let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     for (k, v) in configs {
         new = new.set(k, v);
@@ -264,7 +270,7 @@ pub async fn create_topic(
             &AdminOptions::new().operation_timeout(Some(REQUEST_TIMEOUT)),
         )
         .await
-        .map_err(|e| format!("creating {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("creating {topic}: {e}")))?;
     for result in results {
         result.map_err(|(t, code)| format!("creating {t}: {code}"))?;
     }
@@ -276,9 +282,9 @@ pub async fn create_topic(
         match end_offsets(bootstrap, topic).await {
             Ok(ends) if ends.len() == partitions as usize => return Ok(()),
             _ if Instant::now() > deadline => {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "topic {topic} did not show {partitions} partitions within {REQUEST_TIMEOUT:?}"
-                ));
+                )));
             }
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
@@ -292,7 +298,7 @@ pub async fn end_offsets(bootstrap: &str, topic: &str) -> BenchResult<Vec<i64>> 
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", &bootstrap)
             .create()
-            .map_err(|e| format!("consumer for end offsets: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("consumer for end offsets: {e}")))?;
         list_end_offsets(&consumer, &topic)
     })
     .await
@@ -302,14 +308,16 @@ pub async fn end_offsets(bootstrap: &str, topic: &str) -> BenchResult<Vec<i64>> 
 fn list_end_offsets(consumer: &BaseConsumer, topic: &str) -> BenchResult<Vec<i64>> {
     let metadata = consumer
         .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-        .map_err(|e| format!("metadata of {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("metadata of {topic}: {e}")))?;
     let partitions = metadata
         .topics()
         .iter()
         .find(|t| t.name() == topic && t.error().is_none())
         .map_or(0, |t| t.partitions().len() as i32);
     if partitions == 0 {
-        return Err(format!("topic {topic} has no partitions in the metadata"));
+        return Err(crate::BenchError::from(format!(
+            "topic {topic} has no partitions in the metadata"
+        )));
     }
     let mut request = TopicPartitionList::with_capacity(partitions as usize);
     for p in 0..partitions {
@@ -319,7 +327,7 @@ fn list_end_offsets(consumer: &BaseConsumer, topic: &str) -> BenchResult<Vec<i64
     }
     let answer = consumer
         .offsets_for_times(request, REQUEST_TIMEOUT)
-        .map_err(|e| format!("ListOffsets for {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("ListOffsets for {topic}: {e}")))?;
     let mut offsets = vec![0; partitions as usize];
     for element in answer.elements() {
         element.error().map_err(|e| e.to_string())?;
@@ -329,10 +337,10 @@ fn list_end_offsets(consumer: &BaseConsumer, topic: &str) -> BenchResult<Vec<i64
         ) {
             (Offset::Offset(o), Some(slot)) => *slot = o,
             (other, _) => {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "ListOffsets for {topic}: {other:?} for partition {}",
                     element.partition()
-                ));
+                )));
             }
         }
     }

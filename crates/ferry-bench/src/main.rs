@@ -22,8 +22,12 @@ use clap::{Parser, Subcommand};
 
 use crate::results::Results;
 
-/// Errors of the bench: what failed, as a sentence.
-pub type BenchResult<T> = Result<T, String>;
+/// What failed in the bench, as a sentence, with the error that caused it when there is one: the
+/// bench is a program that prints its error and exits, so one boxed error type serves every section.
+pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A bench step's result.
+pub type BenchResult<T> = Result<T, BenchError>;
 
 /// The sections of the suite, in run order.
 pub const SECTIONS: [&str; 8] = [
@@ -147,10 +151,10 @@ impl Plan {
     fn new(args: &RunArgs, work_dir: PathBuf) -> BenchResult<Self> {
         for section in &args.only {
             if !SECTIONS.contains(&section.as_str()) {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "--only {section:?}: no such section (sections: {})",
                     SECTIONS.join(", ")
-                ));
+                )));
             }
         }
         let sections = if args.only.is_empty() {
@@ -235,7 +239,7 @@ fn load_fixture(dir: &Path, size: usize) -> BenchResult<()> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("tokio runtime: {e}")))?;
     let (ferry, rewrite) = offsets::fixture::ferry_and_rewrite(&dir.join("s"), size, &runtime)?;
     println!("{}\n{}", ferry.display(), rewrite.display());
     Ok(())
@@ -251,13 +255,17 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         .init();
     let temp = match &args.work_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create the work dir {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                crate::BenchError::from(format!(
+                    "cannot create the work dir {}: {e}",
+                    dir.display()
+                ))
+            })?;
             tempfile::tempdir_in(dir)
         }
         None => tempfile::tempdir(),
     }
-    .map_err(|e| format!("cannot create a temp work dir: {e}"))?;
+    .map_err(|e| crate::BenchError::from(format!("cannot create a temp work dir: {e}")))?;
     let plan = Plan::new(args, temp.path().to_owned())?;
     let started = Instant::now();
     let machine = machine::describe(&plan.work_dir);
@@ -273,7 +281,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("tokio runtime: {e}")))?;
 
     let mut results = Results {
         machine,
@@ -361,7 +369,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
             Ok(crash) => results.crash = crash,
             Err(e) => {
                 eprintln!("{e}");
-                results.skipped.push(e);
+                results.skipped.push(e.to_string());
             }
         }
         eprintln!("  crash section: {:.0?}", started.elapsed());
@@ -387,12 +395,14 @@ fn run(args: &RunArgs) -> BenchResult<()> {
 
 fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> BenchResult<()> {
     if let Some(parent) = json.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|e| {
+            crate::BenchError::from(format!("cannot create {}: {e}", parent.display()))
+        })?;
     }
-    let text = serde_json::to_string_pretty(results).map_err(|e| format!("results JSON: {e}"))?;
+    let text = serde_json::to_string_pretty(results)
+        .map_err(|e| crate::BenchError::from(format!("results JSON: {e}")))?;
     std::fs::write(json, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", json.display())))?;
     write_report(results, out, plot)
 }
 
@@ -400,8 +410,9 @@ fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> Ben
 fn write_report(results: &Results, out: &Path, plot: &Path) -> BenchResult<()> {
     for path in [out, plot] {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                crate::BenchError::from(format!("cannot create {}: {e}", parent.display()))
+            })?;
         }
     }
     plot::flush_latency(results, plot)?;
@@ -424,13 +435,13 @@ fn write_report(results: &Results, out: &Path, plot: &Path) -> BenchResult<()> {
         curve_names.push((curve.clone(), name));
     }
     std::fs::write(out, report::render(results, &plot_name, &curve_names))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", out.display())))?;
     Ok(())
 }
 
 fn render_from(json: &Path, out: &Path, plot: &Path) -> BenchResult<()> {
     let text = std::fs::read_to_string(json)
-        .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot read {}: {e}", json.display())))?;
     let results: Results = serde_json::from_str(&text).map_err(|e| {
         format!(
             "{} is not a results file of this ferry-bench: {e}",

@@ -93,7 +93,7 @@ fn cli(ferry: &Path, plan: &Plan, size: usize) -> BenchResult<Vec<Contender>> {
             dir.join("out.jsonl").display()
         ),
     )
-    .map_err(|e| format!("writing {}: {e}", worker.display()))?;
+    .map_err(|e| crate::BenchError::from(format!("writing {}: {e}", worker.display())))?;
     let worker_arg = worker.to_string_lossy().into_owned();
     let dump_arg = dump.to_string_lossy().into_owned();
     // fixture::partition's map, as JSON.
@@ -134,16 +134,21 @@ fn cli(ferry: &Path, plan: &Plan, size: usize) -> BenchResult<Vec<Contender>> {
             .arg(ferry)
             .args(&args)
             .output()
-            .map_err(|e| format!("cannot run /usr/bin/time {}: {e}", ferry.display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!(
+                    "cannot run /usr/bin/time {}: {e}",
+                    ferry.display()
+                ))
+            })?;
         let took = started.elapsed();
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "ferry {} failed ({}): {}",
                 args.join(" "),
                 output.status,
                 stderr.trim()
-            ));
+            )));
         }
         let kib: u64 = stderr
             .lines()
@@ -153,7 +158,9 @@ fn cli(ferry: &Path, plan: &Plan, size: usize) -> BenchResult<Vec<Contender>> {
                     .parse()
                     .ok()
             })
-            .ok_or_else(|| format!("GNU time printed no peak RSS: {stderr}"))?;
+            .ok_or_else(|| {
+                crate::BenchError::from(format!("GNU time printed no peak RSS: {stderr}"))
+            })?;
         eprintln!(
             "  peak RSS, {name}: {}",
             crate::measure::human_bytes((kib * 1024) as f64)
@@ -216,10 +223,10 @@ pub fn time_loads(loads: &[Load<'_>]) -> BenchResult<Vec<Loads>> {
         for (load, measured) in loads.iter().zip(&mut measured) {
             let probe = run_probe(load.kind, load.path)?;
             if probe.loaded != load.expected {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "{} loaded {} (offsets or bytes), expected {}",
                     load.name, probe.loaded, load.expected
-                ));
+                )));
             }
             if round > 0 {
                 measured.took.push(probe.took);
@@ -232,26 +239,31 @@ pub fn time_loads(loads: &[Load<'_>]) -> BenchResult<Vec<Loads>> {
 
 /// Runs one probe process loading `what` from `path`.
 pub fn run_probe(what: &str, path: &Path) -> BenchResult<Probe> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::BenchError::from(format!("cannot find this binary: {e}")))?;
     let output = Command::new(&exe)
         .arg("rss-probe")
         .arg(what)
         .arg(path)
         .output()
-        .map_err(|e| format!("cannot run {} rss-probe: {e}", exe.display()))?;
+        .map_err(|e| {
+            crate::BenchError::from(format!("cannot run {} rss-probe: {e}", exe.display()))
+        })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "rss-probe {what} failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        )));
     }
     let field = |name: &str| -> BenchResult<u64> {
         stdout
             .split_whitespace()
             .find_map(|w| w.strip_prefix(name)?.parse().ok())
-            .ok_or_else(|| format!("rss-probe {what} printed no {name}: {stdout:?}"))
+            .ok_or_else(|| {
+                crate::BenchError::from(format!("rss-probe {what} printed no {name}: {stdout:?}"))
+            })
     };
     Ok(Probe {
         peak: field("peak_rss_bytes=")?,
@@ -280,16 +292,16 @@ pub fn probe(what: &str, path: &Path) -> BenchResult<()> {
             (Box::new(map), len)
         }
         "read-file" => {
-            let bytes =
-                std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+            let bytes = std::fs::read(path)
+                .map_err(|e| crate::BenchError::from(format!("reading {}: {e}", path.display())))?;
             let len = bytes.len();
             (Box::new(bytes), len)
         }
         "baseline" => (Box::new(()), 0),
         other => {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "rss-probe: unknown {other:?} (file-store, hashmap, sqlite, read-file, baseline)"
-            ));
+            )));
         }
     };
     let took = started.elapsed();
@@ -305,7 +317,7 @@ pub fn probe(what: &str, path: &Path) -> BenchResult<()> {
 /// `VmHWM` of this process, in bytes.
 fn peak_rss_bytes() -> BenchResult<u64> {
     let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot read /proc/self/status: {e}")))?;
     status
         .lines()
         .find_map(|line| {
@@ -313,5 +325,5 @@ fn peak_rss_bytes() -> BenchResult<u64> {
             kib.trim().parse::<u64>().ok()
         })
         .map(|kib| kib * 1024)
-        .ok_or_else(|| "no VmHWM line in /proc/self/status".to_owned())
+        .ok_or_else(|| crate::BenchError::from("no VmHWM line in /proc/self/status".to_owned()))
 }

@@ -20,7 +20,9 @@ const COLORS: [RGBColor; 6] = [
 
 /// Draws the plot of `results.flush` to `path` (PNG).
 pub fn flush_latency(results: &Results, path: &Path) -> BenchResult<()> {
-    let failed = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let failed = |e: &dyn std::fmt::Display| {
+        crate::BenchError::from(format!("drawing {}: {e}", path.display()))
+    };
     let changed: BTreeSet<u64> = results.flush.iter().filter_map(|c| c.changed).collect();
     let panels = changed.len().max(1);
     let root = BitMapBackend::new(path, (560 * panels as u32, 520)).into_drawing_area();
@@ -175,7 +177,9 @@ pub fn format_y(unit: Unit, y: f64) -> String {
 
 /// Draws one scaling curve to `path` (PNG). Log axes are drawn as log10 of the value on a linear axis.
 pub fn curve(curve: &Curve, path: &Path) -> BenchResult<()> {
-    let failed = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let failed = |e: &dyn std::fmt::Display| {
+        crate::BenchError::from(format!("drawing {}: {e}", path.display()))
+    };
     let root = BitMapBackend::new(path, (760, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| failed(&e))?;
     let tx = |x: f64| if curve.log_x { x.log10() } else { x };

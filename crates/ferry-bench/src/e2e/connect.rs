@@ -226,8 +226,9 @@ pub fn case(
             }
         }
     }
-    std::fs::remove_dir_all(&run.plugins)
-        .map_err(|e| format!("cannot remove {}: {e}", run.plugins.display()))?;
+    std::fs::remove_dir_all(&run.plugins).map_err(|e| {
+        crate::BenchError::from(format!("cannot remove {}: {e}", run.plugins.display()))
+    })?;
     let [ferry_cost, connect_cost] = costs;
     let contender = |name: &str, i: usize, work: Work, cost: Option<ProcessCost>| {
         let mut c = Contender::timed(name, &samples[i], Some(work));
@@ -310,8 +311,9 @@ pub fn exactly_once_case(
         .collect();
     let samples = rounds("exactly once vs at least once", runs, &mut runners)?;
     drop(runners);
-    std::fs::remove_dir_all(&run.plugins)
-        .map_err(|e| format!("cannot remove {}: {e}", run.plugins.display()))?;
+    std::fs::remove_dir_all(&run.plugins).map_err(|e| {
+        crate::BenchError::from(format!("cannot remove {}: {e}", run.plugins.display()))
+    })?;
     let contenders = contenders
         .iter()
         .zip(costs)
@@ -475,7 +477,11 @@ impl Run<'_> {
                 }
                 ConnectWorker::start(self.broker, options)
                     .map(Worker::Connect)
-                    .map_err(|e| format!("the Kafka Connect worker did not start: {e}"))
+                    .map_err(|e| {
+                        crate::BenchError::from(format!(
+                            "the Kafka Connect worker did not start: {e}"
+                        ))
+                    })
             }
         }
     }
@@ -524,7 +530,7 @@ impl Run<'_> {
                     committed.wait(&mut worker, self.lines())?,
                 ),
             };
-            Ok::<_, String>(Measured {
+            Ok::<_, crate::BenchError>(Measured {
                 plugin_scan: worker.plugin_scan(),
                 took: last.duration_since(requested),
                 cpu: cpu_seconds(pid)? - ready_cpu,
@@ -555,18 +561,18 @@ impl Run<'_> {
         std::thread::sleep(SETTLE);
         let (count, first) = committed.read_to_end()?;
         if count != self.lines() {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: a read_committed reader sees {count} records in {}, the input has {} lines",
                 committed.topic, self.input.lines
-            ));
+            )));
         }
         if first.as_deref() != Some(&self.first_line[..]) {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: the first committed record of {} is {:?}, expected the first line {:?}",
                 committed.topic,
                 first.map(|v| String::from_utf8_lossy(&v).into_owned()),
                 String::from_utf8_lossy(&self.first_line)
-            ));
+            )));
         }
         Ok(())
     }
@@ -577,21 +583,21 @@ impl Run<'_> {
         std::thread::sleep(SETTLE);
         let held = watch.end()?;
         if held != self.lines() {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: topic {} holds {held} records, the input has {} lines",
                 watch.topic, self.input.lines
-            ));
+            )));
         }
         let (key, value) = watch.record_at(0)?;
         if key.is_some() || value.as_deref() != Some(&self.first_line[..]) {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: the first record of {} is key {:?} value {:?}, expected a null key and the first \
                  line {:?}",
                 watch.topic,
                 key.map(|k| String::from_utf8_lossy(&k).into_owned()),
                 value.map(|v| String::from_utf8_lossy(&v).into_owned()),
                 String::from_utf8_lossy(&self.first_line)
-            ));
+            )));
         }
         Ok(())
     }
@@ -614,10 +620,10 @@ impl Run<'_> {
             std::thread::sleep(SETTLE);
             let at_kill = watch.end()?;
             if at_kill >= self.lines() {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "not measured: the whole input ({at_kill} records) was in the topic when the kill \
                      landed (the input is too small for this worker's rate)"
-                ));
+                )));
             }
             worker.restart()?;
             // Before the kill the topic held the input's first lines in order, without the last one:
@@ -634,9 +640,9 @@ impl Run<'_> {
                 }
                 worker.check_alive()?;
                 if started.elapsed() > DEADLINE {
-                    return Err(format!(
+                    return Err(crate::BenchError::from(format!(
                         "the last line was not in the topic {DEADLINE:?} after the restart ({end} records)"
-                    ));
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -655,10 +661,13 @@ impl Run<'_> {
         })();
         worker.kill();
         let outcome = outcome.map_err(|e| {
-            if e.starts_with("not measured") {
+            if e.to_string().starts_with("not measured") {
                 e
             } else {
-                format!("{e}; the worker's log ends:\n{}", worker.log_tail())
+                crate::BenchError::from(format!(
+                    "{e}; the worker's log ends:\n{}",
+                    worker.log_tail()
+                ))
             }
         });
         drop(worker);
@@ -709,7 +718,9 @@ impl Run<'_> {
              appender.err.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = WARN\n\
              rootLogger.appenderRef.err.ref = STDERR\n",
         )
-        .map_err(|e| format!("cannot write {}: {e}", log_config.display()))?;
+        .map_err(|e| {
+            crate::BenchError::from(format!("cannot write {}: {e}", log_config.display()))
+        })?;
         // kafka-producer-perf-test.sh: a 512 MiB heap and kafka-run-class.sh's JVM options.
         let mut args: Vec<String> = Jvm::Shipped
             .flags(false)
@@ -746,24 +757,26 @@ impl Run<'_> {
             .current_dir(dir.join("."))
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", java().display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("cannot run {}: {e}", java().display()))
+            })?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "ProducerPerformance failed ({}): {stdout}{}",
                 output.status,
                 String::from_utf8_lossy(&output.stderr)
-            ));
+            )));
         }
         let per_second = producer_performance_rate(&stdout).ok_or_else(|| {
             format!("ProducerPerformance printed no total (records/sec): {stdout}")
         })?;
         let held = watch.end()?;
         if held != self.lines() {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "ProducerPerformance: topic {topic} holds {held} records, expected {}",
                 self.input.lines
-            ));
+            )));
         }
         dir.remove()?;
         Ok(Duration::from_secs_f64(
@@ -798,7 +811,7 @@ impl Worker {
             Worker::Ferry(w) => w.child.as_ref().map(Child::id),
             Worker::Connect(w) => w.pid(),
         }
-        .ok_or_else(|| "the worker is not running".to_owned())
+        .ok_or_else(|| crate::BenchError::from("the worker is not running".to_owned()))
     }
 
     /// `host:port` of the REST API.
@@ -826,9 +839,9 @@ impl Worker {
                 w.kill();
                 w.spawn()
             }
-            Worker::Connect(w) => w
-                .restart()
-                .map_err(|e| format!("the Kafka Connect worker did not restart: {e}")),
+            Worker::Connect(w) => w.restart().map_err(|e| {
+                crate::BenchError::from(format!("the Kafka Connect worker did not restart: {e}"))
+            }),
         }
     }
 
@@ -837,7 +850,9 @@ impl Worker {
         let alive = match self {
             Worker::Ferry(w) => match w.child.as_mut().map(Child::try_wait) {
                 Some(Ok(None)) => true,
-                Some(Ok(Some(status))) => return Err(format!("ferry exited ({status})")),
+                Some(Ok(Some(status))) => {
+                    return Err(crate::BenchError::from(format!("ferry exited ({status})")));
+                }
                 _ => false,
             },
             Worker::Connect(w) => w.pid().is_some_and(running),
@@ -845,7 +860,9 @@ impl Worker {
         if alive {
             Ok(())
         } else {
-            Err("the worker process is gone".to_owned())
+            Err(crate::BenchError::from(
+                "the worker process is gone".to_owned(),
+            ))
         }
     }
 
@@ -905,8 +922,16 @@ impl Worker {
             match http(&rest, "GET", "/health", "") {
                 Ok((200, _)) => break,
                 Ok((404 | 503, _)) | Err(_) if started.elapsed() < DEADLINE => {}
-                Ok((status, body)) => return Err(format!("GET /health answered {status}: {body}")),
-                Err(e) => return Err(format!("GET /health from {rest}: {e}")),
+                Ok((status, body)) => {
+                    return Err(crate::BenchError::from(format!(
+                        "GET /health answered {status}: {body}"
+                    )));
+                }
+                Err(e) => {
+                    return Err(crate::BenchError::from(format!(
+                        "GET /health from {rest}: {e}"
+                    )));
+                }
             }
             self.check_alive()?;
             std::thread::sleep(Duration::from_millis(5));
@@ -922,9 +947,15 @@ impl Worker {
                 // moment after the log line its start waits for.
                 Ok((404, _)) if started.elapsed() < Duration::from_secs(60) => {}
                 Ok((status, body)) => {
-                    return Err(format!("PUT {path} answered {status}: {body}"));
+                    return Err(crate::BenchError::from(format!(
+                        "PUT {path} answered {status}: {body}"
+                    )));
                 }
-                Err(e) => return Err(format!("PUT {path} to {rest}: {e}")),
+                Err(e) => {
+                    return Err(crate::BenchError::from(format!(
+                        "PUT {path} to {rest}: {e}"
+                    )));
+                }
             }
             self.check_alive()?;
             std::thread::sleep(Duration::from_millis(5));
@@ -955,7 +986,7 @@ impl FerryWorker {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
-            .map_err(|e| format!("no free port on 127.0.0.1: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("no free port on 127.0.0.1: {e}")))?;
         let mut properties = format!(
             "bootstrap.servers={bootstrap}\n\
              group.id={group}\n\
@@ -976,8 +1007,9 @@ impl FerryWorker {
             properties.push_str(&format!("{key}={value}\n"));
         }
         let path = dir.join("worker.properties");
-        std::fs::write(&path, properties)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, properties).map_err(|e| {
+            crate::BenchError::from(format!("cannot write {}: {e}", path.display()))
+        })?;
         let mut worker = Self {
             binary: binary.to_owned(),
             properties: path,
@@ -995,7 +1027,9 @@ impl FerryWorker {
             .create(true)
             .append(true)
             .open(&self.log)
-            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("cannot open {}: {e}", self.log.display()))
+            })?;
         let child = Command::new(&self.binary)
             .arg("distributed")
             .arg(&self.properties)
@@ -1006,7 +1040,9 @@ impl FerryWorker {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("cannot start {}: {e}", self.binary.display()))
+            })?;
         self.child = Some(child);
         Ok(())
     }
@@ -1050,7 +1086,7 @@ impl TopicWatch {
             .set("group.id", "ferry-bench-connect-watch")
             .set("enable.auto.commit", "false")
             .create()
-            .map_err(|e| format!("consumer watching {topic}: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("consumer watching {topic}: {e}")))?;
         Ok(Self {
             consumer,
             topic: topic.to_owned(),
@@ -1062,7 +1098,7 @@ impl TopicWatch {
         self.consumer
             .fetch_watermarks(&self.topic, 0, REQUEST_TIMEOUT)
             .map(|(_, high)| high)
-            .map_err(|e| format!("ListOffsets for {}: {e}", self.topic))
+            .map_err(|e| crate::BenchError::from(format!("ListOffsets for {}: {e}", self.topic)))
     }
 
     /// Polls the end offset every [`POLL`] until `done` holds; returns when the answer came.
@@ -1080,10 +1116,10 @@ impl TopicWatch {
             }
             worker.check_alive()?;
             if started.elapsed() > DEADLINE {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "{what} was not in {} within {DEADLINE:?} ({end} records)",
                     self.topic
-                ));
+                )));
             }
             std::thread::sleep(POLL);
         }
@@ -1093,10 +1129,10 @@ impl TopicWatch {
         let mut assignment = TopicPartitionList::new();
         assignment
             .add_partition_offset(&self.topic, 0, offset)
-            .map_err(|e| format!("assigning {}: {e}", self.topic))?;
+            .map_err(|e| crate::BenchError::from(format!("assigning {}: {e}", self.topic)))?;
         self.consumer
             .assign(&assignment)
-            .map_err(|e| format!("assigning {}: {e}", self.topic))
+            .map_err(|e| crate::BenchError::from(format!("assigning {}: {e}", self.topic)))
     }
 
     /// The key and value of the record at `offset`.
@@ -1111,14 +1147,19 @@ impl TopicWatch {
                         message.payload().map(<[u8]>::to_vec),
                     ));
                 }
-                Some(Err(e)) => return Err(format!("reading {}: {e}", self.topic)),
+                Some(Err(e)) => {
+                    return Err(crate::BenchError::from(format!(
+                        "reading {}: {e}",
+                        self.topic
+                    )));
+                }
                 None => {}
             }
         }
-        Err(format!(
+        Err(crate::BenchError::from(format!(
             "reading {} at {offset}: no record within {REQUEST_TIMEOUT:?}",
             self.topic
-        ))
+        )))
     }
 
     /// Hands every value of the first `end` records to `each`.
@@ -1135,12 +1176,17 @@ impl TopicWatch {
                         each(message.payload().unwrap_or_default());
                     }
                 }
-                Some(Err(e)) => return Err(format!("reading {}: {e}", self.topic)),
+                Some(Err(e)) => {
+                    return Err(crate::BenchError::from(format!(
+                        "reading {}: {e}",
+                        self.topic
+                    )));
+                }
                 None if last_progress.elapsed() > REQUEST_TIMEOUT => {
-                    return Err(format!(
+                    return Err(crate::BenchError::from(format!(
                         "reading {}: no progress for {REQUEST_TIMEOUT:?} at offset {next} of {end}",
                         self.topic
-                    ));
+                    )));
                 }
                 None => {}
             }
@@ -1167,14 +1213,14 @@ impl CommittedWatch {
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
             .create()
-            .map_err(|e| format!("consumer watching {topic}: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("consumer watching {topic}: {e}")))?;
         let mut assignment = TopicPartitionList::new();
         assignment
             .add_partition_offset(topic, 0, Offset::Beginning)
-            .map_err(|e| format!("assigning {topic}: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
         consumer
             .assign(&assignment)
-            .map_err(|e| format!("assigning {topic}: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
         Ok(Self {
             consumer,
             topic: topic.to_owned(),
@@ -1195,7 +1241,12 @@ impl CommittedWatch {
                     self.seen.set(self.seen.get() + 1);
                 }
                 Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => return Ok(true),
-                Some(Err(e)) => return Err(format!("reading {}: {e}", self.topic)),
+                Some(Err(e)) => {
+                    return Err(crate::BenchError::from(format!(
+                        "reading {}: {e}",
+                        self.topic
+                    )));
+                }
                 None => {}
             }
         }
@@ -1209,11 +1260,11 @@ impl CommittedWatch {
             self.advance()?;
             worker.check_alive()?;
             if started.elapsed() > DEADLINE {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "{count} committed records were not in {} within {DEADLINE:?} ({} seen)",
                     self.topic,
                     self.seen.get()
-                ));
+                )));
             }
         }
         Ok(Instant::now())
@@ -1224,10 +1275,10 @@ impl CommittedWatch {
         let started = Instant::now();
         while !self.advance()? {
             if started.elapsed() > REQUEST_TIMEOUT {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "reading {}: no end within {REQUEST_TIMEOUT:?}",
                     self.topic
-                ));
+                )));
             }
         }
         Ok((self.seen.get(), self.first.borrow().clone()))
@@ -1241,13 +1292,16 @@ fn connect_plugin_path(work_dir: &Path, kafka_home: &Path) -> BenchResult<PathBu
     let from = kafka_home.join("plugins/connect-file");
     let path = work_dir.join("connect-plugins");
     let to = path.join("connect-file");
-    std::fs::create_dir_all(&to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    let entries =
-        std::fs::read_dir(&from).map_err(|e| format!("cannot list {}: {e}", from.display()))?;
+    std::fs::create_dir_all(&to)
+        .map_err(|e| crate::BenchError::from(format!("cannot create {}: {e}", to.display())))?;
+    let entries = std::fs::read_dir(&from)
+        .map_err(|e| crate::BenchError::from(format!("cannot list {}: {e}", from.display())))?;
     for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot list {}: {e}", from.display()))?;
-        std::fs::copy(entry.path(), to.join(entry.file_name()))
-            .map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+        let entry = entry
+            .map_err(|e| crate::BenchError::from(format!("cannot list {}: {e}", from.display())))?;
+        std::fs::copy(entry.path(), to.join(entry.file_name())).map_err(|e| {
+            crate::BenchError::from(format!("cannot copy {}: {e}", entry.path().display()))
+        })?;
     }
     Ok(path)
 }
@@ -1307,10 +1361,11 @@ fn clock_ticks() -> f64 {
 /// The fields of `/proc/<pid>/stat` after the command name (the first is the state).
 fn stat_fields(pid: u32) -> BenchResult<Vec<String>> {
     let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let stat = std::fs::read_to_string(&path)
+        .map_err(|e| crate::BenchError::from(format!("cannot read {path}: {e}")))?;
     let (_, rest) = stat
         .rsplit_once(')')
-        .ok_or_else(|| format!("{path}: no command name in {stat:?}"))?;
+        .ok_or_else(|| crate::BenchError::from(format!("{path}: no command name in {stat:?}")))?;
     Ok(rest.split_whitespace().map(str::to_owned).collect())
 }
 
@@ -1322,7 +1377,7 @@ fn cpu_seconds(pid: u32) -> BenchResult<f64> {
         fields
             .get(i)
             .and_then(|f| f.parse::<u64>().ok())
-            .ok_or_else(|| format!("/proc/{pid}/stat: no field {}", i + 3))
+            .ok_or_else(|| crate::BenchError::from(format!("/proc/{pid}/stat: no field {}", i + 3)))
     };
     Ok((tick(11)? + tick(12)?) as f64 / clock_ticks())
 }
@@ -1335,14 +1390,15 @@ fn running(pid: u32) -> bool {
 /// `VmHWM` of process `pid`, in bytes.
 fn peak_rss(pid: u32) -> BenchResult<u64> {
     let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let status = std::fs::read_to_string(&path)
+        .map_err(|e| crate::BenchError::from(format!("cannot read {path}: {e}")))?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().strip_suffix("kB"))
         .and_then(|kib| kib.trim().parse::<u64>().ok())
         .map(|kib| kib * 1024)
-        .ok_or_else(|| format!("no VmHWM line in {path}"))
+        .ok_or_else(|| crate::BenchError::from(format!("no VmHWM line in {path}")))
 }
 
 fn hash(bytes: &[u8]) -> u64 {
@@ -1358,8 +1414,9 @@ fn strip_terminator(line: &[u8]) -> &[u8] {
 }
 
 fn first_and_last_line(path: &Path) -> BenchResult<(Vec<u8>, Vec<u8>)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| format!("cannot read the input {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        crate::BenchError::from(format!("cannot read the input {}: {e}", path.display()))
+    })?;
     let mut lines = bytes.split_inclusive(|&b| b == b'\n').map(strip_terminator);
     let first = lines.next().unwrap_or_default().to_vec();
     let last = lines

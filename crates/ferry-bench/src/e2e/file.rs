@@ -189,8 +189,9 @@ pub fn tasks_point(
 }
 
 fn remove(path: &Path) -> BenchResult<()> {
-    std::fs::remove_file(path)
-        .map_err(|e| format!("cannot remove the input {}: {e}", path.display()))
+    std::fs::remove_file(path).map_err(|e| {
+        crate::BenchError::from(format!("cannot remove the input {}: {e}", path.display()))
+    })
 }
 
 /// One Ferry run: one FileStreamSource connector per input, all into one FileSink writing `format`,
@@ -229,7 +230,7 @@ fn ferry_run(
         let sink = Arc::new(
             FileSink::open_with(&out_path, format)
                 .await
-                .map_err(|e| format!("opening the file sink: {e}"))?,
+                .map_err(|e| crate::BenchError::from(format!("opening the file sink: {e}")))?,
         );
         let worker = super::worker::run_all_until_committed(
             store,
@@ -250,16 +251,16 @@ fn ferry_run(
             Ok(sink) => sink
                 .close()
                 .await
-                .map_err(|e| format!("closing the file sink: {e}"))?,
+                .map_err(|e| crate::BenchError::from(format!("closing the file sink: {e}")))?,
             Err(_) => return Err("the file sink is still in use after the worker stopped".into()),
         }
-        Ok::<_, String>(took)
+        Ok::<_, crate::BenchError>(took)
     })?;
     let written = lines::count_lines(&out_path)?;
     if written != expected {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "the file sink holds {written} lines, the input {expected} (Ferry lost or repeated lines)"
-        ));
+        )));
     }
     dir.remove()?;
     Ok(took)
@@ -277,10 +278,10 @@ fn plain_run(
     let copied = copy_lines(input_path, &out_path)?;
     let took = started.elapsed();
     if copied != input.lines {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "the plain copy copied {copied} lines, the input has {}",
             input.lines
-        ));
+        )));
     }
     dir.remove()?;
     Ok(took)

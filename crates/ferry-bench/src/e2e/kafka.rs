@@ -137,7 +137,7 @@ impl Run<'_> {
                     value: Converter::string(),
                 });
             let sink = KafkaSink::new(&sink_config)
-                .map_err(|e| format!("creating the Kafka sink: {e}"))?;
+                .map_err(|e| crate::BenchError::from(format!("creating the Kafka sink: {e}")))?;
             let worker = super::worker::run_until_committed(
                 store,
                 Arc::new(sink),
@@ -154,8 +154,8 @@ impl Run<'_> {
             // Dropping the last sink handle closes its producer, which blocks.
             tokio::task::spawn_blocking(move || drop(worker))
                 .await
-                .map_err(|e| format!("dropping the worker: {e}"))?;
-            Ok::<_, String>(took)
+                .map_err(|e| crate::BenchError::from(format!("dropping the worker: {e}")))?;
+            Ok::<_, crate::BenchError>(took)
         })?;
         self.check_topic(&topic, "Ferry")?;
         dir.remove()?;
@@ -179,15 +179,19 @@ impl Run<'_> {
                 let producer: FutureProducer = KafkaSinkConfig::new(&bootstrap)
                     .client_config()
                     .create()
-                    .map_err(|e| format!("plain producer: {e}"))?;
+                    .map_err(|e| crate::BenchError::from(format!("plain producer: {e}")))?;
                 produce_lines(&producer, &path, &task_topic).await?;
                 let took = started.elapsed();
                 tokio::task::spawn_blocking(move || drop(producer))
                     .await
-                    .map_err(|e| format!("dropping the plain producer: {e}"))?;
-                Ok::<_, String>(took)
+                    .map_err(|e| {
+                        crate::BenchError::from(format!("dropping the plain producer: {e}"))
+                    })?;
+                Ok::<_, crate::BenchError>(took)
             }))
-            .map_err(|e| format!("the plain producer task panicked: {e}"))??;
+            .map_err(|e| {
+                crate::BenchError::from(format!("the plain producer task panicked: {e}"))
+            })??;
         self.check_topic(&topic, "plain")?;
         Ok(took)
     }
@@ -197,10 +201,10 @@ impl Run<'_> {
         let ends = self.runtime.block_on(end_offsets(self.bootstrap, topic))?;
         let held: i64 = ends.iter().sum();
         if u64::try_from(held).ok() != Some(self.input.lines) {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: topic {topic} holds {held} records, the input has {} lines",
                 self.input.lines
-            ));
+            )));
         }
         let (bootstrap, topic_owned) = (self.bootstrap.to_owned(), topic.to_owned());
         let (key, value) = self
@@ -209,15 +213,15 @@ impl Run<'_> {
                 self.runtime
                     .spawn_blocking(move || first_record(&bootstrap, &topic_owned)),
             )
-            .map_err(|e| format!("reading back {topic}: {e}"))??;
+            .map_err(|e| crate::BenchError::from(format!("reading back {topic}: {e}")))??;
         if key.is_some() || value.as_deref() != Some(self.first_line) {
-            return Err(format!(
+            return Err(crate::BenchError::from(format!(
                 "{who}: the first record of {topic} is key {:?} value {:?}, expected a null key and the first \
                  line {:?}",
                 key.map(|k| String::from_utf8_lossy(&k).into_owned()),
                 value.map(|v| String::from_utf8_lossy(&v).into_owned()),
                 String::from_utf8_lossy(self.first_line)
-            ));
+            )));
         }
         Ok(())
     }
@@ -252,11 +256,13 @@ fn strip_terminator(line: &[u8]) -> &[u8] {
 
 fn first_line(path: &Path) -> BenchResult<Vec<u8>> {
     let mut line = Vec::new();
-    BufReader::new(
-        File::open(path).map_err(|e| format!("cannot open the input {}: {e}", path.display()))?,
-    )
+    BufReader::new(File::open(path).map_err(|e| {
+        crate::BenchError::from(format!("cannot open the input {}: {e}", path.display()))
+    })?)
     .read_until(b'\n', &mut line)
-    .map_err(|e| format!("cannot read the input {}: {e}", path.display()))?;
+    .map_err(|e| {
+        crate::BenchError::from(format!("cannot read the input {}: {e}", path.display()))
+    })?;
     Ok(strip_terminator(&line).to_vec())
 }
 
@@ -269,14 +275,14 @@ fn first_record(bootstrap: &str, topic: &str) -> BenchResult<KeyValue> {
         .set("group.id", "ferry-bench-e2e-check")
         .set("enable.auto.commit", "false")
         .create()
-        .map_err(|e| format!("consumer reading back {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("consumer reading back {topic}: {e}")))?;
     let mut assignment = TopicPartitionList::new();
     assignment
         .add_partition_offset(topic, 0, Offset::Beginning)
-        .map_err(|e| format!("assigning {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
     consumer
         .assign(&assignment)
-        .map_err(|e| format!("assigning {topic}: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
     let started = Instant::now();
     while started.elapsed() < READ_TIMEOUT {
         match consumer.poll(Duration::from_millis(200)) {
@@ -286,11 +292,15 @@ fn first_record(bootstrap: &str, topic: &str) -> BenchResult<KeyValue> {
                     message.payload().map(<[u8]>::to_vec),
                 ));
             }
-            Some(Err(e)) => return Err(format!("reading back {topic}: {e}")),
+            Some(Err(e)) => {
+                return Err(crate::BenchError::from(format!(
+                    "reading back {topic}: {e}"
+                )));
+            }
             None => {}
         }
     }
-    Err(format!(
+    Err(crate::BenchError::from(format!(
         "reading back {topic}: no record within {READ_TIMEOUT:?}"
-    ))
+    )))
 }

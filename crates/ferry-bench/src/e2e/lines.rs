@@ -114,8 +114,9 @@ fn line(rng: &mut Rng, n: u64, out: &mut Vec<u8>) {
 /// Writes whole lines to `path` until the next one would pass `bytes` (so the file is at most
 /// `bytes` long). Blocking.
 pub fn write(path: &Path, bytes: u64) -> BenchResult<Input> {
-    let file = File::create(path)
-        .map_err(|e| format!("cannot create the input {}: {e}", path.display()))?;
+    let file = File::create(path).map_err(|e| {
+        crate::BenchError::from(format!("cannot create the input {}: {e}", path.display()))
+    })?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut rng = Rng(0x00F3_22B3_E2E0_0001);
     let mut buf = Vec::with_capacity(256);
@@ -126,28 +127,40 @@ pub fn write(path: &Path, bytes: u64) -> BenchResult<Input> {
         if written.bytes + buf.len() as u64 > bytes {
             break;
         }
-        out.write_all(&buf)
-            .map_err(|e| format!("cannot write the input {}: {e}", path.display()))?;
+        out.write_all(&buf).map_err(|e| {
+            crate::BenchError::from(format!("cannot write the input {}: {e}", path.display()))
+        })?;
         written.bytes += buf.len() as u64;
         written.lines += 1;
     }
     out.into_inner()
-        .map_err(|e| format!("cannot write the input {}: {e}", path.display()))?
+        .map_err(|e| {
+            crate::BenchError::from(format!("cannot write the input {}: {e}", path.display()))
+        })?
         .sync_all()
-        .map_err(|e| format!("cannot sync the input {}: {e}", path.display()))?;
+        .map_err(|e| {
+            crate::BenchError::from(format!("cannot sync the input {}: {e}", path.display()))
+        })?;
     Ok(written)
 }
 
 /// The number of `\n` in a file. Blocking.
 pub fn count_lines(path: &Path) -> BenchResult<u64> {
-    let mut file = File::open(path)
-        .map_err(|e| format!("cannot open {} to count lines: {e}", path.display()))?;
+    let mut file = File::open(path).map_err(|e| {
+        crate::BenchError::from(format!(
+            "cannot open {} to count lines: {e}",
+            path.display()
+        ))
+    })?;
     let mut buf = vec![0u8; 1 << 20];
     let mut lines = 0u64;
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("cannot read {} to count lines: {e}", path.display()))?;
+        let n = file.read(&mut buf).map_err(|e| {
+            crate::BenchError::from(format!(
+                "cannot read {} to count lines: {e}",
+                path.display()
+            ))
+        })?;
         if n == 0 {
             return Ok(lines);
         }

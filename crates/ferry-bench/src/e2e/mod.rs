@@ -81,8 +81,12 @@ pub fn run(
                 plan.connect_kills,
             )
         });
-        std::fs::remove_file(&input_path)
-            .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
+        std::fs::remove_file(&input_path).map_err(|e| {
+            crate::BenchError::from(format!(
+                "cannot remove the input {}: {e}",
+                input_path.display()
+            ))
+        })?;
         cases.push(kafka?);
         match connect {
             Some(Ok(case)) => cases.push(case),
@@ -115,8 +119,12 @@ pub fn exactly_once(
         input,
         plan.connect_runs,
     );
-    std::fs::remove_file(&input_path)
-        .map_err(|e| format!("cannot remove the input {}: {e}", input_path.display()))?;
+    std::fs::remove_file(&input_path).map_err(|e| {
+        crate::BenchError::from(format!(
+            "cannot remove the input {}: {e}",
+            input_path.display()
+        ))
+    })?;
     case
 }
 

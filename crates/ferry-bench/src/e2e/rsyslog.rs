@@ -74,14 +74,15 @@ pub fn run(
     let dir = RunDir::create(work_dir, &format!("e2e-rsyslog-{round}-{sync}"))?;
     let spool = dir.join("spool");
     std::fs::create_dir_all(&spool)
-        .map_err(|e| format!("cannot create {}: {e}", spool.display()))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot create {}: {e}", spool.display())))?;
     let out_path = dir.join("out.log");
     let conf = dir.join("rsyslog.conf");
     std::fs::write(&conf, config(&spool, input_path, &out_path, sync))
-        .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", conf.display())))?;
     let log_path = dir.join("rsyslogd.log");
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let log = std::fs::File::create(&log_path).map_err(|e| {
+        crate::BenchError::from(format!("cannot create {}: {e}", log_path.display()))
+    })?;
     let started = Instant::now();
     let mut child = Command::new("rsyslogd")
         .arg("-n")
@@ -92,23 +93,23 @@ pub fn run(
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .map_err(|e| format!("cannot start rsyslogd: {e}"))?;
+        .map_err(|e| crate::BenchError::from(format!("cannot start rsyslogd: {e}")))?;
     let outcome = loop {
         let len = std::fs::metadata(&out_path).map_or(0, |m| m.len());
         if len >= input.bytes {
             break Ok(started.elapsed());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            break Err(format!(
+            break Err(crate::BenchError::from(format!(
                 "rsyslogd exited ({status}) after writing {len} of {} bytes",
                 input.bytes
-            ));
+            )));
         }
         if started.elapsed() > DEADLINE {
-            break Err(format!(
+            break Err(crate::BenchError::from(format!(
                 "rsyslogd wrote {len} of {} bytes within {DEADLINE:?}",
                 input.bytes
-            ));
+            )));
         }
         std::thread::sleep(POLL);
     };
@@ -119,15 +120,18 @@ pub fn run(
         Ok(took) => took,
         Err(e) => {
             let stderr = std::fs::read_to_string(&log_path).unwrap_or_default();
-            return Err(format!("{e} ({status:?}): {}", stderr.trim()));
+            return Err(crate::BenchError::from(format!(
+                "{e} ({status:?}): {}",
+                stderr.trim()
+            )));
         }
     };
     let written = lines::count_lines(&out_path)?;
     if written != input.lines {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "rsyslog wrote {written} lines, the input has {}",
             input.lines
-        ));
+        )));
     }
     dir.remove()?;
     Ok(took)

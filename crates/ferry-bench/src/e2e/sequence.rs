@@ -135,14 +135,14 @@ fn run_worker(
         .await?;
         let took = started.elapsed();
         worker.shutdown().await;
-        Ok::<_, String>(took)
+        Ok::<_, crate::BenchError>(took)
     })?;
     let expected = per_partition * partitions;
     if sink.accepted() != expected {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "Ferry sent {} records to the sink, expected {expected} (none twice, none missing)",
             sink.accepted()
-        ));
+        )));
     }
     dir.remove()?;
     Ok(took)
@@ -209,7 +209,7 @@ fn plain_run(
     let connector = SequenceSourceConnector::new();
     let task_config = connector
         .task_configs(config, 1)
-        .map_err(|e| format!("SequenceSource task configs: {e}"))?
+        .map_err(|e| crate::BenchError::from(format!("SequenceSource task configs: {e}")))?
         .pop()
         .ok_or("SequenceSource made no task configuration")?;
     let sink = Arc::new(DiscardSink::default());
@@ -225,7 +225,7 @@ fn plain_run(
         });
         task.start(context)
             .await
-            .map_err(|e| format!("SequenceSource start(): {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("SequenceSource start(): {e}")))?;
         let mut delivered = 0u64;
         let mut pending = Vec::new();
         // Stops at the last record: polling once more would only sleep (the source is exhausted).
@@ -233,32 +233,35 @@ fn plain_run(
             let records = task
                 .poll()
                 .await
-                .map_err(|e| format!("SequenceSource poll(): {e}"))?;
+                .map_err(|e| crate::BenchError::from(format!("SequenceSource poll(): {e}")))?;
             for record in &records {
                 pending.push(
                     task_sink
                         .send(record)
                         .await
-                        .map_err(|e| format!("send: {e}"))?,
+                        .map_err(|e| crate::BenchError::from(format!("send: {e}")))?,
                 );
             }
             for delivery in pending.drain(..) {
-                delivery.await.map_err(|e| format!("delivery: {e}"))?;
+                delivery
+                    .await
+                    .map_err(|e| crate::BenchError::from(format!("delivery: {e}")))?;
                 delivered += 1;
             }
         }
         task.stop()
             .await
-            .map_err(|e| format!("SequenceSource stop(): {e}"))?;
-        Ok::<_, String>(delivered)
+            .map_err(|e| crate::BenchError::from(format!("SequenceSource stop(): {e}")))?;
+        Ok::<_, crate::BenchError>(delivered)
     }));
     let took = started.elapsed();
-    let delivered = outcome.map_err(|e| format!("the plain loop panicked: {e}"))??;
+    let delivered =
+        outcome.map_err(|e| crate::BenchError::from(format!("the plain loop panicked: {e}")))??;
     if delivered != total || sink.accepted() != total {
-        return Err(format!(
+        return Err(crate::BenchError::from(format!(
             "the plain loop delivered {delivered} records ({} sent), expected {total}",
             sink.accepted()
-        ));
+        )));
     }
     Ok(took)
 }

@@ -28,11 +28,19 @@ impl RunDir {
     pub fn create(work_dir: &Path, name: &str) -> BenchResult<Self> {
         let dir = work_dir.join(name);
         if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| format!("cannot clear the run directory {}: {e}", dir.display()))?;
+            std::fs::remove_dir_all(&dir).map_err(|e| {
+                crate::BenchError::from(format!(
+                    "cannot clear the run directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create the run directory {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            crate::BenchError::from(format!(
+                "cannot create the run directory {}: {e}",
+                dir.display()
+            ))
+        })?;
         Ok(Self(dir))
     }
 
@@ -43,16 +51,23 @@ impl RunDir {
 
     /// Removes the directory and everything in it.
     pub fn remove(self) -> BenchResult<()> {
-        std::fs::remove_dir_all(&self.0)
-            .map_err(|e| format!("cannot remove the run directory {}: {e}", self.0.display()))
+        std::fs::remove_dir_all(&self.0).map_err(|e| {
+            crate::BenchError::from(format!(
+                "cannot remove the run directory {}: {e}",
+                self.0.display()
+            ))
+        })
     }
 }
 
 /// Opens a new FileStore at `path` (blocking; it is empty, so this is a create and a lock).
 pub fn open_store(path: &Path) -> BenchResult<Arc<FileStore>> {
-    FileStore::open(path)
-        .map(Arc::new)
-        .map_err(|e| format!("cannot open the offset store {}: {e}", path.display()))
+    FileStore::open(path).map(Arc::new).map_err(|e| {
+        crate::BenchError::from(format!(
+            "cannot open the offset store {}: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// A connector configuration from pairs; `name` and `tasks.max=1` are added.
@@ -118,32 +133,31 @@ pub async fn run_all_until_committed(
         };
         worker
             .start_connector(spec, connector)
-            .map_err(|e| format!("starting the connector {name}: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("starting the connector {name}: {e}")))?;
     }
     let mut pending = names;
     loop {
         let mut still = Vec::with_capacity(pending.len());
         for name in pending {
-            let committed = store
-                .connector_offsets(&name)
-                .await
-                .map_err(|e| format!("reading the committed offsets of {name}: {e}"))?;
+            let committed = store.connector_offsets(&name).await.map_err(|e| {
+                crate::BenchError::from(format!("reading the committed offsets of {name}: {e}"))
+            })?;
             if done(&name, &committed) {
                 continue;
             }
             for (task, status) in worker.task_statuses(&name).unwrap_or_default() {
                 if status.state == TaskState::Failed {
-                    return Err(format!(
+                    return Err(crate::BenchError::from(format!(
                         "Ferry task {task} of {name} failed: {}",
                         status.trace.unwrap_or_default()
-                    ));
+                    )));
                 }
             }
             if started.elapsed() > DEADLINE {
-                return Err(format!(
+                return Err(crate::BenchError::from(format!(
                     "the committed offsets of {name} did not reach the end within {DEADLINE:?}: {}",
                     describe(&committed)
-                ));
+                )));
             }
             still.push(name);
         }

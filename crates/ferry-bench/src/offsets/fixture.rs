@@ -61,7 +61,8 @@ pub fn loaded(
     if done.exists() {
         return Ok(loaded);
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::BenchError::from(format!("cannot create {}: {e}", dir.display())))?;
     let started = std::time::Instant::now();
     let ferry = ferry_offsets::FileStore::open(&loaded.ferry).map_err(|e| e.to_string())?;
     let mut sqlite = super::sqlite::SqliteStore::open(&loaded.sqlite)?;
@@ -77,7 +78,8 @@ pub fn loaded(
     // A store as a long-running worker leaves it: compacted, one frame per live offset.
     ferry.compact().map_err(|e| e.to_string())?;
     drop(ferry);
-    std::fs::write(&done, b"").map_err(|e| format!("cannot write {}: {e}", done.display()))?;
+    std::fs::write(&done, b"")
+        .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", done.display())))?;
     eprintln!(
         "  {} offsets written to a FileStore, SQLite and a rewrite file in {:.1?}",
         crate::measure::human_count(size as u64),
@@ -104,7 +106,9 @@ pub fn fill(
             .collect();
         runtime
             .block_on(ferry.set(&writes(&entries)))
-            .map_err(|e| format!("filling {}: {e}", ferry.path().display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("filling {}: {e}", ferry.path().display()))
+            })?;
         sqlite.flush(&entries)?;
         for (k, v) in entries {
             rewrite.flush_later(k, v);
@@ -137,7 +141,8 @@ pub fn ferry_and_rewrite(
     use std::io::Write;
 
     const CHUNK: usize = 100_000;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::BenchError::from(format!("cannot create {}: {e}", dir.display())))?;
     let (ferry_path, rewrite_path) = (dir.join("offsets.ferry"), dir.join("offsets.rewrite"));
     let started = std::time::Instant::now();
     let failed = |e: std::io::Error| format!("writing {}: {e}", rewrite_path.display());
@@ -155,7 +160,9 @@ pub fn ferry_and_rewrite(
             .collect();
         runtime
             .block_on(ferry.set(&writes(&entries)))
-            .map_err(|e| format!("filling {}: {e}", ferry_path.display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("filling {}: {e}", ferry_path.display()))
+            })?;
         for (k, v) in &entries {
             for bytes in [k, v] {
                 rewrite

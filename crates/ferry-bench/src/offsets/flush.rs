@@ -24,15 +24,17 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
     let mut cases = Vec::new();
     for &size in &plan.store_sizes {
         let dir = plan.work_dir.join(format!("flush-{size}"));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            crate::BenchError::from(format!("cannot create {}: {e}", dir.display()))
+        })?;
         let mut stores = Stores::filled(&dir, size, runtime)?;
         for &changed in plan.changed.iter().filter(|c| **c <= size) {
             cases.push(stores.case(size, changed, plan.flush_budget, runtime)?);
         }
         drop(stores);
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+        std::fs::remove_dir_all(&dir).map_err(|e| {
+            crate::BenchError::from(format!("cannot remove {}: {e}", dir.display()))
+        })?;
     }
     Ok(cases)
 }
@@ -60,7 +62,9 @@ impl Stores {
             .create(true)
             .append(true)
             .open(&floor_path)
-            .map_err(|e| format!("cannot open {}: {e}", floor_path.display()))?;
+            .map_err(|e| {
+                crate::BenchError::from(format!("cannot open {}: {e}", floor_path.display()))
+            })?;
         eprintln!(
             "  stores of {} partitions filled in {:.1?}",
             human_count(size as u64),
@@ -171,7 +175,7 @@ impl Stores {
                 self.floor
                     .write_all(&bytes)
                     .and_then(|()| self.floor.sync_data())
-                    .map_err(|e| format!("floor append: {e}"))?;
+                    .map_err(|e| crate::BenchError::from(format!("floor append: {e}")))?;
                 Ok(started.elapsed())
             }
         }

@@ -99,6 +99,8 @@ fn check_found(who: &str, found: usize, want: usize) -> BenchResult<()> {
     if found == want {
         Ok(())
     } else {
-        Err(format!("{who} found {found} of {want} offsets"))
+        Err(crate::BenchError::from(format!(
+            "{who} found {found} of {want} offsets"
+        )))
     }
 }

@@ -46,11 +46,11 @@ impl RewriteStore {
         let file = out.into_inner().map_err(|e| failed(e.into_error()))?;
         file.sync_all().map_err(failed)?;
         fs::rename(&temp, &self.path).map_err(|e| {
-            format!(
+            crate::BenchError::from(format!(
                 "renaming {} over {}: {e}",
                 temp.display(),
                 self.path.display()
-            )
+            ))
         })
     }
 

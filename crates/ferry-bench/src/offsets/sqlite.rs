@@ -37,21 +37,22 @@ impl SqliteStore {
         let tx = self
             .conn
             .transaction()
-            .map_err(|e| format!("SQLite begin: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("SQLite begin: {e}")))?;
         {
             let mut upsert = tx
                 .prepare_cached(
                     "INSERT INTO offsets (key, value) VALUES (?1, ?2)
                      ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 )
-                .map_err(|e| format!("SQLite prepare: {e}"))?;
+                .map_err(|e| crate::BenchError::from(format!("SQLite prepare: {e}")))?;
             for (key, value) in entries {
                 upsert
                     .execute(params![key, value])
-                    .map_err(|e| format!("SQLite upsert: {e}"))?;
+                    .map_err(|e| crate::BenchError::from(format!("SQLite upsert: {e}")))?;
             }
         }
-        tx.commit().map_err(|e| format!("SQLite commit: {e}"))
+        tx.commit()
+            .map_err(|e| crate::BenchError::from(format!("SQLite commit: {e}")))
     }
 
     /// Every row, read into memory (what a store that serves lookups from memory does at start-up).
@@ -59,15 +60,16 @@ impl SqliteStore {
         let mut select = self
             .conn
             .prepare("SELECT key, value FROM offsets")
-            .map_err(|e| format!("SQLite prepare: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("SQLite prepare: {e}")))?;
         let rows = select
             .query_map([], |row| {
                 Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Vec<u8>>(1)?))
             })
-            .map_err(|e| format!("SQLite scan: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("SQLite scan: {e}")))?;
         let mut all = HashMap::new();
         for row in rows {
-            let (key, value) = row.map_err(|e| format!("SQLite scan: {e}"))?;
+            let (key, value) =
+                row.map_err(|e| crate::BenchError::from(format!("SQLite scan: {e}")))?;
             all.insert(key, value);
         }
         Ok(all)
@@ -78,13 +80,16 @@ impl SqliteStore {
         let mut select = self
             .conn
             .prepare_cached("SELECT value FROM offsets WHERE key = ?1")
-            .map_err(|e| format!("SQLite prepare: {e}"))?;
+            .map_err(|e| crate::BenchError::from(format!("SQLite prepare: {e}")))?;
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
             let mut rows = select
                 .query(params![key])
-                .map_err(|e| format!("SQLite lookup: {e}"))?;
-            let value = match rows.next().map_err(|e| format!("SQLite lookup: {e}"))? {
+                .map_err(|e| crate::BenchError::from(format!("SQLite lookup: {e}")))?;
+            let value = match rows
+                .next()
+                .map_err(|e| crate::BenchError::from(format!("SQLite lookup: {e}")))?
+            {
                 Some(row) => Some(row.get::<_, Vec<u8>>(0).map_err(|e| e.to_string())?),
                 None => None,
             };

@@ -18,7 +18,7 @@ pub fn run(plan: &Plan, runtime: &tokio::runtime::Runtime) -> BenchResult<Vec<Ca
     let size = plan.load_size;
     let loaded = fixture::loaded(&plan.work_dir.join("loaded"), size, runtime)?;
     let ferry_bytes = std::fs::metadata(&loaded.ferry)
-        .map_err(|e| format!("{}: {e}", loaded.ferry.display()))?
+        .map_err(|e| crate::BenchError::from(format!("{}: {e}", loaded.ferry.display())))?
         .len();
     let ferry_name = format!("{FERRY} open");
     let sqlite_name = format!("{SQLITE} full scan");
