@@ -429,12 +429,7 @@ fn check_connector_keys(
         .filter(|k| !sink.is_some_and(|s| s.handles_connector_key(k)))
     {
         if let Some(what) = ferry_plugin::not_implemented_connector_key(key) {
-            errors.push(ConfigError::NotImplemented {
-                path: props.path().to_path_buf(),
-                key: key.to_owned(),
-                line: props.line_of(key),
-                what: what.to_owned(),
-            });
+            errors.push(props.not_implemented(key, what));
             continue;
         }
         errors.push(ConfigError::UnknownKey {

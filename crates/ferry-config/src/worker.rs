@@ -472,12 +472,7 @@ fn check_keys(props: &Properties, backends: &Backends, errors: &mut Vec<ConfigEr
                 props.location(key)
             );
         } else if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {
-            errors.push(ConfigError::NotImplemented {
-                path: path.to_path_buf(),
-                key: key.to_owned(),
-                line,
-                what: what.to_owned(),
-            });
+            errors.push(props.not_implemented(key, what));
         } else {
             let candidates = known.iter().chain(IGNORED_KEYS).copied();
             errors.push(ConfigError::UnknownKey {

@@ -508,18 +508,7 @@ fn config_infos(
 /// validation): `type`, `negate` and `predicate` of each transform, `type` of each predicate, and the
 /// keys each declares, all under their alias's prefix.
 fn chain_definitions(config: &Config, registry: &TransformRegistry) -> Vec<ConfigKeyInfo> {
-    let list = |key: &str| -> Vec<String> {
-        config
-            .get(key)
-            .map(|l| {
-                l.split(',')
-                    .map(str::trim)
-                    .filter(|a| !a.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |key: &str| ferry_runtime::transforms::aliases(config.get(key));
     let mut definitions = Vec::new();
     for alias in list("transforms") {
         let prefix = format!("transforms.{alias}.");

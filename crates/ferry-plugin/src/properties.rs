@@ -197,6 +197,17 @@ impl Properties {
         }
     }
 
+    /// [`ConfigError::NotImplemented`] for `key` as set here: a Kafka Connect key Ferry does not
+    /// implement, `what` saying what it would do.
+    pub fn not_implemented(&self, key: &str, what: &str) -> ConfigError {
+        ConfigError::NotImplemented {
+            path: self.path.clone(),
+            key: key.to_owned(),
+            line: self.line_of(key),
+            what: what.to_owned(),
+        }
+    }
+
     /// [`ConfigError::Invalid`] for a `key` that nobody declares (so nothing says whether its value is
     /// secret): its value is never shown, only `[hidden]` when it is set.
     pub fn invalid_undeclared(&self, key: &str, message: impl Into<String>) -> ConfigError {

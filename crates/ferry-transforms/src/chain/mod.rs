@@ -18,4 +18,4 @@ pub use errors::{
     ERRORS_LOG_ENABLE, ERRORS_LOG_INCLUDE_MESSAGES, ERRORS_RETRY_DELAY_MAX_MS,
     ERRORS_RETRY_TIMEOUT, ErrorHandling,
 };
-pub use spec::{TransformRegistry, Transforms, is_chain_key};
+pub use spec::{TransformRegistry, Transforms, aliases, is_chain_key};

@@ -99,7 +99,7 @@ pub fn is_chain_key(key: &str) -> bool {
 }
 
 /// The aliases of a `transforms` / `predicates` list: trimmed, empty entries skipped.
-fn aliases(list: Option<&String>) -> Vec<String> {
+pub fn aliases(list: Option<&String>) -> Vec<String> {
     list.map(|l| {
         l.split(',')
             .map(str::trim)

@@ -280,12 +280,7 @@ fn check_keys(props: &Properties, errors: &mut Vec<ConfigError>) {
             continue;
         }
         if let Some(what) = ferry_plugin::not_implemented_worker_key(key) {
-            errors.push(ConfigError::NotImplemented {
-                path: props.path().to_path_buf(),
-                key: key.to_owned(),
-                line: props.line_of(key),
-                what: what.to_owned(),
-            });
+            errors.push(props.not_implemented(key, what));
             continue;
         }
         let hint = match STANDALONE_ONLY.iter().find(|(k, _)| *k == key) {
