@@ -1,10 +1,13 @@
 //! # ferry-metrics
 //!
 //! What a worker measures and reports: the task and connector states (`status`), and the metrics,
-//! rendered with the `prometheus-client` crate in the Prometheus text exposition
-//! format (0.0.4) for `GET /metrics`.
+//! rendered with the `prometheus-client` crate in the Prometheus text exposition format (0.0.4) for
+//! `GET /metrics`. Owns the series and their names; may use `ferry-offsets` (the store it meters)
+//! and no other Ferry crate: the worker feeds it, `ferry-rest` renders it
+//! (`ferry-plugin/tests/layering.rs` keeps it so).
 //!
-//! One [`Metrics`] per worker (`ferry_runtime::WorkerSettings::metrics`, `ferry_runtime::Worker::metrics`). The hot
+//! One [`Metrics`] per worker (`ferry_runtime::WorkerSettings::metrics`,
+//! `ferry_runtime::Worker::metrics`). The hot
 //! path never takes a registry lock: each task holds its own series (atomic counters, and short
 //! per-task locks for histograms and the sliding windows of rates and averages); the registry's lock
 //! is taken only when a task starts or goes away and when [`Metrics::render`] runs. Gauges that mirror

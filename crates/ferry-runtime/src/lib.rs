@@ -4,6 +4,12 @@
 //! sends its records to a [`sink::RecordSink`], acknowledges them on delivery, and commits offsets
 //! only for what was acknowledged, every `offset.flush.interval.ms` and once more at stop.
 //!
+//! Owns the task loop and its delivery semantics (at least once, exactly once), the commit cycle,
+//! task fencing, and the stores of connectors' configurations and statuses. May use its rooms below:
+//! `ferry-config` (re-exported as [`config`]), `ferry-builtin` (the built-in sinks, [`sink`]),
+//! `ferry-metrics` ([`metrics`]), the transform chain (`ferry_transforms::chain`, [`transforms`]), the
+//! contracts (`ferry-plugin`) and the offsets (`ferry-offsets`); never an HTTP crate nor a backend.
+//!
 //! Over the worker, `ferry-herder` keeps connectors' configurations and target states (Kafka
 //! Connect's standalone and distributed herders, with KIP-875 offset management), and `ferry-rest`
 //! serves Kafka Connect's REST API over a herder.
