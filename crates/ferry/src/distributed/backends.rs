@@ -5,7 +5,6 @@
 //! records' cluster can take — so a program that registers no Kafka store or sink is refused with
 //! that reason, never silently given one.
 
-use std::fmt;
 use std::sync::Arc;
 
 use ferry_plugin::{
@@ -22,38 +21,28 @@ const SECURITY_PREFIXES: &[&str] = &["security.", "sasl.", "ssl."];
 pub(crate) type Backends = (Arc<dyn DynStoreSpec>, Arc<dyn DynSinkSpec>);
 
 /// Why the distributed worker cannot have its offset store or sink.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum BackendError {
     /// No `kafka` plugin of this kind is registered.
+    #[error(
+        "distributed mode keeps offsets in a Kafka topic and sends records to Kafka, but this \
+         program registers no `{KAFKA}` {kind}: register ferry_kafka's plugins \
+         (Ferry::standard() does), or run `ferry standalone` for other stores and sinks"
+    )]
     NotRegistered {
         /// `offset store` or `sink`.
         kind: &'static str,
     },
     /// The plugin refused the worker file (which the distributed parser accepted).
+    #[error("{0}")]
     Refused(ConfigErrors),
     /// The offset store cannot take transactions.
+    #[error("the {0} cannot take transactions")]
     NoTransactions(String),
     /// The sink cannot write the offsets into its transactions.
+    #[error("{0}")]
     Transactions(ferry_plugin::TransactionsError),
 }
-
-impl fmt::Display for BackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotRegistered { kind } => write!(
-                f,
-                "distributed mode keeps offsets in a Kafka topic and sends records to Kafka, but this \
-                 program registers no `{KAFKA}` {kind}: register ferry_kafka's plugins \
-                 (Ferry::standard() does), or run `ferry standalone` for other stores and sinks"
-            ),
-            Self::Refused(errors) => write!(f, "{errors}"),
-            Self::NoTransactions(store) => write!(f, "the {store} cannot take transactions"),
-            Self::Transactions(reason) => write!(f, "{reason}"),
-        }
-    }
-}
-
-impl std::error::Error for BackendError {}
 
 /// The offset store and the sink, parsed by the registry's `kafka` plugins from the worker file.
 ///
