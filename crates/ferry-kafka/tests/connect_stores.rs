@@ -280,6 +280,7 @@ fn status(state: StatusState, worker: &str, generation: i32) -> Status {
         trace: None,
         worker_id: worker.to_owned(),
         generation,
+        handoff: None,
     }
 }
 

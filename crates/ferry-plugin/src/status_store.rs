@@ -39,6 +39,21 @@ pub struct StatusEntry {
     pub worker_id: String,
     /// The group generation it was written in (standalone: always 0).
     pub generation: u32,
+    /// Where a distributed worker's hand-over of the task stands, when this entry is part of one
+    /// (`None` for every other status). A structured field of its own, never parsed out of `trace`.
+    pub handoff: Option<Handoff>,
+}
+
+/// The part of a task's hand-over between two distributed workers that a status records. The broker
+/// fences a task's previous instance (its transactional producer); these only let the new owner start
+/// as soon as the previous one stopped instead of waiting out `scheduled.rebalance.max.delay.ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handoff {
+    /// A STOPPED status: the writer stopped the task for the worker named here, which claimed it.
+    ReleasedTo(String),
+    /// An UNASSIGNED status (a claim): it overwrote the release of the worker named here, which had
+    /// stopped the task.
+    ClaimedAfter(String),
 }
 
 impl StatusEntry {
@@ -49,7 +64,14 @@ impl StatusEntry {
             trace: None,
             worker_id: worker_id.into(),
             generation,
+            handoff: None,
         }
+    }
+
+    /// The same entry as part of a hand-over.
+    pub fn with_handoff(mut self, handoff: Handoff) -> Self {
+        self.handoff = Some(handoff);
+        self
     }
 
     /// The same entry with `trace`.

@@ -5,59 +5,46 @@ use std::time::Instant;
 
 use ferry_api::Config;
 
-use ferry_runtime::stores::{State, StatusEntry};
+use ferry_runtime::stores::{Handoff, State, StatusEntry};
 use ferry_runtime::{TargetState, TaskId};
 
-/// How a release addressed to one claimant reads in its STOPPED status's `trace`. A release to a
-/// claimant means that claimant may now run the task, so a worker getting the slot next must wait
-/// for that claimant, not take the STOPPED as "runs nowhere".
-const RELEASED_TO: &str = "released to worker ";
-const HANDOFF: &str = " (handoff)";
-
-/// The release of a task by `me` to the worker `to` that claimed it: STOPPED at `generation`.
+/// The release of a task by `me` to the worker `to` that claimed it: STOPPED at `generation`. A
+/// release to a claimant means that claimant may now run the task, so a worker getting the slot next
+/// must wait for that claimant, not take the STOPPED as "runs nowhere". The hand-over travels in the
+/// status's own field ([`Handoff`]); the trace only tells a person reading the status.
 pub(super) fn release_to(me: &str, to: &str, generation: u32) -> StatusEntry {
     StatusEntry::new(State::Stopped, me, generation)
-        .with_trace(format!("{RELEASED_TO}{to}{HANDOFF}"))
+        .with_trace(format!("released to worker {to} (handoff)"))
+        .with_handoff(Handoff::ReleasedTo(to.to_owned()))
 }
 
-/// How a claim made over a release reads in its UNASSIGNED status's `trace`: the releasing worker
-/// had stopped the task. A claimant that waited for that worker learns it from the claim that
-/// overwrote the release it had not seen yet.
-const CLAIMED_AFTER: &str = "claimed after worker ";
-const RELEASED_IT: &str = " released it";
-
 /// A claim of the task by `me` at `generation`; `after`: the worker whose release (STOPPED) the
-/// claim overwrites.
+/// claim overwrites. A claimant that waited for that worker learns it from the claim that overwrote
+/// the release it had not seen yet.
 pub(super) fn claim(me: &str, generation: u32, after: Option<&str>) -> StatusEntry {
     let claim = StatusEntry::new(State::Unassigned, me, generation);
     match after {
-        Some(worker) => claim.with_trace(format!("{CLAIMED_AFTER}{worker}{RELEASED_IT}")),
+        Some(worker) => claim
+            .with_trace(format!("claimed after worker {worker} released it"))
+            .with_handoff(Handoff::ClaimedAfter(worker.to_owned())),
         None => claim,
     }
 }
 
 /// The worker that had released the task when this claim was made, if the status is such a claim.
 pub(super) fn claimed_after(status: &StatusEntry) -> Option<&str> {
-    if status.state != State::Unassigned {
-        return None;
+    match (&status.state, &status.handoff) {
+        (State::Unassigned, Some(Handoff::ClaimedAfter(worker))) => Some(worker),
+        _ => None,
     }
-    status
-        .trace
-        .as_deref()?
-        .strip_prefix(CLAIMED_AFTER)?
-        .strip_suffix(RELEASED_IT)
 }
 
 /// The worker a STOPPED status released the task to, if it is a release to a claimant.
 pub(super) fn released_to(status: &StatusEntry) -> Option<&str> {
-    if status.state != State::Stopped {
-        return None;
+    match (&status.state, &status.handoff) {
+        (State::Stopped, Some(Handoff::ReleasedTo(worker))) => Some(worker),
+        _ => None,
     }
-    status
-        .trace
-        .as_deref()?
-        .strip_prefix(RELEASED_TO)?
-        .strip_suffix(HANDOFF)
 }
 
 /// A task this worker started in one of its slots: with what, and in which state.

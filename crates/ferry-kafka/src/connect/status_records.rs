@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use ferry_offsets::jackson;
-use ferry_plugin::{MAX_ACTIVE_TOPICS_PER_CONNECTOR, TopicStatus};
+use ferry_plugin::{Handoff, MAX_ACTIVE_TOPICS_PER_CONNECTOR, TopicStatus};
 use serde_json::Value;
 
 use super::{RecordError, int32_field, object, parse_json, write_field_name};
@@ -129,6 +129,38 @@ pub struct Status {
     pub worker_id: String,
     /// The group generation it was written in.
     pub generation: i32,
+    /// A distributed Ferry worker's hand-over step (`"ferry_handoff"`, Ferry's own field: Kafka
+    /// Connect reads status values as maps and ignores fields it does not know).
+    pub handoff: Option<Handoff>,
+}
+
+/// The field Ferry adds to a status value taking part in a hand-over.
+const HANDOFF_FIELD: &str = "ferry_handoff";
+
+fn decode_handoff(key: &str, value: Option<&Value>) -> Result<Option<Handoff>, RecordError> {
+    let map = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(RecordError::new(
+                key,
+                format!("{HANDOFF_FIELD} must be an object, not {other}"),
+            ));
+        }
+    };
+    let worker = |field: &str| map.get(field).and_then(Value::as_str).map(str::to_owned);
+    match (worker("released_to"), worker("claimed_after")) {
+        (Some(to), None) => Ok(Some(Handoff::ReleasedTo(to))),
+        (None, Some(after)) => Ok(Some(Handoff::ClaimedAfter(after))),
+        _ => Err(RecordError::new(
+            key,
+            format!(
+                "{HANDOFF_FIELD} must hold exactly one of \"released_to\" or \"claimed_after\" \
+                 (a worker id string), not {}",
+                Value::Object(map.clone())
+            ),
+        )),
+    }
 }
 
 impl Status {
@@ -159,11 +191,13 @@ impl Status {
             .ok_or_else(|| RecordError::new(key, "field \"worker_id\" must be a string"))?
             .to_owned();
         let generation = int32_field(key, map, "generation")?;
+        let handoff = decode_handoff(key, map.get(HANDOFF_FIELD))?;
         Ok(Self {
             state,
             trace,
             worker_id,
             generation,
+            handoff,
         })
     }
 }
@@ -186,6 +220,17 @@ pub fn encode_status(status: &Status) -> Option<Vec<u8>> {
     jackson::write_string(&mut out, &status.worker_id);
     write_field_name(&mut out, "generation", false);
     out.extend_from_slice(status.generation.to_string().as_bytes());
+    if let Some(handoff) = &status.handoff {
+        write_field_name(&mut out, HANDOFF_FIELD, false);
+        out.push(b'{');
+        let (field, worker) = match handoff {
+            Handoff::ReleasedTo(worker) => ("released_to", worker),
+            Handoff::ClaimedAfter(worker) => ("claimed_after", worker),
+        };
+        write_field_name(&mut out, field, true);
+        jackson::write_string(&mut out, worker);
+        out.push(b'}');
+    }
     out.push(b'}');
     Some(out)
 }

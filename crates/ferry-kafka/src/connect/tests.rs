@@ -417,7 +417,42 @@ fn status(state: StatusState, worker: &str, generation: i32) -> Status {
         trace: None,
         worker_id: worker.into(),
         generation,
+        handoff: None,
     }
+}
+
+/// A hand-over step travels in a field of its own that Kafka Connect ignores; the trace stays text
+/// for people, and a malformed field is an error rather than a guess.
+#[test]
+fn a_handoff_is_a_structured_field_of_its_own() -> Result<(), RecordError> {
+    let release = Status {
+        trace: Some("released to worker b:8083".into()),
+        handoff: Some(ferry_plugin::Handoff::ReleasedTo("b:8083".into())),
+        ..status(StatusState::Stopped, "a:8083", 3)
+    };
+    let bytes = encode_status(&release).unwrap_or_default();
+    assert_eq!(
+        text(&bytes),
+        r#"{"state":"STOPPED","trace":"released to worker b:8083","worker_id":"a:8083","generation":3,"ferry_handoff":{"released_to":"b:8083"}}"#
+    );
+    assert_eq!(Status::decode("status-task-c-0", &bytes)?, release);
+    let claim = Status {
+        handoff: Some(ferry_plugin::Handoff::ClaimedAfter("a:8083".into())),
+        ..status(StatusState::Unassigned, "b:8083", 4)
+    };
+    let bytes = encode_status(&claim).unwrap_or_default();
+    assert_eq!(Status::decode("status-task-c-0", &bytes)?, claim);
+    // Only the trace says "released to": that is text, not a hand-over.
+    let text_only = br#"{"state":"STOPPED","trace":"released to worker b:8083 (handoff)","worker_id":"a:8083","generation":3}"#;
+    assert_eq!(Status::decode("status-task-c-0", text_only)?.handoff, None);
+    for bad in [
+        r#"{"state":"STOPPED","trace":null,"worker_id":"a","generation":3,"ferry_handoff":"b"}"#,
+        r#"{"state":"STOPPED","trace":null,"worker_id":"a","generation":3,"ferry_handoff":{}}"#,
+        r#"{"state":"STOPPED","trace":null,"worker_id":"a","generation":3,"ferry_handoff":{"released_to":"b","claimed_after":"c"}}"#,
+    ] {
+        assert!(Status::decode("status-task-c-0", bad.as_bytes()).is_err(), "{bad}");
+    }
+    Ok(())
 }
 
 #[test]

@@ -13,5 +13,5 @@ pub use config::{ConfigBackingStore, ConfigSnapshot, ConfigStoreError, Connector
 pub use file::{ConnectorsFileError, FileConfigStore, StoredConnector};
 pub use memory::{MemoryConfigStore, MemoryStatusStore};
 pub use status::{
-    MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
+    Handoff, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
 };

@@ -2,5 +2,5 @@
 //! backend crates implement it) and is re-exported here.
 
 pub use ferry_plugin::{
-    MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
+    Handoff, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry, TopicStatus,
 };

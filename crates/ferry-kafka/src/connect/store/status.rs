@@ -171,6 +171,7 @@ fn to_status(entry: &StatusEntry) -> Status {
         trace: entry.trace.clone(),
         worker_id: entry.worker_id.clone(),
         generation: i32::try_from(entry.generation).unwrap_or(i32::MAX),
+        handoff: entry.handoff.clone(),
     }
 }
 
@@ -190,6 +191,7 @@ fn to_entry(status: &Status) -> StatusEntry {
         worker_id: status.worker_id.clone(),
         // Kafka's generations are never negative; a negative one reads as the oldest.
         generation: u32::try_from(status.generation).unwrap_or(0),
+        handoff: status.handoff.clone(),
     }
 }
 
