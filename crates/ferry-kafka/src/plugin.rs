@@ -729,7 +729,8 @@ impl SinkProvider for KafkaSinkProvider {
             return Ok(None);
         };
         // A connector with its own offsets topic (`offsets.storage.topic`, KIP-618) commits its
-        // offsets there, in its records' transactions; the runtime opened (created) it first.
+        // offsets there, in its records' transactions, with a copy to the worker's topic in the same
+        // transactions; the runtime opened (created) it first.
         let offsets_topic = task
             .connector_config
             .and_then(|c| c.get("offsets.storage.topic"))
@@ -775,6 +776,7 @@ impl SinkProvider for KafkaSinkProvider {
             sink,
             transactional_id,
             offsets_topic,
+            Some(worker_topic.clone()),
             TRANSACTION_CALL_TIMEOUT,
         )
         .await?;

@@ -54,11 +54,13 @@ pub(crate) async fn end_transaction<C: rdkafka::client::ClientContext + 'static>
     .unwrap_or(Err(KafkaError::Canceled))
 }
 
-/// A task's transactional producer and the offsets topic its offsets go to.
+/// A task's transactional producer and the offsets topics its offsets go to.
 pub(crate) struct TransactionalKafkaSink {
     sink: KafkaSink,
     describe: String,
-    offsets_topic: String,
+    /// The connector's offsets topic, then (for a connector with a topic of its own) the worker's:
+    /// every offset goes to each, in the same transaction (see [`Self::open`]).
+    offsets_topics: Vec<String>,
     /// Bound of `initTransactions`, a commit and an abort.
     timeout: Duration,
     open: AtomicBool,
@@ -66,6 +68,12 @@ pub(crate) struct TransactionalKafkaSink {
 
 impl TransactionalKafkaSink {
     /// Runs `initTransactions` on `sink`'s producer (fencing earlier holders of its transactional id).
+    /// Offsets go to `offsets_topic` and, when `copy_to` names another topic (a connector with its
+    /// own `offsets.storage.topic`), to it as well: Kafka Connect also writes such a connector's
+    /// offsets to the worker's topic, best effort and outside the transaction. Here the copy is in the
+    /// transaction, so the worker's topic never holds an offset whose records were aborted, a fenced
+    /// zombie cannot write a stale copy there, and a tombstone lands in both topics at once (Kafka
+    /// Connect needs its three-phase order, KAFKA-15018, because its two writes are separate).
     ///
     /// # Errors
     /// The coordinator did not answer within `timeout` (retriable), or refused the id.
@@ -73,6 +81,7 @@ impl TransactionalKafkaSink {
         sink: KafkaSink,
         transactional_id: &str,
         offsets_topic: String,
+        copy_to: Option<String>,
         timeout: Duration,
     ) -> Result<Self, SinkError> {
         let describe = format!("{} (transactional.id {transactional_id})", sink.describe());
@@ -94,7 +103,9 @@ impl TransactionalKafkaSink {
         Ok(Self {
             sink,
             describe,
-            offsets_topic,
+            offsets_topics: std::iter::once(offsets_topic.clone())
+                .chain(copy_to.filter(|t| *t != offsets_topic))
+                .collect(),
             timeout,
             open: AtomicBool::new(false),
         })
@@ -138,28 +149,42 @@ impl TransactionalKafkaSink {
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let mut pending = Vec::with_capacity(offsets.len());
-        for write in offsets {
-            loop {
-                let mut record = FutureRecord::<[u8], [u8]>::to(&self.offsets_topic)
-                    .key(&write.key[..])
-                    .timestamp(timestamp);
-                if let Some(value) = &write.value {
-                    record = record.payload(&value[..]);
-                }
-                match self.sink.producer().send_result(record) {
-                    Ok(future) => {
-                        pending.push(future);
-                        break;
-                    }
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                    Err((e, _)) => return Err(self.error("sending the offset records", &e)),
-                }
+        let mut pending = Vec::with_capacity(offsets.len() * self.offsets_topics.len());
+        for topic in &self.offsets_topics {
+            for write in offsets {
+                self.send_offset(topic, write, timestamp, &mut pending)
+                    .await?;
             }
         }
         Ok(pending)
+    }
+
+    /// Sends one offset record to `topic`, waiting while the producer's queue is full.
+    async fn send_offset(
+        &self,
+        topic: &str,
+        write: &OffsetWrite,
+        timestamp: i64,
+        pending: &mut Vec<DeliveryFuture>,
+    ) -> Result<(), SinkError> {
+        loop {
+            let mut record = FutureRecord::<[u8], [u8]>::to(topic)
+                .key(&write.key[..])
+                .timestamp(timestamp);
+            if let Some(value) = &write.value {
+                record = record.payload(&value[..]);
+            }
+            match self.sink.producer().send_result(record) {
+                Ok(future) => {
+                    pending.push(future);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err((e, _)) => return Err(self.error("sending the offset records", &e)),
+            }
+        }
     }
 }
 

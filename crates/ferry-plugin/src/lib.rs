@@ -58,7 +58,7 @@ pub use sink::{
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin, TransactionsError};
 pub use status_store::{
-    CatchUp, MAX_ACTIVE_TOPICS_PER_CONNECTOR, Handoff, State, StatusBackingStore, StatusEntry,
+    CatchUp, Handoff, MAX_ACTIVE_TOPICS_PER_CONNECTOR, State, StatusBackingStore, StatusEntry,
     StatusStoreError, TopicStatus,
 };
 pub use store::{DynStoreSpec, OffsetStorePlugin, OpenMode, TransactionalOffsets};

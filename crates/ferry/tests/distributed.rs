@@ -1178,7 +1178,8 @@ fn offset_records(cluster: &Cluster, topic: &str, connector: &str) -> Vec<(Strin
 }
 
 /// KIP-618's `offsets.storage.topic`: a connector given its own offsets topic resumes from the
-/// worker's topic (its own holds nothing yet), commits to its own topic from then on, and a
+/// worker's topic (its own holds nothing yet), commits to its own topic from then on (copied to the
+/// worker's, as Kafka Connect does), and a
 /// `DELETE /connectors/{c}/offsets` removes the offsets from both topics — the worker's first
 /// (KAFKA-15018), so the fallback cannot bring them back: the connector starts over from 0.
 #[test]
@@ -1186,8 +1187,8 @@ fn a_connector_with_its_own_offsets_topic_falls_back_to_the_workers_and_a_reset_
     own_offsets_topic(false);
 }
 
-/// The same with exactly-once delivery: the offsets go into the connector's own topic inside the
-/// records' transactions.
+/// The same with exactly-once delivery: the offsets go into the connector's own topic, with a copy
+/// to the worker's, inside the records' transactions.
 #[test]
 fn an_exactly_once_connector_commits_to_its_own_offsets_topic() {
     own_offsets_topic(true);
@@ -1259,6 +1260,14 @@ fn own_offsets_topic(exactly_once: bool) {
         own.iter().all(|(_, p)| p.is_some_and(|p| p >= stopped_at)),
         "the connector's topic holds only commits made after it was given: {own:?}"
     );
+    // Kafka Connect copies such a connector's offsets to the worker's topic too (a fallback for
+    // whoever reads that topic); with exactly once the copy is in the same transactions.
+    cluster.wait_until("copies of the new commits in the worker's topic", |_| {
+        offset_records(&cluster, &worker_topic, "seq")
+            .iter()
+            .any(|(_, p)| p.is_some_and(|p| p > stopped_at))
+            .then_some(())
+    });
 
     // A reset: stopped, then DELETE; the worker's topic gets its tombstone too.
     client.put("/connectors/seq/stop", None).expect(204);

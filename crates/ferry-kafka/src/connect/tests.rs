@@ -450,7 +450,10 @@ fn a_handoff_is_a_structured_field_of_its_own() -> Result<(), RecordError> {
         r#"{"state":"STOPPED","trace":null,"worker_id":"a","generation":3,"ferry_handoff":{}}"#,
         r#"{"state":"STOPPED","trace":null,"worker_id":"a","generation":3,"ferry_handoff":{"released_to":"b","claimed_after":"c"}}"#,
     ] {
-        assert!(Status::decode("status-task-c-0", bad.as_bytes()).is_err(), "{bad}");
+        assert!(
+            Status::decode("status-task-c-0", bad.as_bytes()).is_err(),
+            "{bad}"
+        );
     }
     Ok(())
 }
