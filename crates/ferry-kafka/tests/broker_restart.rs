@@ -1,6 +1,6 @@
 //! Apache Kafka alone, no Ferry code: do transactions survive a SIGKILL of the (single-node) broker
 //! that is their coordinator? Exactly-once tasks write their records and their offsets in one
-//! transaction; `exactly_once_survives_a_coordinator_restart` (crates/ferry/tests/distributed.rs)
+//! transaction; `exactly_once_survives_a_coordinator_crash` (crates/ferry/tests/distributed.rs)
 //! stalls in about one run of eight on a transaction the restarted broker leaves open on the offsets
 //! topic. This test does what those tasks do with plain librdkafka transactional producers, so a
 //! stall here is the broker's, not Ferry's.

@@ -221,6 +221,16 @@ impl KafkaBroker {
         self.spawn()
     }
 
+    /// Stops the broker as an operator would ([`shut_down`](Self::shut_down)) and starts it again
+    /// on the same ports with the same data.
+    ///
+    /// # Errors
+    /// The broker did not come back within two minutes.
+    pub fn restart_gracefully(&mut self) -> Result<(), TestkitError> {
+        self.shut_down();
+        self.spawn()
+    }
+
     /// The broker process's id, while it runs (for tests that SIGSTOP it).
     pub fn pid(&self) -> Option<u32> {
         self.process.as_ref().map(JavaProcess::id)

@@ -129,10 +129,22 @@ impl TopicReader {
         let mut high = Vec::with_capacity(self.next.len());
         for p in 0..self.next.len() {
             let partition = i32::try_from(p).expect("partition fits i32");
-            let (low, hi) = self
-                .consumer
-                .fetch_watermarks(&self.topic, partition, DEADLINE)
-                .unwrap_or_else(|e| panic!("watermarks of {}/{p}: {e}", self.topic));
+            // Right after a broker restart the partition may have no leader yet ("unknown
+            // partition"): asked again until it has one.
+            let asked = Instant::now();
+            let (low, hi) = loop {
+                match self
+                    .consumer
+                    .fetch_watermarks(&self.topic, partition, DEADLINE)
+                {
+                    Ok(marks) => break marks,
+                    Err(e) if asked.elapsed() < DEADLINE => {
+                        eprintln!("watermarks of {}/{p}: {e}; asking again", self.topic);
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    Err(e) => panic!("watermarks of {}/{p}: {e}", self.topic),
+                }
+            };
             self.next[p] = self.next[p].max(low);
             high.push(hi);
         }
