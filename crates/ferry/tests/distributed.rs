@@ -1355,3 +1355,44 @@ fn own_offsets_topic(exactly_once: bool) {
     );
     cluster.stop(0);
 }
+
+/// A worker whose broker is gone still stops promptly on SIGTERM: its tasks stop (their final
+/// commits cannot reach the offsets topic and are given up after `offset.flush.timeout.ms`), and
+/// leaving a group whose coordinator cannot be reached is not waited on for the whole
+/// `rebalance.timeout.ms` (here 120 s, Kafka Connect's operators raise it for slow tasks).
+#[test]
+fn a_worker_whose_broker_is_gone_stops_promptly_on_sigterm() {
+    stops_promptly_without_its_broker(false);
+}
+
+/// The same with exactly-once delivery: the tasks' open transactions cannot be committed or
+/// aborted either.
+#[test]
+fn an_exactly_once_worker_whose_broker_is_gone_stops_promptly_on_sigterm() {
+    stops_promptly_without_its_broker(true);
+}
+
+fn stops_promptly_without_its_broker(exactly_once: bool) {
+    let mut settings = vec![("rebalance.timeout.ms", "120000")];
+    if exactly_once {
+        settings.push(("exactly.once.source.support", "enabled"));
+    }
+    let mut cluster = Cluster::with_own_broker(&settings);
+    cluster.start_worker();
+    cluster.create(0, &sequence_connector("seq", 2, 100, &cluster.topic));
+    cluster.running_tasks("seq", 2);
+    let Broker::Own(broker) = &mut cluster.broker else {
+        unreachable!("the cluster has a broker of its own")
+    };
+    broker.stop();
+    let mut worker = cluster.workers[0].take().expect("worker 0 runs");
+    let asked = Instant::now();
+    let status = worker.ferry.terminate();
+    let took = asked.elapsed();
+    eprintln!("stopped {took:?} after SIGTERM ({status})");
+    assert!(
+        took < Duration::from_secs(30),
+        "the worker took {took:?} to stop after SIGTERM with its broker gone ({status}); its log:\n{}",
+        worker.ferry.log()
+    );
+}
