@@ -68,6 +68,67 @@ use validate::Plugins;
 
 pub use ferry_runtime::TargetState;
 
+/// Checks connector configurations the way a worker's `PUT /connector-plugins/{p}/config/validate`
+/// does, without a worker: what `ferry migrate check` asks of every connector of another cluster.
+/// Built from a program's connectors, transformations and sink, with the worker's
+/// `exactly.once.source.support` and config providers it assumes.
+pub struct Validator(Plugins);
+
+impl Validator {
+    /// A validator for `plugins`, with the built-in transformations, no sink, no config provider
+    /// and exactly-once support disabled until told otherwise.
+    pub fn new(plugins: Vec<Plugin>) -> Self {
+        Self(Plugins::new(plugins))
+    }
+
+    /// Checks transformations and predicates against `registry`.
+    #[must_use]
+    pub fn with_transforms(
+        mut self,
+        registry: ferry_runtime::transforms::TransformRegistry,
+    ) -> Self {
+        self.0.set_transforms(registry);
+        self
+    }
+
+    /// Lets `sink` accept and check the connector keys it reads (`producer.override.*`,
+    /// `topic.creation.*`, converters).
+    #[must_use]
+    pub fn with_sink(mut self, sink: Arc<dyn ferry_plugin::DynSinkSpec>) -> Self {
+        self.0.set_sink(sink);
+        self
+    }
+
+    /// The worker's `exactly.once.source.support`, for `exactly.once.support=required`.
+    #[must_use]
+    pub fn with_exactly_once(
+        mut self,
+        worker: ferry_runtime::config::exactly_once::ExactlyOnceSource,
+    ) -> Self {
+        self.0.set_exactly_once(worker);
+        self
+    }
+
+    /// Resolves placeholders with `providers` before checking.
+    #[must_use]
+    pub fn with_config_providers(mut self, providers: ConfigProviders) -> Self {
+        self.0.set_providers(providers);
+        self
+    }
+
+    /// Checks `config` as its `connector.class` would be validated.
+    ///
+    /// # Errors
+    /// No `connector.class`, or a class no plugin answers to.
+    pub fn validate(&self, config: &Config) -> Result<ConfigInfos, HerderError> {
+        let class = config
+            .get(ferry_runtime::config::CONNECTOR_CLASS)
+            .map(|c| c.trim().to_owned())
+            .unwrap_or_default();
+        validate::validate(&self.0, &class, config)
+    }
+}
+
 /// Where a connector's configuration came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {

@@ -39,6 +39,12 @@ enum Command {
         #[command(subcommand)]
         action: offsets::Action,
     },
+    /// Move connectors between Kafka Connect and Ferry over their REST APIs (KIP-875, KIP-980),
+    /// or check which connectors of a Kafka Connect cluster Ferry runs unchanged.
+    Migrate {
+        #[command(subcommand)]
+        action: crate::migrate::Action,
+    },
     /// Write the book's generated reference pages (configuration keys, REST routes).
     Docs {
         #[command(subcommand)]
@@ -162,6 +168,14 @@ pub(crate) fn run(ferry: &Ferry) -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into),
             Command::Offsets { action } => offsets::run(ferry, action).await.map_err(Into::into),
+            // Blocking HTTP, a request at a time: off the runtime's threads.
+            Command::Migrate { action } => {
+                let ferry = ferry.clone();
+                tokio::task::spawn_blocking(move || crate::migrate::run(&ferry, action))
+                    .await
+                    .map_err(|e| format!("ferry migrate stopped: {e}"))?
+                    .map_err(Into::into)
+            }
             Command::Docs {
                 action: DocsAction::Reference { out, check },
             } => docs_reference(ferry, &out, check).map_err(Into::into),

@@ -11,6 +11,7 @@ mod cli;
 pub mod distributed;
 pub mod docs;
 mod error;
+mod migrate;
 mod offsets;
 mod standalone;
 
