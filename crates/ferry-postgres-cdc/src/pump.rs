@@ -279,13 +279,14 @@ struct Streamer {
 impl Streamer {
     async fn run(&mut self, pump: &mut Pump) -> Result<(), CdcError> {
         loop {
-            if pump.acks.has_changed().unwrap_or(false) {
-                let lsn = *pump.acks.borrow_and_update();
-                self.stream.acknowledge(lsn);
-            }
             let event = tokio::select! {
                 event = self.stream.recv() => event?,
-                _ = pump.acks.changed() => continue,
+                Ok(()) = pump.acks.changed() => {
+                    // `changed` marked the value seen: acknowledge it now.
+                    let lsn = *pump.acks.borrow_and_update();
+                    self.stream.acknowledge(lsn);
+                    continue;
+                }
                 _ = pump.stop.changed() => {
                     self.stream.close().await;
                     return Ok(());

@@ -215,7 +215,7 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
 }
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     (0..hex.len())

@@ -14,7 +14,12 @@ async fn changes_arrive_in_debeziums_envelope_with_tombstones_and_truncate_skipp
     let db = client().await?;
     let fx = Fixture::new(&db, "envelope", "id int PRIMARY KEY, note text").await?;
     let harness = TaskHarness::new("cdc");
-    let (mut task, _) = harness.start(&PostgresCdcConnector, fx.config(&[("snapshot.mode", "no_data")])).await?;
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
     let t = &fx.name;
     db.batch_execute(&format!(
         "INSERT INTO public.{t} VALUES (1, 'one'); UPDATE public.{t} SET note = 'uno' WHERE id = 1; \
@@ -23,11 +28,24 @@ async fn changes_arrive_in_debeziums_envelope_with_tombstones_and_truncate_skipp
     .await?;
     let records = poll_n(task.as_mut(), 5).await?;
     let ops: Vec<Option<&str>> = records.iter().map(op).collect();
-    assert_eq!(ops, [Some("c"), Some("u"), Some("d"), None, Some("c")], "{records:#?}");
+    assert_eq!(
+        ops,
+        [Some("c"), Some("u"), Some("d"), None, Some("c")],
+        "{records:#?}"
+    );
     for r in &records {
         assert_eq!(r.topic, fx.topic());
-        assert_eq!(r.key, Some(json!({"id": if r == &records[4] { 2 } else { 1 }})));
-        assert_eq!(r.source_partition.as_ref().map(ToString::to_string).as_deref(), Some("{\"server\":\"srv\"}"));
+        assert_eq!(
+            r.key,
+            Some(json!({"id": if r == &records[4] { 2 } else { 1 }}))
+        );
+        assert_eq!(
+            r.source_partition
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("{\"server\":\"srv\"}")
+        );
     }
     let create = records[0].value.clone().unwrap_or_default();
     assert_eq!(create["after"], json!({"id": 1, "note": "one"}));
@@ -39,15 +57,36 @@ async fn changes_arrive_in_debeziums_envelope_with_tombstones_and_truncate_skipp
     assert_eq!(source["schema"], "public");
     assert_eq!(source["table"], json!(fx.name));
     assert_eq!(source["snapshot"], "false");
-    assert!(source["txId"].is_i64() && source["lsn"].is_i64() && source["ts_us"].is_i64(), "{source}");
+    assert!(
+        source["txId"].is_i64() && source["lsn"].is_i64() && source["ts_us"].is_i64(),
+        "{source}"
+    );
     let sequence: Vec<String> = serde_json::from_str(source["sequence"].as_str().unwrap_or("[]"))?;
     assert_eq!(sequence.len(), 2, "sequence is [lsn_commit, lsn]: {source}");
     assert_eq!(sequence[1], source["lsn"].to_string());
     let schema = records[0].value_schema.as_ref().ok_or("no value schema")?;
-    assert_eq!(schema.name.as_deref(), Some(format!("srv.public.{t}.Envelope").as_str()));
+    assert_eq!(
+        schema.name.as_deref(),
+        Some(format!("srv.public.{t}.Envelope").as_str())
+    );
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns", "transaction"]);
-    assert_eq!(records[0].key_schema.as_ref().and_then(|s| s.name.clone()), Some(format!("srv.public.{t}.Key")));
+    assert_eq!(
+        names,
+        [
+            "before",
+            "after",
+            "source",
+            "op",
+            "ts_ms",
+            "ts_us",
+            "ts_ns",
+            "transaction"
+        ]
+    );
+    assert_eq!(
+        records[0].key_schema.as_ref().and_then(|s| s.name.clone()),
+        Some(format!("srv.public.{t}.Key"))
+    );
     // The delete's before holds the key columns (REPLICA IDENTITY DEFAULT); the tombstone follows.
     let delete = records[2].value.clone().unwrap_or_default();
     assert_eq!(delete["before"]["id"], 1);
@@ -55,12 +94,26 @@ async fn changes_arrive_in_debeziums_envelope_with_tombstones_and_truncate_skipp
     assert!(records[3].value.is_none() && records[3].value_schema.is_none());
     // Offsets are Debezium's.
     let offset = records[4].source_offset.clone().ok_or("no offset")?;
-    for key in ["ts_usec", "txId", "lsn", "lsn_proc", "lsn_commit", "messageType"] {
+    for key in [
+        "ts_usec",
+        "txId",
+        "lsn",
+        "lsn_proc",
+        "lsn_commit",
+        "messageType",
+    ] {
         assert!(offset.get(key).is_some(), "{key} missing from {offset}");
     }
-    assert_eq!(offset.get("messageType").and_then(|v| v.as_str()), Some("INSERT"));
+    assert_eq!(
+        offset.get("messageType").and_then(|v| v.as_str()),
+        Some("INSERT")
+    );
     // Truncates are skipped by default (skipped.operations=t): nothing more arrives.
-    assert!(poll_for(task.as_mut(), std::time::Duration::from_millis(700)).await?.is_empty());
+    assert!(
+        poll_for(task.as_mut(), std::time::Duration::from_millis(700))
+            .await?
+            .is_empty()
+    );
     task.stop().await?;
     Ok(())
 }
@@ -77,7 +130,12 @@ async fn common_types_take_debeziums_logical_types() -> TestResult {
     )
     .await?;
     let harness = TaskHarness::new("cdc");
-    let (mut task, _) = harness.start(&PostgresCdcConnector, fx.config(&[("snapshot.mode", "no_data")])).await?;
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
     db.batch_execute(&format!(
         "INSERT INTO public.{} VALUES (1, 2, true, 1.5, 2.25, 'vv', 12.34, -1.5, '1970-01-02', '00:00:01.5', \
          '00:00:01.000001', '1970-01-01 00:00:01.5', '1970-01-01 00:00:00.000002', '2024-01-31 12:00:00.5+01', \
@@ -93,10 +151,25 @@ async fn common_types_take_debeziums_logical_types() -> TestResult {
         "tz": "2024-01-31T11:00:00.5Z", "j": "{\"a\": 1}", "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "by": "AQI=",
     });
     assert_eq!(r.value.as_ref().map(|v| v["after"].clone()), Some(expected));
-    let value = r.value_schema.as_ref().ok_or("no schema")?.field("after").ok_or("no after")?.schema.clone();
-    let name = |f: &str| value.field(f).and_then(|f| f.schema.name.clone()).unwrap_or_default();
+    let value = r
+        .value_schema
+        .as_ref()
+        .ok_or("no schema")?
+        .field("after")
+        .ok_or("no after")?
+        .schema
+        .clone();
+    let name = |f: &str| {
+        value
+            .field(f)
+            .and_then(|f| f.schema.name.clone())
+            .unwrap_or_default()
+    };
     assert_eq!(name("n"), "org.apache.kafka.connect.data.Decimal");
-    assert_eq!(value.field("n").and_then(|f| f.schema.parameter("scale")), Some("2"));
+    assert_eq!(
+        value.field("n").and_then(|f| f.schema.parameter("scale")),
+        Some("2")
+    );
     assert_eq!(name("nv"), "io.debezium.data.VariableScaleDecimal");
     assert_eq!(name("d"), "io.debezium.time.Date");
     assert_eq!(name("t3"), "io.debezium.time.Time");

@@ -26,8 +26,14 @@ pub async fn client() -> Result<Client, Box<dyn std::error::Error>> {
 /// A unique lower-case name (tables, slots and publications of parallel tests never collide).
 pub fn unique(test: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    format!("cdc_{test}_{}_{}_{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "cdc_{test}_{}_{}_{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// One test's table, slot and publication, all named `name`; dropped on drop.
@@ -37,9 +43,15 @@ pub struct Fixture {
 
 impl Fixture {
     /// Creates table `public.<name>` with `columns`.
-    pub async fn new(client: &Client, test: &str, columns: &str) -> Result<Self, Box<dyn std::error::Error>> {
+    pub async fn new(
+        client: &Client,
+        test: &str,
+        columns: &str,
+    ) -> Result<Self, Box<dyn std::error::Error>> {
         let name = unique(test);
-        client.batch_execute(&format!("CREATE TABLE public.{name} ({columns})")).await?;
+        client
+            .batch_execute(&format!("CREATE TABLE public.{name} ({columns})"))
+            .await?;
         Ok(Self { name })
     }
 
@@ -112,12 +124,19 @@ impl Drop for Fixture {
 }
 
 /// Polls until `n` records arrived (fails after 20 s).
-pub async fn poll_n(task: &mut dyn SourceTask, n: usize) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
+pub async fn poll_n(
+    task: &mut dyn SourceTask,
+    n: usize,
+) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut out = Vec::new();
     while out.len() < n {
         if Instant::now() > deadline {
-            return Err(format!("only {} of {n} records arrived within 20 s: {out:#?}", out.len()).into());
+            return Err(format!(
+                "only {} of {n} records arrived within 20 s: {out:#?}",
+                out.len()
+            )
+            .into());
         }
         out.extend(task.poll().await?);
     }
@@ -125,7 +144,10 @@ pub async fn poll_n(task: &mut dyn SourceTask, n: usize) -> Result<Vec<SourceRec
 }
 
 /// Polls for `wait` and returns everything (to check nothing more comes).
-pub async fn poll_for(task: &mut dyn SourceTask, wait: Duration) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
+pub async fn poll_for(
+    task: &mut dyn SourceTask,
+    wait: Duration,
+) -> Result<Vec<SourceRecord>, Box<dyn std::error::Error>> {
     let deadline = Instant::now() + wait;
     let mut out = Vec::new();
     while Instant::now() < deadline {
@@ -145,12 +167,20 @@ pub fn op(record: &SourceRecord) -> Option<&str> {
 }
 
 /// The slot's confirmed_flush_lsn as a number.
-pub async fn confirmed_flush(client: &Client, slot: &str) -> Result<Option<u64>, Box<dyn std::error::Error>> {
+pub async fn confirmed_flush(
+    client: &Client,
+    slot: &str,
+) -> Result<Option<u64>, Box<dyn std::error::Error>> {
     let row = client
-        .query_opt("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", &[&slot])
+        .query_opt(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
         .await?;
-    Ok(row.and_then(|r| r.get::<_, Option<String>>(0)).and_then(|t| {
-        let (hi, lo) = t.split_once('/')?;
-        Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
-    }))
+    Ok(row
+        .and_then(|r| r.get::<_, Option<String>>(0))
+        .and_then(|t| {
+            let (hi, lo) = t.split_once('/')?;
+            Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
+        }))
 }
