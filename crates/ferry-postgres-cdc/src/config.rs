@@ -550,3 +550,83 @@ pub fn keys() -> Vec<ConfigKey> {
     }));
     keys
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(extra: &[(&str, &str)]) -> Config {
+        let mut config: Config = [
+            ("topic.prefix", "srv"),
+            ("database.hostname", "db"),
+            ("database.user", "u"),
+            ("database.dbname", "d"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        for (k, v) in extra {
+            config.insert((*k).to_owned(), (*v).to_owned());
+        }
+        config
+    }
+
+    fn issues(extra: &[(&str, &str)]) -> Vec<ConfigIssue> {
+        CdcConfig::parse(&base(extra)).err().unwrap_or_default()
+    }
+
+    #[test]
+    fn debeziums_defaults_apply() {
+        let Ok(config) = CdcConfig::parse(&base(&[])) else {
+            panic!("the minimal configuration is valid")
+        };
+        assert_eq!(
+            (config.slot.as_str(), config.publication.as_str()),
+            ("debezium", "dbz_publication")
+        );
+        assert_eq!(config.autocreate, AutocreateMode::AllTables);
+        assert_eq!(config.snapshot, SnapshotMode::Initial);
+        assert!(config.tombstones && config.skipped.truncate && !config.skipped.delete);
+        assert!(format!("{config:?}").contains("[hidden]"));
+    }
+
+    #[test]
+    fn a_debezium_key_not_implemented_is_refused_by_name() {
+        let found = issues(&[("provide.transaction.metadata", "true")]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].key, "provide.transaction.metadata");
+        assert!(
+            found[0].message.contains("does not implement"),
+            "{}",
+            found[0].message
+        );
+        assert_eq!(
+            issues(&[("plugin.name", "decoderbufs")])[0].key,
+            "plugin.name"
+        );
+        assert_eq!(
+            issues(&[("snapshot.mode", "when_needed")])[0].key,
+            "snapshot.mode"
+        );
+        assert_eq!(
+            issues(&[("heartbeat.interval.ms", "1000")])[0].key,
+            "heartbeat.interval.ms"
+        );
+    }
+
+    #[test]
+    fn never_is_no_data_and_lists_are_anchored() {
+        let Ok(config) = CdcConfig::parse(&base(&[
+            ("snapshot.mode", "never"),
+            ("table.include.list", "public\\.orders"),
+            ("column.exclude.list", "public\\.orders\\.secret"),
+        ])) else {
+            panic!("valid")
+        };
+        assert_eq!(config.snapshot, SnapshotMode::NoData);
+        assert!(config.captures_table("public", "orders"));
+        assert!(!config.captures_table("public", "orders_archive"));
+        assert!(!config.captures_column("public", "orders", "secret"));
+        assert!(config.captures_column("public", "orders", "secret2"));
+    }
+}
