@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferry_api::SourceRecord;
+use ferry_api::{Header, SourceRecord};
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::SimpleQueryMessage;
 
@@ -18,6 +18,9 @@ use crate::offset::{StreamPosition, lsn_text, snapshot_offset, stream_offset};
 use crate::pgoutput::{self, Datum, Message, Relation};
 use crate::stream::{GatedSession, ReplicationStream, WalEvent};
 use crate::types::Column;
+
+/// Rows fetched at a time from a table during the snapshot.
+const SNAPSHOT_FETCH: usize = 1000;
 
 /// One item for `poll`.
 pub type Item = Result<SourceRecord, CdcError>;
@@ -35,6 +38,8 @@ pub enum Start {
         /// `false` for `initial_only`.
         stream_after: bool,
     },
+    /// Nothing to do (`initial_only` after its snapshot): wait to be stopped.
+    Idle,
     /// Stream (already started at `lsn_commit`).
     Stream {
         /// The open stream.
@@ -70,6 +75,10 @@ pub async fn run(mut pump: Pump, start: Start) {
 
 async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
     let (stream, lsn_commit, partial) = match start {
+        Start::Idle => {
+            let _ = pump.stop.wait_for(|s| *s).await;
+            return Ok(());
+        }
         Start::Stream {
             stream,
             lsn_commit,
@@ -146,39 +155,61 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         let columns = pump.db.columns(&schema, &table).await?;
         let shape = Arc::new(TableSchema::new(&schema, &table, columns, &config));
         let list: Vec<String> = shape.columns().iter().map(|c| ident(&c.name)).collect();
-        let sql = format!(
-            "SELECT {} FROM {}.{}",
-            list.join(", "),
-            ident(&schema),
-            ident(&table)
-        );
-        let rows = client.simple_query(&sql).await.map_err(sql_err(format!(
-            "reading {schema}.{table} for the snapshot"
-        )))?;
+        // A cursor bounds memory: the table is fetched SNAPSHOT_FETCH rows at a time.
+        client
+            .batch_execute(&format!(
+                "DECLARE ferry_snapshot NO SCROLL CURSOR FOR SELECT {} FROM {}.{}",
+                list.join(", "),
+                ident(&schema),
+                ident(&table)
+            ))
+            .await
+            .map_err(sql_err(format!(
+                "opening a snapshot cursor on {schema}.{table}"
+            )))?;
         let mut first_in_table = true;
-        for message in rows {
-            let SimpleQueryMessage::Row(row) = message else {
-                continue;
-            };
-            let datums: Vec<Datum> = (0..row.len())
-                .map(|i| {
-                    row.get(i)
-                        .map_or(Datum::Null, |t| Datum::Text(t.to_owned()))
-                })
-                .collect();
-            if let Some((t, d, first)) = held.take() {
-                let last_in_table = !Arc::ptr_eq(&t, &shape);
-                let marker = marker(first && first_overall, first, last_in_table, false);
-                if first {
-                    first_overall = false;
+        loop {
+            let rows = client
+                .simple_query(&format!("FETCH {SNAPSHOT_FETCH} FROM ferry_snapshot"))
+                .await
+                .map_err(sql_err(format!(
+                    "reading {schema}.{table} for the snapshot"
+                )))?;
+            let mut fetched = 0;
+            for message in rows {
+                let SimpleQueryMessage::Row(row) = message else {
+                    continue;
+                };
+                fetched += 1;
+                let datums: Vec<Datum> = (0..row.len())
+                    .map(|i| {
+                        row.get(i)
+                            .map_or(Datum::Null, |t| Datum::Text(t.to_owned()))
+                    })
+                    .collect();
+                if let Some((t, d, first)) = held.take() {
+                    let last_in_table = !Arc::ptr_eq(&t, &shape);
+                    let marker = marker(first && first_overall, first, last_in_table, false);
+                    if first {
+                        first_overall = false;
+                    }
+                    if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, false).await? {
+                        return Ok(false);
+                    }
                 }
-                if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, false).await? {
-                    return Ok(false);
-                }
+                held = Some((shape.clone(), datums, first_in_table));
+                first_in_table = false;
             }
-            held = Some((shape.clone(), datums, first_in_table));
-            first_in_table = false;
+            if fetched < SNAPSHOT_FETCH {
+                break;
+            }
         }
+        client
+            .batch_execute("CLOSE ferry_snapshot")
+            .await
+            .map_err(sql_err(format!(
+                "closing the snapshot cursor of {schema}.{table}"
+            )))?;
     }
     if let Some((t, d, first)) = held.take() {
         let marker = marker(first && first_overall, first, true, true);
@@ -495,6 +526,50 @@ impl Streamer {
                 let key = shape.key(&new, config)?;
                 let before = old.as_deref().map(|o| shape.value(o, config)).transpose()?;
                 let after = shape.value(&new, config)?;
+                let old_key = old
+                    .as_deref()
+                    .map(|o| shape.key(o, config))
+                    .transpose()?
+                    .flatten();
+                if let (Some(old_key), Some(new_key)) = (old_key, key.clone())
+                    && old_key != new_key
+                {
+                    // A primary-key change is, as in Debezium, a delete of the old key (and its
+                    // tombstone) then a create of the new one, each naming the other key in a header.
+                    let offset = stream_offset(&position);
+                    let mut records = shape.records(
+                        config,
+                        Op::Delete,
+                        Some(old_key.clone()),
+                        before,
+                        None,
+                        &source(&shape),
+                        offset.clone(),
+                    );
+                    if let Some(delete) = records.first_mut() {
+                        delete.headers.push(Header {
+                            key: "__debezium.newkey".into(),
+                            value: new_key.clone(),
+                        });
+                    }
+                    let mut create = shape.records(
+                        config,
+                        Op::Create,
+                        Some(new_key),
+                        None,
+                        Some(after),
+                        &source(&shape),
+                        offset,
+                    );
+                    if let Some(create) = create.first_mut() {
+                        create.headers.push(Header {
+                            key: "__debezium.oldkey".into(),
+                            value: old_key,
+                        });
+                    }
+                    records.extend(create);
+                    return Ok(Some((records, position)));
+                }
                 (shape, Op::Update, key, before, Some(after))
             }
             Message::Delete { rel, old } => {

@@ -54,10 +54,6 @@ fn recovery_hint(config: &CdcConfig) -> String {
 
 /// Where to start, after checking the slot against the committed offset.
 async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, CdcError> {
-    let ddl = db.ensure_publication(config).await?;
-    if ddl.is_empty() {
-        tracing::info!(publication = %config.publication, "PostgresCdcSource: publication up to date, no DDL run");
-    }
     let slot = db.slot(&config.slot).await?;
     if let Some(info) = &slot {
         if info.plugin.as_deref() != Some("pgoutput") {
@@ -81,36 +77,50 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
             )));
         }
     }
-    match (resume, slot) {
-        (Resume::Stream { lsn_commit, .. }, None) => Err(CdcError::Unsafe(format!(
+    if let (Resume::Stream { lsn_commit, .. }, Some(info)) = (&resume, &slot)
+        && let Some(flushed) = info.confirmed_flush
+        && flushed > *lsn_commit
+    {
+        return Err(CdcError::Unsafe(format!(
+            "replication slot {:?} has confirmed_flush_lsn {} past the committed offset's lsn_commit {}: \
+             the changes between them were acknowledged by someone else and can no longer be read \
+             (was the slot used by another consumer, or the offsets restored from an older backup?); {}",
+            config.slot,
+            lsn_text(flushed),
+            lsn_text(*lsn_commit),
+            recovery_hint(config)
+        )));
+    }
+    if let (Resume::Stream { lsn_commit, .. }, None) = (&resume, &slot) {
+        return Err(CdcError::Unsafe(format!(
             "replication slot {:?} does not exist on {}, but offsets were committed up to LSN {}: every change \
              after that LSN is lost (the slot was dropped or never created here). Ferry will not \
              recreate it silently; {}",
             config.slot,
             config.server(),
-            lsn_text(lsn_commit),
+            lsn_text(*lsn_commit),
             recovery_hint(config)
-        ))),
+        )));
+    }
+    if config.snapshot == SnapshotMode::InitialOnly && matches!(resume, Resume::Stream { .. }) {
+        tracing::info!(
+            "PostgresCdcSource: snapshot.mode=initial_only and the snapshot is complete: nothing to do"
+        );
+        return Ok(Start::Idle);
+    }
+    // The checks passed: only now change the publication.
+    let ddl = db.ensure_publication(config).await?;
+    if ddl.is_empty() {
+        tracing::info!(publication = %config.publication, "PostgresCdcSource: publication up to date, no DDL run");
+    }
+    match (resume, slot) {
         (
             Resume::Stream {
                 lsn_commit,
                 partial,
             },
-            Some(info),
+            Some(_),
         ) => {
-            if let Some(flushed) = info.confirmed_flush
-                && flushed > lsn_commit
-            {
-                return Err(CdcError::Unsafe(format!(
-                    "replication slot {:?} has confirmed_flush_lsn {} past the committed offset's lsn_commit {}: \
-                     the changes between them were acknowledged by someone else and can no longer be read \
-                     (was the slot used by another consumer, or the offsets restored from an older backup?); {}",
-                    config.slot,
-                    lsn_text(flushed),
-                    lsn_text(lsn_commit),
-                    recovery_hint(config)
-                )));
-            }
             tracing::info!(
                 slot = %config.slot,
                 "PostgresCdcSource: resuming at lsn_commit {}{}",
@@ -147,6 +157,11 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
             create_and_snapshot(config).await
         }
         (Resume::Fresh | Resume::SnapshotUnfinished, None) => create_and_snapshot(config).await,
+        // Refused above.
+        (Resume::Stream { .. }, None) => Err(CdcError::Unsafe(format!(
+            "replication slot {:?} is missing",
+            config.slot
+        ))),
     }
 }
 

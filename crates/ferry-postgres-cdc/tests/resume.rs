@@ -165,17 +165,21 @@ async fn the_initial_snapshot_hands_off_to_the_stream_without_gap_or_duplicate()
     let fx = Fixture::new(&db, "snap", "id int PRIMARY KEY, note text").await?;
     let t = &fx.name;
     db.batch_execute(&format!(
-        "INSERT INTO public.{t} SELECT g, 'snap' FROM generate_series(1, 50) g"
+        "INSERT INTO public.{t} SELECT g, 'snap' FROM generate_series(1, 2500) g"
     ))
     .await?;
     let harness = TaskHarness::new("cdc");
     let config = fx.config(&[]);
     let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
     // Written while the snapshot may still be read: must come from the stream, exactly once.
-    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (51, 'stream'); UPDATE public.{t} SET note = 'upd' WHERE id = 1")).await?;
-    let records = poll_n(task.as_mut(), 52).await?;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2501, 'stream'); UPDATE public.{t} SET note = 'upd' WHERE id = 1")).await?;
+    let records = poll_n(task.as_mut(), 2502).await?;
     let snapshot: Vec<_> = records.iter().filter(|r| op(r) == Some("r")).collect();
-    assert_eq!(snapshot.len(), 50);
+    assert_eq!(
+        snapshot.len(),
+        2500,
+        "every row, across several cursor fetches"
+    );
     let markers: Vec<&str> = snapshot
         .iter()
         .map(|r| {
@@ -185,8 +189,9 @@ async fn the_initial_snapshot_hands_off_to_the_stream_without_gap_or_duplicate()
                 .unwrap_or("")
         })
         .collect();
-    assert_eq!((markers[0], markers[49]), ("first", "last"));
-    let last = snapshot[49].source_offset.clone().ok_or("no offset")?;
+    assert_eq!((markers[0], markers[2499]), ("first", "last"));
+    assert!(markers[1..2499].iter().all(|m| *m == "true"));
+    let last = snapshot[2499].source_offset.clone().ok_or("no offset")?;
     assert_eq!(
         last.get("snapshot").and_then(|v| v.as_str()),
         Some("INITIAL")
@@ -200,7 +205,7 @@ async fn the_initial_snapshot_hands_off_to_the_stream_without_gap_or_duplicate()
         .iter()
         .map(|r| (op(r), after(r, "id").as_i64().unwrap_or(-1)))
         .collect();
-    assert_eq!(ops, [(Some("c"), 51), (Some("u"), 1)]);
+    assert_eq!(ops, [(Some("c"), 2501), (Some("u"), 1)]);
     assert!(
         poll_for(task.as_mut(), Duration::from_millis(700))
             .await?
@@ -210,18 +215,52 @@ async fn the_initial_snapshot_hands_off_to_the_stream_without_gap_or_duplicate()
     harness.commit(&records).await?;
     task.stop().await?;
     drop(task);
-    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (52, 'after')"))
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2502, 'after')"))
         .await?;
     let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
     let again = poll_n(task.as_mut(), 1).await?;
     assert_eq!(
         (op(&again[0]), after(&again[0], "id").as_i64()),
-        (Some("c"), Some(52))
+        (Some("c"), Some(2502))
     );
     assert!(
         poll_for(task.as_mut(), Duration::from_millis(700))
             .await?
             .is_empty()
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_only_snapshots_once_then_streams_nothing() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "only", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1), (2)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "initial_only")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let records = poll_n(task.as_mut(), 2).await?;
+    assert!(records.iter().all(|r| op(r) == Some("r")));
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (3)"))
+        .await?;
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "no streaming"
+    );
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "no second snapshot"
     );
     task.stop().await?;
     Ok(())

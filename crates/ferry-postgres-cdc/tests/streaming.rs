@@ -184,3 +184,48 @@ async fn common_types_take_debeziums_logical_types() -> TestResult {
     task.stop().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_key_change_is_a_delete_and_a_create_naming_each_other() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "pkchange", "id int PRIMARY KEY, note text").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("ALTER TABLE public.{t} REPLICA IDENTITY FULL"))
+        .await?;
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1, 'x')"))
+        .await?;
+    db.batch_execute(&format!("UPDATE public.{t} SET note = 'y' WHERE id = 1"))
+        .await?;
+    db.batch_execute(&format!("UPDATE public.{t} SET id = 2 WHERE id = 1"))
+        .await?;
+    let records = poll_n(task.as_mut(), 5).await?;
+    let ops: Vec<Option<&str>> = records.iter().map(op).collect();
+    assert_eq!(
+        ops,
+        [Some("c"), Some("u"), Some("d"), None, Some("c")],
+        "{records:#?}"
+    );
+    // REPLICA IDENTITY FULL: the update's before is the whole old row.
+    let update = records[1].value.clone().unwrap_or_default();
+    assert_eq!(update["before"], json!({"id": 1, "note": "x"}));
+    assert_eq!(records[2].key, Some(json!({"id": 1})));
+    assert_eq!(records[2].headers[0].key, "__debezium.newkey");
+    assert_eq!(records[2].headers[0].value, json!({"id": 2}));
+    assert_eq!(
+        records[3].key,
+        Some(json!({"id": 1})),
+        "the old key's tombstone"
+    );
+    assert_eq!(records[4].key, Some(json!({"id": 2})));
+    assert_eq!(records[4].headers[0].key, "__debezium.oldkey");
+    assert_eq!(records[4].headers[0].value, json!({"id": 1}));
+    task.stop().await?;
+    Ok(())
+}
