@@ -515,8 +515,17 @@ impl Streamer {
                 let after = shape.value(&new, config)?;
                 (shape, Op::Create, key, None, Some(after))
             }
-            Message::Update { rel, old, new } => {
+            Message::Update { rel, old, mut new } => {
                 position.message_type = "UPDATE";
+                // An unchanged TOASTed value is not sent again; with REPLICA IDENTITY FULL the old
+                // row has it (as Debezium does). Otherwise the placeholder stands in (envelope).
+                if let Some(old) = &old {
+                    for (n, o) in new.iter_mut().zip(old) {
+                        if *n == Datum::Unchanged && matches!(o, Datum::Text(_)) {
+                            *n = o.clone();
+                        }
+                    }
+                }
                 let Some(shape) = self.shape(rel, position.lsn)? else {
                     return Ok(None);
                 };
