@@ -1,6 +1,7 @@
 //! The ordinary SQL connection: slot checks, publication management, table shapes.
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::{AutocreateMode, CdcConfig};
 use crate::error::CdcError;
@@ -44,16 +45,25 @@ impl Db {
             .user(&config.user)
             .dbname(&config.dbname)
             .options(SESSION_OPTIONS)
-            .application_name("ferry-cdc");
+            .application_name(format!("ferry-cdc-sql-{}", config.slot));
         if !config.password.is_empty() {
             pg.password(&config.password);
         }
+        pg.ssl_mode(config.tls.postgres_mode());
         let server = config.server();
-        let (client, connection) = pg.connect(NoTls).await.map_err(|source| CdcError::Sql {
-            what: "connecting".into(),
-            server: server.clone(),
-            source,
-        })?;
+        // Checked when the configuration was parsed; a file changed since is reported here.
+        let tls = config
+            .tls
+            .client_config()
+            .map_err(|reason| CdcError::Unsafe(format!("TLS settings of {server}: {reason}")))?;
+        let (client, connection) =
+            pg.connect(MakeRustlsConnect::new(tls))
+                .await
+                .map_err(|source| CdcError::Sql {
+                    what: format!("connecting (database.sslmode={:?})", config.tls.mode),
+                    server: server.clone(),
+                    source,
+                })?;
         tokio::spawn(async move {
             let _ = connection.await;
         });

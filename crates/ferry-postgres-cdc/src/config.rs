@@ -10,6 +10,8 @@ use ferry_api::config::{Issues, int_at_least, list, optional_string, required_st
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
 use regex::Regex;
 
+use crate::tls::{SslMode, Tls};
+
 /// `publication.autocreate.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutocreateMode {
@@ -80,13 +82,6 @@ pub struct Skipped {
     pub truncate: bool,
 }
 
-/// `database.sslmode`: only `disable` in this version (see the crate doc).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SslMode {
-    /// Plain TCP.
-    Disable,
-}
-
 /// A parsed configuration. `Debug` hides the password.
 #[derive(Clone)]
 pub struct CdcConfig {
@@ -102,8 +97,8 @@ pub struct CdcConfig {
     pub password: String,
     /// `database.dbname`
     pub dbname: String,
-    /// `database.sslmode`
-    pub sslmode: SslMode,
+    /// `database.sslmode`, `database.sslrootcert`, `database.sslcert`, `database.sslkey`
+    pub tls: Tls,
     /// `slot.name`
     pub slot: String,
     /// `slot.drop.on.stop`
@@ -205,18 +200,28 @@ impl CdcConfig {
         let user = required_string(config, "database.user", &mut issues);
         let password = config.get("database.password").cloned().unwrap_or_default();
         let dbname = required_string(config, "database.dbname", &mut issues);
-        let sslmode = match text(config, "database.sslmode").unwrap_or("disable") {
-            "disable" => Some(SslMode::Disable),
-            other => {
+        let sslmode = match SslMode::parse(text(config, "database.sslmode").unwrap_or("prefer")) {
+            Some(mode) => Some(mode),
+            None => {
                 issues.push(
                     "database.sslmode",
-                    format!(
-                        "{other:?} is not implemented yet by PostgresCdcSource: only disable (TLS for the replication connection is a later version)"
-                    ),
+                    "is not one of disable, prefer, require, verify-ca, verify-full",
                 );
                 None
             }
         };
+        let path = |key: &str| text(config, key).map(std::path::PathBuf::from);
+        let tls = sslmode.map(|mode| Tls {
+            mode,
+            root_cert: path("database.sslrootcert"),
+            cert: path("database.sslcert"),
+            key: path("database.sslkey"),
+        });
+        if let Some(tls) = &tls
+            && let Err(message) = tls.client_config()
+        {
+            issues.push("database.sslmode", message);
+        }
         let slot =
             optional_string(config, "slot.name", &mut issues).unwrap_or_else(|| "debezium".into());
         if !valid_slot_name(&slot) {
@@ -344,7 +349,7 @@ impl CdcConfig {
             port,
             user,
             dbname,
-            sslmode,
+            tls,
             autocreate,
             snapshot,
             decimal,
@@ -358,7 +363,7 @@ impl CdcConfig {
                 Some(port),
                 Some(user),
                 Some(dbname),
-                Some(sslmode),
+                Some(tls),
                 Some(autocreate),
                 Some(snapshot),
                 Some(decimal),
@@ -372,7 +377,7 @@ impl CdcConfig {
                 user,
                 password,
                 dbname,
-                sslmode,
+                tls,
                 slot,
                 drop_slot_on_stop,
                 publication,
@@ -497,10 +502,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("field.name.adjustment.mode", "field name adjustment"),
     ("database.initial.statements", "initial statements"),
     ("database.tcpKeepAlive", "TCP keepalive settings"),
-    ("database.sslcert", "TLS"),
-    ("database.sslkey", "TLS"),
     ("database.sslpassword", "TLS"),
-    ("database.sslrootcert", "TLS"),
     ("database.sslfactory", "TLS"),
     ("topic.naming.strategy", "custom topic names"),
     ("topic.delimiter", "custom topic names"),
@@ -527,7 +529,18 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::required("database.user", "a user with REPLICATION (and CREATE on the database for publication.autocreate.mode)"),
         ConfigKey::optional("database.password", None, "its password").secret(),
         ConfigKey::required("database.dbname", "the database to capture"),
-        ConfigKey::optional("database.sslmode", Some("disable"), "disable only in this version"),
+        ConfigKey::optional(
+            "database.sslmode",
+            Some("prefer"),
+            "disable | prefer | require | verify-ca | verify-full, as libpq",
+        ),
+        ConfigKey::optional(
+            "database.sslrootcert",
+            None,
+            "PEM file of the CA certificates (verify-ca, verify-full)",
+        ),
+        ConfigKey::optional("database.sslcert", None, "PEM file of the client certificate"),
+        ConfigKey::optional("database.sslkey", None, "PEM file of the client key"),
         ConfigKey::optional("slot.name", Some("debezium"), "the logical replication slot, created when missing"),
         ConfigKey::optional("slot.drop.on.stop", Some("false"), "drop the slot when the task stops (tests and demos only: changes made while stopped are lost)").of_type(ConfigType::Boolean),
         ConfigKey::optional("publication.name", Some("dbz_publication"), "the publication streamed"),

@@ -26,7 +26,10 @@
 //! LSN, and offers a gated session to run `CREATE_REPLICATION_SLOT … EXPORT_SNAPSHOT` on the
 //! same connection that then streams.
 //!
-//! Not yet: TLS (`database.sslmode=disable` only), chunked resumable snapshots, offset-only
+//! TLS: `database.sslmode` as libpq (default `prefer`, as Debezium), `database.sslrootcert`,
+//! `database.sslcert`, `database.sslkey` (PEM), on both connections.
+//!
+//! Not yet: chunked resumable snapshots, offset-only
 //! checkpoints of idle databases, primary-key-change headers, transaction metadata, heartbeats.
 
 mod catalog;
@@ -39,6 +42,7 @@ mod pgoutput;
 mod pump;
 mod stream;
 mod task;
+mod tls;
 mod types;
 
 pub use config::{
@@ -49,3 +53,4 @@ pub use error::CdcError;
 pub use offset::{Resume, partition, resume_from};
 pub use stream::{PgWireStream, ReplicationStream, WalEvent};
 pub use task::PostgresCdcTask;
+pub use tls::{SslMode, Tls};

@@ -2,7 +2,7 @@
 //! tested without a server; [`PgWireStream`] implements it with `pgwire-replication`.
 
 use async_trait::async_trait;
-use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent, TlsConfig};
+use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent};
 
 use crate::config::CdcConfig;
 use crate::error::CdcError;
@@ -74,7 +74,7 @@ impl PgWireStream {
             config.publication.clone(),
         )
         .with_port(config.port)
-        .with_tls(TlsConfig::disabled())
+        .with_tls(config.tls.wire())
         .with_start_lsn(Lsn::from_u64(start))
         .with_ack_lsn(Lsn::from_u64(ack))
         .with_status_interval(std::time::Duration::from_millis(config.status_interval_ms))
