@@ -129,6 +129,8 @@ pub struct CdcConfig {
     pub binary: BinaryMode,
     /// `status.update.interval.ms`: how often the standby status (and flushed LSN) is sent.
     pub status_interval_ms: u64,
+    /// `heartbeat.interval.ms`: 0 for none.
+    pub heartbeat_ms: u64,
 }
 
 impl fmt::Debug for CdcConfig {
@@ -328,13 +330,9 @@ impl CdcConfig {
                 None
             }
         };
-        match int_at_least(config, "heartbeat.interval.ms", Some(0), 0, &mut issues) {
-            Some(0) | None => {}
-            Some(_) => issues.push(
-                "heartbeat.interval.ms",
-                "heartbeats are not implemented yet by PostgresCdcSource: leave it unset or 0",
-            ),
-        }
+        let heartbeat_ms = int_at_least(config, "heartbeat.interval.ms", Some(0), 0, &mut issues)
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
         let status_interval_ms = int_at_least(
             config,
             "status.update.interval.ms",
@@ -393,6 +391,7 @@ impl CdcConfig {
                 time,
                 binary,
                 status_interval_ms,
+                heartbeat_ms,
             }),
             _ => Err(issues.into_vec()),
         }
@@ -555,7 +554,7 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional("decimal.handling.mode", Some("precise"), "precise | double | string"),
         ConfigKey::optional("time.precision.mode", Some("adaptive"), "adaptive | adaptive_time_microseconds | connect"),
         ConfigKey::optional("binary.handling.mode", Some("bytes"), "bytes | base64 | base64-url-safe | hex"),
-        ConfigKey::optional("heartbeat.interval.ms", Some("0"), "0 only in this version").of_type(ConfigType::Int),
+        ConfigKey::optional("heartbeat.interval.ms", Some("0"), "how often an idle stream emits a heartbeat record (topic __debezium-heartbeat.<prefix>) carrying the server's position, so the slot advances while captured tables are idle; 0: never").of_type(ConfigType::Int),
         ConfigKey::optional("status.update.interval.ms", Some("10000"), "how often the flushed (committed) LSN is sent to the server").of_type(ConfigType::Int),
     ];
     keys.extend(REFUSED.iter().map(|(key, _)| {
@@ -622,7 +621,7 @@ mod tests {
             "snapshot.mode"
         );
         assert_eq!(
-            issues(&[("heartbeat.interval.ms", "1000")])[0].key,
+            issues(&[("heartbeat.interval.ms", "-1")])[0].key,
             "heartbeat.interval.ms"
         );
     }

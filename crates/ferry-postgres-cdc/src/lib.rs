@@ -29,8 +29,14 @@
 //! TLS: `database.sslmode` as libpq (default `prefer`, as Debezium), `database.sslrootcert`,
 //! `database.sslcert`, `database.sslkey` (PEM), on both connections.
 //!
-//! Not yet: chunked resumable snapshots, offset-only
-//! checkpoints of idle databases, primary-key-change headers, transaction metadata, heartbeats.
+//! Idle or filtered databases: with `heartbeat.interval.ms` > 0, between transactions the task
+//! emits Debezium's heartbeat record whose offset is the server's last reported WAL position; once
+//! the commit cycle has made it durable, the slot is acknowledged there, so WAL does not pile up.
+//!
+//! Not yet: resumable (chunked, primary-key ordered) snapshots — a crashed snapshot starts
+//! again —, `snapshot.mode` `always`/`when_needed`, transaction metadata, logical decoding
+//! messages, proto v2 streaming of large transactions, and the types listed in `types` as
+//! falling back to their text (arrays, intervals, enums, hstore, geometry, …).
 
 mod catalog;
 mod config;

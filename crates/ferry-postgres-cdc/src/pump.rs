@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ferry_api::{Header, SourceRecord};
+use ferry_api::{Field, Header, Schema, SourceRecord};
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::SimpleQueryMessage;
 
@@ -112,6 +112,8 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
         partial,
         tx: None,
         held: None,
+        server_end: lsn_commit,
+        last_xid: 0,
     };
     streamer.run(pump).await
 }
@@ -305,13 +307,29 @@ struct Streamer {
     partial: Option<(u32, u64)>,
     tx: Option<Tx>,
     held: Option<Held>,
+    /// The server's WAL position from its last keepalive: every transaction committed before it
+    /// was sent.
+    server_end: u64,
+    /// The xid of the last transaction seen (for heartbeat offsets).
+    last_xid: u32,
 }
 
 impl Streamer {
     async fn run(&mut self, pump: &mut Pump) -> Result<(), CdcError> {
+        let heartbeats = pump.config.heartbeat_ms > 0;
+        let mut tick =
+            tokio::time::interval(Duration::from_millis(pump.config.heartbeat_ms.max(1)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let event = tokio::select! {
                 event = self.stream.recv() => event?,
+                _ = tick.tick(), if heartbeats => {
+                    if !self.heartbeat(pump).await {
+                        self.stream.close().await;
+                        return Ok(());
+                    }
+                    continue;
+                }
                 Ok(()) = pump.acks.changed() => {
                     // `changed` marked the value seen: acknowledge it now.
                     let lsn = *pump.acks.borrow_and_update();
@@ -337,6 +355,49 @@ impl Streamer {
         }
     }
 
+    /// Between transactions, a heartbeat record (Debezium's topic, key and value) whose offset is
+    /// the server's last reported position: once committed, the slot advances there although no
+    /// captured table changed (idle or filtered databases do not retain WAL). Returns `false` when
+    /// `poll` is gone.
+    async fn heartbeat(&mut self, pump: &Pump) -> bool {
+        if self.tx.is_some() || self.held.is_some() {
+            return true;
+        }
+        let at = self.server_end.max(self.last_commit);
+        self.last_commit = at;
+        let position = StreamPosition {
+            ts_usec: now_us(),
+            xid: self.last_xid,
+            lsn: at,
+            lsn_proc: at,
+            lsn_commit: at,
+            message_type: "COMMIT",
+            tx_events: None,
+        };
+        let prefix = &pump.config.prefix;
+        let record = SourceRecord::builder(format!("__debezium-heartbeat.{prefix}"))
+            .source_partition(crate::offset::partition(prefix))
+            .source_offset(stream_offset(&position))
+            .key(serde_json::json!({ "serverName": prefix }))
+            .key_schema(
+                Schema::struct_(
+                    "io.debezium.connector.common.ServerNameKey",
+                    [Field::new("serverName", Schema::string())],
+                )
+                .with_version(1),
+            )
+            .value(serde_json::json!({ "ts_ms": now_us() / 1000 }))
+            .value_schema(
+                Schema::struct_(
+                    "io.debezium.connector.common.Heartbeat",
+                    [Field::new("ts_ms", Schema::int64())],
+                )
+                .with_version(1),
+            )
+            .build();
+        Self::send(pump, vec![record]).await
+    }
+
     async fn send(pump: &Pump, records: Vec<SourceRecord>) -> bool {
         for record in records {
             if pump.out.send(Ok(record)).await.is_err() {
@@ -348,7 +409,7 @@ impl Streamer {
 
     async fn handle(&mut self, pump: &Pump, event: WalEvent) -> Result<bool, CdcError> {
         match event {
-            WalEvent::KeepAlive { .. } => {}
+            WalEvent::KeepAlive { wal_end } => self.server_end = self.server_end.max(wal_end),
             WalEvent::Begin {
                 xid,
                 commit_time_us,
@@ -395,7 +456,10 @@ impl Streamer {
                     }
                 }
                 self.last_commit = end_lsn;
-                self.tx = None;
+                self.server_end = self.server_end.max(end_lsn);
+                if let Some(tx) = self.tx.take() {
+                    self.last_xid = tx.xid;
+                }
             }
             WalEvent::Data { lsn, data } => {
                 let message = pgoutput::decode(&data).map_err(|reason| CdcError::Decode {

@@ -265,3 +265,68 @@ async fn initial_only_snapshots_once_then_streams_nothing() -> TestResult {
     task.stop().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_let_the_slot_advance_while_captured_tables_are_idle() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "idle", "id int PRIMARY KEY").await?;
+    // A busy table that is not captured (nor in the filtered publication).
+    let busy = Fixture::new(&db, "busy", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[
+        ("snapshot.mode", "no_data"),
+        ("heartbeat.interval.ms", "200"),
+    ]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let start = confirmed_flush(&db, &fx.name).await?.ok_or("no slot")?;
+    for i in 0..20 {
+        db.batch_execute(&format!("INSERT INTO public.{} VALUES ({i})", busy.name))
+            .await?;
+    }
+    let written: String = db
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await?
+        .get(0);
+    let (hi, lo) = written.split_once('/').ok_or("lsn")?;
+    let written = (u64::from_str_radix(hi, 16)? << 32) | u64::from_str_radix(lo, 16)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let records = task.poll().await?;
+        assert!(
+            records
+                .iter()
+                .all(|r| r.topic == "__debezium-heartbeat.srv"),
+            "only heartbeats: {records:#?}"
+        );
+        if let Some(last) = records.last() {
+            assert_eq!(last.value.as_ref().map(|v| v["ts_ms"].is_i64()), Some(true));
+            harness.commit(&records).await?;
+            task.commit().await?;
+        }
+        let flushed = confirmed_flush(&db, &fx.name).await?.unwrap_or(0);
+        if flushed >= written {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot stayed at {flushed} (start {start}) while the server wrote up to {written}"
+        );
+    }
+    // And nothing was lost: a change after the heartbeats still arrives once.
+    db.batch_execute(&format!("INSERT INTO public.{} VALUES (1)", fx.name))
+        .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let change = loop {
+        let records = task.poll().await?;
+        if let Some(r) = records.into_iter().find(|r| r.topic == fx.topic()) {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the change never came"
+        );
+    };
+    assert_eq!(after(&change, "id").as_i64(), Some(1));
+    task.stop().await?;
+    Ok(())
+}
