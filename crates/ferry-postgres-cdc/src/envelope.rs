@@ -301,3 +301,133 @@ impl TableSchema {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CdcConfig;
+    use crate::offset::{StreamPosition, stream_offset};
+
+    fn config() -> CdcConfig {
+        let config: ferry_api::Config = [
+            ("topic.prefix", "srv"),
+            ("database.hostname", "db"),
+            ("database.user", "u"),
+            ("database.dbname", "shop"),
+            ("database.sslmode", "disable"),
+            ("column.exclude.list", "public\\.orders\\.secret"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        match CdcConfig::parse(&config) {
+            Ok(config) => config,
+            Err(issues) => panic!("{issues:?}"),
+        }
+    }
+
+    fn column(name: &str, type_oid: u32, primary_key: bool) -> Column {
+        Column {
+            name: name.into(),
+            type_oid,
+            typmod: -1,
+            nullable: !primary_key,
+            primary_key,
+        }
+    }
+
+    #[test]
+    fn a_delete_is_debeziums_envelope_then_a_tombstone_without_a_server() {
+        let config = config();
+        let table = TableSchema::new(
+            "public",
+            "orders",
+            vec![
+                column("id", 23, true),
+                column("note", 25, false),
+                column("secret", 25, false),
+            ],
+            &config,
+        );
+        let row = vec![
+            Datum::Text("7".into()),
+            Datum::Null,
+            Datum::Text("s".into()),
+        ];
+        let key = table.key(&row, &config).ok().flatten();
+        let before = table.value(&row, &config).ok();
+        assert_eq!(key, Some(serde_json::json!({"id": 7})));
+        assert_eq!(
+            before,
+            Some(serde_json::json!({"id": 7, "note": null})),
+            "secret is excluded"
+        );
+        let position = StreamPosition {
+            ts_usec: 1_700_000_000_123_456,
+            xid: 9,
+            lsn: 200,
+            lsn_proc: 200,
+            lsn_commit: 100,
+            message_type: "DELETE",
+            tx_events: Some(1),
+        };
+        let source = SourceInfo {
+            ts_us: position.ts_usec,
+            snapshot: "false",
+            lsn_commit: Some(100),
+            lsn: Some(200),
+            tx_id: Some(9),
+        };
+        let records = table.records(
+            &config,
+            Op::Delete,
+            key,
+            before,
+            None,
+            &source,
+            stream_offset(&position),
+        );
+        assert_eq!(records.len(), 2);
+        let value = records[0].value.clone().unwrap_or_default();
+        assert_eq!(value["op"], "d");
+        assert_eq!(value["source"]["sequence"], "[\"100\",\"200\"]");
+        assert_eq!(value["source"]["ts_ms"], 1_700_000_000_123_i64);
+        assert_eq!(value["source"]["ts_ns"], 1_700_000_000_123_456_000_i64);
+        assert_eq!(value["source"]["db"], "shop");
+        assert_eq!(records[0].topic, "srv.public.orders");
+        let envelope = records[0]
+            .value_schema
+            .clone()
+            .unwrap_or_else(|| Schema::string());
+        assert_eq!(envelope.version, Some(2));
+        let source_schema = envelope.field("source").map(|f| f.schema.clone());
+        let names: Vec<String> = source_schema
+            .iter()
+            .flat_map(|s| s.fields().iter().map(|f| f.name.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "version",
+                "connector",
+                "name",
+                "ts_ms",
+                "snapshot",
+                "db",
+                "sequence",
+                "ts_us",
+                "ts_ns",
+                "schema",
+                "table",
+                "txId",
+                "lsn",
+                "xmin"
+            ]
+        );
+        assert!(
+            records[1].value.is_none() && records[1].key == records[0].key,
+            "the tombstone"
+        );
+        assert_eq!(records[1].source_offset, records[0].source_offset);
+    }
+}

@@ -270,3 +270,28 @@ async fn an_unchanged_toasted_value_is_the_old_value_or_debeziums_placeholder() 
     task.stop().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncate_is_emitted_when_not_skipped() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "truncate", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[("snapshot.mode", "no_data"), ("skipped.operations", "none")]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    db.batch_execute(&format!("TRUNCATE public.{}", fx.name))
+        .await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    let value = records[0].value.clone().unwrap_or_default();
+    assert_eq!(
+        (value["op"].as_str(), &value["before"], &value["after"]),
+        (Some("t"), &json!(null), &json!(null))
+    );
+    assert_eq!(records[0].key, None);
+    let offset = records[0].source_offset.clone().ok_or("no offset")?;
+    assert_eq!(
+        offset.get("messageType").and_then(|v| v.as_str()),
+        Some("TRUNCATE")
+    );
+    task.stop().await?;
+    Ok(())
+}
