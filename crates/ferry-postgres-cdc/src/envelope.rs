@@ -398,7 +398,7 @@ mod tests {
         let envelope = records[0]
             .value_schema
             .clone()
-            .unwrap_or_else(|| Schema::string());
+            .unwrap_or_else(Schema::string);
         assert_eq!(envelope.version, Some(2));
         let source_schema = envelope.field("source").map(|f| f.schema.clone());
         let names: Vec<String> = source_schema
