@@ -360,7 +360,9 @@ impl Streamer {
     /// captured table changed (idle or filtered databases do not retain WAL). Returns `false` when
     /// `poll` is gone.
     async fn heartbeat(&mut self, pump: &Pump) -> bool {
-        if self.tx.is_some() || self.held.is_some() {
+        // Not inside a transaction, and not before the partly emitted one a resume replays: its
+        // offset must keep saying how much of it to skip.
+        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
             return true;
         }
         let at = self.server_end.max(self.last_commit);
