@@ -215,12 +215,19 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
 }
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
-    if !hex.len().is_multiple_of(2) {
+    let nibble = |b: u8| match b {
+        b'0'..=b'9' => Ok(b - b'0'),
+        b'a'..=b'f' => Ok(b - b'a' + 10),
+        b'A'..=b'F' => Ok(b - b'A' + 10),
+        _ => Err("not hex".to_owned()),
+    };
+    let bytes = hex.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| "not hex".to_owned()))
+    bytes
+        .chunks(2)
+        .map(|pair| Ok((nibble(pair[0])? << 4) | nibble(pair[1])?))
         .collect()
 }
 
