@@ -8,6 +8,21 @@ use crate::error::CdcError;
 use crate::offset::parse_lsn;
 use crate::types::{Column, SESSION_OPTIONS};
 
+/// Where the stream looks up a table's columns when a Relation message announces it (the
+/// catalog in production, a fixed answer in tests of the stream without a server).
+#[async_trait::async_trait]
+pub trait ColumnSource: Send + Sync {
+    /// The columns of `schema.table` in table order, with nullability and primary key.
+    async fn columns(&self, schema: &str, table: &str) -> Result<Vec<Column>, CdcError>;
+}
+
+#[async_trait::async_trait]
+impl ColumnSource for Db {
+    async fn columns(&self, schema: &str, table: &str) -> Result<Vec<Column>, CdcError> {
+        Db::columns(self, schema, table).await
+    }
+}
+
 /// A connected client; its connection task ends when the client is dropped.
 pub struct Db {
     /// The client.

@@ -10,7 +10,7 @@ use ferry_api::{Field, Header, Schema, SourceRecord};
 use tokio::sync::{mpsc, watch};
 use tokio_postgres::SimpleQueryMessage;
 
-use crate::catalog::{Db, ident};
+use crate::catalog::{ColumnSource, Db, ident};
 use crate::config::CdcConfig;
 use crate::envelope::{Op, SourceInfo, TableSchema};
 use crate::error::CdcError;
@@ -55,8 +55,10 @@ pub enum Start {
 pub struct Pump {
     /// The configuration.
     pub config: Arc<CdcConfig>,
-    /// The SQL connection (table shapes, snapshot reads).
-    pub db: Db,
+    /// The SQL connection for snapshot reads (`None` only in tests of the stream).
+    pub db: Option<Arc<Db>>,
+    /// Table shapes for Relation messages (the same connection in production).
+    pub catalog: Arc<dyn ColumnSource>,
     /// Records to `poll`.
     pub out: mpsc::Sender<Item>,
     /// Committed `lsn_commit` values from `commit`.
@@ -129,7 +131,11 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
             source,
         }
     };
-    let client = &pump.db.client;
+    let db = pump
+        .db
+        .clone()
+        .ok_or_else(|| CdcError::Unsafe("no SQL connection to read the snapshot with".into()))?;
+    let client = &db.client;
     client
         .batch_execute(&format!(
             "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '{}'",
@@ -143,7 +149,7 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         .map_err(sql_err("reading the snapshot's transaction id".into()))?
         .get(0);
     let ts_us = now_us();
-    let tables = pump.db.captured_tables(&config).await?;
+    let tables = db.captured_tables(&config).await?;
     tracing::info!(
         tables = tables.len(),
         "PostgresCdcSource: snapshot of {} table(s) at consistent point {}",
@@ -154,7 +160,7 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
     let mut held: Option<(Arc<TableSchema>, Vec<Datum>, bool)> = None; // (table, row, first in table)
     let mut first_overall = true;
     for (schema, table) in tables {
-        let columns = pump.db.columns(&schema, &table).await?;
+        let columns = db.columns(&schema, &table).await?;
         let shape = Arc::new(TableSchema::new(&schema, &table, columns, &config));
         let list: Vec<String> = shape.columns().iter().map(|c| ident(&c.name)).collect();
         // A cursor bounds memory: the table is fetched SNAPSHOT_FETCH rows at a time.
@@ -516,7 +522,7 @@ async fn relation(pump: &Pump, rel: &Relation) -> Result<Option<Arc<TableSchema>
     if !pump.config.captures_table(&rel.namespace, &rel.name) {
         return Ok(None);
     }
-    let catalog = pump.db.columns(&rel.namespace, &rel.name).await?;
+    let catalog = pump.catalog.columns(&rel.namespace, &rel.name).await?;
     let columns = rel
         .columns
         .iter()
@@ -688,3 +694,7 @@ impl Streamer {
         Ok(Some((records, position)))
     }
 }
+
+#[cfg(test)]
+#[path = "pump_tests.rs"]
+mod tests;

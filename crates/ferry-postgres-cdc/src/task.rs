@@ -204,7 +204,7 @@ impl SourceTask for PostgresCdcTask {
                 )
             })?;
         let resume = resume_from(committed.as_ref())?;
-        let db = Db::connect(&config).await?;
+        let db = Arc::new(Db::connect(&config).await?);
         let start = prepare(&config, &db, resume).await?;
         let (out, records) = mpsc::channel(BATCH * 4);
         let (acks, acks_rx) = watch::channel(0);
@@ -212,7 +212,8 @@ impl SourceTask for PostgresCdcTask {
         let pump = tokio::spawn(pump::run(
             Pump {
                 config: config.clone(),
-                db,
+                catalog: db.clone(),
+                db: Some(db),
                 out,
                 acks: acks_rx,
                 stop: stop_rx,
