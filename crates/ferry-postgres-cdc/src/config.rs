@@ -32,6 +32,11 @@ pub enum SnapshotMode {
     InitialOnly,
     /// No snapshot: stream from the slot's consistent point (`never` is Debezium's old name).
     NoData,
+    /// A snapshot at every start (on a new slot), then stream.
+    Always,
+    /// As `initial`, and also when the committed position can no longer be resumed (the slot is
+    /// missing, lost, or past the offset): a new snapshot instead of failing.
+    WhenNeeded,
 }
 
 /// `decimal.handling.mode`.
@@ -268,11 +273,13 @@ impl CdcConfig {
             "initial_only" => Some(SnapshotMode::InitialOnly),
             // Debezium maps the deprecated `never` to `no_data`.
             "no_data" | "never" => Some(SnapshotMode::NoData),
-            other @ ("always" | "when_needed" | "configuration_based" | "custom" | "recovery") => {
+            "always" => Some(SnapshotMode::Always),
+            "when_needed" => Some(SnapshotMode::WhenNeeded),
+            other @ ("configuration_based" | "custom" | "recovery") => {
                 issues.push(
                     "snapshot.mode",
                     format!(
-                        "{other:?} is not implemented yet: use initial, initial_only or no_data"
+                        "{other:?} is not implemented yet: use initial, initial_only, no_data, always or when_needed"
                     ),
                 );
                 None
@@ -548,7 +555,7 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional("table.exclude.list", None, "regular expressions matching schema.table not to capture").of_type(ConfigType::List),
         ConfigKey::optional("column.include.list", None, "regular expressions matching schema.table.column to include").of_type(ConfigType::List),
         ConfigKey::optional("column.exclude.list", None, "regular expressions matching schema.table.column to leave out").of_type(ConfigType::List),
-        ConfigKey::optional("snapshot.mode", Some("initial"), "initial | initial_only | no_data (never)"),
+        ConfigKey::optional("snapshot.mode", Some("initial"), "initial | initial_only | no_data (never) | always | when_needed"),
         ConfigKey::optional("tombstones.on.delete", Some("true"), "a tombstone after each delete").of_type(ConfigType::Boolean),
         ConfigKey::optional("skipped.operations", Some("t"), "operations not emitted: c, u, d, t or none").of_type(ConfigType::List),
         ConfigKey::optional("decimal.handling.mode", Some("precise"), "precise | double | string"),
@@ -617,7 +624,7 @@ mod tests {
             "plugin.name"
         );
         assert_eq!(
-            issues(&[("snapshot.mode", "when_needed")])[0].key,
+            issues(&[("snapshot.mode", "custom")])[0].key,
             "snapshot.mode"
         );
         assert_eq!(

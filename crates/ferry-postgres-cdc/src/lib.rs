@@ -34,7 +34,7 @@
 //! the commit cycle has made it durable, the slot is acknowledged there, so WAL does not pile up.
 //!
 //! Not yet: resumable (chunked, primary-key ordered) snapshots — a crashed snapshot starts
-//! again —, `snapshot.mode` `always`/`when_needed`, transaction metadata, logical decoding
+//! again —, `snapshot.mode` `configuration_based`/`custom`, transaction metadata, logical decoding
 //! messages, proto v2 streaming of large transactions, and the types listed in `types` as
 //! falling back to their text (arrays, intervals, enums, hstore, geometry, …).
 

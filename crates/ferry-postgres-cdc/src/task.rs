@@ -9,7 +9,7 @@ use ferry_api::{ConnectError, OffsetStorageReader, SourceRecord, SourceTask, Sou
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::catalog::Db;
+use crate::catalog::{Db, SlotInfo};
 use crate::config::{CdcConfig, SnapshotMode};
 use crate::error::CdcError;
 use crate::offset::{Resume, lsn_text, partition, resume_from};
@@ -68,39 +68,18 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
                 config.slot, info.database, config.dbname
             )));
         }
-        if info.wal_status.as_deref() == Some("lost") {
-            return Err(CdcError::Unsafe(format!(
-                "replication slot {:?} has wal_status=lost: PostgreSQL removed WAL the slot still needed \
-                 (max_slot_wal_keep_size), so changes were lost; {}",
-                config.slot,
-                recovery_hint(config)
-            )));
+    }
+    if config.snapshot == SnapshotMode::Always {
+        tracing::warn!(slot = %config.slot, "PostgresCdcSource: snapshot.mode=always: taking a new snapshot");
+        return resnapshot(config, db, slot.is_some()).await;
+    }
+    if let Some(lost) = lost_position(config, &resume, slot.as_ref()) {
+        if config.snapshot != SnapshotMode::WhenNeeded {
+            return Err(CdcError::Unsafe(lost));
         }
-    }
-    if let (Resume::Stream { lsn_commit, .. }, Some(info)) = (&resume, &slot)
-        && let Some(flushed) = info.confirmed_flush
-        && flushed > *lsn_commit
-    {
-        return Err(CdcError::Unsafe(format!(
-            "replication slot {:?} has confirmed_flush_lsn {} past the committed offset's lsn_commit {}: \
-             the changes between them were acknowledged by someone else and can no longer be read \
-             (was the slot used by another consumer, or the offsets restored from an older backup?); {}",
-            config.slot,
-            lsn_text(flushed),
-            lsn_text(*lsn_commit),
-            recovery_hint(config)
-        )));
-    }
-    if let (Resume::Stream { lsn_commit, .. }, None) = (&resume, &slot) {
-        return Err(CdcError::Unsafe(format!(
-            "replication slot {:?} does not exist on {}, but offsets were committed up to LSN {}: every change \
-             after that LSN is lost (the slot was dropped or never created here). Ferry will not \
-             recreate it silently; {}",
-            config.slot,
-            config.server(),
-            lsn_text(*lsn_commit),
-            recovery_hint(config)
-        )));
+        // The user asked for a new snapshot whenever the committed position cannot be resumed.
+        tracing::warn!(slot = %config.slot, "PostgresCdcSource: {lost}; snapshot.mode=when_needed: taking a new snapshot");
+        return resnapshot(config, db, slot.is_some()).await;
     }
     if config.snapshot == SnapshotMode::InitialOnly && matches!(resume, Resume::Stream { .. }) {
         tracing::info!(
@@ -144,6 +123,11 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
                 partial: None,
             })
         }
+        (Resume::Fresh, Some(_)) if config.snapshot == SnapshotMode::WhenNeeded => {
+            tracing::warn!(slot = %config.slot, "PostgresCdcSource: no committed offset and slot {} exists; snapshot.mode=when_needed: dropping it for a new snapshot", config.slot);
+            db.drop_slot(&config.slot).await?;
+            create_and_snapshot(config).await
+        }
         (Resume::Fresh, Some(_)) => Err(CdcError::Unsafe(format!(
             "replication slot {:?} already exists but no offset was committed: a consistent initial snapshot \
              needs a slot created with it. Drop the slot (SELECT pg_drop_replication_slot('{}')) if nobody \
@@ -163,6 +147,60 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
             config.slot
         ))),
     }
+}
+
+/// Why the committed position cannot be resumed from this slot (what was lost, how to recover),
+/// `None` when it can.
+fn lost_position(config: &CdcConfig, resume: &Resume, slot: Option<&SlotInfo>) -> Option<String> {
+    if let Some(info) = slot
+        && info.wal_status.as_deref() == Some("lost")
+    {
+        return Some(format!(
+            "replication slot {:?} has wal_status=lost: PostgreSQL removed WAL the slot still needed \
+             (max_slot_wal_keep_size), so changes were lost; {}",
+            config.slot,
+            recovery_hint(config)
+        ));
+    }
+    let Resume::Stream { lsn_commit, .. } = resume else {
+        return None;
+    };
+    match slot {
+        None => Some(format!(
+            "replication slot {:?} does not exist on {}, but offsets were committed up to LSN {}: every change \
+             after that LSN is lost (the slot was dropped or never created here). Ferry will not \
+             recreate it silently; {}",
+            config.slot,
+            config.server(),
+            lsn_text(*lsn_commit),
+            recovery_hint(config)
+        )),
+        Some(info) => match info.confirmed_flush {
+            Some(flushed) if flushed > *lsn_commit => Some(format!(
+                "replication slot {:?} has confirmed_flush_lsn {} past the committed offset's lsn_commit {}: \
+                 the changes between them were acknowledged by someone else and can no longer be read \
+                 (was the slot used by another consumer, or the offsets restored from an older backup?); {}",
+                config.slot,
+                lsn_text(flushed),
+                lsn_text(*lsn_commit),
+                recovery_hint(config)
+            )),
+            _ => None,
+        },
+    }
+}
+
+/// A new slot and snapshot, dropping the old slot first when there is one.
+async fn resnapshot(config: &CdcConfig, db: &Db, slot_exists: bool) -> Result<Start, CdcError> {
+    let ddl = db.ensure_publication(config).await?;
+    if ddl.is_empty() {
+        tracing::info!(publication = %config.publication, "PostgresCdcSource: publication up to date, no DDL run");
+    }
+    if slot_exists {
+        tracing::warn!(slot = %config.slot, "PostgresCdcSource: dropping replication slot {} to take a new snapshot", config.slot);
+        db.drop_slot(&config.slot).await?;
+    }
+    create_and_snapshot(config).await
 }
 
 async fn create_and_snapshot(config: &CdcConfig) -> Result<Start, CdcError> {

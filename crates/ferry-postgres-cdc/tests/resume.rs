@@ -330,3 +330,59 @@ async fn heartbeats_let_the_slot_advance_while_captured_tables_are_idle() -> Tes
     task.stop().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_needed_takes_a_new_snapshot_instead_of_failing_on_a_dropped_slot() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "needed", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "when_needed")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    db.execute("SELECT pg_drop_replication_slot($1)", &[&fx.name])
+        .await?;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2)"))
+        .await?;
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let again = poll_n(task.as_mut(), 2).await?;
+    let read: Vec<(Option<&str>, Option<i64>)> = again
+        .iter()
+        .map(|r| (op(r), after(r, "id").as_i64()))
+        .collect();
+    assert_eq!(
+        read,
+        [(Some("r"), Some(1)), (Some("r"), Some(2))],
+        "a new snapshot of the current rows"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_takes_a_snapshot_at_every_start() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "always", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "always")]);
+    let harness = TaskHarness::new("cdc");
+    for run in 0..2 {
+        let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+        let records = poll_n(task.as_mut(), 1).await?;
+        assert_eq!(
+            (op(&records[0]), after(&records[0], "id").as_i64()),
+            (Some("r"), Some(1)),
+            "run {run}"
+        );
+        harness.commit(&records).await?;
+        task.stop().await?;
+    }
+    Ok(())
+}
