@@ -100,7 +100,21 @@ fn debeziums_class_snapshots_streams_and_resumes_into_a_json_lines_file() {
     ));
     let mut ferry = Ferry::standalone(&ws, "run2", &worker, &[&connector]);
     SinkTail::new(&ws.sink_path()).wait_for(&mut ferry, 6);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The worker's offset commits reach the slot: it advances past the change of row 4 (to its
+    // commit), which only `commit()` after the offset flush can report.
+    let change = read_sink(&ws.sink_path())
+        .into_iter()
+        .find(|l| l["value"]["after"]["id"] == 4)
+        .and_then(|l| l["value"]["source"]["lsn"].as_i64())
+        .expect("row 4 has a source.lsn");
+    let flushed = format!(
+        "SELECT COALESCE((confirmed_flush_lsn - '0/0')::bigint, 0) FROM pg_replication_slots \
+         WHERE slot_name = '{}'",
+        table.name
+    );
+    ferry.wait_until("the slot acknowledged through the commit cycle", || {
+        (pg.scalar(&flushed) > change).then_some(())
+    });
     ferry.terminate_cleanly();
 
     let lines = read_sink(&ws.sink_path());
