@@ -185,10 +185,14 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
                 _ => Json::from(micros),
             }
         }
+        // Debezium writes PostgreSQL's own words for the infinities.
+        TIMESTAMPTZ if text == "infinity" || text == "-infinity" => Json::String(text.to_owned()),
         TIMESTAMPTZ => {
             let (local, offset) = split_offset(text)?;
             let micros = timestamp_micros(local)? - offset;
-            Json::String(iso_utc(micros))
+            // Debezium pads the fraction to the column's precision (`ZonedTimestamp` with a
+            // fractional width); precision 0 has none.
+            Json::String(iso_utc(micros, time_precision(column.typmod)))
         }
         TIMETZ => {
             let (local, offset) = split_offset(text)?;
@@ -382,14 +386,26 @@ fn clock(micros_of_day: i64) -> String {
     out
 }
 
-/// ISO-8601 in UTC, as Debezium's `ZonedTimestamp` writes it: `2024-01-31T12:34:56.789Z`.
-fn iso_utc(micros: i64) -> String {
+/// ISO-8601 in UTC as Debezium's `ZonedTimestamp` writes a column of `precision` fractional
+/// digits: `2024-01-31T12:34:56.789000Z` for precision 6, no fraction for precision 0.
+fn iso_utc(micros: i64, precision: i32) -> String {
     let days = micros.div_euclid(86_400_000_000);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{}Z",
-        clock(micros.rem_euclid(86_400_000_000))
-    )
+    let of_day = micros.rem_euclid(86_400_000_000);
+    let secs = of_day / 1_000_000;
+    let mut out = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if let Ok(width @ 1..=6) = usize::try_from(precision) {
+        let digits = format!("{:06}", of_day % 1_000_000);
+        out.push('.');
+        out.push_str(digits.get(..width).unwrap_or_default());
+    }
+    out.push('Z');
+    out
 }
 
 #[cfg(test)]
@@ -418,9 +434,9 @@ mod tests {
         );
         let (local, offset) = split_offset("2024-01-31 12:00:00.5+05:30").unwrap_or(("", 0));
         assert_eq!((local, offset), ("2024-01-31 12:00:00.5", 19_800_000_000));
-        assert_eq!(
-            iso_utc(timestamp_micros("2024-01-31 06:30:00.5").unwrap_or(0)),
-            "2024-01-31T06:30:00.5Z"
-        );
+        let micros = timestamp_micros("2024-01-31 06:30:00.5").unwrap_or(0);
+        assert_eq!(iso_utc(micros, 6), "2024-01-31T06:30:00.500000Z");
+        assert_eq!(iso_utc(micros, 1), "2024-01-31T06:30:00.5Z");
+        assert_eq!(iso_utc(micros - 500_000, 0), "2024-01-31T06:30:00Z");
     }
 }
