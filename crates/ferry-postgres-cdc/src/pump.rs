@@ -157,9 +157,11 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         lsn_text(point)
     );
     // One row of lookahead: a row's snapshot marker depends on what follows it.
-    let mut held: Option<(Arc<TableSchema>, Vec<Datum>, bool)> = None; // (table, row, first in table)
-    let mut first_overall = true;
-    for (schema, table) in tables {
+    // (table, row, first row of its table, first table); Debezium's markers: `last` for the
+    // last row, `first` for the first row of the first table, then `last_in_data_collection`,
+    // `first_in_data_collection`, else `true`.
+    let mut held: Option<(Arc<TableSchema>, Vec<Datum>, bool, bool)> = None;
+    for (index, (schema, table)) in tables.into_iter().enumerate() {
         let columns = db.columns(&schema, &table).await?;
         let shape = Arc::new(TableSchema::new(&schema, &table, columns, &config));
         let list: Vec<String> = shape.columns().iter().map(|c| ident(&c.name)).collect();
@@ -195,17 +197,14 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
                             .map_or(Datum::Null, |t| Datum::Text(t.to_owned()))
                     })
                     .collect();
-                if let Some((t, d, first)) = held.take() {
+                if let Some((t, d, first, first_table)) = held.take() {
                     let last_in_table = !Arc::ptr_eq(&t, &shape);
-                    let marker = marker(first && first_overall, first, last_in_table, false);
-                    if first {
-                        first_overall = false;
-                    }
+                    let marker = marker(first && first_table, first, last_in_table, false);
                     if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, false).await? {
                         return Ok(false);
                     }
                 }
-                held = Some((shape.clone(), datums, first_in_table));
+                held = Some((shape.clone(), datums, first_in_table, index == 0));
                 first_in_table = false;
             }
             if fetched < SNAPSHOT_FETCH {
@@ -219,8 +218,8 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
                 "closing the snapshot cursor of {schema}.{table}"
             )))?;
     }
-    if let Some((t, d, first)) = held.take() {
-        let marker = marker(first && first_overall, first, true, true);
+    if let Some((t, d, first, first_table)) = held.take() {
+        let marker = marker(first && first_table, first, true, true);
         if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, true).await? {
             return Ok(false);
         }
@@ -233,15 +232,10 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
     Ok(true)
 }
 
-fn marker(
-    first_overall: bool,
-    first_in_table: bool,
-    last_in_table: bool,
-    last: bool,
-) -> &'static str {
+fn marker(first: bool, first_in_table: bool, last_in_table: bool, last: bool) -> &'static str {
     if last {
         "last"
-    } else if first_overall {
+    } else if first {
         "first"
     } else if last_in_table {
         "last_in_data_collection"

@@ -270,3 +270,21 @@ async fn acknowledgements_reach_the_stream_as_they_are_committed() {
     }
     panic!("300 was never acknowledged");
 }
+
+#[test]
+fn snapshot_markers_follow_debeziums_precedence() {
+    use super::marker;
+    // (first row of the first table, first in table, last in table, last overall)
+    assert_eq!(marker(true, true, true, true), "last", "a single row");
+    assert_eq!(
+        marker(true, true, true, false),
+        "first",
+        "first table, one row, more tables"
+    );
+    assert_eq!(marker(false, true, true, false), "last_in_data_collection");
+    assert_eq!(
+        marker(false, true, false, false),
+        "first_in_data_collection"
+    );
+    assert_eq!(marker(false, false, false, false), "true");
+}
