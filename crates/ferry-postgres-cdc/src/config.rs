@@ -182,24 +182,7 @@ impl CdcConfig {
     /// Every bad or refused key.
     pub fn parse(config: &Config) -> Result<Self, Vec<ConfigIssue>> {
         let mut issues = Issues::default();
-        for (key, why) in REFUSED {
-            if config.contains_key(*key) {
-                issues.push(
-                    key,
-                    format!(
-                        "is a Debezium setting Ferry's PostgresCdcSource does not implement yet ({why}); remove it"
-                    ),
-                );
-            }
-        }
-        if let Some(plugin) = text(config, "plugin.name")
-            && plugin != "pgoutput"
-        {
-            issues.push(
-                "plugin.name",
-                format!("{plugin:?} is not supported: only pgoutput (built into PostgreSQL 10+)"),
-            );
-        }
+        refuse(config, &mut issues);
         let prefix = required_string(config, "topic.prefix", &mut issues);
         let host = required_string(config, "database.hostname", &mut issues);
         let port = int_at_least(config, "database.port", Some(5432), 1, &mut issues)
@@ -207,28 +190,7 @@ impl CdcConfig {
         let user = required_string(config, "database.user", &mut issues);
         let password = config.get("database.password").cloned().unwrap_or_default();
         let dbname = required_string(config, "database.dbname", &mut issues);
-        let sslmode = match SslMode::parse(text(config, "database.sslmode").unwrap_or("prefer")) {
-            Some(mode) => Some(mode),
-            None => {
-                issues.push(
-                    "database.sslmode",
-                    "is not one of disable, prefer, require, verify-ca, verify-full",
-                );
-                None
-            }
-        };
-        let path = |key: &str| text(config, key).map(std::path::PathBuf::from);
-        let tls = sslmode.map(|mode| Tls {
-            mode,
-            root_cert: path("database.sslrootcert"),
-            cert: path("database.sslcert"),
-            key: path("database.sslkey"),
-        });
-        if let Some(tls) = &tls
-            && let Err(message) = tls.client_config()
-        {
-            issues.push("database.sslmode", message);
-        }
+        let tls = tls(config, &mut issues);
         let slot =
             optional_string(config, "slot.name", &mut issues).unwrap_or_else(|| "debezium".into());
         if !valid_slot_name(&slot) {
@@ -240,18 +202,18 @@ impl CdcConfig {
         let drop_slot_on_stop = boolean(config, "slot.drop.on.stop", false, &mut issues);
         let publication = optional_string(config, "publication.name", &mut issues)
             .unwrap_or_else(|| "dbz_publication".into());
-        let autocreate = match text(config, "publication.autocreate.mode").unwrap_or("all_tables") {
-            "disabled" => Some(AutocreateMode::Disabled),
-            "filtered" => Some(AutocreateMode::Filtered),
-            "all_tables" => Some(AutocreateMode::AllTables),
-            other => {
-                issues.push(
-                    "publication.autocreate.mode",
-                    format!("{other:?} is not one of disabled, filtered, all_tables"),
-                );
-                None
-            }
-        };
+        let autocreate = choice(
+            config,
+            "publication.autocreate.mode",
+            "all_tables",
+            &[
+                ("disabled", AutocreateMode::Disabled),
+                ("filtered", AutocreateMode::Filtered),
+                ("all_tables", AutocreateMode::AllTables),
+            ],
+            &[],
+            &mut issues,
+        );
         let table_include = regexes(config, "table.include.list", &mut issues);
         let table_exclude = regexes(config, "table.exclude.list", &mut issues);
         if !table_include.is_empty() && !table_exclude.is_empty() {
@@ -268,75 +230,28 @@ impl CdcConfig {
                 "cannot be set together with column.include.list",
             );
         }
-        let snapshot = match text(config, "snapshot.mode").unwrap_or("initial") {
-            "initial" => Some(SnapshotMode::Initial),
-            "initial_only" => Some(SnapshotMode::InitialOnly),
-            // Debezium maps the deprecated `never` to `no_data`.
-            "no_data" | "never" => Some(SnapshotMode::NoData),
-            "always" => Some(SnapshotMode::Always),
-            "when_needed" => Some(SnapshotMode::WhenNeeded),
-            other @ ("configuration_based" | "custom" | "recovery") => {
-                issues.push(
-                    "snapshot.mode",
-                    format!(
-                        "{other:?} is not implemented yet: use initial, initial_only, no_data, always or when_needed"
-                    ),
-                );
-                None
-            }
-            other => {
-                issues.push("snapshot.mode", format!("{other:?} is not a snapshot mode"));
-                None
-            }
-        };
+        let snapshot = choice(
+            config,
+            "snapshot.mode",
+            "initial",
+            &[
+                ("initial", SnapshotMode::Initial),
+                ("initial_only", SnapshotMode::InitialOnly),
+                ("no_data", SnapshotMode::NoData),
+                // Debezium maps the deprecated `never` to `no_data`.
+                ("never", SnapshotMode::NoData),
+                ("always", SnapshotMode::Always),
+                ("when_needed", SnapshotMode::WhenNeeded),
+            ],
+            &["configuration_based", "custom", "recovery"],
+            &mut issues,
+        );
         let tombstones = boolean(config, "tombstones.on.delete", true, &mut issues);
         let skipped = skipped_operations(
             text(config, "skipped.operations").unwrap_or("t"),
             &mut issues,
         );
-        let decimal = match text(config, "decimal.handling.mode").unwrap_or("precise") {
-            "precise" => Some(DecimalMode::Precise),
-            "double" => Some(DecimalMode::Double),
-            "string" => Some(DecimalMode::String),
-            other => {
-                issues.push(
-                    "decimal.handling.mode",
-                    format!("{other:?} is not one of precise, double, string"),
-                );
-                None
-            }
-        };
-        let time = match text(config, "time.precision.mode").unwrap_or("adaptive") {
-            "adaptive" => Some(TimeMode::Adaptive),
-            "adaptive_time_microseconds" => Some(TimeMode::AdaptiveTimeMicroseconds),
-            "connect" => Some(TimeMode::Connect),
-            other @ "isostring" => {
-                issues.push("time.precision.mode", format!("{other:?} is not implemented yet: use adaptive, adaptive_time_microseconds or connect"));
-                None
-            }
-            other => {
-                issues.push(
-                    "time.precision.mode",
-                    format!(
-                        "{other:?} is not one of adaptive, adaptive_time_microseconds, connect"
-                    ),
-                );
-                None
-            }
-        };
-        let binary = match text(config, "binary.handling.mode").unwrap_or("bytes") {
-            "bytes" => Some(BinaryMode::Bytes),
-            "base64" => Some(BinaryMode::Base64),
-            "base64-url-safe" => Some(BinaryMode::Base64UrlSafe),
-            "hex" => Some(BinaryMode::Hex),
-            other => {
-                issues.push(
-                    "binary.handling.mode",
-                    format!("{other:?} is not one of bytes, base64, base64-url-safe, hex"),
-                );
-                None
-            }
-        };
+        let (decimal, time, binary) = value_modes(config, &mut issues);
         let heartbeat_ms = int_at_least(config, "heartbeat.interval.ms", Some(0), 0, &mut issues)
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
@@ -403,6 +318,136 @@ impl CdcConfig {
             _ => Err(issues.into_vec()),
         }
     }
+}
+
+/// Refuses, by name, every Debezium key not implemented, and any plugin but pgoutput.
+fn refuse(config: &Config, issues: &mut Issues) {
+    for (key, why) in REFUSED {
+        if config.contains_key(*key) {
+            issues.push(
+                key,
+                format!(
+                    "is a Debezium setting Ferry's PostgresCdcSource does not implement yet \
+                     ({why}); remove it"
+                ),
+            );
+        }
+    }
+    if let Some(plugin) = text(config, "plugin.name")
+        && plugin != "pgoutput"
+    {
+        issues.push(
+            "plugin.name",
+            format!("{plugin:?} is not supported: only pgoutput (built into PostgreSQL 10+)"),
+        );
+    }
+}
+
+/// `database.sslmode`, `sslrootcert`, `sslcert`, `sslkey`; the files are read once here so a
+/// bad one is a configuration issue.
+fn tls(config: &Config, issues: &mut Issues) -> Option<Tls> {
+    let sslmode = choice(
+        config,
+        "database.sslmode",
+        "prefer",
+        &[
+            ("disable", SslMode::Disable),
+            ("prefer", SslMode::Prefer),
+            ("require", SslMode::Require),
+            ("verify-ca", SslMode::VerifyCa),
+            ("verify-full", SslMode::VerifyFull),
+        ],
+        &[],
+        issues,
+    );
+    let path = |key: &str| text(config, key).map(std::path::PathBuf::from);
+    let tls = sslmode.map(|mode| Tls {
+        mode,
+        root_cert: path("database.sslrootcert"),
+        cert: path("database.sslcert"),
+        key: path("database.sslkey"),
+    });
+    if let Some(tls) = &tls
+        && let Err(message) = tls.client_config()
+    {
+        issues.push("database.sslmode", message);
+    }
+    tls
+}
+
+/// `decimal.handling.mode`, `time.precision.mode`, `binary.handling.mode`.
+fn value_modes(
+    config: &Config,
+    issues: &mut Issues,
+) -> (Option<DecimalMode>, Option<TimeMode>, Option<BinaryMode>) {
+    let decimal = choice(
+        config,
+        "decimal.handling.mode",
+        "precise",
+        &[
+            ("precise", DecimalMode::Precise),
+            ("double", DecimalMode::Double),
+            ("string", DecimalMode::String),
+        ],
+        &[],
+        issues,
+    );
+    let time = choice(
+        config,
+        "time.precision.mode",
+        "adaptive",
+        &[
+            ("adaptive", TimeMode::Adaptive),
+            (
+                "adaptive_time_microseconds",
+                TimeMode::AdaptiveTimeMicroseconds,
+            ),
+            ("connect", TimeMode::Connect),
+        ],
+        &["isostring", "microseconds", "nanoseconds"],
+        issues,
+    );
+    let binary = choice(
+        config,
+        "binary.handling.mode",
+        "bytes",
+        &[
+            ("bytes", BinaryMode::Bytes),
+            ("base64", BinaryMode::Base64),
+            ("base64-url-safe", BinaryMode::Base64UrlSafe),
+            ("hex", BinaryMode::Hex),
+        ],
+        &[],
+        issues,
+    );
+    (decimal, time, binary)
+}
+
+/// One of `options` (by name), `default` when absent; a value in `later` is Debezium's but not
+/// implemented yet, said so.
+fn choice<T: Copy>(
+    config: &Config,
+    key: &str,
+    default: &str,
+    options: &[(&str, T)],
+    later: &[&str],
+    issues: &mut Issues,
+) -> Option<T> {
+    let value = text(config, key).unwrap_or(default);
+    if let Some((_, v)) = options.iter().find(|(name, _)| *name == value) {
+        return Some(*v);
+    }
+    let names: Vec<&str> = options.iter().map(|(name, _)| *name).collect();
+    let names = names.join(", ");
+    if later.contains(&value) {
+        issues.push(
+            key,
+            format!("{value:?} is not implemented yet by PostgresCdcSource: use one of {names}"),
+        );
+    } else {
+        issues.push(key, format!("{value:?} is not one of {names}"));
+    }
+    None
 }
 
 fn valid_slot_name(name: &str) -> bool {

@@ -510,6 +510,50 @@ impl Streamer {
     }
 }
 
+/// A primary-key change is, as in Debezium, a delete of the old key (and its tombstone) then a
+/// create of the new one, each naming the other key in a header.
+fn key_change(
+    shape: &TableSchema,
+    config: &CdcConfig,
+    (old_key, new_key): (serde_json::Value, serde_json::Value),
+    (before, after): (Option<serde_json::Value>, serde_json::Value),
+    source: &SourceInfo,
+    offset: ferry_api::SourceOffset,
+) -> Vec<SourceRecord> {
+    let mut records = shape.records(
+        config,
+        Op::Delete,
+        Some(old_key.clone()),
+        before,
+        None,
+        source,
+        offset.clone(),
+    );
+    if let Some(delete) = records.first_mut() {
+        delete.headers.push(Header {
+            key: "__debezium.newkey".into(),
+            value: new_key.clone(),
+        });
+    }
+    let mut create = shape.records(
+        config,
+        Op::Create,
+        Some(new_key),
+        None,
+        Some(after),
+        source,
+        offset,
+    );
+    if let Some(create) = create.first_mut() {
+        create.headers.push(Header {
+            key: "__debezium.oldkey".into(),
+            value: old_key,
+        });
+    }
+    records.extend(create);
+    records
+}
+
 /// The schemas of a relation the stream announced, `None` when not captured. Types come from the
 /// Relation message; nullability and the primary key from the catalog.
 async fn relation(pump: &Pump, rel: &Relation) -> Result<Option<Arc<TableSchema>>, CdcError> {
@@ -609,40 +653,14 @@ impl Streamer {
                 if let (Some(old_key), Some(new_key)) = (old_key, key.clone())
                     && old_key != new_key
                 {
-                    // A primary-key change is, as in Debezium, a delete of the old key (and its
-                    // tombstone) then a create of the new one, each naming the other key in a header.
-                    let offset = stream_offset(&position);
-                    let mut records = shape.records(
+                    let records = key_change(
+                        &shape,
                         config,
-                        Op::Delete,
-                        Some(old_key.clone()),
-                        before,
-                        None,
+                        (old_key, new_key),
+                        (before, after),
                         &source(&shape),
-                        offset.clone(),
+                        stream_offset(&position),
                     );
-                    if let Some(delete) = records.first_mut() {
-                        delete.headers.push(Header {
-                            key: "__debezium.newkey".into(),
-                            value: new_key.clone(),
-                        });
-                    }
-                    let mut create = shape.records(
-                        config,
-                        Op::Create,
-                        Some(new_key),
-                        None,
-                        Some(after),
-                        &source(&shape),
-                        offset,
-                    );
-                    if let Some(create) = create.first_mut() {
-                        create.headers.push(Header {
-                            key: "__debezium.oldkey".into(),
-                            value: old_key,
-                        });
-                    }
-                    records.extend(create);
                     return Ok(Some((records, position)));
                 }
                 (shape, Op::Update, key, before, Some(after))
