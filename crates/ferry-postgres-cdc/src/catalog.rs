@@ -116,6 +116,22 @@ impl Db {
         }))
     }
 
+    /// Whether a walsender still holds the slot (`false` when the slot does not exist).
+    ///
+    /// # Errors
+    /// The query failed.
+    pub async fn slot_active(&self, slot: &str) -> Result<bool, CdcError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                &[&slot],
+            )
+            .await
+            .map_err(self.err("reading pg_replication_slots"))?;
+        Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
+    }
+
     /// Drops the slot (it must not be active).
     ///
     /// # Errors

@@ -141,6 +141,20 @@ impl PgWireStream {
     /// # Errors
     /// Connecting or START_REPLICATION failed.
     pub async fn open(config: &CdcConfig, start: u64, ack: u64) -> Result<Self, CdcError> {
+        // The walsender of a task that just stopped may hold the slot a moment longer.
+        let mut attempts = 0;
+        loop {
+            match Self::try_open(config, start, ack).await {
+                Err(e) if attempts < 20 && e.to_string().contains("is active for PID") => {
+                    attempts += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_open(config: &CdcConfig, start: u64, ack: u64) -> Result<Self, CdcError> {
         let mut client = ReplicationClient::connect_gated(Self::config(config, start, ack))
             .await
             .map_err(|e| Self::error(config, e))?;

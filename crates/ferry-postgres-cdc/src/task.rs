@@ -331,9 +331,20 @@ impl SourceTask for PostgresCdcTask {
         {
             pump.abort();
         }
+        // The walsender releases the slot a moment after the stream closed: wait (bounded) so
+        // that a task started right after this one finds the slot free.
+        // A connection of its own: the loop's may have been cut inside the snapshot transaction.
+        let db = Db::connect(&running.config).await;
+        if let Ok(db) = &db {
+            for _ in 0..50 {
+                match db.slot_active(&running.config.slot).await {
+                    Ok(true) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    _ => break,
+                }
+            }
+        }
         if running.config.drop_slot_on_stop {
-            let db = Db::connect(&running.config).await?;
-            // The walsender may take a moment to release the slot after the stream closed.
+            let db = db?;
             let mut last = None;
             for _ in 0..50 {
                 match db.drop_slot(&running.config.slot).await {
