@@ -469,11 +469,12 @@ fn boolean(config: &Config, key: &str, default: bool, issues: &mut Issues) -> bo
     }
 }
 
-/// A Debezium regex list: each entry must match the whole identifier (Debezium anchors them).
+/// A Debezium regex list: each entry must match the whole identifier, ignoring case (Debezium
+/// compiles them with `CASE_INSENSITIVE` and matches them whole).
 fn regexes(config: &Config, key: &str, issues: &mut Issues) -> Vec<Regex> {
     let mut out = Vec::new();
     for entry in list(config.get(key).map(String::as_str)) {
-        match Regex::new(&format!("^(?:{entry})$")) {
+        match Regex::new(&format!("(?i)^(?:{entry})$")) {
             Ok(r) => out.push(r),
             Err(e) => issues.push(key, format!("{entry:?} is not a regular expression: {e}")),
         }
@@ -690,6 +691,10 @@ mod tests {
         assert_eq!(config.snapshot, SnapshotMode::NoData);
         assert!(config.captures_table("public", "orders"));
         assert!(!config.captures_table("public", "orders_archive"));
+        assert!(
+            config.captures_table("Public", "ORDERS"),
+            "case-insensitive, as Debezium"
+        );
         assert!(!config.captures_column("public", "orders", "secret"));
         assert!(config.captures_column("public", "orders", "secret2"));
     }
