@@ -105,6 +105,7 @@ fn the_runtime_and_the_herders_depend_on_no_http_server_and_the_rest_layer_on_no
     for forbidden in [
         "ferry-kafka",
         "ferry-postgres",
+        "ferry-postgres-cdc",
         "ferry-connectors",
         "rdkafka",
     ] {
@@ -150,7 +151,13 @@ fn the_metrics_crate_sits_under_the_worker_and_serves_nothing() {
 fn the_builtin_backends_and_the_config_sit_under_the_worker() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let servers = ["axum", "hyper", "hyper-util", "tower-http", "tokio-rustls"];
-    let clients = ["rdkafka", "tokio-postgres", "ferry-kafka", "ferry-postgres"];
+    let clients = [
+        "rdkafka",
+        "tokio-postgres",
+        "ferry-kafka",
+        "ferry-postgres",
+        "ferry-postgres-cdc",
+    ];
     let above = ["ferry-runtime", "ferry-herder", "ferry-rest", "ferry"];
     let builtin = dependencies(&crates.join("ferry-builtin/Cargo.toml"));
     assert!(
@@ -184,6 +191,23 @@ fn the_builtin_backends_and_the_config_sit_under_the_worker() {
         assert!(
             runtime.iter().any(|d| d == room),
             "the worker is built on {room}: {runtime:?}"
+        );
+    }
+}
+
+/// A connector crate sees only `ferry-api`: `ferry-postgres-cdc` names no other Ferry crate.
+#[test]
+fn the_cdc_connector_sees_only_the_connector_api() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-postgres-cdc/Cargo.toml");
+    let deps = dependencies(&manifest);
+    assert!(
+        deps.iter().any(|d| d == "ferry-api"),
+        "the manifest was read: {deps:?}"
+    );
+    for dep in deps {
+        assert!(
+            !dep.starts_with("ferry-") || dep == "ferry-api",
+            "ferry-postgres-cdc must not depend on {dep}: connectors see only ferry-api"
         );
     }
 }

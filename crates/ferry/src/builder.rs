@@ -37,12 +37,13 @@ impl Ferry {
         Ferry::default()
     }
 
-    /// What the `ferry` binary registers: the built-in connectors (those of `ferry-connectors` and
-    /// PostgresSource), the Kafka offset store and sink, and the PostgreSQL offset store.
+    /// What the `ferry` binary registers: the built-in connectors (those of `ferry-connectors`,
+    /// PostgresSource and PostgresCdcSource), the Kafka offset store and sink, and the PostgreSQL offset store.
     pub fn standard() -> Ferry {
         Ferry::builder()
             .connectors(ferry_connectors::builtin_connectors())
             .connectors(ferry_postgres::source::connectors())
+            .connectors(ferry_postgres_cdc::connectors())
             .offset_store(ferry_kafka::KafkaStorePlugin)
             .sink(ferry_kafka::KafkaSinkPlugin)
             .offset_store(ferry_postgres::PostgresStorePlugin)

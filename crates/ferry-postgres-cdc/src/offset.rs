@@ -1,0 +1,254 @@
+//! Debezium's partition and offset, written and read.
+//!
+//! Partition `{"server": <topic.prefix>}`. Offset (all JSON longs except `messageType` and
+//! `snapshot`): `ts_usec`, `txId`, `lsn`, `lsn_proc`, `lsn_commit`, `messageType`, during the
+//! snapshot `snapshot`, `last_snapshot_record`, `snapshot_completed`; plus Ferry's
+//! `ferry_tx_events`, which Debezium ignores.
+//!
+//! Resume rule (transaction granularity, never LSN heuristics): START_REPLICATION at `lsn_commit`,
+//! the end LSN of the last transaction every record of which is committed; PostgreSQL then sends
+//! every transaction committed after it, from its BEGIN. An offset written inside a transaction
+//! also holds `ferry_tx_events` = how many change messages of transaction `txId` were processed:
+//! the replayed transaction skips exactly those. The last record of a transaction carries the
+//! offset *after* its COMMIT (no `ferry_tx_events`), so a clean restart replays nothing.
+
+use ferry_api::{ConnectMap, SourceOffset, SourcePartition, Value};
+
+use crate::error::CdcError;
+
+/// The partition of every record: `{"server": prefix}`.
+pub fn partition(prefix: &str) -> SourcePartition {
+    let mut map = ConnectMap::new();
+    // A string value is always valid.
+    let _ = map.insert("server", prefix);
+    map
+}
+
+/// Where a resumed task starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// No committed offset: snapshot (per `snapshot.mode`) or stream from the slot.
+    Fresh,
+    /// An initial snapshot was started and not finished: start it again from scratch.
+    SnapshotUnfinished,
+    /// Stream from `lsn_commit`; inside transaction `xid` skip its first `skip` change messages.
+    Stream {
+        /// START_REPLICATION here.
+        lsn_commit: u64,
+        /// A partially emitted transaction: its xid and the change messages already processed.
+        partial: Option<(u32, u64)>,
+    },
+}
+
+/// The offset fields of one streamed record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamPosition {
+    /// Commit time of the transaction, µs since the Unix epoch.
+    pub ts_usec: i64,
+    /// The transaction's xid.
+    pub xid: u32,
+    /// The change message's LSN.
+    pub lsn: u64,
+    /// Last completely processed LSN.
+    pub lsn_proc: u64,
+    /// End LSN of the last transaction fully emitted.
+    pub lsn_commit: u64,
+    /// `INSERT`, `UPDATE`, `DELETE`, `TRUNCATE` or `COMMIT`.
+    pub message_type: &'static str,
+    /// Change messages of `xid` processed so far; `None` once the transaction is complete.
+    pub tx_events: Option<u64>,
+}
+
+/// A streamed record's offset map, in Debezium's field order.
+pub fn stream_offset(p: &StreamPosition) -> SourceOffset {
+    let mut map = ConnectMap::new();
+    let _ = map.insert("ts_usec", p.ts_usec);
+    let _ = map.insert("txId", i64::from(p.xid));
+    let _ = map.insert("lsn", lsn_long(p.lsn));
+    let _ = map.insert("lsn_proc", lsn_long(p.lsn_proc));
+    let _ = map.insert("lsn_commit", lsn_long(p.lsn_commit));
+    let _ = map.insert("messageType", p.message_type);
+    if let Some(events) = p.tx_events {
+        let _ = map.insert("ferry_tx_events", i64::try_from(events).unwrap_or(i64::MAX));
+    }
+    map
+}
+
+/// A snapshot record's offset: the consistent point, and whether the snapshot is complete.
+pub fn snapshot_offset(ts_usec: i64, txid: i64, lsn: u64, last: bool) -> SourceOffset {
+    let mut map = ConnectMap::new();
+    let _ = map.insert("ts_usec", ts_usec);
+    let _ = map.insert("txId", txid);
+    let _ = map.insert("lsn", lsn_long(lsn));
+    let _ = map.insert("snapshot", "INITIAL");
+    let _ = map.insert("last_snapshot_record", last);
+    if last {
+        // The stream starts at the consistent point: nothing of it is processed yet.
+        let _ = map.insert("lsn_proc", lsn_long(lsn));
+        let _ = map.insert("lsn_commit", lsn_long(lsn));
+    }
+    let _ = map.insert("snapshot_completed", last);
+    map
+}
+
+/// LSNs are u64; Debezium writes them as JSON longs.
+fn lsn_long(lsn: u64) -> i64 {
+    i64::try_from(lsn).unwrap_or(i64::MAX)
+}
+
+fn long(offset: &SourceOffset, key: &str) -> Result<Option<i64>, CdcError> {
+    match offset.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_i64() {
+            Some(n) => Ok(Some(n)),
+            None => Err(CdcError::Offset {
+                offset: offset.to_string(),
+                reason: format!("{key} is a {}, not a long", v.type_name()),
+            }),
+        },
+    }
+}
+
+/// Reads a committed offset (Ferry's or Debezium's).
+///
+/// # Errors
+/// An offset of an in-flight Debezium incremental snapshot, or fields of the wrong type.
+pub fn resume_from(offset: Option<&SourceOffset>) -> Result<Resume, CdcError> {
+    let Some(offset) = offset else {
+        return Ok(Resume::Fresh);
+    };
+    if let Some((key, _)) = offset
+        .iter()
+        .find(|(k, _)| k.starts_with("incremental_snapshot"))
+    {
+        return Err(CdcError::Offset {
+            offset: offset.to_string(),
+            reason: format!(
+                "it holds {key}: Debezium was running an incremental snapshot, whose state is a \
+                 Java-serialized object Ferry cannot continue. Let Debezium finish the incremental \
+                 snapshot (or stop it with a stop-snapshot signal) before moving the connector to \
+                 Ferry, or reset the offsets to start over"
+            ),
+        });
+    }
+    let in_snapshot = match offset.get("snapshot") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) if s == "false" => false,
+        Some(_) => true,
+    };
+    let completed = matches!(offset.get("snapshot_completed"), Some(Value::Bool(true)))
+        || matches!(offset.get("last_snapshot_record"), Some(Value::Bool(true)));
+    if in_snapshot && !completed {
+        return Ok(Resume::SnapshotUnfinished);
+    }
+    let lsn_commit = match (
+        long(offset, "lsn_commit")?,
+        long(offset, "lsn_proc")?,
+        long(offset, "lsn")?,
+    ) {
+        (Some(c), _, _) => c,
+        // Offsets of Debezium before 1.3 have no lsn_commit.
+        (None, Some(p), _) => p,
+        (None, None, Some(l)) => l,
+        (None, None, None) => {
+            return Err(CdcError::Offset {
+                offset: offset.to_string(),
+                reason: "it has no lsn_commit, lsn_proc or lsn".into(),
+            });
+        }
+    };
+    let lsn_commit = u64::try_from(lsn_commit).map_err(|_| CdcError::Offset {
+        offset: offset.to_string(),
+        reason: "a negative LSN".into(),
+    })?;
+    let partial = match long(offset, "ferry_tx_events")? {
+        None => None,
+        Some(events) => {
+            let xid = long(offset, "txId")?
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(|| CdcError::Offset {
+                    offset: offset.to_string(),
+                    reason: "ferry_tx_events without a 32-bit txId".into(),
+                })?;
+            Some((xid, u64::try_from(events).unwrap_or(0)))
+        }
+    };
+    Ok(Resume::Stream {
+        lsn_commit,
+        partial,
+    })
+}
+
+/// `X/Y`, PostgreSQL's text form of an LSN.
+pub fn lsn_text(lsn: u64) -> String {
+    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
+}
+
+/// Parses PostgreSQL's `X/Y`.
+pub fn parse_lsn(text: &str) -> Option<u64> {
+    let (hi, lo) = text.split_once('/')?;
+    Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsns_round_trip_through_text() {
+        assert_eq!(parse_lsn("16/B374D848"), Some(0x16_B374_D848));
+        assert_eq!(lsn_text(0x16_B374_D848), "16/B374D848");
+    }
+
+    #[test]
+    fn a_debezium_offset_without_lsn_commit_falls_back_to_lsn_proc() {
+        let offset = ConnectMap::new()
+            .with("lsn_proc", 100_i64)
+            .and_then(|m| m.with("lsn", 120_i64))
+            .and_then(|m| m.with("txId", 7_i64))
+            .unwrap_or_default();
+        assert_eq!(
+            resume_from(Some(&offset)).ok(),
+            Some(Resume::Stream {
+                lsn_commit: 100,
+                partial: None
+            })
+        );
+    }
+
+    #[test]
+    fn an_incremental_snapshot_offset_is_refused_by_name() {
+        let offset = ConnectMap::new()
+            .with("lsn", 1_i64)
+            .and_then(|m| m.with("incremental_snapshot_primary_key", "aced0005"))
+            .unwrap_or_default();
+        let message = resume_from(Some(&offset))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            message.contains("incremental_snapshot_primary_key"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_mid_transaction_offset_resumes_inside_its_transaction() {
+        let p = StreamPosition {
+            ts_usec: 1,
+            xid: 42,
+            lsn: 300,
+            lsn_proc: 300,
+            lsn_commit: 200,
+            message_type: "INSERT",
+            tx_events: Some(3),
+        };
+        assert_eq!(
+            resume_from(Some(&stream_offset(&p))).ok(),
+            Some(Resume::Stream {
+                lsn_commit: 200,
+                partial: Some((42, 3))
+            })
+        );
+    }
+}

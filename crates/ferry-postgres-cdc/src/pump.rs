@@ -1,0 +1,712 @@
+//! The background loop that reads the snapshot and the replication stream and hands records to
+//! `poll` through a bounded channel (so `poll` stays cancel-safe), and applies acknowledgements
+//! from `commit` to the stream.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferry_api::{Field, Header, Schema, SourceRecord};
+use tokio::sync::{mpsc, watch};
+use tokio_postgres::SimpleQueryMessage;
+
+use crate::catalog::{ColumnSource, Db, ident};
+use crate::config::CdcConfig;
+use crate::envelope::{Op, SourceInfo, TableSchema};
+use crate::error::CdcError;
+use crate::offset::{StreamPosition, lsn_text, snapshot_offset, stream_offset};
+use crate::pgoutput::{self, Datum, Message, Relation};
+use crate::stream::{GatedSession, ReplicationStream, WalEvent};
+use crate::types::Column;
+
+/// Rows fetched at a time from a table during the snapshot.
+const SNAPSHOT_FETCH: usize = 1000;
+
+/// One item for `poll`.
+pub type Item = Result<SourceRecord, CdcError>;
+
+/// What the loop starts with.
+pub enum Start {
+    /// Read the tables under `snapshot`, then stream from `point` (unless `stream_after` is false).
+    Snapshot {
+        /// The session that created the slot, holding the snapshot.
+        session: GatedSession,
+        /// The exported snapshot's name.
+        snapshot: String,
+        /// The slot's consistent point.
+        point: u64,
+        /// `false` for `initial_only`.
+        stream_after: bool,
+    },
+    /// Nothing to do (`initial_only` after its snapshot): wait to be stopped.
+    Idle,
+    /// Stream (already started at `lsn_commit`).
+    Stream {
+        /// The open stream.
+        stream: Box<dyn ReplicationStream>,
+        /// Where it started.
+        lsn_commit: u64,
+        /// A partly emitted transaction: its xid and the change messages to skip.
+        partial: Option<(u32, u64)>,
+    },
+}
+
+/// The loop's handles.
+pub struct Pump {
+    /// The configuration.
+    pub config: Arc<CdcConfig>,
+    /// The SQL connection for snapshot reads (`None` only in tests of the stream).
+    pub db: Option<Arc<Db>>,
+    /// Table shapes for Relation messages (the same connection in production).
+    pub catalog: Arc<dyn ColumnSource>,
+    /// Records to `poll`.
+    pub out: mpsc::Sender<Item>,
+    /// Committed `lsn_commit` values from `commit`.
+    pub acks: watch::Receiver<u64>,
+    /// Set to end the loop.
+    pub stop: watch::Receiver<bool>,
+}
+
+/// Runs until stopped or failed; a failure is sent to `poll`.
+pub async fn run(mut pump: Pump, start: Start) {
+    let out = pump.out.clone();
+    if let Err(e) = run_inner(&mut pump, start).await {
+        let _ = out.send(Err(e)).await;
+    }
+}
+
+async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
+    let (stream, lsn_commit, partial) = match start {
+        Start::Idle => {
+            let _ = pump.stop.wait_for(|s| *s).await;
+            return Ok(());
+        }
+        Start::Stream {
+            stream,
+            lsn_commit,
+            partial,
+        } => (stream, lsn_commit, partial),
+        Start::Snapshot {
+            session,
+            snapshot,
+            point,
+            stream_after,
+        } => {
+            if !snapshot_tables(pump, &snapshot, point).await? {
+                return Ok(());
+            }
+            if !stream_after {
+                tracing::info!(
+                    "PostgresCdcSource: snapshot.mode=initial_only: the snapshot is complete, not streaming"
+                );
+                drop(session);
+                let _ = pump.stop.wait_for(|s| *s).await;
+                return Ok(());
+            }
+            let stream: Box<dyn ReplicationStream> = Box::new(session.start().await?);
+            (stream, point, None)
+        }
+    };
+    let mut streamer = Streamer {
+        stream,
+        relations: HashMap::new(),
+        last_commit: lsn_commit,
+        partial,
+        tx: None,
+        held: None,
+        server_end: lsn_commit,
+        last_xid: 0,
+    };
+    streamer.run(pump).await
+}
+
+/// Reads every captured table under the exported snapshot. Returns `false` when stopped.
+async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<bool, CdcError> {
+    let config = pump.config.clone();
+    let sql_err = |what: String| {
+        let server = config.server();
+        move |source| CdcError::Sql {
+            what,
+            server,
+            source,
+        }
+    };
+    let db = pump
+        .db
+        .clone()
+        .ok_or_else(|| CdcError::Unsafe("no SQL connection to read the snapshot with".into()))?;
+    let client = &db.client;
+    client
+        .batch_execute(&format!(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '{}'",
+            snapshot.replace('\'', "''")
+        ))
+        .await
+        .map_err(sql_err("importing the slot's exported snapshot".into()))?;
+    let txid: i64 = client
+        .query_one("SELECT txid_current()", &[])
+        .await
+        .map_err(sql_err("reading the snapshot's transaction id".into()))?
+        .get(0);
+    let ts_us = now_us();
+    let tables = db.captured_tables(&config).await?;
+    tracing::info!(
+        tables = tables.len(),
+        "PostgresCdcSource: snapshot of {} table(s) at consistent point {}",
+        tables.len(),
+        lsn_text(point)
+    );
+    // One row of lookahead: a row's snapshot marker depends on what follows it.
+    // (table, row, first row of its table, first table); Debezium's markers: `last` for the
+    // last row, `first` for the first row of the first table, then `last_in_data_collection`,
+    // `first_in_data_collection`, else `true`.
+    let mut held: Option<(Arc<TableSchema>, Vec<Datum>, bool, bool)> = None;
+    for (index, (schema, table)) in tables.into_iter().enumerate() {
+        let columns = db.columns(&schema, &table).await?;
+        let shape = Arc::new(TableSchema::new(&schema, &table, columns, &config));
+        let list: Vec<String> = shape.columns().iter().map(|c| ident(&c.name)).collect();
+        // A cursor bounds memory: the table is fetched SNAPSHOT_FETCH rows at a time.
+        client
+            .batch_execute(&format!(
+                "DECLARE ferry_snapshot NO SCROLL CURSOR FOR SELECT {} FROM {}.{}",
+                list.join(", "),
+                ident(&schema),
+                ident(&table)
+            ))
+            .await
+            .map_err(sql_err(format!(
+                "opening a snapshot cursor on {schema}.{table}"
+            )))?;
+        let mut first_in_table = true;
+        loop {
+            let rows = client
+                .simple_query(&format!("FETCH {SNAPSHOT_FETCH} FROM ferry_snapshot"))
+                .await
+                .map_err(sql_err(format!(
+                    "reading {schema}.{table} for the snapshot"
+                )))?;
+            let mut fetched = 0;
+            for message in rows {
+                let SimpleQueryMessage::Row(row) = message else {
+                    continue;
+                };
+                fetched += 1;
+                let datums: Vec<Datum> = (0..row.len())
+                    .map(|i| {
+                        row.get(i)
+                            .map_or(Datum::Null, |t| Datum::Text(t.to_owned()))
+                    })
+                    .collect();
+                if let Some((t, d, first, first_table)) = held.take() {
+                    let last_in_table = !Arc::ptr_eq(&t, &shape);
+                    let marker = marker(first && first_table, first, last_in_table, false);
+                    if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, false).await? {
+                        return Ok(false);
+                    }
+                }
+                held = Some((shape.clone(), datums, first_in_table, index == 0));
+                first_in_table = false;
+            }
+            if fetched < SNAPSHOT_FETCH {
+                break;
+            }
+        }
+        client
+            .batch_execute("CLOSE ferry_snapshot")
+            .await
+            .map_err(sql_err(format!(
+                "closing the snapshot cursor of {schema}.{table}"
+            )))?;
+    }
+    if let Some((t, d, first, first_table)) = held.take() {
+        let marker = marker(first && first_table, first, true, true);
+        if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, true).await? {
+            return Ok(false);
+        }
+    }
+    let _ = client.batch_execute("COMMIT").await;
+    tracing::info!(
+        "PostgresCdcSource: snapshot complete; streaming from {}",
+        lsn_text(point)
+    );
+    Ok(true)
+}
+
+fn marker(first: bool, first_in_table: bool, last_in_table: bool, last: bool) -> &'static str {
+    if last {
+        "last"
+    } else if first {
+        "first"
+    } else if last_in_table {
+        "last_in_data_collection"
+    } else if first_in_table {
+        "first_in_data_collection"
+    } else {
+        "true"
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send_snapshot(
+    pump: &Pump,
+    table: &TableSchema,
+    datums: &[Datum],
+    marker: &'static str,
+    ts_us: i64,
+    txid: i64,
+    point: u64,
+    last: bool,
+) -> Result<bool, CdcError> {
+    let config = &pump.config;
+    let source = SourceInfo {
+        ts_us,
+        snapshot: marker,
+        lsn_commit: None,
+        lsn: Some(point),
+        tx_id: Some(txid),
+    };
+    let key = table.key(datums, config)?;
+    let after = table.value(datums, config)?;
+    let offset = snapshot_offset(ts_us, txid, point, last);
+    for record in table.records(config, Op::Read, key, None, Some(after), &source, offset) {
+        if pump.out.send(Ok(record)).await.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// The open transaction.
+struct Tx {
+    xid: u32,
+    commit_time_us: i64,
+    /// Change messages seen so far.
+    events: u64,
+    /// Change messages to skip (already emitted before a restart).
+    skip: u64,
+}
+
+/// Records of the last change, held until the next change or the COMMIT says which offset they
+/// carry.
+struct Held {
+    records: Vec<SourceRecord>,
+    position: StreamPosition,
+}
+
+struct Streamer {
+    stream: Box<dyn ReplicationStream>,
+    /// Relation OID → its schemas (`None`: not captured).
+    relations: HashMap<u32, Option<Arc<TableSchema>>>,
+    last_commit: u64,
+    partial: Option<(u32, u64)>,
+    tx: Option<Tx>,
+    held: Option<Held>,
+    /// The server's WAL position from its last keepalive: every transaction committed before it
+    /// was sent.
+    server_end: u64,
+    /// The xid of the last transaction seen (for heartbeat offsets).
+    last_xid: u32,
+}
+
+impl Streamer {
+    async fn run(&mut self, pump: &mut Pump) -> Result<(), CdcError> {
+        let heartbeats = pump.config.heartbeat_ms > 0;
+        let mut tick =
+            tokio::time::interval(Duration::from_millis(pump.config.heartbeat_ms.max(1)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let event = tokio::select! {
+                event = self.stream.recv() => event?,
+                _ = tick.tick(), if heartbeats => {
+                    if !self.heartbeat(pump).await {
+                        self.stream.close().await;
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Ok(()) = pump.acks.changed() => {
+                    // `changed` marked the value seen: acknowledge it now.
+                    let lsn = *pump.acks.borrow_and_update();
+                    self.stream.acknowledge(lsn);
+                    continue;
+                }
+                _ = pump.stop.changed() => {
+                    self.stream.close().await;
+                    return Ok(());
+                }
+            };
+            let Some(event) = event else {
+                return Err(CdcError::Replication {
+                    slot: pump.config.slot.clone(),
+                    server: pump.config.server(),
+                    message: "the server ended the replication stream".into(),
+                });
+            };
+            if !self.handle(pump, event).await? {
+                self.stream.close().await;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Between transactions, a heartbeat record (Debezium's topic, key and value) whose offset is
+    /// the server's last reported position: once committed, the slot advances there although no
+    /// captured table changed (idle or filtered databases do not retain WAL). Returns `false` when
+    /// `poll` is gone.
+    async fn heartbeat(&mut self, pump: &Pump) -> bool {
+        // Not inside a transaction, and not before the partly emitted one a resume replays: its
+        // offset must keep saying how much of it to skip.
+        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
+            return true;
+        }
+        let at = self.server_end.max(self.last_commit);
+        self.last_commit = at;
+        let position = StreamPosition {
+            ts_usec: now_us(),
+            xid: self.last_xid,
+            lsn: at,
+            lsn_proc: at,
+            lsn_commit: at,
+            message_type: "COMMIT",
+            tx_events: None,
+        };
+        let prefix = &pump.config.prefix;
+        let record = SourceRecord::builder(format!("__debezium-heartbeat.{prefix}"))
+            .source_partition(crate::offset::partition(prefix))
+            .source_offset(stream_offset(&position))
+            .key(serde_json::json!({ "serverName": prefix }))
+            .key_schema(
+                Schema::struct_(
+                    "io.debezium.connector.common.ServerNameKey",
+                    [Field::new("serverName", Schema::string())],
+                )
+                .with_version(1),
+            )
+            .value(serde_json::json!({ "ts_ms": now_us() / 1000 }))
+            .value_schema(
+                Schema::struct_(
+                    "io.debezium.connector.common.Heartbeat",
+                    [Field::new("ts_ms", Schema::int64())],
+                )
+                .with_version(1),
+            )
+            .build();
+        Self::send(pump, vec![record]).await
+    }
+
+    async fn send(pump: &Pump, records: Vec<SourceRecord>) -> bool {
+        for record in records {
+            if pump.out.send(Ok(record)).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn handle(&mut self, pump: &Pump, event: WalEvent) -> Result<bool, CdcError> {
+        match event {
+            WalEvent::KeepAlive { wal_end } => self.server_end = self.server_end.max(wal_end),
+            WalEvent::Begin {
+                xid,
+                commit_time_us,
+                ..
+            } => {
+                let skip = match self.partial.take() {
+                    None => 0,
+                    Some((want, skip)) if want == xid => skip,
+                    Some((want, skip)) => {
+                        return Err(CdcError::Unsafe(format!(
+                            "the committed offset is inside transaction {want} ({skip} changes emitted), but the \
+                             stream resumed at {} began with transaction {xid}: the slot moved past the \
+                             committed offset and changes may be lost. Reset the connector's offsets and \
+                             take a new snapshot",
+                            lsn_text(self.last_commit)
+                        )));
+                    }
+                };
+                self.tx = Some(Tx {
+                    xid,
+                    commit_time_us,
+                    events: 0,
+                    skip,
+                });
+            }
+            WalEvent::Commit {
+                end_lsn,
+                commit_time_us,
+            } => {
+                if let Some(mut held) = self.held.take() {
+                    let position = StreamPosition {
+                        lsn_proc: end_lsn,
+                        lsn_commit: end_lsn,
+                        tx_events: None,
+                        ts_usec: commit_time_us,
+                        ..held.position
+                    };
+                    let offset = stream_offset(&position);
+                    for r in &mut held.records {
+                        r.source_offset = Some(offset.clone());
+                    }
+                    if !Self::send(pump, held.records).await {
+                        return Ok(false);
+                    }
+                }
+                self.last_commit = end_lsn;
+                self.server_end = self.server_end.max(end_lsn);
+                if let Some(tx) = self.tx.take() {
+                    self.last_xid = tx.xid;
+                }
+            }
+            WalEvent::Data { lsn, data } => {
+                let message = pgoutput::decode(&data).map_err(|reason| CdcError::Decode {
+                    lsn: lsn_text(lsn),
+                    reason,
+                })?;
+                if let Message::Relation(rel) = &message {
+                    let shape = relation(pump, rel).await?;
+                    self.relations.insert(rel.oid, shape);
+                    return Ok(true);
+                }
+                if !message.is_change() {
+                    return Ok(true);
+                }
+                let Some(tx) = self.tx.as_mut() else {
+                    return Err(CdcError::Decode {
+                        lsn: lsn_text(lsn),
+                        reason: "a change outside a transaction".into(),
+                    });
+                };
+                tx.events += 1;
+                if tx.events <= tx.skip {
+                    return Ok(true);
+                }
+                let position = StreamPosition {
+                    ts_usec: tx.commit_time_us,
+                    xid: tx.xid,
+                    lsn,
+                    lsn_proc: lsn,
+                    lsn_commit: self.last_commit,
+                    message_type: "",
+                    tx_events: Some(tx.events),
+                };
+                let records = self.records(pump, message, position)?;
+                if let Some((records, position)) = records {
+                    if let Some(prev) = self.held.take()
+                        && !Self::send(pump, prev.records).await
+                    {
+                        return Ok(false);
+                    }
+                    self.held = Some(Held { records, position });
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A primary-key change is, as in Debezium, a delete of the old key (and its tombstone) then a
+/// create of the new one, each naming the other key in a header.
+fn key_change(
+    shape: &TableSchema,
+    config: &CdcConfig,
+    (old_key, new_key): (serde_json::Value, serde_json::Value),
+    (before, after): (Option<serde_json::Value>, serde_json::Value),
+    source: &SourceInfo,
+    offset: ferry_api::SourceOffset,
+) -> Vec<SourceRecord> {
+    let mut records = shape.records(
+        config,
+        Op::Delete,
+        Some(old_key.clone()),
+        before,
+        None,
+        source,
+        offset.clone(),
+    );
+    if let Some(delete) = records.first_mut() {
+        delete.headers.push(Header {
+            key: "__debezium.newkey".into(),
+            value: new_key.clone(),
+        });
+    }
+    let mut create = shape.records(
+        config,
+        Op::Create,
+        Some(new_key),
+        None,
+        Some(after),
+        source,
+        offset,
+    );
+    if let Some(create) = create.first_mut() {
+        create.headers.push(Header {
+            key: "__debezium.oldkey".into(),
+            value: old_key,
+        });
+    }
+    records.extend(create);
+    records
+}
+
+/// The schemas of a relation the stream announced, `None` when not captured. Types come from the
+/// Relation message; nullability and the primary key from the catalog.
+async fn relation(pump: &Pump, rel: &Relation) -> Result<Option<Arc<TableSchema>>, CdcError> {
+    if !pump.config.captures_table(&rel.namespace, &rel.name) {
+        return Ok(None);
+    }
+    let catalog = pump.catalog.columns(&rel.namespace, &rel.name).await?;
+    let columns = rel
+        .columns
+        .iter()
+        .map(|c| {
+            let known = catalog.iter().find(|k| k.name == c.name);
+            Column {
+                name: c.name.clone(),
+                type_oid: c.type_oid,
+                typmod: c.typmod,
+                nullable: known.is_none_or(|k| k.nullable),
+                primary_key: known.is_some_and(|k| k.primary_key),
+            }
+        })
+        .collect();
+    Ok(Some(Arc::new(TableSchema::new(
+        &rel.namespace,
+        &rel.name,
+        columns,
+        &pump.config,
+    ))))
+}
+
+impl Streamer {
+    fn shape(&self, rel: u32, lsn: u64) -> Result<Option<Arc<TableSchema>>, CdcError> {
+        self.relations
+            .get(&rel)
+            .cloned()
+            .ok_or_else(|| CdcError::Decode {
+                lsn: lsn_text(lsn),
+                reason: format!("a change of relation {rel} before its Relation message"),
+            })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn records(
+        &self,
+        pump: &Pump,
+        message: Message,
+        mut position: StreamPosition,
+    ) -> Result<Option<(Vec<SourceRecord>, StreamPosition)>, CdcError> {
+        let config = &pump.config;
+        let source = |shape: &TableSchema| {
+            let _ = shape;
+            SourceInfo {
+                ts_us: position.ts_usec,
+                snapshot: "false",
+                lsn_commit: Some(position.lsn_commit),
+                lsn: Some(position.lsn),
+                tx_id: Some(i64::from(position.xid)),
+            }
+        };
+        let (shape, op, key, before, after) = match message {
+            Message::Insert { rel, new } => {
+                position.message_type = "INSERT";
+                let Some(shape) = self.shape(rel, position.lsn)? else {
+                    return Ok(None);
+                };
+                if config.skipped.create {
+                    return Ok(None);
+                }
+                let key = shape.key(&new, config)?;
+                let after = shape.value(&new, config)?;
+                (shape, Op::Create, key, None, Some(after))
+            }
+            Message::Update { rel, old, mut new } => {
+                position.message_type = "UPDATE";
+                // An unchanged TOASTed value is not sent again; with REPLICA IDENTITY FULL the old
+                // row has it (as Debezium does). Otherwise the placeholder stands in (envelope).
+                if let Some(old) = &old {
+                    for (n, o) in new.iter_mut().zip(old) {
+                        if *n == Datum::Unchanged && matches!(o, Datum::Text(_)) {
+                            *n = o.clone();
+                        }
+                    }
+                }
+                let Some(shape) = self.shape(rel, position.lsn)? else {
+                    return Ok(None);
+                };
+                if config.skipped.update {
+                    return Ok(None);
+                }
+                let key = shape.key(&new, config)?;
+                let before = old.as_deref().map(|o| shape.value(o, config)).transpose()?;
+                let after = shape.value(&new, config)?;
+                let old_key = old
+                    .as_deref()
+                    .map(|o| shape.key(o, config))
+                    .transpose()?
+                    .flatten();
+                if let (Some(old_key), Some(new_key)) = (old_key, key.clone())
+                    && old_key != new_key
+                {
+                    let records = key_change(
+                        &shape,
+                        config,
+                        (old_key, new_key),
+                        (before, after),
+                        &source(&shape),
+                        stream_offset(&position),
+                    );
+                    return Ok(Some((records, position)));
+                }
+                (shape, Op::Update, key, before, Some(after))
+            }
+            Message::Delete { rel, old } => {
+                position.message_type = "DELETE";
+                let Some(shape) = self.shape(rel, position.lsn)? else {
+                    return Ok(None);
+                };
+                if config.skipped.delete {
+                    return Ok(None);
+                }
+                let key = shape.key(&old, config)?;
+                let before = shape.value(&old, config)?;
+                (shape, Op::Delete, key, Some(before), None)
+            }
+            Message::Truncate { rels } => {
+                position.message_type = "TRUNCATE";
+                if config.skipped.truncate {
+                    return Ok(None);
+                }
+                let mut records = Vec::new();
+                for rel in rels {
+                    if let Some(shape) = self.shape(rel, position.lsn)? {
+                        let offset = stream_offset(&position);
+                        records.extend(shape.records(
+                            config,
+                            Op::Truncate,
+                            None,
+                            None,
+                            None,
+                            &source(&shape),
+                            offset,
+                        ));
+                    }
+                }
+                return Ok((!records.is_empty()).then_some((records, position)));
+            }
+            Message::Relation(_) | Message::Other(_) => return Ok(None),
+        };
+        let offset = stream_offset(&position);
+        let records = shape.records(config, op, key, before, after, &source(&shape), offset);
+        Ok(Some((records, position)))
+    }
+}
+
+#[cfg(test)]
+#[path = "pump_tests.rs"]
+mod tests;

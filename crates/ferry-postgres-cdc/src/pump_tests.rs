@@ -1,0 +1,290 @@
+//! The stream loop without a server: a scripted [`ReplicationStream`] and a fixed catalog.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferry_api::Value;
+use tokio::sync::{mpsc, watch};
+
+use super::{Item, Pump, Start, run};
+use crate::catalog::ColumnSource;
+use crate::config::CdcConfig;
+use crate::error::CdcError;
+use crate::stream::{ReplicationStream, WalEvent};
+use crate::types::Column;
+
+struct Scripted {
+    events: VecDeque<WalEvent>,
+    acked: Arc<Mutex<Vec<u64>>>,
+}
+
+#[async_trait]
+impl ReplicationStream for Scripted {
+    async fn recv(&mut self) -> Result<Option<WalEvent>, CdcError> {
+        match self.events.pop_front() {
+            Some(event) => Ok(Some(event)),
+            // An idle server: nothing more, ever.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn acknowledge(&self, lsn: u64) {
+        if let Ok(mut acked) = self.acked.lock() {
+            acked.push(lsn);
+        }
+    }
+
+    async fn close(&mut self) {}
+}
+
+struct Catalog;
+
+#[async_trait]
+impl ColumnSource for Catalog {
+    async fn columns(&self, _schema: &str, _table: &str) -> Result<Vec<Column>, CdcError> {
+        Ok(vec![
+            Column {
+                name: "id".into(),
+                type_oid: 23,
+                typmod: -1,
+                nullable: false,
+                primary_key: true,
+            },
+            Column {
+                name: "v".into(),
+                type_oid: 25,
+                typmod: -1,
+                nullable: true,
+                primary_key: false,
+            },
+        ])
+    }
+}
+
+fn relation() -> Vec<u8> {
+    let mut m = vec![b'R'];
+    m.extend(1_u32.to_be_bytes());
+    m.extend(b"public\0t\0");
+    m.push(b'd');
+    m.extend(2_i16.to_be_bytes());
+    for (key, name, oid) in [(1_u8, "id", 23_u32), (0, "v", 25)] {
+        m.push(key);
+        m.extend(name.as_bytes());
+        m.push(0);
+        m.extend(oid.to_be_bytes());
+        m.extend((-1_i32).to_be_bytes());
+    }
+    m
+}
+
+fn insert(id: i32) -> Vec<u8> {
+    let mut m = vec![b'I'];
+    m.extend(1_u32.to_be_bytes());
+    m.push(b'N');
+    m.extend(2_i16.to_be_bytes());
+    let id = id.to_string();
+    m.push(b't');
+    m.extend((id.len() as i32).to_be_bytes());
+    m.extend(id.as_bytes());
+    m.push(b'n');
+    m
+}
+
+/// BEGIN xid 7, the relation, inserts 1 and 2, COMMIT ending at 300.
+fn transaction() -> VecDeque<WalEvent> {
+    VecDeque::from([
+        WalEvent::Begin {
+            xid: 7,
+            commit_time_us: 1_000,
+            final_lsn: 250,
+        },
+        WalEvent::Data {
+            lsn: 200,
+            data: relation(),
+        },
+        WalEvent::Data {
+            lsn: 210,
+            data: insert(1),
+        },
+        WalEvent::Data {
+            lsn: 220,
+            data: insert(2),
+        },
+        WalEvent::Commit {
+            end_lsn: 300,
+            commit_time_us: 1_000,
+        },
+    ])
+}
+
+fn config() -> Arc<CdcConfig> {
+    let config: ferry_api::Config = [
+        ("topic.prefix", "srv"),
+        ("database.hostname", "db"),
+        ("database.user", "u"),
+        ("database.dbname", "d"),
+        ("database.sslmode", "disable"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    match CdcConfig::parse(&config) {
+        Ok(config) => Arc::new(config),
+        Err(issues) => panic!("{issues:?}"),
+    }
+}
+
+struct Running {
+    records: mpsc::Receiver<Item>,
+    acks: watch::Sender<u64>,
+    acked: Arc<Mutex<Vec<u64>>>,
+    _stop: watch::Sender<bool>,
+}
+
+fn start(events: VecDeque<WalEvent>, partial: Option<(u32, u64)>) -> Running {
+    let (out, records) = mpsc::channel(16);
+    let (acks, acks_rx) = watch::channel(0);
+    let (stop, stop_rx) = watch::channel(false);
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let stream = Box::new(Scripted {
+        events,
+        acked: acked.clone(),
+    });
+    let pump = Pump {
+        config: config(),
+        db: None,
+        catalog: Arc::new(Catalog),
+        out,
+        acks: acks_rx,
+        stop: stop_rx,
+    };
+    tokio::spawn(run(
+        pump,
+        Start::Stream {
+            stream,
+            lsn_commit: 100,
+            partial,
+        },
+    ));
+    Running {
+        records,
+        acks,
+        acked,
+        _stop: stop,
+    }
+}
+
+async fn next(running: &mut Running) -> Item {
+    match tokio::time::timeout(Duration::from_secs(5), running.records.recv()).await {
+        Ok(Some(item)) => item,
+        other => panic!("no record: {other:?}"),
+    }
+}
+
+fn long(record: &ferry_api::SourceRecord, key: &str) -> Option<i64> {
+    record
+        .source_offset
+        .as_ref()
+        .and_then(|o| o.get(key))
+        .and_then(Value::as_i64)
+}
+
+#[tokio::test]
+async fn the_last_record_of_a_transaction_carries_the_offset_after_its_commit() {
+    let mut running = start(transaction(), None);
+    let Ok(first) = next(&mut running).await else {
+        panic!("first")
+    };
+    let Ok(second) = next(&mut running).await else {
+        panic!("second")
+    };
+    // Inside the transaction: resume from the previous commit, skipping one change.
+    assert_eq!(
+        (
+            long(&first, "lsn"),
+            long(&first, "lsn_commit"),
+            long(&first, "ferry_tx_events")
+        ),
+        (Some(210), Some(100), Some(1))
+    );
+    // The last: the transaction is complete.
+    assert_eq!(
+        (
+            long(&second, "lsn"),
+            long(&second, "lsn_commit"),
+            long(&second, "lsn_proc")
+        ),
+        (Some(220), Some(300), Some(300))
+    );
+    assert_eq!(long(&second, "ferry_tx_events"), None);
+    assert_eq!(long(&second, "txId"), Some(7));
+}
+
+#[tokio::test]
+async fn a_resumed_transaction_skips_exactly_the_changes_already_emitted() {
+    let mut running = start(transaction(), Some((7, 1)));
+    let Ok(only) = next(&mut running).await else {
+        panic!("record")
+    };
+    assert_eq!(
+        only.value.as_ref().map(|v| v["after"]["id"].clone()),
+        Some(serde_json::json!(2))
+    );
+    assert_eq!(long(&only, "lsn_commit"), Some(300));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), running.records.recv())
+            .await
+            .is_err(),
+        "nothing more"
+    );
+}
+
+#[tokio::test]
+async fn a_resume_that_meets_another_transaction_fails_loudly() {
+    let mut running = start(transaction(), Some((8, 1)));
+    let Err(error) = next(&mut running).await else {
+        panic!("an error")
+    };
+    assert!(matches!(error, CdcError::Unsafe(_)), "{error}");
+    assert!(error.to_string().contains("transaction 8"), "{error}");
+}
+
+#[tokio::test]
+async fn acknowledgements_reach_the_stream_as_they_are_committed() {
+    let mut running = start(transaction(), None);
+    let _ = next(&mut running).await;
+    let _ = next(&mut running).await;
+    let _ = running.acks.send(300);
+    for _ in 0..50 {
+        if running
+            .acked
+            .lock()
+            .map(|a| a.contains(&300))
+            .unwrap_or(false)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("300 was never acknowledged");
+}
+
+#[test]
+fn snapshot_markers_follow_debeziums_precedence() {
+    use super::marker;
+    // (first row of the first table, first in table, last in table, last overall)
+    assert_eq!(marker(true, true, true, true), "last", "a single row");
+    assert_eq!(
+        marker(true, true, true, false),
+        "first",
+        "first table, one row, more tables"
+    );
+    assert_eq!(marker(false, true, true, false), "last_in_data_collection");
+    assert_eq!(
+        marker(false, true, false, false),
+        "first_in_data_collection"
+    );
+    assert_eq!(marker(false, false, false, false), "true");
+}

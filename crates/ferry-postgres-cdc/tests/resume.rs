@@ -1,0 +1,388 @@
+//! Resume and acknowledgement: restart inside a transaction, the slot moves only with `commit()`,
+//! a dropped slot fails loudly, and the snapshot hands off to the stream exactly.
+
+#![cfg(test)]
+
+mod support;
+
+use std::time::Duration;
+
+use ferry_postgres_cdc::{PostgresCdcConnector, partition};
+use support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_inside_a_transaction_resumes_with_nothing_lost_or_repeated() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "midtx", "id int PRIMARY KEY").await?;
+    let config = fx.config(&[("snapshot.mode", "no_data")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let t = &fx.name;
+    db.batch_execute(&format!(
+        "INSERT INTO public.{t} VALUES (1); \
+         BEGIN; INSERT INTO public.{t} VALUES (2); INSERT INTO public.{t} VALUES (3); INSERT INTO public.{t} VALUES (4); COMMIT;"
+    ))
+    .await?;
+    let records = poll_n(task.as_mut(), 4).await?;
+    // Commit up to the middle of the second transaction (rows 1, 2, 3), as if the worker died
+    // before row 4's offset was flushed.
+    harness.commit(&records[..3]).await?;
+    task.stop().await?;
+    drop(task);
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (5)"))
+        .await?;
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let again = poll_n(task.as_mut(), 2).await?;
+    let ids: Vec<i64> = again
+        .iter()
+        .map(|r| after(r, "id").as_i64().unwrap_or(-1))
+        .collect();
+    assert_eq!(
+        ids,
+        [4, 5],
+        "exactly the uncommitted row of the partial transaction, then the new one"
+    );
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "nothing repeated"
+    );
+    // A restart after a complete transaction replays nothing.
+    harness.commit(&again).await?;
+    task.stop().await?;
+    drop(task);
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(1500))
+            .await?
+            .is_empty(),
+        "nothing repeated"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_slot_advances_only_after_commit_and_only_to_the_committed_offset() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "ack", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
+    let start = confirmed_flush(&db, &fx.name).await?.ok_or("no slot")?;
+    let t = &fx.name;
+    // Two transactions (one simple query with two statements would be one).
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1)"))
+        .await?;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2)"))
+        .await?;
+    let records = poll_n(task.as_mut(), 2).await?;
+    // Acknowledged by the sink but not committed: the slot must not move.
+    for r in &records {
+        task.commit_record(r, None).await?;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        confirmed_flush(&db, &fx.name).await?,
+        Some(start),
+        "acknowledged records moved the slot"
+    );
+    // Committed (the first transaction only), then commit(): the slot moves to that offset's
+    // lsn_commit, not to the second transaction's.
+    harness.commit(&records[..1]).await?;
+    task.commit().await?;
+    let committed = harness
+        .offset(&partition("srv"))
+        .await?
+        .ok_or("no offset")?;
+    let lsn_commit = committed
+        .get("lsn_commit")
+        .and_then(|v| v.as_i64())
+        .ok_or("no lsn_commit")? as u64;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let flushed = confirmed_flush(&db, &fx.name).await?;
+        if flushed == Some(lsn_commit) {
+            break;
+        }
+        assert!(
+            flushed <= Some(lsn_commit),
+            "the slot went past the committed offset: {flushed:?} > {lsn_commit}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot never reached {lsn_commit}: {flushed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(lsn_commit > start);
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_slot_with_committed_offsets_fails_the_task_loudly() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "lost", "id int PRIMARY KEY").await?;
+    let config = fx.config(&[("snapshot.mode", "no_data")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    db.batch_execute(&format!("INSERT INTO public.{} VALUES (1)", fx.name))
+        .await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    db.execute("SELECT pg_drop_replication_slot($1)", &[&fx.name])
+        .await?;
+    let Err(error) = harness.start(&PostgresCdcConnector, config).await else {
+        return Err("the task started although its slot is gone".into());
+    };
+    let message = error.to_string();
+    assert!(!error.is_retriable(), "{message}");
+    assert!(
+        message.contains("does not exist")
+            && message.contains("lost")
+            && message.contains("recover"),
+        "{message}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initial_snapshot_hands_off_to_the_stream_without_gap_or_duplicate() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "snap", "id int PRIMARY KEY, note text").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!(
+        "INSERT INTO public.{t} SELECT g, 'snap' FROM generate_series(1, 2500) g"
+    ))
+    .await?;
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    // Written while the snapshot may still be read: must come from the stream, exactly once.
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2501, 'stream'); UPDATE public.{t} SET note = 'upd' WHERE id = 1")).await?;
+    let records = poll_n(task.as_mut(), 2502).await?;
+    let snapshot: Vec<_> = records.iter().filter(|r| op(r) == Some("r")).collect();
+    assert_eq!(
+        snapshot.len(),
+        2500,
+        "every row, across several cursor fetches"
+    );
+    let markers: Vec<&str> = snapshot
+        .iter()
+        .map(|r| {
+            r.value
+                .as_ref()
+                .and_then(|v| v["source"]["snapshot"].as_str())
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!((markers[0], markers[2499]), ("first", "last"));
+    assert!(markers[1..2499].iter().all(|m| *m == "true"));
+    let last = snapshot[2499].source_offset.clone().ok_or("no offset")?;
+    assert_eq!(
+        last.get("snapshot").and_then(|v| v.as_str()),
+        Some("INITIAL")
+    );
+    assert_eq!(
+        last.get("last_snapshot_record"),
+        Some(&ferry_api::Value::Bool(true))
+    );
+    let streamed: Vec<_> = records.iter().filter(|r| op(r) != Some("r")).collect();
+    let ops: Vec<(Option<&str>, i64)> = streamed
+        .iter()
+        .map(|r| (op(r), after(r, "id").as_i64().unwrap_or(-1)))
+        .collect();
+    assert_eq!(ops, [(Some("c"), 2501), (Some("u"), 1)]);
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty()
+    );
+    // Committed through the snapshot: a restart streams on, with no new snapshot.
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2502, 'after')"))
+        .await?;
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let again = poll_n(task.as_mut(), 1).await?;
+    assert_eq!(
+        (op(&again[0]), after(&again[0], "id").as_i64()),
+        (Some("c"), Some(2502))
+    );
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty()
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_only_snapshots_once_then_streams_nothing() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "only", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1), (2)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "initial_only")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let records = poll_n(task.as_mut(), 2).await?;
+    assert!(records.iter().all(|r| op(r) == Some("r")));
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (3)"))
+        .await?;
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "no streaming"
+    );
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "no second snapshot"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_let_the_slot_advance_while_captured_tables_are_idle() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "idle", "id int PRIMARY KEY").await?;
+    // A busy table that is not captured (nor in the filtered publication).
+    let busy = Fixture::new(&db, "busy", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[
+        ("snapshot.mode", "no_data"),
+        ("heartbeat.interval.ms", "200"),
+    ]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let start = confirmed_flush(&db, &fx.name).await?.ok_or("no slot")?;
+    for i in 0..20 {
+        db.batch_execute(&format!("INSERT INTO public.{} VALUES ({i})", busy.name))
+            .await?;
+    }
+    let written: String = db
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await?
+        .get(0);
+    let (hi, lo) = written.split_once('/').ok_or("lsn")?;
+    let written = (u64::from_str_radix(hi, 16)? << 32) | u64::from_str_radix(lo, 16)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let records = task.poll().await?;
+        assert!(
+            records
+                .iter()
+                .all(|r| r.topic == "__debezium-heartbeat.srv"),
+            "only heartbeats: {records:#?}"
+        );
+        if let Some(last) = records.last() {
+            assert_eq!(last.value.as_ref().map(|v| v["ts_ms"].is_i64()), Some(true));
+            harness.commit(&records).await?;
+            task.commit().await?;
+        }
+        let flushed = confirmed_flush(&db, &fx.name).await?.unwrap_or(0);
+        if flushed >= written {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot stayed at {flushed} (start {start}) while the server wrote up to {written}"
+        );
+    }
+    // And nothing was lost: a change after the heartbeats still arrives once.
+    db.batch_execute(&format!("INSERT INTO public.{} VALUES (1)", fx.name))
+        .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let change = loop {
+        let records = task.poll().await?;
+        if let Some(r) = records.into_iter().find(|r| r.topic == fx.topic()) {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the change never came"
+        );
+    };
+    assert_eq!(after(&change, "id").as_i64(), Some(1));
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_needed_takes_a_new_snapshot_instead_of_failing_on_a_dropped_slot() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "needed", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "when_needed")]);
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    harness.commit(&records).await?;
+    task.stop().await?;
+    drop(task);
+    db.execute("SELECT pg_drop_replication_slot($1)", &[&fx.name])
+        .await?;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (2)"))
+        .await?;
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let again = poll_n(task.as_mut(), 2).await?;
+    let read: Vec<(Option<&str>, Option<i64>)> = again
+        .iter()
+        .map(|r| (op(r), after(r, "id").as_i64()))
+        .collect();
+    assert_eq!(
+        read,
+        [(Some("r"), Some(1)), (Some("r"), Some(2))],
+        "a new snapshot of the current rows"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_takes_a_snapshot_at_every_start() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "always", "id int PRIMARY KEY").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES (1)"))
+        .await?;
+    let config = fx.config(&[("snapshot.mode", "always")]);
+    let harness = TaskHarness::new("cdc");
+    for run in 0..2 {
+        let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+        let records = poll_n(task.as_mut(), 1).await?;
+        assert_eq!(
+            (op(&records[0]), after(&records[0], "id").as_i64()),
+            (Some("r"), Some(1)),
+            "run {run}"
+        );
+        harness.commit(&records).await?;
+        task.stop().await?;
+    }
+    Ok(())
+}
