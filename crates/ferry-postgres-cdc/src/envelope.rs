@@ -1,7 +1,8 @@
 //! Debezium's change events: key `<prefix>.<schema>.<table>.Key`, value
-//! `<prefix>.<schema>.<table>.Envelope` (`before`, `after`, `source`, `op`, `ts_ms`, `ts_us`,
-//! `ts_ns`, `transaction`), field order and schema names as Debezium 3.6 builds them
-//! (`SchemaFactory.datatypeEnvelopeSchema`, `PostgresSourceInfoStructMaker`).
+//! `<prefix>.<schema>.<table>.Envelope` (`before`, `after`, `source`, `transaction`, `op`,
+//! `ts_ms`, `ts_us`, `ts_ns`), field order and schema names as Debezium 3.6.1 writes them (checked
+//! against its records in Kafka Connect by `crates/ferry/tests/migrate.rs`: the source struct ends
+//! with `origin` and `origin_lsn`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -104,6 +105,8 @@ fn source_schema() -> Schema {
             Field::new("txId", Schema::int64().optional()),
             Field::new("lsn", Schema::int64().optional()),
             Field::new("xmin", Schema::int64().optional()),
+            Field::new("origin", Schema::string().optional()),
+            Field::new("origin_lsn", Schema::int64().optional()),
         ],
     )
     .with_version(1)
@@ -148,11 +151,11 @@ impl TableSchema {
                 Field::new("before", value_schema.clone()),
                 Field::new("after", value_schema.clone()),
                 Field::new("source", source_schema()),
+                Field::new("transaction", transaction_schema()),
                 Field::new("op", Schema::string()),
                 Field::new("ts_ms", Schema::int64().optional()),
                 Field::new("ts_us", Schema::int64().optional()),
                 Field::new("ts_ns", Schema::int64().optional()),
-                Field::new("transaction", transaction_schema()),
             ],
         )
         .with_version(2);
@@ -268,6 +271,8 @@ impl TableSchema {
             "txId": source.tx_id,
             "lsn": source.lsn.and_then(|l| i64::try_from(l).ok()),
             "xmin": null,
+            "origin": null,
+            "origin_lsn": null,
         });
         let value = serde_json::json!({
             "before": before,
@@ -421,7 +426,9 @@ mod tests {
                 "table",
                 "txId",
                 "lsn",
-                "xmin"
+                "xmin",
+                "origin",
+                "origin_lsn"
             ]
         );
         assert!(

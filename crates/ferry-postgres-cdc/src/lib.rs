@@ -56,7 +56,7 @@ pub use config::{
 };
 pub use connector::{CLASS_NAMES, PostgresCdcConnector, connectors};
 pub use error::CdcError;
-pub use offset::{Resume, partition, resume_from};
+pub use offset::{Partial, Resume, partition, resume_from};
 pub use stream::{PgWireStream, ReplicationStream, WalEvent};
 pub use task::PostgresCdcTask;
 pub use tls::{SslMode, Tls};

@@ -31,12 +31,37 @@ pub enum Resume {
     Fresh,
     /// An initial snapshot was started and not finished: start it again from scratch.
     SnapshotUnfinished,
-    /// Stream from `lsn_commit`; inside transaction `xid` skip its first `skip` change messages.
+    /// Stream from `lsn_commit`, skipping what the offset says was already processed.
     Stream {
         /// START_REPLICATION here.
         lsn_commit: u64,
-        /// A partially emitted transaction: its xid and the change messages already processed.
-        partial: Option<(u32, u64)>,
+        /// A partially emitted transaction.
+        partial: Option<Partial>,
+    },
+}
+
+/// A transaction the committed offset is inside of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partial {
+    /// Ferry's offset (`ferry_tx_events`): the first `processed` change messages of `xid` were
+    /// emitted. The resumed stream must begin with `xid` (else the slot moved past the offset).
+    Events {
+        /// The transaction.
+        xid: u32,
+        /// Change messages already emitted.
+        processed: u64,
+    },
+    /// Debezium's offset (a change message type, no `ferry_tx_events`): Debezium emitted every
+    /// change of `xid` up to `lsn_proc` — it counts positions by LSN, and its `lsn_commit` is the
+    /// last such LSN, not a commit's. Streaming from there, PostgreSQL sends every transaction
+    /// committing after it: those that arrive before `xid` committed before it, so Debezium had
+    /// emitted them whole (it emits in commit order) and they are skipped; inside `xid`, changes at
+    /// or before `lsn_proc` are skipped.
+    UpTo {
+        /// The transaction.
+        xid: u32,
+        /// Its last change Debezium emitted.
+        lsn_proc: u64,
     },
 }
 
@@ -161,17 +186,31 @@ pub fn resume_from(offset: Option<&SourceOffset>) -> Result<Resume, CdcError> {
         offset: offset.to_string(),
         reason: "a negative LSN".into(),
     })?;
-    let partial = match long(offset, "ferry_tx_events")? {
-        None => None,
-        Some(events) => {
-            let xid = long(offset, "txId")?
-                .and_then(|x| u32::try_from(x).ok())
-                .ok_or_else(|| CdcError::Offset {
-                    offset: offset.to_string(),
-                    reason: "ferry_tx_events without a 32-bit txId".into(),
-                })?;
-            Some((xid, u64::try_from(events).unwrap_or(0)))
-        }
+    let xid = || {
+        long(offset, "txId")?
+            .and_then(|x| u32::try_from(x).ok())
+            .ok_or_else(|| CdcError::Offset {
+                offset: offset.to_string(),
+                reason: "a position inside a transaction without a 32-bit txId".into(),
+            })
+    };
+    let change = matches!(
+        offset.get("messageType").and_then(Value::as_str),
+        Some("INSERT" | "UPDATE" | "DELETE" | "TRUNCATE")
+    );
+    let partial = match (long(offset, "ferry_tx_events")?, long(offset, "lsn_proc")?) {
+        (Some(events), _) => Some(Partial::Events {
+            xid: xid()?,
+            processed: u64::try_from(events).unwrap_or(0),
+        }),
+        (None, Some(lsn_proc)) if change => Some(Partial::UpTo {
+            xid: xid()?,
+            lsn_proc: u64::try_from(lsn_proc).unwrap_or(0),
+        }),
+        // After a COMMIT (Ferry's last record of a transaction, or Debezium's heartbeat or
+        // commit), or an offset without a message type: the stream resumes after whole
+        // transactions.
+        _ => None,
     };
     Ok(Resume::Stream {
         lsn_commit,
@@ -216,6 +255,42 @@ mod tests {
         );
     }
 
+    /// Debezium 3.6's offset after a change (its `lsn_commit` is the change's LSN, as seen in
+    /// Kafka Connect): resume inside that transaction, after that LSN.
+    #[test]
+    fn a_debezium_offset_after_a_change_resumes_after_its_lsn() {
+        let offset = ConnectMap::new()
+            .with("lsn", 936_590_896_i64)
+            .and_then(|m| m.with("lsn_commit", 936_590_896_i64))
+            .and_then(|m| m.with("lsn_proc", 936_590_896_i64))
+            .and_then(|m| m.with("messageType", "INSERT"))
+            .and_then(|m| m.with("txId", 25_356_i64))
+            .unwrap_or_default();
+        assert_eq!(
+            resume_from(Some(&offset)).ok(),
+            Some(Resume::Stream {
+                lsn_commit: 936_590_896,
+                partial: Some(Partial::UpTo {
+                    xid: 25_356,
+                    lsn_proc: 936_590_896
+                })
+            })
+        );
+        let after_commit = ConnectMap::new()
+            .with("lsn_commit", 1_000_i64)
+            .and_then(|m| m.with("lsn_proc", 1_000_i64))
+            .and_then(|m| m.with("messageType", "COMMIT"))
+            .and_then(|m| m.with("txId", 9_i64))
+            .unwrap_or_default();
+        assert_eq!(
+            resume_from(Some(&after_commit)).ok(),
+            Some(Resume::Stream {
+                lsn_commit: 1_000,
+                partial: None
+            })
+        );
+    }
+
     #[test]
     fn an_incremental_snapshot_offset_is_refused_by_name() {
         let offset = ConnectMap::new()
@@ -247,7 +322,10 @@ mod tests {
             resume_from(Some(&stream_offset(&p))).ok(),
             Some(Resume::Stream {
                 lsn_commit: 200,
-                partial: Some((42, 3))
+                partial: Some(Partial::Events {
+                    xid: 42,
+                    processed: 3
+                })
             })
         );
     }

@@ -143,7 +143,7 @@ struct Running {
     _stop: watch::Sender<bool>,
 }
 
-fn start(events: VecDeque<WalEvent>, partial: Option<(u32, u64)>) -> Running {
+fn start(events: VecDeque<WalEvent>, partial: Option<crate::offset::Partial>) -> Running {
     let (out, records) = mpsc::channel(16);
     let (acks, acks_rx) = watch::channel(0);
     let (stop, stop_rx) = watch::channel(false);
@@ -220,11 +220,74 @@ async fn the_last_record_of_a_transaction_carries_the_offset_after_its_commit() 
     );
     assert_eq!(long(&second, "ferry_tx_events"), None);
     assert_eq!(long(&second, "txId"), Some(7));
+    // Debezium resumes after a COMMIT only when the offset says COMMIT (else it skips the next
+    // transaction's first change).
+    assert_eq!(
+        second
+            .source_offset
+            .as_ref()
+            .and_then(|o| o.get("messageType"))
+            .and_then(Value::as_str),
+        Some("COMMIT")
+    );
+}
+
+/// A Debezium offset inside transaction 7 after its change at LSN 210: a transaction that arrives
+/// before 7 committed before it (Debezium emitted it whole) and is skipped; inside 7 only the
+/// change after 210 is emitted.
+#[tokio::test]
+async fn a_debezium_offset_skips_earlier_transactions_and_its_changes_up_to_its_lsn() {
+    let mut events = VecDeque::from([
+        WalEvent::Begin {
+            xid: 6,
+            commit_time_us: 900,
+            final_lsn: 190,
+        },
+        WalEvent::Data {
+            lsn: 150,
+            data: relation(),
+        },
+        WalEvent::Data {
+            lsn: 160,
+            data: insert(9),
+        },
+        WalEvent::Commit {
+            end_lsn: 195,
+            commit_time_us: 900,
+        },
+    ]);
+    events.extend(transaction());
+    let mut running = start(
+        events,
+        Some(crate::offset::Partial::UpTo {
+            xid: 7,
+            lsn_proc: 210,
+        }),
+    );
+    let Ok(only) = next(&mut running).await else {
+        panic!("record")
+    };
+    assert_eq!(
+        only.value.as_ref().map(|v| v["after"]["id"].clone()),
+        Some(serde_json::json!(2))
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), running.records.recv())
+            .await
+            .is_err(),
+        "nothing more"
+    );
 }
 
 #[tokio::test]
 async fn a_resumed_transaction_skips_exactly_the_changes_already_emitted() {
-    let mut running = start(transaction(), Some((7, 1)));
+    let mut running = start(
+        transaction(),
+        Some(crate::offset::Partial::Events {
+            xid: 7,
+            processed: 1,
+        }),
+    );
     let Ok(only) = next(&mut running).await else {
         panic!("record")
     };
@@ -243,7 +306,13 @@ async fn a_resumed_transaction_skips_exactly_the_changes_already_emitted() {
 
 #[tokio::test]
 async fn a_resume_that_meets_another_transaction_fails_loudly() {
-    let mut running = start(transaction(), Some((8, 1)));
+    let mut running = start(
+        transaction(),
+        Some(crate::offset::Partial::Events {
+            xid: 8,
+            processed: 1,
+        }),
+    );
     let Err(error) = next(&mut running).await else {
         panic!("an error")
     };

@@ -104,7 +104,11 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
                 slot = %config.slot,
                 "PostgresCdcSource: resuming at lsn_commit {}{}",
                 lsn_text(lsn_commit),
-                partial.map_or(String::new(), |(xid, n)| format!(", skipping the first {n} change(s) of transaction {xid}"))
+                match partial {
+                    None => String::new(),
+                    Some(crate::offset::Partial::Events { xid, processed }) => format!(", skipping the first {processed} change(s) of transaction {xid}"),
+                    Some(crate::offset::Partial::UpTo { xid, lsn_proc }) => format!(", skipping what Debezium emitted: transactions before {xid}, and its changes up to {}", lsn_text(lsn_proc)),
+                }
             );
             let stream = PgWireStream::open(config, lsn_commit, lsn_commit).await?;
             Ok(Start::Stream {

@@ -228,7 +228,11 @@ impl<'a, W: Write> Move<'a, W> {
         // 2. Its offsets.
         let offsets = self.offsets(self.source)?;
         self.done.source_offsets = Some(offsets.clone());
-        self.say(format!("source: {} offset partitions read", offsets.len()));
+        self.say(format!(
+            "source: {} offset partitions read{}",
+            offsets.len(),
+            sample(&offsets)
+        ));
 
         // 3. Created STOPPED on the target.
         let create = json!({"name": self.name, "config": config, "initial_state": "STOPPED"});
@@ -611,6 +615,20 @@ fn validation_errors(infos: &Value) -> Vec<String> {
 
 fn parse(partition: &str) -> Value {
     serde_json::from_str(partition).unwrap_or(Value::Null)
+}
+
+/// The first few partitions and offsets, for the log of a move.
+fn sample(offsets: &Offsets) -> String {
+    const SHOWN: usize = 5;
+    let mut shown: Vec<String> = offsets
+        .iter()
+        .take(SHOWN)
+        .map(|(p, o)| format!("\n    {p} → {o}"))
+        .collect();
+    if offsets.len() > SHOWN {
+        shown.push(format!("\n    … and {} more", offsets.len() - SHOWN));
+    }
+    shown.concat()
 }
 
 fn render(offsets: &Offsets) -> String {
