@@ -45,6 +45,8 @@ pub struct SourceRecord {
     pub headers: Vec<Header>,
     /// Timestamp in milliseconds since the epoch.
     pub timestamp: Option<i64>,
+    /// Only moves its partition's offset ([`SourceRecord::offset_only`]): nothing is sent.
+    pub offset_only: bool,
 }
 
 impl SourceRecord {
@@ -84,6 +86,20 @@ impl SourceRecord {
             value_schema: None,
             headers: Vec::new(),
             timestamp: None,
+            offset_only: false,
+        }
+    }
+
+    /// A record that sends nothing and only moves `partition`'s committed offset to `offset`: the
+    /// framework commits it like a delivered record's, in order — once every record the task
+    /// returned before it was acknowledged. For a source whose position advances while nothing it
+    /// captures changes (a replication slot that must be acknowledged so the server can free its
+    /// log), without writing heartbeat records anywhere. Transformations never see it, and
+    /// `commit_record` is not called for it.
+    pub fn offset_only(partition: SourcePartition, offset: SourceOffset) -> Self {
+        Self {
+            offset_only: true,
+            ..Self::from_maps(Some(partition), Some(offset), String::new(), None)
         }
     }
 

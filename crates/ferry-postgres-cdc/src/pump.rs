@@ -115,6 +115,8 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
         tx: None,
         held: None,
         server_end: lsn_commit,
+        checkpointed: lsn_commit,
+        checkpoint_sent: None,
         last_xid: 0,
     };
     streamer.run(pump).await
@@ -314,6 +316,10 @@ struct Streamer {
     /// The server's WAL position from its last keepalive: every transaction committed before it
     /// was sent.
     server_end: u64,
+    /// The position of the last offset sent (a record's or a checkpoint's).
+    checkpointed: u64,
+    /// When the last offset-only checkpoint was sent.
+    checkpoint_sent: Option<std::time::Instant>,
     /// The xid of the last transaction seen (for heartbeat offsets).
     last_xid: u32,
 }
@@ -371,6 +377,7 @@ impl Streamer {
         }
         let at = self.server_end.max(self.last_commit);
         self.last_commit = at;
+        self.checkpointed = self.checkpointed.max(at);
         let position = StreamPosition {
             ts_usec: now_us(),
             xid: self.last_xid,
@@ -404,6 +411,40 @@ impl Streamer {
         Self::send(pump, vec![record]).await
     }
 
+    /// Between transactions, when the server reports a position past the last offset sent: an
+    /// offset-only record there (at most one a second). Once the commit cycle commits it, `commit`
+    /// flushes it to the slot, so an idle or filtered database retains no WAL for this slot (from
+    /// PostgreSQL 15 pgoutput sends nothing for transactions that touch no captured table, and
+    /// without this only a captured change would move the slot). Returns `false` when `poll` is
+    /// gone.
+    async fn checkpoint(&mut self, pump: &Pump) -> bool {
+        const EVERY: Duration = Duration::from_secs(1);
+        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
+            return true;
+        }
+        let at = self.server_end.max(self.last_commit);
+        if at <= self.checkpointed || self.checkpoint_sent.is_some_and(|t| t.elapsed() < EVERY) {
+            return true;
+        }
+        self.checkpointed = at;
+        self.last_commit = at;
+        self.checkpoint_sent = Some(std::time::Instant::now());
+        let position = StreamPosition {
+            ts_usec: now_us(),
+            xid: self.last_xid,
+            lsn: at,
+            lsn_proc: at,
+            lsn_commit: at,
+            message_type: "COMMIT",
+            tx_events: None,
+        };
+        let record = SourceRecord::offset_only(
+            crate::offset::partition(&pump.config.prefix),
+            stream_offset(&position),
+        );
+        Self::send(pump, vec![record]).await
+    }
+
     async fn send(pump: &Pump, records: Vec<SourceRecord>) -> bool {
         for record in records {
             if pump.out.send(Ok(record)).await.is_err() {
@@ -415,7 +456,12 @@ impl Streamer {
 
     async fn handle(&mut self, pump: &Pump, event: WalEvent) -> Result<bool, CdcError> {
         match event {
-            WalEvent::KeepAlive { wal_end } => self.server_end = self.server_end.max(wal_end),
+            WalEvent::KeepAlive { wal_end } => {
+                self.server_end = self.server_end.max(wal_end);
+                if !self.checkpoint(pump).await {
+                    return Ok(false);
+                }
+            }
             WalEvent::Begin {
                 xid,
                 commit_time_us,
@@ -487,6 +533,7 @@ impl Streamer {
                     if !Self::send(pump, held.records).await {
                         return Ok(false);
                     }
+                    self.checkpointed = self.checkpointed.max(end_lsn);
                 }
                 self.last_commit = end_lsn;
                 self.server_end = self.server_end.max(end_lsn);

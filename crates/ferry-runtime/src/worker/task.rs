@@ -689,6 +689,13 @@ impl TaskRunner {
             self.fail_unless_fenced(e);
             return BatchStep::Stop;
         }
+        // An offset-only record: nothing to transform or send, its offset committed in order.
+        if record.offset_only {
+            self.checkpoint(hooks, &record);
+            return self
+                .end_transaction_at(hooks, boundary, state.outgoing)
+                .await;
+        }
         // Boxed at once and not moved through `transform` when there is no chain:
         // the record is large, and every move is a copy.
         let record = if state.chain.is_empty() {
@@ -901,6 +908,17 @@ impl TaskRunner {
             submitted.ack();
         }
         self.call_commit_record(record, None).await;
+    }
+
+    /// An offset-only record ([`SourceRecord::offset_only`]): delivered at once as far as the
+    /// offsets go (committed once everything before it is), counted in no record metric, and not
+    /// given to `commit_record` (the task made it; there is nothing it was delivered as).
+    fn checkpoint<H: TaskHooks>(&mut self, hooks: &mut H, record: &SourceRecord) {
+        let submitted = hooks.record_dropped(record);
+        self.observe(record, submitted.as_ref());
+        if let Some(submitted) = submitted {
+            submitted.ack();
+        }
     }
 
     /// Tells the partition watch about a sent record's partition, by the key the semantics already

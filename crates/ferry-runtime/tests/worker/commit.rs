@@ -273,3 +273,30 @@ async fn a_zero_interval_commits_each_acknowledgement_at_once_and_idles_without_
     h.wait_committed("continuous", "a", 4).await;
     h.stop("continuous").await;
 }
+
+/// `SourceRecord::offset_only`: nothing reaches the sink, and the offset is committed in order —
+/// not before the records polled ahead of it in its partition are acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offset_only_record_sends_nothing_and_commits_in_order() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    h.sink.hold(&["a:1"]);
+    h.start("checkpoint", false, &probe);
+    probe.push(vec![
+        record("a", 1),
+        ferry_api::SourceRecord::offset_only(
+            crate::support::partition("a"),
+            crate::support::offset(5),
+        ),
+    ]);
+    probe.wait_commits(2).await;
+    assert_eq!(
+        h.committed("checkpoint", "a").await,
+        None,
+        "the checkpoint waits for a:1 before it"
+    );
+    h.sink.resolve("a:1");
+    h.wait_committed("checkpoint", "a", 5).await;
+    assert_eq!(h.sink.accepted(), ["a:1"], "the checkpoint sent nothing");
+    h.worker.shutdown().await;
+}
