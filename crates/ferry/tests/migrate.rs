@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use ferry_testkit::{ConnectOptions, ConnectWorker, KafkaBroker};
 use kafka_support::{TopicReader, create_topic, distributed_worker};
-use pg_source_support::Pg;
+use pg_source_support::{Pg, SlotGuard};
 use rest_support::Api;
 use serde_json::{Value, json};
 use support::{FERRY, Ferry, Workspace, path_str};
@@ -543,32 +543,6 @@ fn check_reports_which_connectors_ferry_runs_unchanged() {
     );
     for name in [&plain, &unsupported] {
         kc.delete(&format!("/connectors/{name}")).expect(204);
-    }
-}
-
-/// Drops the test's replication slot and publication (named like its table), even on failure.
-struct SlotGuard {
-    name: String,
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        let pg = Pg::connect();
-        for _ in 0..50 {
-            let sql = format!(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = '{0}' AND active_pid IS NOT NULL; \
-                 SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{0}'",
-                self.name
-            );
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pg.execute(&sql))).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pg.execute(&format!("DROP PUBLICATION IF EXISTS {}", self.name))
-        }));
     }
 }
 

@@ -5,35 +5,9 @@
 mod pg_source_support;
 mod support;
 
-use pg_source_support::Pg;
+use pg_source_support::{Pg, SlotGuard};
 use serde_json::Value;
 use support::{Ferry, SinkTail, Workspace, read_sink};
-
-/// Drops the test's replication slot and publication (named like its table), even on failure.
-struct SlotGuard {
-    name: String,
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        let pg = Pg::connect();
-        for _ in 0..50 {
-            let sql = format!(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = '{0}' AND active_pid IS NOT NULL; \
-                 SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{0}'",
-                self.name
-            );
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pg.execute(&sql))).is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pg.execute(&format!("DROP PUBLICATION IF EXISTS {}", self.name))
-        }));
-    }
-}
 
 fn ids(lines: &[Value]) -> Vec<(String, i64)> {
     lines

@@ -247,3 +247,30 @@ pub fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("address").port()
 }
+
+/// Drops the test's replication slot and publication (named like its table), even on failure.
+pub struct SlotGuard {
+    /// The slot's and the publication's name.
+    pub name: String,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let pg = Pg::connect();
+        for _ in 0..50 {
+            let sql = format!(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
+                 WHERE slot_name = '{0}' AND active_pid IS NOT NULL; \
+                 SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{0}'",
+                self.name
+            );
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pg.execute(&sql))).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pg.execute(&format!("DROP PUBLICATION IF EXISTS {}", self.name))
+        }));
+    }
+}
