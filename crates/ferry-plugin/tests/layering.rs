@@ -195,7 +195,9 @@ fn the_builtin_backends_and_the_config_sit_under_the_worker() {
     }
 }
 
-/// A connector crate sees only `ferry-api`: `ferry-postgres-cdc` names no other Ferry crate.
+/// A connector crate sees only `ferry-api`: `ferry-postgres-cdc` names no other Ferry crate but the
+/// leaf `ferry-postgres-tls` (libpq's certificate checks, shared with `ferry-postgres`; it depends on
+/// no Ferry crate itself).
 #[test]
 fn the_cdc_connector_sees_only_the_connector_api() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-postgres-cdc/Cargo.toml");
@@ -206,8 +208,15 @@ fn the_cdc_connector_sees_only_the_connector_api() {
     );
     for dep in deps {
         assert!(
-            !dep.starts_with("ferry-") || dep == "ferry-api",
+            !dep.starts_with("ferry-") || dep == "ferry-api" || dep == "ferry-postgres-tls",
             "ferry-postgres-cdc must not depend on {dep}: connectors see only ferry-api"
         );
     }
+    let tls = dependencies(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-postgres-tls/Cargo.toml"),
+    );
+    assert!(
+        tls.iter().all(|d| !d.starts_with("ferry-")),
+        "ferry-postgres-tls is a leaf: {tls:?}"
+    );
 }

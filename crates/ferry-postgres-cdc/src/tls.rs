@@ -8,12 +8,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferry_postgres_tls::{AnyCertificate, ChainOnly};
 use pgwire_replication::{SslMode as WireMode, TlsConfig};
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
 
 /// `database.sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +94,9 @@ impl Tls {
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS setup: {e}"))?;
         let verifier: Arc<dyn ServerCertVerifier> = match self.mode {
-            SslMode::Disable | SslMode::Prefer | SslMode::Require => Arc::new(Unverified(provider)),
+            SslMode::Disable | SslMode::Prefer | SslMode::Require => {
+                Arc::new(AnyCertificate(provider.signature_verification_algorithms))
+            }
             SslMode::VerifyCa | SslMode::VerifyFull => {
                 let path = self.root_cert.as_ref().ok_or(
                     "database.sslmode=verify-ca/verify-full needs database.sslrootcert (the CA certificates, PEM)",
@@ -135,102 +138,5 @@ impl Tls {
             (None, None) => Ok(builder.with_no_client_auth()),
             _ => Err("database.sslcert and database.sslkey go together".into()),
         }
-    }
-}
-
-/// `prefer`/`require`: any certificate (libpq's behaviour); handshake signatures still checked.
-#[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain is verified, the host name is not.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
     }
 }
