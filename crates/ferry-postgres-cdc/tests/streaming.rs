@@ -298,3 +298,107 @@ async fn a_truncate_is_emitted_when_not_skipped() -> TestResult {
     task.stop().await?;
     Ok(())
 }
+
+/// A transaction of 20 000 inserts arrives whole and in order; only its last record carries the
+/// offset after the COMMIT (every other one resumes inside the transaction).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_transaction_arrives_whole_and_in_order() -> TestResult {
+    const ROWS: i64 = 20_000;
+    let db = client().await?;
+    let fx = Fixture::new(&db, "large", "id int PRIMARY KEY, note text").await?;
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
+    db.batch_execute(&format!(
+        "INSERT INTO public.{} SELECT g, 'row ' || g FROM generate_series(1, {ROWS}) g",
+        fx.name
+    ))
+    .await?;
+    let records = poll_n(task.as_mut(), usize::try_from(ROWS)?).await?;
+    let ids: Vec<i64> = records
+        .iter()
+        .map(|r| after(r, "id").as_i64().unwrap_or(-1))
+        .collect();
+    assert_eq!(
+        ids,
+        (1..=ROWS).collect::<Vec<_>>(),
+        "every row once, in order"
+    );
+    let after_commit: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.source_offset
+                .as_ref()
+                .and_then(|o| o.get("messageType"))
+                .and_then(|v| v.as_str())
+                == Some("COMMIT")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        after_commit,
+        [records.len() - 1],
+        "only the last record ends the transaction"
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+/// Four connections write at once, one small transaction per row: every row arrives exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_lose_and_repeat_nothing() -> TestResult {
+    const WRITERS: i64 = 4;
+    const EACH: i64 = 250;
+    let db = client().await?;
+    let fx = Fixture::new(&db, "writers", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let (mut task, _) = harness
+        .start(
+            &PostgresCdcConnector,
+            fx.config(&[("snapshot.mode", "no_data")]),
+        )
+        .await?;
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let table = fx.name.clone();
+        writers.push(tokio::spawn(async move {
+            let db = client().await.map_err(|e| e.to_string())?;
+            for i in 0..EACH {
+                db.batch_execute(&format!(
+                    "INSERT INTO public.{table} VALUES ({})",
+                    w * 10_000 + i
+                ))
+                .await
+                .map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for writer in writers {
+        writer.await??;
+    }
+    let records = poll_n(task.as_mut(), usize::try_from(WRITERS * EACH)?).await?;
+    let mut ids: Vec<i64> = records
+        .iter()
+        .map(|r| after(r, "id").as_i64().unwrap_or(-1))
+        .collect();
+    ids.sort_unstable();
+    let mut expected: Vec<i64> = (0..WRITERS)
+        .flat_map(|w| (0..EACH).map(move |i| w * 10_000 + i))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "every row exactly once");
+    assert!(
+        poll_for(task.as_mut(), std::time::Duration::from_millis(500))
+            .await?
+            .is_empty(),
+        "nothing more"
+    );
+    task.stop().await?;
+    Ok(())
+}
