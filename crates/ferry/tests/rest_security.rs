@@ -94,3 +94,88 @@ fn a_jks_keystore_is_refused_at_start_with_a_hint_to_use_pem() {
     );
     assert!(!done.stderr.contains("changeit"), "{}", done.stderr);
 }
+
+/// `ferry migrate` reaches a worker over HTTPS with Basic credentials (`--from-cacert`,
+/// `--from-basic-auth-file`): the check lists its connectors; without the CA, or with wrong
+/// credentials, it says so and exits 2.
+#[test]
+fn ferry_migrate_reaches_an_https_worker_with_basic_credentials() {
+    let ws = Workspace::new();
+    let (keystore, cert) = self_signed(ws.path(), &["127.0.0.1"]);
+    let users = ws.write("users.properties", "alice: s3cret-pw\n");
+    let input = ws.write("input.txt", "one\n");
+    let connector = ws.properties(
+        "file.properties",
+        &[
+            ("name", "lines"),
+            ("connector.class", "FileStreamSource"),
+            ("file", &path_str(&input)),
+            ("topic", "lines"),
+        ],
+    );
+    let worker = ws.worker(
+        100,
+        &[
+            ("listeners", "https://127.0.0.1:0"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", &path_str(&keystore)),
+            ("rest.basic.auth.credentials.file", &path_str(&users)),
+        ],
+    );
+    let mut ferry = Ferry::standalone(&ws, "ferry", &worker, &[&connector]);
+    let log = ferry.wait_for_log("REST API listening on https://");
+    let addr = log
+        .split("REST API listening on https://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an address follows")
+        .to_owned();
+    let url = format!("https://{addr}");
+    let ca = ws.write("ca.pem", &cert);
+    let good = ws.write("alice", "alice:s3cret-pw\n");
+    let bad = ws.write("mallory", "alice:wrong\n");
+    let check = |extra: &[&str]| {
+        let mut args = vec!["migrate", "check", "--from", url.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        std::process::Command::new(support::FERRY)
+            .args(&args)
+            .output()
+            .expect("running ferry migrate")
+    };
+
+    let ok = check(&[
+        "--from-cacert",
+        &path_str(&ca),
+        "--from-basic-auth-file",
+        &path_str(&good),
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(report[0]["name"], "lines", "{report}");
+    assert_eq!(report[0]["runs_unchanged"], true, "{report}");
+
+    let untrusted = check(&["--from-basic-auth-file", &path_str(&good)]);
+    assert_eq!(untrusted.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&untrusted.stderr).contains("no answer"),
+        "{}",
+        String::from_utf8_lossy(&untrusted.stderr)
+    );
+    let refused = check(&[
+        "--from-cacert",
+        &path_str(&ca),
+        "--from-basic-auth-file",
+        &path_str(&bad),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("401"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    ferry.terminate_cleanly();
+}
