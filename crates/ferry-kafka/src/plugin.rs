@@ -717,6 +717,7 @@ impl SinkProvider for KafkaSinkProvider {
             self.connector_producer(task.connector, overrides.clone())?
                 .with_converters(converters)
         };
+        let sink = sink.with_lease(task.membership.cloned());
         Ok(Arc::new(self.with_topic_creation(sink, task, &overrides)?))
     }
 
@@ -770,7 +771,8 @@ impl SinkProvider for KafkaSinkProvider {
             config = config.with_producer_setting("message.timeout.ms", TRANSACTION_TIMEOUT_MS);
         }
         let describe = self.sink.describe();
-        let sink = KafkaSink::with_description(&config, describe, &overrides)?;
+        let sink = KafkaSink::with_description(&config, describe, &overrides)?
+            .with_lease(task.membership.cloned());
         let sink = self.with_topic_creation(sink, task, &overrides)?;
         let sink = TransactionalKafkaSink::open(
             sink,

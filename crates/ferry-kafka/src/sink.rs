@@ -239,6 +239,9 @@ pub struct KafkaSink {
     converters: RecordConverters,
     /// Creates missing topics before their first record (the connector's `topic.creation.*`).
     topics: Option<Arc<TopicCreator>>,
+    /// Distributed mode: no record is handed to the producer while this worker's membership is not
+    /// confirmed (see `TaskSinkContext::membership`).
+    lease: Option<Arc<ferry_plugin::MembershipLease>>,
 }
 
 /// A [`KafkaSink`]'s producer, not keeping it alive (a provider's cache of per-connector producers).
@@ -252,6 +255,7 @@ impl WeakSink {
             shared,
             converters: RecordConverters::default(),
             topics: None,
+            lease: None,
         })
     }
 }
@@ -297,12 +301,22 @@ impl KafkaSink {
             shared: Arc::new(Shared { producer, describe }),
             converters: config.converters,
             topics: None,
+            lease: None,
         })
     }
 
     /// This sink creating missing topics with `creator` before their first record.
     pub(crate) fn with_topic_creator(mut self, creator: Arc<TopicCreator>) -> KafkaSink {
         self.topics = Some(creator);
+        self
+    }
+
+    /// This sink handing no record to the producer while `lease` is not valid.
+    pub(crate) fn with_lease(
+        mut self,
+        lease: Option<Arc<ferry_plugin::MembershipLease>>,
+    ) -> KafkaSink {
+        self.lease = lease;
         self
     }
 
@@ -318,6 +332,7 @@ impl KafkaSink {
             shared: Arc::clone(&self.shared),
             converters,
             topics: self.topics.clone(),
+            lease: self.lease.clone(),
         }
     }
 
@@ -400,6 +415,21 @@ impl RecordSink for KafkaSink {
 
         let mut full: Option<QueueFull> = None;
         let delivery = loop {
+            // Checked right before the hand-over, after the conversion and any wait for room: a
+            // worker frozen after the runtime's check must not let this record out on waking.
+            if let Some(lease) = &self.lease
+                && !lease.is_valid()
+            {
+                return Err(self.error(
+                    SinkErrorKind::Retriable,
+                    format!(
+                        "the group has not confirmed this worker for {:.1?}: the record for topic {} is \
+                         held until it does (or the task is taken away)",
+                        lease.age(),
+                        record.topic
+                    ),
+                ));
+            }
             let out = future_record(record, key.as_deref(), value.as_deref(), &header_values);
             match self.shared.producer.send_result(out) {
                 Ok(delivery) => break delivery,
@@ -640,6 +670,33 @@ mod tests {
     use std::time::Duration;
 
     use super::{QUEUE_STALL_WARNING, QueueFull, SinkErrorKind, is_retriable, kind_of};
+
+    /// A record is not handed to the producer while the worker's membership is unconfirmed (the
+    /// runtime checked before converting it; a freeze in between must not let it out), and is once
+    /// the group confirms the worker again. No broker: the producer only queues.
+    #[tokio::test]
+    async fn no_record_reaches_the_producer_while_the_membership_is_unconfirmed() {
+        use ferry_api::SourceRecord;
+        use ferry_plugin::{MembershipLease, RecordSink};
+        use rdkafka::producer::Producer as _;
+        let lease = std::sync::Arc::new(MembershipLease::new(Duration::from_millis(20)));
+        let sink = super::KafkaSink::new(&crate::KafkaSinkConfig::new("127.0.0.1:1"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_lease(Some(lease.clone()));
+        let record = SourceRecord::builder("t")
+            .value(serde_json::json!("v"))
+            .build();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let Err(held) = sink.send(&record).await else {
+            panic!("sent while the membership was unconfirmed")
+        };
+        assert_eq!(held.kind, SinkErrorKind::Retriable);
+        assert!(held.message.contains("has not confirmed"), "{}", held.message);
+        assert_eq!(sink.producer().in_flight_count(), 0, "nothing queued");
+        lease.confirm(std::time::Instant::now());
+        assert!(sink.send(&record).await.is_ok(), "sent once confirmed");
+        assert_eq!(sink.producer().in_flight_count(), 1);
+    }
 
     #[test]
     fn a_full_queue_counts_as_stalled_once_no_delivery_completed_for_the_warning_period() {

@@ -187,7 +187,7 @@ pub trait TransactionalSink: RecordSink {
 }
 
 /// What a [`SinkProvider`] knows about the task it opens a sink for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct TaskSinkContext<'a> {
     /// The connector's name.
     pub connector: &'a str,
@@ -201,6 +201,11 @@ pub struct TaskSinkContext<'a> {
     /// itself ([`DynSinkSpec::handles_connector_key`](crate::DynSinkSpec::handles_connector_key),
     /// e.g. Kafka's `topic.creation.*`); `None` when the task runs without one (a worker's own sink).
     pub connector_config: Option<&'a Config>,
+    /// Distributed mode: the worker's membership lease. A sink that hands records to a client
+    /// checks it right before each hand-over and refuses (retriably) while it is not valid: the
+    /// runtime's own check comes before the record's conversion, and a worker frozen in between
+    /// would let the record out as a zombie when it wakes.
+    pub membership: Option<&'a std::sync::Arc<crate::MembershipLease>>,
 }
 
 impl<'a> TaskSinkContext<'a> {
@@ -217,7 +222,18 @@ impl<'a> TaskSinkContext<'a> {
             key_converter,
             value_converter,
             connector_config: None,
+            membership: None,
         }
+    }
+
+    /// The same context with the worker's membership lease, builder style.
+    #[must_use]
+    pub fn with_membership(
+        mut self,
+        lease: Option<&'a std::sync::Arc<crate::MembershipLease>>,
+    ) -> Self {
+        self.membership = lease;
+        self
     }
 
     /// The same context with the connector's configuration, builder style.

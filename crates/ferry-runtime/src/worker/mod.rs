@@ -666,6 +666,7 @@ impl Worker {
         );
         let registry = self.settings.metrics.clone();
         let fencing = self.settings.task_fencing.clone();
+        let lease = self.settings.membership.clone();
         let delivery = crate::config::exactly_once::delivery(
             self.settings.exactly_once_source,
             connector,
@@ -673,7 +674,8 @@ impl Worker {
         );
         async move {
             let context = TaskSinkContext::new(&id.connector, id.task, key, value)
-                .with_connector_config(&connector_config);
+                .with_connector_config(&connector_config)
+                .with_membership(lease.as_ref());
             match open_task_io(&sinks, &context, store, fencing, delivery).await {
                 Ok(io) => {
                     registry.task_startup(true);
