@@ -691,7 +691,11 @@ mod tests {
             panic!("sent while the membership was unconfirmed")
         };
         assert_eq!(held.kind, SinkErrorKind::Retriable);
-        assert!(held.message.contains("has not confirmed"), "{}", held.message);
+        assert!(
+            held.message.contains("has not confirmed"),
+            "{}",
+            held.message
+        );
         assert_eq!(sink.producer().in_flight_count(), 0, "nothing queued");
         lease.confirm(std::time::Instant::now());
         assert!(sink.send(&record).await.is_ok(), "sent once confirmed");
