@@ -184,6 +184,12 @@ fn sigkill_while_streaming_loses_no_change() {
         let from = *starts.last().unwrap_or(&0);
         let mut ferry = Ferry::standalone(&ws, &format!("run{round}"), &worker, &[&connector]);
         ferry.wait_until("the replication slot", || slot_exists(&pg).then_some(()));
+        if round == 0 {
+            // The slot shows in pg_replication_slots while it is being created; rows committed
+            // before its consistent point are not streamed (snapshot.mode=no_data), so the writes
+            // wait for the point (a CI run wrote every row in between and waited forever).
+            ferry.wait_for_log("consistent point");
+        }
         write(&pg);
         let mut tail = SinkTail::from(&sink, from);
         ferry.spin_until(format!("round {round}: 100 new lines"), || {

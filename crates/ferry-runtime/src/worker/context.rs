@@ -99,16 +99,27 @@ impl OffsetStorageReader for TaskReader {
         partitions: &[SourcePartition],
     ) -> Result<Vec<(SourcePartition, Option<SourceOffset>)>, OffsetReadError> {
         let found = self.inner.offsets(partitions).await?;
-        {
+        // Whether each partition is looked up for the first time: a task that reads its committed
+        // offsets again while it runs (a CDC source after every commit) is not logged each time.
+        let first: Vec<bool> = {
             let mut looked_up = self.looked_up.lock().unwrap_or_else(|p| p.into_inner());
-            for partition in partitions {
-                looked_up
-                    .canonical
-                    .insert(canonical_partition(Some(partition)));
-                if let Some(loose) = loose_partition(Some(partition)) {
-                    looked_up.loose.insert(loose, partition.clone());
-                }
+            partitions
+                .iter()
+                .map(|partition| {
+                    if let Some(loose) = loose_partition(Some(partition)) {
+                        looked_up.loose.insert(loose, partition.clone());
+                    }
+                    looked_up
+                        .canonical
+                        .insert(canonical_partition(Some(partition)))
+                })
+                .collect()
+        };
+        if !first.iter().any(|f| *f) {
+            for (partition, offset) in &found {
+                tracing::debug!(task = %self.task, "partition {partition} read again: {offset:?}");
             }
+            return Ok(found);
         }
         let fresh = found.iter().filter(|(_, o)| o.is_none()).count();
         let verbose = found.len() <= MAX_RESUME_LINES;
