@@ -176,6 +176,11 @@ impl TableSchema {
         &self.columns
     }
 
+    /// The indexes of the primary-key columns, in table order.
+    pub fn key_columns(&self) -> &[usize] {
+        &self.key_columns
+    }
+
     fn convert(
         &self,
         i: usize,

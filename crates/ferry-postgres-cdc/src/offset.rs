@@ -3,7 +3,13 @@
 //! Partition `{"server": <topic.prefix>}`. Offset (all JSON longs except `messageType` and
 //! `snapshot`): `ts_usec`, `txId`, `lsn`, `lsn_proc`, `lsn_commit`, `messageType`, during the
 //! snapshot `snapshot`, `last_snapshot_record`, `snapshot_completed`; plus Ferry's
-//! `ferry_tx_events`, which Debezium ignores.
+//! `ferry_tx_events` and, during the snapshot, `ferry_snapshot_schema`, `ferry_snapshot_table` and
+//! `ferry_snapshot_key`, which Debezium ignores.
+//!
+//! Snapshot progress: the snapshot reads tables in a fixed order and each table in primary-key
+//! order, so a snapshot record's offset says "every row before this table, and every row of it up
+//! to this key, was emitted". A task killed mid-snapshot resumes after the committed key instead of
+//! starting over (Debezium starts over).
 //!
 //! Resume rule (transaction granularity, never LSN heuristics): START_REPLICATION at `lsn_commit`,
 //! the end LSN of the last transaction every record of which is committed; PostgreSQL then sends
@@ -29,8 +35,9 @@ pub fn partition(prefix: &str) -> SourcePartition {
 pub enum Resume {
     /// No committed offset: snapshot (per `snapshot.mode`) or stream from the slot.
     Fresh,
-    /// An initial snapshot was started and not finished: start it again from scratch.
-    SnapshotUnfinished,
+    /// An initial snapshot was started and not finished: resume it from its progress, or (no
+    /// progress: Debezium's offset, or Ferry's before its first committed row) start it again.
+    SnapshotUnfinished(Option<SnapshotProgress>),
     /// Stream from `lsn_commit`, skipping what the offset says was already processed.
     Stream {
         /// START_REPLICATION here.
@@ -63,6 +70,30 @@ pub enum Partial {
         /// Its last change Debezium emitted.
         lsn_proc: u64,
     },
+}
+
+/// How far an unfinished snapshot got: every row of the tables read before `table`, and every
+/// row of `table` with a primary key up to `key`, was emitted (and committed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotProgress {
+    /// The slot's consistent point: the stream starts here once the snapshot is done.
+    pub point: u64,
+    /// (schema, table) of the last committed snapshot row.
+    pub table: (String, String),
+    /// That row's primary-key values in PostgreSQL's text form, in column order; `None` for a
+    /// table without a primary key (whose rows are read again).
+    pub key: Option<Vec<String>>,
+}
+
+/// Where a snapshot record was read: its table and its primary-key values (text form).
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotAt<'a> {
+    /// The schema.
+    pub schema: &'a str,
+    /// The table.
+    pub table: &'a str,
+    /// The primary-key values, `None` without a primary key.
+    pub key: Option<&'a [&'a str]>,
 }
 
 /// The offset fields of one streamed record.
@@ -99,8 +130,15 @@ pub fn stream_offset(p: &StreamPosition) -> SourceOffset {
     map
 }
 
-/// A snapshot record's offset: the consistent point, and whether the snapshot is complete.
-pub fn snapshot_offset(ts_usec: i64, txid: i64, lsn: u64, last: bool) -> SourceOffset {
+/// A snapshot record's offset: the consistent point, whether the snapshot is complete, and (until
+/// it is) where the record was read.
+pub fn snapshot_offset(
+    ts_usec: i64,
+    txid: i64,
+    lsn: u64,
+    last: bool,
+    at: Option<SnapshotAt<'_>>,
+) -> SourceOffset {
     let mut map = ConnectMap::new();
     let _ = map.insert("ts_usec", ts_usec);
     let _ = map.insert("txId", txid);
@@ -113,7 +151,48 @@ pub fn snapshot_offset(ts_usec: i64, txid: i64, lsn: u64, last: bool) -> SourceO
         let _ = map.insert("lsn_commit", lsn_long(lsn));
     }
     let _ = map.insert("snapshot_completed", last);
+    if let (false, Some(at)) = (last, at) {
+        let _ = map.insert("ferry_snapshot_schema", at.schema);
+        let _ = map.insert("ferry_snapshot_table", at.table);
+        // Kafka Connect's offsets hold only primitives: the key is one JSON text.
+        if let Some(key) = at.key
+            && let Ok(text) = serde_json::to_string(key)
+        {
+            let _ = map.insert("ferry_snapshot_key", text);
+        }
+    }
     map
+}
+
+/// The progress an unfinished snapshot's offset records, `None` when it records none (Debezium's
+/// offset, or one without the consistent point).
+fn snapshot_progress(offset: &SourceOffset) -> Result<Option<SnapshotProgress>, CdcError> {
+    let text = |key: &str| offset.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(schema), Some(table), Some(point)) = (
+        text("ferry_snapshot_schema"),
+        text("ferry_snapshot_table"),
+        long(offset, "lsn")?,
+    ) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| CdcError::Offset {
+        offset: offset.to_string(),
+        reason,
+    };
+    let point = u64::try_from(point).map_err(|_| bad("a negative LSN".into()))?;
+    let key = match text("ferry_snapshot_key") {
+        None => None,
+        Some(json) => Some(serde_json::from_str::<Vec<String>>(&json).map_err(|e| {
+            bad(format!(
+                "ferry_snapshot_key is not a JSON array of strings ({e})"
+            ))
+        })?),
+    };
+    Ok(Some(SnapshotProgress {
+        point,
+        table: (schema, table),
+        key,
+    }))
 }
 
 /// LSNs are u64; Debezium writes them as JSON longs.
@@ -164,7 +243,7 @@ pub fn resume_from(offset: Option<&SourceOffset>) -> Result<Resume, CdcError> {
     let completed = matches!(offset.get("snapshot_completed"), Some(Value::Bool(true)))
         || matches!(offset.get("last_snapshot_record"), Some(Value::Bool(true)));
     if in_snapshot && !completed {
-        return Ok(Resume::SnapshotUnfinished);
+        return Ok(Resume::SnapshotUnfinished(snapshot_progress(offset)?));
     }
     let lsn_commit = match (
         long(offset, "lsn_commit")?,
@@ -305,6 +384,68 @@ mod tests {
             message.contains("incremental_snapshot_primary_key"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_snapshot_offset_records_its_table_and_key_until_the_last_row() {
+        let key = ["7", "o'neil"];
+        let at = SnapshotAt {
+            schema: "public",
+            table: "orders",
+            key: Some(&key),
+        };
+        let offset = snapshot_offset(1, 2, 300, false, Some(at));
+        assert_eq!(
+            resume_from(Some(&offset)).ok(),
+            Some(Resume::SnapshotUnfinished(Some(SnapshotProgress {
+                point: 300,
+                table: ("public".into(), "orders".into()),
+                key: Some(vec!["7".into(), "o'neil".into()]),
+            })))
+        );
+        let keyless = SnapshotAt { key: None, ..at };
+        let offset = snapshot_offset(1, 2, 300, false, Some(keyless));
+        assert!(matches!(
+            resume_from(Some(&offset)),
+            Ok(Resume::SnapshotUnfinished(Some(SnapshotProgress {
+                key: None,
+                ..
+            })))
+        ));
+        // The last row completes the snapshot: the stream resumes at the consistent point.
+        let last = snapshot_offset(1, 2, 300, true, Some(at));
+        assert!(last.get("ferry_snapshot_table").is_none());
+        assert_eq!(
+            resume_from(Some(&last)).ok(),
+            Some(Resume::Stream {
+                lsn_commit: 300,
+                partial: None
+            })
+        );
+    }
+
+    /// Debezium's mid-snapshot offset has no progress Ferry can use: the snapshot starts over.
+    #[test]
+    fn debeziums_unfinished_snapshot_starts_over() {
+        let offset = ConnectMap::new()
+            .with("lsn", 300_i64)
+            .and_then(|m| m.with("snapshot", "INITIAL"))
+            .and_then(|m| m.with("last_snapshot_record", false))
+            .unwrap_or_default();
+        assert_eq!(
+            resume_from(Some(&offset)).ok(),
+            Some(Resume::SnapshotUnfinished(None))
+        );
+        let broken = offset
+            .with("ferry_snapshot_schema", "public")
+            .and_then(|m| m.with("ferry_snapshot_table", "t"))
+            .and_then(|m| m.with("ferry_snapshot_key", "not json"))
+            .unwrap_or_default();
+        let message = resume_from(Some(&broken))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.contains("ferry_snapshot_key"), "{message}");
     }
 
     #[test]

@@ -14,9 +14,12 @@ use crate::catalog::{ColumnSource, Db, ident};
 use crate::config::CdcConfig;
 use crate::envelope::{Op, SourceInfo, TableSchema};
 use crate::error::CdcError;
-use crate::offset::{Partial, StreamPosition, lsn_text, snapshot_offset, stream_offset};
+use crate::offset::{
+    Partial, SnapshotAt, SnapshotProgress, StreamPosition, lsn_text, partition, snapshot_offset,
+    stream_offset,
+};
 use crate::pgoutput::{self, Datum, Message, Relation};
-use crate::stream::{GatedSession, ReplicationStream, WalEvent};
+use crate::stream::{GatedSession, PgWireStream, ReplicationStream, WalEvent};
 use crate::types::Column;
 
 /// Rows fetched at a time from a table during the snapshot.
@@ -25,14 +28,29 @@ const SNAPSHOT_FETCH: usize = 1000;
 /// One item for `poll`.
 pub type Item = Result<SourceRecord, CdcError>;
 
-/// What the loop starts with.
-pub enum Start {
-    /// Read the tables under `snapshot`, then stream from `point` (unless `stream_after` is false).
-    Snapshot {
+/// What a snapshot reads under.
+pub enum SnapshotFrom {
+    /// The snapshot the slot exported when it was created: the exact state at its consistent point.
+    Exported {
         /// The session that created the slot, holding the snapshot.
         session: GatedSession,
         /// The exported snapshot's name.
-        snapshot: String,
+        name: String,
+    },
+    /// A snapshot killed part-way, resumed after its committed progress. The slot's exported
+    /// snapshot died with the session that made it, so the rest is read as it is now: a change
+    /// committed between the consistent point and now can show in a row read now and then come
+    /// again from the stream (which starts at the consistent point). Applied in order, each row
+    /// ends at its latest state; nothing is lost.
+    Resumed(SnapshotProgress),
+}
+
+/// What the loop starts with.
+pub enum Start {
+    /// Read the tables, then stream from `point` (unless `stream_after` is false).
+    Snapshot {
+        /// What the tables are read under.
+        from: SnapshotFrom,
         /// The slot's consistent point.
         point: u64,
         /// `false` for `initial_only`.
@@ -87,12 +105,15 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
             partial,
         } => (stream, lsn_commit, partial),
         Start::Snapshot {
-            session,
-            snapshot,
+            from,
             point,
             stream_after,
         } => {
-            if !snapshot_tables(pump, &snapshot, point).await? {
+            let (session, exported, resume) = match from {
+                SnapshotFrom::Exported { session, name } => (Some(session), Some(name), None),
+                SnapshotFrom::Resumed(progress) => (None, None, Some(progress)),
+            };
+            if !snapshot_tables(pump, exported.as_deref(), point, resume.as_ref()).await? {
                 return Ok(());
             }
             if !stream_after {
@@ -103,7 +124,10 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
                 let _ = pump.stop.wait_for(|s| *s).await;
                 return Ok(());
             }
-            let stream: Box<dyn ReplicationStream> = Box::new(session.start().await?);
+            let stream: Box<dyn ReplicationStream> = match session {
+                Some(session) => Box::new(session.start().await?),
+                None => Box::new(PgWireStream::open(&pump.config, point, point).await?),
+            };
             (stream, point, None)
         }
     };
@@ -122,8 +146,14 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
     streamer.run(pump).await
 }
 
-/// Reads every captured table under the exported snapshot. Returns `false` when stopped.
-async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<bool, CdcError> {
+/// Reads every captured table — under the slot's exported snapshot, or, resuming, the rest of
+/// them as they are now — each in primary-key order. Returns `false` when stopped.
+async fn snapshot_tables(
+    pump: &mut Pump,
+    exported: Option<&str>,
+    point: u64,
+    resume: Option<&SnapshotProgress>,
+) -> Result<bool, CdcError> {
     let config = pump.config.clone();
     let sql_err = |what: String| {
         let server = config.server();
@@ -138,11 +168,15 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         .clone()
         .ok_or_else(|| CdcError::Unsafe("no SQL connection to read the snapshot with".into()))?;
     let client = &db.client;
-    client
-        .batch_execute(&format!(
+    let begin = match exported {
+        Some(name) => format!(
             "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '{}'",
-            snapshot.replace('\'', "''")
-        ))
+            name.replace('\'', "''")
+        ),
+        None => "BEGIN ISOLATION LEVEL REPEATABLE READ".to_owned(),
+    };
+    client
+        .batch_execute(&begin)
         .await
         .map_err(sql_err("importing the slot's exported snapshot".into()))?;
     let txid: i64 = client
@@ -151,13 +185,42 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         .map_err(sql_err("reading the snapshot's transaction id".into()))?
         .get(0);
     let ts_us = now_us();
-    let tables = db.captured_tables(&config).await?;
-    tracing::info!(
-        tables = tables.len(),
-        "PostgresCdcSource: snapshot of {} table(s) at consistent point {}",
-        tables.len(),
-        lsn_text(point)
-    );
+    let mut tables = db.captured_tables(&config).await?;
+    // Resuming: the tables before the one in progress are done.
+    let mut after_key = None;
+    if let Some(progress) = resume {
+        match tables.iter().position(|t| *t == progress.table) {
+            Some(index) => {
+                tables.drain(..index);
+                after_key = progress.key.clone();
+                tracing::info!(
+                    "PostgresCdcSource: resuming the initial snapshot at {}.{}{} ({} table(s) left), \
+                     then streaming from consistent point {}",
+                    progress.table.0,
+                    progress.table.1,
+                    match &progress.key {
+                        Some(key) => format!(" after primary key {key:?}"),
+                        None => " (no primary key: from its first row)".into(),
+                    },
+                    tables.len(),
+                    lsn_text(point)
+                );
+            }
+            None => tracing::warn!(
+                "PostgresCdcSource: the snapshot was in {}.{}, which is no longer captured: \
+                 reading every captured table again",
+                progress.table.0,
+                progress.table.1
+            ),
+        }
+    } else {
+        tracing::info!(
+            tables = tables.len(),
+            "PostgresCdcSource: snapshot of {} table(s) at consistent point {}",
+            tables.len(),
+            lsn_text(point)
+        );
+    }
     // One row of lookahead: a row's snapshot marker depends on what follows it.
     // (table, row, first row of its table, first table); Debezium's markers: `last` for the
     // last row, `first` for the first row of the first table, then `last_in_data_collection`,
@@ -167,13 +230,11 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         let columns = db.columns(&schema, &table).await?;
         let shape = Arc::new(TableSchema::new(&schema, &table, columns, &config));
         let list: Vec<String> = shape.columns().iter().map(|c| ident(&c.name)).collect();
+        let select = snapshot_select(&shape, &list, after_key.take().as_deref());
         // A cursor bounds memory: the table is fetched SNAPSHOT_FETCH rows at a time.
         client
             .batch_execute(&format!(
-                "DECLARE ferry_snapshot NO SCROLL CURSOR FOR SELECT {} FROM {}.{}",
-                list.join(", "),
-                ident(&schema),
-                ident(&table)
+                "DECLARE ferry_snapshot NO SCROLL CURSOR FOR {select}"
             ))
             .await
             .map_err(sql_err(format!(
@@ -225,6 +286,14 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         if !send_snapshot(pump, &t, &d, marker, ts_us, txid, point, true).await? {
             return Ok(false);
         }
+    } else {
+        // No row to carry the completion (empty tables, or none left when resuming): an
+        // offset-only record commits it, so a restart streams instead of snapshotting again.
+        let offset = snapshot_offset(ts_us, txid, point, true, None);
+        let record = SourceRecord::offset_only(partition(&config.prefix), offset);
+        if pump.out.send(Ok(record)).await.is_err() {
+            return Ok(false);
+        }
     }
     let _ = client.batch_execute("COMMIT").await;
     tracing::info!(
@@ -232,6 +301,37 @@ async fn snapshot_tables(pump: &mut Pump, snapshot: &str, point: u64) -> Result<
         lsn_text(point)
     );
     Ok(true)
+}
+
+/// The snapshot query of a table: its rows in primary-key order (the order its progress is
+/// recorded in), after `after` when resuming inside it. A table without a primary key is read
+/// whole, unordered.
+fn snapshot_select(shape: &TableSchema, list: &[String], after: Option<&[String]>) -> String {
+    let table = format!("{}.{}", ident(&shape.schema), ident(&shape.table));
+    let keys: Vec<String> = shape
+        .key_columns()
+        .iter()
+        .map(|&i| ident(&shape.columns()[i].name))
+        .collect();
+    if keys.is_empty() {
+        return format!("SELECT {} FROM {table}", list.join(", "));
+    }
+    let filter = match after {
+        // Untyped literals take the key columns' types; text round-trips exactly.
+        Some(values) if values.len() == keys.len() => {
+            let literals: Vec<String> = values
+                .iter()
+                .map(|v| format!("'{}'", v.replace('\'', "''")))
+                .collect();
+            format!(" WHERE ({}) > ({})", keys.join(", "), literals.join(", "))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "SELECT {} FROM {table}{filter} ORDER BY {}",
+        list.join(", "),
+        keys.join(", ")
+    )
 }
 
 fn marker(first: bool, first_in_table: bool, last_in_table: bool, last: bool) -> &'static str {
@@ -269,7 +369,21 @@ async fn send_snapshot(
     };
     let key = table.key(datums, config)?;
     let after = table.value(datums, config)?;
-    let offset = snapshot_offset(ts_us, txid, point, last);
+    let key_text: Vec<&str> = table
+        .key_columns()
+        .iter()
+        .filter_map(|&i| match datums.get(i) {
+            Some(Datum::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let complete_key = !key_text.is_empty() && key_text.len() == table.key_columns().len();
+    let at = SnapshotAt {
+        schema: &table.schema,
+        table: &table.table,
+        key: complete_key.then_some(key_text.as_slice()),
+    };
+    let offset = snapshot_offset(ts_us, txid, point, last, Some(at));
     for record in table.records(config, Op::Read, key, None, Some(after), &source, offset) {
         if pump.out.send(Ok(record)).await.is_err() {
             return Ok(false);

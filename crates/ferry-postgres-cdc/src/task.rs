@@ -13,7 +13,7 @@ use crate::catalog::{Db, SlotInfo};
 use crate::config::{CdcConfig, SnapshotMode};
 use crate::error::CdcError;
 use crate::offset::{Resume, lsn_text, partition, resume_from};
-use crate::pump::{self, Item, Pump, Start};
+use crate::pump::{self, Item, Pump, SnapshotFrom, Start};
 use crate::stream::{PgWireStream, ReplicationStream};
 
 /// Records handed to `poll` at most at once.
@@ -138,13 +138,26 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
              else uses it, or set snapshot.mode=no_data to stream from it without a snapshot",
             config.slot, config.slot
         ))),
-        (Resume::SnapshotUnfinished, Some(_)) => {
-            // Our own slot, created for the snapshot that did not finish: nothing of it was streamed.
-            tracing::warn!(slot = %config.slot, "PostgresCdcSource: the initial snapshot did not finish; dropping slot {} and starting the snapshot again", config.slot);
+        (Resume::SnapshotUnfinished(Some(progress)), Some(info))
+            if config.snapshot != SnapshotMode::NoData
+                && info.confirmed_flush.is_none_or(|f| f <= progress.point) =>
+        {
+            // The slot still stands at the snapshot's consistent point (nothing of the stream was
+            // acknowledged): read the rest of the tables, then stream from that point.
+            Ok(Start::Snapshot {
+                point: progress.point,
+                from: SnapshotFrom::Resumed(progress),
+                stream_after: config.snapshot != SnapshotMode::InitialOnly,
+            })
+        }
+        (Resume::SnapshotUnfinished(_), Some(_)) => {
+            // Our own slot, created for the snapshot that did not finish, but without progress
+            // Ferry can resume from (Debezium's offset): nothing of it was streamed.
+            tracing::warn!(slot = %config.slot, "PostgresCdcSource: the initial snapshot did not finish and its offset records no progress to resume from; dropping slot {} and starting the snapshot again", config.slot);
             db.drop_slot(&config.slot).await?;
             create_and_snapshot(config).await
         }
-        (Resume::Fresh | Resume::SnapshotUnfinished, None) => create_and_snapshot(config).await,
+        (Resume::Fresh | Resume::SnapshotUnfinished(_), None) => create_and_snapshot(config).await,
         // Refused above.
         (Resume::Stream { .. }, None) => Err(CdcError::Unsafe(format!(
             "replication slot {:?} is missing",
@@ -219,8 +232,10 @@ async fn create_and_snapshot(config: &CdcConfig) -> Result<Start, CdcError> {
         });
     }
     Ok(Start::Snapshot {
-        session,
-        snapshot,
+        from: SnapshotFrom::Exported {
+            session,
+            name: snapshot,
+        },
         point,
         stream_after: config.snapshot == SnapshotMode::Initial,
     })

@@ -405,3 +405,103 @@ async fn always_takes_a_snapshot_at_every_start() -> TestResult {
     }
     Ok(())
 }
+
+/// The `snapshot` marker of a record's `source`.
+fn marker(record: &ferry_api::SourceRecord) -> &str {
+    record
+        .value
+        .as_ref()
+        .and_then(|v| v["source"]["snapshot"].as_str())
+        .unwrap_or("")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_snapshot_resumes_after_its_committed_composite_key() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(
+        &db,
+        "snapkey",
+        "region text, n int, note text, PRIMARY KEY (region, n)",
+    )
+    .await?;
+    let t = &fx.name;
+    // A quote in a key value: the resume query must carry it intact.
+    db.batch_execute(&format!(
+        "INSERT INTO public.{t} SELECT r, g, 'x' FROM unnest(ARRAY['z', 'o''neil', 'a']) r, generate_series(1, 4) g"
+    ))
+    .await?;
+    let key = |r: &ferry_api::SourceRecord| {
+        (
+            after(r, "region").as_str().unwrap_or("").to_owned(),
+            after(r, "n").as_i64().unwrap_or(-1),
+        )
+    };
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let first = poll_n(task.as_mut(), 12).await?;
+    let order: Vec<(String, i64)> = first.iter().map(key).collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "read in primary-key order");
+    // Only the first five rows' offsets were committed when the task stopped.
+    harness.commit(&first[..5]).await?;
+    task.stop().await?;
+    drop(task);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let rest = poll_n(task.as_mut(), 7).await?;
+    assert_eq!(
+        rest.iter().map(key).collect::<Vec<_>>(),
+        order[5..],
+        "the rows after the committed key, none before it"
+    );
+    assert_eq!(marker(&rest[6]), "last");
+    assert!(
+        poll_for(task.as_mut(), Duration::from_millis(700))
+            .await?
+            .is_empty(),
+        "nothing repeated"
+    );
+    // Once the snapshot's end is committed, a restart streams.
+    harness.commit(&rest).await?;
+    task.stop().await?;
+    drop(task);
+    db.batch_execute(&format!("INSERT INTO public.{t} VALUES ('b', 9, 'new')"))
+        .await?;
+    let (mut task, _) = harness.start(&PostgresCdcConnector, fx.config(&[])).await?;
+    let again = poll_n(task.as_mut(), 1).await?;
+    assert_eq!(
+        (op(&again[0]), key(&again[0])),
+        (Some("c"), ("b".to_owned(), 9))
+    );
+    task.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_stopped_in_a_table_without_primary_key_reads_that_table_again() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "snapnokey", "n int, note text").await?;
+    let t = &fx.name;
+    db.batch_execute(&format!(
+        "INSERT INTO public.{t} SELECT g, 'x' FROM generate_series(1, 5) g"
+    ))
+    .await?;
+    let harness = TaskHarness::new("cdc");
+    let config = fx.config(&[]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config.clone()).await?;
+    let first = poll_n(task.as_mut(), 5).await?;
+    harness.commit(&first[..2]).await?;
+    task.stop().await?;
+    drop(task);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let again = poll_n(task.as_mut(), 5).await?;
+    let mut ns: Vec<i64> = again
+        .iter()
+        .map(|r| after(r, "n").as_i64().unwrap_or(-1))
+        .collect();
+    ns.sort_unstable();
+    assert_eq!(ns, [1, 2, 3, 4, 5], "every row again: no key to resume after");
+    task.stop().await?;
+    Ok(())
+}

@@ -344,11 +344,22 @@ fn snapshot_id(line: &str) -> Option<i64> {
         .flatten()
 }
 
-/// SIGKILLed twice during the initial snapshot of 30 000 rows, then left to finish: every row
-/// reaches the sink (a killed snapshot starts over — rows read before the kill come again, never
-/// fewer), and a change made after the snapshot arrives once the stream takes over.
+/// The `op` and `after` of an update line (`None` for any other line).
+fn update(line: &str) -> Option<(i64, String)> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    (value["value"]["op"] == "u").then(|| {
+        let after = &value["value"]["after"];
+        Some((after["id"].as_i64()?, after["note"].as_str()?.to_owned()))
+    })?
+}
+
+/// SIGKILLed twice during the initial snapshot of 30 000 rows, then left to finish: each restart
+/// resumes the snapshot after its last committed row instead of starting over (rows come again
+/// only from after the last commit), every row reaches the sink, a row changed between a kill and
+/// the restart — one already read, one not yet — arrives at its new value, and a change made after
+/// the snapshot arrives once the stream takes over.
 #[test]
-fn sigkill_during_the_snapshot_loses_no_row() {
+fn sigkill_during_the_snapshot_resumes_it_and_loses_no_row() {
     const ROWS: i64 = 30_000;
     let pg = Pg::connect();
     let table = pg.table("cdcsnap", "id int primary key, note text");
@@ -379,13 +390,21 @@ fn sigkill_during_the_snapshot_loses_no_row() {
             ("snapshot.mode", "initial"),
         ],
     );
+    // The snapshot ids each run delivered, in order.
+    let mut runs: Vec<Vec<i64>> = Vec::new();
     for round in 0..2 {
         let from = support::complete_len(&sink);
         let mut ferry = Ferry::standalone(&ws, &format!("run{round}"), &worker, &[&connector]);
         let mut tail = SinkTail::from(&sink, from);
         ferry.spin_until(format!("round {round}: snapshot rows in the sink"), || {
             tail.read_new();
-            (tail.lines.len() >= 2_000).then_some(())
+            (tail
+                .lines
+                .iter()
+                .filter(|l| snapshot_id(l).is_some())
+                .count()
+                >= 2_000)
+                .then_some(())
         });
         let status = ferry.kill();
         assert!(
@@ -393,10 +412,20 @@ fn sigkill_during_the_snapshot_loses_no_row() {
             "round {round}: {status}"
         );
         tail.read_new();
+        let ids: Vec<i64> = tail.lines.iter().filter_map(|l| snapshot_id(l)).collect();
         assert!(
-            !tail.lines.iter().any(|l| snapshot_id(l) == Some(ROWS)),
+            !ids.contains(&ROWS),
             "round {round}: the snapshot had finished before the kill; the test needs more rows"
         );
+        runs.push(ids);
+        if round == 0 {
+            // Changed while no task runs: row 1 was read already, row ROWS - 1 not yet.
+            pg.execute(&format!(
+                "UPDATE public.{} SET note = 'changed' WHERE id IN (1, {})",
+                table.name,
+                ROWS - 1
+            ));
+        }
     }
     let from = support::complete_len(&sink);
     let mut ferry = Ferry::standalone(&ws, "final", &worker, &[&connector]);
@@ -421,6 +450,22 @@ fn sigkill_during_the_snapshot_loses_no_row() {
             .then_some(())
     });
     ferry.terminate_cleanly();
+    runs.push(tail.lines.iter().filter_map(|l| snapshot_id(l)).collect());
+    // Each restart went on from where the last one's commits stood: not from row 1, no gap.
+    for (n, pair) in runs.windows(2).enumerate() {
+        let before_max = pair[0].iter().copied().max().unwrap_or(0);
+        let resumed_at = pair[1].first().copied().unwrap_or(0);
+        assert!(
+            resumed_at > 1,
+            "run {}: the snapshot started over at row {resumed_at} instead of resuming",
+            n + 1
+        );
+        assert!(
+            resumed_at <= before_max + 1,
+            "run {}: resumed at row {resumed_at}, but the run before it only reached {before_max}",
+            n + 1
+        );
+    }
     let content = std::fs::read_to_string(&sink).expect("read the sink");
     let mut seen = vec![false; usize::try_from(ROWS).expect("fits") + 1];
     for id in content.lines().filter_map(snapshot_id) {
@@ -432,4 +477,17 @@ fn sigkill_during_the_snapshot_loses_no_row() {
         "rows never delivered: {} of them",
         missing.len()
     );
+    // Row 1 was read before the change: the stream (from the consistent point) brings it.
+    let updates: Vec<(i64, String)> = content.lines().filter_map(update).collect();
+    assert!(
+        updates.contains(&(1, "changed".to_owned())),
+        "the change to an already-read row never arrived: {updates:?}"
+    );
+    // Row ROWS - 1 was read after it: its last record, read or streamed, holds the new value.
+    let last_note = content
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .rfind(|v| v["value"]["after"]["id"].as_i64() == Some(ROWS - 1))
+        .and_then(|v| v["value"]["after"]["note"].as_str().map(str::to_owned));
+    assert_eq!(last_note.as_deref(), Some("changed"));
 }
