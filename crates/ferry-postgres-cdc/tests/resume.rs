@@ -271,21 +271,41 @@ async fn initial_only_snapshots_once_then_streams_nothing() -> TestResult {
 /// not captured is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeats_let_the_slot_advance_while_captured_tables_are_idle() -> TestResult {
-    idle_slot_advances(true).await
+    idle_slot_advances(true, false).await
 }
 
 /// Without heartbeats (the default), offset-only checkpoints (`SourceRecord::offset_only`, never
 /// sent) do the same: an idle or filtered database does not make the slot retain WAL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offset_only_checkpoints_let_the_slot_advance_without_heartbeats() -> TestResult {
-    idle_slot_advances(false).await
+    idle_slot_advances(false, false).await
 }
 
-async fn idle_slot_advances(heartbeats: bool) -> TestResult {
+/// The same when only another database of the server writes: the slot (which decodes nothing of
+/// it) must not retain that database's WAL either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_slot_advances_while_only_another_database_writes() -> TestResult {
+    idle_slot_advances(false, true).await
+}
+
+/// `elsewhere`: the busy writer writes in database `postgres` instead of a table of the captured
+/// database that is not captured.
+async fn idle_slot_advances(heartbeats: bool, elsewhere: bool) -> TestResult {
     let db = client().await?;
     let fx = Fixture::new(&db, "idle", "id int PRIMARY KEY").await?;
     // A busy table that is not captured (nor in the filtered publication).
     let busy = Fixture::new(&db, "busy", "id int PRIMARY KEY").await?;
+    let other = if elsewhere {
+        let (client, connection) = tokio_postgres::connect(
+            "host=127.0.0.1 port=5432 user=postgres dbname=postgres",
+            tokio_postgres::NoTls,
+        )
+        .await?;
+        tokio::spawn(connection);
+        Some(client)
+    } else {
+        None
+    };
     let harness = TaskHarness::new("cdc");
     let mut settings = vec![("snapshot.mode", "no_data")];
     if heartbeats {
@@ -295,8 +315,22 @@ async fn idle_slot_advances(heartbeats: bool) -> TestResult {
     let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
     let start = confirmed_flush(&db, &fx.name).await?.ok_or("no slot")?;
     for i in 0..20 {
-        db.batch_execute(&format!("INSERT INTO public.{} VALUES ({i})", busy.name))
-            .await?;
+        match &other {
+            // One transaction that leaves nothing behind, even if the test fails.
+            Some(other) => {
+                other
+                    .batch_execute(&format!(
+                        "BEGIN; CREATE TABLE {0} (id int); INSERT INTO {0} SELECT generate_series(1, 100); \
+                         DROP TABLE {0}; COMMIT",
+                        busy.name
+                    ))
+                    .await?
+            }
+            None => {
+                db.batch_execute(&format!("INSERT INTO public.{} VALUES ({i})", busy.name))
+                    .await?
+            }
+        }
     }
     let written: String = db
         .query_one("SELECT pg_current_wal_lsn()::text", &[])
@@ -501,7 +535,11 @@ async fn a_snapshot_stopped_in_a_table_without_primary_key_reads_that_table_agai
         .map(|r| after(r, "n").as_i64().unwrap_or(-1))
         .collect();
     ns.sort_unstable();
-    assert_eq!(ns, [1, 2, 3, 4, 5], "every row again: no key to resume after");
+    assert_eq!(
+        ns,
+        [1, 2, 3, 4, 5],
+        "every row again: no key to resume after"
+    );
     task.stop().await?;
     Ok(())
 }
