@@ -22,6 +22,9 @@ use crate::pgoutput::{self, Datum, Message, Relation};
 use crate::stream::{GatedSession, PgWireStream, ReplicationStream, WalEvent};
 use crate::types::Column;
 
+/// At most one offset-only checkpoint per this interval: each is an offset commit.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
 /// Rows fetched at a time from a table during the snapshot.
 const SNAPSHOT_FETCH: usize = 1000;
 
@@ -484,23 +487,10 @@ impl Streamer {
     /// captured table changed (idle or filtered databases do not retain WAL). Returns `false` when
     /// `poll` is gone.
     async fn heartbeat(&mut self, pump: &Pump) -> bool {
-        // Not inside a transaction, and not before the partly emitted one a resume replays: its
-        // offset must keep saying how much of it to skip.
-        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
+        let Some(position) = self.idle_position() else {
             return true;
-        }
-        let at = self.server_end.max(self.last_commit);
-        self.last_commit = at;
-        self.checkpointed = self.checkpointed.max(at);
-        let position = StreamPosition {
-            ts_usec: now_us(),
-            xid: self.last_xid,
-            lsn: at,
-            lsn_proc: at,
-            lsn_commit: at,
-            message_type: "COMMIT",
-            tx_events: None,
         };
+        self.sent_at(position.lsn);
         let prefix = &pump.config.prefix;
         let record = SourceRecord::builder(format!("__debezium-heartbeat.{prefix}"))
             .source_partition(crate::offset::partition(prefix))
@@ -532,18 +522,34 @@ impl Streamer {
     /// without this only a captured change would move the slot). Returns `false` when `poll` is
     /// gone.
     async fn checkpoint(&mut self, pump: &Pump) -> bool {
-        const EVERY: Duration = Duration::from_secs(1);
-        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
+        let Some(position) = self.idle_position() else {
             return true;
+        };
+        if position.lsn <= self.checkpointed
+            || self
+                .checkpoint_sent
+                .is_some_and(|t| t.elapsed() < CHECKPOINT_EVERY)
+        {
+            return true;
+        }
+        self.sent_at(position.lsn);
+        self.checkpoint_sent = Some(std::time::Instant::now());
+        let record = SourceRecord::offset_only(
+            crate::offset::partition(&pump.config.prefix),
+            stream_offset(&position),
+        );
+        Self::send(pump, vec![record]).await
+    }
+
+    /// The position an offset sent between transactions holds: the server's last reported one,
+    /// as after a COMMIT. `None` inside a transaction, or before the partly emitted one a resume
+    /// replays (its offset must keep saying how much of it to skip).
+    fn idle_position(&self) -> Option<StreamPosition> {
+        if self.tx.is_some() || self.held.is_some() || self.partial.is_some() {
+            return None;
         }
         let at = self.server_end.max(self.last_commit);
-        if at <= self.checkpointed || self.checkpoint_sent.is_some_and(|t| t.elapsed() < EVERY) {
-            return true;
-        }
-        self.checkpointed = at;
-        self.last_commit = at;
-        self.checkpoint_sent = Some(std::time::Instant::now());
-        let position = StreamPosition {
+        Some(StreamPosition {
             ts_usec: now_us(),
             xid: self.last_xid,
             lsn: at,
@@ -551,12 +557,13 @@ impl Streamer {
             lsn_commit: at,
             message_type: "COMMIT",
             tx_events: None,
-        };
-        let record = SourceRecord::offset_only(
-            crate::offset::partition(&pump.config.prefix),
-            stream_offset(&position),
-        );
-        Self::send(pump, vec![record]).await
+        })
+    }
+
+    /// An offset at `at` was sent: a resume starts there.
+    fn sent_at(&mut self, at: u64) {
+        self.last_commit = at;
+        self.checkpointed = self.checkpointed.max(at);
     }
 
     async fn send(pump: &Pump, records: Vec<SourceRecord>) -> bool {

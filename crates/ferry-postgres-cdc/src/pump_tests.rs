@@ -17,12 +17,20 @@ use crate::types::Column;
 
 struct Scripted {
     events: VecDeque<WalEvent>,
+    /// Events the server sends after a pause, once `events` ran out.
+    later: Option<(Duration, VecDeque<WalEvent>)>,
     acked: Arc<Mutex<Vec<u64>>>,
 }
 
 #[async_trait]
 impl ReplicationStream for Scripted {
     async fn recv(&mut self) -> Result<Option<WalEvent>, CdcError> {
+        if self.events.is_empty()
+            && let Some((pause, events)) = self.later.take()
+        {
+            tokio::time::sleep(pause).await;
+            self.events = events;
+        }
         match self.events.pop_front() {
             Some(event) => Ok(Some(event)),
             // An idle server: nothing more, ever.
@@ -144,12 +152,21 @@ struct Running {
 }
 
 fn start(events: VecDeque<WalEvent>, partial: Option<crate::offset::Partial>) -> Running {
+    start_with_later(events, None, partial)
+}
+
+fn start_with_later(
+    events: VecDeque<WalEvent>,
+    later: Option<(Duration, VecDeque<WalEvent>)>,
+    partial: Option<crate::offset::Partial>,
+) -> Running {
     let (out, records) = mpsc::channel(16);
     let (acks, acks_rx) = watch::channel(0);
     let (stop, stop_rx) = watch::channel(false);
     let acked = Arc::new(Mutex::new(Vec::new()));
     let stream = Box::new(Scripted {
         events,
+        later,
         acked: acked.clone(),
     });
     let pump = Pump {
@@ -356,4 +373,53 @@ fn snapshot_markers_follow_debeziums_precedence() {
         "first_in_data_collection"
     );
     assert_eq!(marker(false, false, false, false), "true");
+}
+
+/// Keepalives reporting new positions arrive many times a second on a busy server; each
+/// checkpoint is an offset commit, so at most one a second is sent — at the first position, then
+/// the latest one once the second has passed — and none inside a transaction.
+#[tokio::test]
+async fn idle_checkpoints_are_sent_at_most_once_a_second() {
+    let burst = |from: u64| -> VecDeque<WalEvent> {
+        (0..20)
+            .map(|i| WalEvent::KeepAlive {
+                wal_end: from + i * 10,
+            })
+            .collect()
+    };
+    let mut first = burst(400);
+    // Inside a transaction, a keepalive sends nothing.
+    first.push_back(WalEvent::Begin {
+        xid: 8,
+        commit_time_us: 2_000,
+        final_lsn: 900,
+    });
+    first.push_back(WalEvent::KeepAlive { wal_end: 950 });
+    first.push_back(WalEvent::Commit {
+        end_lsn: 960,
+        commit_time_us: 2_000,
+    });
+    let started = std::time::Instant::now();
+    let mut running = start_with_later(
+        first,
+        Some((Duration::from_millis(1100), burst(1_000))),
+        None,
+    );
+    let Ok(checkpoint) = next(&mut running).await else {
+        panic!("a checkpoint")
+    };
+    assert!(checkpoint.offset_only);
+    assert_eq!(long(&checkpoint, "lsn_commit"), Some(400));
+    // The rest of the burst and the transaction: nothing within the second.
+    let quiet = tokio::time::timeout(Duration::from_millis(700), running.records.recv()).await;
+    assert!(
+        quiet.is_err(),
+        "a second checkpoint within a second: {quiet:?}"
+    );
+    let Ok(second) = next(&mut running).await else {
+        panic!("a second checkpoint")
+    };
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(second.offset_only);
+    assert_eq!(long(&second, "lsn_commit"), Some(1_000));
 }
