@@ -799,3 +799,109 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
     kc.delete(&format!("/connectors/{name}")).expect(204);
     ferry.terminate_cleanly();
 }
+
+/// A fake worker holding connector `fake` that accepts the stop request but never reports it
+/// STOPPED; records the requests it answered.
+struct StuckSource {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl StuckSource {
+    fn start(config: Value) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let mut head = [0u8; 8192];
+                let n = client.read(&mut head).unwrap_or(0);
+                let text = String::from_utf8_lossy(&head[..n]).to_string();
+                let line = text.lines().next().unwrap_or("").to_owned();
+                let mut parts = line.split(' ');
+                let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                let (status, body) = match (method, path) {
+                    ("GET", "/connectors/fake") => (
+                        200,
+                        json!({"name": "fake", "type": "source", "config": config, "tasks": []}),
+                    ),
+                    ("GET", "/connectors/fake/status") => (
+                        200,
+                        json!({"name": "fake", "type": "source",
+                               "connector": {"state": "RUNNING", "worker_id": "stuck:8083"},
+                               "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "stuck:8083"}]}),
+                    ),
+                    ("PUT", "/connectors/fake/stop" | "/connectors/fake/resume") => {
+                        (202, Value::Null)
+                    }
+                    _ => (404, json!({"error_code": 404, "message": "not here"})),
+                };
+                seen.lock()
+                    .expect("requests")
+                    .push(format!("{method} {path}"));
+                let body = if body.is_null() {
+                    String::new()
+                } else {
+                    body.to_string()
+                };
+                let reason = if status == 404 { "Not Found" } else { "OK" };
+                let _ = write!(
+                    client,
+                    "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Self { url, requests }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("requests").clone()
+    }
+}
+
+/// A source that never reports STOPPED: `--timeout` ends the wait with an error naming the
+/// timeout and what was awaited, the source is resumed (rollback), and nothing is created on the
+/// target.
+#[test]
+fn a_source_that_never_stops_times_out_and_is_resumed() {
+    let ws = Workspace::new();
+    let input = ws.file("input.txt");
+    std::fs::write(&input, "one\n").expect("input");
+    let source = StuckSource::start(file_source("fake", &input, "stuck"));
+    let worker = ws.worker(200, &[]);
+    let mut ferry = Ferry::standalone(&ws, "target", &worker, &[]);
+    let target = ferry.rest_url();
+    let started = Instant::now();
+    let output = migrate(&[
+        "connector",
+        "fake",
+        "--from",
+        &source.url,
+        "--to",
+        &target,
+        "--timeout",
+        "2",
+    ]);
+    let elapsed = started.elapsed();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("STOPPED") && stderr.contains("2s"),
+        "the error names the wait and its limit: {stderr}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(30),
+        "gave up after {elapsed:?}, not about --timeout 2"
+    );
+    let requests = source.requests();
+    assert!(
+        requests.contains(&"PUT /connectors/fake/stop".to_owned())
+            && requests.contains(&"PUT /connectors/fake/resume".to_owned()),
+        "stopped, then resumed by the rollback: {requests:?}"
+    );
+    Api::new(&target).get("/connectors/fake").expect(404);
+    ferry.terminate_cleanly();
+}

@@ -482,63 +482,50 @@ impl<'a, W: Write> Move<'a, W> {
     }
 
     fn wait_stopped(&mut self, end: &Rest) -> Result<(), MigrateError> {
-        let path = self.path("/status");
         self.wait(end, "STOPPED with no task", |status| {
-            status["connector"]["state"] == "STOPPED"
-                && status["tasks"].as_array().is_none_or(Vec::is_empty)
+            Ok(status["connector"]["state"] == "STOPPED"
+                && status["tasks"].as_array().is_none_or(Vec::is_empty))
         })
-        .map_err(|e| with_context(e, &format!("{}{path}", end.url())))
     }
 
     fn wait_running(&mut self, end: &Rest) -> Result<(), MigrateError> {
-        let since = Instant::now();
-        loop {
-            let status = end.get(&self.path("/status"))?.json();
+        let url = end.url().to_owned();
+        self.wait(end, "RUNNING with every task running", |status| {
             let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
             if status["connector"]["state"] == "FAILED"
                 || tasks.iter().any(|t| t["state"] == "FAILED")
             {
                 return Err(MigrateError::Move(format!(
-                    "the connector failed on {}: {status}",
-                    end.url()
+                    "the connector failed on {url}: {status}"
                 )));
             }
-            if status["connector"]["state"] == "RUNNING"
+            Ok(status["connector"]["state"] == "RUNNING"
                 && !tasks.is_empty()
-                && tasks.iter().all(|t| t["state"] == "RUNNING")
-            {
+                && tasks.iter().all(|t| t["state"] == "RUNNING"))
+        })
+    }
+
+    /// Polls the connector's status on `end` until `done` says so (or fails), at most `--timeout`.
+    fn wait(
+        &mut self,
+        end: &Rest,
+        what: &str,
+        done: impl Fn(&Value) -> Result<bool, MigrateError>,
+    ) -> Result<(), MigrateError> {
+        let since = Instant::now();
+        loop {
+            let status = end.get(&self.path("/status"))?.json();
+            if done(&status)? {
                 return Ok(());
             }
             if since.elapsed() > self.options.timeout {
                 return Err(MigrateError::Timeout(
                     self.options.timeout,
                     format!(
-                        "{} to run on {} (last status {status})",
+                        "{} to be {what} on {} (last status {status})",
                         self.name,
                         end.url()
                     ),
-                ));
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    fn wait(
-        &mut self,
-        end: &Rest,
-        what: &str,
-        done: impl Fn(&Value) -> bool,
-    ) -> Result<(), MigrateError> {
-        let since = Instant::now();
-        loop {
-            let status = end.get(&self.path("/status"))?.json();
-            if done(&status) {
-                return Ok(());
-            }
-            if since.elapsed() > self.options.timeout {
-                return Err(MigrateError::Timeout(
-                    self.options.timeout,
-                    format!("{} to be {what} (last status {status})", self.name),
                 ));
             }
             std::thread::sleep(POLL);
@@ -580,15 +567,6 @@ fn expect(
             status: reply.status,
             message: reply.message(),
         })
-    }
-}
-
-fn with_context(error: MigrateError, context: &str) -> MigrateError {
-    match error {
-        MigrateError::Timeout(after, what) => {
-            MigrateError::Timeout(after, format!("{what} ({context})"))
-        }
-        other => other,
     }
 }
 
