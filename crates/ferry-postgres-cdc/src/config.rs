@@ -136,6 +136,9 @@ pub struct CdcConfig {
     pub status_interval_ms: u64,
     /// `heartbeat.interval.ms`: 0 for none.
     pub heartbeat_ms: u64,
+    /// `heartbeat.action.query`: SQL run on the database at each heartbeat (so a database where
+    /// nothing captured is written still has changes to stream).
+    pub heartbeat_query: Option<String>,
 }
 
 impl fmt::Debug for CdcConfig {
@@ -255,6 +258,10 @@ impl CdcConfig {
         let heartbeat_ms = int_at_least(config, "heartbeat.interval.ms", Some(0), 0, &mut issues)
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
+        let heartbeat_query = text(config, "heartbeat.action.query")
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(str::to_owned);
         let status_interval_ms = int_at_least(
             config,
             "status.update.interval.ms",
@@ -314,6 +321,7 @@ impl CdcConfig {
                 binary,
                 status_interval_ms,
                 heartbeat_ms,
+                heartbeat_query,
             }),
             _ => Err(issues.into_vec()),
         }
@@ -533,7 +541,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("interval.handling.mode", "interval columns"),
     ("include.unknown.datatypes", "unknown data types"),
     ("provide.transaction.metadata", "transaction metadata"),
-    ("heartbeat.action.query", "heartbeats"),
     ("heartbeat.topics.prefix", "heartbeats"),
     ("xmin.fetch.interval.ms", "source.xmin"),
     ("slot.stream.params", "extra pgoutput parameters"),
@@ -608,6 +615,7 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional("time.precision.mode", Some("adaptive"), "adaptive | adaptive_time_microseconds | connect"),
         ConfigKey::optional("binary.handling.mode", Some("bytes"), "bytes | base64 | base64-url-safe | hex"),
         ConfigKey::optional("heartbeat.interval.ms", Some("0"), "how often an idle stream emits a heartbeat record (topic __debezium-heartbeat.<prefix>) carrying the server's position, so the slot advances while captured tables are idle; 0: never").of_type(ConfigType::Int),
+        ConfigKey::optional("heartbeat.action.query", None, "SQL run on the database at each heartbeat (heartbeat.interval.ms), e.g. an upsert into a captured heartbeat table, so the stream has changes to confirm on a database where nothing captured is written; runs only when heartbeat.interval.ms > 0 (as Debezium); a failure is logged and capture goes on"),
         ConfigKey::optional("status.update.interval.ms", Some("10000"), "how often the flushed (committed) LSN is sent to the server").of_type(ConfigType::Int),
     ];
     keys.extend(REFUSED.iter().map(|(key, _)| {

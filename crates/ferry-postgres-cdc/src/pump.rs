@@ -395,6 +395,20 @@ async fn send_snapshot(
     Ok(true)
 }
 
+/// Runs `heartbeat.action.query`, if set. A failure is logged, not fatal: the heartbeat exists
+/// to keep the slot moving, and stopping capture over it would retain more WAL, not less.
+async fn heartbeat_action(pump: &Pump) {
+    let (Some(query), Some(db)) = (&pump.config.heartbeat_query, &pump.db) else {
+        return;
+    };
+    if let Err(e) = db.client.batch_execute(query).await {
+        tracing::warn!(
+            "PostgresCdcSource: heartbeat.action.query failed on {}: {e} (capture goes on)",
+            pump.config.server()
+        );
+    }
+}
+
 fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -451,6 +465,7 @@ impl Streamer {
             let event = tokio::select! {
                 event = self.stream.recv() => event?,
                 _ = tick.tick(), if heartbeats => {
+                    heartbeat_action(pump).await;
                     if !self.heartbeat(pump).await {
                         self.stream.close().await;
                         return Ok(());

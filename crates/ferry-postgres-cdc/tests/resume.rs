@@ -543,3 +543,60 @@ async fn a_snapshot_stopped_in_a_table_without_primary_key_reads_that_table_agai
     task.stop().await?;
     Ok(())
 }
+
+/// `heartbeat.action.query` runs at each heartbeat: here it writes the captured table, whose
+/// changes then stream although the test itself writes nothing; a failing query (a table that
+/// does not exist) is logged and capture goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_heartbeat_action_query_runs_at_each_heartbeat() -> TestResult {
+    let db = client().await?;
+    let fx = Fixture::new(&db, "beatq", "id serial PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let query = format!("INSERT INTO public.{} DEFAULT VALUES", fx.name);
+    let config = fx.config(&[
+        ("snapshot.mode", "no_data"),
+        ("heartbeat.interval.ms", "200"),
+        ("heartbeat.action.query", &query),
+    ]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, config).await?;
+    let mut created = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while created < 3 {
+        created += task
+            .poll()
+            .await?
+            .iter()
+            .filter(|r| r.topic == fx.topic() && op(r) == Some("c"))
+            .count();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {created} rows written by the heartbeat query arrived"
+        );
+    }
+    task.stop().await?;
+    drop(task);
+    let broken = fx.config(&[
+        ("snapshot.mode", "no_data"),
+        ("heartbeat.interval.ms", "200"),
+        (
+            "heartbeat.action.query",
+            "INSERT INTO no_such_table VALUES (1)",
+        ),
+    ]);
+    let (mut task, _) = harness.start(&PostgresCdcConnector, broken).await?;
+    db.batch_execute(&format!("INSERT INTO public.{} DEFAULT VALUES", fx.name))
+        .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let records = task.poll().await?;
+        if records.iter().any(|r| r.topic == fx.topic()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the change never came"
+        );
+    }
+    task.stop().await?;
+    Ok(())
+}
