@@ -51,6 +51,7 @@ impl ColumnSource for Catalog {
                 typmod: -1,
                 nullable: false,
                 primary_key: true,
+                enum_labels: None,
             },
             Column {
                 name: "v".into(),
@@ -58,6 +59,7 @@ impl ColumnSource for Catalog {
                 typmod: -1,
                 nullable: true,
                 primary_key: false,
+                enum_labels: None,
             },
         ])
     }
@@ -165,6 +167,7 @@ fn start(events: VecDeque<WalEvent>, partial: Option<crate::offset::Partial>) ->
         Start::Stream {
             stream,
             lsn_commit: 100,
+            from_offset: true,
             partial,
         },
     ));
