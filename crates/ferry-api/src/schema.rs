@@ -5,9 +5,10 @@
 //! `schemas.enable=true`) put it next to the data; converters that do not (`StringConverter`) ignore it.
 //! A record without a schema is schemaless, as in Kafka Connect.
 //!
-//! The model is Kafka Connect's `Schema` without default values: a type, whether a null is allowed
-//! (`optional`), the optional `name`, `version` and `doc`, and string `parameters` in insertion order
-//! (Kafka Connect's `SchemaBuilder` keeps them in a `LinkedHashMap`). Kafka Connect's logical types are
+//! The model is Kafka Connect's `Schema`: a type, whether a null is allowed (`optional`), the
+//! optional `name`, `version` and `doc`, string `parameters` in insertion order (Kafka Connect's
+//! `SchemaBuilder` keeps them in a `LinkedHashMap`), and an optional `default` value of a primitive
+//! type ([`Schema::with_default`]; defaults of arrays, maps and structs are not modelled). Kafka Connect's logical types are
 //! named schemas over a primitive type: [`Schema::decimal`], [`Schema::date`], [`Schema::time`] and
 //! [`Schema::timestamp`]. Structs have ordered
 //! fields; arrays an item schema; maps a key and a value schema.
@@ -29,6 +30,8 @@
 //! [`SourceRecord::value_schema`]: crate::SourceRecord::value_schema
 
 use std::fmt;
+
+use crate::value::Value;
 
 /// The type of a schema, with the schemas of its parts for arrays, maps and structs.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +111,10 @@ pub struct Schema {
     pub doc: Option<String>,
     /// String parameters, in the order they were set (a Decimal's `scale`, …).
     pub parameters: Vec<(String, String)>,
+    /// The default value (Kafka Connect's `Schema.defaultValue()`): JsonConverter writes it in the
+    /// schema as `"default"` and writes it in place of a null value. A primitive of the schema's
+    /// type (bytes as [`Value::Bytes`]); never [`Value::Null`] (no default is `None`).
+    pub default: Option<Value>,
 }
 
 /// The name of Kafka Connect's `Decimal` logical type (bytes: the unscaled two's-complement value).
@@ -129,6 +136,7 @@ impl Schema {
             version: None,
             doc: None,
             parameters: Vec::new(),
+            default: None,
         }
     }
 
@@ -269,6 +277,14 @@ impl Schema {
     /// Sets the version, builder style.
     pub fn with_version(mut self, version: i32) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Sets the default value, builder style (Kafka Connect's `SchemaBuilder.defaultValue`), e.g.
+    /// `Schema::string().optional().with_default("false")`. The value must be of the schema's type;
+    /// a converter refuses a record whose schema's default does not fit.
+    pub fn with_default(mut self, value: impl Into<Value>) -> Self {
+        self.default = Some(value.into());
         self
     }
 

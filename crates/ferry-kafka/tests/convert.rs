@@ -3,7 +3,8 @@
 //!
 //! Kafka Connect's bytes follow `JsonConverter.fromConnectData` / `asJsonSchema` / `convertToJson`
 //! (envelope `schema` then `payload`; schema objects `type`, then `items` | `keys`,`values` | `fields`,
-//! then `optional`, `name`, `version`, `doc`; each struct field's schema followed by `field`), Jackson's
+//! then `optional`, `name`, `version`, `doc`, `parameters`, `default`; each struct field's schema
+//! followed by `field`), Jackson's
 //! compact output, `StringConverter.fromConnectData` (`toString()` as UTF-8) and
 //! `ByteArrayConverter.fromConnectData`.
 
@@ -510,6 +511,53 @@ fn logical_types_are_named_versioned_schemas_with_parameters_after_doc() {
             r#""parameters":{"scale":"2","connect.decimal.precision":"10"},"field":"amount"}],"#,
             r#""optional":false},"payload":{"amount":null}}"#
         )
+    );
+}
+
+#[test]
+fn a_default_follows_the_parameters_and_replaces_a_null() {
+    // Debezium's `source.snapshot`: an optional Enum string with default "false".
+    let snapshot = Schema::string()
+        .optional()
+        .named("io.debezium.data.Enum")
+        .with_version(1)
+        .with_parameter("allowed", "true,false")
+        .with_default("false");
+    let schema = Schema::unnamed_struct([
+        Field::new("snapshot", snapshot),
+        Field::new("n", Schema::float32().with_default(1.5f32)),
+        Field::new("b", Schema::bytes().with_default(vec![1u8, 2])),
+    ]);
+    assert_eq!(
+        json_with_schemas(&schema, json!({"snapshot": "true", "n": null, "b": null})),
+        concat!(
+            r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"#,
+            r#""name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"true,false"},"#,
+            r#""default":"false","field":"snapshot"},"#,
+            r#"{"type":"float","optional":false,"default":1.5,"field":"n"},"#,
+            r#"{"type":"bytes","optional":false,"default":"AQI=","field":"b"}],"optional":false},"#,
+            // Kafka Connect's replace.null.with.default=true (its default): a null is the default,
+            // even in an optional field.
+            r#""payload":{"snapshot":"true","n":1.5,"b":"AQI="}}"#
+        )
+    );
+    assert_eq!(
+        json_with_schemas(&schema, json!({"snapshot": null, "n": 2.0, "b": "AA=="})),
+        concat!(
+            r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"#,
+            r#""name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"true,false"},"#,
+            r#""default":"false","field":"snapshot"},"#,
+            r#"{"type":"float","optional":false,"default":1.5,"field":"n"},"#,
+            r#"{"type":"bytes","optional":false,"default":"AQI=","field":"b"}],"optional":false},"#,
+            r#""payload":{"snapshot":"false","n":2.0,"b":"AA=="}}"#
+        )
+    );
+    // A default of another type than its schema is refused, saying where.
+    let bad = Schema::unnamed_struct([Field::new("x", Schema::int32().with_default("one"))]);
+    let message = refused(Converter::json(true), Some(&bad), &json!({"x": 1}));
+    assert!(
+        message.contains(r#"field "x""#) && message.contains("default"),
+        "{message}"
     );
 }
 

@@ -178,7 +178,9 @@ impl Db {
             .client
             .query(
                 "SELECT a.attname::text, a.atttypid::oid, a.atttypmod, NOT a.attnotnull, \
-                        COALESCE(a.attnum = ANY(i.indkey), false) \
+                        COALESCE(a.attnum = ANY(i.indkey), false), \
+                        (SELECT string_agg(e.enumlabel::text, ',' ORDER BY e.enumsortorder) \
+                         FROM pg_enum e WHERE e.enumtypid = a.atttypid) \
                  FROM pg_attribute a \
                  JOIN pg_class c ON c.oid = a.attrelid \
                  JOIN pg_namespace n ON n.oid = c.relnamespace \
@@ -197,6 +199,7 @@ impl Db {
                 typmod: r.get(2),
                 nullable: r.get(3),
                 primary_key: r.get(4),
+                enum_labels: r.get(5),
             })
             .collect())
     }

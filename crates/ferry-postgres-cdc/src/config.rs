@@ -139,6 +139,11 @@ pub struct CdcConfig {
     /// `heartbeat.action.query`: SQL run on the database at each heartbeat (so a database where
     /// nothing captured is written still has changes to stream).
     pub heartbeat_query: Option<String>,
+    /// `extended.headers.enabled`: Debezium's `__debezium.context.*` headers on every record.
+    pub extended_headers: bool,
+    /// This run's id (header `__debezium.context.runId`): a UUIDv7, new each time the
+    /// configuration is parsed (a task start), as Debezium's is new each task start.
+    pub run_id: String,
 }
 
 impl fmt::Debug for CdcConfig {
@@ -250,6 +255,15 @@ impl CdcConfig {
             &mut issues,
         );
         let tombstones = boolean(config, "tombstones.on.delete", true, &mut issues);
+        let extended_headers = boolean(config, "extended.headers.enabled", true, &mut issues);
+        if let Some(mode) = text(config, "interval.handling.mode")
+            && !mode.eq_ignore_ascii_case("numeric")
+        {
+            issues.push(
+                "interval.handling.mode",
+                format!("{mode:?} is not implemented yet: intervals are numeric (io.debezium.time.MicroDuration)"),
+            );
+        }
         let skipped = skipped_operations(
             text(config, "skipped.operations").unwrap_or("t"),
             &mut issues,
@@ -322,10 +336,38 @@ impl CdcConfig {
                 status_interval_ms,
                 heartbeat_ms,
                 heartbeat_query,
+                extended_headers,
+                run_id: uuid_v7(),
             }),
             _ => Err(issues.into_vec()),
         }
     }
+}
+
+/// A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits, as Debezium's run ids.
+fn uuid_v7() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let millis = u64::try_from(now.as_millis()).unwrap_or(u64::MAX) & 0xffff_ffff_ffff;
+    // Random enough for an id that only tells runs apart: std's randomly keyed hasher.
+    let random = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(salt ^ u64::from(now.subsec_nanos()));
+        h.write_u32(std::process::id());
+        h.finish()
+    };
+    let (a, b) = (random(1), random(2));
+    format!(
+        "{:08x}-{:04x}-7{:03x}-{:04x}-{:012x}",
+        millis >> 16,
+        millis & 0xffff,
+        a & 0xfff,
+        0x8000 | ((a >> 12) & 0x3fff),
+        b & 0xffff_ffff_ffff
+    )
 }
 
 /// Refuses, by name, every Debezium key not implemented, and any plugin but pgoutput.
@@ -538,7 +580,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("column.propagate.source.type", "source type parameters"),
     ("datatype.propagate.source.type", "source type parameters"),
     ("hstore.handling.mode", "hstore columns"),
-    ("interval.handling.mode", "interval columns"),
     ("include.unknown.datatypes", "unknown data types"),
     ("provide.transaction.metadata", "transaction metadata"),
     ("heartbeat.topics.prefix", "heartbeats"),
@@ -610,6 +651,8 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::optional("column.exclude.list", None, "regular expressions matching schema.table.column to leave out").of_type(ConfigType::List),
         ConfigKey::optional("snapshot.mode", Some("initial"), "initial | initial_only | no_data (never) | always | when_needed"),
         ConfigKey::optional("tombstones.on.delete", Some("true"), "a tombstone after each delete").of_type(ConfigType::Boolean),
+        ConfigKey::optional("interval.handling.mode", Some("numeric"), "numeric (io.debezium.time.MicroDuration, microseconds, a month being 30.4375 days); string is not implemented yet"),
+        ConfigKey::optional("extended.headers.enabled", Some("true"), "Debezium's context headers on every record: __debezium.context.connectorLogicalName (topic.prefix), taskId, connectorName (postgresql), runId (new each task start)").of_type(ConfigType::Boolean),
         ConfigKey::optional("skipped.operations", Some("t"), "operations not emitted: c, u, d, t or none").of_type(ConfigType::List),
         ConfigKey::optional("decimal.handling.mode", Some("precise"), "precise | double | string"),
         ConfigKey::optional("time.precision.mode", Some("adaptive"), "adaptive | adaptive_time_microseconds | connect"),

@@ -7,7 +7,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use ferry_api::{Field, Schema, SchemaKind, SourceOffset, SourceRecord};
+use ferry_api::{Field, Header, Schema, SchemaKind, SourceOffset, SourceRecord};
 use serde_json::{Map, Value as Json};
 
 use crate::config::CdcConfig;
@@ -87,7 +87,8 @@ fn source_schema() -> Schema {
         .with_parameter(
             "allowed",
             "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental",
-        );
+        )
+        .with_default("false");
     Schema::struct_(
         "io.debezium.connector.postgresql.Source",
         [
@@ -123,6 +124,21 @@ fn transaction_schema() -> Schema {
     )
     .with_version(1)
     .optional()
+}
+
+/// Debezium's context headers (`extended.headers.enabled`), in its order. The connector has one
+/// task, `0`.
+pub fn context_headers(config: &CdcConfig) -> [Header; 4] {
+    let header = |key: &str, value: &str| Header {
+        key: format!("__debezium.context.{key}"),
+        value: Json::String(value.to_owned()),
+    };
+    [
+        header("connectorLogicalName", &config.prefix),
+        header("taskId", "0"),
+        header("connectorName", "postgresql"),
+        header("runId", &config.run_id),
+    ]
 }
 
 impl TableSchema {
@@ -196,6 +212,9 @@ impl TableSchema {
             reason,
         };
         match datum {
+            // A NOT NULL column without a value (left out of a key-only old tuple): Debezium's
+            // fallback, as a null does not fit its required field.
+            None | Some(Datum::Null) if !column.nullable => Ok(types::fallback(column, config)),
             None | Some(Datum::Null) => Ok(Json::Null),
             Some(Datum::Text(text)) => types::value(column, text, config).map_err(|r| err(text, r)),
             Some(Datum::Unchanged) => match types::schema(column, config).kind {
@@ -308,6 +327,11 @@ impl TableSchema {
             }
             out.push(tombstone.build());
         }
+        if config.extended_headers {
+            for record in &mut out {
+                record.headers.extend(context_headers(config));
+            }
+        }
         out
     }
 }
@@ -343,6 +367,7 @@ mod tests {
             typmod: -1,
             nullable: !primary_key,
             primary_key,
+            enum_labels: None,
         }
     }
 

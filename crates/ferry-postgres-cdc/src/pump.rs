@@ -67,6 +67,8 @@ pub enum Start {
         stream: Box<dyn ReplicationStream>,
         /// Where it started.
         lsn_commit: u64,
+        /// `lsn_commit` is a committed offset's (a resume), not a fresh slot's position.
+        from_offset: bool,
         /// A partly emitted transaction.
         partial: Option<Partial>,
     },
@@ -97,7 +99,7 @@ pub async fn run(mut pump: Pump, start: Start) {
 }
 
 async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
-    let (stream, lsn_commit, partial) = match start {
+    let (stream, lsn_commit, from_offset, partial) = match start {
         Start::Idle => {
             let _ = pump.stop.wait_for(|s| *s).await;
             return Ok(());
@@ -105,8 +107,9 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
         Start::Stream {
             stream,
             lsn_commit,
+            from_offset,
             partial,
-        } => (stream, lsn_commit, partial),
+        } => (stream, lsn_commit, from_offset, partial),
         Start::Snapshot {
             from,
             point,
@@ -131,13 +134,14 @@ async fn run_inner(pump: &mut Pump, start: Start) -> Result<(), CdcError> {
                 Some(session) => Box::new(session.start().await?),
                 None => Box::new(PgWireStream::open(&pump.config, point, point).await?),
             };
-            (stream, point, None)
+            (stream, point, false, None)
         }
     };
     let mut streamer = Streamer {
         stream,
         relations: HashMap::new(),
         last_commit: lsn_commit,
+        sequence_commit: from_offset.then_some(lsn_commit),
         partial,
         tx: None,
         held: None,
@@ -441,6 +445,10 @@ struct Streamer {
     /// Relation OID → its schemas (`None`: not captured).
     relations: HashMap<u32, Option<Arc<TableSchema>>>,
     last_commit: u64,
+    /// The first element of `source.sequence`: the end of the last COMMIT this run streamed, or
+    /// the resumed offset's `lsn_commit`; none before either, as Debezium (its `lastCommitLsn`
+    /// starts unset on a new slot and after a snapshot, and is read from a resumed offset).
+    sequence_commit: Option<u64>,
     partial: Option<Partial>,
     tx: Option<Tx>,
     held: Option<Held>,
@@ -672,6 +680,7 @@ impl Streamer {
                     self.checkpointed = self.checkpointed.max(end_lsn);
                 }
                 self.last_commit = end_lsn;
+                self.sequence_commit = Some(end_lsn);
                 self.server_end = self.server_end.max(end_lsn);
                 if let Some(tx) = self.tx.take() {
                     self.last_xid = tx.xid;
@@ -743,11 +752,15 @@ fn key_change(
         source,
         offset.clone(),
     );
-    if let Some(delete) = records.first_mut() {
-        delete.headers.push(Header {
-            key: "__debezium.newkey".into(),
-            value: new_key.clone(),
-        });
+    // The delete and its tombstone, before the context headers, as Debezium writes them.
+    for record in &mut records {
+        record.headers.insert(
+            0,
+            Header {
+                key: "__debezium.newkey".into(),
+                value: new_key.clone(),
+            },
+        );
     }
     let mut create = shape.records(
         config,
@@ -759,10 +772,13 @@ fn key_change(
         offset,
     );
     if let Some(create) = create.first_mut() {
-        create.headers.push(Header {
-            key: "__debezium.oldkey".into(),
-            value: old_key,
-        });
+        create.headers.insert(
+            0,
+            Header {
+                key: "__debezium.oldkey".into(),
+                value: old_key,
+            },
+        );
     }
     records.extend(create);
     records
@@ -786,6 +802,7 @@ async fn relation(pump: &Pump, rel: &Relation) -> Result<Option<Arc<TableSchema>
                 typmod: c.typmod,
                 nullable: known.is_none_or(|k| k.nullable),
                 primary_key: known.is_some_and(|k| k.primary_key),
+                enum_labels: known.and_then(|k| k.enum_labels.clone()),
             }
         })
         .collect();
@@ -821,7 +838,7 @@ impl Streamer {
             SourceInfo {
                 ts_us: position.ts_usec,
                 snapshot: "false",
-                lsn_commit: Some(position.lsn_commit),
+                lsn_commit: self.sequence_commit,
                 lsn: Some(position.lsn),
                 tx_id: Some(i64::from(position.xid)),
             }

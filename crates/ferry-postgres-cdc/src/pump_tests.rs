@@ -59,6 +59,7 @@ impl ColumnSource for Catalog {
                 typmod: -1,
                 nullable: false,
                 primary_key: true,
+                enum_labels: None,
             },
             Column {
                 name: "v".into(),
@@ -66,6 +67,7 @@ impl ColumnSource for Catalog {
                 typmod: -1,
                 nullable: true,
                 primary_key: false,
+                enum_labels: None,
             },
         ])
     }
@@ -182,6 +184,7 @@ fn start_with_later(
         Start::Stream {
             stream,
             lsn_commit: 100,
+            from_offset: true,
             partial,
         },
     ));

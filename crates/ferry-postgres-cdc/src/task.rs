@@ -114,6 +114,7 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
             Ok(Start::Stream {
                 stream: Box::new(stream) as Box<dyn ReplicationStream>,
                 lsn_commit,
+                from_offset: true,
                 partial,
             })
         }
@@ -124,6 +125,7 @@ async fn prepare(config: &CdcConfig, db: &Db, resume: Resume) -> Result<Start, C
             Ok(Start::Stream {
                 stream: Box::new(stream),
                 lsn_commit: from,
+                from_offset: false,
                 partial: None,
             })
         }
@@ -228,6 +230,7 @@ async fn create_and_snapshot(config: &CdcConfig) -> Result<Start, CdcError> {
         return Ok(Start::Stream {
             stream: Box::new(stream),
             lsn_commit: point,
+            from_offset: false,
             partial: None,
         });
     }

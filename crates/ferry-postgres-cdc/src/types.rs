@@ -23,6 +23,8 @@ pub struct Column {
     pub nullable: bool,
     /// Part of the primary key.
     pub primary_key: bool,
+    /// An enum type's labels in their order, comma-separated (`None`: not an enum).
+    pub enum_labels: Option<String>,
 }
 
 /// Session settings every connection of the source runs with, so text values parse one way.
@@ -44,6 +46,8 @@ const TIMESTAMPTZ: u32 = 1184;
 const TIMETZ: u32 = 1266;
 const NUMERIC: u32 = 1700;
 const UUID: u32 = 2950;
+const MONEY: u32 = 790;
+const INTERVAL: u32 = 1186;
 const JSONB: u32 = 3802;
 
 /// A numeric column's (precision, scale), `None` when unconstrained.
@@ -118,6 +122,18 @@ pub fn schema(column: &Column, config: &CdcConfig) -> Schema {
             BinaryMode::Bytes => Schema::bytes(),
             _ => Schema::string(),
         },
+        // Debezium's money.fraction.digits default.
+        MONEY => match config.decimal {
+            DecimalMode::Double => Schema::float64(),
+            DecimalMode::String => Schema::string(),
+            DecimalMode::Precise => Schema::decimal(2),
+        },
+        // interval.handling.mode=numeric (the only mode implemented).
+        INTERVAL => debezium(Schema::int64(), "io.debezium.time.MicroDuration"),
+        _ if column.enum_labels.is_some() => Schema::string()
+            .named("io.debezium.data.Enum")
+            .with_version(1)
+            .with_parameter("allowed", column.enum_labels.clone().unwrap_or_default()),
         // text, varchar, bpchar, name, char, and (for now) every type not mapped above: its text.
         _ => Schema::string(),
     };
@@ -140,11 +156,16 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
             _ => return Err("not t or f".into()),
         }),
         INT2 | INT4 | INT8 | OID => Json::from(text.parse::<i64>().map_err(|e| e.to_string())?),
+        // NaN and the infinities: the strings JsonConverter writes for them (Jackson quotes
+        // non-finite numbers), which Ferry's converter takes for a float field.
+        FLOAT4 | FLOAT8 if matches!(text, "NaN" | "Infinity" | "-Infinity") => {
+            Json::String(text.to_owned())
+        }
         FLOAT4 | FLOAT8 => {
             let v: f64 = text.parse().map_err(|_| "not a number".to_owned())?;
             serde_json::Number::from_f64(v)
                 .map(Json::Number)
-                .ok_or("NaN and infinity cannot be written as JSON numbers")?
+                .ok_or("not a finite number")?
         }
         NUMERIC => match config.decimal {
             DecimalMode::String => Json::String(text.to_owned()),
@@ -155,6 +176,13 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
                     .ok_or("NaN cannot be written as JSON")?
             }
             DecimalMode::Precise => {
+                // A VariableScaleDecimal drops the fraction's trailing zeros (Debezium's
+                // `stripTrailingZeros`, a negative scale set back to 0).
+                let text = match numeric_modifiers(column.typmod) {
+                    Some(_) => text,
+                    None if text.contains('.') => text.trim_end_matches('0').trim_end_matches('.'),
+                    None => text,
+                };
                 let (unscaled, scale) = unscaled_decimal(text)?;
                 let b64 = Json::String(base64::engine::general_purpose::STANDARD.encode(unscaled));
                 match numeric_modifiers(column.typmod) {
@@ -214,8 +242,123 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
                 BinaryMode::Hex => Json::String(hex.to_owned()),
             }
         }
+        MONEY => {
+            let number = money_number(text)?;
+            match config.decimal {
+                DecimalMode::String => Json::String(number),
+                DecimalMode::Double => {
+                    let v: f64 = number.parse().map_err(|_| "not a number".to_owned())?;
+                    serde_json::Number::from_f64(v)
+                        .map(Json::Number)
+                        .ok_or("not a finite number")?
+                }
+                DecimalMode::Precise => Json::String(
+                    base64::engine::general_purpose::STANDARD.encode(unscaled_decimal(&number)?.0),
+                ),
+            }
+        }
+        INTERVAL => Json::from(interval_micros(text)?),
         _ => Json::String(text.to_owned()),
     })
+}
+
+/// A money text (`$1,234.50`, `-$0.99`, `($5.00)`: by `lc_monetary`) as a plain decimal with two
+/// fraction digits, Debezium's `money.fraction.digits` default.
+fn money_number(text: &str) -> Result<String, String> {
+    let negative = text.contains('-') || text.starts_with('(');
+    let kept: String = text
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let (int, frac) = kept.split_once('.').unwrap_or((&kept, ""));
+    if int.is_empty() && frac.is_empty() {
+        return Err("no digits in a money value".into());
+    }
+    let frac: String = frac.chars().chain(std::iter::repeat('0')).take(2).collect();
+    let int = if int.is_empty() { "0" } else { int };
+    Ok(format!("{}{int}.{frac}", if negative { "-" } else { "" }))
+}
+
+/// An interval in `IntervalStyle=iso_8601` (`P1Y2M3DT4H5M6.789S`, parts may be negative) as
+/// Debezium's `MicroDuration`: a month is 365.25 / 12 days, computed in doubles as Debezium's
+/// `MicroDuration.durationMicros` does, so the rounding is the same.
+fn interval_micros(text: &str) -> Result<i64, String> {
+    let body = text.strip_prefix('P').ok_or("not an ISO 8601 interval")?;
+    let (date, time) = body.split_once('T').unwrap_or((body, ""));
+    let (mut years, mut months, mut days, mut hours, mut minutes) = (0i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut whole_seconds, mut micros) = (0i64, 0i64);
+    let mut parts = |part: &str, in_time: bool| -> Result<(), String> {
+        let mut rest = part;
+        while !rest.is_empty() {
+            let end = rest
+                .find(|c: char| c.is_ascii_alphabetic())
+                .ok_or("an interval part without its unit")?;
+            let (number, unit) = (&rest[..end], &rest[end..=end]);
+            rest = &rest[end + 1..];
+            let int = |n: &str| n.parse::<i64>().map_err(|e| format!("{n:?}: {e}"));
+            match (in_time, unit) {
+                (false, "Y") => years = int(number)?,
+                (false, "M") => months = int(number)?,
+                (false, "W") => days += 7 * int(number)?,
+                (false, "D") => days += int(number)?,
+                (true, "H") => hours = int(number)?,
+                (true, "M") => minutes = int(number)?,
+                (true, "S") => {
+                    let negative = number.starts_with('-');
+                    let (w, f) = number.split_once('.').unwrap_or((number, ""));
+                    whole_seconds = int(w)?;
+                    let f: String = f.chars().chain(std::iter::repeat('0')).take(6).collect();
+                    let f = int(&f)?;
+                    micros = if negative { -f } else { f };
+                }
+                _ => return Err(format!("unknown interval unit {unit:?}")),
+            }
+        }
+        Ok(())
+    };
+    parts(date, false)?;
+    parts(time, true)?;
+    // PGInterval.getSeconds(): whole seconds plus microseconds / 1e6, as a double.
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = whole_seconds as f64 + micros as f64 / 1_000_000.0;
+    #[allow(clippy::cast_precision_loss)]
+    let number_of_days = (years * 12 + months) as f64 * (365.25 / 12.0) + days as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let number_of_seconds =
+        ((number_of_days * 24.0 + hours as f64) * 60.0 + minutes as f64) * 60.0 + seconds;
+    // Java's (long) cast: toward zero.
+    #[allow(clippy::cast_possible_truncation)]
+    Ok((number_of_seconds * 1e6) as i64)
+}
+
+/// The value Debezium writes for a NOT NULL column that has no value: a delete's or key change's
+/// `before` under `REPLICA IDENTITY DEFAULT` holds only the key columns, and Debezium's value
+/// converters put each required column's fallback (zero, the epoch, an empty string) in the rest
+/// (`JdbcValueConverters.convertValue`).
+pub fn fallback(column: &Column, config: &CdcConfig) -> Json {
+    let zero_decimal = || Json::String(base64::engine::general_purpose::STANDARD.encode([0u8]));
+    match column.type_oid {
+        BOOL => Json::Bool(false),
+        INT2 | INT4 | INT8 | OID | DATE | TIME | TIMESTAMP | INTERVAL => Json::from(0),
+        FLOAT4 | FLOAT8 => Json::from(0.0),
+        MONEY => match config.decimal {
+            DecimalMode::Double => Json::from(0.0),
+            DecimalMode::String => Json::String("0".to_owned()),
+            DecimalMode::Precise => zero_decimal(),
+        },
+        NUMERIC => match config.decimal {
+            DecimalMode::Double => Json::from(0.0),
+            DecimalMode::String => Json::String("0".to_owned()),
+            DecimalMode::Precise => match numeric_modifiers(column.typmod) {
+                Some(_) => zero_decimal(),
+                None => serde_json::json!({"scale": 0, "value": zero_decimal()}),
+            },
+        },
+        TIMESTAMPTZ => Json::String("1970-01-01T00:00:00Z".to_owned()),
+        TIMETZ => Json::String("00:00:00Z".to_owned()),
+        // Text, bytea (empty bytes: an empty base64 or hex string) and every other string.
+        _ => Json::String(String::new()),
+    }
 }
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
@@ -411,6 +554,30 @@ fn iso_utc(micros: i64, precision: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_are_debeziums_micro_durations() {
+        // 14 months of 30.4375 days, 3 days, 04:05:06.789 (Debezium wrote 37091106789000).
+        assert_eq!(
+            interval_micros("P1Y2M3DT4H5M6.789S"),
+            Ok(37_091_106_789_000)
+        );
+        assert_eq!(interval_micros("PT0S"), Ok(0));
+        assert_eq!(
+            interval_micros("P-1M2DT-0.000001S"),
+            Ok(-(2_629_800_000_000 - 172_800_000_000) - 1)
+        );
+        assert!(interval_micros("1 day").is_err());
+    }
+
+    #[test]
+    fn money_is_a_two_digit_decimal_whatever_the_symbol() {
+        assert_eq!(money_number("$12.34").as_deref(), Ok("12.34"));
+        assert_eq!(money_number("-$1,234.50").as_deref(), Ok("-1234.50"));
+        assert_eq!(money_number("($5.5)").as_deref(), Ok("-5.50"));
+        assert_eq!(money_number("€7").as_deref(), Ok("7.00"));
+        assert!(money_number("$").is_err());
+    }
 
     #[test]
     fn decimals_are_javas_shortest_twos_complement() {

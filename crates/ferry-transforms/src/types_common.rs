@@ -162,7 +162,7 @@ pub(crate) fn java_schema_string(schema: &Schema) -> String {
 }
 
 /// A schema of `kind` with the name, version, doc and parameters of `source` (Kafka Connect's
-/// `SchemaUtil.copySchemaBasics`); required, as a new `SchemaBuilder` is.
+/// `SchemaUtil.copySchemaBasics`); required and without a default, as a new `SchemaBuilder` is.
 pub(crate) fn copy_schema_basics(source: &Schema, kind: SchemaKind) -> Schema {
     Schema {
         kind,
@@ -171,6 +171,7 @@ pub(crate) fn copy_schema_basics(source: &Schema, kind: SchemaKind) -> Schema {
         version: source.version,
         doc: source.doc.clone(),
         parameters: source.parameters.clone(),
+        default: None,
     }
 }
 

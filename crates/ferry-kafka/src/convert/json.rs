@@ -1,7 +1,8 @@
 //! Kafka Connect's JsonConverter: schemas in Kafka Connect's JSON schema form, and payloads written
 //! as the schema says.
 //!
-//! A schema becomes `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…][,"parameters":{…}]}`
+//! A schema becomes
+//! `{"type":…,<parts>,"optional":…[,"name":…][,"version":…][,"doc":…][,"parameters":{…}][,"default":…]}`
 //! where the
 //! parts are `"items"` (array), `"keys"`,`"values"` (map) or `"fields"` (struct: each field's own schema
 //! object followed by `"field":<name>`), in exactly that order — the order of Kafka Connect's
@@ -13,8 +14,10 @@
 //! `Double.toString` (so `1` for a double field is written `1.0`; the strings `"NaN"`, `"Infinity"` and
 //! `"-Infinity"` are written quoted, as Jackson writes non-finite numbers), bytes (a base64 string in the
 //! record) as standard base64, struct fields in schema order (unknown fields refused), maps with string
-//! keys as objects and other maps as arrays of `[key, value]` pairs. A null is allowed only where the
-//! schema is optional.
+//! keys as objects and other maps as arrays of `[key, value]` pairs. A null where the schema has a
+//! default is written as the default (Kafka Connect's `replace.null.with.default=true`, its default);
+//! otherwise a null is allowed only where the schema is optional. A default is written as a payload
+//! of its schema would be.
 
 use base64::Engine as _;
 use ferry_api::{Field, Schema, SchemaKind};
@@ -23,23 +26,42 @@ use serde_json::Value;
 use ferry_offsets::jackson::{write_f32, write_f64, write_string, write_value};
 
 /// Appends the schema's JSON form.
-pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) {
-    write_schema_object(out, schema, None);
+///
+/// # Errors
+/// A default value that does not fit its schema, and where.
+pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) -> Result<(), PayloadError> {
+    let mut path = Vec::new();
+    write_schema_object(out, schema, None, &mut path).map_err(|problem| PayloadError {
+        path: path.join(""),
+        problem,
+    })
 }
 
-fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) {
+/// Writes one schema object; on error `path` is left pointing at the schema whose default fails.
+fn write_schema_object(
+    out: &mut Vec<u8>,
+    schema: &Schema,
+    field: Option<&str>,
+    path: &mut Vec<String>,
+) -> Result<(), PayloadProblem> {
     out.extend_from_slice(b"{\"type\":");
     write_string(out, schema.type_name());
     match &schema.kind {
         SchemaKind::Array { items } => {
             out.extend_from_slice(b",\"items\":");
-            write_schema(out, items);
+            path.push("items".to_owned());
+            write_schema_object(out, items, None, path)?;
+            path.pop();
         }
         SchemaKind::Map { keys, values } => {
             out.extend_from_slice(b",\"keys\":");
-            write_schema(out, keys);
+            path.push("keys".to_owned());
+            write_schema_object(out, keys, None, path)?;
+            path.pop();
             out.extend_from_slice(b",\"values\":");
-            write_schema(out, values);
+            path.push("values".to_owned());
+            write_schema_object(out, values, None, path)?;
+            path.pop();
         }
         SchemaKind::Struct { fields } => {
             out.extend_from_slice(b",\"fields\":[");
@@ -47,7 +69,9 @@ fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) 
                 if i > 0 {
                     out.push(b',');
                 }
-                write_schema_object(out, &f.schema, Some(&f.name));
+                path.push(field_step(path.is_empty(), &f.name));
+                write_schema_object(out, &f.schema, Some(&f.name), path)?;
+                path.pop();
             }
             out.push(b']');
         }
@@ -82,11 +106,58 @@ fn write_schema_object(out: &mut Vec<u8>, schema: &Schema, field: Option<&str>) 
         }
         out.push(b'}');
     }
+    // After the parameters and before the field name, as `asJsonSchema` puts it.
+    if let Some(default) = &schema.default {
+        out.extend_from_slice(b",\"default\":");
+        write_default(out, schema, default)?;
+    }
     if let Some(field) = field {
         out.extend_from_slice(b",\"field\":");
         write_string(out, field);
     }
     out.push(b'}');
+    Ok(())
+}
+
+/// A step of a path: `field "a"` first, `.a` after.
+fn field_step(first: bool, name: &str) -> String {
+    if first {
+        format!("field {name:?}")
+    } else {
+        format!(".{name}")
+    }
+}
+
+/// Writes a schema's default value as a payload of that schema.
+fn write_default(
+    out: &mut Vec<u8>,
+    schema: &Schema,
+    default: &ferry_api::Value,
+) -> Result<(), PayloadProblem> {
+    use ferry_api::Value as V;
+    let json = match default {
+        V::Null => Value::Null,
+        V::Bool(b) => Value::Bool(*b),
+        V::Int8(_) | V::Int16(_) | V::Int32(_) | V::Int64(_) => {
+            Value::from(default.as_i64().unwrap_or_default())
+        }
+        V::Float32(f) => Value::from(f64::from(*f)),
+        V::Float64(f) => Value::from(*f),
+        V::String(s) => Value::String(s.clone()),
+        V::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+    };
+    // The default itself must not be null; `without_default` keeps a required schema required.
+    let bare = without_default(schema);
+    write_with_schema(out, &bare, &json, &mut Vec::new())
+        .map_err(|p| PayloadProblem::Default(Box::new(p)))
+}
+
+/// The schema without its default (to check a default, or a null, against the schema itself).
+fn without_default(schema: &Schema) -> Schema {
+    Schema {
+        default: None,
+        ..schema.clone()
+    }
 }
 
 /// A value that does not fit its schema, and where (`field "seq"`, `[2]`; empty: the value itself).
@@ -112,10 +183,8 @@ fn at(path: &str) -> String {
 /// What in a value does not fit its schema.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PayloadProblem {
-    /// Null where the schema is required.
-    #[error(
-        "null for a required {type_name} (the schema is not optional and Ferry's schemas have no default values)"
-    )]
+    /// Null where the schema is required and has no default.
+    #[error("null for a required {type_name} (the schema is not optional and has no default)")]
     NullForRequired {
         /// The schema's type.
         type_name: &'static str,
@@ -157,6 +226,9 @@ pub enum PayloadProblem {
     /// An entry of a map given as an array that is not a pair.
     #[error("map entry [{0}] must be a [key, value] pair")]
     MapEntry(usize),
+    /// A schema's default value that does not fit the schema.
+    #[error("the schema's default value does not fit it: {0}")]
+    Default(Box<PayloadProblem>),
     /// A struct value with a field its schema does not have.
     #[error("field {field:?} is not in the struct schema (its fields: {})", known.join(", "))]
     UnknownField {
@@ -198,6 +270,9 @@ fn write_with_schema(
     path: &mut Vec<String>,
 ) -> Result<(), PayloadProblem> {
     if value.is_null() {
+        if let Some(default) = &schema.default {
+            return write_default(out, schema, default);
+        }
         if schema.optional {
             out.extend_from_slice(b"null");
             return Ok(());

@@ -169,7 +169,9 @@ impl Converter {
                 if schemas_enable {
                     out.extend_from_slice(b"{\"schema\":");
                     match schema {
-                        Some(schema) => json::write_schema(&mut out, schema),
+                        Some(schema) => {
+                            json::write_schema(&mut out, schema).map_err(|e| error(e.into()))?;
+                        }
                         None => out.extend_from_slice(b"null"),
                     }
                     out.extend_from_slice(b",\"payload\":");
