@@ -30,36 +30,108 @@ use ferry_offsets::jackson::{write_f32, write_f64, write_string, write_value};
 /// # Errors
 /// A default value that does not fit its schema, and where.
 pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) -> Result<(), PayloadError> {
+    let hit = RECENT_SCHEMAS.with(|recent| {
+        recent
+            .borrow()
+            .iter()
+            .find(|(known, _)| known == schema)
+            .map(|(_, json)| out.extend_from_slice(json))
+            .is_some()
+    });
+    if hit {
+        return Ok(());
+    }
+    let start = out.len();
+    write_schema_uncached(out, schema)?;
+    let json = &out[start..];
+    if json.len() <= CACHED_SCHEMA_MAX_BYTES {
+        RECENT_SCHEMAS.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if recent.len() >= CACHED_SCHEMAS {
+                recent.pop_back();
+            }
+            recent.push_front((schema.clone(), json.to_vec()));
+        });
+    }
+    Ok(())
+}
+
+/// How many schemas' JSON forms each thread keeps, and the largest kept.
+const CACHED_SCHEMAS: usize = 8;
+const CACHED_SCHEMA_MAX_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// The JSON form of the schemas this thread wrote last. A source's records share a few schemas
+    /// (a CDC table's envelope is kilobytes of JSON, written for every change): comparing a schema
+    /// with a known one is much cheaper than writing it again, as Kafka Connect's JsonConverter
+    /// caches its converted schemas.
+    static RECENT_SCHEMAS: std::cell::RefCell<std::collections::VecDeque<(Schema, Vec<u8>)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+fn write_schema_uncached(out: &mut Vec<u8>, schema: &Schema) -> Result<(), PayloadError> {
     let mut path = Vec::new();
     write_schema_object(out, schema, None, &mut path).map_err(|problem| PayloadError {
-        path: path.join(""),
+        path: render(&path),
         problem,
     })
 }
 
+/// One step of the path to a part of a schema or value. Kept as borrowed steps and rendered only
+/// when a write fails: a record's schema and value are walked for every record, and formatting each
+/// field's step up front cost more than writing the field.
+#[derive(Debug)]
+enum Step<'a> {
+    /// A struct field: `field "a"` first, `.a` after.
+    Field(&'a str),
+    /// An array element: `[2]`.
+    Index(usize),
+    /// A part of a schema: `items`, `keys`, `values`.
+    Part(&'static str),
+    /// A map entry, already rendered (maps are rare).
+    Entry(String),
+}
+
+fn render(path: &[Step<'_>]) -> String {
+    let mut text = String::new();
+    for (i, step) in path.iter().enumerate() {
+        match step {
+            Step::Field(name) if i == 0 => text.push_str(&format!("field {name:?}")),
+            Step::Field(name) => {
+                text.push('.');
+                text.push_str(name);
+            }
+            Step::Index(n) => text.push_str(&format!("[{n}]")),
+            Step::Part(part) => text.push_str(part),
+            Step::Entry(entry) => text.push_str(entry),
+        }
+    }
+    text
+}
+
 /// Writes one schema object; on error `path` is left pointing at the schema whose default fails.
-fn write_schema_object(
+fn write_schema_object<'a>(
     out: &mut Vec<u8>,
-    schema: &Schema,
+    schema: &'a Schema,
     field: Option<&str>,
-    path: &mut Vec<String>,
+    path: &mut Vec<Step<'a>>,
 ) -> Result<(), PayloadProblem> {
     out.extend_from_slice(b"{\"type\":");
     write_string(out, schema.type_name());
     match &schema.kind {
         SchemaKind::Array { items } => {
             out.extend_from_slice(b",\"items\":");
-            path.push("items".to_owned());
+            path.push(Step::Part("items"));
             write_schema_object(out, items, None, path)?;
             path.pop();
         }
         SchemaKind::Map { keys, values } => {
             out.extend_from_slice(b",\"keys\":");
-            path.push("keys".to_owned());
+            path.push(Step::Part("keys"));
             write_schema_object(out, keys, None, path)?;
             path.pop();
             out.extend_from_slice(b",\"values\":");
-            path.push("values".to_owned());
+            path.push(Step::Part("values"));
             write_schema_object(out, values, None, path)?;
             path.pop();
         }
@@ -69,7 +141,7 @@ fn write_schema_object(
                 if i > 0 {
                     out.push(b',');
                 }
-                path.push(field_step(path.is_empty(), &f.name));
+                path.push(Step::Field(&f.name));
                 write_schema_object(out, &f.schema, Some(&f.name), path)?;
                 path.pop();
             }
@@ -88,7 +160,7 @@ fn write_schema_object(
     }
     if let Some(version) = schema.version {
         out.extend_from_slice(b",\"version\":");
-        out.extend_from_slice(version.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(version).as_bytes());
     }
     if let Some(doc) = &schema.doc {
         out.extend_from_slice(b",\"doc\":");
@@ -119,15 +191,6 @@ fn write_schema_object(
     Ok(())
 }
 
-/// A step of a path: `field "a"` first, `.a` after.
-fn field_step(first: bool, name: &str) -> String {
-    if first {
-        format!("field {name:?}")
-    } else {
-        format!(".{name}")
-    }
-}
-
 /// Writes a schema's default value as a payload of that schema.
 fn write_default(
     out: &mut Vec<u8>,
@@ -146,18 +209,21 @@ fn write_default(
         V::String(s) => Value::String(s.clone()),
         V::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
     };
-    // The default itself must not be null; `without_default` keeps a required schema required.
-    let bare = without_default(schema);
-    write_with_schema(out, &bare, &json, &mut Vec::new())
-        .map_err(|p| PayloadProblem::Default(Box::new(p)))
-}
-
-/// The schema without its default (to check a default, or a null, against the schema itself).
-fn without_default(schema: &Schema) -> Schema {
-    Schema {
-        default: None,
-        ..schema.clone()
+    // A null default is checked against the schema itself (a non-null value never reaches the
+    // schema's default, so the write below cannot come back here).
+    if json.is_null() {
+        if schema.optional {
+            out.extend_from_slice(b"null");
+            return Ok(());
+        }
+        return Err(PayloadProblem::Default(Box::new(
+            PayloadProblem::NullForRequired {
+                type_name: schema.type_name(),
+            },
+        )));
     }
+    write_with_schema(out, schema, &json, &mut Vec::new())
+        .map_err(|p| PayloadProblem::Default(Box::new(p)))
 }
 
 /// A value that does not fit its schema, and where (`field "seq"`, `[2]`; empty: the value itself).
@@ -256,18 +322,18 @@ pub(crate) fn write_payload(
         }
         Some(schema) => write_with_schema(out, schema, value.unwrap_or(&Value::Null), &mut path)
             .map_err(|problem| PayloadError {
-                path: path.join(""),
+                path: render(&path),
                 problem,
             }),
     }
 }
 
 /// Writes `value` as `schema` says; on error `path` is left pointing at the failing part.
-fn write_with_schema(
+fn write_with_schema<'a>(
     out: &mut Vec<u8>,
-    schema: &Schema,
-    value: &Value,
-    path: &mut Vec<String>,
+    schema: &'a Schema,
+    value: &'a Value,
+    path: &mut Vec<Step<'a>>,
 ) -> Result<(), PayloadProblem> {
     if value.is_null() {
         if let Some(default) = &schema.default {
@@ -366,11 +432,11 @@ fn write_bytes(out: &mut Vec<u8>, value: &Value) -> Result<(), PayloadProblem> {
 }
 
 /// An array: each element as `items` says, its index on `path`.
-fn write_array(
+fn write_array<'a>(
     out: &mut Vec<u8>,
-    items: &Schema,
-    value: &Value,
-    path: &mut Vec<String>,
+    items: &'a Schema,
+    value: &'a Value,
+    path: &mut Vec<Step<'a>>,
 ) -> Result<(), PayloadProblem> {
     match value {
         Value::Array(elements) => {
@@ -379,7 +445,7 @@ fn write_array(
                 if i > 0 {
                     out.push(b',');
                 }
-                path.push(format!("[{i}]"));
+                path.push(Step::Index(i));
                 write_with_schema(out, items, element, path)?;
                 path.pop();
             }
@@ -392,11 +458,11 @@ fn write_array(
 
 /// A struct: an object with only the schema's fields, written in the schema's order (a missing
 /// field as null), each field's name on `path`.
-fn write_struct(
+fn write_struct<'a>(
     out: &mut Vec<u8>,
-    fields: &[Field],
-    value: &Value,
-    path: &mut Vec<String>,
+    fields: &'a [Field],
+    value: &'a Value,
+    path: &mut Vec<Step<'a>>,
 ) -> Result<(), PayloadProblem> {
     match value {
         Value::Object(object) => {
@@ -416,11 +482,7 @@ fn write_struct(
                 }
                 write_string(out, &field.name);
                 out.push(b':');
-                path.push(if path.is_empty() {
-                    format!("field {:?}", field.name)
-                } else {
-                    format!(".{}", field.name)
-                });
+                path.push(Step::Field(&field.name));
                 write_with_schema(
                     out,
                     &field.schema,
@@ -439,12 +501,12 @@ fn write_struct(
 /// A map: an object when the keys are strings, else an array of `[key, value]` pairs. The record may
 /// hold a non-string-keyed map as an object (keys parsed as JSON: `{"1":"a"}` for int keys) or as an
 /// array of pairs.
-fn write_map(
+fn write_map<'a>(
     out: &mut Vec<u8>,
-    keys: &Schema,
-    values: &Schema,
-    value: &Value,
-    path: &mut Vec<String>,
+    keys: &'a Schema,
+    values: &'a Schema,
+    value: &'a Value,
+    path: &mut Vec<Step<'a>>,
 ) -> Result<(), PayloadProblem> {
     let string_keys = matches!(keys.kind, SchemaKind::String);
     let entries: Vec<(Value, &Value)> = match value {
@@ -477,13 +539,13 @@ fn write_map(
             out.push(b',');
         }
         if string_keys {
-            path.push(format!("[{key}]"));
-            write_with_schema(out, keys, key, path)?;
+            path.push(Step::Entry(format!("[{key}]")));
+            write_with_schema(out, keys, key, &mut Vec::new())?;
             out.push(b':');
         } else {
             out.push(b'[');
-            path.push(format!("[key {key}]"));
-            write_with_schema(out, keys, key, path)?;
+            path.push(Step::Entry(format!("[key {key}]")));
+            write_with_schema(out, keys, key, &mut Vec::new())?;
             out.push(b',');
         }
         write_with_schema(out, values, item, path)?;
@@ -505,7 +567,7 @@ fn write_int(
 ) -> Result<(), PayloadProblem> {
     match value.as_i64() {
         Some(v) if (min..=max).contains(&v) => {
-            out.extend_from_slice(v.to_string().as_bytes());
+            out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
             Ok(())
         }
         Some(v) => Err(PayloadProblem::IntegerOutOfRange {
@@ -557,5 +619,70 @@ fn mismatch(expected: &str, got: &Value) -> PayloadProblem {
         expected: expected.to_owned(),
         kind,
         shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested() -> Schema {
+        Schema::struct_(
+            "outer",
+            [Field::new(
+                "a",
+                Schema::struct_("inner", [Field::new("b", Schema::array(Schema::int32()))]),
+            )],
+        )
+    }
+
+    /// A failure names where it is, as before the steps were kept unrendered.
+    #[test]
+    fn a_value_that_does_not_fit_names_its_path() {
+        let value = serde_json::json!({"a": {"b": [1, "two"]}});
+        let err = write_payload(&mut Vec::new(), Some(&nested()), Some(&value))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("field \"a\".b[1]: expected an integer (int32), got a string \"two\"")
+        );
+        let fits = serde_json::json!({"a": {"b": [1, 2]}});
+        let mut out = Vec::new();
+        assert!(write_payload(&mut out, Some(&nested()), Some(&fits)).is_ok());
+        assert_eq!(out, br#"{"a":{"b":[1,2]}}"#);
+    }
+
+    #[test]
+    fn a_default_that_does_not_fit_its_schema_names_the_schema() {
+        let schema = Schema::struct_(
+            "s",
+            [Field::new("n", Schema::int8().with_default(1000_i64))],
+        );
+        let err = write_schema(&mut Vec::new(), &schema)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("field \"n\": the schema's default"),
+            "{err}"
+        );
+        let fine = Schema::struct_("s", [Field::new("n", Schema::int8().with_default(7_i64))]);
+        let mut out = Vec::new();
+        assert!(write_schema(&mut out, &fine).is_ok());
+        // Written again from the cache: the same bytes; a schema that differs only in its
+        // default is not mistaken for it.
+        let mut again = Vec::new();
+        assert!(write_schema(&mut again, &fine).is_ok());
+        assert_eq!(again, out);
+        let other = Schema::struct_("s", [Field::new("n", Schema::int8().with_default(8_i64))]);
+        let mut third = Vec::new();
+        assert!(write_schema(&mut third, &other).is_ok());
+        assert!(String::from_utf8_lossy(&third).contains(r#""default":8"#));
+        assert!(
+            String::from_utf8_lossy(&out).contains(r#""default":7,"field":"n""#),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
     }
 }
