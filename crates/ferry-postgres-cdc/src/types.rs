@@ -47,6 +47,13 @@ const TIMETZ: u32 = 1266;
 const NUMERIC: u32 = 1700;
 const UUID: u32 = 2950;
 const MONEY: u32 = 790;
+const INT2_ARRAY: u32 = 1005;
+const INT4_ARRAY: u32 = 1007;
+const INT8_ARRAY: u32 = 1016;
+const OID_ARRAY: u32 = 1028;
+/// Arrays Debezium writes as arrays of optional strings: "char", varchar, text, bpchar, inet,
+/// cidr, macaddr, macaddr8.
+const STRING_ARRAYS: [u32; 8] = [1002, 1015, 1009, 1014, 1041, 651, 1040, 775];
 const INTERVAL: u32 = 1186;
 const JSONB: u32 = 3802;
 
@@ -128,6 +135,10 @@ pub fn schema(column: &Column, config: &CdcConfig) -> Schema {
             DecimalMode::String => Schema::string(),
             DecimalMode::Precise => Schema::decimal(2),
         },
+        INT2_ARRAY => Schema::array(Schema::int16().optional()),
+        INT4_ARRAY => Schema::array(Schema::int32().optional()),
+        INT8_ARRAY | OID_ARRAY => Schema::array(Schema::int64().optional()),
+        oid if STRING_ARRAYS.contains(&oid) => Schema::array(Schema::string().optional()),
         // interval.handling.mode=numeric (the only mode implemented).
         INTERVAL => debezium(Schema::int64(), "io.debezium.time.MicroDuration"),
         _ if column.enum_labels.is_some() => Schema::string()
@@ -258,8 +269,73 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
             }
         }
         INTERVAL => Json::from(interval_micros(text)?),
+        INT2_ARRAY | INT4_ARRAY | INT8_ARRAY | OID_ARRAY => Json::Array(
+            array_elements(text)?
+                .into_iter()
+                .map(|e| match e {
+                    None => Ok(Json::Null),
+                    Some(e) => e.parse::<i64>().map(Json::from).map_err(|e| e.to_string()),
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        oid if STRING_ARRAYS.contains(&oid) => Json::Array(
+            array_elements(text)?
+                .into_iter()
+                .map(|e| e.map_or(Json::Null, Json::String))
+                .collect(),
+        ),
         _ => Json::String(text.to_owned()),
     })
+}
+
+/// The elements of a one-dimensional array's text (`{1,NULL,3}`, `{"a b",c}`): `None` for an
+/// unquoted NULL. Quoted elements unescape `\"` and `\\`.
+fn array_elements(text: &str) -> Result<Vec<Option<String>>, String> {
+    // A lower bound other than 1 comes first: `[0:1]={1,2}`.
+    let body = text.split_once('=').map_or(text, |(_, b)| b);
+    let inner = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or("not an array")?;
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        let element = if chars.peek() == Some(&'"') {
+            chars.next();
+            let mut e = String::new();
+            loop {
+                match chars.next() {
+                    Some('\\') => e.push(chars.next().ok_or("an array ends in an escape")?),
+                    Some('"') => break,
+                    Some(c) => e.push(c),
+                    None => return Err("an unterminated quoted array element".into()),
+                }
+            }
+            Some(e)
+        } else {
+            let mut e = String::new();
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' {
+                    return Err("multi-dimensional arrays are not supported yet".into());
+                }
+                e.push(c);
+                chars.next();
+            }
+            (e != "NULL").then_some(e)
+        };
+        out.push(element);
+        match chars.next() {
+            None => return Ok(out),
+            Some(',') => {}
+            Some(c) => return Err(format!("{c:?} after an array element")),
+        }
+    }
 }
 
 /// A money text (`$1,234.50`, `-$0.99`, `($5.00)`: by `lc_monetary`) as a plain decimal with two
@@ -356,6 +432,8 @@ pub fn fallback(column: &Column, config: &CdcConfig) -> Json {
         },
         TIMESTAMPTZ => Json::String("1970-01-01T00:00:00Z".to_owned()),
         TIMETZ => Json::String("00:00:00Z".to_owned()),
+        INT2_ARRAY | INT4_ARRAY | INT8_ARRAY | OID_ARRAY => Json::Array(Vec::new()),
+        oid if STRING_ARRAYS.contains(&oid) => Json::Array(Vec::new()),
         // Text, bytea (empty bytes: an empty base64 or hex string) and every other string.
         _ => Json::String(String::new()),
     }
@@ -568,6 +646,25 @@ mod tests {
             Ok(-(2_629_800_000_000 - 172_800_000_000) - 1)
         );
         assert!(interval_micros("1 day").is_err());
+    }
+
+    #[test]
+    fn arrays_split_into_elements() {
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            array_elements("{1,NULL,3}"),
+            Ok(vec![some("1"), None, some("3")])
+        );
+        assert_eq!(
+            array_elements(r#"{"a b",c,"NULL","q\"x\\"}"#),
+            Ok(vec![some("a b"), some("c"), some("NULL"), some("q\"x\\")])
+        );
+        assert_eq!(array_elements("{}"), Ok(vec![]));
+        assert_eq!(
+            array_elements("[0:1]={5,6}"),
+            Ok(vec![some("5"), some("6")])
+        );
+        assert!(array_elements("{{1,2},{3,4}}").is_err());
     }
 
     #[test]
