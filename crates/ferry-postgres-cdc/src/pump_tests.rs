@@ -52,6 +52,7 @@ impl ColumnSource for Catalog {
                 nullable: false,
                 primary_key: true,
                 enum_labels: None,
+                default_expr: None,
             },
             Column {
                 name: "v".into(),
@@ -60,6 +61,7 @@ impl ColumnSource for Catalog {
                 nullable: true,
                 primary_key: false,
                 enum_labels: None,
+                default_expr: None,
             },
         ])
     }

@@ -25,6 +25,8 @@ pub struct Column {
     pub primary_key: bool,
     /// An enum type's labels in their order, comma-separated (`None`: not an enum).
     pub enum_labels: Option<String>,
+    /// The column's `DEFAULT` expression as `pg_get_expr` writes it (`0`, `'x'::text`, `now()`).
+    pub default_expr: Option<String>,
 }
 
 /// Session settings every connection of the source runs with, so text values parse one way.
@@ -148,10 +150,56 @@ pub fn schema(column: &Column, config: &CdcConfig) -> Schema {
         // text, varchar, bpchar, name, char, and (for now) every type not mapped above: its text.
         _ => Schema::string(),
     };
+    let schema = match default_value(column) {
+        Some(default) => schema.with_default(default),
+        None => schema,
+    };
     if column.nullable {
         schema.optional()
     } else {
         schema
+    }
+}
+
+const TEXT: u32 = 25;
+const VARCHAR: u32 = 1043;
+
+/// The column's `DEFAULT` as a schema default, as Debezium reads it, for the literal defaults of
+/// integer, boolean, text and varchar columns; `None` for other types and for expressions
+/// (`nextval(…)`, `now()`), which Ferry does not evaluate.
+pub fn default_value(column: &Column) -> Option<ferry_api::Value> {
+    let expr = column.default_expr.as_deref()?.trim();
+    // `'…'::type` or a bare literal; a quoted literal may itself contain `::`.
+    let literal = match expr.strip_prefix('\'') {
+        Some(rest) => {
+            let (quoted, cast) = match rest.rfind("'::") {
+                Some(end) => (&rest[..end], &rest[end + 3..]),
+                None => (rest.strip_suffix('\'')?, ""),
+            };
+            // Only a plain type name after the literal (no operator, no function).
+            if !cast
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '_')
+            {
+                return None;
+            }
+            // Debezium 3.6 cuts a literal at its first quote: `'it''s'` is its default "it".
+            quoted.split('\'').next().unwrap_or_default().to_owned()
+        }
+        None if expr.contains(['(', ':', ' ']) => return None,
+        None => expr.to_owned(),
+    };
+    match column.type_oid {
+        BOOL => match literal.as_str() {
+            "true" => Some(ferry_api::Value::Bool(true)),
+            "false" => Some(ferry_api::Value::Bool(false)),
+            _ => None,
+        },
+        INT2 => literal.parse::<i16>().ok().map(ferry_api::Value::Int16),
+        INT4 => literal.parse::<i32>().ok().map(ferry_api::Value::Int32),
+        INT8 => literal.parse::<i64>().ok().map(ferry_api::Value::Int64),
+        TEXT | VARCHAR => Some(ferry_api::Value::String(literal)),
+        _ => None,
     }
 }
 
@@ -412,6 +460,14 @@ fn interval_micros(text: &str) -> Result<i64, String> {
 /// converters put each required column's fallback (zero, the epoch, an empty string) in the rest
 /// (`JdbcValueConverters.convertValue`).
 pub fn fallback(column: &Column, config: &CdcConfig) -> Json {
+    // The column's default first, as Debezium's `convertValue` takes the schema's default.
+    if let Some(default) = default_value(column) {
+        return match default {
+            ferry_api::Value::Bool(b) => Json::Bool(b),
+            ferry_api::Value::String(s) => Json::String(s),
+            other => other.as_i64().map_or(Json::Null, Json::from),
+        };
+    }
     let zero_decimal = || Json::String(base64::engine::general_purpose::STANDARD.encode([0u8]));
     match column.type_oid {
         BOOL => Json::Bool(false),
@@ -665,6 +721,42 @@ mod tests {
             Ok(vec![some("5"), some("6")])
         );
         assert!(array_elements("{{1,2},{3,4}}").is_err());
+    }
+
+    #[test]
+    fn literal_defaults_become_schema_defaults() {
+        let column = |type_oid: u32, expr: &str| Column {
+            name: "c".into(),
+            type_oid,
+            typmod: -1,
+            nullable: true,
+            primary_key: false,
+            enum_labels: None,
+            default_expr: Some(expr.into()),
+        };
+        use ferry_api::Value as V;
+        assert_eq!(default_value(&column(INT4, "7")), Some(V::Int32(7)));
+        assert_eq!(
+            default_value(&column(INT8, "'-1'::integer")),
+            Some(V::Int64(-1))
+        );
+        assert_eq!(default_value(&column(BOOL, "true")), Some(V::Bool(true)));
+        assert_eq!(
+            default_value(&column(TEXT, "'it''s::x'::text")),
+            Some(V::String("it".into()))
+        );
+        assert_eq!(
+            default_value(&column(VARCHAR, "'v'::character varying")),
+            Some(V::String("v".into()))
+        );
+        assert_eq!(default_value(&column(INT4, "nextval('s'::regclass)")), None);
+        assert_eq!(default_value(&column(TEXT, "now()")), None);
+        assert_eq!(default_value(&column(UUID, "'a'::uuid")), None);
+        assert_eq!(
+            default_value(&column(TEXT, "('a'::text || 'b'::text)")),
+            None
+        );
+        assert_eq!(default_value(&column(TEXT, "'a'::text || 'b'")), None);
     }
 
     #[test]
