@@ -180,7 +180,10 @@ impl Db {
                 "SELECT a.attname::text, a.atttypid::oid, a.atttypmod, NOT a.attnotnull, \
                         COALESCE(a.attnum = ANY(i.indkey), false), \
                         (SELECT string_agg(e.enumlabel::text, ',' ORDER BY e.enumsortorder) \
-                         FROM pg_enum e WHERE e.enumtypid = a.atttypid) \
+                         FROM pg_enum e WHERE e.enumtypid = a.atttypid), \
+                        (SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d \
+                         WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum \
+                           AND a.attgenerated = '') \
                  FROM pg_attribute a \
                  JOIN pg_class c ON c.oid = a.attrelid \
                  JOIN pg_namespace n ON n.oid = c.relnamespace \
@@ -200,6 +203,7 @@ impl Db {
                 nullable: r.get(3),
                 primary_key: r.get(4),
                 enum_labels: r.get(5),
+                default_expr: r.get(6),
             })
             .collect())
     }

@@ -368,6 +368,7 @@ mod tests {
             nullable: !primary_key,
             primary_key,
             enum_labels: None,
+            default_expr: None,
         }
     }
 

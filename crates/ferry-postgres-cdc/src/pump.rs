@@ -803,6 +803,7 @@ async fn relation(pump: &Pump, rel: &Relation) -> Result<Option<Arc<TableSchema>
                 nullable: known.is_none_or(|k| k.nullable),
                 primary_key: known.is_some_and(|k| k.primary_key),
                 enum_labels: known.and_then(|k| k.enum_labels.clone()),
+                default_expr: known.and_then(|k| k.default_expr.clone()),
             }
         })
         .collect();

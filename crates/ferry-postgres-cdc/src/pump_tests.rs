@@ -60,6 +60,7 @@ impl ColumnSource for Catalog {
                 nullable: false,
                 primary_key: true,
                 enum_labels: None,
+                default_expr: None,
             },
             Column {
                 name: "v".into(),
@@ -68,6 +69,7 @@ impl ColumnSource for Catalog {
                 nullable: true,
                 primary_key: false,
                 enum_labels: None,
+                default_expr: None,
             },
         ])
     }

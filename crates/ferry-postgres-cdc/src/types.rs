@@ -25,6 +25,8 @@ pub struct Column {
     pub primary_key: bool,
     /// An enum type's labels in their order, comma-separated (`None`: not an enum).
     pub enum_labels: Option<String>,
+    /// The column's `DEFAULT` expression as `pg_get_expr` writes it (`0`, `'x'::text`, `now()`).
+    pub default_expr: Option<String>,
 }
 
 /// Session settings every connection of the source runs with, so text values parse one way.
@@ -47,6 +49,13 @@ const TIMETZ: u32 = 1266;
 const NUMERIC: u32 = 1700;
 const UUID: u32 = 2950;
 const MONEY: u32 = 790;
+const INT2_ARRAY: u32 = 1005;
+const INT4_ARRAY: u32 = 1007;
+const INT8_ARRAY: u32 = 1016;
+const OID_ARRAY: u32 = 1028;
+/// Arrays Debezium writes as arrays of optional strings: "char", varchar, text, bpchar, inet,
+/// cidr, macaddr, macaddr8.
+const STRING_ARRAYS: [u32; 8] = [1002, 1015, 1009, 1014, 1041, 651, 1040, 775];
 const INTERVAL: u32 = 1186;
 const JSONB: u32 = 3802;
 
@@ -128,6 +137,10 @@ pub fn schema(column: &Column, config: &CdcConfig) -> Schema {
             DecimalMode::String => Schema::string(),
             DecimalMode::Precise => Schema::decimal(2),
         },
+        INT2_ARRAY => Schema::array(Schema::int16().optional()),
+        INT4_ARRAY => Schema::array(Schema::int32().optional()),
+        INT8_ARRAY | OID_ARRAY => Schema::array(Schema::int64().optional()),
+        oid if STRING_ARRAYS.contains(&oid) => Schema::array(Schema::string().optional()),
         // interval.handling.mode=numeric (the only mode implemented).
         INTERVAL => debezium(Schema::int64(), "io.debezium.time.MicroDuration"),
         _ if column.enum_labels.is_some() => Schema::string()
@@ -137,10 +150,56 @@ pub fn schema(column: &Column, config: &CdcConfig) -> Schema {
         // text, varchar, bpchar, name, char, and (for now) every type not mapped above: its text.
         _ => Schema::string(),
     };
+    let schema = match default_value(column) {
+        Some(default) => schema.with_default(default),
+        None => schema,
+    };
     if column.nullable {
         schema.optional()
     } else {
         schema
+    }
+}
+
+const TEXT: u32 = 25;
+const VARCHAR: u32 = 1043;
+
+/// The column's `DEFAULT` as a schema default, as Debezium reads it, for the literal defaults of
+/// integer, boolean, text and varchar columns; `None` for other types and for expressions
+/// (`nextval(…)`, `now()`), which Ferry does not evaluate.
+pub fn default_value(column: &Column) -> Option<ferry_api::Value> {
+    let expr = column.default_expr.as_deref()?.trim();
+    // `'…'::type` or a bare literal; a quoted literal may itself contain `::`.
+    let literal = match expr.strip_prefix('\'') {
+        Some(rest) => {
+            let (quoted, cast) = match rest.rfind("'::") {
+                Some(end) => (&rest[..end], &rest[end + 3..]),
+                None => (rest.strip_suffix('\'')?, ""),
+            };
+            // Only a plain type name after the literal (no operator, no function).
+            if !cast
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '_')
+            {
+                return None;
+            }
+            // Debezium 3.6 cuts a literal at its first quote: `'it''s'` is its default "it".
+            quoted.split('\'').next().unwrap_or_default().to_owned()
+        }
+        None if expr.contains(['(', ':', ' ']) => return None,
+        None => expr.to_owned(),
+    };
+    match column.type_oid {
+        BOOL => match literal.as_str() {
+            "true" => Some(ferry_api::Value::Bool(true)),
+            "false" => Some(ferry_api::Value::Bool(false)),
+            _ => None,
+        },
+        INT2 => literal.parse::<i16>().ok().map(ferry_api::Value::Int16),
+        INT4 => literal.parse::<i32>().ok().map(ferry_api::Value::Int32),
+        INT8 => literal.parse::<i64>().ok().map(ferry_api::Value::Int64),
+        TEXT | VARCHAR => Some(ferry_api::Value::String(literal)),
+        _ => None,
     }
 }
 
@@ -258,8 +317,73 @@ pub fn value(column: &Column, text: &str, config: &CdcConfig) -> Result<Json, St
             }
         }
         INTERVAL => Json::from(interval_micros(text)?),
+        INT2_ARRAY | INT4_ARRAY | INT8_ARRAY | OID_ARRAY => Json::Array(
+            array_elements(text)?
+                .into_iter()
+                .map(|e| match e {
+                    None => Ok(Json::Null),
+                    Some(e) => e.parse::<i64>().map(Json::from).map_err(|e| e.to_string()),
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        oid if STRING_ARRAYS.contains(&oid) => Json::Array(
+            array_elements(text)?
+                .into_iter()
+                .map(|e| e.map_or(Json::Null, Json::String))
+                .collect(),
+        ),
         _ => Json::String(text.to_owned()),
     })
+}
+
+/// The elements of a one-dimensional array's text (`{1,NULL,3}`, `{"a b",c}`): `None` for an
+/// unquoted NULL. Quoted elements unescape `\"` and `\\`.
+fn array_elements(text: &str) -> Result<Vec<Option<String>>, String> {
+    // A lower bound other than 1 comes first: `[0:1]={1,2}`.
+    let body = text.split_once('=').map_or(text, |(_, b)| b);
+    let inner = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or("not an array")?;
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        let element = if chars.peek() == Some(&'"') {
+            chars.next();
+            let mut e = String::new();
+            loop {
+                match chars.next() {
+                    Some('\\') => e.push(chars.next().ok_or("an array ends in an escape")?),
+                    Some('"') => break,
+                    Some(c) => e.push(c),
+                    None => return Err("an unterminated quoted array element".into()),
+                }
+            }
+            Some(e)
+        } else {
+            let mut e = String::new();
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' {
+                    return Err("multi-dimensional arrays are not supported yet".into());
+                }
+                e.push(c);
+                chars.next();
+            }
+            (e != "NULL").then_some(e)
+        };
+        out.push(element);
+        match chars.next() {
+            None => return Ok(out),
+            Some(',') => {}
+            Some(c) => return Err(format!("{c:?} after an array element")),
+        }
+    }
 }
 
 /// A money text (`$1,234.50`, `-$0.99`, `($5.00)`: by `lc_monetary`) as a plain decimal with two
@@ -336,6 +460,14 @@ fn interval_micros(text: &str) -> Result<i64, String> {
 /// converters put each required column's fallback (zero, the epoch, an empty string) in the rest
 /// (`JdbcValueConverters.convertValue`).
 pub fn fallback(column: &Column, config: &CdcConfig) -> Json {
+    // The column's default first, as Debezium's `convertValue` takes the schema's default.
+    if let Some(default) = default_value(column) {
+        return match default {
+            ferry_api::Value::Bool(b) => Json::Bool(b),
+            ferry_api::Value::String(s) => Json::String(s),
+            other => other.as_i64().map_or(Json::Null, Json::from),
+        };
+    }
     let zero_decimal = || Json::String(base64::engine::general_purpose::STANDARD.encode([0u8]));
     match column.type_oid {
         BOOL => Json::Bool(false),
@@ -356,6 +488,8 @@ pub fn fallback(column: &Column, config: &CdcConfig) -> Json {
         },
         TIMESTAMPTZ => Json::String("1970-01-01T00:00:00Z".to_owned()),
         TIMETZ => Json::String("00:00:00Z".to_owned()),
+        INT2_ARRAY | INT4_ARRAY | INT8_ARRAY | OID_ARRAY => Json::Array(Vec::new()),
+        oid if STRING_ARRAYS.contains(&oid) => Json::Array(Vec::new()),
         // Text, bytea (empty bytes: an empty base64 or hex string) and every other string.
         _ => Json::String(String::new()),
     }
@@ -568,6 +702,61 @@ mod tests {
             Ok(-(2_629_800_000_000 - 172_800_000_000) - 1)
         );
         assert!(interval_micros("1 day").is_err());
+    }
+
+    #[test]
+    fn arrays_split_into_elements() {
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            array_elements("{1,NULL,3}"),
+            Ok(vec![some("1"), None, some("3")])
+        );
+        assert_eq!(
+            array_elements(r#"{"a b",c,"NULL","q\"x\\"}"#),
+            Ok(vec![some("a b"), some("c"), some("NULL"), some("q\"x\\")])
+        );
+        assert_eq!(array_elements("{}"), Ok(vec![]));
+        assert_eq!(
+            array_elements("[0:1]={5,6}"),
+            Ok(vec![some("5"), some("6")])
+        );
+        assert!(array_elements("{{1,2},{3,4}}").is_err());
+    }
+
+    #[test]
+    fn literal_defaults_become_schema_defaults() {
+        let column = |type_oid: u32, expr: &str| Column {
+            name: "c".into(),
+            type_oid,
+            typmod: -1,
+            nullable: true,
+            primary_key: false,
+            enum_labels: None,
+            default_expr: Some(expr.into()),
+        };
+        use ferry_api::Value as V;
+        assert_eq!(default_value(&column(INT4, "7")), Some(V::Int32(7)));
+        assert_eq!(
+            default_value(&column(INT8, "'-1'::integer")),
+            Some(V::Int64(-1))
+        );
+        assert_eq!(default_value(&column(BOOL, "true")), Some(V::Bool(true)));
+        assert_eq!(
+            default_value(&column(TEXT, "'it''s::x'::text")),
+            Some(V::String("it".into()))
+        );
+        assert_eq!(
+            default_value(&column(VARCHAR, "'v'::character varying")),
+            Some(V::String("v".into()))
+        );
+        assert_eq!(default_value(&column(INT4, "nextval('s'::regclass)")), None);
+        assert_eq!(default_value(&column(TEXT, "now()")), None);
+        assert_eq!(default_value(&column(UUID, "'a'::uuid")), None);
+        assert_eq!(
+            default_value(&column(TEXT, "('a'::text || 'b'::text)")),
+            None
+        );
+        assert_eq!(default_value(&column(TEXT, "'a'::text || 'b'")), None);
     }
 
     #[test]

@@ -279,13 +279,13 @@ pub(crate) fn required_non_empty_list(
 /// A `BOOLEAN` key (`true`/`false`, any case, trimmed), or `default` when absent.
 pub(crate) use crate::types_common::boolean;
 
-/// The key every field transform that reads struct fields has. Ferry's schemas carry no default
-/// values, so a null field stays null either way; the key is accepted (and checked) so that Kafka
-/// Connect configurations keep working.
+/// The key every field transform that reads struct fields has. Ferry's transforms do not apply
+/// schema default values yet (only the JsonConverter writes them), so a null field stays null
+/// either way; the key is accepted (and checked) so that Kafka Connect configurations keep working.
 pub(crate) const REPLACE_NULL_WITH_DEFAULT: &str = "replace.null.with.default";
 
 /// The documentation of [`REPLACE_NULL_WITH_DEFAULT`].
-pub(crate) const REPLACE_NULL_WITH_DEFAULT_DOC: &str = "Whether to replace fields that have a default value and that are null to the default value. When set to true, the default value is used, otherwise null is used. (Ferry's schemas have no default values: a null stays null.)";
+pub(crate) const REPLACE_NULL_WITH_DEFAULT_DOC: &str = "Whether to replace fields that have a default value and that are null to the default value. When set to true, the default value is used, otherwise null is used. (Ferry's transforms do not apply schema default values yet: a null stays null.)";
 
 #[cfg(test)]
 pub(crate) mod test_support {

@@ -339,7 +339,7 @@ impl Transformation for HeaderFrom {
             ConfigKey::optional(
                 REPLACE_NULL_WITH_DEFAULT,
                 Some("true"),
-                "Whether to replace fields that have a default value and that are null to the default value. Ferry schemas have no default values, so a null stays null either way.",
+                "Whether to replace fields that have a default value and that are null to the default value. Ferry's transforms do not apply schema default values yet, so a null stays null either way.",
             ),
         ]
     }

@@ -45,7 +45,7 @@ impl Transformation for SetSchemaMetadata {
             ConfigKey::optional(
                 REPLACE_NULL_WITH_DEFAULT,
                 Some("true"),
-                "Whether to replace fields that have a default value and that are null to the default value. When set to true, the default value is used, otherwise null is used. (Ferry's schemas carry no default values, so null stays null.)",
+                "Whether to replace fields that have a default value and that are null to the default value. When set to true, the default value is used, otherwise null is used. (Ferry's transforms do not apply schema default values yet: a null stays null.)",
             ),
         ]
     }
