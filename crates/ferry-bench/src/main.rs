@@ -2,6 +2,7 @@
 //! and with what a user would otherwise pick, in one run; writes `docs/benchmarks.md`, the flush plot
 //! and the raw results as JSON. Run it through `scripts/bench` (release build, broker started here).
 
+mod cdc;
 mod crash;
 mod e2e;
 mod kafka;
@@ -30,8 +31,8 @@ pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 pub type BenchResult<T> = Result<T, BenchError>;
 
 /// The sections of the suite, in run order.
-pub const SECTIONS: [&str; 8] = [
-    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling",
+pub const SECTIONS: [&str; 9] = [
+    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling", "cdc",
 ];
 
 #[derive(Parser)]
@@ -52,7 +53,8 @@ struct RunArgs {
     #[arg(long)]
     quick: bool,
     /// Run only these sections (comma-separated: flush, startup, lookup, e2e, eos, memory, crash,
-    /// scaling).
+    /// scaling, cdc); their results replace those sections in an existing results file (--json), the
+    /// other sections' are kept, and the report is rendered from the whole.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where to write the report.
@@ -138,6 +140,8 @@ pub struct Plan {
     pub scaling_file_bytes: u64,
     /// Stored offsets of the start-up and RSS curves.
     pub offset_counts: Vec<usize>,
+    /// Sizes of the PostgreSQL CDC comparison.
+    pub cdc: cdc::Sizes,
     /// About how long each contender of a flush case is timed.
     pub flush_budget: std::time::Duration,
     /// Where the benches write.
@@ -179,6 +183,15 @@ impl Plan {
                 kills: 3,
                 scaling_file_bytes: 4 << 20,
                 offset_counts: vec![2_000, 20_000],
+                cdc: cdc::Sizes {
+                    snapshot_rows: 20_000,
+                    inserts: 20_000,
+                    updates: 5_000,
+                    writers: 4,
+                    rows_per_transaction: 500,
+                    latency_rows: 400,
+                    latency_rate: 200,
+                },
                 flush_budget: std::time::Duration::from_millis(100),
                 work_dir,
                 sections,
@@ -201,6 +214,15 @@ impl Plan {
                 kills: 5,
                 scaling_file_bytes: 256 << 20,
                 offset_counts: vec![100_000, 1_000_000, 10_000_000],
+                cdc: cdc::Sizes {
+                    snapshot_rows: 1_000_000,
+                    inserts: 1_000_000,
+                    updates: 200_000,
+                    writers: 4,
+                    rows_per_transaction: 500,
+                    latency_rows: 3_000,
+                    latency_rate: 200,
+                },
                 flush_budget: std::time::Duration::from_secs(2),
                 work_dir,
                 sections,
@@ -294,12 +316,16 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         memory: Vec::new(),
         scaling: Vec::new(),
         crash: Vec::new(),
+        cdc: None,
+        merged: Vec::new(),
         skipped: Vec::new(),
         wall_seconds: 0.0,
     };
     // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
     // stops it.
-    let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos")) {
+    let broker = if plan.kafka
+        && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos") || plan.runs("cdc"))
+    {
         match ferry_testkit::KafkaBroker::start_jvm(&[], ferry_testkit::Jvm::Shipped) {
             Ok(broker) => Some(broker),
             Err(e) => {
@@ -380,8 +406,31 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         results.scaling = scaling::run(&plan, &runtime)?;
         eprintln!("  scaling section: {:.0?}", started.elapsed());
     }
+    if plan.runs("cdc") {
+        eprintln!("\n== PostgreSQL CDC: Ferry vs Debezium 3.6 ==");
+        let started = Instant::now();
+        match broker.as_ref() {
+            Some(broker) => match cdc::run(&plan, &runtime, broker) {
+                Ok(cdc) => results.cdc = Some(cdc),
+                Err(e) => {
+                    let why = format!("PostgreSQL CDC, Ferry vs Debezium 3.6: {e}");
+                    eprintln!("  {why}");
+                    results.skipped.push(why);
+                }
+            },
+            None => results
+                .skipped
+                .push("PostgreSQL CDC, Ferry vs Debezium 3.6: no Kafka broker".to_owned()),
+        }
+        eprintln!("  cdc section: {:.0?}", started.elapsed());
+    }
     drop(broker);
     results.wall_seconds = started.elapsed().as_secs_f64();
+    let results = if args.only.is_empty() {
+        results
+    } else {
+        merge_into_existing(&args.json, results, &plan)?
+    };
     write_outputs(&results, &args.out, &args.plot, &args.json)?;
     eprintln!(
         "\nferry-bench: done in {:.0?}; wrote {}, {} and {}",
@@ -391,6 +440,61 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         args.json.display()
     );
     Ok(())
+}
+
+/// `--only`: the sections that ran replace theirs in the results file already at `json`, whose other
+/// sections stay (with its machine and run line; the merge is noted in `merged`). A missing file, or
+/// one of the other kind (`--quick` against a full run), is replaced by this run's results.
+fn merge_into_existing(json: &Path, run: Results, plan: &Plan) -> BenchResult<Results> {
+    let Ok(text) = std::fs::read_to_string(json) else {
+        return Ok(run);
+    };
+    let mut old: Results = match serde_json::from_str(&text) {
+        Ok(old) => old,
+        Err(e) => {
+            eprintln!(
+                "ferry-bench: {} is not a results file of this ferry-bench ({e}); writing this run's \
+                 sections alone",
+                json.display()
+            );
+            return Ok(run);
+        }
+    };
+    if old.quick != run.quick {
+        eprintln!(
+            "ferry-bench: {} is {} run; writing this run's sections alone",
+            json.display(),
+            if old.quick { "a --quick" } else { "a full" }
+        );
+        return Ok(run);
+    }
+    let mut ran = Vec::new();
+    for section in SECTIONS.iter().filter(|s| plan.runs(s)) {
+        ran.push(*section);
+        match *section {
+            "flush" => old.flush = run.flush.clone(),
+            "startup" => old.startup = run.startup.clone(),
+            "lookup" => old.lookup = run.lookup.clone(),
+            "e2e" => old.end_to_end = run.end_to_end.clone(),
+            "eos" => old.exactly_once = run.exactly_once.clone(),
+            "memory" => old.memory = run.memory.clone(),
+            "crash" => old.crash = run.crash.clone(),
+            "scaling" => old.scaling = run.scaling.clone(),
+            "cdc" => old.cdc = run.cdc.clone(),
+            _ => {}
+        }
+    }
+    let m = &run.machine;
+    old.merged.push(format!(
+        "{} measured again with `--only` on commit {}, started {}, load average {}, took {:.0} s",
+        ran.join(", "),
+        m.commit,
+        m.started_at,
+        m.load_at_start,
+        run.wall_seconds
+    ));
+    old.skipped.extend(run.skipped);
+    Ok(old)
 }
 
 fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> BenchResult<()> {
