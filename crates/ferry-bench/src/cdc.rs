@@ -3,12 +3,14 @@
 //! distributed worker (Kafka's stock JVM flags), on the broker of the run and the PostgreSQL 15 of
 //! `scripts/install-test-deps` (127.0.0.1:5432, user postgres, database test).
 //!
+//! Three runs: Ferry as shipped (its producer's defaults), Ferry given the producer settings Kafka
+//! Connect forces on Debezium's producer ([`CONNECT_PRODUCER`]: the same producer pipeline, so the
+//! connectors alone differ), and Debezium.
 //! The contenders run one after the other, never together (two cores), each on a table of its own
 //! with the same contents and the same change stream, with its own slot, publication
 //! (`publication.autocreate.mode=filtered`) and `topic.prefix`, the same connector configuration
 //! (pgoutput, `snapshot.mode=initial`, JsonConverter with `schemas.enable=true` for key and value, set
-//! on the connector) and the same producer settings (Kafka Connect's, which Ferry's worker is given as
-//! in the worker-process case). One contender's run:
+//! on the connector). One contender's run:
 //!
 //! 1. the table is created and filled with `snapshot_rows` rows; the worker starts; the connector is
 //!    created; **snapshot**: from the accepted creation request until the topic's end offset
@@ -16,7 +18,8 @@
 //! 2. one marker row is inserted and waited for: the connector streams and is caught up;
 //! 3. **streaming**: `writers` connections insert `inserts` new rows and then update `updates` of the
 //!    snapshot's rows, `rows_per_transaction` rows per transaction (one statement each), all at once;
-//!    timed from the first commit to the last change in the topic; the worker's CPU over the same span;
+//!    timed from the first commit to the last change in the topic; the worker's CPU over the same span
+//!    (and the slot's walsender's and the broker's, which share the cores);
 //! 4. **latency**: one connection inserts `latency_rows` single-row transactions paced at
 //!    `latency_rate` per second, noting when each commit returned; a consumer (`fetch.wait.max.ms=5`)
 //!    reading the topic from its end notes when each row's record arrives (the row's id from the
@@ -39,14 +42,17 @@ use rdkafka::{ClientConfig, Message};
 
 use crate::e2e::RunDir;
 use crate::e2e::connect::{
-    CONNECT_FLUSH_MS, FerryWorker, TopicWatch, Worker, cpu_seconds, peak_rss, unique,
+    CONNECT_FLUSH_MS, CONNECT_PRODUCER, FerryWorker, TopicWatch, Worker, cpu_seconds, peak_rss,
+    unique,
 };
 use crate::kafka::create_topic;
 use crate::measure::{human_bytes, human_count, human_duration};
 use crate::results::{Cdc, CdcContender, quantile};
 use crate::{BenchResult, Plan};
 
-pub const FERRY: &str = "Ferry (`ferry distributed`, PostgresCdcSource)";
+pub const FERRY: &str = "Ferry (`ferry distributed`, PostgresCdcSource), its producer defaults";
+pub const FERRY_CONNECT_PRODUCER: &str =
+    "Ferry (`ferry distributed`, PostgresCdcSource), Kafka Connect's producer settings";
 pub const DEBEZIUM: &str = "Debezium 3.6 in Kafka Connect 4.4 (distributed worker)";
 /// Every table, slot and publication the section creates starts with this.
 const PREFIX: &str = "ferry_bench_cdc_";
@@ -74,7 +80,11 @@ pub struct Sizes {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
+    /// Ferry as shipped: its producer's defaults (librdkafka's, idempotent).
     Ferry,
+    /// Ferry given the producer settings Kafka Connect forces on its own, as the worker-process case
+    /// does: the same producer pipeline as Debezium's, so the connectors alone differ.
+    FerryConnectProducer,
     Debezium,
 }
 
@@ -82,6 +92,7 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Ferry => FERRY,
+            Kind::FerryConnectProducer => FERRY_CONNECT_PRODUCER,
             Kind::Debezium => DEBEZIUM,
         }
     }
@@ -89,6 +100,7 @@ impl Kind {
     fn slug(self) -> &'static str {
         match self {
             Kind::Ferry => "ferry",
+            Kind::FerryConnectProducer => "ferrykc",
             Kind::Debezium => "debezium",
         }
     }
@@ -121,7 +133,7 @@ pub fn run(
         sizes.latency_rate
     );
     let mut contenders = Vec::new();
-    for kind in [Kind::Ferry, Kind::Debezium] {
+    for kind in [Kind::Ferry, Kind::FerryConnectProducer, Kind::Debezium] {
         let run = Run {
             runtime,
             broker,
@@ -133,7 +145,7 @@ pub fn run(
         let measured = run.measure()?;
         eprintln!(
             "  {}: snapshot {} ({} rows/s), streaming {} ({} changes/s; writers took {}), CPU {:.2} s \
-             ({:.1} µs per change), latency p50 {:.1} ms p99 {:.1} ms max {:.1} ms, peak RSS {}",
+             ({:.1} µs per change; walsender {:.2} s, broker {:.2} s), latency p50 {:.1} ms p99 {:.1} ms max {:.1} ms, peak RSS {}",
             measured.name,
             human_duration(measured.snapshot_seconds),
             human_count((sizes.snapshot_rows as f64 / measured.snapshot_seconds) as u64),
@@ -144,6 +156,8 @@ pub fn run(
             human_duration(measured.writers_seconds),
             measured.streaming_cpu_seconds,
             measured.streaming_cpu_seconds * 1e6 / (sizes.inserts + sizes.updates) as f64,
+            measured.walsender_cpu_seconds,
+            measured.broker_cpu_seconds,
             measured.latency_p50_ms,
             measured.latency_p99_ms,
             measured.latency_max_ms,
@@ -198,13 +212,21 @@ impl Run<'_> {
         let dir = RunDir::create(self.work_dir, &format!("cdc-{}", self.kind.slug()))?;
         let group = format!("ferry-bench-cdc-{}", tag.replace('_', "-"));
         let mut worker = match self.kind {
-            Kind::Ferry => Worker::Ferry(FerryWorker::start(
-                self.ferry,
-                &bootstrap,
-                &group,
-                &dir,
-                &[],
-            )?),
+            Kind::Ferry | Kind::FerryConnectProducer => {
+                let producer = if self.kind == Kind::Ferry {
+                    &[][..]
+                } else {
+                    CONNECT_PRODUCER
+                };
+                Worker::Ferry(FerryWorker::start(
+                    self.ferry,
+                    &bootstrap,
+                    &group,
+                    &dir,
+                    producer,
+                    &[],
+                )?)
+            }
             Kind::Debezium => {
                 let mut options = ConnectOptions::new(&group);
                 options.offset_flush_interval_ms = CONNECT_FLUSH_MS;
@@ -248,6 +270,7 @@ impl Run<'_> {
             worker.create_named(CONNECTOR, &connector_config(objects, prefix), || {
                 cpu_seconds(pid)
             })?;
+        let snapshot_first = wait_for(watch, worker, "the snapshot's first row", 1, || Ok(()))?;
         let snapshot_done = wait_for(watch, worker, "the snapshot's last row", rows, || Ok(()))?;
         let snapshot_cpu = cpu_seconds(pid)? - cpu_before;
         // 2. Streaming and caught up: one marker row (id 0: the table's ids start at 1).
@@ -256,7 +279,20 @@ impl Run<'_> {
             objects.table
         )])?;
         wait_for(watch, worker, "the marker row", rows + 1, || Ok(()))?;
-        // 3. The change stream.
+        // 3. The change stream. The walsender's and the broker's CPU too: on two cores they compete
+        // with the worker, so they say what else bounds the rate.
+        let walsender = psql(&[&format!(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '{}'",
+            objects.slot
+        )])?
+        .trim()
+        .parse::<u32>()
+        .ok();
+        let others = || {
+            let cpu = |pid: Option<u32>| pid.and_then(|p| cpu_seconds(p).ok()).unwrap_or(f64::NAN);
+            (cpu(walsender), cpu(self.broker.pid()))
+        };
+        let others_before = others();
         let cpu_before = cpu_seconds(pid)?;
         let failed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let writers =
@@ -274,6 +310,7 @@ impl Run<'_> {
             },
         )?;
         let streaming_cpu = cpu_seconds(pid)? - cpu_before;
+        let others_after = others();
         let (first_commit, last_commit) = self
             .runtime
             .block_on(writers)
@@ -303,10 +340,13 @@ impl Run<'_> {
         Ok(CdcContender {
             name: self.kind.name().to_owned(),
             snapshot_seconds: snapshot_done.duration_since(requested).as_secs_f64(),
+            snapshot_first_seconds: snapshot_first.duration_since(requested).as_secs_f64(),
             snapshot_cpu_seconds: snapshot_cpu,
             streaming_seconds: streamed.duration_since(first_commit).as_secs_f64(),
             writers_seconds: last_commit.duration_since(first_commit).as_secs_f64(),
             streaming_cpu_seconds: streaming_cpu,
+            walsender_cpu_seconds: others_after.0 - others_before.0,
+            broker_cpu_seconds: others_after.1 - others_before.1,
             latency_p50_ms: quantile(&latencies, 0.5),
             latency_p99_ms: quantile(&latencies, 0.99),
             latency_max_ms: latencies.last().copied().unwrap_or(f64::NAN),

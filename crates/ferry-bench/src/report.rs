@@ -822,18 +822,37 @@ fn cdc_rate_target(results: &Results) -> Target {
         )
     });
     let detail = pair.map_or(String::new(), |(cdc, ferry, dbz)| {
+        let same_producer = cdc
+            .contenders
+            .iter()
+            .find(|c| c.name == cdc::FERRY_CONNECT_PRODUCER)
+            .map_or(String::new(), |c| {
+                format!(
+                    " Ferry given Kafka Connect's producer settings (one request in flight, 16 KiB \
+                     batches, no idempotence: Debezium's producer pipeline): {} changes/s, {:.2}× \
+                     Debezium's.",
+                    human_count(changes_per_second(cdc, c).round() as u64),
+                    changes_per_second(cdc, c) / changes_per_second(cdc, dbz)
+                )
+            });
         let bound = |c: &CdcContender| {
             format!(
-                "{} took {} from the first commit to the last change in Kafka, the writers {} of it",
+                "{} took {} from the first commit to the last change in Kafka, the writers {} of it \
+                 (CPU over that span: worker {:.2} s, the slot's walsender {:.2} s, the broker {:.2} \
+                 s, of the two cores' {:.1} s)",
                 c.name,
                 human_duration(c.streaming_seconds),
-                human_duration(c.writers_seconds)
+                human_duration(c.writers_seconds),
+                c.streaming_cpu_seconds,
+                c.walsender_cpu_seconds,
+                c.broker_cpu_seconds,
+                2.0 * c.streaming_seconds
             )
         };
         format!(
             "{}; {}. A span close to the writers' own means the database and the writers, not the \
              connector, set the pace (the writers, PostgreSQL, the broker and the worker share two \
-             cores). Snapshot: Ferry {} rows/s, Debezium {} rows/s.",
+             cores).{same_producer} Snapshot: Ferry {} rows/s, Debezium {} rows/s.",
             bound(ferry),
             bound(dbz),
             human_count((cdc.snapshot_rows as f64 / ferry.snapshot_seconds).round() as u64),
@@ -897,16 +916,19 @@ fn cdc_section(out: &mut String, results: &Results) {
         cdc.latency_rate
     );
     out.push_str(
-        "| contender | snapshot rows/s | changes/s | first commit → last change | writers' own span | \
-         latency p50 | latency p99 | latency max | worker CPU, streaming | CPU per change | CPU, \
-         snapshot | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| contender | snapshot rows/s | snapshot's first row after | changes/s | first commit → last change | writers' own span | \
+         latency p50 | latency p99 | latency max | worker CPU, streaming | CPU per change | walsender \
+         CPU, streaming | broker CPU, streaming | worker CPU, snapshot | peak RSS \
+         |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in &cdc.contenders {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} s | {} | {:.2} s | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} s | {} | {:.2} s | \
+             {:.2} s | {:.2} s | {} |",
             c.name,
             human_count((cdc.snapshot_rows as f64 / c.snapshot_seconds).round() as u64),
+            human_duration(c.snapshot_first_seconds),
             human_count(changes_per_second(cdc, c).round() as u64),
             human_duration(c.streaming_seconds),
             human_duration(c.writers_seconds),
@@ -915,6 +937,8 @@ fn cdc_section(out: &mut String, results: &Results) {
             c.latency_max_ms,
             c.streaming_cpu_seconds,
             human_duration(c.streaming_cpu_seconds / changes(cdc)),
+            c.walsender_cpu_seconds,
+            c.broker_cpu_seconds,
             c.snapshot_cpu_seconds,
             human_bytes(c.peak_rss_bytes as f64),
         );
@@ -932,18 +956,25 @@ const CDC_METHOD: &str = "PostgreSQL 15 (Debian's, on the same machine, `wal_lev
     sent by the same `PUT /connectors/<name>/config`: Debezium's class and keys (Ferry answers to \
     both), `plugin.name=pgoutput`, `snapshot.mode=initial`, **JsonConverter with \
     `schemas.enable=true` for key and value on both**, everything else at each one's default \
-    (Debezium's `max.batch.size=2048`, `poll.interval.ms=500`). Ferry's producer gets Kafka \
-    Connect's producer settings (as in the worker-process comparison); Ferry commits offsets \
+    (Debezium's `max.batch.size=2048`, `poll.interval.ms=500`). Ferry runs twice: as shipped (its \
+    producer's defaults: librdkafka's, idempotent, up to five requests in flight, batches up to 1 \
+    MB), which the targets compare, and given the producer settings Kafka Connect forces on \
+    Debezium's producer and the Java client's defaults it keeps (`acks=all`, one request in flight, \
+    no idempotence, `linger.ms=5`, `batch.size=16384`, as in the worker-process comparison), so the \
+    connectors alone differ. Ferry commits offsets \
     continuously, Kafka Connect every 60 s (its default; the slot is acknowledged from them, which \
     does not pace the stream).\n\n\
     **snapshot rows/s**: the table's rows over the time from the accepted connector request (the \
     worker already up) until the topic's end offset (ListOffsets every 10 ms) counts them all: slot \
-    creation, the snapshot read and the sends. Then one marker row is inserted and waited for, so \
+    creation, the snapshot read and the sends; **snapshot's first row after**: the part of that \
+    until the first row was in the topic (slot creation and the connector's start). Then one marker row is inserted and waited for, so \
     the connector is streaming and caught up. **changes/s**: the writers' inserts and updates over \
     the time from their first commit until the topic counts the last of them; the writers' own span \
     (first to last commit) beside it shows when the database, not the connector, sets the pace. \
     **worker CPU**: user + system seconds of the worker process (every thread, \
-    `/proc/<pid>/stat`) over the same span; **CPU per change** divides it by the changes. \
+    `/proc/<pid>/stat`) over the same span; **CPU per change** divides it by the changes; the \
+    slot's walsender (PostgreSQL decoding the WAL for the connector) and the broker, measured the \
+    same way over the same span, share the two cores with the worker. \
     **latency**: then one connection inserts single-row transactions at a fixed rate; the bench \
     notes when each commit returns, and a consumer in the bench process (`fetch.wait.max.ms=5`) \
     reading the topic from its end notes when each row's record arrives (the row's id from the \

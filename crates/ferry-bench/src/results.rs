@@ -321,6 +321,10 @@ pub struct CdcContender {
     pub name: String,
     /// From the connector creation request to the snapshot's last row in the topic.
     pub snapshot_seconds: f64,
+    /// From the connector creation request to the snapshot's first row in the topic (slot creation
+    /// and the connector's start).
+    #[serde(default)]
+    pub snapshot_first_seconds: f64,
     /// Worker CPU seconds over the snapshot.
     pub snapshot_cpu_seconds: f64,
     /// From the writers' first commit to their last change in the topic.
@@ -329,6 +333,13 @@ pub struct CdcContender {
     pub writers_seconds: f64,
     /// Worker CPU seconds over the streaming span.
     pub streaming_cpu_seconds: f64,
+    /// CPU seconds over the same span of the slot's walsender (PostgreSQL decoding the WAL for the
+    /// connector) and of the broker: the machine's other work on the stream (NaN when unknown).
+    #[serde(default)]
+    pub walsender_cpu_seconds: f64,
+    /// … of the broker.
+    #[serde(default)]
+    pub broker_cpu_seconds: f64,
     /// Commit → record read from Kafka over the latency rows, median, in milliseconds.
     pub latency_p50_ms: f64,
     /// … 99th percentile (nearest rank).

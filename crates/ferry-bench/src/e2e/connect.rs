@@ -463,10 +463,15 @@ impl Run<'_> {
             &[]
         };
         match kind {
-            Kind::Ferry => {
-                FerryWorker::start(&self.ferry, &self.bootstrap, group, dir, exactly_once)
-                    .map(Worker::Ferry)
-            }
+            Kind::Ferry => FerryWorker::start(
+                &self.ferry,
+                &self.bootstrap,
+                group,
+                dir,
+                CONNECT_PRODUCER,
+                exactly_once,
+            )
+            .map(Worker::Ferry),
             Kind::Connect => {
                 let mut options = ConnectOptions::new(group);
                 options.offset_flush_interval_ms = CONNECT_FLUSH_MS;
@@ -985,12 +990,13 @@ pub(crate) struct FerryWorker {
 
 impl FerryWorker {
     /// Writes the worker file into `dir` and spawns the worker (it is not waited for: the connector
-    /// request waits).
+    /// request waits). `producer`: settings for its producer (`producer.<key>`).
     pub(crate) fn start(
         binary: &Path,
         bootstrap: &str,
         group: &str,
         dir: &RunDir,
+        producer: &[(&str, &str)],
         extra: &[(&str, &str)],
     ) -> BenchResult<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -1010,7 +1016,7 @@ impl FerryWorker {
              offset.flush.interval.ms={FERRY_FLUSH_MS}\n\
              scheduled.rebalance.max.delay.ms=0\n"
         );
-        for (key, value) in CONNECT_PRODUCER {
+        for (key, value) in producer {
             properties.push_str(&format!("producer.{key}={value}\n"));
         }
         for (key, value) in extra {
