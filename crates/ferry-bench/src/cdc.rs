@@ -315,8 +315,11 @@ impl Run<'_> {
             .runtime
             .block_on(writers)
             .map_err(|e| crate::BenchError::from(format!("the writers' task: {e}")))??;
-        // 4. Latency.
+        // The stream's bytes: the records carry their schemas (JsonConverter, schemas.enable).
         let from = rows + 1 + changes;
+        let record_bytes =
+            mean_record_bytes(&self.broker.bootstrap_servers(), &watch.topic, from, 1000)?;
+        // 4. Latency.
         let latencies = latency(
             self.runtime,
             &self.broker.bootstrap_servers(),
@@ -345,6 +348,7 @@ impl Run<'_> {
             streaming_seconds: streamed.duration_since(first_commit).as_secs_f64(),
             writers_seconds: last_commit.duration_since(first_commit).as_secs_f64(),
             streaming_cpu_seconds: streaming_cpu,
+            record_bytes,
             walsender_cpu_seconds: others_after.0 - others_before.0,
             broker_cpu_seconds: others_after.1 - others_before.1,
             latency_p50_ms: quantile(&latencies, 0.5),
@@ -507,6 +511,43 @@ async fn write_stream(
         *failed = Some(e.to_string());
     }
     outcome
+}
+
+/// Mean key + value bytes of the `count` records before offset `end` of `topic`.
+fn mean_record_bytes(bootstrap: &str, topic: &str, end: i64, count: i64) -> BenchResult<f64> {
+    let from = (end - count).max(0);
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "ferry-bench-cdc-sizes")
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|e| crate::BenchError::from(format!("size consumer: {e}")))?;
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, Offset::Offset(from))
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    consumer
+        .assign(&assignment)
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    let (mut records, mut bytes) = (0i64, 0usize);
+    let started = Instant::now();
+    while from + records < end {
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err(crate::BenchError::from(format!(
+                "reading {topic}: {records} of {} records within 60 s",
+                end - from
+            )));
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                records += 1;
+                bytes += m.key().map_or(0, <[u8]>::len) + m.payload().map_or(0, <[u8]>::len);
+            }
+            Some(Err(e)) => return Err(crate::BenchError::from(format!("reading {topic}: {e}"))),
+            None => {}
+        }
+    }
+    Ok(bytes as f64 / records.max(1) as f64)
 }
 
 /// The paced phase: `latency_rows` single-row inserts at `latency_rate`/s, each commit's return time

@@ -916,20 +916,22 @@ fn cdc_section(out: &mut String, results: &Results) {
         cdc.latency_rate
     );
     out.push_str(
-        "| contender | snapshot rows/s | snapshot's first row after | changes/s | first commit → last change | writers' own span | \
+        "| contender | snapshot rows/s | snapshot's first row after | changes/s | record (key + value) | MiB/s into Kafka | first commit → last change | writers' own span | \
          latency p50 | latency p99 | latency max | worker CPU, streaming | CPU per change | walsender \
          CPU, streaming | broker CPU, streaming | worker CPU, snapshot | peak RSS \
-         |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in &cdc.contenders {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} s | {} | {:.2} s | \
+            "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} s | {} | {:.2} s | \
              {:.2} s | {:.2} s | {} |",
             c.name,
             human_count((cdc.snapshot_rows as f64 / c.snapshot_seconds).round() as u64),
             human_duration(c.snapshot_first_seconds),
             human_count(changes_per_second(cdc, c).round() as u64),
+            human_bytes(c.record_bytes),
+            changes_per_second(cdc, c) * c.record_bytes / f64::from(1 << 20),
             human_duration(c.streaming_seconds),
             human_duration(c.writers_seconds),
             c.latency_p50_ms,
@@ -971,7 +973,8 @@ const CDC_METHOD: &str = "PostgreSQL 15 (Debian's, on the same machine, `wal_lev
     the connector is streaming and caught up. **changes/s**: the writers' inserts and updates over \
     the time from their first commit until the topic counts the last of them; the writers' own span \
     (first to last commit) beside it shows when the database, not the connector, sets the pace. \
-    **worker CPU**: user + system seconds of the worker process (every thread, \
+    **record**: mean key + value bytes of the stream's last 1000 change records (each carries its \
+    schema), **MiB/s** the changes/s times that. **worker CPU**: user + system seconds of the worker process (every thread, \
     `/proc/<pid>/stat`) over the same span; **CPU per change** divides it by the changes; the \
     slot's walsender (PostgreSQL decoding the WAL for the connector) and the broker, measured the \
     same way over the same span, share the two cores with the worker. \

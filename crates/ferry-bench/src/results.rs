@@ -333,6 +333,9 @@ pub struct CdcContender {
     pub writers_seconds: f64,
     /// Worker CPU seconds over the streaming span.
     pub streaming_cpu_seconds: f64,
+    /// Mean key + value bytes of the stream's last 1000 change records in the topic.
+    #[serde(default)]
+    pub record_bytes: f64,
     /// CPU seconds over the same span of the slot's walsender (PostgreSQL decoding the WAL for the
     /// connector) and of the broker: the machine's other work on the stream (NaN when unknown).
     #[serde(default)]
