@@ -3,9 +3,10 @@
 //! distributed worker (Kafka's stock JVM flags), on the broker of the run and the PostgreSQL 15 of
 //! `scripts/install-test-deps` (127.0.0.1:5432, user postgres, database test).
 //!
-//! Three runs: Ferry as shipped (its producer's defaults), Ferry given the producer settings Kafka
-//! Connect forces on Debezium's producer ([`CONNECT_PRODUCER`]: the same producer pipeline, so the
-//! connectors alone differ), and Debezium.
+//! Four runs: Ferry as shipped (its producer's defaults; offsets committed every second, as in
+//! examples/postgres-cdc), the same with continuous commits (`offset.flush.interval.ms=0`), Ferry given
+//! the producer settings Kafka Connect forces on Debezium's producer ([`CONNECT_PRODUCER`]: the same
+//! producer pipeline, so the connectors alone differ), and Debezium.
 //! The contenders run one after the other, never together (two cores), each on a table of its own
 //! with the same contents and the same change stream, with its own slot, publication
 //! (`publication.autocreate.mode=filtered`) and `topic.prefix`, the same connector configuration
@@ -51,8 +52,12 @@ use crate::results::{Cdc, CdcContender, quantile};
 use crate::{BenchResult, Plan};
 
 pub const FERRY: &str = "Ferry (`ferry distributed`, PostgresCdcSource), its producer defaults";
-pub const FERRY_CONNECT_PRODUCER: &str =
-    "Ferry (`ferry distributed`, PostgresCdcSource), Kafka Connect's producer settings";
+pub const FERRY_CONTINUOUS: &str =
+    "Ferry, its producer defaults, continuous offset commits (offset.flush.interval.ms=0)";
+pub const FERRY_CONNECT_PRODUCER: &str = "Ferry, Kafka Connect's producer settings";
+/// Ferry's `offset.flush.interval.ms` but in [`FERRY_CONTINUOUS`]: examples/postgres-cdc's (the slot
+/// is acknowledged up to what is committed, so it commits often).
+pub const FERRY_FLUSH_MS: u64 = 1000;
 pub const DEBEZIUM: &str = "Debezium 3.6 in Kafka Connect 4.4 (distributed worker)";
 /// Every table, slot and publication the section creates starts with this.
 const PREFIX: &str = "ferry_bench_cdc_";
@@ -82,6 +87,9 @@ pub struct Sizes {
 enum Kind {
     /// Ferry as shipped: its producer's defaults (librdkafka's, idempotent).
     Ferry,
+    /// The same with continuous offset commits (the file examples' setting): the task's `commit`
+    /// then runs after every commit cycle, on the task's loop.
+    FerryContinuous,
     /// Ferry given the producer settings Kafka Connect forces on its own, as the worker-process case
     /// does: the same producer pipeline as Debezium's, so the connectors alone differ.
     FerryConnectProducer,
@@ -92,6 +100,7 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Ferry => FERRY,
+            Kind::FerryContinuous => FERRY_CONTINUOUS,
             Kind::FerryConnectProducer => FERRY_CONNECT_PRODUCER,
             Kind::Debezium => DEBEZIUM,
         }
@@ -100,6 +109,7 @@ impl Kind {
     fn slug(self) -> &'static str {
         match self {
             Kind::Ferry => "ferry",
+            Kind::FerryContinuous => "ferry0",
             Kind::FerryConnectProducer => "ferrykc",
             Kind::Debezium => "debezium",
         }
@@ -133,7 +143,12 @@ pub fn run(
         sizes.latency_rate
     );
     let mut contenders = Vec::new();
-    for kind in [Kind::Ferry, Kind::FerryConnectProducer, Kind::Debezium] {
+    for kind in [
+        Kind::Ferry,
+        Kind::FerryContinuous,
+        Kind::FerryConnectProducer,
+        Kind::Debezium,
+    ] {
         let run = Run {
             runtime,
             broker,
@@ -212,17 +227,23 @@ impl Run<'_> {
         let dir = RunDir::create(self.work_dir, &format!("cdc-{}", self.kind.slug()))?;
         let group = format!("ferry-bench-cdc-{}", tag.replace('_', "-"));
         let mut worker = match self.kind {
-            Kind::Ferry | Kind::FerryConnectProducer => {
-                let producer = if self.kind == Kind::Ferry {
-                    &[][..]
-                } else {
+            Kind::Ferry | Kind::FerryContinuous | Kind::FerryConnectProducer => {
+                let producer = if self.kind == Kind::FerryConnectProducer {
                     CONNECT_PRODUCER
+                } else {
+                    &[][..]
+                };
+                let flush_ms = if self.kind == Kind::FerryContinuous {
+                    0
+                } else {
+                    FERRY_FLUSH_MS
                 };
                 Worker::Ferry(FerryWorker::start(
                     self.ferry,
                     &bootstrap,
                     &group,
                     &dir,
+                    flush_ms,
                     producer,
                     &[],
                 )?)

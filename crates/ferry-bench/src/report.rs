@@ -822,19 +822,27 @@ fn cdc_rate_target(results: &Results) -> Target {
         )
     });
     let detail = pair.map_or(String::new(), |(cdc, ferry, dbz)| {
-        let same_producer = cdc
-            .contenders
-            .iter()
-            .find(|c| c.name == cdc::FERRY_CONNECT_PRODUCER)
-            .map_or(String::new(), |c| {
-                format!(
-                    " Ferry given Kafka Connect's producer settings (one request in flight, 16 KiB \
-                     batches, no idempotence: Debezium's producer pipeline): {} changes/s, {:.2}× \
-                     Debezium's.",
-                    human_count(changes_per_second(cdc, c).round() as u64),
-                    changes_per_second(cdc, c) / changes_per_second(cdc, dbz)
-                )
-            });
+        let other = |name: &str, what: &str| {
+            cdc.contenders
+                .iter()
+                .find(|c| c.name == name)
+                .map_or(String::new(), |c| {
+                    format!(
+                        " Ferry {what}: {} changes/s, {:.2}× Debezium's.",
+                        human_count(changes_per_second(cdc, c).round() as u64),
+                        changes_per_second(cdc, c) / changes_per_second(cdc, dbz)
+                    )
+                })
+        };
+        let same_producer = other(
+            cdc::FERRY_CONNECT_PRODUCER,
+            "given Kafka Connect's producer settings (one request in flight, 16 KiB batches, no \
+             idempotence: Debezium's producer pipeline)",
+        ) + &other(
+            cdc::FERRY_CONTINUOUS,
+            "with continuous offset commits (`offset.flush.interval.ms=0`: the task's `commit`, \
+             which reads the committed offset back, then runs on its loop after every commit cycle)",
+        );
         let bound = |c: &CdcContender| {
             format!(
                 "{} took {} from the first commit to the last change in Kafka, the writers {} of it \
@@ -958,14 +966,16 @@ const CDC_METHOD: &str = "PostgreSQL 15 (Debian's, on the same machine, `wal_lev
     sent by the same `PUT /connectors/<name>/config`: Debezium's class and keys (Ferry answers to \
     both), `plugin.name=pgoutput`, `snapshot.mode=initial`, **JsonConverter with \
     `schemas.enable=true` for key and value on both**, everything else at each one's default \
-    (Debezium's `max.batch.size=2048`, `poll.interval.ms=500`). Ferry runs twice: as shipped (its \
-    producer's defaults: librdkafka's, idempotent, up to five requests in flight, batches up to 1 \
-    MB), which the targets compare, and given the producer settings Kafka Connect forces on \
-    Debezium's producer and the Java client's defaults it keeps (`acks=all`, one request in flight, \
-    no idempotence, `linger.ms=5`, `batch.size=16384`, as in the worker-process comparison), so the \
-    connectors alone differ. Ferry commits offsets \
-    continuously, Kafka Connect every 60 s (its default; the slot is acknowledged from them, which \
-    does not pace the stream).\n\n\
+    (Debezium's `max.batch.size=2048`, `poll.interval.ms=500`). Ferry runs three times: as shipped \
+    (its producer's defaults: librdkafka's, idempotent, up to five requests in flight, batches up \
+    to 1 MB; offsets committed every second, `offset.flush.interval.ms=1000` as in \
+    examples/postgres-cdc), which the targets compare; the same with continuous commits \
+    (`offset.flush.interval.ms=0`, the file examples' setting); and given the producer settings \
+    Kafka Connect forces on Debezium's producer and the Java client's defaults it keeps \
+    (`acks=all`, one request in flight, no idempotence, `linger.ms=5`, `batch.size=16384`, as in \
+    the worker-process comparison), so the connectors alone differ. Kafka Connect commits offsets \
+    every 60 s (its default; the slot is acknowledged from the committed offsets, which does not \
+    pace the stream).\n\n\
     **snapshot rows/s**: the table's rows over the time from the accepted connector request (the \
     worker already up) until the topic's end offset (ListOffsets every 10 ms) counts them all: slot \
     creation, the snapshot read and the sends; **snapshot's first row after**: the part of that \

@@ -468,6 +468,7 @@ impl Run<'_> {
                 &self.bootstrap,
                 group,
                 dir,
+                FERRY_FLUSH_MS,
                 CONNECT_PRODUCER,
                 exactly_once,
             )
@@ -990,12 +991,14 @@ pub(crate) struct FerryWorker {
 
 impl FerryWorker {
     /// Writes the worker file into `dir` and spawns the worker (it is not waited for: the connector
-    /// request waits). `producer`: settings for its producer (`producer.<key>`).
+    /// request waits). `flush_ms`: its `offset.flush.interval.ms`; `producer`: settings for its producer
+    /// (`producer.<key>`).
     pub(crate) fn start(
         binary: &Path,
         bootstrap: &str,
         group: &str,
         dir: &RunDir,
+        flush_ms: u64,
         producer: &[(&str, &str)],
         extra: &[(&str, &str)],
     ) -> BenchResult<Self> {
@@ -1013,7 +1016,7 @@ impl FerryWorker {
              offset.storage.replication.factor=1\n\
              status.storage.replication.factor=1\n\
              listeners=http://127.0.0.1:{port}\n\
-             offset.flush.interval.ms={FERRY_FLUSH_MS}\n\
+             offset.flush.interval.ms={flush_ms}\n\
              scheduled.rebalance.max.delay.ms=0\n"
         );
         for (key, value) in producer {
