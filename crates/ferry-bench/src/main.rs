@@ -569,3 +569,88 @@ fn render_from(json: &Path, out: &Path, plot: &Path) -> BenchResult<()> {
     })?;
     write_report(&results, out, plot)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(quick: bool, commit: &str) -> Results {
+        Results {
+            machine: results::Machine {
+                cpu: "test CPU".into(),
+                cpus: 2,
+                memory_bytes: 1 << 30,
+                kernel: "k".into(),
+                disk: "ext4".into(),
+                load_at_start: "0".into(),
+                rustc: "rustc".into(),
+                started_at: "now".into(),
+                commit: commit.into(),
+            },
+            quick,
+            flush: Vec::new(),
+            startup: Vec::new(),
+            lookup: Vec::new(),
+            end_to_end: Vec::new(),
+            exactly_once: Vec::new(),
+            memory: Vec::new(),
+            scaling: Vec::new(),
+            crash: Vec::new(),
+            cdc: None,
+            merged: Vec::new(),
+            skipped: Vec::new(),
+            wall_seconds: 1.0,
+        }
+    }
+
+    fn args(only: &[&str], quick: bool) -> RunArgs {
+        Cli::parse_from(
+            ["ferry-bench"]
+                .into_iter()
+                .chain(quick.then_some("--quick"))
+                .chain(only.iter().flat_map(|s| ["--only", s])),
+        )
+        .run
+    }
+
+    /// `--only cdc` keeps the other sections of the results file and its run line; the section that
+    /// ran replaces its own.
+    #[test]
+    fn only_merges_the_sections_it_ran_into_the_existing_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("benchmarks.json");
+        let mut full = results(false, "old");
+        full.crash.push(results::Crash {
+            flush_interval_ms: 0,
+            input_lines: 10,
+            batch_size: 2,
+            duplicates_per_kill: vec![1],
+            lost: 0,
+            seconds: 1.0,
+        });
+        std::fs::write(&json, serde_json::to_string(&full).expect("json")).expect("write");
+        let plan = Plan::new(&args(&["cdc"], false), dir.path().to_owned()).expect("plan");
+        let mut run = results(false, "new");
+        run.cdc = Some(results::Cdc {
+            snapshot_rows: 1,
+            inserts: 2,
+            updates: 1,
+            writers: 1,
+            rows_per_transaction: 1,
+            latency_rows: 1,
+            latency_rate: 1,
+            contenders: Vec::new(),
+        });
+        let merged = merge_into_existing(&json, run, &plan).expect("merge");
+        assert_eq!(merged.machine.commit, "old");
+        assert_eq!(merged.crash.len(), 1, "the other sections stay");
+        assert_eq!(merged.cdc.as_ref().map(|c| c.inserts), Some(2));
+        assert_eq!(merged.merged.len(), 1);
+        assert!(merged.merged[0].contains("new"), "{:?}", merged.merged);
+
+        // A --quick run is not merged into a full run's file.
+        let plan = Plan::new(&args(&["cdc"], true), dir.path().to_owned()).expect("plan");
+        let alone = merge_into_existing(&json, results(true, "quick"), &plan).expect("merge");
+        assert!(alone.crash.is_empty() && alone.merged.is_empty());
+    }
+}
