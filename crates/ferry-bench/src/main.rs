@@ -2,6 +2,7 @@
 //! and with what a user would otherwise pick, in one run; writes `docs/benchmarks.md`, the flush plot
 //! and the raw results as JSON. Run it through `scripts/bench` (release build, broker started here).
 
+mod cdc;
 mod crash;
 mod e2e;
 mod kafka;
@@ -30,8 +31,8 @@ pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 pub type BenchResult<T> = Result<T, BenchError>;
 
 /// The sections of the suite, in run order.
-pub const SECTIONS: [&str; 8] = [
-    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling",
+pub const SECTIONS: [&str; 9] = [
+    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling", "cdc",
 ];
 
 #[derive(Parser)]
@@ -52,7 +53,8 @@ struct RunArgs {
     #[arg(long)]
     quick: bool,
     /// Run only these sections (comma-separated: flush, startup, lookup, e2e, eos, memory, crash,
-    /// scaling).
+    /// scaling, cdc); their results replace those sections in an existing results file (--json), the
+    /// other sections' are kept, and the report is rendered from the whole.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where to write the report.
@@ -70,6 +72,15 @@ struct RunArgs {
     /// Skip the Kafka cases (no broker is started).
     #[arg(long)]
     no_kafka: bool,
+    /// The cdc section's table rows (its snapshot), instead of the plan's.
+    #[arg(long)]
+    cdc_snapshot_rows: Option<u64>,
+    /// The cdc section's inserted rows, instead of the plan's.
+    #[arg(long)]
+    cdc_inserts: Option<u64>,
+    /// The cdc section's updated rows (at most the table's rows), instead of the plan's.
+    #[arg(long)]
+    cdc_updates: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -138,6 +149,8 @@ pub struct Plan {
     pub scaling_file_bytes: u64,
     /// Stored offsets of the start-up and RSS curves.
     pub offset_counts: Vec<usize>,
+    /// Sizes of the PostgreSQL CDC comparison.
+    pub cdc: cdc::Sizes,
     /// About how long each contender of a flush case is timed.
     pub flush_budget: std::time::Duration,
     /// Where the benches write.
@@ -162,7 +175,7 @@ impl Plan {
         } else {
             args.only.iter().cloned().collect()
         };
-        let plan = if args.quick {
+        let mut plan = if args.quick {
             Self {
                 quick: true,
                 store_sizes: vec![1_000, 10_000],
@@ -179,6 +192,15 @@ impl Plan {
                 kills: 3,
                 scaling_file_bytes: 4 << 20,
                 offset_counts: vec![2_000, 20_000],
+                cdc: cdc::Sizes {
+                    snapshot_rows: 20_000,
+                    inserts: 20_000,
+                    updates: 5_000,
+                    writers: 4,
+                    rows_per_transaction: 500,
+                    latency_rows: 400,
+                    latency_rate: 200,
+                },
                 flush_budget: std::time::Duration::from_millis(100),
                 work_dir,
                 sections,
@@ -201,12 +223,27 @@ impl Plan {
                 kills: 5,
                 scaling_file_bytes: 256 << 20,
                 offset_counts: vec![100_000, 1_000_000, 10_000_000],
+                // The issue's 1M inserts and 200k updates would keep the section (three runs, the
+                // slowest at ~7k changes/s on two cores) far past its ~6 minutes: a quarter of them.
+                cdc: cdc::Sizes {
+                    snapshot_rows: 250_000,
+                    inserts: 250_000,
+                    updates: 50_000,
+                    writers: 4,
+                    rows_per_transaction: 500,
+                    latency_rows: 3_000,
+                    latency_rate: 200,
+                },
                 flush_budget: std::time::Duration::from_secs(2),
                 work_dir,
                 sections,
                 kafka: !args.no_kafka,
             }
         };
+        let cdc = &mut plan.cdc;
+        cdc.snapshot_rows = args.cdc_snapshot_rows.unwrap_or(cdc.snapshot_rows);
+        cdc.inserts = args.cdc_inserts.unwrap_or(cdc.inserts);
+        cdc.updates = args.cdc_updates.unwrap_or(cdc.updates);
         Ok(plan)
     }
 
@@ -294,12 +331,16 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         memory: Vec::new(),
         scaling: Vec::new(),
         crash: Vec::new(),
+        cdc: None,
+        merged: Vec::new(),
         skipped: Vec::new(),
         wall_seconds: 0.0,
     };
     // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
     // stops it.
-    let broker = if plan.kafka && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos")) {
+    let broker = if plan.kafka
+        && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos") || plan.runs("cdc"))
+    {
         match ferry_testkit::KafkaBroker::start_jvm(&[], ferry_testkit::Jvm::Shipped) {
             Ok(broker) => Some(broker),
             Err(e) => {
@@ -380,8 +421,31 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         results.scaling = scaling::run(&plan, &runtime)?;
         eprintln!("  scaling section: {:.0?}", started.elapsed());
     }
+    if plan.runs("cdc") {
+        eprintln!("\n== PostgreSQL CDC: Ferry vs Debezium 3.6 ==");
+        let started = Instant::now();
+        match broker.as_ref() {
+            Some(broker) => match cdc::run(&plan, &runtime, broker) {
+                Ok(cdc) => results.cdc = Some(cdc),
+                Err(e) => {
+                    let why = format!("PostgreSQL CDC, Ferry vs Debezium 3.6: {e}");
+                    eprintln!("  {why}");
+                    results.skipped.push(why);
+                }
+            },
+            None => results
+                .skipped
+                .push("PostgreSQL CDC, Ferry vs Debezium 3.6: no Kafka broker".to_owned()),
+        }
+        eprintln!("  cdc section: {:.0?}", started.elapsed());
+    }
     drop(broker);
     results.wall_seconds = started.elapsed().as_secs_f64();
+    let results = if args.only.is_empty() {
+        results
+    } else {
+        merge_into_existing(&args.json, results, &plan)?
+    };
     write_outputs(&results, &args.out, &args.plot, &args.json)?;
     eprintln!(
         "\nferry-bench: done in {:.0?}; wrote {}, {} and {}",
@@ -391,6 +455,61 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         args.json.display()
     );
     Ok(())
+}
+
+/// `--only`: the sections that ran replace theirs in the results file already at `json`, whose other
+/// sections stay (with its machine and run line; the merge is noted in `merged`). A missing file, or
+/// one of the other kind (`--quick` against a full run), is replaced by this run's results.
+fn merge_into_existing(json: &Path, run: Results, plan: &Plan) -> BenchResult<Results> {
+    let Ok(text) = std::fs::read_to_string(json) else {
+        return Ok(run);
+    };
+    let mut old: Results = match serde_json::from_str(&text) {
+        Ok(old) => old,
+        Err(e) => {
+            eprintln!(
+                "ferry-bench: {} is not a results file of this ferry-bench ({e}); writing this run's \
+                 sections alone",
+                json.display()
+            );
+            return Ok(run);
+        }
+    };
+    if old.quick != run.quick {
+        eprintln!(
+            "ferry-bench: {} is {} run; writing this run's sections alone",
+            json.display(),
+            if old.quick { "a --quick" } else { "a full" }
+        );
+        return Ok(run);
+    }
+    let mut ran = Vec::new();
+    for section in SECTIONS.iter().filter(|s| plan.runs(s)) {
+        ran.push(*section);
+        match *section {
+            "flush" => old.flush = run.flush.clone(),
+            "startup" => old.startup = run.startup.clone(),
+            "lookup" => old.lookup = run.lookup.clone(),
+            "e2e" => old.end_to_end = run.end_to_end.clone(),
+            "eos" => old.exactly_once = run.exactly_once.clone(),
+            "memory" => old.memory = run.memory.clone(),
+            "crash" => old.crash = run.crash.clone(),
+            "scaling" => old.scaling = run.scaling.clone(),
+            "cdc" => old.cdc = run.cdc.clone(),
+            _ => {}
+        }
+    }
+    let m = &run.machine;
+    old.merged.push(format!(
+        "{} measured again with `--only` on commit {}, started {}, load average {}, took {:.0} s",
+        ran.join(", "),
+        m.commit,
+        m.started_at,
+        m.load_at_start,
+        run.wall_seconds
+    ));
+    old.skipped.extend(run.skipped);
+    Ok(old)
 }
 
 fn write_outputs(results: &Results, out: &Path, plot: &Path, json: &Path) -> BenchResult<()> {
@@ -449,4 +568,89 @@ fn render_from(json: &Path, out: &Path, plot: &Path) -> BenchResult<()> {
         )
     })?;
     write_report(&results, out, plot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(quick: bool, commit: &str) -> Results {
+        Results {
+            machine: results::Machine {
+                cpu: "test CPU".into(),
+                cpus: 2,
+                memory_bytes: 1 << 30,
+                kernel: "k".into(),
+                disk: "ext4".into(),
+                load_at_start: "0".into(),
+                rustc: "rustc".into(),
+                started_at: "now".into(),
+                commit: commit.into(),
+            },
+            quick,
+            flush: Vec::new(),
+            startup: Vec::new(),
+            lookup: Vec::new(),
+            end_to_end: Vec::new(),
+            exactly_once: Vec::new(),
+            memory: Vec::new(),
+            scaling: Vec::new(),
+            crash: Vec::new(),
+            cdc: None,
+            merged: Vec::new(),
+            skipped: Vec::new(),
+            wall_seconds: 1.0,
+        }
+    }
+
+    fn args(only: &[&str], quick: bool) -> RunArgs {
+        Cli::parse_from(
+            ["ferry-bench"]
+                .into_iter()
+                .chain(quick.then_some("--quick"))
+                .chain(only.iter().flat_map(|s| ["--only", s])),
+        )
+        .run
+    }
+
+    /// `--only cdc` keeps the other sections of the results file and its run line; the section that
+    /// ran replaces its own.
+    #[test]
+    fn only_merges_the_sections_it_ran_into_the_existing_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("benchmarks.json");
+        let mut full = results(false, "old");
+        full.crash.push(results::Crash {
+            flush_interval_ms: 0,
+            input_lines: 10,
+            batch_size: 2,
+            duplicates_per_kill: vec![1],
+            lost: 0,
+            seconds: 1.0,
+        });
+        std::fs::write(&json, serde_json::to_string(&full).expect("json")).expect("write");
+        let plan = Plan::new(&args(&["cdc"], false), dir.path().to_owned()).expect("plan");
+        let mut run = results(false, "new");
+        run.cdc = Some(results::Cdc {
+            snapshot_rows: 1,
+            inserts: 2,
+            updates: 1,
+            writers: 1,
+            rows_per_transaction: 1,
+            latency_rows: 1,
+            latency_rate: 1,
+            contenders: Vec::new(),
+        });
+        let merged = merge_into_existing(&json, run, &plan).expect("merge");
+        assert_eq!(merged.machine.commit, "old");
+        assert_eq!(merged.crash.len(), 1, "the other sections stay");
+        assert_eq!(merged.cdc.as_ref().map(|c| c.inserts), Some(2));
+        assert_eq!(merged.merged.len(), 1);
+        assert!(merged.merged[0].contains("new"), "{:?}", merged.merged);
+
+        // A --quick run is not merged into a full run's file.
+        let plan = Plan::new(&args(&["cdc"], true), dir.path().to_owned()).expect("plan");
+        let alone = merge_into_existing(&json, results(true, "quick"), &plan).expect("merge");
+        assert!(alone.crash.is_empty() && alone.merged.is_empty());
+    }
 }

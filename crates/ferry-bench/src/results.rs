@@ -225,6 +225,12 @@ pub struct Results {
     /// Duplicates after SIGKILL, per commit mode.
     #[serde(default)]
     pub crash: Vec<Crash>,
+    /// PostgreSQL change data capture into Kafka: Ferry against Debezium 3.6 in Kafka Connect 4.4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdc: Option<Cdc>,
+    /// Sections run later with `--only` and merged into this file: which, when, on which commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
     /// Sections that did not run, and why (e.g. no broker).
     pub skipped: Vec<String>,
     /// Wall time of the whole run, in seconds.
@@ -285,4 +291,74 @@ pub struct Crash {
     pub lost: u64,
     /// Wall time of the whole mode (every run), in seconds.
     pub seconds: f64,
+}
+
+/// The CDC comparison: one table and one change stream through each contender in turn.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cdc {
+    /// Rows of the table when the connector starts (its initial snapshot).
+    pub snapshot_rows: u64,
+    /// Rows inserted by the writers while the connector streams.
+    pub inserts: u64,
+    /// Rows updated by the writers (one change each).
+    pub updates: u64,
+    /// Writer connections, concurrently.
+    pub writers: u64,
+    /// Rows per writer transaction.
+    pub rows_per_transaction: u64,
+    /// Single-row transactions of the paced latency phase.
+    pub latency_rows: u64,
+    /// Their rate, rows per second.
+    pub latency_rate: u64,
+    /// Every contender, Ferry first.
+    pub contenders: Vec<CdcContender>,
+}
+
+/// What one contender of the CDC comparison measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CdcContender {
+    /// Who ran.
+    pub name: String,
+    /// From the connector creation request to the snapshot's last row in the topic.
+    pub snapshot_seconds: f64,
+    /// From the connector creation request to the snapshot's first row in the topic (slot creation
+    /// and the connector's start).
+    #[serde(default)]
+    pub snapshot_first_seconds: f64,
+    /// Worker CPU seconds over the snapshot.
+    pub snapshot_cpu_seconds: f64,
+    /// From the writers' first commit to their last change in the topic.
+    pub streaming_seconds: f64,
+    /// From the writers' first commit to their last commit (how fast the database took the stream).
+    pub writers_seconds: f64,
+    /// Worker CPU seconds over the streaming span.
+    pub streaming_cpu_seconds: f64,
+    /// Mean key + value bytes of the stream's last 1000 change records in the topic.
+    #[serde(default)]
+    pub record_bytes: f64,
+    /// CPU seconds over the same span of the slot's walsender (PostgreSQL decoding the WAL for the
+    /// connector) and of the broker: the machine's other work on the stream (NaN when unknown).
+    #[serde(default)]
+    pub walsender_cpu_seconds: f64,
+    /// … of the broker.
+    #[serde(default)]
+    pub broker_cpu_seconds: f64,
+    /// Commit → record read from Kafka over the latency rows, median, in milliseconds.
+    pub latency_p50_ms: f64,
+    /// … 99th percentile (nearest rank).
+    pub latency_p99_ms: f64,
+    /// … the slowest row.
+    pub latency_max_ms: f64,
+    /// `VmHWM` of the worker process at the end, in bytes.
+    pub peak_rss_bytes: u64,
+}
+
+/// The `q` quantile (0..=1) of `sorted`, nearest rank (NaN when empty).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    sorted[rank - 1]
 }

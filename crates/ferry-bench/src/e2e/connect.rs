@@ -463,10 +463,16 @@ impl Run<'_> {
             &[]
         };
         match kind {
-            Kind::Ferry => {
-                FerryWorker::start(&self.ferry, &self.bootstrap, group, dir, exactly_once)
-                    .map(Worker::Ferry)
-            }
+            Kind::Ferry => FerryWorker::start(
+                &self.ferry,
+                &self.bootstrap,
+                group,
+                dir,
+                FERRY_FLUSH_MS,
+                CONNECT_PRODUCER,
+                exactly_once,
+            )
+            .map(Worker::Ferry),
             Kind::Connect => {
                 let mut options = ConnectOptions::new(group);
                 options.offset_flush_interval_ms = CONNECT_FLUSH_MS;
@@ -800,13 +806,13 @@ fn producer_performance_rate(stdout: &str) -> Option<f64> {
 }
 
 /// A worker process of either kind.
-enum Worker {
+pub(crate) enum Worker {
     Ferry(FerryWorker),
     Connect(ConnectWorker),
 }
 
 impl Worker {
-    fn pid(&self) -> BenchResult<u32> {
+    pub(crate) fn pid(&self) -> BenchResult<u32> {
         match self {
             Worker::Ferry(w) => w.child.as_ref().map(Child::id),
             Worker::Connect(w) => w.pid(),
@@ -826,7 +832,7 @@ impl Worker {
         }
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         match self {
             Worker::Ferry(w) => w.kill(),
             Worker::Connect(w) => w.kill(),
@@ -846,7 +852,7 @@ impl Worker {
     }
 
     /// An error once the worker process has exited.
-    fn check_alive(&mut self) -> BenchResult<()> {
+    pub(crate) fn check_alive(&mut self) -> BenchResult<()> {
         let alive = match self {
             Worker::Ferry(w) => match w.child.as_mut().map(Child::try_wait) {
                 Some(Ok(None)) => true,
@@ -899,7 +905,7 @@ impl Worker {
             .map(|l| l.split_once("INFO ").map_or(l, |(_, m)| m).to_owned())
     }
 
-    fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         match self {
             Worker::Ferry(w) => log_tail(&w.log),
             Worker::Connect(w) => w.log_tail(),
@@ -912,6 +918,16 @@ impl Worker {
     /// what `before` (called just before each attempt) said then.
     fn create_connector<T>(
         &mut self,
+        config: &str,
+        before: impl Fn() -> BenchResult<T>,
+    ) -> BenchResult<(Instant, T)> {
+        self.create_named(CONNECTOR, config, before)
+    }
+
+    /// [`create_connector`](Self::create_connector) for a connector called `name`.
+    pub(crate) fn create_named<T>(
+        &mut self,
+        name: &str,
         config: &str,
         before: impl Fn() -> BenchResult<T>,
     ) -> BenchResult<(Instant, T)> {
@@ -936,7 +952,7 @@ impl Worker {
             self.check_alive()?;
             std::thread::sleep(Duration::from_millis(5));
         }
-        let path = format!("/connectors/{CONNECTOR}/config");
+        let path = format!("/connectors/{name}/config");
         loop {
             let value = before()?;
             let sent = Instant::now();
@@ -964,7 +980,7 @@ impl Worker {
 }
 
 /// A `ferry distributed` process; killed on drop.
-struct FerryWorker {
+pub(crate) struct FerryWorker {
     binary: PathBuf,
     properties: PathBuf,
     dir: PathBuf,
@@ -975,12 +991,15 @@ struct FerryWorker {
 
 impl FerryWorker {
     /// Writes the worker file into `dir` and spawns the worker (it is not waited for: the connector
-    /// request waits).
-    fn start(
+    /// request waits). `flush_ms`: its `offset.flush.interval.ms`; `producer`: settings for its producer
+    /// (`producer.<key>`).
+    pub(crate) fn start(
         binary: &Path,
         bootstrap: &str,
         group: &str,
         dir: &RunDir,
+        flush_ms: u64,
+        producer: &[(&str, &str)],
         extra: &[(&str, &str)],
     ) -> BenchResult<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -997,10 +1016,10 @@ impl FerryWorker {
              offset.storage.replication.factor=1\n\
              status.storage.replication.factor=1\n\
              listeners=http://127.0.0.1:{port}\n\
-             offset.flush.interval.ms={FERRY_FLUSH_MS}\n\
+             offset.flush.interval.ms={flush_ms}\n\
              scheduled.rebalance.max.delay.ms=0\n"
         );
-        for (key, value) in CONNECT_PRODUCER {
+        for (key, value) in producer {
             properties.push_str(&format!("producer.{key}={value}\n"));
         }
         for (key, value) in extra {
@@ -1074,13 +1093,13 @@ fn log_tail(path: &Path) -> String {
 type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// A consumer watching one one-partition topic.
-struct TopicWatch {
+pub(crate) struct TopicWatch {
     consumer: BaseConsumer,
-    topic: String,
+    pub(crate) topic: String,
 }
 
 impl TopicWatch {
-    fn new(bootstrap: &str, topic: &str) -> BenchResult<Self> {
+    pub(crate) fn new(bootstrap: &str, topic: &str) -> BenchResult<Self> {
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("group.id", "ferry-bench-connect-watch")
@@ -1094,7 +1113,7 @@ impl TopicWatch {
     }
 
     /// The end offset (high watermark) of partition 0: ListOffsets.
-    fn end(&self) -> BenchResult<i64> {
+    pub(crate) fn end(&self) -> BenchResult<i64> {
         self.consumer
             .fetch_watermarks(&self.topic, 0, REQUEST_TIMEOUT)
             .map(|(_, high)| high)
@@ -1102,7 +1121,7 @@ impl TopicWatch {
     }
 
     /// Polls the end offset every [`POLL`] until `done` holds; returns when the answer came.
-    fn wait(
+    pub(crate) fn wait(
         &self,
         worker: &mut Worker,
         what: &str,
@@ -1370,7 +1389,7 @@ fn stat_fields(pid: u32) -> BenchResult<Vec<String>> {
 }
 
 /// User + system CPU seconds of every thread of process `pid` so far.
-fn cpu_seconds(pid: u32) -> BenchResult<f64> {
+pub(crate) fn cpu_seconds(pid: u32) -> BenchResult<f64> {
     let fields = stat_fields(pid)?;
     // utime and stime are the 14th and 15th fields; `fields` starts at the 3rd.
     let tick = |i: usize| {
@@ -1388,7 +1407,7 @@ fn running(pid: u32) -> bool {
 }
 
 /// `VmHWM` of process `pid`, in bytes.
-fn peak_rss(pid: u32) -> BenchResult<u64> {
+pub(crate) fn peak_rss(pid: u32) -> BenchResult<u64> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path)
         .map_err(|e| crate::BenchError::from(format!("cannot read {path}: {e}")))?;
@@ -1426,7 +1445,7 @@ fn first_and_last_line(path: &Path) -> BenchResult<(Vec<u8>, Vec<u8>)> {
 }
 
 /// A number unlikely to repeat between bench runs on one broker.
-fn unique() -> u128 {
+pub(crate) fn unique() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis())
