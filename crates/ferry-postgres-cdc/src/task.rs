@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferry_api::config::{invalid_config, offsets_read_error};
 use ferry_api::{ConnectError, OffsetStorageReader, SourceRecord, SourceTask, SourceTaskContext};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::catalog::{Db, SlotInfo};
@@ -29,11 +29,47 @@ pub struct PostgresCdcTask {
 
 struct Running {
     config: Arc<CdcConfig>,
-    reader: Arc<dyn OffsetStorageReader>,
     records: mpsc::Receiver<Item>,
-    acks: watch::Sender<u64>,
+    /// Wakes the read-back of the committed offset (see [`read_back`]).
+    committed: Arc<Notify>,
+    read_back: JoinHandle<()>,
     stop: watch::Sender<bool>,
     pump: JoinHandle<()>,
+}
+
+/// After each offset commit (woken by `commit`), reads the committed offset back and hands its
+/// `lsn_commit` to the stream as flushed — the only way the slot advances. Off the task's loop: with
+/// offsets in Kafka a read is a read to the end of the offsets topic, and commits in quick
+/// succession (`offset.flush.interval.ms=0`) would otherwise pace `poll`. Wake-ups during a read
+/// fold into one more read after it, so the slot never lags the last commit by more than one read.
+async fn read_back(
+    config: Arc<CdcConfig>,
+    reader: Arc<dyn OffsetStorageReader>,
+    committed: Arc<Notify>,
+    acks: watch::Sender<u64>,
+) {
+    loop {
+        committed.notified().await;
+        match reader.offset(&partition(&config.prefix)).await {
+            Ok(offset) => {
+                if let Ok(Resume::Stream { lsn_commit, .. }) = resume_from(offset.as_ref()) {
+                    acks.send_if_modified(|current| {
+                        let raise = lsn_commit > *current;
+                        if raise {
+                            *current = lsn_commit;
+                        }
+                        raise
+                    });
+                }
+            }
+            // The next commit tries again; until then the slot keeps its older position.
+            Err(e) => tracing::warn!(
+                "PostgresCdcSource: reading the committed offset of server {:?} back failed, the slot \
+                 is not acknowledged this time: {e}",
+                config.prefix
+            ),
+        }
+    }
 }
 
 impl PostgresCdcTask {
@@ -268,6 +304,8 @@ impl SourceTask for PostgresCdcTask {
         let start = prepare(&config, &db, resume).await?;
         let (out, records) = mpsc::channel(BATCH * 4);
         let (acks, acks_rx) = watch::channel(0);
+        let committed = Arc::new(Notify::new());
+        let read_back = tokio::spawn(read_back(config.clone(), reader, committed.clone(), acks));
         let (stop, stop_rx) = watch::channel(false);
         let pump = tokio::spawn(pump::run(
             Pump {
@@ -282,9 +320,9 @@ impl SourceTask for PostgresCdcTask {
         ));
         self.running = Some(Running {
             config,
-            reader,
             records,
-            acks,
+            committed,
+            read_back,
             stop,
             pump,
         });
@@ -315,27 +353,11 @@ impl SourceTask for PostgresCdcTask {
         Ok(batch)
     }
 
-    /// After an offset commit: read the committed offset back and report its `lsn_commit` as
-    /// flushed — the only way the slot advances.
+    /// After an offset commit: wakes the read-back of the committed offset ([`read_back`]), which
+    /// reports its `lsn_commit` to the slot as flushed.
     async fn commit(&mut self) -> Result<(), ConnectError> {
-        let Some(running) = self.running.as_ref() else {
-            return Ok(());
-        };
-        let committed = running
-            .reader
-            .offset(&partition(&running.config.prefix))
-            .await
-            .map_err(|e| {
-                offsets_read_error("PostgresCdcSource: reading the committed offset".into(), e)
-            })?;
-        if let Ok(Resume::Stream { lsn_commit, .. }) = resume_from(committed.as_ref()) {
-            running.acks.send_if_modified(|current| {
-                let raise = lsn_commit > *current;
-                if raise {
-                    *current = lsn_commit;
-                }
-                raise
-            });
+        if let Some(running) = self.running.as_ref() {
+            running.committed.notify_one();
         }
         Ok(())
     }
@@ -345,6 +367,7 @@ impl SourceTask for PostgresCdcTask {
             return Ok(());
         };
         let _ = running.stop.send(true);
+        running.read_back.abort();
         drop(running.records);
         let mut pump = running.pump;
         if tokio::time::timeout(Duration::from_secs(5), &mut pump)

@@ -600,3 +600,92 @@ async fn the_heartbeat_action_query_runs_at_each_heartbeat() -> TestResult {
     task.stop().await?;
     Ok(())
 }
+
+/// An offset reader whose reads take `delay` once `slow` is set (with offsets in Kafka a read is a
+/// read to the end of the offsets topic).
+struct SlowReader {
+    inner: std::sync::Arc<ferry_testkit::CountingReader>,
+    slow: std::sync::atomic::AtomicBool,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl ferry_api::OffsetStorageReader for SlowReader {
+    async fn offsets(
+        &self,
+        partitions: &[ferry_api::SourcePartition],
+    ) -> Result<
+        Vec<(ferry_api::SourcePartition, Option<ferry_api::SourceOffset>)>,
+        ferry_api::OffsetReadError,
+    > {
+        if self.slow.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.inner.offsets(partitions).await
+    }
+}
+
+struct SlowContext {
+    config: ferry_api::Config,
+    reader: std::sync::Arc<SlowReader>,
+}
+
+impl ferry_api::SourceTaskContext for SlowContext {
+    fn configs(&self) -> &ferry_api::Config {
+        &self.config
+    }
+
+    fn offset_storage_reader(&self) -> std::sync::Arc<dyn ferry_api::OffsetStorageReader> {
+        self.reader.clone()
+    }
+}
+
+/// `commit()` runs on the task's loop after every offset commit; reading the committed offset back
+/// must not hold it there (a slow read paced the stream with continuous commits), and the slot
+/// still advances to the committed offset once the read is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_read_back_of_the_committed_offset_does_not_hold_commit() -> TestResult {
+    use ferry_api::SourceConnector as _;
+    let db = client().await?;
+    let fx = Fixture::new(&db, "slowread", "id int PRIMARY KEY").await?;
+    let harness = TaskHarness::new("cdc");
+    let reader = std::sync::Arc::new(SlowReader {
+        inner: harness.reader(),
+        slow: std::sync::atomic::AtomicBool::new(false),
+        delay: Duration::from_secs(3),
+    });
+    let mut task = PostgresCdcConnector.create_task();
+    task.start(std::sync::Arc::new(SlowContext {
+        config: fx.config(&[("snapshot.mode", "no_data")]),
+        reader: reader.clone(),
+    }))
+    .await?;
+    db.batch_execute(&format!("INSERT INTO public.{} VALUES (1)", fx.name))
+        .await?;
+    let records = poll_n(task.as_mut(), 1).await?;
+    harness.commit(&records).await?;
+    reader.slow.store(true, std::sync::atomic::Ordering::SeqCst);
+    let began = std::time::Instant::now();
+    task.commit().await?;
+    task.commit().await?;
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "commit() waited {:?} for the read-back",
+        began.elapsed()
+    );
+    let lsn_commit = harness
+        .offset(&partition("srv"))
+        .await?
+        .and_then(|o| o.get("lsn_commit").and_then(|v| v.as_i64()))
+        .ok_or("no lsn_commit")? as u64;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while confirmed_flush(&db, &fx.name).await? != Some(lsn_commit) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot never reached the committed {lsn_commit}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    task.stop().await?;
+    Ok(())
+}
