@@ -840,8 +840,8 @@ fn cdc_rate_target(results: &Results) -> Target {
              idempotence: Debezium's producer pipeline)",
         ) + &other(
             cdc::FERRY_CONTINUOUS,
-            "with continuous offset commits (`offset.flush.interval.ms=0`: the task's `commit`, \
-             which reads the committed offset back, then runs on its loop after every commit cycle)",
+            "with continuous offset commits (`offset.flush.interval.ms=0`: a commit to the offsets \
+             topic after every poll batch)",
         );
         let bound = |c: &CdcContender| {
             format!(
@@ -957,20 +957,24 @@ fn cdc_section(out: &mut String, results: &Results) {
 }
 
 /// Why the CDC rate row is missed: the profile of Ferry's worker while it streams.
-const CDC_PROFILE: &str = "Profile (perf record at 1999 Hz of the Ferry worker, producer defaults, for \
-    5 s of the stream, commit bf1216b, this machine; 250 000 inserts and 40 000 updates after a \
-    50 000-row snapshot): the task's own thread 49 % of the samples (the JsonConverter and the sends), \
-    the runtime's threads 38 % (the replication pump: pgoutput decoding and the Debezium envelope), \
-    librdkafka's broker thread 9 %. By function: allocating and freeing (mimalloc) about 20 %; \
-    writing each record's schema as JSON again beside its value (`write_with_schema`, \
-    `write_schema_object`, the string escaping of `write_string`) about 17 %; cloning and dropping \
-    each record's `Schema` about 6 %; BTreeMap inserts (struct fields) about 5 %; memmove 4 %. A \
-    change record is about 3.8 KiB, most of it the schema, and Kafka Connect's JsonConverter keeps \
-    each schema's JSON form in a cache where Ferry's writes it for every record. Ferry already spends \
-    well under half of Debezium's CPU per change, but at its rate the worker, the broker and the \
-    walsender take most of the two cores (the CPU figures above), so 3× needs less CPU per change: \
-    a cached schema JSON in the converter and a schema shared between the records of a table rather \
-    than cloned into each.";
+const CDC_PROFILE: &str = "Profile (perf record at 499 Hz of `ferry standalone` running \
+    PostgresCdcSource into a local Apache Kafka 4.4 broker, producer defaults, JsonConverter with \
+    schemas, for 12 s of a stream of 500-row insert transactions, commit 83c7112, this machine): the \
+    task's own thread 45 % of the samples (the JsonConverter and the sends), the runtime's threads \
+    42 % (the replication pump: pgoutput decoding and the Debezium envelope), librdkafka's broker \
+    thread 11 %. By function: allocating and freeing (mimalloc) about 23 %; the converter's schema \
+    cache (comparing each record's schema with the cached ones: `Schema::eq`, memcmp) about 8 %; \
+    BTreeMap inserts and drops (the envelope's structs as JSON objects) about 7 %; memmove about 6 %; \
+    writing the payload (`write_with_schema`) about 6 %; cloning and dropping each record's `Schema` \
+    about 5 %. Writing each record's schema as JSON again took about 17 % before the converter kept \
+    the JSON of recent schemas (as Kafka Connect's JsonConverter caches its converted schemas; \
+    profile of commit bf1216b), yet the worker's CPU per change did not fall beyond the run-to-run \
+    spread: what remains is allocation and per-record copies of the schema and the envelope. Ferry \
+    spends under half of Debezium's CPU per change, but at its rate the worker, the broker and the \
+    walsender take most of the two cores (the CPU figures above), so 3× needs less CPU per change \
+    again: records that share their table's schema instead of a clone each (which the cache could \
+    then recognise by pointer) and values built without a JSON object per struct, the per-record \
+    API changes of the next performance round.";
 
 const CDC_METHOD: &str = "PostgreSQL 15 (Debian's, on the same machine, `wal_level=logical`) into \
     the broker of every Kafka case: Ferry (`ferry distributed`, the release binary, \
