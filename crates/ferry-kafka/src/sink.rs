@@ -13,6 +13,7 @@
 //! | `enable.idempotence` | `true` | retries neither duplicate nor reorder records |
 //! | `message.timeout.ms` | `0` (unbounded) | like Kafka Connect's `delivery.timeout.ms=Integer.MAX_VALUE`: while the brokers are away, records wait and are retried, never dropped; the task stops reading once the queue is full |
 //! | `partitioner` | `murmur2_random` | keyed records land on the partition Kafka's Java producer (and so Kafka Connect) picks |
+//! | `queue.buffering.max.kbytes` | `32768` | records waiting in the producer are bounded by their bytes as by Kafka Connect's `buffer.memory` (32 MiB), not librdkafka's 1 GiB: large records (a CDC change with its schema is kilobytes) otherwise held gigabytes while the brokers were slower than the source |
 //! | `client.id` | `ferry-producer` | |
 //!
 //! Kafka Connect itself uses `enable.idempotence=false` with `max.in.flight.requests.per.connection=1`
@@ -69,6 +70,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("enable.idempotence", "true"),
     ("message.timeout.ms", "0"),
     ("partitioner", "murmur2_random"),
+    ("queue.buffering.max.kbytes", "32768"),
     ("client.id", "ferry-producer"),
 ];
 

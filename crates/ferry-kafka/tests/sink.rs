@@ -462,3 +462,43 @@ async fn a_full_producer_queue_makes_send_wait_for_room() {
             .map(|t| Some(format!(r#"{{"schema":null,"payload":"{t}"}}"#)))
     );
 }
+
+/// Records waiting in the producer are bounded by their bytes (32 MiB by default, as Kafka Connect's
+/// `buffer.memory`), not only by their count: with no broker to take them, 512 KiB records stop
+/// being accepted after about 64, and `send` waits instead of holding gigabytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_producer_queue_is_bounded_by_bytes_by_default() {
+    // A port nothing listens on: every record stays queued.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let bootstrap = format!("127.0.0.1:{}", free.local_addr().expect("address").port());
+    drop(free);
+    let sink = KafkaSink::new(
+        &KafkaSinkConfig::new(&bootstrap).with_producer_setting("message.timeout.ms", "8000"),
+    )
+    .expect("sink");
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sending = {
+        let (sink, accepted) = (sink.clone(), accepted.clone());
+        tokio::spawn(async move {
+            let big = "x".repeat(512 * 1024);
+            let mut pending = Vec::new();
+            for _ in 0..128 {
+                let record = SourceRecord::from_maps(None, None, "bounded", Some(json!(big)));
+                match sink.send(&record).await {
+                    Ok(delivery) => pending.push(delivery),
+                    Err(_) => break,
+                }
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            pending.len()
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let queued = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (40..=64).contains(&queued),
+        "{queued} records of 512 KiB accepted with no broker (expected about 32 MiB of them)"
+    );
+    assert!(!sending.is_finished(), "send stopped waiting for room");
+    sending.abort();
+}
