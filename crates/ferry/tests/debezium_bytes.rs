@@ -14,18 +14,13 @@ mod pg_source_support;
 mod rest_support;
 mod support;
 
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ferry_testkit::{ConnectOptions, ConnectWorker, KafkaBroker};
-use kafka_support::{TopicReader, create_topic};
+use kafka_support::{SLOW, TopicReader, create_topic, kafka_connect, shared_broker, wait_for};
 use pg_source_support::{Pg, SlotGuard};
 use rest_support::Api;
 use serde_json::{Value, json};
 use support::{Ferry, Workspace, path_str};
-
-/// How long a Kafka Connect operation may take (a JVM on a busy two-core machine).
-const SLOW: Duration = Duration::from_secs(120);
 
 /// PostgreSQL types Ferry does not yet write as Debezium does, left out of the compared tables
 /// (each would fail the comparison):
@@ -51,35 +46,6 @@ impl Drop for TypeGuard {
     }
 }
 
-fn broker() -> &'static KafkaBroker {
-    KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The Kafka Connect worker of this binary (killed with it) and its REST URL.
-fn kafka_connect() -> &'static str {
-    static WORKER: OnceLock<(Mutex<ConnectWorker>, String)> = OnceLock::new();
-    &WORKER
-        .get_or_init(|| {
-            let group = format!("dbz-bytes-kc-{}", std::process::id());
-            let worker = ConnectWorker::start(broker(), ConnectOptions::new(group))
-                .unwrap_or_else(|e| panic!("Kafka Connect did not start: {e}"));
-            let url = worker.rest_url();
-            (Mutex::new(worker), url)
-        })
-        .1
-}
-
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let started = Instant::now();
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(started.elapsed() < SLOW, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Deletes a connector from Kafka Connect when dropped (before the slot guards, so Debezium does not
 /// re-create a slot they dropped).
 struct KcConnector {
@@ -88,7 +54,8 @@ struct KcConnector {
 
 impl Drop for KcConnector {
     fn drop(&mut self) {
-        let _ = Api::new(kafka_connect()).delete(&format!("/connectors/{}", self.name));
+        let _ =
+            Api::new(kafka_connect("dbz-bytes-kc")).delete(&format!("/connectors/{}", self.name));
     }
 }
 
@@ -277,14 +244,14 @@ fn ferry_writes_debeziums_bytes_for_the_same_changes() {
         types.name.as_str(),
         required.name.as_str(),
     ];
-    let bootstrap = broker().bootstrap_servers();
+    let bootstrap = shared_broker().bootstrap_servers();
     for t in tables {
         create_topic(&bootstrap, &format!("{prefix}.public.{t}"), 1);
         create_topic(&bootstrap, &format!("ferry.{prefix}.public.{t}"), 1);
     }
 
     // Debezium in Kafka Connect.
-    let kc = Api::new(kafka_connect());
+    let kc = Api::new(kafka_connect("dbz-bytes-kc"));
     let dbz = KcConnector {
         name: format!("{base}-dbz"),
     };
@@ -321,7 +288,7 @@ fn ferry_writes_debeziums_bytes_for_the_same_changes() {
     )
     .expect(201);
 
-    wait_for("both slots streaming", || {
+    wait_for("both slots streaming", SLOW, || {
         (slot_active(&pg, &dbz_slot) && slot_active(&pg, &ferry_slot)).then_some(())
     });
 

@@ -22,28 +22,16 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry_testkit::{ConnectOptions, ConnectWorker, KafkaBroker};
-use kafka_support::{TopicReader, create_topic, distributed_worker};
+use ferry_testkit::{ConnectOptions, ConnectWorker};
+use kafka_support::{
+    SLOW, TopicReader, create_topic, distributed_worker, shared_broker, unique, wait_for,
+};
 use rest_support::Api;
 use serde_json::{Value, json};
 use support::{DEADLINE, Ferry, Workspace, path_str};
 
 const CONNECTOR: &str = "file-source";
 const FILE_SOURCE: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
-
-/// How long a Kafka Connect operation may take (a JVM on a busy two-core machine).
-const SLOW: Duration = Duration::from_secs(120);
-
-fn broker() -> &'static KafkaBroker {
-    KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Names no other test of this run uses.
-fn unique(prefix: &str) -> String {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{prefix}-{}-{n}", std::process::id())
-}
 
 /// Line `n` of the test files: every third one has multi-byte UTF-8 (two-, three- and four-byte
 /// characters; the last is two Java chars).
@@ -57,18 +45,6 @@ fn line(n: usize) -> String {
 
 fn lines(range: std::ops::Range<usize>) -> String {
     range.map(|n| format!("{}\n", line(n))).collect()
-}
-
-/// Waits for `check` to hold, polling every 100 ms, up to `within`.
-fn wait_for<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(start.elapsed() < within, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The connector's state in `GET /connectors/<name>/status`.
@@ -152,7 +128,7 @@ fn kafka_connect_read_all(
     topic: &str,
     count: usize,
 ) -> (ConnectWorker, Api, TopicReader) {
-    let broker = broker();
+    let broker = shared_broker();
     let connect = ConnectWorker::start(broker, ConnectOptions::new(group)).unwrap();
     let kc = Api::new(&connect.rest_url());
     let config = json!({
@@ -180,7 +156,7 @@ fn kafka_connect_read_all(
 /// right after Kafka Connect's last committed line.
 #[test]
 fn ferry_distributed_resumes_a_connector_kafka_connect_stopped() {
-    let broker = broker();
+    let broker = shared_broker();
     let group = unique("kc-to-ferry");
     let topic = unique("kc-to-ferry-lines");
     create_topic(&broker.bootstrap_servers(), &topic, 1);
@@ -223,7 +199,7 @@ fn ferry_distributed_resumes_a_connector_kafka_connect_stopped() {
 /// offsets (whose extra fields Kafka Connect ignores).
 #[test]
 fn kafka_connect_resumes_a_connector_ferry_stopped() {
-    let broker = broker();
+    let broker = shared_broker();
     let group = unique("ferry-to-kc");
     let topic = unique("ferry-to-kc-lines");
     create_topic(&broker.bootstrap_servers(), &topic, 1);
@@ -290,7 +266,7 @@ fn kafka_connect_resumes_a_connector_ferry_stopped() {
 /// worker wrote.
 #[test]
 fn ferry_standalone_resumes_from_kafka_connects_offsets_topic() {
-    let broker = broker();
+    let broker = shared_broker();
     let group = unique("kc-standalone");
     let topic = unique("kc-standalone-lines");
     create_topic(&broker.bootstrap_servers(), &topic, 1);
@@ -390,7 +366,7 @@ impl Drop for PgCleanup {
 /// KIP-875 under the partition `{"server": <topic.prefix>}`.
 #[test]
 fn debezium_streams_postgres_changes_in_kafka_connect() {
-    let broker = broker();
+    let broker = shared_broker();
     let name = unique("dbz").replace('-', "_");
     let cleanup = PgCleanup {
         slot: format!("{name}_slot"),

@@ -22,47 +22,20 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_testkit::{ConnectOptions, ConnectWorker, KafkaBroker};
-use kafka_support::{TopicReader, create_topic, distributed_worker};
+use kafka_support::{
+    SLOW, TopicReader, create_topic, distributed_worker, kafka_connect, shared_broker, unique,
+    wait_for,
+};
 use pg_source_support::{Pg, SlotGuard};
 use rest_support::Api;
 use serde_json::{Value, json};
 use support::{FERRY, Ferry, Workspace, path_str};
 
 const FILE_SOURCE: &str = "org.apache.kafka.connect.file.FileStreamSourceConnector";
-
-/// How long a Kafka Connect operation may take (a JVM on a busy two-core machine).
-const SLOW: Duration = Duration::from_secs(120);
-
-fn broker() -> &'static KafkaBroker {
-    KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The Kafka Connect worker of this binary (killed with it: the testkit spawns it with a
-/// parent-death signal), and its REST URL.
-fn kafka_connect() -> &'static str {
-    static WORKER: OnceLock<(Mutex<ConnectWorker>, String)> = OnceLock::new();
-    &WORKER
-        .get_or_init(|| {
-            let group = format!("migrate-kc-{}", std::process::id());
-            let worker = ConnectWorker::start(broker(), ConnectOptions::new(group))
-                .unwrap_or_else(|e| panic!("Kafka Connect did not start: {e}"));
-            let url = worker.rest_url();
-            (Mutex::new(worker), url)
-        })
-        .1
-}
-
-/// Names no other test of this run uses.
-fn unique(prefix: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{}-{n}", std::process::id())
-}
 
 /// Line `n`: every third one has multi-byte UTF-8 (Kafka Connect counts chars, Ferry bytes).
 fn line(n: usize) -> String {
@@ -128,17 +101,6 @@ fn payloads(reader: &TopicReader) -> Vec<String> {
         .collect()
 }
 
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(start.elapsed() < SLOW, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Reads `topic` until it holds `count` records, then asserts they are lines `0..count` once each,
 /// in order.
 fn assert_every_line_once(
@@ -147,7 +109,7 @@ fn assert_every_line_once(
     line: fn(usize) -> String,
     context: &str,
 ) {
-    wait_for(&format!("{count} records ({context})"), || {
+    wait_for(&format!("{count} records ({context})"), SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= count).then_some(())
     });
@@ -209,13 +171,13 @@ fn file_source(name: &str, input: &Path, topic: &str) -> Value {
 
 /// A connector created on Kafka Connect, running, with its first lines in the topic.
 fn running_on_kafka_connect(name: &str, config: &Value) -> Api {
-    let kc = Api::new(kafka_connect());
+    let kc = Api::new(kafka_connect("migrate-kc"));
     kc.put(
         &format!("/connectors/{name}/config"),
         Some(&config.to_string()),
     )
     .expect(201);
-    wait_for("the connector to run on Kafka Connect", || {
+    wait_for("the connector to run on Kafka Connect", SLOW, || {
         (connector_state(&kc, name).as_deref() == Some("RUNNING")).then_some(())
     });
     kc
@@ -227,7 +189,7 @@ fn standalone_ferry(ws: &Workspace) -> (Ferry, Api) {
 
 /// `ferry standalone` with a Kafka sink, an offsets file, a REST listener and `extra` settings.
 fn standalone_ferry_with(ws: &Workspace, extra: &[(&str, &str)]) -> (Ferry, Api) {
-    let bootstrap = broker().bootstrap_servers();
+    let bootstrap = shared_broker().bootstrap_servers();
     let offsets = path_str(&ws.file("offsets.bin"));
     let mut settings = vec![
         ("listeners", "http://127.0.0.1:0"),
@@ -250,13 +212,13 @@ fn standalone_ferry_with(ws: &Workspace, extra: &[(&str, &str)]) -> (Ferry, Api)
 fn a_file_source_moves_from_kafka_connect_to_ferry_while_lines_are_written() {
     let name = unique("kc-to-ferry");
     let topic = unique("kc-to-ferry-lines");
-    create_topic(&broker().bootstrap_servers(), &topic, 1);
+    create_topic(&shared_broker().bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", "");
     let writer = Writer::start(&input, line);
     let kc = running_on_kafka_connect(&name, &file_source(&name, &input, &topic));
-    let mut reader = TopicReader::new(&broker().bootstrap_servers(), &topic);
-    wait_for("Kafka Connect to deliver lines", || {
+    let mut reader = TopicReader::new(&shared_broker().bootstrap_servers(), &topic);
+    wait_for("Kafka Connect to deliver lines", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= 100).then_some(())
     });
@@ -268,7 +230,7 @@ fn a_file_source_moves_from_kafka_connect_to_ferry_while_lines_are_written() {
         "connector",
         &name,
         "--from",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
         "--to",
         &to,
         "--to-token-file",
@@ -307,11 +269,15 @@ fn a_file_source_moves_from_kafka_connect_to_ferry_while_lines_are_written() {
 fn a_file_source_moves_from_ferry_back_to_kafka_connect_while_lines_are_written() {
     let name = unique("ferry-to-kc");
     let topic = unique("ferry-to-kc-lines");
-    create_topic(&broker().bootstrap_servers(), &topic, 1);
+    create_topic(&shared_broker().bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", "");
     let writer = Writer::start(&input, line);
-    let worker = distributed_worker(&ws, &broker().bootstrap_servers(), &unique("ferry-group"));
+    let worker = distributed_worker(
+        &ws,
+        &shared_broker().bootstrap_servers(),
+        &unique("ferry-group"),
+    );
     let mut ferry = Ferry::spawn(
         ws.path(),
         [std::ffi::OsStr::new("distributed"), worker.as_os_str()],
@@ -332,7 +298,7 @@ fn a_file_source_moves_from_ferry_back_to_kafka_connect_while_lines_are_written(
             other => panic!("creating the connector on Ferry: {other} {}", reply.body),
         }
     });
-    let mut reader = TopicReader::new(&broker().bootstrap_servers(), &topic);
+    let mut reader = TopicReader::new(&shared_broker().bootstrap_servers(), &topic);
     ferry.wait_until("Ferry to deliver lines", || {
         reader.read_to_end();
         (reader.messages.len() >= 100).then_some(())
@@ -344,10 +310,10 @@ fn a_file_source_moves_from_ferry_back_to_kafka_connect_while_lines_are_written(
         "--from",
         &ferry_url,
         "--to",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
     ]);
     assert!(output.status.success(), "the move failed");
-    let kc = Api::new(kafka_connect());
+    let kc = Api::new(kafka_connect("migrate-kc"));
     assert_eq!(connector_state(&kc, &name).as_deref(), Some("RUNNING"));
     assert_eq!(
         connector_state(&api, &name).as_deref(),
@@ -379,7 +345,7 @@ fn a_connector_ferry_cannot_run_is_refused_before_anything_stops() {
         "connector",
         &name,
         "--from",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
         "--to",
         &ferry.rest_url(),
     ]);
@@ -453,13 +419,13 @@ impl CutAfterValidation {
 fn ferry_unreachable_after_the_stop_rolls_back_and_kafka_connect_resumes() {
     let name = unique("rollback");
     let topic = unique("rollback-lines");
-    create_topic(&broker().bootstrap_servers(), &topic, 1);
+    create_topic(&shared_broker().bootstrap_servers(), &topic, 1);
     let ws = Workspace::new();
     let input = ws.write("input.txt", "");
     let writer = Writer::start(&input, ascii_line);
     let kc = running_on_kafka_connect(&name, &file_source(&name, &input, &topic));
-    let mut reader = TopicReader::new(&broker().bootstrap_servers(), &topic);
-    wait_for("Kafka Connect to deliver lines", || {
+    let mut reader = TopicReader::new(&shared_broker().bootstrap_servers(), &topic);
+    wait_for("Kafka Connect to deliver lines", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= 50).then_some(())
     });
@@ -470,7 +436,7 @@ fn ferry_unreachable_after_the_stop_rolls_back_and_kafka_connect_resumes() {
         "connector",
         &name,
         "--from",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
         "--to",
         &proxy.url,
         "--timeout",
@@ -483,7 +449,7 @@ fn ferry_unreachable_after_the_stop_rolls_back_and_kafka_connect_resumes() {
         said.contains("Rollback") && said.contains("the source resumed"),
         "{said}"
     );
-    wait_for("Kafka Connect to run the connector again", || {
+    wait_for("Kafka Connect to run the connector again", SLOW, || {
         (connector_state(&kc, &name).as_deref() == Some("RUNNING")).then_some(())
     });
     assert_eq!(
@@ -517,7 +483,7 @@ fn check_reports_which_connectors_ferry_runs_unchanged() {
     let kc = running_on_kafka_connect(&plain, &file_source(&plain, &input, &unique("check-lines")));
     running_on_kafka_connect(&unsupported, &config);
 
-    let output = migrate(&["check", "--from", kafka_connect(), "--json"]);
+    let output = migrate(&["check", "--from", kafka_connect("migrate-kc"), "--json"]);
     assert!(output.status.success());
     let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
     let entry = |name: &str| -> Value {
@@ -535,7 +501,7 @@ fn check_reports_which_connectors_ferry_runs_unchanged() {
             .any(|p| p["key"] == json!("transforms.unwrap.type"))),
         "{refused}"
     );
-    let table = migrate(&["check", "--from", kafka_connect()]);
+    let table = migrate(&["check", "--from", kafka_connect("migrate-kc")]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
         table.contains(&plain) && table.contains("transforms.unwrap.type"),
@@ -629,7 +595,7 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
     let name = unique("dbz-move");
     let prefix = unique("dbzmove");
     let topic = format!("{prefix}.public.{}", table.name);
-    create_topic(&broker().bootstrap_servers(), &topic, 1);
+    create_topic(&shared_broker().bootstrap_servers(), &topic, 1);
     let config = json!({
         "name": name,
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
@@ -647,13 +613,13 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
         "snapshot.mode": "initial",
     });
     let kc = running_on_kafka_connect(&name, &config);
-    let mut reader = TopicReader::new(&broker().bootstrap_servers(), &topic);
-    wait_for("Debezium's snapshot in the topic", || {
+    let mut reader = TopicReader::new(&shared_broker().bootstrap_servers(), &topic);
+    wait_for("Debezium's snapshot in the topic", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= 10).then_some(())
     });
     let writer = RowWriter::start(&table.name, 10);
-    wait_for("Debezium to stream changes", || {
+    wait_for("Debezium to stream changes", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= 40).then_some(())
     });
@@ -665,14 +631,14 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
         "connector",
         &name,
         "--from",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
         "--to",
         &ferry_url,
         "--delete-source",
     ]);
     assert!(to_ferry.status.success(), "the move to Ferry failed");
     let moved_at = reader.messages.len();
-    wait_for("Ferry to stream changes", || {
+    wait_for("Ferry to stream changes", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= moved_at + 60).then_some(())
     });
@@ -682,7 +648,7 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
         "--from",
         &ferry_url,
         "--to",
-        kafka_connect(),
+        kafka_connect("migrate-kc"),
         "--delete-source",
     ]);
     assert!(
@@ -691,7 +657,7 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
     );
     assert_eq!(api.get(&format!("/connectors/{name}")).status, 404);
     let back_at = reader.messages.len();
-    wait_for("Debezium to stream changes again", || {
+    wait_for("Debezium to stream changes again", SLOW, || {
         reader.read_to_end();
         (reader.messages.len() >= back_at + 40).then_some(())
     });
@@ -699,7 +665,7 @@ fn debezium_postgres_moves_to_ferry_and_back_while_rows_change() {
 
     let mut expected: Vec<(String, i64)> = (0..10).map(|id| ("r".to_owned(), id)).collect();
     expected.extend(written);
-    wait_for("every change in the topic", || {
+    wait_for("every change in the topic", SLOW, || {
         reader.read_to_end();
         (reader.messages.iter().filter_map(change).count() >= expected.len()).then_some(())
     });

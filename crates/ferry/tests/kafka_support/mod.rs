@@ -19,6 +19,53 @@ use serde_json::Value;
 
 use crate::support::{DEADLINE, Ferry, Workspace};
 
+/// How long a Kafka Connect operation may take (a JVM on a busy two-core machine).
+pub const SLOW: Duration = Duration::from_secs(120);
+
+/// The broker this test binary shares (started on first use); tests keep apart by names.
+pub fn shared_broker() -> &'static KafkaBroker {
+    KafkaBroker::shared().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The Kafka Connect worker this test binary shares, on the shared broker (started on first use,
+/// killed with the binary: the testkit spawns it with a parent-death signal), and its REST URL.
+/// `group` names its group; the process id is added.
+pub fn kafka_connect(group: &str) -> &'static str {
+    static WORKER: std::sync::OnceLock<(std::sync::Mutex<ferry_testkit::ConnectWorker>, String)> =
+        std::sync::OnceLock::new();
+    &WORKER
+        .get_or_init(|| {
+            let group = format!("{group}-{}", std::process::id());
+            let worker = ferry_testkit::ConnectWorker::start(
+                shared_broker(),
+                ferry_testkit::ConnectOptions::new(group),
+            )
+            .unwrap_or_else(|e| panic!("Kafka Connect did not start: {e}"));
+            let url = worker.rest_url();
+            (std::sync::Mutex::new(worker), url)
+        })
+        .1
+}
+
+/// Names no other test of this run uses: `<prefix>-<pid>-<n>`.
+pub fn unique(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{}-{n}", std::process::id())
+}
+
+/// Waits until `check` gives a value, polling every 100 ms, up to `within`.
+pub fn wait_for<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(start.elapsed() < within, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Starts a broker with empty storage; fails the test with the install hint if Kafka's jars are missing.
 pub fn broker() -> KafkaBroker {
     KafkaBroker::start().unwrap()
