@@ -968,8 +968,11 @@ const CDC_PROFILE: &str = "Profile (perf record at 499 Hz of `ferry standalone` 
     writing the payload (`write_with_schema`) about 6 %; cloning and dropping each record's `Schema` \
     about 5 %. Writing each record's schema as JSON again took about 17 % before the converter kept \
     the JSON of recent schemas (as Kafka Connect's JsonConverter caches its converted schemas; \
-    profile of commit bf1216b), yet the worker's CPU per change did not fall beyond the run-to-run \
-    spread: what remains is allocation and per-record copies of the schema and the envelope. Ferry \
+    profile of commit bf1216b). The worker's CPU per change went from 40 to 43 µs (runs of commits \
+    bf1216b and 83c7112) to 38 µs once the producer's queue was bounded by bytes (commit 2e1b88d: \
+    fewer change records held at once); what remains is allocation and per-record copies of the \
+    schema and the envelope. Debezium streamed between 9 159 and 11 818 changes/s in the four full \
+    runs of 2026-12-07, so the ratio moves by about a tenth from run to run. Ferry \
     spends under half of Debezium's CPU per change, but at its rate the worker, the broker and the \
     walsender take most of the two cores (the CPU figures above), so 3× needs less CPU per change \
     again: records that share their table's schema instead of a clone each (which the cache could \
