@@ -309,24 +309,27 @@ impl TableSchema {
             "transaction": null,
         });
         let part = partition(&config.prefix);
-        let mut record = SourceRecord::builder(self.topic.clone())
-            .source_partition(part.clone())
-            .source_offset(offset.clone())
-            .value(value)
-            .value_schema(self.envelope.clone());
-        if let (Some(key), Some(schema)) = (key.clone(), self.key_schema.clone()) {
-            record = record.key(key).key_schema(schema);
-        }
-        let mut out = vec![record.build()];
-        if op == Op::Delete && config.tombstones {
+        // Only a delete's tombstone needs the partition, offset and key a second time.
+        let tombstone = (op == Op::Delete && config.tombstones).then(|| {
             let mut tombstone = SourceRecord::builder(self.topic.clone())
-                .source_partition(part)
-                .source_offset(offset);
-            if let (Some(key), Some(schema)) = (key, self.key_schema.clone()) {
+                .source_partition(part.clone())
+                .source_offset(offset.clone());
+            if let (Some(key), Some(schema)) = (key.clone(), self.key_schema.clone()) {
                 tombstone = tombstone.key(key).key_schema(schema);
             }
-            out.push(tombstone.build());
+            tombstone.build()
+        });
+        let mut record = SourceRecord::builder(self.topic.clone())
+            .source_partition(part)
+            .source_offset(offset)
+            .value(value)
+            .value_schema(self.envelope.clone());
+        if let (Some(key), Some(schema)) = (key, self.key_schema.clone()) {
+            record = record.key(key).key_schema(schema);
         }
+        let mut out = Vec::with_capacity(2);
+        out.push(record.build());
+        out.extend(tombstone);
         if config.extended_headers {
             for record in &mut out {
                 record.headers.extend(context_headers(config));
