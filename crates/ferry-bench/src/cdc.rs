@@ -537,19 +537,7 @@ async fn write_stream(
 /// Mean key + value bytes of the `count` records before offset `end` of `topic`.
 fn mean_record_bytes(bootstrap: &str, topic: &str, end: i64, count: i64) -> BenchResult<f64> {
     let from = (end - count).max(0);
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "ferry-bench-cdc-sizes")
-        .set("enable.auto.commit", "false")
-        .create()
-        .map_err(|e| crate::BenchError::from(format!("size consumer: {e}")))?;
-    let mut assignment = TopicPartitionList::new();
-    assignment
-        .add_partition_offset(topic, 0, Offset::Offset(from))
-        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
-    consumer
-        .assign(&assignment)
-        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    let consumer = consumer_at(bootstrap, topic, from, "ferry-bench-cdc-sizes", &[])?;
     let (mut records, mut bytes) = (0i64, 0usize);
     let started = Instant::now();
     while from + records < end {
@@ -571,6 +559,35 @@ fn mean_record_bytes(bootstrap: &str, topic: &str, end: i64, count: i64) -> Benc
     Ok(bytes as f64 / records.max(1) as f64)
 }
 
+/// A consumer of partition 0 of `topic` from offset `from`, with `settings` over the defaults.
+fn consumer_at(
+    bootstrap: &str,
+    topic: &str,
+    from: i64,
+    group: &str,
+    settings: &[(&str, &str)],
+) -> BenchResult<BaseConsumer> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false");
+    for (key, value) in settings {
+        config.set(*key, *value);
+    }
+    let consumer: BaseConsumer = config
+        .create()
+        .map_err(|e| crate::BenchError::from(format!("consumer of {topic}: {e}")))?;
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, Offset::Offset(from))
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    consumer
+        .assign(&assignment)
+        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    Ok(consumer)
+}
+
 /// The paced phase: `latency_rows` single-row inserts at `latency_rate`/s, each commit's return time
 /// against its record's arrival at a consumer reading `topic` from offset `from`. Returns the
 /// latencies in milliseconds, sorted.
@@ -584,21 +601,14 @@ fn latency(
 ) -> BenchResult<Vec<f64>> {
     let first_id = i64::try_from(sizes.snapshot_rows + sizes.inserts + 1)?;
     let count = usize::try_from(sizes.latency_rows)?;
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "ferry-bench-cdc-latency")
-        .set("enable.auto.commit", "false")
-        // Fetch responses as soon as a record is there (librdkafka's default waits up to 500 ms).
-        .set("fetch.wait.max.ms", "5")
-        .create()
-        .map_err(|e| crate::BenchError::from(format!("latency consumer: {e}")))?;
-    let mut assignment = TopicPartitionList::new();
-    assignment
-        .add_partition_offset(topic, 0, Offset::Offset(from))
-        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
-    consumer
-        .assign(&assignment)
-        .map_err(|e| crate::BenchError::from(format!("assigning {topic}: {e}")))?;
+    // Fetch responses as soon as a record is there (librdkafka's default waits up to 500 ms).
+    let consumer = consumer_at(
+        bootstrap,
+        topic,
+        from,
+        "ferry-bench-cdc-latency",
+        &[("fetch.wait.max.ms", "5")],
+    )?;
     let reader = std::thread::spawn(move || -> BenchResult<HashMap<i64, Instant>> {
         let mut arrived = HashMap::with_capacity(count);
         let started = Instant::now();

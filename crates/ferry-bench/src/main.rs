@@ -320,22 +320,7 @@ fn run(args: &RunArgs) -> BenchResult<()> {
         .build()
         .map_err(|e| crate::BenchError::from(format!("tokio runtime: {e}")))?;
 
-    let mut results = Results {
-        machine,
-        quick: plan.quick,
-        flush: Vec::new(),
-        startup: Vec::new(),
-        lookup: Vec::new(),
-        end_to_end: Vec::new(),
-        exactly_once: Vec::new(),
-        memory: Vec::new(),
-        scaling: Vec::new(),
-        crash: Vec::new(),
-        cdc: None,
-        merged: Vec::new(),
-        skipped: Vec::new(),
-        wall_seconds: 0.0,
-    };
+    let mut results = Results::empty(machine, plan.quick);
     // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
     // stops it.
     let broker = if plan.kafka
@@ -575,31 +560,20 @@ mod tests {
     use super::*;
 
     fn results(quick: bool, commit: &str) -> Results {
+        let machine = results::Machine {
+            cpu: "test CPU".into(),
+            cpus: 2,
+            memory_bytes: 1 << 30,
+            kernel: "k".into(),
+            disk: "ext4".into(),
+            load_at_start: "0".into(),
+            rustc: "rustc".into(),
+            started_at: "now".into(),
+            commit: commit.into(),
+        };
         Results {
-            machine: results::Machine {
-                cpu: "test CPU".into(),
-                cpus: 2,
-                memory_bytes: 1 << 30,
-                kernel: "k".into(),
-                disk: "ext4".into(),
-                load_at_start: "0".into(),
-                rustc: "rustc".into(),
-                started_at: "now".into(),
-                commit: commit.into(),
-            },
-            quick,
-            flush: Vec::new(),
-            startup: Vec::new(),
-            lookup: Vec::new(),
-            end_to_end: Vec::new(),
-            exactly_once: Vec::new(),
-            memory: Vec::new(),
-            scaling: Vec::new(),
-            crash: Vec::new(),
-            cdc: None,
-            merged: Vec::new(),
-            skipped: Vec::new(),
             wall_seconds: 1.0,
+            ..Results::empty(machine, quick)
         }
     }
 

@@ -237,6 +237,28 @@ pub struct Results {
     pub wall_seconds: f64,
 }
 
+impl Results {
+    /// A run on `machine` that has measured nothing yet.
+    pub fn empty(machine: Machine, quick: bool) -> Self {
+        Self {
+            machine,
+            quick,
+            flush: Vec::new(),
+            startup: Vec::new(),
+            lookup: Vec::new(),
+            end_to_end: Vec::new(),
+            exactly_once: Vec::new(),
+            memory: Vec::new(),
+            scaling: Vec::new(),
+            crash: Vec::new(),
+            cdc: None,
+            merged: Vec::new(),
+            skipped: Vec::new(),
+            wall_seconds: 0.0,
+        }
+    }
+}
+
 /// What a curve's y values are, for axis labels and tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
