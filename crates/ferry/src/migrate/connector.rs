@@ -272,13 +272,24 @@ impl<'a, W: Write> Move<'a, W> {
                     &[200],
                 )?;
             }
-            let written = self.offsets(self.target)?;
-            if written != offsets {
-                return Err(MigrateError::Move(format!(
-                    "the target's offsets read back differ from the source's: {} vs {}",
-                    render(&written),
-                    render(&offsets)
-                )));
+            // Kafka Connect answers the PATCH once the offsets are written, but its GET may read
+            // them a moment later (seen in CI: `[]` right after the PATCH): read back until equal,
+            // at most `--timeout`.
+            let since = Instant::now();
+            loop {
+                let written = self.offsets(self.target)?;
+                if written == offsets {
+                    break;
+                }
+                if since.elapsed() > self.options.timeout {
+                    return Err(MigrateError::Move(format!(
+                        "the target's offsets read back differ from the source's after {:?}: {} vs {}",
+                        self.options.timeout,
+                        render(&written),
+                        render(&offsets)
+                    )));
+                }
+                std::thread::sleep(POLL);
             }
             self.say(format!(
                 "target: offsets set to the source's ({} partitions), read back equal",
