@@ -1,5 +1,7 @@
 //! Records a source task produces.
 
+use std::sync::Arc;
+
 use crate::error::ValueError;
 use crate::schema::Schema;
 use crate::value::{ConnectMap, SourceOffset, SourcePartition};
@@ -34,13 +36,16 @@ pub struct SourceRecord {
     pub kafka_partition: Option<i32>,
     /// Record key as JSON; `None` for no key.
     pub key: Option<serde_json::Value>,
-    /// The Kafka Connect schema of the key; `None`: schemaless (the default).
-    pub key_schema: Option<Schema>,
+    /// The Kafka Connect schema of the key; `None`: schemaless (the default). Shared: a connector
+    /// builds each schema once and every record holds a reference, which converters also recognise
+    /// by pointer.
+    pub key_schema: Option<Arc<Schema>>,
     /// Record value as JSON; `None` for a null value.
     pub value: Option<serde_json::Value>,
     /// The Kafka Connect schema of the value; `None`: schemaless (the default). Converters that write
     /// schemas (`JsonConverter` with `schemas.enable=true`) write it with the value.
-    pub value_schema: Option<Schema>,
+    /// Shared like [`SourceRecord::key_schema`].
+    pub value_schema: Option<Arc<Schema>>,
     /// Headers.
     pub headers: Vec<Header>,
     /// Timestamp in milliseconds since the epoch.
@@ -130,14 +135,14 @@ impl SourceRecord {
     }
 
     /// Sets the key's schema, builder style.
-    pub fn with_key_schema(mut self, schema: Schema) -> Self {
-        self.key_schema = Some(schema);
+    pub fn with_key_schema(mut self, schema: impl Into<Arc<Schema>>) -> Self {
+        self.key_schema = Some(schema.into());
         self
     }
 
     /// Sets the value's schema, builder style.
-    pub fn with_value_schema(mut self, schema: Schema) -> Self {
-        self.value_schema = Some(schema);
+    pub fn with_value_schema(mut self, schema: impl Into<Arc<Schema>>) -> Self {
+        self.value_schema = Some(schema.into());
         self
     }
 
@@ -197,8 +202,8 @@ impl SourceRecordBuilder {
     }
 
     /// The key's schema.
-    pub fn key_schema(mut self, schema: Schema) -> Self {
-        self.record.key_schema = Some(schema);
+    pub fn key_schema(mut self, schema: impl Into<Arc<Schema>>) -> Self {
+        self.record.key_schema = Some(schema.into());
         self
     }
 
@@ -209,8 +214,8 @@ impl SourceRecordBuilder {
     }
 
     /// The value's schema.
-    pub fn value_schema(mut self, schema: Schema) -> Self {
-        self.record.value_schema = Some(schema);
+    pub fn value_schema(mut self, schema: impl Into<Arc<Schema>>) -> Self {
+        self.record.value_schema = Some(schema.into());
         self
     }
 

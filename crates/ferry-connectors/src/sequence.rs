@@ -275,7 +275,7 @@ struct Running {
     limit: Option<i64>,
     sequences: Vec<Sequence>,
     /// [`value_schema`], cloned into every record.
-    schema: Schema,
+    schema: Arc<Schema>,
     /// The sequence the next record comes from.
     cursor: usize,
     /// An error met after some records of the same poll were taken; returned by the next poll.
@@ -352,7 +352,7 @@ impl Running {
     fn record(
         seq: &mut Sequence,
         topic: &str,
-        schema: &Schema,
+        schema: &Arc<Schema>,
     ) -> Result<SourceRecord, ConnectError> {
         let n = seq.next;
         let offset = ConnectMap::from_serde(&SequenceOffset { seq: n })?;
@@ -419,7 +419,7 @@ impl SourceTask for SequenceSourceTask {
             batch_size: parsed.batch_size,
             limit: parsed.records_per_partition,
             sequences,
-            schema: value_schema(),
+            schema: Arc::new(value_schema()),
             cursor: 0,
             deferred: None,
             throughput: parsed.throughput,

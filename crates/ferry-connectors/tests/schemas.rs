@@ -22,7 +22,7 @@ async fn file_stream_source_lines_are_required_strings_without_key() -> TestResu
     let records = poll_n(task.as_mut(), 2).await?;
     for record in &records {
         // Kafka Connect's FileStreamSourceTask: Schema.STRING_SCHEMA, no key schema, no key.
-        assert_eq!(record.value_schema, Some(Schema::string()));
+        assert_eq!(record.value_schema.as_deref(), Some(&Schema::string()));
         assert!(!Schema::string().optional);
         assert_eq!((&record.key, &record.key_schema), (&None, &None));
     }
@@ -44,7 +44,7 @@ async fn sequence_source_values_are_structs_of_partition_and_seq() -> TestResult
     ]);
     assert_eq!(SequenceSourceConnector::value_schema(), expected);
     for record in &records {
-        assert_eq!(record.value_schema.as_ref(), Some(&expected));
+        assert_eq!(record.value_schema.as_deref(), Some(&expected));
     }
     Ok(())
 }

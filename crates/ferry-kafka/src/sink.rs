@@ -368,7 +368,7 @@ impl KafkaSink {
         let key = self
             .converters
             .key
-            .convert(Role::Key, record.key_schema.as_ref(), record.key.as_ref())
+            .convert_shared(Role::Key, record.key_schema.as_ref(), record.key.as_ref())
             .map_err(|e| {
                 self.error(
                     SinkErrorKind::Conversion,
@@ -378,7 +378,7 @@ impl KafkaSink {
         let value = self
             .converters
             .value
-            .convert(
+            .convert_shared(
                 Role::Value,
                 record.value_schema.as_ref(),
                 record.value.as_ref(),

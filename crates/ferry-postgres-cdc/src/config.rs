@@ -7,7 +7,7 @@
 use std::fmt;
 
 use ferry_api::config::{Issues, int_at_least, list, optional_string, required_string, text};
-use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType};
+use ferry_api::{Config, ConfigIssue, ConfigKey, ConfigType, Header, SourcePartition};
 use regex::Regex;
 
 use crate::tls::{SslMode, Tls};
@@ -144,6 +144,12 @@ pub struct CdcConfig {
     /// This run's id (header `__debezium.context.runId`): a UUIDv7, new each time the
     /// configuration is parsed (a task start), as Debezium's is new each task start.
     pub run_id: String,
+    /// Built once from the fields above, as every record carries them: the source partition
+    /// `{"server": <topic.prefix>}`, and the `__debezium.context.*` headers (none when
+    /// `extended.headers.enabled=false`).
+    pub partition: SourcePartition,
+    /// See [`CdcConfig::partition`].
+    pub context_headers: Vec<Header>,
 }
 
 impl fmt::Debug for CdcConfig {
@@ -162,6 +168,17 @@ impl fmt::Debug for CdcConfig {
 }
 
 impl CdcConfig {
+    /// Fills the fields built from the others ([`CdcConfig::partition`]).
+    pub(crate) fn with_derived(mut self) -> Self {
+        self.partition = crate::offset::partition(&self.prefix);
+        self.context_headers = if self.extended_headers {
+            crate::envelope::context_headers(&self).to_vec()
+        } else {
+            Vec::new()
+        };
+        self
+    }
+
     /// `host:port/dbname`, for messages.
     pub fn server(&self) -> String {
         format!("{}:{}/{}", self.host, self.port, self.dbname)
@@ -338,7 +355,10 @@ impl CdcConfig {
                 heartbeat_query,
                 extended_headers,
                 run_id: uuid_v7(),
-            }),
+                partition: SourcePartition::new(),
+                context_headers: Vec::new(),
+            }
+            .with_derived()),
             _ => Err(issues.into_vec()),
         }
     }

@@ -4,6 +4,7 @@
 //! against its records in Kafka Connect by `crates/ferry/tests/migrate.rs`: the source struct ends
 //! with `origin` and `origin_lsn`).
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -12,7 +13,6 @@ use serde_json::{Map, Value as Json};
 
 use crate::config::CdcConfig;
 use crate::error::CdcError;
-use crate::offset::partition;
 use crate::pgoutput::Datum;
 use crate::types::{self, Column};
 
@@ -75,8 +75,8 @@ pub struct TableSchema {
     value_columns: Vec<usize>,
     /// Indexes of the primary-key columns, in table order (Debezium's key order).
     key_columns: Vec<usize>,
-    key_schema: Option<Schema>,
-    envelope: Schema,
+    key_schema: Option<Arc<Schema>>,
+    envelope: Arc<Schema>,
 }
 
 fn source_schema() -> Schema {
@@ -182,8 +182,8 @@ impl TableSchema {
             columns,
             value_columns,
             key_columns,
-            key_schema,
-            envelope,
+            key_schema: key_schema.map(Arc::new),
+            envelope: Arc::new(envelope),
         }
     }
 
@@ -308,7 +308,7 @@ impl TableSchema {
             "ts_ns": now_ns,
             "transaction": null,
         });
-        let part = partition(&config.prefix);
+        let part = config.partition.clone();
         // Only a delete's tombstone needs the partition, offset and key a second time.
         let tombstone = (op == Op::Delete && config.tombstones).then(|| {
             let mut tombstone = SourceRecord::builder(self.topic.clone())
@@ -330,10 +330,10 @@ impl TableSchema {
         let mut out = Vec::with_capacity(2);
         out.push(record.build());
         out.extend(tombstone);
-        if config.extended_headers {
-            for record in &mut out {
-                record.headers.extend(context_headers(config));
-            }
+        for record in &mut out {
+            record
+                .headers
+                .extend(config.context_headers.iter().cloned());
         }
         out
     }
@@ -437,7 +437,7 @@ mod tests {
         let envelope = records[0]
             .value_schema
             .clone()
-            .unwrap_or_else(Schema::string);
+            .unwrap_or_else(|| Arc::new(Schema::string()));
         assert_eq!(envelope.version, Some(2));
         let source_schema = envelope.field("source").map(|f| f.schema.clone());
         let names: Vec<String> = source_schema

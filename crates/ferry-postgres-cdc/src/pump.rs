@@ -15,8 +15,7 @@ use crate::config::CdcConfig;
 use crate::envelope::{Op, SourceInfo, TableSchema};
 use crate::error::CdcError;
 use crate::offset::{
-    Partial, SnapshotAt, SnapshotProgress, StreamPosition, lsn_text, partition, snapshot_offset,
-    stream_offset,
+    Partial, SnapshotAt, SnapshotProgress, StreamPosition, lsn_text, snapshot_offset, stream_offset,
 };
 use crate::pgoutput::{self, Datum, Message, Relation};
 use crate::stream::{GatedSession, PgWireStream, ReplicationStream, WalEvent};
@@ -297,7 +296,7 @@ async fn snapshot_tables(
         // No row to carry the completion (empty tables, or none left when resuming): an
         // offset-only record commits it, so a restart streams instead of snapshotting again.
         let offset = snapshot_offset(ts_us, txid, point, true, None);
-        let record = SourceRecord::offset_only(partition(&config.prefix), offset);
+        let record = SourceRecord::offset_only(config.partition.clone(), offset);
         if pump.out.send(Ok(record)).await.is_err() {
             return Ok(false);
         }

@@ -717,7 +717,7 @@ mod tests {
             .value(json!("bogus"))
             .build();
         let out = apply(&mut cast, record);
-        assert_eq!(out.key_schema, Some(Schema::int8()));
+        assert_eq!(out.key_schema.as_deref().cloned(), Some(Schema::int8()));
         assert_eq!(out.key, Some(json!(42)));
         assert_eq!(out.value, Some(json!("bogus")));
     }
@@ -743,7 +743,11 @@ mod tests {
                 .build();
             let out = apply(&mut cast, record);
             assert_eq!(out.value, Some(expected), "{spec}");
-            assert_eq!(out.value_schema, Some(Schema::new(kind)), "{spec}");
+            assert_eq!(
+                out.value_schema.as_deref().cloned(),
+                Some(Schema::new(kind)),
+                "{spec}"
+            );
         }
     }
 
@@ -776,7 +780,7 @@ mod tests {
                 SourceRecord::builder("t").value(input.clone()).build(),
             );
             assert_eq!(out.value, Some(expected), "{spec} {input}");
-            assert_eq!(out.value_schema, None);
+            assert_eq!(out.value_schema.as_deref().cloned(), None);
         }
     }
 
@@ -795,7 +799,7 @@ mod tests {
                 .build(),
         );
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(
                 Schema::int64()
                     .named("com.example.Id")
@@ -997,7 +1001,10 @@ mod tests {
                 .build(),
         );
         assert_eq!(out.value, Some(json!("1970-01-02T00:00:00.001Z")));
-        assert_eq!(out.value_schema.map(|s| s.kind), Some(SchemaKind::String));
+        assert_eq!(
+            out.value_schema.map(|s| s.kind.clone()),
+            Some(SchemaKind::String)
+        );
     }
 
     #[test]
@@ -1017,7 +1024,7 @@ mod tests {
                 "float64": true, "boolean": 1, "string": 42, "other": "kept", "missing": null,
             }))
         );
-        assert_eq!(out.value_schema, None);
+        assert_eq!(out.value_schema.as_deref().cloned(), None);
     }
 
     #[test]
@@ -1034,7 +1041,7 @@ mod tests {
         );
         assert_eq!(out.key, Some(json!({"id": "7"})));
         assert_eq!(
-            out.key_schema,
+            out.key_schema.as_deref().cloned(),
             Some(Schema::struct_("Key", [Field::new("id", Schema::string())]))
         );
         assert_eq!(out.value, Some(json!({"id": 7})));

@@ -2,6 +2,8 @@
 //! Connect's `Requirements` checks and messages, `SchemaUtil.copySchemaBasics`, and config parsing
 //! with `ConfigDef`'s wording.
 
+use std::sync::Arc;
+
 use std::collections::HashSet;
 
 use ferry_api::config::Issues;
@@ -27,8 +29,8 @@ impl Side {
     /// The schema of this side.
     pub(crate) fn schema(self, record: &SourceRecord) -> Option<&Schema> {
         match self {
-            Side::Key => record.key_schema.as_ref(),
-            Side::Value => record.value_schema.as_ref(),
+            Side::Key => record.key_schema.as_deref(),
+            Side::Value => record.value_schema.as_deref(),
         }
     }
 
@@ -49,11 +51,11 @@ impl Side {
     ) {
         match self {
             Side::Key => {
-                record.key_schema = schema;
+                record.key_schema = schema.map(Arc::new);
                 record.key = value;
             }
             Side::Value => {
-                record.value_schema = schema;
+                record.value_schema = schema.map(Arc::new);
                 record.value = value;
             }
         }

@@ -302,7 +302,7 @@ mod tests {
                 .value(json!({"A": {"B": supported_types_value()}}))
                 .build(),
         );
-        assert_eq!(out.value_schema, None);
+        assert_eq!(out.value_schema.as_deref().cloned(), None);
         let map = out.value.unwrap();
         let map = map.as_object().unwrap();
         assert_eq!(map.len(), 9);
@@ -346,7 +346,7 @@ mod tests {
         );
         assert_eq!(out.value, Some(json!({"B.req": null})));
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([Field::new(
                 "B.req",
                 Schema::int32().optional()
@@ -361,7 +361,7 @@ mod tests {
                 .build(),
         );
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([Field::new(
                 "x",
                 Schema::int32().optional()
@@ -388,7 +388,7 @@ mod tests {
                 .build(),
         );
         assert_eq!(out.key, Some(json!({"A.B": 12})));
-        assert_eq!(out.key_schema, None);
+        assert_eq!(out.key_schema.as_deref().cloned(), None);
         assert_eq!(out.value, Some(json!({"A": {"B": 12}})));
     }
 
@@ -415,7 +415,7 @@ mod tests {
                 .build(),
         );
         assert_eq!(out.value, Some(value));
-        assert_eq!(out.value_schema, Some(schema));
+        assert_eq!(out.value_schema.as_deref().cloned(), Some(schema));
     }
 
     #[test]
@@ -460,7 +460,7 @@ mod tests {
                 .build(),
         );
         assert_eq!(out.value, Some(value));
-        assert_eq!(out.value_schema, Some(schema));
+        assert_eq!(out.value_schema.as_deref().cloned(), Some(schema));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! Kafka Connect's. Ferry headers carry a JSON value without a schema, so a header made from a
 //! schemaful field keeps the field's value but not its schema.
 
+use std::sync::Arc;
+
 use crate::fields_common::Side;
 use std::collections::HashSet;
 
@@ -394,16 +396,21 @@ impl Transformation for HeaderFrom {
                 self.headers_of_map(value, &mut record.headers, &purpose)?,
                 None,
             ),
-            Some(schema) => self.headers_of_struct(value, schema, &mut record.headers, &purpose)?,
+            Some(schema) => self.headers_of_struct(
+                value,
+                Arc::unwrap_or_clone(schema),
+                &mut record.headers,
+                &purpose,
+            )?,
         };
         match self.side {
             Side::Key => {
                 record.key = Some(value);
-                record.key_schema = schema;
+                record.key_schema = schema.map(Arc::new);
             }
             Side::Value => {
                 record.value = Some(value);
-                record.value_schema = schema;
+                record.value_schema = schema.map(Arc::new);
             }
         }
         Ok(Some(record))
@@ -587,11 +594,11 @@ mod tests {
         match side {
             Side::Key => {
                 r.key = Some(part);
-                r.key_schema = schema;
+                r.key_schema = schema.map(Arc::new);
             }
             Side::Value => {
                 r.value = Some(part);
-                r.value_schema = schema;
+                r.value_schema = schema.map(Arc::new);
             }
         }
         r
@@ -813,7 +820,7 @@ mod tests {
         // A tombstone with an optional struct schema is not a struct either.
         let mut record = base();
         record.value = None;
-        record.value_schema = Some(two_field_schema(Schema::string()).optional());
+        record.value_schema = Some(Arc::new(two_field_schema(Schema::string()).optional()));
         assert_eq!(
             t.apply(record).unwrap_err().to_string(),
             "Only Struct objects supported for [header copy], found: null"

@@ -94,7 +94,7 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(out.key, Some(json!({"magic": 420})));
-        assert_eq!(out.key_schema, None);
+        assert_eq!(out.key_schema.as_deref().cloned(), None);
         assert_eq!(out.value, Some(json!("v")));
     }
 
@@ -107,7 +107,7 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(
-            out.key_schema,
+            out.key_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([Field::new(
                 "magic",
                 Schema::int32()
@@ -126,7 +126,7 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([Field::new("outer", inner)]))
         );
         assert_eq!(out.value, Some(json!({"outer": {"a": "x"}})));
@@ -185,7 +185,7 @@ mod tests {
             out.value,
             Some(json!({"line": "hello", "data_source": "test-file-source"}))
         );
-        assert_eq!(out.value_schema, None);
+        assert_eq!(out.value_schema.as_deref().cloned(), None);
 
         let out = chain(
             SourceRecord::builder("connect-test")
@@ -198,7 +198,7 @@ mod tests {
             Some(json!({"line": "hello", "data_source": "test-file-source"}))
         );
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([
                 Field::new("line", Schema::string()),
                 Field::new("data_source", Schema::string().optional()),

@@ -333,7 +333,7 @@ mod tests {
             .value(json!({"magic": 42}))
             .build();
         let out = t.apply(record).unwrap().unwrap();
-        assert_eq!(out.value_schema, None);
+        assert_eq!(out.value_schema.as_deref().cloned(), None);
         assert_eq!(
             out.value,
             Some(json!({

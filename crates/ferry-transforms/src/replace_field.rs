@@ -277,7 +277,7 @@ mod tests {
         let out = t.apply(record).unwrap().unwrap();
         // copySchemaBasics: name and version kept, optionality not.
         assert_eq!(
-            out.value_schema,
+            out.value_schema.as_deref().cloned(),
             Some(
                 Schema::struct_(
                     "n",
@@ -322,7 +322,7 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(
-            out.key_schema,
+            out.key_schema.as_deref().cloned(),
             Some(Schema::struct_(
                 "k",
                 [Field::new("key_id", Schema::int64())]

@@ -541,7 +541,7 @@ mod tests {
             let mut xform = value_converter(&[(TARGET_TYPE, target), (FORMAT, STRING_DATE_FMT)]);
             let out = apply(&mut xform, schemaless(Some(json!(DATE_PLUS_TIME_UNIX))));
             assert_eq!(out.value, Some(expected), "{target}");
-            assert_eq!(out.value_schema, None);
+            assert_eq!(out.value_schema.as_deref().cloned(), None);
         }
     }
 
@@ -574,15 +574,18 @@ mod tests {
             with_schema(Schema::string(), Some(json!("2017-01-01 00:00:00"))),
         );
         assert_eq!(out.value, Some(json!(1_483_228_800_000_i64)));
-        assert_eq!(out.value_schema, Some(Schema::int64()));
+        assert_eq!(out.value_schema.as_deref().cloned(), Some(Schema::int64()));
         let mut to_timestamp = value_converter(&[(TARGET_TYPE, "Timestamp"), (FORMAT, fmt)]);
         let out = apply(&mut to_timestamp, out);
         assert_eq!(out.value, Some(json!(1_483_228_800_000_i64)));
-        assert_eq!(out.value_schema, Some(Schema::timestamp()));
+        assert_eq!(
+            out.value_schema.as_deref().cloned(),
+            Some(Schema::timestamp())
+        );
         let mut to_string = value_converter(&[(TARGET_TYPE, "string"), (FORMAT, fmt)]);
         let out = apply(&mut to_string, out);
         assert_eq!(out.value, Some(json!("2017-01-01 00:00:00")));
-        assert_eq!(out.value_schema, Some(Schema::string()));
+        assert_eq!(out.value_schema.as_deref().cloned(), Some(Schema::string()));
     }
 
     #[test]
@@ -600,7 +603,11 @@ mod tests {
                 with_schema(Schema::timestamp(), Some(json!(DATE_PLUS_TIME_UNIX))),
             );
             assert_eq!(out.value, Some(expected), "{target}");
-            assert_eq!(out.value_schema, Some(schema), "{target}");
+            assert_eq!(
+                out.value_schema.as_deref().cloned(),
+                Some(schema),
+                "{target}"
+            );
         }
     }
 
@@ -624,7 +631,10 @@ mod tests {
                 value_converter(&[(TARGET_TYPE, "Timestamp"), (FORMAT, STRING_DATE_FMT)]);
             let out = apply(&mut xform, with_schema(schema.clone(), Some(value)));
             assert_eq!(out.value, Some(json!(expected)), "{schema}");
-            assert_eq!(out.value_schema, Some(Schema::timestamp()));
+            assert_eq!(
+                out.value_schema.as_deref().cloned(),
+                Some(Schema::timestamp())
+            );
         }
     }
 
@@ -643,7 +653,10 @@ mod tests {
                     value_converter(&[(TARGET_TYPE, target), (FORMAT, STRING_DATE_FMT)]);
                 let out = apply(&mut whole, with_schema(original.clone(), None));
                 assert_eq!(out.value, None);
-                assert_eq!(out.value_schema, Some(kind.schema(true)));
+                assert_eq!(
+                    out.value_schema.as_deref().cloned(),
+                    Some(kind.schema(true))
+                );
 
                 let mut field = value_converter(&[
                     (TARGET_TYPE, target),
@@ -666,10 +679,16 @@ mod tests {
                     ),
                 );
                 assert_eq!(out.value, Some(json!({"ts": null, "other": "test"})));
-                assert_eq!(out.value_schema, Some(expected_schema.clone()));
+                assert_eq!(
+                    out.value_schema.as_deref().cloned(),
+                    Some(expected_schema.clone())
+                );
                 let out = apply(&mut field, with_schema(struct_schema.optional(), None));
                 assert_eq!(out.value, None);
-                assert_eq!(out.value_schema, Some(expected_schema.optional()));
+                assert_eq!(
+                    out.value_schema.as_deref().cloned(),
+                    Some(expected_schema.optional())
+                );
             }
             let mut schemaless_field = value_converter(&[
                 (TARGET_TYPE, target),
@@ -725,7 +744,7 @@ mod tests {
                 "{precision}"
             );
             assert_eq!(
-                out.value_schema,
+                out.value_schema.as_deref().cloned(),
                 Some(Schema::struct_(
                     "com.example.Event",
                     [
@@ -746,7 +765,7 @@ mod tests {
             .build();
         let out = apply(&mut xform, record);
         assert_eq!(out.key, Some(json!(DATE_PLUS_TIME_UNIX)));
-        assert_eq!(out.key_schema, None);
+        assert_eq!(out.key_schema.as_deref().cloned(), None);
         let mut xform = converter(Side::Key, &[(TARGET_TYPE, "Date")]);
         let record = SourceRecord::builder("topic")
             .key_schema(Schema::timestamp())
@@ -755,7 +774,7 @@ mod tests {
             .build();
         let out = apply(&mut xform, record);
         assert_eq!(
-            (out.key, out.key_schema),
+            (out.key, out.key_schema.as_deref().cloned()),
             (Some(json!(1)), Some(Schema::date()))
         );
         assert_eq!(out.value, Some(json!(DATE_PLUS_TIME_UNIX)));

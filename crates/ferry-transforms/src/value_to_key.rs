@@ -6,6 +6,8 @@
 //! without one, a map of the listed fields (an absent one is null). A null value fails, as in Kafka
 //! Connect.
 
+use std::sync::Arc;
+
 use ferry_api::config::Issues;
 use ferry_api::transform::{Transformation, TransformationPlugin};
 use ferry_api::{Config, ConfigIssue, ConfigKey, ConnectError, Field, SourceRecord};
@@ -81,7 +83,7 @@ impl Transformation for ValueToKey {
                 (Some(struct_like(None, key_fields)?), key)
             }
         };
-        record.key_schema = key_schema;
+        record.key_schema = key_schema.map(Arc::new);
         record.key = Some(Json::Object(key));
         Ok(Some(record))
     }
@@ -110,7 +112,7 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(out.key, Some(json!({"a": 1, "b": 2})));
-        assert_eq!(out.key_schema, None);
+        assert_eq!(out.key_schema.as_deref().cloned(), None);
         assert_eq!(out.value, Some(json!({"a": 1, "b": 2, "c": 3})));
 
         let mut t = make("a,missing");
@@ -138,14 +140,14 @@ mod tests {
             .build();
         let out = t.apply(record).unwrap().unwrap();
         assert_eq!(
-            out.key_schema,
+            out.key_schema.as_deref().cloned(),
             Some(Schema::unnamed_struct([
                 Field::new("b", Schema::int32()),
                 Field::new("a", Schema::int32()),
             ]))
         );
         assert_eq!(out.key, Some(json!({"a": 1, "b": 2})));
-        assert_eq!(out.value_schema, Some(schema.clone()));
+        assert_eq!(out.value_schema.as_deref().cloned(), Some(schema.clone()));
 
         let mut t = make("not_exist");
         let record = SourceRecord::builder("t")

@@ -86,7 +86,7 @@ async fn a_row_is_the_jdbc_sources_json_converter_envelope_byte_for_byte() {
     let json = |i: usize| {
         let r: &ferry_api::SourceRecord = &records[i];
         let bytes = Converter::json(true)
-            .convert(Role::Value, r.value_schema.as_ref(), r.value.as_ref())
+            .convert(Role::Value, r.value_schema.as_deref(), r.value.as_ref())
             .expect("converts")
             .expect("a value");
         String::from_utf8(bytes).expect("UTF-8")

@@ -46,6 +46,8 @@ struct Running {
     /// An error met after some lines of the same poll were already taken: returned by the next poll,
     /// so those lines are not lost.
     deferred: Option<ConnectError>,
+    /// `Schema.STRING_SCHEMA`, built once and shared by every record.
+    schema: Arc<Schema>,
 }
 
 impl FileStreamSourceTask {
@@ -70,7 +72,7 @@ impl Running {
     fn poll_now(&mut self) -> Result<Vec<SourceRecord>, ConnectError> {
         let mut out = self.poll_lines()?;
         for record in &mut out {
-            record.value_schema = Some(Schema::string());
+            record.value_schema = Some(self.schema.clone());
         }
         Ok(out)
     }
@@ -185,6 +187,7 @@ impl SourceTask for FileStreamSourceTask {
             files,
             next: 0,
             deferred: None,
+            schema: Arc::new(Schema::string()),
         });
         Ok(())
     }

@@ -19,6 +19,8 @@
 //! otherwise a null is allowed only where the schema is optional. A default is written as a payload
 //! of its schema would be.
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use ferry_api::{Field, Schema, SchemaKind};
 use serde_json::Value;
@@ -30,11 +32,29 @@ use ferry_offsets::jackson::{write_f32, write_f64, write_string, write_value};
 /// # Errors
 /// A default value that does not fit its schema, and where.
 pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) -> Result<(), PayloadError> {
+    write_schema_cached(out, schema, || Arc::new(schema.clone()))
+}
+
+/// [`write_schema`] for a schema records share: found in the cache by pointer while the cache holds
+/// it, without comparing it field by field.
+pub(crate) fn write_shared_schema(
+    out: &mut Vec<u8>,
+    schema: &Arc<Schema>,
+) -> Result<(), PayloadError> {
+    write_schema_cached(out, schema, || Arc::clone(schema))
+}
+
+fn write_schema_cached(
+    out: &mut Vec<u8>,
+    schema: &Schema,
+    keep: impl FnOnce() -> Arc<Schema>,
+) -> Result<(), PayloadError> {
     let hit = RECENT_SCHEMAS.with(|recent| {
         recent
             .borrow()
             .iter()
-            .find(|(known, _)| known == schema)
+            // The cache holds its schemas alive, so an equal address is the same schema.
+            .find(|(known, _)| std::ptr::eq(Arc::as_ptr(known), schema) || **known == *schema)
             .map(|(_, json)| out.extend_from_slice(json))
             .is_some()
     });
@@ -50,7 +70,7 @@ pub(crate) fn write_schema(out: &mut Vec<u8>, schema: &Schema) -> Result<(), Pay
             if recent.len() >= CACHED_SCHEMAS {
                 recent.pop_back();
             }
-            recent.push_front((schema.clone(), json.to_vec()));
+            recent.push_front((keep(), json.to_vec()));
         });
     }
     Ok(())
@@ -65,7 +85,7 @@ thread_local! {
     /// (a CDC table's envelope is kilobytes of JSON, written for every change): comparing a schema
     /// with a known one is much cheaper than writing it again, as Kafka Connect's JsonConverter
     /// caches its converted schemas.
-    static RECENT_SCHEMAS: std::cell::RefCell<std::collections::VecDeque<(Schema, Vec<u8>)>> =
+    static RECENT_SCHEMAS: std::cell::RefCell<std::collections::VecDeque<(Arc<Schema>, Vec<u8>)>> =
         const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
@@ -684,5 +704,55 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out)
         );
+    }
+
+    /// Past the cache's limits (a 9th schema evicts the oldest; a schema over 64 KiB is not kept)
+    /// the bytes are still those written without a cache, and a shared schema found by pointer
+    /// gives the same bytes as an equal one that is not shared.
+    #[test]
+    fn schemas_past_the_cache_limits_are_written_the_same() {
+        let uncached = |schema: &Schema| {
+            let mut out = Vec::new();
+            assert!(write_schema_uncached(&mut out, schema).is_ok());
+            out
+        };
+        let schemas: Vec<Arc<Schema>> = (0..CACHED_SCHEMAS + 1)
+            .map(|i| {
+                Arc::new(Schema::struct_(
+                    format!("s{i}"),
+                    [Field::new("n", Schema::int32())],
+                ))
+            })
+            .collect();
+        for _ in 0..2 {
+            for schema in &schemas {
+                let mut shared = Vec::new();
+                assert!(write_shared_schema(&mut shared, schema).is_ok());
+                let mut plain = Vec::new();
+                assert!(write_schema(&mut plain, &Schema::clone(schema)).is_ok());
+                assert_eq!(shared, uncached(schema));
+                assert_eq!(plain, shared);
+            }
+        }
+        let huge = Arc::new(Schema::struct_(
+            "huge",
+            (0..4000).map(|i| Field::new(format!("column_{i:05}"), Schema::string().optional())),
+        ));
+        let expected = uncached(&huge);
+        assert!(expected.len() > CACHED_SCHEMA_MAX_BYTES);
+        for _ in 0..2 {
+            let mut out = Vec::new();
+            assert!(write_shared_schema(&mut out, &huge).is_ok());
+            assert_eq!(out, expected);
+        }
+        let kept = RECENT_SCHEMAS.with(|recent| recent.borrow().len());
+        assert_eq!(kept, CACHED_SCHEMAS);
+        let huge_kept = RECENT_SCHEMAS.with(|recent| {
+            recent
+                .borrow()
+                .iter()
+                .any(|(known, _)| Arc::ptr_eq(known, &huge))
+        });
+        assert!(!huge_kept, "a schema over the size limit is not kept");
     }
 }

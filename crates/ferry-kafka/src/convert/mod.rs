@@ -29,6 +29,8 @@ mod json;
 
 pub use json::{PayloadError, PayloadProblem};
 
+use std::sync::Arc;
+
 use ferry_api::{Schema, SchemaKind};
 use ferry_plugin::ConverterSpec;
 use serde_json::Value;
@@ -154,6 +156,30 @@ impl Converter {
         schema: Option<&Schema>,
         value: Option<&Value>,
     ) -> Result<Option<Vec<u8>>, ConvertError> {
+        self.convert_with(role, schema, None, value)
+    }
+
+    /// [`Converter::convert`] for a record's shared schema ([`ferry_api::SourceRecord::value_schema`]):
+    /// the same bytes, and the JSON form of a schema written just before is found by pointer.
+    ///
+    /// # Errors
+    /// As [`Converter::convert`].
+    pub fn convert_shared(
+        &self,
+        role: Role,
+        schema: Option<&Arc<Schema>>,
+        value: Option<&Value>,
+    ) -> Result<Option<Vec<u8>>, ConvertError> {
+        self.convert_with(role, schema.map(|s| &**s), schema, value)
+    }
+
+    fn convert_with(
+        &self,
+        role: Role,
+        schema: Option<&Schema>,
+        shared: Option<&Arc<Schema>>,
+        value: Option<&Value>,
+    ) -> Result<Option<Vec<u8>>, ConvertError> {
         let value = value.filter(|v| !v.is_null());
         let error = |reason: ConvertReason| ConvertError {
             converter: self.class_name(),
@@ -169,9 +195,11 @@ impl Converter {
                 if schemas_enable {
                     out.extend_from_slice(b"{\"schema\":");
                     match schema {
-                        Some(schema) => {
-                            json::write_schema(&mut out, schema).map_err(|e| error(e.into()))?;
+                        Some(schema) => match shared {
+                            Some(shared) => json::write_shared_schema(&mut out, shared),
+                            None => json::write_schema(&mut out, schema),
                         }
+                        .map_err(|e| error(e.into()))?,
                         None => out.extend_from_slice(b"null"),
                     }
                     out.extend_from_slice(b",\"payload\":");

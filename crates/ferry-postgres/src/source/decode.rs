@@ -597,7 +597,7 @@ pub(crate) struct RowShape {
     /// (column index, field name, decoder) of the columns in the record.
     columns: Vec<(usize, String, Decoder)>,
     /// The value schema; `None` when a column has no fixed schema (json).
-    pub(crate) schema: Option<Schema>,
+    pub(crate) schema: Option<std::sync::Arc<Schema>>,
     /// Columns left out: (name, type name).
     pub(crate) skipped: Vec<(String, String)>,
 }
@@ -659,7 +659,7 @@ impl RowShape {
         Ok(Self {
             signature: signature(columns),
             columns: decoders,
-            schema,
+            schema: schema.map(std::sync::Arc::new),
             skipped,
         })
     }
