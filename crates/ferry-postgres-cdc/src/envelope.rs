@@ -280,34 +280,44 @@ impl TableSchema {
             source.lsn.map(|l| l.to_string()),
         ])
         .ok();
-        let source_value = serde_json::json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "connector": "postgresql",
-            "name": config.prefix,
-            "ts_ms": source.ts_us.div_euclid(1000),
-            "snapshot": source.snapshot,
-            "db": config.dbname,
-            "sequence": sequence,
-            "ts_us": source.ts_us,
-            "ts_ns": source.ts_us.saturating_mul(1000),
-            "schema": self.schema,
-            "table": self.table,
-            "txId": source.tx_id,
-            "lsn": source.lsn.and_then(|l| i64::try_from(l).ok()),
-            "xmin": null,
-            "origin": null,
-            "origin_lsn": null,
-        });
-        let value = serde_json::json!({
-            "before": before,
-            "after": after,
-            "source": source_value,
-            "op": op.code(),
-            "ts_ms": now_ns.div_euclid(1_000_000),
-            "ts_us": now_ns.div_euclid(1000),
-            "ts_ns": now_ns,
-            "transaction": null,
-        });
+        // Built by moving each part in: `json!` would copy `before`, `after` and `source` again
+        // through the serializer, which cost about a tenth of the worker's CPU per change.
+        let mut source_value = Map::new();
+        let mut put = |key: &str, value: Json| {
+            source_value.insert(key.to_owned(), value);
+        };
+        put("version", Json::from(env!("CARGO_PKG_VERSION")));
+        put("connector", Json::from("postgresql"));
+        put("name", Json::from(config.prefix.as_str()));
+        put("ts_ms", Json::from(source.ts_us.div_euclid(1000)));
+        put("snapshot", Json::from(source.snapshot));
+        put("db", Json::from(config.dbname.as_str()));
+        put("sequence", sequence.map_or(Json::Null, Json::from));
+        put("ts_us", Json::from(source.ts_us));
+        put("ts_ns", Json::from(source.ts_us.saturating_mul(1000)));
+        put("schema", Json::from(self.schema.as_str()));
+        put("table", Json::from(self.table.as_str()));
+        put("txId", source.tx_id.map_or(Json::Null, Json::from));
+        put(
+            "lsn",
+            source
+                .lsn
+                .and_then(|l| i64::try_from(l).ok())
+                .map_or(Json::Null, Json::from),
+        );
+        put("xmin", Json::Null);
+        put("origin", Json::Null);
+        put("origin_lsn", Json::Null);
+        let mut value = Map::new();
+        value.insert("before".to_owned(), before.unwrap_or(Json::Null));
+        value.insert("after".to_owned(), after.unwrap_or(Json::Null));
+        value.insert("source".to_owned(), Json::Object(source_value));
+        value.insert("op".to_owned(), Json::from(op.code()));
+        value.insert("ts_ms".to_owned(), Json::from(now_ns.div_euclid(1_000_000)));
+        value.insert("ts_us".to_owned(), Json::from(now_ns.div_euclid(1000)));
+        value.insert("ts_ns".to_owned(), Json::from(now_ns));
+        value.insert("transaction".to_owned(), Json::Null);
+        let value = Json::Object(value);
         let part = config.partition.clone();
         // Only a delete's tombstone needs the partition, offset and key a second time.
         let tombstone = (op == Op::Delete && config.tombstones).then(|| {
