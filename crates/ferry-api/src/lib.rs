@@ -33,9 +33,9 @@ mod typed;
 mod value;
 
 pub use connector::{
-    Config, ConfigIssue, ConfigKey, ConfigType, ExactlyOnceSupport, HIDDEN, Importance,
-    OffsetStorageReader, OffsetStorageReaderExt, Redactor, Secrecy, SourceConnector, SourceTask,
-    SourceTaskContext, TransactionBoundaries, TransactionContext,
+    Config, ConfigIssue, ConfigKey, ConfigType, DeliveredRecord, ExactlyOnceSupport, HIDDEN,
+    Importance, OffsetStorageReader, OffsetStorageReaderExt, Redactor, Secrecy, SourceConnector,
+    SourceTask, SourceTaskContext, TransactionBoundaries, TransactionContext,
 };
 pub use error::{ConnectError, OffsetReadError, ValueError};
 pub use plugin::ConnectorPlugin;

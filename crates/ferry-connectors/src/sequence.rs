@@ -373,6 +373,11 @@ impl Running {
 
 #[async_trait]
 impl SourceTask for SequenceSourceTask {
+    /// Its offsets are all it needs from a delivered record: no `commit_record`.
+    fn wants_delivered_records(&self) -> bool {
+        false
+    }
+
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = context.configs();
         let parsed = SequenceConfig::parse(config)

@@ -282,6 +282,11 @@ async fn create_and_snapshot(config: &CdcConfig) -> Result<Start, CdcError> {
 
 #[async_trait]
 impl SourceTask for PostgresCdcTask {
+    /// Its offsets are all it needs from a delivered record: no `commit_record`.
+    fn wants_delivered_records(&self) -> bool {
+        false
+    }
+
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = CdcConfig::parse(context.configs())
             .map_err(|issues| invalid_config("PostgresCdcSource", "task configuration", &issues))?;

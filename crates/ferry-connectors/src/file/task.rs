@@ -122,6 +122,11 @@ fn identity_of(offset: &FileOffset) -> Option<Identity> {
 
 #[async_trait]
 impl SourceTask for FileStreamSourceTask {
+    /// Its offsets are all it needs from a delivered record: no `commit_record`.
+    fn wants_delivered_records(&self) -> bool {
+        false
+    }
+
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {
         let config = FileTaskConfig::parse(context.configs())
             .map_err(|issues| invalid_config("FileStreamSource task", "configuration", &issues))?;

@@ -130,6 +130,11 @@ struct Running {
 
 #[async_trait]
 impl SourceTask for PostgresSourceTask {
+    /// Its offsets are all it needs from a delivered record: no `commit_record`.
+    fn wants_delivered_records(&self) -> bool {
+        false
+    }
+
     /// Connects and prepares; a transient failure (the database unreachable, restarting, …) is tried
     /// again `connection.attempts` times, `connection.backoff.ms` apart, as Kafka Connect does.
     async fn start(&mut self, context: Arc<dyn SourceTaskContext>) -> Result<(), ConnectError> {

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use ferry_api::{ConnectError, RecordMetadata, SourceRecord, SourceTask};
+use ferry_api::{ConnectError, DeliveredRecord, RecordMetadata, SourceRecord, SourceTask};
 use ferry_offsets::{
     AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord, canonical_partition,
 };
@@ -66,6 +66,9 @@ type Delivered = Vec<(Box<SourceRecord>, Option<RecordMetadata>)>;
 
 enum LoopEvent {
     Delivered(Delivered),
+    /// Records were acknowledged but not handed back (the task does not want them): the topics they
+    /// went to, each run of one topic once (KIP-558).
+    Acknowledged(Vec<String>),
     Committed,
 }
 
@@ -406,9 +409,14 @@ impl TaskRunner {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
         let outgoing = Outgoing::new(inflight_tx);
+        // Records go back to the loop only for a task that wants them, and under exactly-once (the
+        // loop counts them per transaction).
+        let hand_back = self.task.wants_delivered_records()
+            || matches!(self.delivery, TaskDelivery::ExactlyOnce { .. });
         let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
+            hand_back,
             failure.clone(),
             self.settings.tolerate_delivery_errors,
             self.name.clone(),
@@ -907,7 +915,7 @@ impl TaskRunner {
         if let Some(submitted) = submitted {
             submitted.ack();
         }
-        self.call_commit_record(record, None).await;
+        self.call_commit_record(record).await;
     }
 
     /// An offset-only record ([`SourceRecord::offset_only`]): delivered at once as far as the
@@ -951,16 +959,21 @@ impl TaskRunner {
     async fn handle_event(&mut self, event: LoopEvent) {
         match event {
             LoopEvent::Delivered(delivered) => {
-                self.topics
-                    .record(delivered.iter().map(|(_, metadata)| metadata.as_ref()));
+                self.topics.record(
+                    delivered
+                        .iter()
+                        .filter_map(|(_, metadata)| metadata.as_ref())
+                        .map(|metadata| metadata.topic.as_str()),
+                );
                 if matches!(self.delivery, TaskDelivery::ExactlyOnce { .. }) {
-                    // `commit_record` once the transaction committed (see `release_committed`).
+                    // `commit_records` once the transaction committed (see `release_committed`).
                     self.deferred.extend(delivered);
                     return;
                 }
-                for (record, metadata) in delivered {
-                    self.call_commit_record(&record, metadata.as_ref()).await;
-                }
+                self.call_commit_records(delivered.iter()).await;
+            }
+            LoopEvent::Acknowledged(topics) => {
+                self.topics.record(topics.iter().map(String::as_str))
             }
             LoopEvent::Committed => self.call_commit().await,
         }
@@ -993,9 +1006,7 @@ impl TaskRunner {
                 // Aborted at the task's request: never delivered to committed readers.
                 continue;
             }
-            for (record, metadata) in records {
-                self.call_commit_record(&record, metadata.as_ref()).await;
-            }
+            self.call_commit_records(records.iter()).await;
         }
     }
 
@@ -1027,13 +1038,33 @@ impl TaskRunner {
         }
     }
 
-    async fn call_commit_record(
+    /// `commit_records` for records the task gets back (see `wants_delivered_records`).
+    async fn call_commit_records<'a>(
         &mut self,
-        record: &SourceRecord,
-        metadata: Option<&RecordMetadata>,
+        delivered: impl Iterator<Item = &'a (Box<SourceRecord>, Option<RecordMetadata>)>,
     ) {
-        if let Err(e) = self.task.commit_record(record, metadata).await {
-            tracing::warn!(task = %self.name, "commit_record() failed (ignored): {e}");
+        let batch: Vec<DeliveredRecord<'_>> = delivered
+            .map(|(record, metadata)| DeliveredRecord::new(record, metadata.as_ref()))
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
+        if let Err(e) = self.task.commit_records(&batch).await {
+            tracing::warn!(task = %self.name, "commit_records() failed (ignored): {e}");
+        }
+    }
+
+    /// `commit_records` for one record a transformation or a tolerated error dropped.
+    async fn call_commit_record(&mut self, record: &SourceRecord) {
+        if !self.task.wants_delivered_records() {
+            return;
+        }
+        if let Err(e) = self
+            .task
+            .commit_records(&[DeliveredRecord::new(record, None)])
+            .await
+        {
+            tracing::warn!(task = %self.name, "commit_records() failed (ignored): {e}");
         }
     }
 
@@ -1086,6 +1117,7 @@ fn describe(e: &ConnectError) -> String {
 async fn watch_deliveries(
     mut inflight: mpsc::Receiver<Vec<InFlight>>,
     events: mpsc::UnboundedSender<LoopEvent>,
+    hand_back: bool,
     failure: Arc<Failure>,
     tolerate: bool,
     task: String,
@@ -1130,7 +1162,15 @@ async fn watch_deliveries(
         })
         .await;
         if !resolved.is_empty() {
-            acknowledge(&mut resolved, &events, &failure, tolerate, &task, &metrics);
+            let acks = Acks {
+                events: &events,
+                hand_back,
+                failure: &failure,
+                tolerate,
+                task: &task,
+                metrics: &metrics,
+            };
+            acknowledge(&mut resolved, &acks);
         }
         if !open && set.is_empty() {
             return;
@@ -1138,20 +1178,43 @@ async fn watch_deliveries(
     }
 }
 
-/// Acknowledges resolved deliveries, or records the failure.
-fn acknowledge(
-    resolved: &mut Vec<Resolved>,
-    events: &mpsc::UnboundedSender<LoopEvent>,
-    failure: &Failure,
+/// Where the watcher reports acknowledgements.
+struct Acks<'a> {
+    events: &'a mpsc::UnboundedSender<LoopEvent>,
+    /// Whether acknowledged records go back to the loop (for `commit_records`); otherwise they are
+    /// freed here and only their topics are reported.
+    hand_back: bool,
+    failure: &'a Failure,
     tolerate: bool,
-    task: &str,
-    metrics: &TaskMetrics,
-) {
-    let mut delivered: Delivered = Vec::with_capacity(resolved.len());
+    task: &'a str,
+    metrics: &'a TaskMetrics,
+}
+
+/// Acknowledges resolved deliveries, or records the failure.
+fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
+    let Acks {
+        events,
+        hand_back,
+        failure,
+        tolerate,
+        task,
+        metrics,
+    } = *to;
+    let mut delivered: Delivered = Vec::with_capacity(if hand_back { resolved.len() } else { 0 });
+    let mut topics: Vec<String> = Vec::new();
     let mut acks = Vec::with_capacity(resolved.len());
     let (mut acknowledged, mut written) = (0, 0);
     for ((submitted, record), outcome) in resolved.drain(..) {
         match outcome {
+            Ok(metadata) if !hand_back => {
+                if topics.last() != Some(&metadata.topic) {
+                    topics.push(metadata.topic);
+                }
+                drop(record);
+                acknowledged += 1;
+                written += 1;
+                acks.extend(submitted);
+            }
             Ok(metadata) => {
                 delivered.push((record, Some(metadata)));
                 acknowledged += 1;
@@ -1162,7 +1225,9 @@ fn acknowledge(
                 tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
                 metrics.record_failure();
                 metrics.record_skipped();
-                delivered.push((record, None));
+                if hand_back {
+                    delivered.push((record, None));
+                }
                 acknowledged += 1;
                 acks.extend(submitted);
             }
@@ -1178,6 +1243,9 @@ fn acknowledge(
     // every `commit_record` event already queued.
     if !delivered.is_empty() {
         let _ = events.send(LoopEvent::Delivered(delivered));
+    }
+    if !topics.is_empty() {
+        let _ = events.send(LoopEvent::Acknowledged(topics));
     }
     // Counted before the acks: once nothing is outstanding, the count is final.
     metrics.acknowledged_many(acknowledged);

@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferry_api::RecordMetadata;
-
 use super::fence::TaskFence;
 use crate::state::TaskId;
 use crate::stores::{MAX_ACTIVE_TOPICS_PER_CONNECTOR, StatusBackingStore, TopicStatus};
@@ -37,12 +35,10 @@ impl TopicTracker {
         }
     }
 
-    /// Records the topics of acknowledged records not yet recorded (`None`: not acknowledged, counted
-    /// as delivered under `errors.tolerance=all`, so not recorded, as in Kafka Connect).
-    pub(crate) fn record<'a>(
-        &mut self,
-        acknowledged: impl Iterator<Item = Option<&'a RecordMetadata>>,
-    ) {
+    /// Records the topics of acknowledged records not yet recorded (records counted as delivered
+    /// under `errors.tolerance=all` were not acknowledged and are left out by the caller, as in Kafka
+    /// Connect).
+    pub(crate) fn record<'a>(&mut self, acknowledged: impl Iterator<Item = &'a str>) {
         let Some(statuses) = &self.statuses else {
             return;
         };
@@ -51,8 +47,7 @@ impl TopicTracker {
         }
         // Consecutive records mostly share a topic: look each run up once.
         let mut last: Option<&str> = None;
-        for metadata in acknowledged.flatten() {
-            let topic = metadata.topic.as_str();
+        for topic in acknowledged {
             if last == Some(topic) {
                 continue;
             }
@@ -94,14 +89,6 @@ mod tests {
     use super::*;
     use crate::stores::MemoryStatusStore;
 
-    fn acked(topic: &str) -> RecordMetadata {
-        RecordMetadata {
-            topic: topic.to_owned(),
-            partition: None,
-            offset: None,
-        }
-    }
-
     fn names(store: &MemoryStatusStore, connector: &str) -> Vec<String> {
         store
             .topics(connector)
@@ -119,14 +106,12 @@ mod tests {
             TaskId::new("c", 2),
             fence.clone(),
         );
-        let (a, b) = (acked("a"), acked("b"));
-        // `None`: delivery failed, counted under errors.tolerance=all: not an active topic.
-        tracker.record([Some(&a), Some(&a), None, Some(&b)].into_iter());
+        tracker.record(["a", "a", "b"].into_iter());
         assert_eq!(names(&store, "c"), ["a", "b"]);
         let first = store.topic("c", "a").expect("recorded");
         assert_eq!(first.task, 2);
         assert!(first.discover_timestamp > 0);
-        tracker.record([Some(&a)].into_iter());
+        tracker.record(["a"].into_iter());
         assert_eq!(
             store.topic("c", "a"),
             Some(first),
@@ -134,12 +119,12 @@ mod tests {
         );
 
         fence.close();
-        tracker.record([Some(&acked("z"))].into_iter());
+        tracker.record(["z"].into_iter());
         assert_eq!(names(&store, "c"), ["a", "b"]);
 
         // Disabled (topic.tracking.enable=false): nothing recorded.
         let mut off = TopicTracker::new(None, TaskId::new("d", 0), Arc::default());
-        off.record([Some(&a)].into_iter());
+        off.record(["a"].into_iter());
         assert!(store.topics("d").is_empty());
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ferry_runtime::TaskState;
 
 use crate::support::{
-    Hang, Harness, Probe, TestConnector, TestStore, fast, record, records, settings, wait_log,
+    Hang, Harness, Probe, TestConnector, TestStore, fast, lock, record, records, settings, wait_log,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,6 +74,39 @@ async fn only_acknowledged_prefixes_are_committed_per_partition() {
     h.worker.shutdown().await;
 }
 
+/// A task that does not want its delivered records back (`wants_delivered_records() == false`)
+/// gets no `commit_record` call, and its offsets are committed exactly as another task's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_wants_no_delivered_records_gets_none_and_its_offsets_are_committed() {
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    probe
+        .refuse_delivered
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    h.sink.hold(&["a:2"]);
+    h.start("no-hand-back", false, &probe);
+    probe.push(records("a", 1..=3));
+    probe.push(vec![record("b", 1)]);
+    h.wait_committed("no-hand-back", "a", 1).await;
+    h.wait_committed("no-hand-back", "b", 1).await;
+    probe.wait_commits(2).await;
+    assert_eq!(
+        h.committed("no-hand-back", "a").await,
+        Some(1),
+        "a:3 is acknowledged but behind the unacknowledged a:2"
+    );
+    h.sink.resolve("a:2");
+    h.wait_committed("no-hand-back", "a", 3).await;
+    probe.wait_commits(1).await;
+    assert!(
+        lock(&probe.committed_records).is_empty(),
+        "commit_record was called: {:?}",
+        lock(&probe.committed_records)
+    );
+    assert_eq!(h.sink.accepted().len(), 4);
+    h.worker.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_and_commit_record_failures_are_logged_and_ignored() {
     let h = Harness::new(fast());
@@ -88,7 +121,7 @@ async fn commit_and_commit_record_failures_are_logged_and_ignored() {
     wait_log(
         "commitcall-0",
         "WARN",
-        &["commit_record() failed", "injected commit_record() failure"],
+        &["commit_records() failed", "injected commit_record() failure"],
     )
     .await;
     wait_log(

@@ -87,6 +87,8 @@ pub struct Probe {
     pub resumed: Mutex<Option<Resumed>>,
     /// Every `commit_record()` call: record key and metadata.
     pub committed_records: Mutex<Vec<(String, Option<RecordMetadata>)>>,
+    /// `wants_delivered_records()` answers `false` (asked once per task start).
+    pub refuse_delivered: AtomicBool,
 }
 
 impl Probe {
@@ -110,6 +112,7 @@ impl Probe {
             lookups: Mutex::new(Vec::new()),
             resumed: Mutex::new(None),
             committed_records: Mutex::new(Vec::new()),
+            refuse_delivered: AtomicBool::new(false),
         })
     }
 
@@ -271,6 +274,10 @@ impl SourceTask for TestTask {
             return Err(ConnectError::fatal("injected commit() failure"));
         }
         Ok(())
+    }
+
+    fn wants_delivered_records(&self) -> bool {
+        !self.probe.refuse_delivered.load(Ordering::SeqCst)
     }
 
     async fn commit_record(
