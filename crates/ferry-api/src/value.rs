@@ -119,10 +119,11 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 ///
 /// Cloning is cheap (the fields are shared until one of the copies changes), so a connector may build
 /// its partition map once and clone it into every record, and the runtime may keep a record's maps
-/// without copying them.
+/// without copying them. Changing a clone copies the fields but not their keys (shared strings), so
+/// a connector may also keep a template offset and set one field of a clone per record.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectMap {
-    entries: Arc<IndexMap<String, Value>>,
+    entries: Arc<IndexMap<Arc<str>, Value>>,
 }
 
 /// Equal fields, in any order. Clones of one map compare without looking at their fields.
@@ -155,7 +156,7 @@ impl ConnectMap {
     /// A non-finite float, naming the key.
     pub fn with(
         mut self,
-        key: impl Into<String>,
+        key: impl AsRef<str>,
         value: impl Into<Value>,
     ) -> Result<Self, ValueError> {
         self.insert(key, value)?;
@@ -168,13 +169,19 @@ impl ConnectMap {
     /// A non-finite float, naming the key.
     pub fn insert(
         &mut self,
-        key: impl Into<String>,
+        key: impl AsRef<str>,
         value: impl Into<Value>,
     ) -> Result<(), ValueError> {
-        let key = key.into();
+        let key = key.as_ref();
         let value = value.into();
-        value.check(&key)?;
-        Arc::make_mut(&mut self.entries).insert(key, value);
+        value.check(key)?;
+        let entries = Arc::make_mut(&mut self.entries);
+        match entries.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                entries.insert(Arc::from(key), value);
+            }
+        }
         Ok(())
     }
 
@@ -184,8 +191,8 @@ impl ConnectMap {
     }
 
     /// The fields in insertion order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(self.entries.iter())
     }
 
     /// The number of fields.
@@ -218,10 +225,32 @@ impl ConnectMap {
 }
 
 impl<'a> IntoIterator for &'a ConnectMap {
-    type Item = (&'a String, &'a Value);
-    type IntoIter = indexmap::map::Iter<'a, String, Value>;
+    type Item = (&'a str, &'a Value);
+    type IntoIter = Iter<'a>;
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.iter()
+        self.iter()
+    }
+}
+
+/// The fields of a [`ConnectMap`] in insertion order.
+#[derive(Debug, Clone)]
+pub struct Iter<'a>(indexmap::map::Iter<'a, Arc<str>, Value>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a str, &'a Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (&**k, v))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|(k, v)| (&**k, v))
     }
 }
 
