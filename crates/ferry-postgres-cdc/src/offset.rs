@@ -117,7 +117,22 @@ pub struct StreamPosition {
 
 /// A streamed record's offset map, in Debezium's field order.
 pub fn stream_offset(p: &StreamPosition) -> SourceOffset {
-    let mut map = ConnectMap::new();
+    // Every change has an offset: its keys are allocated once and shared by every copy.
+    static KEYS: std::sync::LazyLock<ConnectMap> = std::sync::LazyLock::new(|| {
+        let mut map = ConnectMap::new();
+        for key in [
+            "ts_usec",
+            "txId",
+            "lsn",
+            "lsn_proc",
+            "lsn_commit",
+            "messageType",
+        ] {
+            let _ = map.insert(key, Value::Null);
+        }
+        map
+    });
+    let mut map = KEYS.clone();
     let _ = map.insert("ts_usec", p.ts_usec);
     let _ = map.insert("txId", i64::from(p.xid));
     let _ = map.insert("lsn", lsn_long(p.lsn));
