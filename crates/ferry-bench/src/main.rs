@@ -485,8 +485,14 @@ fn merge_into_existing(json: &Path, run: Results, plan: &Plan) -> BenchResult<Re
         }
     }
     let m = &run.machine;
+    // A later run on another machine says so: its numbers are not comparable with the others'.
+    let elsewhere = if (m.cpu.as_str(), m.cpus) == (old.machine.cpu.as_str(), old.machine.cpus) {
+        String::new()
+    } else {
+        format!(" on another machine ({}, {} logical CPUs)", m.cpu, m.cpus)
+    };
     old.merged.push(format!(
-        "{} measured again with `--only` on commit {}, started {}, load average {}, took {:.0} s",
+        "{} measured again with `--only` on commit {}{elsewhere}, started {}, load average {}, took {:.0} s",
         ran.join(", "),
         m.commit,
         m.started_at,

@@ -215,9 +215,14 @@ const OVERHEAD_PROFILE: &str = "Profile (perf record with call graphs of the Fer
     on the bottleneck thread, spread over a dozen items none above 0.06 µs; meeting the row needs the \
     task thread at about 0.61 µs per record. The watcher's largest item is mimalloc's cross-thread free \
     (12 %: offset maps built on the task's thread, freed once committed); moving those frees to the task \
-    thread was measured earlier and did not raise throughput (it loads the bottleneck). The next steps \
-    are API changes: a boxed record from the connector (fewer moves) and batch forms of \
-    `commit_record` and of the sink's `send`.";
+    thread was measured earlier and did not raise throughput (it loads the bottleneck). Since then records \
+    share their schema (an `Arc`, no clone per record; commit d7531d3), and (commits 55ac72d and \
+    89898aa) a task that wants no delivered records back (every built-in connector) no longer gets \
+    them (`wants_delivered_records`; the watcher frees them) and `ConnectMap` keys are shared. \
+    Interleaved A/B runs of this case at d7531d3 and at 89898aa, on one machine: offsets on 1.08 M and 1.14 M \
+    records/s before, 1.13 M and 1.40 M after (medians of two rounds of three runs). The next steps \
+    are a boxed record from the connector (fewer moves) and a batch form of the sink's `send` and of \
+    AckTracker::submit.";
 
 /// Why Ferry's file → file path is far from the copy: the profile of the Ferry side.
 const COPY_PROFILE: &str = "Profile (perf record, 999 Hz, the Ferry side alone for three runs, commit \
@@ -229,7 +234,10 @@ const COPY_PROFILE: &str = "Profile (perf record, 999 Hz, the Ferry side alone f
     first write), splitting lines 8 %, formatting each line into the sink's queue 7 %, allocation 5 %, \
     AckTracker::submit 4 %, the loop 4 %, the sink's `send` 3 %, the UTF-8 check of each line 3 %. \
     The copy does none of this per line. One task is one thread by design (as in Kafka Connect); \
-    files spread over tasks scale up to the cores (see the tasks curve).";
+    files spread over tasks scale up to the cores (see the tasks curve). Of the items above, the \
+    freeing of delivered records left the task's thread and the offset map's clone no longer copies \
+    its keys (commits 55ac72d and 89898aa): interleaved A/B runs on one machine at d7531d3 and 89898aa gave 67–76 and \
+    69–83 MiB/s before, 83–85 and 104–106 MiB/s after.";
 
 /// What the RSS row's heaviest process, the import, holds.
 const RSS_EXPLAINED: &str = "`ferry offsets import` still writes the whole input as one atomic batch (a \
@@ -957,27 +965,24 @@ fn cdc_section(out: &mut String, results: &Results) {
 }
 
 /// Why the CDC rate row is missed: the profile of Ferry's worker while it streams.
-const CDC_PROFILE: &str = "Profile (perf record at 499 Hz of `ferry standalone` running \
-    PostgresCdcSource into a local Apache Kafka 4.4 broker, producer defaults, JsonConverter with \
-    schemas, for 12 s of a stream of 500-row insert transactions, commit 83c7112, this machine): the \
-    task's own thread 45 % of the samples (the JsonConverter and the sends), the runtime's threads \
-    42 % (the replication pump: pgoutput decoding and the Debezium envelope), librdkafka's broker \
-    thread 11 %. By function: allocating and freeing (mimalloc) about 23 %; the converter's schema \
-    cache (comparing each record's schema with the cached ones: `Schema::eq`, memcmp) about 8 %; \
-    BTreeMap inserts and drops (the envelope's structs as JSON objects) about 7 %; memmove about 6 %; \
-    writing the payload (`write_with_schema`) about 6 %; cloning and dropping each record's `Schema` \
-    about 5 %. Writing each record's schema as JSON again took about 17 % before the converter kept \
-    the JSON of recent schemas (as Kafka Connect's JsonConverter caches its converted schemas; \
-    profile of commit bf1216b). The worker's CPU per change went from 40 to 43 µs (runs of commits \
-    bf1216b and 83c7112) to 38 µs once the producer's queue was bounded by bytes (commit 2e1b88d: \
-    fewer change records held at once); what remains is allocation and per-record copies of the \
-    schema and the envelope. Debezium streamed between 9 159 and 11 818 changes/s in the four full \
-    runs of 2026-12-07, so the ratio moves by about a tenth from run to run. Ferry \
-    spends under half of Debezium's CPU per change, but at its rate the worker, the broker and the \
-    walsender take most of the two cores (the CPU figures above), so 3× needs less CPU per change \
-    again: records that share their table's schema instead of a clone each (which the cache could \
-    then recognise by pointer) and values built without a JSON object per struct, the per-record \
-    API changes of the next performance round.";
+const CDC_PROFILE: &str = "Where Ferry's CPU per change went (perf record with DWARF call graphs \
+    of `ferry standalone` running PostgresCdcSource into a local Apache Kafka 4.4 broker, producer \
+    defaults, JsonConverter with schemas, a stream of 500-row insert transactions, commit d7531d3, the \
+    AMD EPYC machine): serde_json's `Value` serializer 8 % of the worker's samples (`json!` copied the \
+    before, after and source structs a second time while building each envelope); the task loop \
+    handling delivered records 13 % (they came back to the loop for `commit_record` and were freed \
+    there, though PostgresCdcSource needs nothing from them); building each change's offset map 4 %; \
+    the JsonConverter's payload 16 %. Commits e99d65b, 55ac72d, 89898aa and a98d099 removed the copy, \
+    stopped handing records back to tasks that want none and shared the offset's keys; d7531d3 had \
+    already made records share their table's schema (a `Schema` clone and an equality compare per \
+    record were about 13 % in the profile of commit 83c7112, on the Intel machine). On the AMD \
+    machine the worker's CPU per change in this section was 54.2 µs at d7531d3 and 63.6 µs at \
+    e99d65b (a run in which Debezium's and the broker's CPU were up too), and 32.7 µs at 692a006, in \
+    a run where Ferry streamed 35 935 changes/s against Debezium's 8 177 (4.39×). Debezium streamed \
+    between 7 449 and 8 590 changes/s in the runs of this section on the AMD machine, and between \
+    9 159 and 11 818 on the Intel machine, so single runs move the ratio by a few tenths. What remains \
+    per change is mostly the envelope as JSON objects (BTreeMap inserts, lookups by field name and \
+    drops) and allocation: values without a JSON object per struct are the next step.";
 
 const CDC_METHOD: &str = "PostgreSQL 15 (Debian's, on the same machine, `wal_level=logical`) into \
     the broker of every Kafka case: Ferry (`ferry distributed`, the release binary, \

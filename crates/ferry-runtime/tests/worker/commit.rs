@@ -121,7 +121,10 @@ async fn commit_and_commit_record_failures_are_logged_and_ignored() {
     wait_log(
         "commitcall-0",
         "WARN",
-        &["commit_records() failed", "injected commit_record() failure"],
+        &[
+            "commit_records() failed",
+            "injected commit_record() failure",
+        ],
     )
     .await;
     wait_log(
