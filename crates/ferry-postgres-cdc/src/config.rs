@@ -147,9 +147,9 @@ pub struct CdcConfig {
     /// Built once from the fields above, as every record carries them: the source partition
     /// `{"server": <topic.prefix>}`, and the `__debezium.context.*` headers (none when
     /// `extended.headers.enabled=false`).
-    pub partition: SourcePartition,
+    pub(crate) partition: SourcePartition,
     /// See [`CdcConfig::partition`].
-    pub context_headers: Vec<Header>,
+    pub(crate) context_headers: Vec<Header>,
 }
 
 impl fmt::Debug for CdcConfig {
@@ -168,17 +168,6 @@ impl fmt::Debug for CdcConfig {
 }
 
 impl CdcConfig {
-    /// Fills the fields built from the others ([`CdcConfig::partition`]).
-    pub(crate) fn with_derived(mut self) -> Self {
-        self.partition = crate::offset::partition(&self.prefix);
-        self.context_headers = if self.extended_headers {
-            crate::envelope::context_headers(&self).to_vec()
-        } else {
-            Vec::new()
-        };
-        self
-    }
-
     /// `host:port/dbname`, for messages.
     pub fn server(&self) -> String {
         format!("{}:{}/{}", self.host, self.port, self.dbname)
@@ -328,37 +317,43 @@ impl CdcConfig {
                 Some(time),
                 Some(binary),
                 Some(status_interval_ms),
-            ) if issues.is_empty() => Ok(Self {
-                prefix,
-                host,
-                port,
-                user,
-                password,
-                dbname,
-                tls,
-                slot,
-                drop_slot_on_stop,
-                publication,
-                autocreate,
-                table_include,
-                table_exclude,
-                column_include,
-                column_exclude,
-                snapshot,
-                tombstones,
-                skipped,
-                decimal,
-                time,
-                binary,
-                status_interval_ms,
-                heartbeat_ms,
-                heartbeat_query,
-                extended_headers,
-                run_id: uuid_v7(),
-                partition: SourcePartition::new(),
-                context_headers: Vec::new(),
+            ) if issues.is_empty() => {
+                let run_id = uuid_v7();
+                Ok(Self {
+                    partition: crate::offset::partition(&prefix),
+                    context_headers: if extended_headers {
+                        crate::envelope::context_headers(&prefix, &run_id)
+                    } else {
+                        Vec::new()
+                    },
+                    prefix,
+                    host,
+                    port,
+                    user,
+                    password,
+                    dbname,
+                    tls,
+                    slot,
+                    drop_slot_on_stop,
+                    publication,
+                    autocreate,
+                    table_include,
+                    table_exclude,
+                    column_include,
+                    column_exclude,
+                    snapshot,
+                    tombstones,
+                    skipped,
+                    decimal,
+                    time,
+                    binary,
+                    status_interval_ms,
+                    heartbeat_ms,
+                    heartbeat_query,
+                    extended_headers,
+                    run_id,
+                })
             }
-            .with_derived()),
             _ => Err(issues.into_vec()),
         }
     }

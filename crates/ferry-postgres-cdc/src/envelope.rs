@@ -128,16 +128,17 @@ fn transaction_schema() -> Schema {
 
 /// Debezium's context headers (`extended.headers.enabled`), in its order. The connector has one
 /// task, `0`.
-pub fn context_headers(config: &CdcConfig) -> [Header; 4] {
+/// Built once per task start ([`CdcConfig`] keeps them); every record gets a copy.
+pub(crate) fn context_headers(prefix: &str, run_id: &str) -> Vec<Header> {
     let header = |key: &str, value: &str| Header {
         key: format!("__debezium.context.{key}"),
         value: Json::String(value.to_owned()),
     };
-    [
-        header("connectorLogicalName", &config.prefix),
+    vec![
+        header("connectorLogicalName", prefix),
         header("taskId", "0"),
         header("connectorName", "postgresql"),
-        header("runId", &config.run_id),
+        header("runId", run_id),
     ]
 }
 
