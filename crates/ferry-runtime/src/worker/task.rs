@@ -66,8 +66,8 @@ type Delivered = Vec<(Box<SourceRecord>, Option<RecordMetadata>)>;
 
 enum LoopEvent {
     Delivered(Delivered),
-    /// Records were acknowledged but not handed back (the task does not want them): the topics they
-    /// went to, each run of one topic once (KIP-558).
+    /// The topics records were acknowledged to, each run of one topic once (KIP-558); sent with
+    /// every group of acknowledgements, whether or not the records go back to the loop.
     Acknowledged(Vec<String>),
     Committed,
 }
@@ -959,12 +959,6 @@ impl TaskRunner {
     async fn handle_event(&mut self, event: LoopEvent) {
         match event {
             LoopEvent::Delivered(delivered) => {
-                self.topics.record(
-                    delivered
-                        .iter()
-                        .filter_map(|(_, metadata)| metadata.as_ref())
-                        .map(|metadata| metadata.topic.as_str()),
-                );
                 if matches!(self.delivery, TaskDelivery::ExactlyOnce { .. }) {
                     // `commit_records` once the transaction committed (see `release_committed`).
                     self.deferred.extend(delivered);
@@ -1178,11 +1172,24 @@ async fn watch_deliveries(
     }
 }
 
+/// The topics of the acknowledged deliveries among `outcomes`, each run of one topic once. A failed
+/// delivery (even one counted as delivered under `errors.tolerance=all`) names no active topic, as in
+/// Kafka Connect.
+fn acknowledged_topics<'a>(outcomes: impl Iterator<Item = &'a Delivery>) -> Vec<String> {
+    let mut topics: Vec<String> = Vec::new();
+    for metadata in outcomes.filter_map(|outcome| outcome.as_ref().ok()) {
+        if topics.last() != Some(&metadata.topic) {
+            topics.push(metadata.topic.clone());
+        }
+    }
+    topics
+}
+
 /// Where the watcher reports acknowledgements.
 struct Acks<'a> {
     events: &'a mpsc::UnboundedSender<LoopEvent>,
     /// Whether acknowledged records go back to the loop (for `commit_records`); otherwise they are
-    /// freed here and only their topics are reported.
+    /// freed here (their topics are reported either way).
     hand_back: bool,
     failure: &'a Failure,
     tolerate: bool,
@@ -1201,22 +1208,15 @@ fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
         metrics,
     } = *to;
     let mut delivered: Delivered = Vec::with_capacity(if hand_back { resolved.len() } else { 0 });
-    let mut topics: Vec<String> = Vec::new();
+    let topics = acknowledged_topics(resolved.iter().map(|(_, outcome)| outcome));
     let mut acks = Vec::with_capacity(resolved.len());
     let (mut acknowledged, mut written) = (0, 0);
     for ((submitted, record), outcome) in resolved.drain(..) {
         match outcome {
-            Ok(metadata) if !hand_back => {
-                if topics.last() != Some(&metadata.topic) {
-                    topics.push(metadata.topic);
-                }
-                drop(record);
-                acknowledged += 1;
-                written += 1;
-                acks.extend(submitted);
-            }
             Ok(metadata) => {
-                delivered.push((record, Some(metadata)));
+                if hand_back {
+                    delivered.push((record, Some(metadata)));
+                }
                 acknowledged += 1;
                 written += 1;
                 acks.extend(submitted);
@@ -1300,5 +1300,29 @@ async fn commit_periodically(
             // The task loop stops on it (see `StoreHealth`); no point in failing every interval.
             CommitOutcome::Failed(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod acknowledged_topics_tests {
+    use super::*;
+    use crate::sink::SinkErrorKind;
+
+    fn acked(topic: &str) -> Delivery {
+        Ok(RecordMetadata {
+            topic: topic.to_owned(),
+            partition: None,
+            offset: None,
+        })
+    }
+
+    #[test]
+    fn a_failed_delivery_names_no_active_topic_and_runs_are_named_once() {
+        let failed: Delivery = Err(SinkError::new("test", SinkErrorKind::Fatal, "refused"));
+        // The failure may be counted as delivered (errors.tolerance=all): still not an active topic.
+        let outcomes = [acked("a"), acked("a"), failed, acked("b"), acked("a")];
+        assert_eq!(acknowledged_topics(outcomes.iter()), ["a", "b", "a"]);
+        let none: [Delivery; 0] = [];
+        assert!(acknowledged_topics(none.iter()).is_empty());
     }
 }
