@@ -566,20 +566,9 @@ mod tests {
     use super::*;
 
     fn results(quick: bool, commit: &str) -> Results {
-        let machine = results::Machine {
-            cpu: "test CPU".into(),
-            cpus: 2,
-            memory_bytes: 1 << 30,
-            kernel: "k".into(),
-            disk: "ext4".into(),
-            load_at_start: "0".into(),
-            rustc: "rustc".into(),
-            started_at: "now".into(),
-            commit: commit.into(),
-        };
         Results {
             wall_seconds: 1.0,
-            ..Results::empty(machine, quick)
+            ..Results::empty(results::Machine::for_tests(commit), quick)
         }
     }
 

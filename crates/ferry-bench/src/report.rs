@@ -1374,17 +1374,7 @@ mod tests {
     use crate::results::{Machine, Work};
 
     fn machine() -> Machine {
-        Machine {
-            cpu: "test CPU".into(),
-            cpus: 2,
-            memory_bytes: 1 << 30,
-            kernel: "k".into(),
-            disk: "ext4".into(),
-            load_at_start: "0".into(),
-            rustc: "rustc".into(),
-            started_at: "now".into(),
-            commit: "abc".into(),
-        }
+        Machine::for_tests("abc")
     }
 
     fn flush_case(size: u64, changed: u64, ferry_ms: u64, floor_ms: u64) -> Case {
@@ -1402,20 +1392,10 @@ mod tests {
 
     fn results(flush: Vec<Case>, end_to_end: Vec<Case>) -> Results {
         Results {
-            machine: machine(),
-            quick: false,
             flush,
-            startup: Vec::new(),
-            lookup: Vec::new(),
             end_to_end,
-            exactly_once: Vec::new(),
-            memory: Vec::new(),
-            scaling: Vec::new(),
-            crash: Vec::new(),
-            cdc: None,
-            merged: Vec::new(),
-            skipped: Vec::new(),
             wall_seconds: 1.0,
+            ..Results::empty(machine(), false)
         }
     }
 

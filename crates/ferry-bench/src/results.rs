@@ -237,6 +237,24 @@ pub struct Results {
     pub wall_seconds: f64,
 }
 
+#[cfg(test)]
+impl Machine {
+    /// A made-up machine for tests, at `commit`.
+    pub fn for_tests(commit: &str) -> Self {
+        Self {
+            cpu: "test CPU".into(),
+            cpus: 2,
+            memory_bytes: 1 << 30,
+            kernel: "k".into(),
+            disk: "ext4".into(),
+            load_at_start: "0".into(),
+            rustc: "rustc".into(),
+            started_at: "now".into(),
+            commit: commit.into(),
+        }
+    }
+}
+
 impl Results {
     /// A run on `machine` that has measured nothing yet.
     pub fn empty(machine: Machine, quick: bool) -> Self {
