@@ -76,12 +76,18 @@ struct InFlight {
     pending: PendingDelivery,
     /// `None`: the semantics tracks nothing per record (see [`TaskHooks::record_dispatched`]).
     submitted: Option<SubmittedRecord>,
-    /// Boxed once when polled: it moves through the channel, the watcher and the loop's events.
-    record: Box<SourceRecord>,
+    /// The record, for a loop that gets its delivered records back ([`Outgoing::keeps_records`]);
+    /// boxed once when polled: it moves through the channel, the watcher and the loop's events.
+    /// `None` otherwise: the loop dropped it after `send`, on its own thread (freeing it here, on
+    /// another, cost more than the watcher's own work in the profile).
+    record: Option<Box<SourceRecord>>,
 }
 
 /// A record whose delivery resolved: its ack handle, the record, and the outcome.
-type Resolved = ((Option<SubmittedRecord>, Box<SourceRecord>), Delivery);
+type Resolved = (
+    (Option<SubmittedRecord>, Option<Box<SourceRecord>>),
+    Delivery,
+);
 
 /// Most records handed to the delivery watcher as one message (and taken by it at a time).
 const WATCH_BATCH: usize = 1024;
@@ -94,13 +100,17 @@ const WATCH_QUEUE: usize = 64;
 struct Outgoing {
     tx: mpsc::Sender<Vec<InFlight>>,
     held: Vec<InFlight>,
+    /// Whether delivered records go back to the loop (for `commit_records`, and under exactly-once,
+    /// where the loop counts them per transaction); when not, the watcher gets none of them.
+    keeps_records: bool,
 }
 
 impl Outgoing {
-    fn new(tx: mpsc::Sender<Vec<InFlight>>) -> Self {
+    fn new(tx: mpsc::Sender<Vec<InFlight>>, keeps_records: bool) -> Self {
         Self {
             tx,
             held: Vec::new(),
+            keeps_records,
         }
     }
 
@@ -120,6 +130,35 @@ impl Outgoing {
         }
         let batch = std::mem::replace(&mut self.held, Vec::with_capacity(WATCH_BATCH));
         self.tx.send(batch).await.map_err(|_| WatcherStopped)
+    }
+}
+
+/// A record handed to [`TaskRunner::send`], and what of it goes to the delivery watcher.
+trait Outbound: std::ops::Deref<Target = SourceRecord> {
+    /// The record to keep until its delivery resolved (see [`InFlight::record`]).
+    fn kept(self) -> Option<Box<SourceRecord>>;
+}
+
+/// A record kept for the loop's `commit_records`.
+impl Outbound for Box<SourceRecord> {
+    fn kept(self) -> Option<Box<SourceRecord>> {
+        Some(self)
+    }
+}
+
+/// A record the loop does not get back: borrowed for `send`, and dropped by its owner.
+struct Unkept<'a>(&'a SourceRecord);
+
+impl std::ops::Deref for Unkept<'_> {
+    type Target = SourceRecord;
+    fn deref(&self) -> &SourceRecord {
+        self.0
+    }
+}
+
+impl Outbound for Unkept<'_> {
+    fn kept(self) -> Option<Box<SourceRecord>> {
+        None
     }
 }
 
@@ -408,15 +447,14 @@ impl TaskRunner {
     ) -> (Outgoing, mpsc::UnboundedReceiver<LoopEvent>, LoopHelpers) {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
-        let outgoing = Outgoing::new(inflight_tx);
         // Records go back to the loop only for a task that wants them, and under exactly-once (the
         // loop counts them per transaction).
         let hand_back = self.task.wants_delivered_records()
             || matches!(self.delivery, TaskDelivery::ExactlyOnce { .. });
+        let outgoing = Outgoing::new(inflight_tx, hand_back);
         let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
-            hand_back,
             failure.clone(),
             self.settings.tolerate_delivery_errors,
             self.name.clone(),
@@ -704,13 +742,11 @@ impl TaskRunner {
                 .end_transaction_at(hooks, boundary, state.outgoing)
                 .await;
         }
-        // Boxed at once and not moved through `transform` when there is no chain:
-        // the record is large, and every move is a copy.
         let record = if state.chain.is_empty() {
-            Box::new(record)
+            record
         } else {
             match self.transform(state.chain, record, state.outgoing).await {
-                transform::Transformed::Record(record) => Box::new(record),
+                transform::Transformed::Record(record) => record,
                 transform::Transformed::Skipped(polled) => {
                     self.skip(hooks, &polled).await;
                     return self
@@ -724,17 +760,34 @@ impl TaskRunner {
                 }
             }
         };
-        let sent = self
-            .send(
+        let sink = &*state.sink;
+        let sent = if state.outgoing.keeps_records {
+            // Boxed once: it moves through the channel, the watcher and the loop's events.
+            let record = Box::new(record);
+            self.send(
                 hooks,
-                &*state.sink,
+                sink,
                 record,
                 state.outgoing,
                 state.events,
                 &mut state.backoff,
                 state.failure,
             )
-            .await;
+            .await
+        } else {
+            // Sent from here and dropped here once the sink has it, on this thread.
+            let record = Unkept(&record);
+            self.send(
+                hooks,
+                sink,
+                record,
+                state.outgoing,
+                state.events,
+                &mut state.backoff,
+                state.failure,
+            )
+            .await
+        };
         match sent {
             Ok(Sent::Done) => {
                 self.end_transaction_at(hooks, boundary, state.outgoing)
@@ -802,11 +855,11 @@ impl TaskRunner {
         clippy::too_many_arguments,
         reason = "the loop's state is borrowed apart from `self`, so a waiting send can handle events"
     )]
-    async fn send<H: TaskHooks>(
+    async fn send<H: TaskHooks, R: Outbound>(
         &mut self,
         hooks: &mut H,
         sink: &dyn RecordSink,
-        record: Box<SourceRecord>,
+        record: R,
         outgoing: &mut Outgoing,
         events: &mut mpsc::UnboundedReceiver<LoopEvent>,
         backoff: &mut Backoff,
@@ -836,7 +889,7 @@ impl TaskRunner {
                     let item = InFlight {
                         pending,
                         submitted,
-                        record,
+                        record: record.kept(),
                     };
                     outgoing.push(item).await?;
                     return Ok(Sent::Done);
@@ -1111,7 +1164,6 @@ fn describe(e: &ConnectError) -> String {
 async fn watch_deliveries(
     mut inflight: mpsc::Receiver<Vec<InFlight>>,
     events: mpsc::UnboundedSender<LoopEvent>,
-    hand_back: bool,
     failure: Arc<Failure>,
     tolerate: bool,
     task: String,
@@ -1158,7 +1210,6 @@ async fn watch_deliveries(
         if !resolved.is_empty() {
             let acks = Acks {
                 events: &events,
-                hand_back,
                 failure: &failure,
                 tolerate,
                 task: &task,
@@ -1188,9 +1239,6 @@ fn acknowledged_topics<'a>(outcomes: impl Iterator<Item = &'a Delivery>) -> Vec<
 /// Where the watcher reports acknowledgements.
 struct Acks<'a> {
     events: &'a mpsc::UnboundedSender<LoopEvent>,
-    /// Whether acknowledged records go back to the loop (for `commit_records`); otherwise they are
-    /// freed here (their topics are reported either way).
-    hand_back: bool,
     failure: &'a Failure,
     tolerate: bool,
     task: &'a str,
@@ -1201,20 +1249,24 @@ struct Acks<'a> {
 fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
     let Acks {
         events,
-        hand_back,
         failure,
         tolerate,
         task,
         metrics,
     } = *to;
-    let mut delivered: Delivered = Vec::with_capacity(if hand_back { resolved.len() } else { 0 });
+    // The records the loop kept go back to it (for `commit_records`); their topics are reported
+    // either way.
+    let keeps = resolved
+        .first()
+        .is_some_and(|((_, record), _)| record.is_some());
+    let mut delivered: Delivered = Vec::with_capacity(if keeps { resolved.len() } else { 0 });
     let topics = acknowledged_topics(resolved.iter().map(|(_, outcome)| outcome));
     let mut acks = Vec::with_capacity(resolved.len());
     let (mut acknowledged, mut written) = (0, 0);
     for ((submitted, record), outcome) in resolved.drain(..) {
         match outcome {
             Ok(metadata) => {
-                if hand_back {
+                if let Some(record) = record {
                     delivered.push((record, Some(metadata)));
                 }
                 acknowledged += 1;
@@ -1225,7 +1277,7 @@ fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
                 tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
                 metrics.record_failure();
                 metrics.record_skipped();
-                if hand_back {
+                if let Some(record) = record {
                     delivered.push((record, None));
                 }
                 acknowledged += 1;
