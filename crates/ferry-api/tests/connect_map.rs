@@ -31,3 +31,42 @@ fn maps_with_the_same_fields_in_another_order_are_equal() {
     let c = ConnectMap::new().with("a", 1i64).unwrap();
     assert_ne!(a, c);
 }
+
+/// Small maps are kept inline and large ones indexed: past the inline limit a map keeps its order,
+/// finds every field, replaces in place, and equals the same fields inserted in another order.
+#[test]
+fn a_map_with_many_fields_keeps_its_order_and_finds_every_field() {
+    for fields in [1usize, 7, 8, 9, 16, 1000] {
+        let mut map = ConnectMap::new();
+        for i in 0..fields {
+            map.insert(format!("k{i}"), i as i64).unwrap();
+        }
+        let mut reversed = ConnectMap::new();
+        for i in (0..fields).rev() {
+            reversed.insert(format!("k{i}"), i as i64).unwrap();
+        }
+        assert_eq!(map.len(), fields);
+        assert_eq!(map, reversed, "{fields} fields");
+        let keys: Vec<String> = map.iter().map(|(k, _)| k.to_owned()).collect();
+        let expected: Vec<String> = (0..fields).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, expected, "insertion order, {fields} fields");
+        for i in 0..fields {
+            assert_eq!(map.get(&format!("k{i}")), Some(&Value::Int64(i as i64)));
+        }
+        assert_eq!(map.get("missing"), None);
+        // A replaced field keeps its place; the map is then no longer equal to the other.
+        let mut changed = map.clone();
+        changed.insert("k0", -1i64).unwrap();
+        assert_eq!(changed.iter().next(), Some(("k0", &Value::Int64(-1))));
+        assert_eq!(changed.len(), fields);
+        assert_ne!(changed, reversed);
+        assert_eq!(
+            map.get("k0"),
+            Some(&Value::Int64(0)),
+            "the original is unchanged"
+        );
+        // Iterated from the back as well.
+        let last = format!("k{}", fields - 1);
+        assert_eq!(map.iter().next_back().map(|(k, _)| k), Some(last.as_str()));
+    }
+}

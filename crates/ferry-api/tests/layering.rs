@@ -33,6 +33,7 @@ fn ferry_api_depends_on_no_store_client_or_server_crate() {
         "indexmap",
         "serde",
         "serde_json",
+        "smallvec",
         "thiserror",
     ];
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
