@@ -48,6 +48,9 @@ pub struct SequenceOffset {
     pub seq: i64,
 }
 
+/// The field of [`SequenceOffset`], set in each record's copy of the offset template.
+const SEQ: &str = "seq";
+
 /// The schema of every record value: a struct `{partition: int32, seq: int64}` (both required).
 fn value_schema() -> Schema {
     Schema::unnamed_struct([
@@ -276,6 +279,9 @@ struct Running {
     sequences: Vec<Sequence>,
     /// [`value_schema`], cloned into every record.
     schema: Arc<Schema>,
+    /// A [`SequenceOffset`] as a map, built once: each record's offset is a copy with its own
+    /// `seq` (no serde per record).
+    offset: SourceOffset,
     /// The sequence the next record comes from.
     cursor: usize,
     /// An error met after some records of the same poll were taken; returned by the next poll.
@@ -335,7 +341,7 @@ impl Running {
                 continue;
             }
             exhausted_in_a_row = 0;
-            match Self::record(seq, &self.topic, &self.schema) {
+            match Self::record(seq, &self.topic, &self.schema, &self.offset) {
                 Ok(record) => out.push(record),
                 Err(e) if out.is_empty() => return Err(e),
                 Err(e) => {
@@ -353,9 +359,11 @@ impl Running {
         seq: &mut Sequence,
         topic: &str,
         schema: &Arc<Schema>,
+        template: &SourceOffset,
     ) -> Result<SourceRecord, ConnectError> {
         let n = seq.next;
-        let offset = ConnectMap::from_serde(&SequenceOffset { seq: n })?;
+        let mut offset = template.clone();
+        offset.insert(SEQ, n)?;
         let next = n.checked_add(1).ok_or_else(|| {
             ConnectError::fatal(format!(
                 "SequenceSource: partition {} reached the largest seq",
@@ -425,6 +433,7 @@ impl SourceTask for SequenceSourceTask {
             limit: parsed.records_per_partition,
             sequences,
             schema: Arc::new(value_schema()),
+            offset: ConnectMap::from_serde(&SequenceOffset { seq: 0 })?,
             cursor: 0,
             deferred: None,
             throughput: parsed.throughput,
