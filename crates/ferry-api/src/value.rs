@@ -5,8 +5,7 @@
 //! rejected. [`ConnectMap`] keeps insertion order, because the order of fields decides the bytes Kafka
 //! Connect writes for a map.
 
-use indexmap::IndexMap;
-use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -122,74 +121,55 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// its partition map once and clone it into every record, and the runtime may keep a record's maps
 /// without copying them. Changing a clone copies the fields but not their keys (shared strings), so
 /// a connector may also keep a template offset and set one field of a clone per record.
-#[derive(Debug, Clone, Default)]
-pub struct ConnectMap {
-    entries: Arc<Fields>,
-}
-
-/// Most fields a map keeps inline and finds by a linear scan. Partitions and offsets have a few
-/// fields (a file's offset five); past this many a map is indexed by name.
-const INLINE_FIELDS: usize = 8;
-
-/// A map's fields. Written by hand around `SmallVec` because connectors derive an offset per record
-/// from a template: cloning an `IndexMap` (its entries and its hash table, three allocations with
-/// the `Arc`) was a quarter of FileStreamSource's task thread in the profile; a small map's clone is
-/// one allocation and hashes nothing.
 #[derive(Debug, Clone)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "always behind an `Arc`; the inline fields are the point, boxing them would add the allocation saved"
-)]
-enum Fields {
-    /// Up to [`INLINE_FIELDS`] fields, in insertion order.
-    Inline(SmallVec<[(Arc<str>, Value); INLINE_FIELDS]>),
-    /// More fields, in insertion order, indexed by name.
-    Indexed(IndexMap<Arc<str>, Value>),
+pub struct ConnectMap {
+    /// The field names in insertion order, shared by every copy that added no field.
+    keys: Arc<Keys>,
+    /// The values, in the order of `keys`. Past `keys.len()`: spare room (nulls) for the fields a
+    /// map being built adds while no copy shares its values.
+    values: Arc<[Value]>,
 }
 
-impl Default for Fields {
+impl Default for ConnectMap {
     fn default() -> Self {
-        Fields::Inline(SmallVec::new())
+        Self {
+            keys: Arc::default(),
+            values: Arc::from([]),
+        }
     }
 }
 
-impl Fields {
-    fn get(&self, key: &str) -> Option<&Value> {
-        match self {
-            Fields::Inline(fields) => fields.iter().find(|(k, _)| &**k == key).map(|(_, v)| v),
-            Fields::Indexed(fields) => fields.get(key),
+/// Past this many fields a map's names are indexed; up to it, a linear scan finds a name faster
+/// than hashing it (partitions and offsets have a few fields: a file's offset five).
+const SCANNED_FIELDS: usize = 8;
+
+/// A map's field names, apart from its values: connectors derive an offset per record from a
+/// template, and a copy with one value changed then costs one allocation of its values and shares
+/// the names. (An `Arc<IndexMap>` copied its entries and its hash table, and touched every key's
+/// count: a quarter of FileStreamSource's task thread in the profile.)
+#[derive(Debug, Clone, Default)]
+struct Keys {
+    names: Vec<Arc<str>>,
+    /// Positions by name, once there are more than [`SCANNED_FIELDS`].
+    index: Option<HashMap<Arc<str>, usize>>,
+}
+
+impl Keys {
+    fn position(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.names.iter().position(|name| &**name == key),
         }
     }
 
-    fn len(&self) -> usize {
-        match self {
-            Fields::Inline(fields) => fields.len(),
-            Fields::Indexed(fields) => fields.len(),
+    fn push(&mut self, name: Arc<str>) {
+        if let Some(index) = &mut self.index {
+            index.insert(Arc::clone(&name), self.names.len());
         }
-    }
-
-    /// Replaces the value of `key` in place, or appends the field.
-    fn insert(&mut self, key: &str, value: Value) {
-        match self {
-            Fields::Inline(fields) => {
-                if let Some((_, slot)) = fields.iter_mut().find(|(k, _)| &**k == key) {
-                    *slot = value;
-                } else if fields.len() < INLINE_FIELDS {
-                    fields.push((Arc::from(key), value));
-                } else {
-                    let mut indexed: IndexMap<Arc<str>, Value> =
-                        IndexMap::with_capacity(INLINE_FIELDS * 2);
-                    indexed.extend(fields.drain(..));
-                    indexed.insert(Arc::from(key), value);
-                    *self = Fields::Indexed(indexed);
-                }
-            }
-            Fields::Indexed(fields) => match fields.get_mut(key) {
-                Some(slot) => *slot = value,
-                None => {
-                    fields.insert(Arc::from(key), value);
-                }
-            },
+        self.names.push(name);
+        if self.index.is_none() && self.names.len() > SCANNED_FIELDS {
+            let index = self.names.iter().cloned().zip(0..).collect();
+            self.index = Some(index);
         }
     }
 }
@@ -197,9 +177,8 @@ impl Fields {
 /// Equal fields, in any order. Clones of one map compare without looking at their fields.
 impl PartialEq for ConnectMap {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.entries, &other.entries)
-            || (self.len() == other.len()
-                && self.iter().all(|(k, v)| other.entries.get(k) == Some(v)))
+        self.shares_fields_with(other)
+            || (self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v)))
     }
 }
 
@@ -212,7 +191,7 @@ impl ConnectMap {
     /// Whether `other` is a clone of this map (they share their fields): a pointer comparison, for
     /// callers that look one map up among a few (`==` compares the fields when they differ).
     pub fn shares_fields_with(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.entries, &other.entries)
+        Arc::ptr_eq(&self.values, &other.values) && Arc::ptr_eq(&self.keys, &other.keys)
     }
 
     /// An empty map.
@@ -245,31 +224,60 @@ impl ConnectMap {
         let key = key.as_ref();
         let value = value.into();
         value.check(key)?;
-        Arc::make_mut(&mut self.entries).insert(key, value);
+        let len = self.len();
+        match self.keys.position(key) {
+            Some(at) => match Arc::get_mut(&mut self.values) {
+                Some(values) => values[at] = value,
+                // Shared (a copy of a template): a copy of the values, of their exact size.
+                None => {
+                    let mut values = Vec::with_capacity(len);
+                    values.extend_from_slice(&self.values[..at]);
+                    values.push(value);
+                    values.extend_from_slice(&self.values[at + 1..len]);
+                    self.values = values.into();
+                }
+            },
+            None => {
+                Arc::make_mut(&mut self.keys).push(Arc::from(key));
+                match Arc::get_mut(&mut self.values) {
+                    Some(values) if values.len() > len => values[len] = value,
+                    // Full or shared: room doubles, so a map built field by field copies each
+                    // value a bounded number of times.
+                    _ => {
+                        let room = (len + 1).next_power_of_two().max(4);
+                        let mut values = Vec::with_capacity(room);
+                        values.extend_from_slice(&self.values[..len]);
+                        values.push(value);
+                        values.resize(room, Value::Null);
+                        self.values = values.into();
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
     /// The value of a field.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.entries.get(key)
+        self.keys.position(key).map(|at| &self.values[at])
     }
 
     /// The fields in insertion order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter(match &*self.entries {
-            Fields::Inline(fields) => IterInner::Inline(fields.iter()),
-            Fields::Indexed(fields) => IterInner::Indexed(fields.iter()),
-        })
+        Iter {
+            names: self.keys.names.iter(),
+            values: self.values[..self.len()].iter(),
+        }
     }
 
     /// The number of fields.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.keys.names.len()
     }
 
     /// Whether the map has no fields.
     pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
+        self.keys.names.is_empty()
     }
 
     /// Converts a serde value (a struct or a map of primitives) into a map.
@@ -301,27 +309,18 @@ impl<'a> IntoIterator for &'a ConnectMap {
 
 /// The fields of a [`ConnectMap`] in insertion order.
 #[derive(Debug, Clone)]
-pub struct Iter<'a>(IterInner<'a>);
-
-#[derive(Debug, Clone)]
-enum IterInner<'a> {
-    Inline(std::slice::Iter<'a, (Arc<str>, Value)>),
-    Indexed(indexmap::map::Iter<'a, Arc<str>, Value>),
+pub struct Iter<'a> {
+    names: std::slice::Iter<'a, Arc<str>>,
+    values: std::slice::Iter<'a, Value>,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a str, &'a Value);
     fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterInner::Inline(it) => it.next().map(|(k, v)| (&**k, v)),
-            IterInner::Indexed(it) => it.next().map(|(k, v)| (&**k, v)),
-        }
+        Some((&**self.names.next()?, self.values.next()?))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        match &self.0 {
-            IterInner::Inline(it) => it.size_hint(),
-            IterInner::Indexed(it) => it.size_hint(),
-        }
+        self.names.size_hint()
     }
 }
 
@@ -329,10 +328,7 @@ impl ExactSizeIterator for Iter<'_> {}
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterInner::Inline(it) => it.next_back().map(|(k, v)| (&**k, v)),
-            IterInner::Indexed(it) => it.next_back().map(|(k, v)| (&**k, v)),
-        }
+        Some((&**self.names.next_back()?, self.values.next_back()?))
     }
 }
 

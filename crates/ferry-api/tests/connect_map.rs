@@ -32,8 +32,9 @@ fn maps_with_the_same_fields_in_another_order_are_equal() {
     assert_ne!(a, c);
 }
 
-/// Small maps are kept inline and large ones indexed: past the inline limit a map keeps its order,
-/// finds every field, replaces in place, and equals the same fields inserted in another order.
+/// Small maps are scanned and large ones indexed, and a map grows with spare room: past those
+/// limits a map keeps its order, finds every field, replaces in place, and equals the same fields
+/// inserted in another order.
 #[test]
 fn a_map_with_many_fields_keeps_its_order_and_finds_every_field() {
     for fields in [1usize, 7, 8, 9, 16, 1000] {

@@ -27,15 +27,7 @@ fn dependencies(manifest: &Path) -> Vec<String> {
 
 #[test]
 fn ferry_api_depends_on_no_store_client_or_server_crate() {
-    let allowed = [
-        "async-trait",
-        "base64",
-        "indexmap",
-        "serde",
-        "serde_json",
-        "smallvec",
-        "thiserror",
-    ];
+    let allowed = ["async-trait", "base64", "serde", "serde_json", "thiserror"];
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     for dep in dependencies(&manifest) {
         assert!(
