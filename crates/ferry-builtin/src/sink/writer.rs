@@ -21,6 +21,11 @@
 //! target is closed before the poison is visible (the file sink's file closed and unlocked), so the
 //! sink can open a new writer.
 //!
+//! Linger: woken for a few records, the writer thread waits up to [`LINGER`] for
+//! [`LINGER_RECORDS`] of them before it writes (a flush marker or a close ends the wait at once). A
+//! task sends one record at a time, and a writer faster than it woke (a futex call on the sending
+//! thread) and wrote once per record; Kafka's producer waits `linger.ms` for the same reason.
+//!
 //! `flush` queues a marker behind everything sent so far and waits until the batches before it are
 //! answered. When the [`Writer`] is dropped the threads drain the queue (writing, syncing and
 //! answering what is left) and exit.
@@ -43,6 +48,11 @@ pub(crate) const MAX_BATCH_RECORDS: usize = 4096;
 pub(crate) const MAX_BATCH_BYTES: usize = 4 << 20;
 /// Records (and flush markers) that may wait in the queue before `send` waits.
 const QUEUE_CAPACITY: usize = 2 * MAX_BATCH_RECORDS;
+/// The writer thread, woken for fewer queued records than this, waits for more (see [`LINGER`]).
+const LINGER_RECORDS: usize = 512;
+/// Longest the writer thread waits for [`LINGER_RECORDS`] records before writing what it has: the
+/// latency a lone record gains.
+pub(crate) const LINGER: Duration = Duration::from_millis(1);
 /// Written batches that may wait for a sync before the writer thread waits: bounds how far writing
 /// runs ahead of durability.
 const SYNC_QUEUE: usize = 16;
@@ -98,6 +108,20 @@ struct Queue {
     closed: bool,
     /// The thread has exited (or died): nothing more will be written.
     gone: bool,
+    /// What the writer thread is doing: whether a sender must wake it.
+    writer: WriterState,
+}
+
+/// What the writer thread is doing, for a sender deciding whether to wake it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum WriterState {
+    /// Writing, or about to look at the queue: it takes what is queued without a wake-up.
+    #[default]
+    Busy,
+    /// Waiting for the first entry.
+    Idle,
+    /// Waiting up to its linger for [`LINGER_RECORDS`] entries or a flush marker.
+    Lingering,
 }
 
 struct Shared {
@@ -113,6 +137,8 @@ struct Shared {
     work: Condvar,
     /// Wakes senders waiting for room, or for the thread's end.
     room: Notify,
+    /// See [`LINGER`].
+    linger: Duration,
     /// Batches handed to the sync thread (tests wait for it).
     #[cfg(test)]
     handed: std::sync::atomic::AtomicUsize,
@@ -165,9 +191,9 @@ impl Shared {
     ) -> Result<(), SinkError> {
         let mut parts = Some((line, entry));
         loop {
+            // Gets every `notify_waiters` from its creation on, polled or not: registering it per
+            // record (`enable`) showed in the profile, and it is awaited only on a full queue.
             let room = self.room.notified();
-            tokio::pin!(room);
-            room.as_mut().enable();
             {
                 let mut queue = self.queue();
                 if queue.gone {
@@ -181,7 +207,16 @@ impl Shared {
                     line(&mut queue.bytes);
                     let len = queue.bytes.len() - start;
                     queue.entries.push_back(entry(len));
-                    if queue.entries.len() == 1 {
+                    let wake = match queue.writer {
+                        WriterState::Busy => false,
+                        WriterState::Idle => true,
+                        WriterState::Lingering => {
+                            queue.entries.len() >= LINGER_RECORDS
+                                || matches!(queue.entries.back(), Some(Entry::Flush(_)))
+                        }
+                    };
+                    if wake {
+                        queue.writer = WriterState::Busy;
                         self.work.notify_one();
                     }
                     return Ok(());
@@ -210,6 +245,17 @@ impl Writer {
         target: impl Target,
         position: Option<u64>,
     ) -> Result<Self, SinkError> {
+        Self::spawn_lingering(sink, thread_name, target, position, LINGER)
+    }
+
+    /// [`Writer::spawn`] with another linger (tests).
+    pub(crate) fn spawn_lingering(
+        sink: String,
+        thread_name: &str,
+        target: impl Target,
+        position: Option<u64>,
+        linger: Duration,
+    ) -> Result<Self, SinkError> {
         let syncer = target.syncer().map_err(|e| {
             SinkError::new(
                 sink.as_str(),
@@ -224,6 +270,7 @@ impl Writer {
             target: Mutex::new(Some(Box::new(target))),
             work: Condvar::new(),
             room: Notify::new(),
+            linger,
             #[cfg(test)]
             handed: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -372,12 +419,35 @@ fn take_batch(
     flushes: &mut Vec<oneshot::Sender<()>>,
 ) -> bool {
     let mut queue = shared.queue();
-    while queue.entries.is_empty() {
-        if queue.closed {
-            return false;
+    let mut lingered = false;
+    loop {
+        if queue.entries.is_empty() {
+            if queue.closed {
+                return false;
+            }
+            queue.writer = WriterState::Idle;
+            queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
+            continue;
         }
-        queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
+        let urgent = queue.closed
+            || queue.entries.len() >= LINGER_RECORDS
+            || queue
+                .entries
+                .iter()
+                .any(|entry| matches!(entry, Entry::Flush(_)));
+        if urgent || lingered {
+            break;
+        }
+        // A few records: wait a moment for more (see [`LINGER`]).
+        lingered = true;
+        queue.writer = WriterState::Lingering;
+        queue = shared
+            .work
+            .wait_timeout(queue, shared.linger)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
+    queue.writer = WriterState::Busy;
     let mut taken_bytes = 0;
     while let Some(entry) = queue.entries.pop_front() {
         match entry {

@@ -15,6 +15,8 @@ const DEADLINE: Duration = Duration::from_secs(10);
 struct Log {
     /// Bytes written, in order.
     written: Vec<u8>,
+    /// `write_batch` calls.
+    writes: usize,
     /// Bytes written when each sync started (what it covers), once it returned.
     syncs: Vec<usize>,
     /// Syncs that started.
@@ -55,7 +57,10 @@ struct FakeTarget(Fake);
 
 impl Target for FakeTarget {
     fn write_batch(&mut self, batch: &[u8]) -> Result<(), TargetError> {
-        self.0.update(|l| l.written.extend_from_slice(batch));
+        self.0.update(|l| {
+            l.written.extend_from_slice(batch);
+            l.writes += 1;
+        });
         Ok(())
     }
 
@@ -272,5 +277,87 @@ async fn writing_waits_once_sync_queue_batches_wait_for_a_held_sync() {
     }
     assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
     assert_eq!(lines(&fake), room + 1);
+    writer.close().await.unwrap();
+}
+
+/// Records sent one at a time, as a task sends them, are written together: the writer, woken by the
+/// first, waits (up to its linger) for [`super::LINGER_RECORDS`] of them, and the last one wakes it.
+#[tokio::test]
+async fn records_sent_one_at_a_time_are_written_as_one_batch_once_enough_are_queued() {
+    let fake = Fake::default();
+    fake.update(|l| l.allowed_syncs = usize::MAX);
+    // A linger no test run reaches: only the count of queued records can end it.
+    let writer = Writer::spawn_lingering(
+        "fake".to_owned(),
+        "test-writer",
+        FakeTarget(fake.clone()),
+        Some(0),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    let mut deliveries = Vec::new();
+    for i in 0..super::LINGER_RECORDS - 1 {
+        deliveries.push(writer.send(&record(&format!("r{i}"))).await.unwrap());
+    }
+    // Time for a writer that does not linger to write some of them.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        fake.log().writes,
+        0,
+        "one record short: nothing written yet"
+    );
+    deliveries.push(writer.send(&record("last")).await.unwrap());
+    for delivery in deliveries {
+        tokio::time::timeout(DEADLINE, delivery)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert_eq!(fake.log().writes, 1, "every record in one write");
+    writer.close().await.unwrap();
+}
+
+/// A lingering writer writes at once for a flush (and for a close), and a lone record is written
+/// once the linger has passed, with nothing else sent.
+#[tokio::test]
+async fn a_flush_ends_the_linger_and_a_lone_record_is_written_after_it() {
+    let fake = Fake::default();
+    fake.update(|l| l.allowed_syncs = usize::MAX);
+    let writer = Writer::spawn_lingering(
+        "fake".to_owned(),
+        "test-writer",
+        FakeTarget(fake.clone()),
+        Some(0),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    let delivery = writer.send(&record("a")).await.unwrap();
+    wait_until("the writer lingers", || {
+        writer.shared.queue().writer == super::WriterState::Lingering
+    })
+    .await;
+    writer.flush(DEADLINE).await.unwrap();
+    tokio::time::timeout(DEADLINE, delivery)
+        .await
+        .unwrap()
+        .unwrap();
+    writer.close().await.unwrap();
+
+    let fake = Fake::default();
+    fake.update(|l| l.allowed_syncs = usize::MAX);
+    let writer = Writer::spawn_lingering(
+        "fake".to_owned(),
+        "test-writer",
+        FakeTarget(fake.clone()),
+        Some(0),
+        Duration::from_millis(20),
+    )
+    .unwrap();
+    let delivery = writer.send(&record("b")).await.unwrap();
+    tokio::time::timeout(DEADLINE, delivery)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(fake.log().writes, 1);
     writer.close().await.unwrap();
 }
