@@ -110,6 +110,8 @@ struct Queue {
     gone: bool,
     /// What the writer thread is doing: whether a sender must wake it.
     writer: WriterState,
+    /// Flush markers among `entries`.
+    flush_markers: usize,
 }
 
 /// What the writer thread is doing, for a sender deciding whether to wake it.
@@ -206,14 +208,14 @@ impl Shared {
                     let start = queue.bytes.len();
                     line(&mut queue.bytes);
                     let len = queue.bytes.len() - start;
-                    queue.entries.push_back(entry(len));
+                    let entry = entry(len);
+                    let flush = matches!(entry, Entry::Flush(_));
+                    queue.flush_markers += usize::from(flush);
+                    queue.entries.push_back(entry);
                     let wake = match queue.writer {
                         WriterState::Busy => false,
                         WriterState::Idle => true,
-                        WriterState::Lingering => {
-                            queue.entries.len() >= LINGER_RECORDS
-                                || matches!(queue.entries.back(), Some(Entry::Flush(_)))
-                        }
+                        WriterState::Lingering => queue.entries.len() >= LINGER_RECORDS || flush,
                     };
                     if wake {
                         queue.writer = WriterState::Busy;
@@ -395,6 +397,7 @@ impl Drop for Gone<'_> {
             let mut queue = self.0.queue();
             queue.gone = true;
             queue.bytes.clear();
+            queue.flush_markers = 0;
             std::mem::take(&mut queue.entries)
         };
         drop(entries);
@@ -417,6 +420,7 @@ fn take_batch(
     batch: &mut Vec<u8>,
     pending: &mut Vec<Pending>,
     flushes: &mut Vec<oneshot::Sender<()>>,
+    taken: &mut VecDeque<Entry>,
 ) -> bool {
     let mut queue = shared.queue();
     let mut lingered = false;
@@ -429,12 +433,8 @@ fn take_batch(
             queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
             continue;
         }
-        let urgent = queue.closed
-            || queue.entries.len() >= LINGER_RECORDS
-            || queue
-                .entries
-                .iter()
-                .any(|entry| matches!(entry, Entry::Flush(_)));
+        let urgent =
+            queue.closed || queue.entries.len() >= LINGER_RECORDS || queue.flush_markers > 0;
         if urgent || lingered {
             break;
         }
@@ -448,6 +448,29 @@ fn take_batch(
             .0;
     }
     queue.writer = WriterState::Busy;
+    if queue.flush_markers == 0
+        && queue.entries.len() <= MAX_BATCH_RECORDS
+        && queue.bytes.len() <= MAX_BATCH_BYTES
+    {
+        // Everything queued is one batch (the usual case): taken whole by swapping, so the lock the
+        // senders wait for is held for no work per record (they contended for it in the profile).
+        std::mem::swap(taken, &mut queue.entries);
+        std::mem::swap(batch, &mut queue.bytes);
+        drop(queue);
+        shared.room.notify_waiters();
+        let mut start = 0;
+        for entry in taken.drain(..) {
+            if let Entry::Record { len, topic, reply } = entry {
+                pending.push(Pending {
+                    topic,
+                    start,
+                    reply,
+                });
+                start += len as u64;
+            }
+        }
+        return true;
+    }
     let mut taken_bytes = 0;
     while let Some(entry) = queue.entries.pop_front() {
         match entry {
@@ -461,6 +484,7 @@ fn take_batch(
             }
             Entry::Flush(reply) => {
                 // Everything queued before the marker is in the batch: write it, then answer.
+                queue.flush_markers -= 1;
                 flushes.push(reply);
                 break;
             }
@@ -529,7 +553,8 @@ fn run(shared: &Arc<Shared>, mut position: Option<u64>, syncer: Option<Box<dyn S
     let mut batch: Vec<u8> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
     let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
-    while take_batch(shared, &mut batch, &mut pending, &mut flushes) {
+    let mut taken = VecDeque::new();
+    while take_batch(shared, &mut batch, &mut pending, &mut flushes, &mut taken) {
         let failed = write(shared, &batch).err().map(|e| e.to_string());
         let records = pending
             .drain(..)
