@@ -173,11 +173,23 @@ impl SubmittedRecord {
             let mut newly = 0;
             {
                 let mut queues = shared.queues();
+                // The queue of the previous record, reused while records share its key (the usual
+                // run): one hash lookup per run rather than per record, under the lock the task's
+                // submits wait for.
+                let mut queue: Option<(Arc<[u8]>, Option<&mut Queue>)> = None;
                 let mut record = Some(first);
                 while let Some(current) = record {
-                    if queues
-                        .entry(&current)
-                        .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+                    if !queue
+                        .as_ref()
+                        .is_some_and(|(key, _)| Arc::ptr_eq(key, &current.queue_key))
+                    {
+                        let found = queues.by_key.get_mut(&*current.queue_key);
+                        queue = Some((Arc::clone(&current.queue_key), found));
+                    }
+                    if let Some((_, Some(queue))) = &mut queue
+                        && queue
+                            .entry(current.queue_id, current.index)
+                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
                     {
                         newly += 1;
                     }

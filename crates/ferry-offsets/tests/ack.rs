@@ -422,3 +422,37 @@ async fn ack_all_acknowledges_each_record_once_and_wakes_a_waiter() {
     assert!(waiter.await.unwrap());
     assert_eq!(positions(&acks.committable()), vec![(part(&file("/a")), 5)]);
 }
+
+/// `ack_all` over records of several partitions, interleaved and in runs, some already committed
+/// (popped from their queue) and some acknowledged twice in the list: each record counts once, and
+/// every partition's offset advances to its last record.
+#[tokio::test]
+async fn ack_all_over_interleaved_partitions_counts_each_record_once() {
+    let acks = AckTracker::new();
+    let committed = acks.submit(Some(file("/a")), Some(position(0)));
+    assert!(committed.ack());
+    assert_eq!(positions(&acks.committable()), vec![(part(&file("/a")), 0)]);
+    let order = ["/a", "/a", "/b", "/a", "/b", "/b", "/c", "/a"];
+    let handles: Vec<_> = order
+        .iter()
+        .enumerate()
+        .map(|(i, f)| acks.submit(Some(file(f)), Some(position(i as i64 + 1))))
+        .collect();
+    let mut list = vec![committed.clone()];
+    list.extend(handles.iter().cloned());
+    list.push(handles[2].clone());
+    let newly = ferry_offsets::SubmittedRecord::ack_all(list);
+    assert_eq!(
+        newly,
+        order.len(),
+        "each submitted record once; the committed one not again"
+    );
+    assert_eq!(acks.unacked(), 0);
+    let mut expected = vec![
+        (part(&file("/a")), 8),
+        (part(&file("/b")), 6),
+        (part(&file("/c")), 7),
+    ];
+    expected.sort();
+    assert_eq!(positions(&acks.committable()), expected);
+}
