@@ -1346,7 +1346,9 @@ const LOOKUP_METHOD: &str = "One `offsets()` call, as a task makes in `start()`,
     pre-encoded keys and return raw bytes, so they do less work than Ferry.";
 
 const END_TO_END_METHOD: &str = "The data path with a real `Worker`. Each case names its sizes; rates \
-    are records (and input bytes) per second of the median run.\n\n\
+    are records (and input bytes) per second of the median run. The contenders of a case take turns \
+    round by round, and every other round the other one runs first (whoever runs first meets the \
+    colder broker, page cache and allocator).\n\n\
     **rsyslog** (`rsyslogd -n` with its own configuration, work directory and pid file, only `imfile` \
     loaded: no system logging) tails the same file from its start (`freshStartTail=\"off\"`, inotify \
     mode, `maxMessageSize` 64k, above the longest line) into `omfile` with the template \

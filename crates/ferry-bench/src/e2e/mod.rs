@@ -147,7 +147,13 @@ pub(crate) fn rounds(
     let mut samples = vec![Vec::with_capacity(runs); contenders.len()];
     for round in 1..=runs {
         let mut longest = Duration::ZERO;
-        for (contender, out) in contenders.iter_mut().zip(&mut samples) {
+        // Every other round the other way round: whoever runs first meets a colder broker, page
+        // cache and allocator, so a fixed order favoured the contender that ran second.
+        let mut order: Vec<_> = contenders.iter_mut().zip(&mut samples).collect();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for (contender, out) in order {
             let took = (contender.run)(round)?;
             eprintln!(
                 "  {label} run {round}/{runs}: {}: {} ({})",
@@ -203,6 +209,37 @@ mod tests {
             assert!(w.records as f64 / secs > 0.0, "{name}");
         }
         assert!(case.time_ratio(names[0]).is_some_and(f64::is_finite));
+    }
+
+    /// Contenders take turns at running first, and each keeps its own samples in round order.
+    #[test]
+    fn rounds_alternate_which_contender_runs_first() {
+        let calls = std::cell::RefCell::new(Vec::new());
+        let work = Work {
+            records: 1,
+            bytes: 0,
+        };
+        let runner = |name: &'static str| Runner {
+            name,
+            work,
+            run: Box::new({
+                let calls = &calls;
+                move |round| {
+                    calls.borrow_mut().push((round, name));
+                    let millis = if name == "a" { 1 } else { 2 };
+                    Ok(Duration::from_millis(millis * round as u64))
+                }
+            }),
+        };
+        let mut contenders = [runner("a"), runner("b")];
+        let samples = rounds("test", 3, &mut contenders).expect("rounds");
+        assert_eq!(
+            *calls.borrow(),
+            vec![(1, "a"), (1, "b"), (2, "b"), (2, "a"), (3, "a"), (3, "b")]
+        );
+        let ms = |v: &[Duration]| v.iter().map(Duration::as_millis).collect::<Vec<_>>();
+        assert_eq!(ms(&samples[0]), vec![1, 2, 3]);
+        assert_eq!(ms(&samples[1]), vec![2, 4, 6]);
     }
 
     /// Cases 1 and 2 with tiny sizes and one run: they must still run, count right and time sanely.
