@@ -473,7 +473,27 @@ fn kafka_startup_target(results: &Results) -> Target {
 
 fn kafka_e2e_target(results: &Results) -> Target {
     let (measured, detail) = time_target(&results.end_to_end, "rdkafka producer", 1.05);
-    let detail = format!("{detail} {KAFKA_E2E_EXPLAINED}");
+    let cpu = results
+        .end_to_end
+        .iter()
+        .find(|c| c.reference.contains("rdkafka producer"))
+        .and_then(|case| {
+            let (ferry, plain) = (case.contenders.first()?, case.contender(&case.reference)?);
+            let secs = |c: &Contender| list(cost(c).cpu_seconds.iter().map(|s| format!("{s:.2} s")));
+            (!cost(ferry).cpu_seconds.is_empty()).then(|| {
+                format!(
+                    " CPU of the bench process per record (user + system, every thread; the \
+                     in-process worker or the plain producer, the broker in neither): Ferry {}, plain \
+                     producer {} (per run: {} against {}).",
+                    human_duration(cpu_per_record(ferry)),
+                    human_duration(cpu_per_record(plain)),
+                    secs(ferry),
+                    secs(plain)
+                )
+            })
+        })
+        .unwrap_or_default();
+    let detail = format!("{detail}{cpu} {KAFKA_E2E_EXPLAINED}");
     Target {
         goal: "FileStreamSource → Kafka vs a plain rdkafka producer: ≤ 1.05× the time",
         measured,
@@ -1524,6 +1544,39 @@ mod tests {
             "| FileStore open, 1M offsets, fresh process: ≤ the Kafka Connect-style whole-file load \
              | not measured in this run | – |"
         ));
+    }
+
+    /// The Kafka row against the plain producer gives both sides' CPU per record.
+    #[test]
+    fn the_kafka_row_gives_both_sides_cpu_per_record() {
+        use crate::e2e::kafka::{FERRY, PLAIN};
+        use crate::results::ProcessCost;
+        let work = Some(Work {
+            records: 1_000_000,
+            bytes: 0,
+        });
+        let side = |name: &str, secs: u64, cpu: f64| {
+            let mut c = Contender::timed(name, &[Duration::from_secs(secs)], work);
+            c.process = Some(ProcessCost {
+                cpu_seconds: vec![cpu],
+                ..ProcessCost::default()
+            });
+            c
+        };
+        let case = Case {
+            name: "kafka".into(),
+            reference: PLAIN.into(),
+            contenders: vec![side(FERRY, 3, 2.5), side(PLAIN, 2, 1.0)],
+            store_size: None,
+            changed: None,
+        };
+        let report = render(&results(Vec::new(), vec![case]), "plot.png", &[]);
+        assert!(report.contains("| 1.50× the time | **no** |"), "{report}");
+        assert!(
+            report
+                .contains("Ferry 2.50 µs, plain producer 1.00 µs (per run: 2.50 s against 1.00 s)"),
+            "{report}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! After each run the topic's end offsets must add up to the input's line count, and its first
 //! record must be the first line.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -28,13 +29,14 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::{ClientConfig, Message};
 
+use super::connect::cpu_seconds;
 use super::lines::{self, Input};
 use super::worker::{FLUSH_INTERVAL, RunDir, connector_config, offset_field, open_store};
 use super::{Runner, rounds};
 use crate::BenchResult;
 use crate::kafka::{create_topic, delivered, end_offsets, send};
-use crate::measure::{human_bytes, human_count};
-use crate::results::{Case, Work};
+use crate::measure::{human_bytes, human_count, human_duration};
+use crate::results::{Case, ProcessCost, Work};
 
 pub const FERRY: &str = "Ferry worker → KafkaSink";
 pub const PLAIN: &str = "plain rdkafka producer";
@@ -73,24 +75,55 @@ pub fn case(
         input,
         first_line: &first_line,
     };
+    // The broker is a fresh JVM: the first input it takes runs while its JIT compiles (a quarter of
+    // the two cores in a profile of the first run), which slowed whichever contender ran first.
+    // One untimed run of the plain producer warms it for both.
+    let warm = run.plain(0)?;
+    eprintln!(
+        "  kafka: the broker warmed up by one untimed plain-producer run ({})",
+        human_duration(warm.as_secs_f64())
+    );
+    // The CPU each run cost the bench process: the in-process worker's, or the plain producer's (the
+    // broker's is its own process).
+    let costs = [
+        RefCell::new(ProcessCost::default()),
+        RefCell::new(ProcessCost::default()),
+    ];
+    let timed = |round: usize, ferry: bool| -> BenchResult<Duration> {
+        let pid = std::process::id();
+        let before = cpu_seconds(pid)?;
+        let took = if ferry {
+            run.ferry(round)?
+        } else {
+            run.plain(round)?
+        };
+        let cpu = cpu_seconds(pid)? - before;
+        costs[usize::from(!ferry)]
+            .borrow_mut()
+            .cpu_seconds
+            .push(cpu);
+        eprintln!("    CPU of the bench process over the run: {cpu:.2} s");
+        Ok(took)
+    };
     let mut contenders = [
         Runner {
             name: FERRY,
             work,
-            run: Box::new(|round| run.ferry(round)),
+            run: Box::new(|round| timed(round, true)),
         },
         Runner {
             name: PLAIN,
             work,
-            run: Box::new(|round| run.plain(round)),
+            run: Box::new(|round| timed(round, false)),
         },
     ];
     let samples = rounds("kafka", runs, &mut contenders)?;
-    Ok(Case::pair(
+    drop(contenders);
+    let mut case = Case::pair(
         format!(
             "FileStreamSource {} ({} lines of {}–{} B) → Kafka topic of {PARTITIONS} partition (Apache Kafka 4.4 \
-             on this machine, stock JVM flags), value = the line (StringConverter), acks=all, idempotent; Ferry: FileStore, \
-             offset.flush.interval.ms={}",
+             on this machine, stock JVM flags, warmed by one untimed plain-producer run), value = the line \
+             (StringConverter), acks=all, idempotent; Ferry: FileStore, offset.flush.interval.ms={}",
             human_bytes(input.bytes as f64),
             human_count(input.lines),
             lines::MIN_LINE,
@@ -101,7 +134,13 @@ pub fn case(
         PLAIN,
         &samples,
         work,
-    ))
+    );
+    for (name, cost) in [FERRY, PLAIN].into_iter().zip(costs) {
+        if let Some(contender) = case.contenders.iter_mut().find(|c| c.name == name) {
+            contender.process = Some(cost.into_inner());
+        }
+    }
+    Ok(case)
 }
 
 /// What every run of the case shares.

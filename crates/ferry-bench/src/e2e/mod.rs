@@ -15,7 +15,7 @@
 pub(crate) mod connect;
 mod discard;
 pub(crate) mod file;
-mod kafka;
+pub(crate) mod kafka;
 pub(crate) mod lines;
 mod rsyslog;
 pub(crate) mod sequence;
