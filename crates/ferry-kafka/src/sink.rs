@@ -229,7 +229,8 @@ impl ClientContext for SinkContext {
 
 struct Shared {
     producer: FutureProducer<SinkContext>,
-    describe: String,
+    /// Shared with every pending delivery (which names the sink only if it fails).
+    describe: Arc<str>,
 }
 
 /// Sends records to Kafka (see the [module docs](self)).
@@ -300,7 +301,10 @@ impl KafkaSink {
             .create_with_context(context)
             .map_err(|e| creation_error(&describe, config, connector_overrides, &e))?;
         Ok(KafkaSink {
-            shared: Arc::new(Shared { producer, describe }),
+            shared: Arc::new(Shared {
+                producer,
+                describe: describe.into(),
+            }),
             converters: config.converters,
             topics: None,
             lease: None,
@@ -360,7 +364,7 @@ impl KafkaSink {
     }
 
     fn error(&self, kind: SinkErrorKind, message: impl Into<String>) -> SinkError {
-        SinkError::new(self.shared.describe.as_str(), kind, message)
+        SinkError::new(&*self.shared.describe, kind, message)
     }
 
     /// The record's key and value as the converters write them.
@@ -401,7 +405,7 @@ impl KafkaSink {
 #[async_trait]
 impl RecordSink for KafkaSink {
     fn describe(&self) -> String {
-        self.shared.describe.clone()
+        self.shared.describe.to_string()
     }
 
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
@@ -461,7 +465,7 @@ impl RecordSink for KafkaSink {
             }
         };
         Ok(pending_delivery(
-            self.shared.describe.clone(),
+            Arc::clone(&self.shared.describe),
             record.topic.clone(),
             delivery,
         ))
@@ -614,7 +618,7 @@ fn future_record<'a>(
 
 /// The pending delivery of a record handed to librdkafka: its metadata once the broker
 /// acknowledged it, else why not.
-fn pending_delivery(sink: String, topic: String, delivery: DeliveryFuture) -> PendingDelivery {
+fn pending_delivery(sink: Arc<str>, topic: String, delivery: DeliveryFuture) -> PendingDelivery {
     PendingDelivery::new(async move {
         match delivery.await {
             Ok(Ok(delivered)) => Ok(RecordMetadata {
@@ -623,14 +627,14 @@ fn pending_delivery(sink: String, topic: String, delivery: DeliveryFuture) -> Pe
                 offset: Some(delivered.offset),
             }),
             Ok(Err((e, _))) => Err(SinkError::new(
-                sink,
+                &*sink,
                 kind_of(&e),
                 format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
             )
             .with_source(e)),
             // Retriable: the record was never acknowledged, so sending it again is what a restart does.
             Err(_) => Err(SinkError::new(
-                sink,
+                &*sink,
                 SinkErrorKind::Retriable,
                 format!(
                     "the producer was closed before the broker acknowledged a record for topic {topic}; \
