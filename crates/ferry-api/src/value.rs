@@ -119,8 +119,9 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 ///
 /// Cloning is cheap (the fields are shared until one of the copies changes), so a connector may build
 /// its partition map once and clone it into every record, and the runtime may keep a record's maps
-/// without copying them. Changing a clone copies the fields but not their keys (shared strings), so
-/// a connector may also keep a template offset and set one field of a clone per record.
+/// without copying them. Setting a field of a clone copies only the values (one allocation; the
+/// names stay shared), so a connector may also keep a template offset and set one field of a clone
+/// per record — the cheap way to build an offset per record.
 #[derive(Debug, Clone)]
 pub struct ConnectMap {
     /// The field names in insertion order, shared by every copy that added no field.
