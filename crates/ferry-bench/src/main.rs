@@ -544,6 +544,14 @@ fn write_report(results: &Results, out: &Path, plot: &Path) -> BenchResult<()> {
         plot::curve(curve, &plot.with_file_name(&name))?;
         curve_names.push((curve.clone(), name));
     }
+    if let Some(panels) = plot::connect_bars(results) {
+        let name = format!("{stem}-connect.png");
+        plot::bars(
+            "FileStreamSource → Apache Kafka: Ferry against Kafka Connect 4.4",
+            &panels,
+            &plot.with_file_name(&name),
+        )?;
+    }
     std::fs::write(out, report::render(results, &plot_name, &curve_names))
         .map_err(|e| crate::BenchError::from(format!("cannot write {}: {e}", out.display())))?;
     Ok(())

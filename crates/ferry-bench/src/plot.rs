@@ -294,3 +294,118 @@ pub fn curve(curve: &Curve, path: &Path) -> BenchResult<()> {
         .map_err(|e| failed(&e))?;
     root.present().map_err(|e| failed(&e))
 }
+
+/// One bar of [`bars`]: who, and the value.
+pub struct Bar {
+    pub name: String,
+    pub value: f64,
+}
+
+/// The bars of the Ferry vs Kafka Connect comparison: records/s (with Kafka's ProducerPerformance)
+/// and the workers' peak RSS, from the worker-process case; `None` when the run has none.
+pub fn connect_bars(results: &Results) -> Option<[(String, Unit, Vec<Bar>); 2]> {
+    use crate::e2e::connect::{CONNECT, FERRY, PRODUCER_PERF};
+    let case = results.end_to_end.iter().find(|c| c.reference == CONNECT)?;
+    let label = |name: &str| match name {
+        FERRY => "Ferry",
+        CONNECT => "Kafka Connect 4.4",
+        _ => "Java producer alone",
+    };
+    let rate = |name: &str| {
+        let c = case.contender(name)?;
+        let records = c.work?.records as f64;
+        let value = records / c.stats.median();
+        value.is_finite().then(|| Bar {
+            name: label(name).to_owned(),
+            value,
+        })
+    };
+    let rss = |name: &str| {
+        let peak = case
+            .contender(name)?
+            .process
+            .as_ref()?
+            .peak_rss_bytes
+            .iter()
+            .max()?;
+        Some(Bar {
+            name: label(name).to_owned(),
+            value: *peak as f64,
+        })
+    };
+    let rates: Vec<Bar> = [FERRY, CONNECT, PRODUCER_PERF]
+        .into_iter()
+        .filter_map(rate)
+        .collect();
+    let peaks: Vec<Bar> = [FERRY, CONNECT].into_iter().filter_map(rss).collect();
+    (rates.len() >= 2 && peaks.len() == 2).then(|| {
+        [
+            (
+                "records/s (higher is better)".to_owned(),
+                Unit::PerSecond,
+                rates,
+            ),
+            (
+                "worker peak RSS (lower is better)".to_owned(),
+                Unit::Bytes,
+                peaks,
+            ),
+        ]
+    })
+}
+
+/// Draws panels of bars side by side to `path` (PNG), each on its own linear axis from zero.
+pub fn bars(title: &str, panels: &[(String, Unit, Vec<Bar>)], path: &Path) -> BenchResult<()> {
+    let failed = |e: &dyn std::fmt::Display| {
+        crate::BenchError::from(format!("drawing {}: {e}", path.display()))
+    };
+    let root =
+        BitMapBackend::new(path, (520 * panels.len().max(1) as u32, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| failed(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 22))
+        .map_err(|e| failed(&e))?;
+    for (area, (caption, unit, bars)) in root
+        .split_evenly((1, panels.len().max(1)))
+        .iter()
+        .zip(panels)
+    {
+        let top = bars.iter().map(|b| b.value).fold(0.0, f64::max) * 1.2;
+        let unit = *unit;
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption.as_str(), ("sans-serif", 17))
+            .margin(14)
+            .x_label_area_size(30)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0.0..bars.len() as f64, 0.0..top.max(1.0))
+            .map_err(|e| failed(&e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .disable_x_axis()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .y_label_formatter(&|y| format_y(unit, *y))
+            .draw()
+            .map_err(|e| failed(&e))?;
+        for (i, bar) in bars.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let x = i as f64;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x + 0.15, 0.0), (x + 0.85, bar.value)],
+                    color.filled(),
+                )))
+                .map_err(|e| failed(&e))?;
+            for (text, above) in [(bar.name.clone(), 0.08), (format_y(unit, bar.value), 0.03)] {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        text,
+                        (x + 0.15, bar.value + top * above),
+                        ("sans-serif", 14),
+                    )))
+                    .map_err(|e| failed(&e))?;
+            }
+        }
+    }
+    root.present().map_err(|e| failed(&e))
+}

@@ -36,7 +36,7 @@ pub fn render(results: &Results, plot_name: &str, curves: &[(Curve, String)]) ->
         &results.end_to_end,
         Rate::Both,
     );
-    connect_section(&mut out, results);
+    connect_section(&mut out, results, plot_name);
     exactly_once_section(&mut out, results);
     cdc_section(&mut out, results);
     memory(&mut out, results);
@@ -731,11 +731,18 @@ fn connect_startup_target(results: &Results) -> Target {
     }
 }
 
-fn connect_section(out: &mut String, results: &Results) {
+fn connect_section(out: &mut String, results: &Results, plot_name: &str) {
     let Some((case, _, _)) = connect_pair(results) else {
         return;
     };
     out.push_str("## Ferry vs Kafka Connect 4.4\n\n");
+    // Drawn next to the flush plot (`<stem>-flush.png` → `<stem>-connect.png`).
+    let stem = plot_name.strip_suffix(".png").unwrap_or(plot_name);
+    let stem = stem.strip_suffix("-flush").unwrap_or(stem);
+    let _ = writeln!(
+        out,
+        "![Ferry against Kafka Connect 4.4: records/s and worker peak RSS]({stem}-connect.png)\n"
+    );
     out.push_str(CONNECT_METHOD);
     let _ = writeln!(out, "\n**{}**\n", case.name);
     out.push_str(
@@ -1612,13 +1619,27 @@ mod tests {
             store_size: None,
             changed: None,
         };
-        let report = render(&results(Vec::new(), vec![case]), "plot.png", &[]);
+        let results = results(Vec::new(), vec![case]);
+        let report = render(&results, "plot-flush.png", &[]);
         assert!(
             report.contains(
                 "≥ 2× Kafka Connect's records/s | 2.50× (250 000 against 100 000 records/s) | yes |"
             ),
             "{report}"
         );
+        // The README's plot: records/s (the Java producer's too) and the workers' peak RSS.
+        assert!(report.contains("(plot-connect.png)"), "{report}");
+        let panels = crate::plot::connect_bars(&results).expect("the connect bars");
+        let values = |i: usize| panels[i].2.iter().map(|b| b.value).collect::<Vec<_>>();
+        assert_eq!(values(0), vec![250_000.0, 100_000.0, 200_000.0]);
+        assert_eq!(
+            values(1),
+            vec![(200u64 << 20) as f64, (1000u64 << 20) as f64]
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let png = dir.path().join("connect.png");
+        crate::plot::bars("test", &panels, &png).expect("drawn");
+        assert!(std::fs::metadata(&png).expect("the plot").len() > 1000);
         assert!(
             report.contains("| 0.25× (2.00 µs against 8.00 µs of worker CPU per record) | yes |"),
             "{report}"
