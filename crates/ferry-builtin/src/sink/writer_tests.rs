@@ -119,6 +119,17 @@ fn spawn(fake: &Fake) -> Writer {
     .unwrap()
 }
 
+fn spawn_lingering(fake: &Fake, linger: Duration) -> Writer {
+    Writer::spawn_lingering(
+        "fake".to_owned(),
+        "test-writer",
+        FakeTarget(fake.clone()),
+        Some(0),
+        linger,
+    )
+    .unwrap()
+}
+
 /// Whether the delivery has resolved, without waiting for it.
 fn resolved(delivery: &mut PendingDelivery) -> bool {
     let waker = std::task::Waker::noop();
@@ -287,14 +298,7 @@ async fn records_sent_one_at_a_time_are_written_as_one_batch_once_enough_are_que
     let fake = Fake::default();
     fake.update(|l| l.allowed_syncs = usize::MAX);
     // A linger no test run reaches: only the count of queued records can end it.
-    let writer = Writer::spawn_lingering(
-        "fake".to_owned(),
-        "test-writer",
-        FakeTarget(fake.clone()),
-        Some(0),
-        Duration::from_secs(3600),
-    )
-    .unwrap();
+    let writer = spawn_lingering(&fake, Duration::from_secs(3600));
     let mut deliveries = Vec::new();
     for i in 0..super::LINGER_RECORDS - 1 {
         deliveries.push(writer.send(&record(&format!("r{i}"))).await.unwrap());
@@ -323,14 +327,8 @@ async fn records_sent_one_at_a_time_are_written_as_one_batch_once_enough_are_que
 async fn a_flush_ends_the_linger_and_a_lone_record_is_written_after_it() {
     let fake = Fake::default();
     fake.update(|l| l.allowed_syncs = usize::MAX);
-    let writer = Writer::spawn_lingering(
-        "fake".to_owned(),
-        "test-writer",
-        FakeTarget(fake.clone()),
-        Some(0),
-        Duration::from_secs(3600),
-    )
-    .unwrap();
+    // A linger no test run reaches.
+    let writer = spawn_lingering(&fake, Duration::from_secs(3600));
     let delivery = writer.send(&record("a")).await.unwrap();
     wait_until("the writer lingers", || {
         writer.shared.queue().writer == super::WriterState::Lingering
@@ -345,14 +343,7 @@ async fn a_flush_ends_the_linger_and_a_lone_record_is_written_after_it() {
 
     let fake = Fake::default();
     fake.update(|l| l.allowed_syncs = usize::MAX);
-    let writer = Writer::spawn_lingering(
-        "fake".to_owned(),
-        "test-writer",
-        FakeTarget(fake.clone()),
-        Some(0),
-        Duration::from_millis(20),
-    )
-    .unwrap();
+    let writer = spawn_lingering(&fake, Duration::from_millis(20));
     let delivery = writer.send(&record("b")).await.unwrap();
     tokio::time::timeout(DEADLINE, delivery)
         .await

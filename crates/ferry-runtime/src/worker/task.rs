@@ -760,33 +760,12 @@ impl TaskRunner {
                 }
             }
         };
-        let sink = &*state.sink;
         let sent = if state.outgoing.keeps_records {
             // Boxed once: it moves through the channel, the watcher and the loop's events.
-            let record = Box::new(record);
-            self.send(
-                hooks,
-                sink,
-                record,
-                state.outgoing,
-                state.events,
-                &mut state.backoff,
-                state.failure,
-            )
-            .await
+            self.send_in(hooks, Box::new(record), state).await
         } else {
             // Sent from here and dropped here once the sink has it, on this thread.
-            let record = Unkept(&record);
-            self.send(
-                hooks,
-                sink,
-                record,
-                state.outgoing,
-                state.events,
-                &mut state.backoff,
-                state.failure,
-            )
-            .await
+            self.send_in(hooks, Unkept(&record), state).await
         };
         match sent {
             Ok(Sent::Done) => {
@@ -848,6 +827,25 @@ impl TaskRunner {
             _ = failure.wake.notified() => false,
             () = self.fence.woken() => false,
         }
+    }
+
+    /// [`TaskRunner::send`] with the loop's state.
+    async fn send_in<H: TaskHooks, R: Outbound>(
+        &mut self,
+        hooks: &mut H,
+        record: R,
+        state: &mut LoopState<'_>,
+    ) -> Result<Sent, SendFailure> {
+        self.send(
+            hooks,
+            &*state.sink,
+            record,
+            state.outgoing,
+            state.events,
+            &mut state.backoff,
+            state.failure,
+        )
+        .await
     }
 
     /// Sends one record, retrying retriable send errors. `Err` means the task must fail.
