@@ -231,10 +231,8 @@ impl ConnectMap {
                 Some(values) => values[at] = value,
                 // Shared (a copy of a template): a copy of the values, of their exact size.
                 None => {
-                    let mut values = Vec::with_capacity(len);
-                    values.extend_from_slice(&self.values[..at]);
-                    values.push(value);
-                    values.extend_from_slice(&self.values[at + 1..len]);
+                    let mut values = self.values[..len].to_vec();
+                    values[at] = value;
                     self.values = values.into();
                 }
             },
