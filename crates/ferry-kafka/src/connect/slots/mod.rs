@@ -583,9 +583,6 @@ impl TaskSlots {
     async fn await_partitions(&self, topic: &str, partitions: i32) -> Result<(), SlotsError> {
         let timeout = self.config.admin_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
-        // A new topic usually shows within a few milliseconds: asked again soon, then less often
-        // (a fixed 100 ms was a tenth of the worker's start-up in the bench).
-        let mut pause = Duration::from_millis(5);
         loop {
             if self
                 .partition_count(topic)
@@ -600,8 +597,7 @@ impl TaskSlots {
                      {timeout:?}"
                 )));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
