@@ -62,17 +62,9 @@ pub(crate) async fn run(
     let worker_id = config.worker_id(port);
     let rest_url = format!("{}://{worker_id}", config.advertised_scheme());
 
-    // Opened side by side: each creates its topic when missing, a round trip to the controller
-    // that took about 0.2 s apiece, one after the other, in the start-up bench.
-    let (stores, offsets, sinks) = tokio::join!(
-        internal_stores(&config),
-        store_spec.open(OpenMode::ReadWrite),
-        sink_spec.start()
-    );
-    // Reported in the order they are named, whichever failed first.
-    let (config_store, status_store) = stores?;
-    let offsets: Arc<dyn OffsetBackingStore> = offsets?;
-    let sinks = sinks?;
+    let (config_store, status_store) = internal_stores(&config).await?;
+    let offsets: Arc<dyn OffsetBackingStore> = store_spec.open(OpenMode::ReadWrite).await?;
+    let sinks = sink_spec.start().await?;
     tracing::info!(
         "ferry distributed: worker {worker_id} in group {}; configs in {}, statuses in {}, offsets in {}, \
          records to {}",
@@ -143,20 +135,20 @@ pub(crate) async fn run(
 async fn internal_stores(
     config: &DistributedConfig,
 ) -> Result<(Arc<KafkaConfigBackingStore>, Arc<KafkaStatusBackingStore>), RunError> {
-    let (config_topic, status_topic) = (
-        topic_config(config, &config.config_topic),
-        topic_config(config, &config.status_topic),
+    let config_store = Arc::new(
+        KafkaConfigBackingStore::open(&topic_config(config, &config.config_topic))
+            .await
+            .map_err(kafka)?,
     );
-    let (config_store, status_store) = tokio::join!(
-        KafkaConfigBackingStore::open(&config_topic),
-        KafkaStatusBackingStore::open(&status_topic)
-    );
-    let config_store = Arc::new(config_store.map_err(kafka)?);
-    let status_store = Arc::new(status_store.map_err(kafka)?);
     config_store.spawn_refresher(REFRESH_EVERY);
     if let Some(levels) = crate::cli::log_levels() {
         apply_cluster_log_levels(&config_store, levels);
     }
+    let status_store = Arc::new(
+        KafkaStatusBackingStore::open(&topic_config(config, &config.status_topic))
+            .await
+            .map_err(kafka)?,
+    );
     spawn_status_refresher(&status_store);
     Ok((config_store, status_store))
 }
