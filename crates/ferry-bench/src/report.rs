@@ -312,16 +312,20 @@ const CONNECT_RSS_EXPLAINED: &str = "Why it is missed (measured outside the run,
 
 /// Where Ferry's start-up goes in the worker-process comparison.
 const CONNECT_STARTUP_EXPLAINED: &str = "Why it is missed (the worker's own log, info and debug \
-    timestamps, the same settings against a local broker, commit 4985b36): about 0.06 s to the REST \
-    server, 0.27 s creating the config, status and offsets topics (side by side since commit cf56248; \
-    one after the other they took 0.65 s), 0.3 s creating the leader topic and joining the group, then \
-    after the connector request 0.12 s until its slot is assigned and two transactional producers (the \
-    connector's task configurations, `<group>-<connector>-configs`, and the task's offsets, \
-    `<group>-<connector>-<task>`: the broker fences their previous holders) about 0.06 s each to \
-    initialise, or 0.5 s when librdkafka's producer-id timer (a fixed 500 ms when the coordinator's \
-    connection is not up yet) fires first, which happened in about half of the starts, plus three \
-    reads of the config topic of about 0.1 s. A start of about 1.1 s is the floor of this design on \
-    this machine, against Kafka Connect's 5.8–7.0 s, of which its plugin scan is 3.3–4.1 s.";
+    timestamps, the same settings against a local broker, commit 4985b36): about 0.06 s to the \
+    REST server, 0.27 s creating the config, status and offsets topics (side by side in commit \
+    cf56248; one after the other they took 0.65 s), 0.3 s creating the leader topic and joining \
+    the group, then after the connector request 0.12 s until its slot is assigned and two \
+    transactional producers (the connector's task configurations, `<group>-<connector>-configs`, \
+    and the task's offsets, `<group>-<connector>-<task>`: the broker fences their previous \
+    holders) about 0.06 s each to initialise, or 0.5 s when librdkafka's producer-id timer (a \
+    fixed 500 ms when the coordinator's connection is not up yet) fires first, which happened in \
+    about half of the starts, plus three reads of the config topic of about 0.1 s. This run \
+    measured commit 45fa161, which opened the stores side by side (cf56248) and looked for a new \
+    slot topic's partitions from 5 ms on (4985b36); both were reverted after it (7cc601f, \
+    33e0e11), because two tests of two workers starting together and forwarding writes failed in \
+    two of three fresh-clone runs after them, so the code as committed starts about 0.4 s slower \
+    than measured here. Against Kafka Connect's 5.8–7.0 s, of which its plugin scan is 3.3–4.1 s.";
 
 fn rsyslog_target(results: &Results) -> Target {
     let case = e2e_case(results, "rsyslog");
