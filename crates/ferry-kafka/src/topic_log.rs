@@ -192,16 +192,6 @@ impl<E: LogError> TopicLog<E> {
         self.list_offsets(Offset::End, &what)
     }
 
-    /// Reads every partition up to its end offset as of now, handing each record to `visitor`.
-    pub(crate) fn read_to_end(
-        &mut self,
-        visitor: &mut impl RecordVisitor,
-    ) -> Result<ReadSummary, E> {
-        let started = Instant::now();
-        let ends = self.end_offsets()?;
-        self.read_to(&ends, started, visitor)
-    }
-
     /// One offset per partition from the broker (ListOffsets): `Offset::End` asks for the end offsets,
     /// `Offset::Beginning` for the start offsets.
     fn list_offsets(&self, which: Offset, what: &str) -> Result<Vec<i64>, E> {

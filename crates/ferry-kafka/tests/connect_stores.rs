@@ -164,6 +164,59 @@ async fn task_configs_are_invisible_until_their_commit_is_written() {
     );
 }
 
+/// Reproduces a forwarded `POST /connectors` answered 404 after the leader wrote the connector: a
+/// read lists the topic's end as the last stable offset, which stops before another producer's open
+/// transaction (a connector owner writing task configurations), so the leader's read-back missed its
+/// own record written after that transaction began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_after_a_write_sees_it_while_another_producers_transaction_is_open() {
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+    let broker = shared_broker();
+    let topic = unique_topic("connect-read-own-write");
+    let cfg = config(broker, &topic);
+    let store = open_config(&cfg).await;
+    wait_for_partitions(broker, &topic, 1);
+    let owner: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap_servers())
+        .set("transactional.id", format!("{topic}-owner"))
+        .create()
+        .expect("a transactional producer");
+    owner
+        .init_transactions(Duration::from_secs(30))
+        .expect("init transactions");
+    owner.begin_transaction().expect("begin");
+    owner
+        .send(
+            BaseRecord::to(&topic)
+                .key("task-other-0")
+                .payload(&encode_properties(&props(&[("gen", "1")]))),
+        )
+        .map_err(|(e, _)| e)
+        .expect("send in the transaction");
+    owner.flush(Duration::from_secs(30)).expect("flush");
+
+    store
+        .put_connector_config("mine", &props(&[("k", "v")]), Target::Running)
+        .await
+        .unwrap();
+    // The owner commits a moment later, while the read below waits for the store's own write.
+    let committer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        owner
+            .commit_transaction(Duration::from_secs(30))
+            .expect("commit");
+    });
+    let snapshot = store.snapshot().await.unwrap();
+    committer.join().expect("the committer thread");
+    assert!(
+        snapshot.connectors.contains_key("mine"),
+        "the writer's own read misses its write: {:?}",
+        snapshot.connectors.keys().collect::<Vec<_>>()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn target_state_round_trips_and_a_tombstone_removes_the_connector() {
     let broker = shared_broker();

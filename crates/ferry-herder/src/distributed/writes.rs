@@ -52,8 +52,7 @@ impl DistributedHerder {
             .map_err(store_error)?;
         tracing::info!(connector = %name, "connector {name:?} created ({initial:?})");
         self.kick.notify_one();
-        let entry = self.entry(name).await?;
-        Ok(connector_info(name, &entry))
+        Ok(written(name, config, initial, None))
     }
 
     /// `PUT /connectors/{name}/config`, on the leader: `true` when created.
@@ -61,17 +60,18 @@ impl DistributedHerder {
         self.check_config(name, &config).await?;
         let _serial = self.writes.lock().await;
         self.check_leader()?;
-        let snapshot = self.snapshot().await?;
-        let existing = snapshot.connectors.get(name);
-        let target = existing.map_or(TargetState::Running, |e| e.target);
+        let mut snapshot = self.snapshot().await?;
+        let existing = snapshot.connectors.remove(name);
+        let target = existing.as_ref().map_or(TargetState::Running, |e| e.target);
         self.config_store
             .put_connector_config(name, &config, target)
             .await
             .map_err(store_error)?;
         tracing::info!(connector = %name, "connector {name:?} configured");
         self.kick.notify_one();
-        let entry = self.entry(name).await?;
-        Ok((existing.is_none(), connector_info(name, &entry)))
+        let created = existing.is_none();
+        let tasks = existing.and_then(|e| e.tasks);
+        Ok((created, written(name, config, target, tasks)))
     }
 
     /// `PATCH /connectors/{name}/config` (KIP-477), on the leader: merged into the configuration
@@ -83,8 +83,8 @@ impl DistributedHerder {
     ) -> R<ConnectorInfo> {
         let _serial = self.writes.lock().await;
         self.check_leader()?;
-        let snapshot = self.snapshot().await?;
-        let Some(existing) = snapshot.connectors.get(name) else {
+        let mut snapshot = self.snapshot().await?;
+        let Some(existing) = snapshot.connectors.remove(name) else {
             return Err(HerderError::not_found(format!(
                 "Connector {name} not found"
             )));
@@ -97,8 +97,7 @@ impl DistributedHerder {
             .map_err(store_error)?;
         tracing::info!(connector = %name, "connector {name:?} configured (patched)");
         self.kick.notify_one();
-        let entry = self.entry(name).await?;
-        Ok(connector_info(name, &entry))
+        Ok(written(name, config, existing.target, existing.tasks))
     }
 
     /// `DELETE /connectors/{name}`, on the leader: its offsets are kept, its statuses removed.
@@ -261,4 +260,24 @@ impl DistributedHerder {
         }
         Ok(plan)
     }
+}
+
+/// The answer to a connector configuration just written: that configuration, with the task
+/// configurations the store held before (none for a new connector), as Kafka Connect answers. Not
+/// read back: the write is acknowledged, and a read-back could fail or wait on another producer's
+/// open transaction although the connector is stored, making a retry answer 409 "already exists".
+fn written(
+    name: &str,
+    config: Config,
+    target: TargetState,
+    tasks: Option<Vec<Config>>,
+) -> ConnectorInfo {
+    connector_info(
+        name,
+        &ferry_runtime::stores::ConnectorEntry {
+            config,
+            target,
+            tasks,
+        },
+    )
 }

@@ -26,6 +26,11 @@ pub(crate) struct InternalTopic {
     /// Lists the `read_committed` end offsets (the reader's client, shared).
     offsets_client: Arc<StoreConsumer>,
     reader: Arc<Mutex<TopicLog<ConnectStoreError>>>,
+    /// Per partition: the offset after this topic's own last acknowledged write. A read goes at
+    /// least this far, so a worker reads its own writes: the listed end is the last stable offset,
+    /// which stays before another producer's open transaction (a connector owner writing task
+    /// configurations) and so before every record written after it began.
+    written: Arc<Mutex<Vec<i64>>>,
     timeout: std::time::Duration,
 }
 
@@ -118,6 +123,7 @@ impl InternalTopic {
             producer_config,
             offsets_client,
             reader: Arc::new(Mutex::new(reader)),
+            written: Arc::new(Mutex::new(vec![0; usize::try_from(found).unwrap_or(0)])),
             timeout,
         })
     }
@@ -202,7 +208,15 @@ impl InternalTopic {
     ) -> Result<(), ConnectStoreError> {
         for (key, delivery) in deliveries {
             match tokio::time::timeout(self.timeout * 2, delivery).await {
-                Ok(Ok(Ok(_))) => {}
+                Ok(Ok(Ok(delivery))) => {
+                    let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(next) = usize::try_from(delivery.partition)
+                        .ok()
+                        .and_then(|p| written.get_mut(p))
+                    {
+                        *next = (*next).max(delivery.offset + 1);
+                    }
+                }
                 Ok(Ok(Err((e, _)))) => {
                     return Err(kafka(&self.describe, &format!("writing record {key}"), &e));
                 }
@@ -242,17 +256,30 @@ impl InternalTopic {
         .await
     }
 
-    /// Reads the topic to its end as of now, applying each record with `apply` (its key, its value —
-    /// `None` for a tombstone — and its offset; records without a UTF-8 key are skipped) in partition
-    /// order, on a blocking thread. Returns the records read.
+    /// Reads the topic to its end as of now, and at least past this topic's own acknowledged writes
+    /// (waiting, up to the store's timeout without progress, for another producer's transaction
+    /// begun before them to end), applying each record with `apply` (its key, its value — `None` for
+    /// a tombstone — and its offset; records without a UTF-8 key are skipped) in partition order, on
+    /// a blocking thread. Returns the records read.
     pub(crate) async fn read_to_end<S: Send + 'static>(
         &self,
         state: Arc<Mutex<S>>,
         apply: fn(&mut S, &str, Option<&[u8]>, i64),
     ) -> Result<u64, ConnectStoreError> {
         let reader = self.reader.clone();
+        let written = self.written.clone();
         blocking(&self.describe, move || {
             let mut reader = reader.lock().unwrap_or_else(PoisonError::into_inner);
+            let started = std::time::Instant::now();
+            let mut ends = reader.end_offsets()?;
+            // Taken after the listing: a write acknowledged before this read began is in it.
+            let own = written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            for (end, own) in ends.iter_mut().zip(own) {
+                *end = (*end).max(own);
+            }
             let mut visit = |message: &BorrowedMessage<'_>| {
                 let Some(Ok(key)) = message.key().map(std::str::from_utf8) else {
                     tracing::warn!(
@@ -265,7 +292,7 @@ impl InternalTopic {
                 let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
                 apply(&mut state, key, message.payload(), message.offset());
             };
-            Ok(reader.read_to_end(&mut visit)?.records)
+            Ok(reader.read_to(&ends, started, &mut visit)?.records)
         })
         .await
     }
