@@ -27,6 +27,10 @@ use ferry_plugin::converter_config::{self as converter, OrphanSettings};
 pub const OFFSET_FLUSH_INTERVAL_MS: &str = "offset.flush.interval.ms";
 /// `offset.flush.timeout.ms`: how long one offset commit may take.
 pub const OFFSET_FLUSH_TIMEOUT_MS: &str = "offset.flush.timeout.ms";
+/// `offset.flush.strict.bound` (Ferry only, default `false`): each task polls its next batch only
+/// once the previous one is acknowledged and its offsets committed, so a crash delivers at most one
+/// poll batch again.
+pub const OFFSET_FLUSH_STRICT_BOUND: &str = "offset.flush.strict.bound";
 /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may wait for outstanding deliveries.
 pub const TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS: &str = "task.shutdown.graceful.timeout.ms";
 pub use ferry_builtin::{OFFSET_STORAGE_FILE, SINK};
@@ -61,6 +65,17 @@ pub const COMMON_WORKER_KEYS: &[ConfigKey] = &[
         "How long one offset commit may take.",
     )
     .of_type(ConfigType::Long)
+    .importance(Importance::Low),
+    ConfigKey::optional(
+        OFFSET_FLUSH_STRICT_BOUND,
+        Some("false"),
+        "Ferry only, at-least-once: each task polls its next batch only once every record of the \
+         previous one is acknowledged and its offsets committed (commits then follow \
+         acknowledgements at once, whatever offset.flush.interval.ms says), so a crash delivers at \
+         most one poll batch again. It serialises polling with the sink's and the store's round \
+         trips; exactly-once needs none of it.",
+    )
+    .of_type(ConfigType::Boolean)
     .importance(Importance::Low),
     ConfigKey::optional(
         TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS,
@@ -169,6 +184,8 @@ pub struct WorkerConfig {
     pub offset_flush_interval: Duration,
     /// `offset.flush.timeout.ms` (default 5000, > 0): how long one offset commit may take.
     pub offset_flush_timeout: Duration,
+    /// `offset.flush.strict.bound` (default `false`): the next poll waits for the last batch's commit.
+    pub offset_flush_strict_bound: bool,
     /// `task.shutdown.graceful.timeout.ms` (default 5000, ≥ 0): how long a stopping task may wait.
     pub task_shutdown_graceful_timeout: Duration,
     /// Where records go: `sink` (default: the first registered sink that is a default for the file,
@@ -418,6 +435,7 @@ impl WorkerConfig {
                 offset_storage,
                 offset_flush_interval: common.offset_flush_interval,
                 offset_flush_timeout: common.offset_flush_timeout,
+                offset_flush_strict_bound: common.offset_flush_strict_bound,
                 task_shutdown_graceful_timeout: common.task_shutdown_graceful_timeout,
                 sink,
                 key_converter: converters.0,
@@ -632,6 +650,8 @@ pub struct CommonWorkerConfig {
     pub offset_flush_interval: Duration,
     /// `offset.flush.timeout.ms` (default 5000, > 0).
     pub offset_flush_timeout: Duration,
+    /// `offset.flush.strict.bound` (default `false`).
+    pub offset_flush_strict_bound: bool,
     /// `task.shutdown.graceful.timeout.ms` (default 5000, ≥ 0).
     pub task_shutdown_graceful_timeout: Duration,
     /// `key.converter` (+ `key.converter.*`), default JsonConverter with `schemas.enable=true`.
@@ -673,11 +693,13 @@ impl CommonWorkerConfig {
             0,
             errors,
         );
+        let offset_flush_strict_bound = flag(props, OFFSET_FLUSH_STRICT_BOUND, false, errors);
         let (key_converter, value_converter) =
             converter::parse_converters(props, OrphanSettings::ApplyToDefault, errors);
         Self {
             offset_flush_interval,
             offset_flush_timeout,
+            offset_flush_strict_bound,
             task_shutdown_graceful_timeout,
             key_converter: key_converter.unwrap_or_default(),
             value_converter: value_converter.unwrap_or_default(),
@@ -708,18 +730,23 @@ fn exactly_once_source(
 /// `topic.tracking.enable` and `topic.tracking.allow.reset` (Kafka Connect's booleans: `true` or
 /// `false`, any case).
 pub fn topic_tracking(props: &Properties, errors: &mut Vec<ConfigError>) -> crate::TopicTracking {
-    let mut flag = |key: &str| match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        None => true,
+    crate::TopicTracking {
+        enable: flag(props, TOPIC_TRACKING_ENABLE, true, errors),
+        allow_reset: flag(props, TOPIC_TRACKING_ALLOW_RESET, true, errors),
+    }
+}
+
+/// A boolean key (`true` or `false`, any case, Java's `Boolean` config type); `default` when unset
+/// or invalid (an invalid value is pushed to `errors`).
+fn flag(props: &Properties, key: &str, default: bool, errors: &mut Vec<ConfigError>) -> bool {
+    match props.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        None => default,
         Some(v) if v == "true" => true,
         Some(v) if v == "false" => false,
         Some(_) => {
-            errors.push(props.invalid(key, "must be true or false (default true)"));
-            true
+            errors.push(props.invalid(key, format!("must be true or false (default {default})")));
+            default
         }
-    };
-    crate::TopicTracking {
-        enable: flag(TOPIC_TRACKING_ENABLE),
-        allow_reset: flag(TOPIC_TRACKING_ALLOW_RESET),
     }
 }
 

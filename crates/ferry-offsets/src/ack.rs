@@ -69,6 +69,8 @@ struct Queues {
     /// and equal maps have equal canonical keys.
     recent: Vec<(Option<SourcePartition>, Arc<[u8]>)>,
     next_queue_id: u64,
+    /// Records submitted since the tracker was made.
+    submitted_total: u64,
 }
 
 impl Queues {
@@ -235,6 +237,9 @@ pub struct CommittableOffsets {
     pub pending_partitions: usize,
     /// The partition with the most pending records, and how many.
     pub largest_pending: Option<(Option<SourcePartition>, usize)>,
+    /// Records submitted since the tracker was made, as of this call. With no pending records, a
+    /// commit of these offsets covers every one of them (see [`AckTracker::submitted_total`]).
+    pub submitted_through: u64,
 }
 
 impl AckTracker {
@@ -273,6 +278,7 @@ impl AckTracker {
         };
         self.shared.unacked.fetch_add(1, Ordering::AcqRel);
         let mut queues = self.shared.queues();
+        queues.submitted_total += 1;
         let queue_key = queues.key(partition);
         let (queue_id, index) = match queues.by_key.get_mut(&*queue_key) {
             Some(queue) => {
@@ -328,8 +334,11 @@ impl AckTracker {
     /// Takes the committable offsets: for every partition, pops its acknowledged prefix and reports
     /// the offset of the last popped record that has one (null offsets are skipped).
     pub fn committable(&self) -> CommittableOffsets {
-        let mut result = CommittableOffsets::default();
         let mut queues = self.shared.queues();
+        let mut result = CommittableOffsets {
+            submitted_through: queues.submitted_total,
+            ..CommittableOffsets::default()
+        };
         queues.by_key.retain(|_, queue| {
             let mut last = None;
             while queue.records.front().is_some_and(|entry| entry.acked) {
@@ -370,6 +379,13 @@ impl AckTracker {
     /// a committer enables it before it commits, so an acknowledgement during the commit is not missed.
     pub fn next_ack(&self) -> tokio::sync::futures::Notified<'_> {
         self.shared.acked.notified()
+    }
+
+    /// Records submitted since the tracker was made (removed ones included): a commit whose
+    /// [`CommittableOffsets`] had no pending records and a `submitted_through` at least this covers
+    /// every one of them.
+    pub fn submitted_total(&self) -> u64 {
+        self.shared.queues().submitted_total
     }
 
     /// The number of records not yet acknowledged.
@@ -455,5 +471,24 @@ mod tests {
                 .ack()
         );
         assert_eq!(tracker.committable().offsets.len(), 1);
+    }
+
+    #[test]
+    fn a_commit_with_nothing_pending_covers_every_record_submitted_before_it() {
+        let acks = AckTracker::new();
+        let first = acks.submit(Some(map("p", 1)), Some(map("n", 1)));
+        let second = acks.submit(Some(map("q", 1)), Some(map("n", 1)));
+        assert_eq!(acks.submitted_total(), 2);
+        assert!(first.ack());
+        let partial = acks.committable();
+        assert_eq!((partial.pending_records, partial.submitted_through), (1, 2));
+        assert!(second.ack());
+        let whole = acks.committable();
+        assert_eq!((whole.pending_records, whole.submitted_through), (0, 2));
+        // A record removed before it was sent counts as submitted and covered.
+        let removed = acks.submit(Some(map("p", 1)), Some(map("n", 2)));
+        assert!(acks.remove(&removed));
+        let after = acks.committable();
+        assert_eq!((after.pending_records, after.submitted_through), (0, 3));
     }
 }

@@ -163,6 +163,7 @@ fn defaults_apply_when_keys_are_absent() {
             offset_storage: OffsetStorageSpec::file(PathBuf::from("offsets.dat")),
             offset_flush_interval: Duration::from_millis(60_000),
             offset_flush_timeout: Duration::from_millis(5_000),
+            offset_flush_strict_bound: false,
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
             sink: SinkSpec::stdout(),
             key_converter: ConverterSpec::Json {
@@ -178,6 +179,29 @@ fn defaults_apply_when_keys_are_absent() {
             exactly_once_source: Default::default(),
             transactional_id_prefix: None,
         }
+    );
+}
+
+#[test]
+fn the_strict_bound_is_a_boolean_and_anything_else_is_an_error_naming_it() {
+    let with = |value: &str| {
+        Properties::from_pairs(
+            "worker.properties",
+            [
+                ("offset.storage.file.filename", "offsets.dat"),
+                ("offset.flush.strict.bound", value),
+            ],
+        )
+    };
+    for (value, expected) in [("true", true), (" FALSE ", false)] {
+        let worker = WorkerConfig::from_properties(&with(value)).expect("valid");
+        assert_eq!(worker.offset_flush_strict_bound, expected, "{value:?}");
+    }
+    let errors = worker_errors(&with("yes"));
+    let error = error_for(&errors, "offset.flush.strict.bound").to_string();
+    assert!(
+        error.contains("must be true or false (default false)"),
+        "{error}"
     );
 }
 

@@ -174,6 +174,7 @@ fn worker_settings(config: &WorkerConfig) -> WorkerSettings {
     WorkerSettings {
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
+        offset_flush_strict_bound: config.offset_flush_strict_bound,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
         topic_tracking: config.topic_tracking,
         // With exactly-once enabled, every task is fenced as in distributed mode, by

@@ -81,6 +81,11 @@ pub(crate) struct Committer {
     pub(crate) health: std::sync::Arc<StoreHealth>,
     /// `offset.flush.interval.ms=0`: commits follow each other, so each is logged at DEBUG.
     pub(crate) continuous: bool,
+    /// The records a successful commit covered: the tracker's
+    /// [`submitted_through`](ferry_offsets::CommittableOffsets::submitted_through) of a commit that
+    /// left nothing pending (every record submitted until then is committed or was never sent).
+    /// `offset.flush.strict.bound` holds the next poll until it reaches the last batch.
+    pub(crate) covered: tokio::sync::watch::Sender<u64>,
 }
 
 impl Committer {
@@ -120,6 +125,18 @@ impl Committer {
             }
             Err(e) => CommitOutcome::Failed(e.into()),
         };
+        if committable.pending_records == 0
+            && matches!(
+                outcome,
+                CommitOutcome::Committed { .. } | CommitOutcome::NothingToCommit
+            )
+        {
+            self.covered.send_if_modified(|covered| {
+                let advanced = committable.submitted_through > *covered;
+                *covered = (*covered).max(committable.submitted_through);
+                advanced
+            });
+        }
         match &outcome {
             CommitOutcome::Committed { elapsed, .. } => self.metrics.commit_succeeded(*elapsed),
             CommitOutcome::NothingToCommit => self.metrics.commit_skipped(),

@@ -46,6 +46,11 @@ pub struct WorkerSettings {
     pub offset_flush_interval: Duration,
     /// `offset.flush.timeout.ms`: the deadline of one commit, and of waiting for acks at stop.
     pub offset_flush_timeout: Duration,
+    /// `offset.flush.strict.bound` (Ferry only, at-least-once): each task polls its next batch only
+    /// once every record of the previous one is acknowledged and its offset committed (commits then
+    /// follow acknowledgements at once), so a crash delivers at most one poll batch again. Off by
+    /// default: it serialises polling with the sink's and the store's round trips.
+    pub offset_flush_strict_bound: bool,
     /// `task.shutdown.graceful.timeout.ms`: how long a stopping task may take before it is cancelled.
     pub task_shutdown_graceful_timeout: Duration,
     /// Where the worker's tasks and store record their metrics ([`Worker::metrics`]). The default is a
@@ -77,6 +82,7 @@ impl Default for WorkerSettings {
         Self {
             offset_flush_interval: Duration::from_millis(60_000),
             offset_flush_timeout: Duration::from_millis(5_000),
+            offset_flush_strict_bound: false,
             task_shutdown_graceful_timeout: Duration::from_millis(5_000),
             metrics: Arc::default(),
             topic_tracking: TopicTracking::default(),
@@ -349,6 +355,7 @@ impl Worker {
             settings: TaskSettings {
                 flush_interval: self.settings.offset_flush_interval,
                 flush_timeout: self.settings.offset_flush_timeout,
+                strict_bound: self.settings.offset_flush_strict_bound,
                 tolerate_delivery_errors,
                 transforms,
                 error_handling,

@@ -51,6 +51,9 @@ pub(crate) use crate::state::TargetState;
 pub(crate) struct TaskSettings {
     pub(crate) flush_interval: Duration,
     pub(crate) flush_timeout: Duration,
+    /// `offset.flush.strict.bound` (at-least-once): the next poll waits until the previous batch is
+    /// committed, and commits follow acknowledgements at once.
+    pub(crate) strict_bound: bool,
     /// `errors.tolerance=all`: a failed delivery counts as delivered.
     pub(crate) tolerate_delivery_errors: bool,
     /// The connector's transforms: each task builds its own chain from them.
@@ -59,6 +62,18 @@ pub(crate) struct TaskSettings {
     pub(crate) error_handling: crate::transforms::ErrorHandling,
     /// Values resolved from config providers: scrubbed from failure traces and retry logs.
     pub(crate) secrets: Arc<Vec<String>>,
+}
+
+impl TaskSettings {
+    /// How long the at-least-once committer waits between commits: none with a strict bound (a
+    /// held poll waits for the commit that follows its batch's acknowledgements).
+    pub(crate) fn commit_interval(&self) -> Duration {
+        if self.strict_bound {
+            Duration::ZERO
+        } else {
+            self.flush_interval
+        }
+    }
 }
 
 /// Records the watcher found delivered together: each with its metadata (`None`: failed and tolerated).
@@ -258,6 +273,9 @@ struct LoopState<'a> {
     /// The wait before retrying a failed poll or send.
     backoff: Backoff,
     sink: Arc<dyn RecordSink>,
+    /// `offset.flush.strict.bound`: the records the commits have covered (see
+    /// [`Committer::covered`](crate::worker::commit::Committer::covered)); `None` without the bound.
+    covered: Option<watch::Receiver<u64>>,
 }
 
 /// How one record of a batch ended, for the rest of the batch.
@@ -364,6 +382,11 @@ impl TaskRunner {
         let failure = Arc::new(Failure::default());
         let (mut outgoing, mut events, helpers) = self.spawn_helpers(hooks, &failure);
         let mut store = self.health.subscribe();
+        // Exactly-once has no periodic committer: its transactions bound what a crash redelivers.
+        let covered = hooks
+            .periodic_committer()
+            .filter(|_| self.settings.strict_bound)
+            .and_then(|committer| committer.covered());
         self.poll_until_stopped(
             hooks,
             &mut LoopState {
@@ -376,6 +399,7 @@ impl TaskRunner {
                 // The sink, held apart from `self` so that a send waiting for room can let the loop
                 // handle its events meanwhile (one clone per run, not per record).
                 sink: Arc::clone(&self.sink),
+                covered,
             },
         )
         .await;
@@ -464,7 +488,7 @@ impl TaskRunner {
         let periodic = hooks.periodic_committer().map(|committer| {
             AbortOnDrop(tokio::spawn(commit_periodically(
                 committer,
-                self.settings.flush_interval,
+                self.settings.commit_interval(),
                 self.acks.clone(),
                 stop_committer,
                 events_tx,
@@ -563,6 +587,23 @@ impl TaskRunner {
                     continue;
                 }
                 TargetState::Running => self.status.set(TaskState::Running),
+            }
+            // `offset.flush.strict.bound`: no poll until the last batch is committed. Checked here,
+            // after a pause or a wake-up too, so two batches are never uncommitted at once.
+            if let Some(covered) = state.covered.as_mut()
+                && *covered.borrow_and_update() < self.acks.submitted_total()
+            {
+                tokio::select! {
+                    biased;
+                    changed = self.control.changed() => if changed.is_err() { return },
+                    _ = state.failure.wake.notified() => {}
+                    () = self.fence.woken() => {}
+                    _ = state.store.changed() => {}
+                    // The committer lives as long as the loop: an error cannot come first.
+                    _ = covered.changed() => {}
+                    Some(event) = state.events.recv() => self.handle_event(event).await,
+                }
+                continue;
             }
             if let Err(e) = hooks.prepare_to_poll().await {
                 self.fail_unless_fenced(e);

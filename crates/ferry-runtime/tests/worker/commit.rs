@@ -336,3 +336,38 @@ async fn an_offset_only_record_sends_nothing_and_commits_in_order() {
     assert_eq!(h.sink.accepted(), ["a:1"], "the checkpoint sent nothing");
     h.worker.shutdown().await;
 }
+
+/// `offset.flush.strict.bound=true`: the task polls its next batch only once every record of the
+/// previous one is acknowledged and its offset committed, so a crash redelivers at most one batch.
+/// The commit follows the acknowledgement at once, whatever `offset.flush.interval.ms` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_bound_holds_the_next_poll_until_the_previous_batch_is_committed() {
+    let mut strict = settings(60_000, 2_000, 10_000);
+    strict.offset_flush_strict_bound = true;
+    let h = Harness::new(strict);
+    let probe = Probe::new();
+    h.sink.hold(&["a:2"]);
+    probe.push(vec![record("a", 1), record("a", 2)]);
+    probe.push(vec![record("a", 3)]);
+    h.start("strict", false, &probe);
+    crate::support::eventually("a:2 in the sink, held", || h.sink.is_held("a:2")).await;
+    let polls = probe.polls();
+    // a:1 alone is acknowledged: committed at once, though the interval is a minute.
+    h.wait_committed("strict", "a", 1).await;
+    // Long enough for a loop that does not hold to poll many times (a poll waits 10 ms at most).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        probe.polls(),
+        polls,
+        "no poll while a record of the last batch is unacknowledged"
+    );
+    assert!(
+        !h.sink.accepted().iter().any(|k| k == "a:3"),
+        "a:3 was sent before a:2's commit: {:?}",
+        h.sink.accepted()
+    );
+    // Then a:2 commits and the next poll sends a:3 (both commits may land between two looks).
+    h.sink.resolve("a:2");
+    h.wait_committed("strict", "a", 3).await;
+    h.stop("strict").await;
+}

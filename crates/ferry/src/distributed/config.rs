@@ -61,6 +61,8 @@ pub struct DistributedConfig {
     pub offset_flush_interval: Duration,
     /// `offset.flush.timeout.ms` (5000).
     pub offset_flush_timeout: Duration,
+    /// `offset.flush.strict.bound` (`false`).
+    pub offset_flush_strict_bound: bool,
     /// `task.shutdown.graceful.timeout.ms` (5000).
     pub task_shutdown_graceful_timeout: Duration,
     /// `topic.tracking.enable` / `topic.tracking.allow.reset` (both `true`).
@@ -160,6 +162,7 @@ impl DistributedConfig {
             scheduled_rebalance_max_delay,
             offset_flush_interval: common.offset_flush_interval,
             offset_flush_timeout: common.offset_flush_timeout,
+            offset_flush_strict_bound: common.offset_flush_strict_bound,
             task_shutdown_graceful_timeout: common.task_shutdown_graceful_timeout,
             topic_tracking: common.topic_tracking,
             key_converter: common.key_converter,

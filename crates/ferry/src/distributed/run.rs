@@ -162,6 +162,7 @@ fn worker_settings(
     WorkerSettings {
         offset_flush_interval: config.offset_flush_interval,
         offset_flush_timeout: config.offset_flush_timeout,
+        offset_flush_strict_bound: config.offset_flush_strict_bound,
         task_shutdown_graceful_timeout: config.task_shutdown_graceful_timeout,
         topic_tracking: config.topic_tracking,
         // Every task commits through its own transactional producer, `<group.id>-<connector>-<task>`:

@@ -28,7 +28,8 @@ impl AtLeastOnce {
             flush_timeout: parts.settings.flush_timeout,
             metrics: parts.metrics,
             health: parts.health,
-            continuous: parts.settings.flush_interval.is_zero(),
+            continuous: parts.settings.commit_interval().is_zero(),
+            covered: tokio::sync::watch::Sender::new(0),
         };
         AtLeastOnceHooks {
             acks: parts.acks,
@@ -79,5 +80,9 @@ impl TaskHooks for AtLeastOnceHooks {
 impl Commit for Committer {
     async fn commit(&self) -> CommitOutcome {
         Committer::commit(self).await
+    }
+
+    fn covered(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.covered.subscribe())
     }
 }

@@ -174,6 +174,7 @@ async fn hooks_run_in_order<H: TaskHooks + 'static>(hooks: impl FnOnce(Log, AckT
         settings: TaskSettings {
             flush_interval: Duration::from_secs(60),
             flush_timeout: Duration::from_secs(5),
+            strict_bound: false,
             tolerate_delivery_errors: false,
             transforms: Default::default(),
             error_handling: Default::default(),

@@ -301,4 +301,11 @@ pub(crate) struct Settled {
 pub(crate) trait Commit: Send + Sync {
     /// Commits what can be committed now.
     async fn commit(&self) -> CommitOutcome;
+
+    /// How many submitted records the commits have covered so far (see
+    /// [`crate::worker::commit::Committer::covered`]), for `offset.flush.strict.bound`; `None` when
+    /// the committer does not track it.
+    fn covered(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
