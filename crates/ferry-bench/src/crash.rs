@@ -4,8 +4,9 @@
 //! running) and restarted, then run until the last line is in the sink.
 //! Each kill's duplicates are the lines the next run wrote that were already in the sink before it
 //! started (the sink is cut at its last complete line at each kill: the next run's sink drops a torn
-//! line). Both commit modes: continuous (`offset.flush.interval.ms=0`, the README example's) and every
-//! second.
+//! line). Three modes: continuous commits (`offset.flush.interval.ms=0`, the README example's), the
+//! same with `offset.flush.strict.bound=true` (each poll waits for the last batch's commit), and
+//! commits every second.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -41,9 +42,13 @@ pub fn run(plan: &Plan) -> BenchResult<Vec<Crash>> {
     let input_path = plan.work_dir.join("crash-input.log");
     let input = lines::write(&input_path, plan.crash_bytes)?;
     let mut out = Vec::new();
-    for interval in [README_INTERVAL_MS, INTERVAL_MS] {
+    for (interval, strict) in [
+        (README_INTERVAL_MS, false),
+        (README_INTERVAL_MS, true),
+        (INTERVAL_MS, false),
+    ] {
         let started = Instant::now();
-        let crash = mode(&ferry, plan, &input_path, input, interval);
+        let crash = mode(&ferry, plan, &input_path, input, interval, strict);
         let crash = match crash {
             Ok(c) => c,
             Err(e) => {
@@ -52,7 +57,8 @@ pub fn run(plan: &Plan) -> BenchResult<Vec<Crash>> {
             }
         };
         eprintln!(
-            "  offset.flush.interval.ms={interval}: duplicates per kill {:?}, lost {} ({:.1?})",
+            "  offset.flush.interval.ms={interval}, offset.flush.strict.bound={strict}: duplicates \
+             per kill {:?}, lost {} ({:.1?})",
             crash.duplicates_per_kill,
             crash.lost,
             started.elapsed()
@@ -71,9 +77,10 @@ fn mode(
     input_path: &Path,
     input: lines::Input,
     interval: u64,
+    strict: bool,
 ) -> BenchResult<Crash> {
     let started = Instant::now();
-    let dir = crate::e2e::RunDir::create(&plan.work_dir, &format!("crash-{interval}"))?;
+    let dir = crate::e2e::RunDir::create(&plan.work_dir, &format!("crash-{interval}-{strict}"))?;
     let sink = dir.join("out.jsonl");
     let worker = dir.join("worker.properties");
     let connector = dir.join("file-source.properties");
@@ -81,7 +88,7 @@ fn mode(
         &worker,
         &format!(
             "listeners=http://127.0.0.1:0\noffset.storage.file.filename={}\nsink=file:{}\n\
-             offset.flush.interval.ms={interval}\n",
+             offset.flush.interval.ms={interval}\noffset.flush.strict.bound={strict}\n",
             dir.join("offsets.ferry").display(),
             sink.display()
         ),
@@ -126,6 +133,7 @@ fn mode(
     dir.remove()?;
     Ok(Crash {
         flush_interval_ms: interval,
+        strict_bound: strict,
         input_lines: input.lines,
         batch_size: BATCH_SIZE,
         duplicates_per_kill,

@@ -31,8 +31,17 @@ pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 pub type BenchResult<T> = Result<T, BenchError>;
 
 /// The sections of the suite, in run order.
-pub const SECTIONS: [&str; 9] = [
-    "flush", "startup", "lookup", "e2e", "eos", "memory", "crash", "scaling", "cdc",
+pub const SECTIONS: [&str; 10] = [
+    "flush",
+    "startup",
+    "lookup",
+    "e2e",
+    "eos",
+    "scale-out",
+    "memory",
+    "crash",
+    "scaling",
+    "cdc",
 ];
 
 #[derive(Parser)]
@@ -52,7 +61,7 @@ struct RunArgs {
     /// Shrink every size (a smoke run: its numbers are not results and the report says so).
     #[arg(long)]
     quick: bool,
-    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, eos, memory, crash,
+    /// Run only these sections (comma-separated: flush, startup, lookup, e2e, eos, scale-out, memory, crash,
     /// scaling, cdc); their results replace those sections in an existing results file (--json), the
     /// other sections' are kept, and the report is rendered from the whole.
     #[arg(long, value_delimiter = ',')]
@@ -324,7 +333,11 @@ fn run(args: &RunArgs) -> BenchResult<()> {
     // One broker for every Kafka case, Apache Kafka as shipped (its stock JVM flags); dropping it
     // stops it.
     let broker = if plan.kafka
-        && (plan.runs("startup") || plan.runs("e2e") || plan.runs("eos") || plan.runs("cdc"))
+        && (plan.runs("startup")
+            || plan.runs("e2e")
+            || plan.runs("eos")
+            || plan.runs("scale-out")
+            || plan.runs("cdc"))
     {
         match ferry_testkit::KafkaBroker::start_jvm(&[], ferry_testkit::Jvm::Shipped) {
             Ok(broker) => Some(broker),
@@ -382,6 +395,22 @@ fn run(args: &RunArgs) -> BenchResult<()> {
             None => results
                 .skipped
                 .push("exactly once vs at least once: no Kafka broker".to_owned()),
+        }
+    }
+    if plan.runs("scale-out") {
+        eprintln!("\n== distributed scale-out: 1 worker against 3 ==");
+        match broker.as_ref() {
+            Some(broker) => match e2e::scale_out(&plan, &runtime, broker) {
+                Ok(case) => results.scale_out.push(case),
+                Err(e) => {
+                    let why = format!("distributed scale-out: {e}");
+                    eprintln!("  {why}");
+                    results.skipped.push(why);
+                }
+            },
+            None => results
+                .skipped
+                .push("distributed scale-out: no Kafka broker".to_owned()),
         }
     }
     if plan.runs("memory") {
@@ -477,6 +506,7 @@ fn merge_into_existing(json: &Path, run: Results, plan: &Plan) -> BenchResult<Re
             "lookup" => old.lookup = run.lookup.clone(),
             "e2e" => old.end_to_end = run.end_to_end.clone(),
             "eos" => old.exactly_once = run.exactly_once.clone(),
+            "scale-out" => old.scale_out = run.scale_out.clone(),
             "memory" => old.memory = run.memory.clone(),
             "crash" => old.crash = run.crash.clone(),
             "scaling" => old.scaling = run.scaling.clone(),
@@ -599,6 +629,7 @@ mod tests {
         let mut full = results(false, "old");
         full.crash.push(results::Crash {
             flush_interval_ms: 0,
+            strict_bound: false,
             input_lines: 10,
             batch_size: 2,
             duplicates_per_kill: vec![1],

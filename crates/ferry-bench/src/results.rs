@@ -96,6 +96,12 @@ pub struct ProcessCost {
     pub lost: u64,
     /// Kills that could not be measured, and why.
     pub notes: Vec<String>,
+    /// Scale-out runs: the tasks the contender's workers ran (one per worker).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tasks: usize,
+    /// Scale-out runs: the broker's CPU seconds over the same span as `cpu_seconds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broker_cpu_seconds: Vec<f64>,
 }
 
 impl ProcessCost {
@@ -219,6 +225,9 @@ pub struct Results {
     pub exactly_once: Vec<Case>,
     /// Peak RSS with the offsets loaded.
     pub memory: Vec<Case>,
+    /// Distributed scale-out: one worker and one task against three of each, SequenceSource → Kafka.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale_out: Vec<Case>,
     /// Scaling curves (tasks, partitions, stored offsets).
     #[serde(default)]
     pub scaling: Vec<Curve>,
@@ -268,6 +277,7 @@ impl Results {
             exactly_once: Vec::new(),
             memory: Vec::new(),
             scaling: Vec::new(),
+            scale_out: Vec::new(),
             crash: Vec::new(),
             cdc: None,
             merged: Vec::new(),
@@ -321,6 +331,9 @@ pub struct Curve {
 pub struct Crash {
     /// `offset.flush.interval.ms` of the worker (0: continuous commits).
     pub flush_interval_ms: u64,
+    /// `offset.flush.strict.bound` of the worker (each poll waits for the last batch's commit).
+    #[serde(default)]
+    pub strict_bound: bool,
     /// Lines of the input file.
     pub input_lines: u64,
     /// The connector's `batch.size` (records per poll): the target's bound per kill.
@@ -401,4 +414,8 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
     let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
     sorted[rank - 1]
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -821,7 +821,7 @@ impl Worker {
     }
 
     /// `host:port` of the REST API.
-    fn rest(&self) -> String {
+    pub(crate) fn rest(&self) -> String {
         match self {
             Worker::Ferry(w) => format!("127.0.0.1:{}", w.port),
             Worker::Connect(w) => w
@@ -1334,7 +1334,12 @@ fn java() -> PathBuf {
 }
 
 /// One HTTP/1.1 request with a JSON body; returns the status and the body. Blocking.
-fn http(rest: &str, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+pub(crate) fn http(
+    rest: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(rest)?;
     stream.set_read_timeout(Some(Duration::from_secs(180)))?;
     write!(

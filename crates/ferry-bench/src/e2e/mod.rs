@@ -18,6 +18,7 @@ pub(crate) mod file;
 pub(crate) mod kafka;
 pub(crate) mod lines;
 mod rsyslog;
+pub(crate) mod scale_out;
 pub(crate) mod sequence;
 mod worker;
 
@@ -126,6 +127,22 @@ pub fn exactly_once(
         ))
     })?;
     case
+}
+
+/// The distributed scale-out case ([`scale_out::case`]): `plan.sequence_records` records timed per
+/// run.
+pub fn scale_out(
+    plan: &Plan,
+    runtime: &tokio::runtime::Runtime,
+    broker: &ferry_testkit::KafkaBroker,
+) -> BenchResult<Case> {
+    scale_out::case(
+        runtime,
+        &plan.work_dir,
+        broker,
+        plan.sequence_records,
+        plan.connect_runs,
+    )
 }
 
 /// One contender of a case as [`rounds`] runs it.
