@@ -894,21 +894,12 @@ fn exactly_once_section(out: &mut String, results: &Results) {
              peak RSS | start-up |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for c in &case.contenders {
-            let s = &c.stats;
-            let p = cost(c);
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} – {} | {} | {:.2} s | {} | {} | {} |",
-                c.name,
-                per_second(c),
-                human_duration(s.median()),
-                human_duration(s.min()),
-                human_duration(s.max()),
-                s.samples.len(),
-                ProcessCost::median(&p.cpu_seconds),
-                human_duration(cpu_per_record(c)),
+                "| {} | {} | {} |",
+                process_cells(c),
                 human_bytes(max_rss(c)),
-                human_duration(ProcessCost::median(&p.startup_seconds)),
+                human_duration(ProcessCost::median(&cost(c).startup_seconds)),
             );
         }
     }
@@ -1017,25 +1008,33 @@ fn scale_out_section(out: &mut String, results: &Results) {
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in &case.contenders {
-        let s = &c.stats;
-        let p = cost(c);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} – {} | {} | {:.2} s | {} | {} | {} | {} |",
-            c.name,
-            per_second(c),
-            human_duration(s.median()),
-            human_duration(s.min()),
-            human_duration(s.max()),
-            s.samples.len(),
-            ProcessCost::median(&p.cpu_seconds),
-            human_duration(cpu_per_record(c)),
+            "| {} | {} | {} | {} |",
+            process_cells(c),
             human_duration(broker_cpu_per_record(c)),
             human_bytes(max_rss(c)),
-            human_duration(ProcessCost::median(&p.startup_seconds)),
+            human_duration(ProcessCost::median(&cost(c).startup_seconds)),
         );
     }
     out.push('\n');
+}
+
+/// The first cells of a worker-process contender's row: name, records/s, median, min – max, runs,
+/// the worker's median CPU seconds and its CPU per record.
+fn process_cells(c: &Contender) -> String {
+    let s = &c.stats;
+    format!(
+        "{} | {} | {} | {} – {} | {} | {:.2} s | {}",
+        c.name,
+        per_second(c),
+        human_duration(s.median()),
+        human_duration(s.min()),
+        human_duration(s.max()),
+        s.samples.len(),
+        ProcessCost::median(&cost(c).cpu_seconds),
+        human_duration(cpu_per_record(c)),
+    )
 }
 
 const SCALE_OUT_METHOD: &str = "Each timed run starts its own `ferry distributed` workers in a new \

@@ -125,7 +125,8 @@ fn an_unknown_section_is_refused_by_name() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("\"warp\"") && stderr.contains("flush, startup, lookup, e2e, eos, memory"),
+        stderr.contains("\"warp\"")
+            && stderr.contains("flush, startup, lookup, e2e, eos, scale-out, memory"),
         "{stderr}"
     );
     assert!(

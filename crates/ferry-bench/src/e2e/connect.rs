@@ -1092,13 +1092,31 @@ fn log_tail(path: &Path) -> String {
 /// A record's key and value.
 type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
 
-/// A consumer watching one one-partition topic.
+/// A consumer watching a topic (one partition unless made [`TopicWatch::partitions`]).
 pub(crate) struct TopicWatch {
     consumer: BaseConsumer,
     pub(crate) topic: String,
+    partitions: i32,
+    /// How often [`wait`](Self::wait) looks ([`POLL`] unless made [`TopicWatch::partitions`]).
+    poll: Duration,
 }
 
 impl TopicWatch {
+    /// Watches `partitions` partitions: [`end`](Self::end) is their summed end offsets. Reading
+    /// records ([`record_at`](Self::record_at), [`read_all`](Self::read_all)) reads partition 0.
+    /// `poll`: how often [`wait`](Self::wait) looks.
+    pub(crate) fn partitions(
+        bootstrap: &str,
+        topic: &str,
+        partitions: i32,
+        poll: Duration,
+    ) -> BenchResult<Self> {
+        let mut watch = Self::new(bootstrap, topic)?;
+        watch.partitions = partitions;
+        watch.poll = poll;
+        Ok(watch)
+    }
+
     pub(crate) fn new(bootstrap: &str, topic: &str) -> BenchResult<Self> {
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
@@ -1109,15 +1127,27 @@ impl TopicWatch {
         Ok(Self {
             consumer,
             topic: topic.to_owned(),
+            partitions: 1,
+            poll: POLL,
         })
     }
 
-    /// The end offset (high watermark) of partition 0: ListOffsets.
+    /// The end offset (high watermark) of partition 0, or the sum over the watched partitions:
+    /// ListOffsets.
     pub(crate) fn end(&self) -> BenchResult<i64> {
-        self.consumer
-            .fetch_watermarks(&self.topic, 0, REQUEST_TIMEOUT)
-            .map(|(_, high)| high)
-            .map_err(|e| crate::BenchError::from(format!("ListOffsets for {}: {e}", self.topic)))
+        (0..self.partitions)
+            .map(|p| {
+                self.consumer
+                    .fetch_watermarks(&self.topic, p, REQUEST_TIMEOUT)
+                    .map(|(_, high)| high)
+                    .map_err(|e| {
+                        crate::BenchError::from(format!(
+                            "ListOffsets for {} partition {p}: {e}",
+                            self.topic
+                        ))
+                    })
+            })
+            .sum()
     }
 
     /// Polls the end offset every [`POLL`] until `done` holds; returns when the answer came.
@@ -1127,20 +1157,33 @@ impl TopicWatch {
         what: &str,
         done: impl Fn(i64) -> bool,
     ) -> BenchResult<Instant> {
+        self.wait_all(std::slice::from_mut(worker), what, done)
+            .map(|_| Instant::now())
+    }
+
+    /// [`wait`](Self::wait) while every one of `workers` runs; returns the end offset that did.
+    pub(crate) fn wait_all(
+        &self,
+        workers: &mut [Worker],
+        what: &str,
+        done: impl Fn(i64) -> bool,
+    ) -> BenchResult<i64> {
         let started = Instant::now();
         loop {
             let end = self.end()?;
             if done(end) {
-                return Ok(Instant::now());
+                return Ok(end);
             }
-            worker.check_alive()?;
+            for worker in workers.iter_mut() {
+                worker.check_alive()?;
+            }
             if started.elapsed() > DEADLINE {
                 return Err(crate::BenchError::from(format!(
                     "{what} was not in {} within {DEADLINE:?} ({end} records)",
                     self.topic
                 )));
             }
-            std::thread::sleep(POLL);
+            std::thread::sleep(self.poll);
         }
     }
 

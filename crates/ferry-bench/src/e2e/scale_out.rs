@@ -17,10 +17,8 @@
 use std::time::{Duration, Instant};
 
 use ferry_testkit::KafkaBroker;
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 
-use super::connect::{FerryWorker, Worker, cpu_seconds, http, peak_rss, unique};
+use super::connect::{FerryWorker, TopicWatch, Worker, cpu_seconds, http, peak_rss, unique};
 use super::{RunDir, Runner, rounds};
 use crate::BenchResult;
 use crate::kafka::create_topic;
@@ -39,7 +37,6 @@ const WARM_UP: i64 = 200_000;
 const POLL: Duration = Duration::from_millis(5);
 /// How long the tasks may take to start, and a timed span may take.
 const DEADLINE: Duration = Duration::from_secs(300);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECTOR: &str = "bench-sequence";
 
 /// The case: `runs` rounds of one worker and of three, in turn, each timing `records` records.
@@ -145,7 +142,7 @@ impl Run<'_> {
         let topic = format!("ferry-bench-{slug}-{}", self.tag);
         self.runtime
             .block_on(create_topic(&bootstrap, &topic, PARTITIONS, &[]))?;
-        let ends = EndOffsets::new(&bootstrap, &topic)?;
+        let ends = TopicWatch::partitions(&bootstrap, &topic, PARTITIONS, POLL)?;
         let group = format!("ferry-bench-{slug}-{}", self.tag);
         let dirs = (0..workers)
             .map(|w| RunDir::create(self.work_dir, &format!("{slug}-worker-{w}")))
@@ -187,7 +184,7 @@ impl Run<'_> {
         running: &mut [Worker],
         workers: usize,
         topic: &str,
-        ends: &EndOffsets,
+        ends: &TopicWatch,
         spawned: Instant,
     ) -> BenchResult<Measured> {
         let config = serde_json::json!({
@@ -213,12 +210,12 @@ impl Run<'_> {
             .pid()
             .ok_or_else(|| crate::BenchError::from("the broker is not running".to_owned()))?;
         let cpu = || -> BenchResult<f64> { pids.iter().map(|p| cpu_seconds(*p)).sum() };
-        let warm = ends.sum()? + WARM_UP;
-        ends.wait(running, |end| end >= warm)?;
-        let (from, cpu_from, broker_from) = (ends.sum()?, cpu()?, cpu_seconds(broker_pid)?);
+        let warm = ends.end()? + WARM_UP;
+        ends.wait_all(running, "the warm-up records", |end| end >= warm)?;
+        let (from, cpu_from, broker_from) = (ends.end()?, cpu()?, cpu_seconds(broker_pid)?);
         let started = Instant::now();
         let goal = from + self.records;
-        let to = ends.wait(running, |end| end >= goal)?;
+        let to = ends.wait_all(running, "the timed records", |end| end >= goal)?;
         let elapsed = started.elapsed();
         let (cpu_to, broker_to) = (cpu()?, cpu_seconds(broker_pid)?);
         // The last look found a few more records than asked for: times and CPU for exactly
@@ -269,63 +266,5 @@ fn wait_spread(rest: &str, running: &mut [Worker], workers: usize) -> BenchResul
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The summed end offsets (high watermarks) of a topic's partitions.
-struct EndOffsets {
-    consumer: BaseConsumer,
-    topic: String,
-}
-
-impl EndOffsets {
-    fn new(bootstrap: &str, topic: &str) -> BenchResult<Self> {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .set("group.id", "ferry-bench-scale-out-watch")
-            .set("enable.auto.commit", "false")
-            .create()
-            .map_err(|e| crate::BenchError::from(format!("consumer watching {topic}: {e}")))?;
-        Ok(Self {
-            consumer,
-            topic: topic.to_owned(),
-        })
-    }
-
-    fn sum(&self) -> BenchResult<i64> {
-        (0..PARTITIONS)
-            .map(|p| {
-                self.consumer
-                    .fetch_watermarks(&self.topic, p, REQUEST_TIMEOUT)
-                    .map(|(_, high)| high)
-                    .map_err(|e| {
-                        crate::BenchError::from(format!(
-                            "ListOffsets for {} partition {p}: {e}",
-                            self.topic
-                        ))
-                    })
-            })
-            .sum()
-    }
-
-    /// Polls the sum every [`POLL`] until `done` holds; returns the sum then.
-    fn wait(&self, running: &mut [Worker], done: impl Fn(i64) -> bool) -> BenchResult<i64> {
-        let started = Instant::now();
-        loop {
-            let end = self.sum()?;
-            if done(end) {
-                return Ok(end);
-            }
-            for worker in running.iter_mut() {
-                worker.check_alive()?;
-            }
-            if started.elapsed() > DEADLINE {
-                return Err(crate::BenchError::from(format!(
-                    "{} did not grow as expected within {DEADLINE:?} ({end} records)",
-                    self.topic
-                )));
-            }
-            std::thread::sleep(POLL);
-        }
     }
 }
