@@ -6,7 +6,8 @@
 //! started (the sink is cut at its last complete line at each kill: the next run's sink drops a torn
 //! line). Three modes: continuous commits (`offset.flush.interval.ms=0`, the README example's), the
 //! same with `offset.flush.strict.bound=true` (each poll waits for the last batch's commit), and
-//! commits every second.
+//! commits every second. Before its kills, each mode moves the whole input once, uninterrupted, into
+//! a sink and store of its own: what the mode costs in throughput.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -86,12 +87,7 @@ fn mode(
     let connector = dir.join("file-source.properties");
     write(
         &worker,
-        &format!(
-            "listeners=http://127.0.0.1:0\noffset.storage.file.filename={}\nsink=file:{}\n\
-             offset.flush.interval.ms={interval}\noffset.flush.strict.bound={strict}\n",
-            dir.join("offsets.ferry").display(),
-            sink.display()
-        ),
+        &worker_properties(&dir.join("offsets.ferry"), &sink, interval, strict),
     )?;
     write(
         &connector,
@@ -102,6 +98,29 @@ fn mode(
     )?;
     // The record of the last line (its offset is the file's end).
     let end_marker = format!("\"source_offset\":{{\"position\":{}", input.bytes);
+    // First one uninterrupted run over the whole input, into its own sink and store: what the mode
+    // costs in throughput (spawn → the last line's record in the sink).
+    let clean_run_seconds = {
+        let clean = crate::e2e::RunDir::create(
+            &plan.work_dir,
+            &format!("crash-{interval}-{strict}-uninterrupted"),
+        )?;
+        let (clean_worker, clean_connector) = (clean.join("worker.properties"), connector.clone());
+        let clean_sink = clean.join("out.jsonl");
+        write(
+            &clean_worker,
+            &worker_properties(&clean.join("offsets.ferry"), &clean_sink, interval, strict),
+        )?;
+        let spawned = Instant::now();
+        let mut child = spawn(ferry, &clean, &clean_worker, &clean_connector, 0)?;
+        let reached = wait_for(&mut child, || last_line_has(&clean_sink, &end_marker));
+        let took = spawned.elapsed();
+        let _ = child.kill();
+        let _ = child.wait();
+        reached.map_err(|e| crate::BenchError::from(format!("the uninterrupted run: {e}")))?;
+        clean.remove()?;
+        took.as_secs_f64()
+    };
     let mut boundaries = Vec::with_capacity(plan.kills);
     let mut complete = 0u64;
     for kill in 0..plan.kills {
@@ -134,12 +153,24 @@ fn mode(
     Ok(Crash {
         flush_interval_ms: interval,
         strict_bound: strict,
+        clean_run_seconds: Some(clean_run_seconds),
+        input_bytes: input.bytes,
         input_lines: input.lines,
         batch_size: BATCH_SIZE,
         duplicates_per_kill,
         lost: input.lines.saturating_sub(distinct),
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The worker file of every run: the README example's, with the mode's commit settings.
+fn worker_properties(offsets: &Path, sink: &Path, interval: u64, strict: bool) -> String {
+    format!(
+        "listeners=http://127.0.0.1:0\noffset.storage.file.filename={}\nsink=file:{}\n\
+         offset.flush.interval.ms={interval}\noffset.flush.strict.bound={strict}\n",
+        offsets.display(),
+        sink.display()
+    )
 }
 
 fn write(path: &Path, text: &str) -> BenchResult<()> {

@@ -635,6 +635,8 @@ mod tests {
             duplicates_per_kill: vec![1],
             lost: 0,
             seconds: 1.0,
+            clean_run_seconds: None,
+            input_bytes: 0,
         });
         std::fs::write(&json, serde_json::to_string(&full).expect("json")).expect("write");
         let plan = Plan::new(&args(&["cdc"], false), dir.path().to_owned()).expect("plan");
