@@ -635,7 +635,7 @@ mod tests {
             duplicates_per_kill: vec![1],
             lost: 0,
             seconds: 1.0,
-            clean_run_seconds: None,
+            clean_run_seconds: Vec::new(),
             input_bytes: 0,
         });
         std::fs::write(&json, serde_json::to_string(&full).expect("json")).expect("write");

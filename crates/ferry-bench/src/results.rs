@@ -334,9 +334,9 @@ pub struct Crash {
     /// `offset.flush.strict.bound` of the worker (each poll waits for the last batch's commit).
     #[serde(default)]
     pub strict_bound: bool,
-    /// Seconds of one uninterrupted run over the whole input (spawn → the last line in the sink).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clean_run_seconds: Option<f64>,
+    /// Seconds of each uninterrupted run over the whole input (spawn → the last line in the sink).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clean_run_seconds: Vec<f64>,
     /// Bytes of the input file.
     #[serde(default)]
     pub input_bytes: u64,
