@@ -383,8 +383,9 @@ pub trait TransactionContext: Send + Sync {
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct DeliveredRecord<'a> {
-    /// The record the sink was given (after the connector's transformations; a record a
-    /// transformation dropped as `poll` returned it).
+    /// The record as `poll` returned it, before the connector's transformations (as Kafka
+    /// Connect's `commitRecord` gets it), whether the sink was given it or a transformation
+    /// dropped it.
     pub record: &'a SourceRecord,
     /// Where the sink wrote it; `None` when it was dropped (by a transformation, or a delivery
     /// error tolerated by `errors.tolerance=all`).

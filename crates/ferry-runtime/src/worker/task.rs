@@ -118,14 +118,18 @@ struct Outgoing {
     /// Whether delivered records go back to the loop (for `commit_records`, and under exactly-once,
     /// where the loop counts them per transaction); when not, the watcher gets none of them.
     keeps_records: bool,
+    /// Whether the task gets its delivered records back: then the record kept is the one the task
+    /// returned, before the transformations (Kafka Connect's `commitRecord` gets that one).
+    keeps_originals: bool,
 }
 
 impl Outgoing {
-    fn new(tx: mpsc::Sender<Vec<InFlight>>, keeps_records: bool) -> Self {
+    fn new(tx: mpsc::Sender<Vec<InFlight>>, keeps_records: bool, keeps_originals: bool) -> Self {
         Self {
             tx,
             held: Vec::new(),
             keeps_records,
+            keeps_originals,
         }
     }
 
@@ -174,6 +178,25 @@ impl std::ops::Deref for Unkept<'_> {
 impl Outbound for Unkept<'_> {
     fn kept(self) -> Option<Box<SourceRecord>> {
         None
+    }
+}
+
+/// A transformed record sent, and the record as the task returned it, kept for `commit_records`.
+struct Transformed {
+    sent: SourceRecord,
+    original: Box<SourceRecord>,
+}
+
+impl std::ops::Deref for Transformed {
+    type Target = SourceRecord;
+    fn deref(&self) -> &SourceRecord {
+        &self.sent
+    }
+}
+
+impl Outbound for Transformed {
+    fn kept(self) -> Option<Box<SourceRecord>> {
+        Some(self.original)
     }
 }
 
@@ -473,9 +496,9 @@ impl TaskRunner {
         let (inflight_tx, inflight_rx) = mpsc::channel(WATCH_QUEUE);
         // Records go back to the loop only for a task that wants them, and under exactly-once (the
         // loop counts them per transaction).
-        let hand_back = self.task.wants_delivered_records()
-            || matches!(self.delivery, TaskDelivery::ExactlyOnce { .. });
-        let outgoing = Outgoing::new(inflight_tx, hand_back);
+        let wants = self.task.wants_delivered_records();
+        let hand_back = wants || matches!(self.delivery, TaskDelivery::ExactlyOnce { .. });
+        let outgoing = Outgoing::new(inflight_tx, hand_back, wants);
         let watcher = AbortOnDrop(tokio::spawn(watch_deliveries(
             inflight_rx,
             events_tx.clone(),
@@ -783,6 +806,10 @@ impl TaskRunner {
                 .end_transaction_at(hooks, boundary, state.outgoing)
                 .await;
         }
+        // The task gets back the record it returned, not the transformed one (a copy, made only
+        // for a task that wants its records and has transformations).
+        let original = (state.outgoing.keeps_originals && !state.chain.is_empty())
+            .then(|| Box::new(record.clone()));
         let record = if state.chain.is_empty() {
             record
         } else {
@@ -801,12 +828,20 @@ impl TaskRunner {
                 }
             }
         };
-        let sent = if state.outgoing.keeps_records {
+        let sent = match original {
+            Some(original) => {
+                let transformed = Transformed {
+                    sent: record,
+                    original,
+                };
+                self.send_in(hooks, transformed, state).await
+            }
             // Boxed once: it moves through the channel, the watcher and the loop's events.
-            self.send_in(hooks, Box::new(record), state).await
-        } else {
+            None if state.outgoing.keeps_records => {
+                self.send_in(hooks, Box::new(record), state).await
+            }
             // Sent from here and dropped here once the sink has it, on this thread.
-            self.send_in(hooks, Unkept(&record), state).await
+            None => self.send_in(hooks, Unkept(&record), state).await,
         };
         match sent {
             Ok(Sent::Done) => {

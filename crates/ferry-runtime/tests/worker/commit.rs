@@ -371,3 +371,89 @@ async fn a_strict_bound_holds_the_next_poll_until_the_previous_batch_is_committe
     h.wait_committed("strict", "a", 3).await;
     h.stop("strict").await;
 }
+
+/// `commit_records` gets each record as `poll` returned it, before the connector's
+/// transformations, as Kafka Connect's `commitRecord` does: a task that acknowledges its source by
+/// what it read must not see what a transformation made of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_records_gets_the_record_the_task_returned_not_the_transformed_one() {
+    use ferry_api::transform::{Transformation, TransformationPlugin};
+    use ferry_api::{ConfigIssue, ConfigKey, ConnectError, SourceRecord};
+    use ferry_runtime::transforms::{TransformRegistry, Transforms};
+
+    /// Renames partition label `a` to `x` in the value, so the sink sees `x:n`.
+    struct Relabel;
+    impl Transformation for Relabel {
+        fn config_keys(&self) -> Vec<ConfigKey> {
+            Vec::new()
+        }
+        fn configure(&mut self, _config: &ferry_api::Config) -> Result<(), Vec<ConfigIssue>> {
+            Ok(())
+        }
+        fn apply(
+            &mut self,
+            mut record: SourceRecord,
+        ) -> Result<Option<SourceRecord>, ConnectError> {
+            if let Some(value) = record.value.as_mut()
+                && value.get("p").and_then(|p| p.as_str()) == Some("a")
+            {
+                value["p"] = serde_json::json!("x");
+            }
+            Ok(Some(record))
+        }
+    }
+
+    let h = Harness::new(fast());
+    let probe = Probe::new();
+    let config = ferry_api::Config::from([
+        ("transforms".to_owned(), "relabel".to_owned()),
+        (
+            "transforms.relabel.type".to_owned(),
+            "test.Relabel".to_owned(),
+        ),
+    ]);
+    let mut registry = TransformRegistry::default();
+    registry.add(
+        [TransformationPlugin::new(["test.Relabel"], || {
+            Box::new(Relabel) as Box<dyn Transformation>
+        })],
+        [],
+    );
+    let transforms = Transforms::parse(&config, &registry).expect("transforms parse");
+    let spec = ferry_runtime::ConnectorSpec {
+        name: "relabelled".to_owned(),
+        tasks_max: 1,
+        tolerate_delivery_errors: false,
+        transforms,
+        error_handling: Default::default(),
+        secrets: Vec::new(),
+        config,
+    };
+    h.worker
+        .start_connector(spec, &TestConnector::new(&probe))
+        .expect("connector starts");
+    probe.push(records("a", 1..=2));
+    h.wait_committed("relabelled", "a", 2).await;
+    assert_eq!(
+        h.sink.accepted(),
+        ["x:1", "x:2"],
+        "the sink got the transformed records"
+    );
+    crate::support::eventually("commit_record for both records", || {
+        probe.has_commit_record("a:1") && probe.has_commit_record("a:2")
+    })
+    .await;
+    for key in ["a:1", "a:2"] {
+        let calls = probe.commit_records_of(key);
+        assert_eq!(calls.len(), 1, "commit_record({key}) calls: {calls:?}");
+        assert!(
+            calls[0].is_some(),
+            "{key} was delivered, so it has metadata"
+        );
+    }
+    assert!(
+        probe.commit_records_of("x:1").is_empty(),
+        "commit_record got the transformed record"
+    );
+    h.stop("relabelled").await;
+}
