@@ -457,3 +457,34 @@ async fn commit_records_gets_the_record_the_task_returned_not_the_transformed_on
     );
     h.stop("relabelled").await;
 }
+
+/// A stop while the strict bound holds the next poll ends the wait at once: the task stops
+/// gracefully (its `stop()` is called, it is not cancelled), commits what was acknowledged, and
+/// never sends the batch it had not polled yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_ends_the_strict_bounds_wait() {
+    // Were the stop to wait for the commit that never comes, the task would be cancelled at 10 s.
+    let mut strict = settings(60_000, 300, 10_000);
+    strict.offset_flush_strict_bound = true;
+    let h = Harness::new(strict);
+    let probe = Probe::new();
+    h.sink.hold(&["a:2"]);
+    probe.push(vec![record("a", 1), record("a", 2)]);
+    probe.push(vec![record("a", 3)]);
+    h.start("strictstop", false, &probe);
+    crate::support::eventually("a:2 in the sink, held", || h.sink.is_held("a:2")).await;
+    h.wait_committed("strictstop", "a", 1).await;
+    h.stop("strictstop").await;
+    assert_eq!(probe.stops(), 1, "stop() was called");
+    let errors = crate::support::task_logs("strictstop-0", "ERROR");
+    assert!(
+        !errors.iter().any(|l| l.contains("was cancelled")),
+        "the task was cancelled: {errors:?}"
+    );
+    assert_eq!(h.committed("strictstop", "a").await, Some(1));
+    assert!(
+        !h.sink.accepted().iter().any(|k| k == "a:3"),
+        "the next batch was sent: {:?}",
+        h.sink.accepted()
+    );
+}
