@@ -126,10 +126,7 @@ pub fn run(
     if sizes.updates > sizes.snapshot_rows {
         return Err("cdc: more updates than snapshot rows".into());
     }
-    let ferry = crate::crash::ferry_binary().ok_or(
-        "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p ferry`, as \
-         scripts/bench does)",
-    )?;
+    let ferry = crate::crash::require_ferry_binary()?;
     drop_leftovers()?;
     eprintln!(
         "  table of {} rows; then {} writers: {} inserts + {} updates, {} rows per transaction; then \

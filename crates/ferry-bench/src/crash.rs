@@ -36,12 +36,21 @@ pub fn ferry_binary() -> Option<PathBuf> {
     ferry.is_file().then_some(ferry)
 }
 
+/// [`ferry_binary`], or an error saying how to build it.
+pub fn require_ferry_binary() -> BenchResult<PathBuf> {
+    ferry_binary().ok_or_else(|| {
+        crate::BenchError::from(
+            "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p \
+             ferry`, as scripts/bench does)"
+                .to_owned(),
+        )
+    })
+}
+
 /// Both modes; `Err` names why nothing ran.
 pub fn run(plan: &Plan) -> BenchResult<Vec<Crash>> {
-    let ferry = ferry_binary().ok_or(
-        "duplicates after SIGKILL not measured: no `ferry` binary next to ferry-bench (build it with \
-         `cargo build --release -p ferry`, as scripts/bench does)",
-    )?;
+    let ferry = require_ferry_binary()
+        .map_err(|e| format!("duplicates after SIGKILL not measured: {e}"))?;
     let input_path = plan.work_dir.join("crash-input.log");
     let input = lines::write(&input_path, plan.crash_bytes)?;
     let mut out = Vec::new();

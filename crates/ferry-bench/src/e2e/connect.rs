@@ -389,10 +389,7 @@ impl<'a> Run<'a> {
         input_path: &'a Path,
         input: Input,
     ) -> BenchResult<Self> {
-        let ferry = crate::crash::ferry_binary().ok_or(
-        "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p ferry`, as \
-         scripts/bench does)",
-    )?;
+        let ferry = crate::crash::require_ferry_binary()?;
         let plugins = connect_plugin_path(work_dir, broker.kafka_home())?;
         let (first_line, last_line) = first_and_last_line(input_path)?;
         let record_size = (input.bytes / input.lines.max(1)).saturating_sub(1).max(1);

@@ -47,10 +47,7 @@ pub fn case(
     records: u64,
     runs: usize,
 ) -> BenchResult<Case> {
-    let ferry = crate::crash::ferry_binary().ok_or(
-        "no `ferry` binary next to ferry-bench (build it with `cargo build --release -p ferry`, as \
-         scripts/bench does)",
-    )?;
+    let ferry = crate::crash::require_ferry_binary()?;
     let run = Run {
         runtime,
         work_dir,
