@@ -2,6 +2,7 @@
 //! are retried without losing offsets; one task's commits never wait for another's.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use ferry_runtime::TaskState;
 
@@ -337,20 +338,28 @@ async fn an_offset_only_record_sends_nothing_and_commits_in_order() {
     h.worker.shutdown().await;
 }
 
-/// `offset.flush.strict.bound=true`: the task polls its next batch only once every record of the
-/// previous one is acknowledged and its offset committed, so a crash redelivers at most one batch.
-/// The commit follows the acknowledgement at once, whatever `offset.flush.interval.ms` says.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_strict_bound_holds_the_next_poll_until_the_previous_batch_is_committed() {
-    let mut strict = settings(60_000, 2_000, 10_000);
+/// A task under `offset.flush.strict.bound=true` (commits every minute otherwise, `flush_timeout_ms`
+/// per commit) that polled `[a:1, a:2]` and sent both, a:2 held unacknowledged by the sink, with
+/// `[a:3]` waiting for its next poll.
+async fn strict_task_holding_a2(name: &str, flush_timeout_ms: u64) -> (Harness, Arc<Probe>) {
+    let mut strict = settings(60_000, flush_timeout_ms, 10_000);
     strict.offset_flush_strict_bound = true;
     let h = Harness::new(strict);
     let probe = Probe::new();
     h.sink.hold(&["a:2"]);
     probe.push(vec![record("a", 1), record("a", 2)]);
     probe.push(vec![record("a", 3)]);
-    h.start("strict", false, &probe);
+    h.start(name, false, &probe);
     crate::support::eventually("a:2 in the sink, held", || h.sink.is_held("a:2")).await;
+    (h, probe)
+}
+
+/// `offset.flush.strict.bound=true`: the task polls its next batch only once every record of the
+/// previous one is acknowledged and its offset committed, so a crash redelivers at most one batch.
+/// The commit follows the acknowledgement at once, whatever `offset.flush.interval.ms` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_bound_holds_the_next_poll_until_the_previous_batch_is_committed() {
+    let (h, probe) = strict_task_holding_a2("strict", 2_000).await;
     let polls = probe.polls();
     // a:1 alone is acknowledged: committed at once, though the interval is a minute.
     h.wait_committed("strict", "a", 1).await;
@@ -464,15 +473,7 @@ async fn commit_records_gets_the_record_the_task_returned_not_the_transformed_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_ends_the_strict_bounds_wait() {
     // Were the stop to wait for the commit that never comes, the task would be cancelled at 10 s.
-    let mut strict = settings(60_000, 300, 10_000);
-    strict.offset_flush_strict_bound = true;
-    let h = Harness::new(strict);
-    let probe = Probe::new();
-    h.sink.hold(&["a:2"]);
-    probe.push(vec![record("a", 1), record("a", 2)]);
-    probe.push(vec![record("a", 3)]);
-    h.start("strictstop", false, &probe);
-    crate::support::eventually("a:2 in the sink, held", || h.sink.is_held("a:2")).await;
+    let (h, probe) = strict_task_holding_a2("strictstop", 300).await;
     h.wait_committed("strictstop", "a", 1).await;
     h.stop("strictstop").await;
     assert_eq!(probe.stops(), 1, "stop() was called");
