@@ -224,6 +224,98 @@ impl SubmittedRecord {
     }
 }
 
+/// The records of one batch submitted together ([`AckTracker::submit_batch`]): one handle, one
+/// lock and one wake-up to acknowledge them all, where [`SubmittedRecord`]s cost that per record.
+#[derive(Debug)]
+pub struct SubmittedBatch {
+    /// One run per partition queue the batch went into. Under the one lock of the submit, a
+    /// queue's entries from this batch are contiguous in it: `first..first + len`.
+    runs: Vec<BatchRun>,
+    /// The run of each record, by its position in the batch (to find a failed one).
+    run_of: Vec<usize>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct BatchRun {
+    queue_key: Arc<[u8]>,
+    queue_id: u64,
+    first: u64,
+    len: u64,
+    /// The position in the batch of the run's first record.
+    at: usize,
+}
+
+impl SubmittedBatch {
+    /// How many records the batch holds.
+    pub fn len(&self) -> usize {
+        self.run_of.len()
+    }
+
+    /// Whether the batch holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.run_of.is_empty()
+    }
+
+    /// The canonical keys of the batch's partitions (see [`SubmittedRecord::partition_key`]), one
+    /// per partition in the order the batch first used them, each with the position in the batch
+    /// of its first record.
+    pub fn partition_keys(&self) -> impl Iterator<Item = (&[u8], usize)> {
+        self.runs.iter().map(|run| (&*run.queue_key, run.at))
+    }
+
+    /// Acknowledges every record of the batch but those at the positions in `except` (a failed
+    /// delivery: its partition does not advance past it), under one lock. Returns how many were
+    /// not acknowledged before.
+    pub fn ack_except(&self, except: &[usize]) -> usize {
+        let mut newly = 0;
+        {
+            let mut queues = self.shared.queues();
+            if except.is_empty() {
+                for run in &self.runs {
+                    let Some(queue) = queues.by_key.get_mut(&*run.queue_key) else {
+                        continue;
+                    };
+                    for index in run.first..run.first + run.len {
+                        if queue
+                            .entry(run.queue_id, index)
+                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+                        {
+                            newly += 1;
+                        }
+                    }
+                }
+            } else {
+                // Failures are rare: record by record, counting each run's place.
+                let mut failed = vec![false; self.run_of.len()];
+                for &position in except {
+                    if let Some(flag) = failed.get_mut(position) {
+                        *flag = true;
+                    }
+                }
+                let mut seen = vec![0u64; self.runs.len()];
+                for (position, &r) in self.run_of.iter().enumerate() {
+                    let run = &self.runs[r];
+                    let index = run.first + seen[r];
+                    seen[r] += 1;
+                    if failed[position] {
+                        continue;
+                    }
+                    if let Some(queue) = queues.by_key.get_mut(&*run.queue_key)
+                        && queue
+                            .entry(run.queue_id, index)
+                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+                    {
+                        newly += 1;
+                    }
+                }
+            }
+        }
+        self.shared.acknowledged(newly);
+        newly
+    }
+}
+
 /// What a commit may write, from [`AckTracker::committable`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CommittableOffsets {
@@ -264,6 +356,106 @@ impl AckTracker {
             record.source_partition.as_ref(),
             record.source_offset.clone(),
         )
+    }
+
+    /// Submits a batch of records in poll order under one lock, each with its partition; acknowledge
+    /// the returned handle on delivery.
+    ///
+    /// Only the last record of each partition in the batch keeps an offset (`take_offset` moves it
+    /// out of that record); the others are tracked with none. Acknowledged whole, the batch commits
+    /// exactly what one record at a time would: each partition's last offset. If a record fails,
+    /// its partition commits no offset of this batch (the records before the failure are delivered
+    /// again after a restart): never past a failure, and the one case that costs more duplicates
+    /// than tracking every offset is a task failing on a delivery error.
+    pub fn submit_batch<R>(
+        &self,
+        records: &mut [R],
+        partition: impl Fn(&R) -> Option<&SourcePartition>,
+        mut take_offset: impl FnMut(&mut R) -> Option<SourceOffset>,
+    ) -> SubmittedBatch {
+        struct Group {
+            key: Arc<[u8]>,
+            /// The partition as the group's first record has it (a clone of a task's one map per
+            /// partition is recognised by pointer).
+            at: usize,
+            len: u64,
+            last: usize,
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        let mut run_of = Vec::with_capacity(records.len());
+        self.shared
+            .unacked
+            .fetch_add(records.len(), Ordering::AcqRel);
+        let mut queues = self.shared.queues();
+        queues.submitted_total += records.len() as u64;
+        // The records' partitions, grouped by canonical key: first by pointer to a group's own
+        // partition, else by key (logically equal partitions share a queue, and so a group).
+        for (position, record) in records.iter().enumerate() {
+            let own = partition(record);
+            let same = |group: &Group| match (own, partition(&records[group.at])) {
+                (Some(a), Some(b)) => a.shares_fields_with(b),
+                (None, None) => true,
+                _ => false,
+            };
+            let found = groups.iter().position(same).or_else(|| {
+                let key = queues.key(own);
+                groups.iter().position(|g| g.key == key).or_else(|| {
+                    groups.push(Group {
+                        key,
+                        at: position,
+                        len: 0,
+                        last: position,
+                    });
+                    Some(groups.len() - 1)
+                })
+            });
+            let Some(g) = found else { continue };
+            let group = &mut groups[g];
+            group.len += 1;
+            group.last = position;
+            run_of.push(g);
+        }
+        let mut runs = Vec::with_capacity(groups.len());
+        for group in groups {
+            let offset = take_offset(&mut records[group.last]);
+            let blank = || Entry {
+                offset: None,
+                acked: false,
+                removed: false,
+            };
+            let queue = match queues.by_key.get_mut(&*group.key) {
+                Some(queue) => queue,
+                None => {
+                    let id = queues.next_queue_id;
+                    queues.next_queue_id += 1;
+                    let queue = Queue {
+                        id,
+                        partition: partition(&records[group.at]).cloned(),
+                        first: 0,
+                        records: VecDeque::new(),
+                        submitted: true,
+                    };
+                    queues.by_key.entry(Arc::clone(&group.key)).or_insert(queue)
+                }
+            };
+            queue.submitted = true;
+            let first = queue.first + queue.records.len() as u64;
+            queue.records.extend((1..group.len).map(|_| blank()));
+            queue.records.push_back(Entry { offset, ..blank() });
+            runs.push(BatchRun {
+                queue_key: group.key,
+                queue_id: queue.id,
+                first,
+                len: group.len,
+                at: group.at,
+            });
+        }
+        drop(queues);
+        SubmittedBatch {
+            runs,
+            run_of,
+            shared: self.shared.clone(),
+        }
     }
 
     fn submit_ref(
@@ -419,6 +611,88 @@ mod tests {
         let mut m = ferry_api::ConnectMap::new();
         m.insert(field, Value::Int64(n)).unwrap();
         m
+    }
+
+    /// (partition, offset) pairs for [`AckTracker::submit_batch`].
+    type Pair = (Option<ferry_api::ConnectMap>, Option<ferry_api::ConnectMap>);
+
+    fn submit_pairs(tracker: &AckTracker, pairs: &mut [Pair]) -> SubmittedBatch {
+        tracker.submit_batch(pairs, |(p, _)| p.as_ref(), |(_, o)| o.take())
+    }
+
+    fn committed(tracker: &AckTracker) -> Vec<(i64, i64)> {
+        let field = |m: &ferry_api::ConnectMap, name: &str| match m.get(name) {
+            Some(Value::Int64(n)) => *n,
+            other => panic!("{name}: {other:?}"),
+        };
+        let mut out: Vec<_> = tracker
+            .committable()
+            .offsets
+            .iter()
+            .map(|(p, o)| (field(p.as_ref().expect("partition"), "p"), field(o, "o")))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// A batch interleaving partitions, between records submitted one by one: acknowledged with one
+    /// call, it commits each partition's last offset, and the records after it still hold theirs.
+    #[test]
+    fn a_batch_acknowledged_at_once_commits_each_partitions_last_offset_in_order() {
+        let tracker = AckTracker::new();
+        let before = tracker.submit(Some(map("p", 1)), Some(map("o", 0)));
+        let mut pairs: Vec<Pair> = (1..=6)
+            .map(|n| (Some(map("p", n % 2)), Some(map("o", n))))
+            .collect();
+        let batch = submit_pairs(&tracker, &mut pairs);
+        // Only each partition's last offset is tracked (moved out); the others stay with theirs.
+        let taken: Vec<bool> = pairs.iter().map(|(_, o)| o.is_none()).collect();
+        assert_eq!(taken, [false, false, false, false, true, true]);
+        let after = tracker.submit(Some(map("p", 0)), Some(map("o", 7)));
+        assert_eq!(batch.len(), 6);
+        assert_eq!(batch.partition_keys().count(), 2);
+        assert_eq!(tracker.submitted_total(), 8);
+        assert_eq!(tracker.unacked(), 8);
+        assert_eq!(batch.ack_except(&[]), 6);
+        assert_eq!(batch.ack_except(&[]), 0, "acknowledging twice counts once");
+        // Partition 1 waits for the record submitted before the batch.
+        assert_eq!(committed(&tracker), vec![(0, 6)]);
+        assert!(before.ack());
+        assert_eq!(committed(&tracker), vec![(1, 5)]);
+        assert!(after.ack());
+        assert_eq!(committed(&tracker), vec![(0, 7)]);
+        assert_eq!(tracker.unacked(), 0);
+    }
+
+    /// A failed delivery inside a batch holds its partition back: it commits no offset of the batch
+    /// (its earlier records are delivered again after a restart, never skipped); the batch's other
+    /// partitions advance.
+    #[test]
+    fn a_failed_record_of_a_batch_holds_back_its_partition_only() {
+        let tracker = AckTracker::new();
+        // Positions: 0 p0/o0, 1 p1/o1, 2 p0/o2, 3 p1/o3, 4 p0/o4, 5 p1/o5.
+        let mut pairs: Vec<Pair> = (0..6)
+            .map(|n| (Some(map("p", n % 2)), Some(map("o", n))))
+            .collect();
+        let batch = submit_pairs(&tracker, &mut pairs);
+        assert_eq!(batch.ack_except(&[2]), 5);
+        assert_eq!(committed(&tracker), vec![(1, 5)]);
+        assert_eq!(tracker.unacked(), 1);
+    }
+
+    /// More partitions than the recent-key cache holds: each still gets one queue, and the batch's
+    /// records in it are acknowledged in order.
+    #[test]
+    fn a_batch_over_more_partitions_than_the_key_cache_commits_every_one() {
+        let tracker = AckTracker::new();
+        let mut pairs: Vec<Pair> = (0..60)
+            .map(|n| (Some(map("p", n % 20)), Some(map("o", n))))
+            .collect();
+        let batch = submit_pairs(&tracker, &mut pairs);
+        assert_eq!(batch.partition_keys().count(), 20);
+        assert_eq!(batch.ack_except(&[]), 60);
+        let expected: Vec<_> = (0..20).map(|p| (p, p + 40)).collect();
+        assert_eq!(committed(&tracker), expected);
     }
 
     /// Clones of a map find their key by pointer; an equal map built separately finds the same key.

@@ -23,7 +23,7 @@ mod table;
 pub mod transfer;
 mod writer;
 
-pub use ack::{AckTracker, CommittableOffsets, SubmittedRecord};
+pub use ack::{AckTracker, CommittableOffsets, SubmittedBatch, SubmittedRecord};
 pub use codec::{
     CodecError, OffsetKey, canonical_partition, decode_key, decode_value, encode_key, encode_value,
     loose_partition,
