@@ -53,8 +53,8 @@ pub use properties::Properties;
 pub use registry::WorkerPlugins;
 pub use secret::Secret;
 pub use sink::{
-    Delivery, PendingDelivery, RecordSink, SharedSink, SinkError, SinkErrorKind, SinkProvider,
-    TaskSinkContext, TransactionalSink,
+    BatchDelivery, BatchSent, Delivery, PendingBatch, PendingDelivery, RecordSink, SharedSink,
+    SinkError, SinkErrorKind, SinkProvider, TaskSinkContext, TransactionalSink,
 };
 pub use sink_plugin::{DynSinkSpec, SinkPlugin, TransactionsError};
 pub use status_store::{

@@ -85,25 +85,26 @@ impl SinkError {
 pub type Delivery = Result<RecordMetadata, SinkError>;
 
 /// Resolves when the sink has delivered (or failed to deliver) one record.
-pub struct PendingDelivery(Pending);
+pub struct PendingDelivery(PendingOf<Delivery>);
 
-enum Pending {
+/// A delivery's future, or its outcome when known at once.
+enum PendingOf<T> {
     /// Resolved when created: no allocation, and nothing for another thread to free (the runtime
     /// resolves deliveries on its watcher thread, where freeing the sending thread's allocations
     /// measured as the watcher's largest cost with a sink that delivers at once).
-    Ready(Option<Delivery>),
-    Future(Pin<Box<dyn Future<Output = Delivery> + Send>>),
+    Ready(Option<T>),
+    Future(Pin<Box<dyn Future<Output = T> + Send>>),
 }
 
 impl PendingDelivery {
     /// Wraps any delivery future.
     pub fn new(future: impl Future<Output = Delivery> + Send + 'static) -> Self {
-        Self(Pending::Future(Box::pin(future)))
+        Self(PendingOf::Future(Box::pin(future)))
     }
 
     /// An already delivered record.
     pub fn ready(delivery: Delivery) -> Self {
-        Self(Pending::Ready(Some(delivery)))
+        Self(PendingOf::Ready(Some(delivery)))
     }
 }
 
@@ -111,15 +112,92 @@ impl Future for PendingDelivery {
     type Output = Delivery;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery> {
         match &mut self.0 {
-            Pending::Future(future) => future.as_mut().poll(cx),
+            PendingOf::Future(future) => future.as_mut().poll(cx),
             // Polled again after it resolved (a caller's bug): an error, not a second delivery.
-            Pending::Ready(delivery) => Poll::Ready(delivery.take().unwrap_or_else(|| {
+            PendingOf::Ready(delivery) => Poll::Ready(delivery.take().unwrap_or_else(|| {
                 Err(SinkError::new(
                     "delivery",
                     SinkErrorKind::Fatal,
                     "a resolved delivery was polled again",
                 ))
             })),
+        }
+    }
+}
+
+/// The outcome of a batch's delivery ([`RecordSink::try_send_batch`]): every record of it was
+/// delivered but the ones listed failed.
+#[derive(Debug, Default)]
+pub struct BatchDelivery {
+    /// The records that failed, by position in the batch, with why.
+    pub failed: Vec<(usize, SinkError)>,
+}
+
+impl BatchDelivery {
+    /// Every record of the batch delivered.
+    pub fn delivered() -> Self {
+        Self::default()
+    }
+
+    /// Every one of `records` records failed with `error` (a failed write of the whole batch).
+    pub fn all_failed(records: usize, error: &SinkError) -> Self {
+        Self {
+            failed: (0..records).map(|i| (i, error.clone())).collect(),
+        }
+    }
+}
+
+/// Resolves when the sink has delivered (or failed to deliver) every record of a batch.
+pub struct PendingBatch(PendingOf<BatchDelivery>);
+
+impl PendingBatch {
+    /// Wraps any batch delivery future.
+    pub fn new(future: impl Future<Output = BatchDelivery> + Send + 'static) -> Self {
+        Self(PendingOf::Future(Box::pin(future)))
+    }
+
+    /// An already delivered batch.
+    pub fn ready(delivery: BatchDelivery) -> Self {
+        Self(PendingOf::Ready(Some(delivery)))
+    }
+}
+
+impl Future for PendingBatch {
+    type Output = BatchDelivery;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<BatchDelivery> {
+        match &mut self.0 {
+            PendingOf::Future(future) => future.as_mut().poll(cx),
+            // Polled again after it resolved (a caller's bug): nothing more is delivered.
+            PendingOf::Ready(delivery) => Poll::Ready(delivery.take().unwrap_or_default()),
+        }
+    }
+}
+
+/// What [`RecordSink::try_send_batch`] took.
+pub struct BatchSent {
+    /// How many records, from the first, the sink accepted.
+    pub accepted: usize,
+    /// The delivery of the accepted records; `None` when it accepted none.
+    pub delivery: Option<PendingBatch>,
+}
+
+impl BatchSent {
+    /// Nothing accepted: the caller sends the first record with [`RecordSink::send`].
+    pub fn none() -> Self {
+        Self {
+            accepted: 0,
+            delivery: None,
+        }
+    }
+
+    /// The first `accepted` records accepted, delivered as `delivery` says.
+    pub fn accepted(accepted: usize, delivery: PendingBatch) -> Self {
+        if accepted == 0 {
+            return Self::none();
+        }
+        Self {
+            accepted,
+            delivery: Some(delivery),
         }
     }
 }
@@ -133,6 +211,18 @@ pub trait RecordSink: Send + Sync {
     /// Hands a record to the sink. `Err` means it was not accepted (retry if [`SinkError::is_retriable`]); `Ok` gives
     /// the pending delivery. Records of one source partition are delivered in `send` order.
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError>;
+
+    /// Hands over as many of `records`, from the first and in order, as the sink can take at
+    /// once, without waiting and without failing: one call, and one delivery for all of them,
+    /// where [`send`](Self::send) costs that per record. It stops before the first record it
+    /// cannot take at once (a full queue, an error); the runtime hands that one to `send`, which
+    /// waits for room or reports the error. Being synchronous, it is never cancelled half-way: a
+    /// record is either accepted and in the returned delivery, or not handed over at all.
+    ///
+    /// The default takes none: every record goes through `send`.
+    fn try_send_batch(&self, _records: &[SourceRecord]) -> BatchSent {
+        BatchSent::none()
+    }
 
     /// Waits up to `timeout` until every record sent so far is delivered or failed.
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError>;

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ferry_api::{RecordMetadata, SourceRecord};
-use ferry_runtime::sink::{PendingDelivery, RecordSink, SinkError};
+use ferry_runtime::sink::{
+    BatchDelivery, BatchSent, PendingBatch, PendingDelivery, RecordSink, SinkError,
+};
 
 /// Counts and drops records; every delivery is ready when `send` returns.
 #[derive(Debug, Default)]
@@ -35,6 +37,15 @@ impl RecordSink for DiscardSink {
             partition: None,
             offset: None,
         })))
+    }
+
+    fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        self.accepted
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        BatchSent::accepted(
+            records.len(),
+            PendingBatch::ready(BatchDelivery::delivered()),
+        )
     }
 
     async fn flush(&self, _timeout: Duration) -> Result<(), SinkError> {

@@ -7,10 +7,11 @@
 //!
 //! **Offsets off** ([`PLAIN`]): the same SequenceSource task (made by the same connector, same task
 //! configuration), started through a context whose reader finds no offsets, driven on the same runtime
-//! by a bare loop: `poll` → `send` each record to the same sink → await each delivery, until every
-//! record was delivered. It includes generating the records, the sink's `send` and its (ready)
-//! delivery future. It excludes everything the worker adds for offsets: `AckTracker` submit/ack, the
-//! delivery watcher and its per-record future, the per-record `commit_record` event, the periodic
+//! by a bare loop: `poll` → hand the records to the same sink as the worker does (one
+//! `try_send_batch` for what it takes at once, `send` for the rest) → await the deliveries, until
+//! every record was delivered. It includes generating the records, the sink's hand-over and its
+//! (ready) delivery future. It excludes everything the worker adds for offsets: `AckTracker`
+//! submit/ack, the delivery watcher and its futures, the `commit_record` events, the periodic
 //! committer (offset encoding, one FileStore append + fdatasync per flush), the partition watch, task
 //! metrics and status, and the final commit (none of which it needs: it never resumes).
 
@@ -234,13 +235,28 @@ fn plain_run(
                 .poll()
                 .await
                 .map_err(|e| crate::BenchError::from(format!("SequenceSource poll(): {e}")))?;
-            for record in &records {
+            // As the worker sends: the records the sink takes at once in one call, the rest one
+            // by one.
+            let mut next = 0;
+            while next < records.len() {
+                let sent = task_sink.try_send_batch(&records[next..]);
+                if let Some(batch) = sent.delivery {
+                    let accepted = sent.accepted.min(records.len() - next);
+                    let outcome = batch.await;
+                    if let Some((at, e)) = outcome.failed.first() {
+                        return Err(crate::BenchError::from(format!("delivery of {at}: {e}")));
+                    }
+                    delivered += accepted as u64;
+                    next += accepted;
+                    continue;
+                }
                 pending.push(
                     task_sink
-                        .send(record)
+                        .send(&records[next])
                         .await
                         .map_err(|e| crate::BenchError::from(format!("send: {e}")))?,
                 );
+                next += 1;
             }
             for delivery in pending.drain(..) {
                 delivery

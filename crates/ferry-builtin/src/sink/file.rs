@@ -36,7 +36,7 @@ use ferry_api::SourceRecord;
 
 use super::line::LineFormat;
 use super::writer::{Syncer, Target, TargetError, Writer};
-use super::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use super::{BatchSent, PendingDelivery, RecordSink, SinkError, SinkErrorKind};
 
 /// Every line the sinks write starts with this; a torn line starts with a prefix of it.
 const LINE_START: &[u8] = b"{\"topic\":";
@@ -170,6 +170,10 @@ impl RecordSink for FileSink {
 
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
         self.writer().send(record).await
+    }
+
+    fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        self.writer().try_send_batch(records)
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {

@@ -15,4 +15,7 @@ pub mod line;
 pub mod stdout;
 mod writer;
 
-pub use ferry_plugin::sink::{Delivery, PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+pub use ferry_plugin::sink::{
+    BatchDelivery, BatchSent, Delivery, PendingBatch, PendingDelivery, RecordSink, SinkError,
+    SinkErrorKind,
+};

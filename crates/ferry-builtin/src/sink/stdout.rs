@@ -8,7 +8,7 @@ use ferry_api::SourceRecord;
 
 use super::line::LineFormat;
 use super::writer::{Target, TargetError, Writer};
-use super::{PendingDelivery, RecordSink, SinkError};
+use super::{BatchSent, PendingDelivery, RecordSink, SinkError};
 
 /// Writes records to standard output as JSON lines (see [`super::line`]), the same lines as
 /// [`super::file::FileSink`].
@@ -88,6 +88,10 @@ impl RecordSink for StdoutSink {
 
     async fn send(&self, record: &SourceRecord) -> Result<PendingDelivery, SinkError> {
         self.writer.send(record).await
+    }
+
+    fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        self.writer.try_send_batch(records)
     }
 
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {

@@ -40,7 +40,9 @@ use ferry_api::{RecordMetadata, SourceRecord};
 use tokio::sync::{Notify, oneshot};
 
 use super::line::{LineFormat, append_record_line};
-use super::{Delivery, PendingDelivery, SinkError, SinkErrorKind};
+use super::{
+    BatchDelivery, BatchSent, Delivery, PendingBatch, PendingDelivery, SinkError, SinkErrorKind,
+};
 
 /// Most records written (and synced) as one batch.
 pub(crate) const MAX_BATCH_RECORDS: usize = 4096;
@@ -95,7 +97,24 @@ enum Entry {
         topic: String,
         reply: oneshot::Sender<Delivery>,
     },
+    /// Records queued together ([`Writer::try_send_batch`]): one reply for all of them.
+    Batch {
+        records: usize,
+        len: usize,
+        reply: oneshot::Sender<BatchDelivery>,
+    },
     Flush(oneshot::Sender<()>),
+}
+
+impl Entry {
+    /// How many records the entry holds.
+    fn records(&self) -> usize {
+        match self {
+            Self::Record { .. } => 1,
+            Self::Batch { records, .. } => *records,
+            Self::Flush(_) => 0,
+        }
+    }
 }
 
 /// What the senders and the writer thread share, under [`Shared::queue`].
@@ -104,6 +123,9 @@ struct Queue {
     /// The lines of the queued records, in queue order.
     bytes: Vec<u8>,
     entries: VecDeque<Entry>,
+    /// Records and flush markers among `entries` (a batch entry counts its records): what
+    /// [`QUEUE_CAPACITY`] bounds.
+    queued: usize,
     /// The [`Writer`] was dropped: drain and exit.
     closed: bool,
     /// The thread has exited (or died): nothing more will be written.
@@ -184,6 +206,19 @@ impl Shared {
         })
     }
 
+    /// Wakes the writer thread for what was just queued, unless it is busy or lingers for more.
+    fn wake_writer(&self, queue: &mut Queue, flush: bool) {
+        let wake = match queue.writer {
+            WriterState::Busy => false,
+            WriterState::Idle => true,
+            WriterState::Lingering => queue.queued >= LINGER_RECORDS || flush,
+        };
+        if wake {
+            queue.writer = WriterState::Busy;
+            self.work.notify_one();
+        }
+    }
+
     /// Queues an entry once there is room; `line` appends its line to the queue's bytes and the
     /// entry is told how long it was. Cancel-safe: nothing is queued until it returns.
     async fn enqueue(
@@ -201,7 +236,7 @@ impl Shared {
                 if queue.gone {
                     return Err(self.stopped());
                 }
-                if queue.entries.len() < QUEUE_CAPACITY
+                if queue.queued < QUEUE_CAPACITY
                     && let Some((line, entry)) = parts.take()
                 {
                     // Formatted straight into the queue: no buffer per record, no copy.
@@ -211,16 +246,9 @@ impl Shared {
                     let entry = entry(len);
                     let flush = matches!(entry, Entry::Flush(_));
                     queue.flush_markers += usize::from(flush);
+                    queue.queued += entry.records().max(1);
                     queue.entries.push_back(entry);
-                    let wake = match queue.writer {
-                        WriterState::Busy => false,
-                        WriterState::Idle => true,
-                        WriterState::Lingering => queue.entries.len() >= LINGER_RECORDS || flush,
-                    };
-                    if wake {
-                        queue.writer = WriterState::Busy;
-                        self.work.notify_one();
-                    }
+                    self.wake_writer(&mut queue, flush);
                     return Ok(());
                 }
             }
@@ -340,6 +368,51 @@ impl Writer {
         }))
     }
 
+    /// Queues as many of `records` as there is room for now, as one entry; see
+    /// [`super::RecordSink::try_send_batch`].
+    pub(crate) fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        if records.is_empty() || self.shared.poison.get().is_some() {
+            return BatchSent::none();
+        }
+        let (reply, delivered) = oneshot::channel();
+        let accepted = {
+            let mut queue = self.shared.queue();
+            let room = QUEUE_CAPACITY.saturating_sub(queue.queued);
+            if queue.gone || room == 0 {
+                return BatchSent::none();
+            }
+            let accepted = records.len().min(room);
+            let start = queue.bytes.len();
+            for record in &records[..accepted] {
+                append_record_line(&mut queue.bytes, record, self.format);
+            }
+            let len = queue.bytes.len() - start;
+            queue.queued += accepted;
+            queue.entries.push_back(Entry::Batch {
+                records: accepted,
+                len,
+                reply,
+            });
+            self.shared.wake_writer(&mut queue, false);
+            accepted
+        };
+        let shared = Arc::clone(&self.shared);
+        BatchSent::accepted(
+            accepted,
+            PendingBatch::new(async move {
+                delivered.await.unwrap_or_else(|_| {
+                    BatchDelivery::all_failed(
+                        accepted,
+                        &shared.error(
+                            SinkErrorKind::Closed,
+                            "the writer thread stopped before writing the records",
+                        ),
+                    )
+                })
+            }),
+        )
+    }
+
     /// Waits up to `timeout` until every record queued before this call is resolved.
     ///
     /// # Errors
@@ -397,6 +470,7 @@ impl Drop for Gone<'_> {
             let mut queue = self.0.queue();
             queue.gone = true;
             queue.bytes.clear();
+            queue.queued = 0;
             queue.flush_markers = 0;
             std::mem::take(&mut queue.entries)
         };
@@ -405,12 +479,19 @@ impl Drop for Gone<'_> {
     }
 }
 
-/// One record of the batch being written: where to reply, and what to reply with.
-struct Pending {
-    topic: String,
-    /// Byte position of the line's start within the batch.
-    start: u64,
-    reply: oneshot::Sender<Delivery>,
+/// One record of the batch being written, or records queued together: where to reply, and what
+/// to reply with.
+enum Pending {
+    Record {
+        topic: String,
+        /// Byte position of the line's start within the batch.
+        start: u64,
+        reply: oneshot::Sender<Delivery>,
+    },
+    Batch {
+        records: usize,
+        reply: oneshot::Sender<BatchDelivery>,
+    },
 }
 
 /// Takes the next batch from the queue into `batch`, `pending` and `flushes`, waiting for one.
@@ -433,8 +514,7 @@ fn take_batch(
             queue = shared.work.wait(queue).unwrap_or_else(|p| p.into_inner());
             continue;
         }
-        let urgent =
-            queue.closed || queue.entries.len() >= LINGER_RECORDS || queue.flush_markers > 0;
+        let urgent = queue.closed || queue.queued >= LINGER_RECORDS || queue.flush_markers > 0;
         if urgent || lingered {
             break;
         }
@@ -449,47 +529,37 @@ fn take_batch(
     }
     queue.writer = WriterState::Busy;
     if queue.flush_markers == 0
-        && queue.entries.len() <= MAX_BATCH_RECORDS
+        && queue.queued <= MAX_BATCH_RECORDS
         && queue.bytes.len() <= MAX_BATCH_BYTES
     {
         // Everything queued is one batch (the usual case): taken whole by swapping, so the lock the
         // senders wait for is held for no work per record (they contended for it in the profile).
         std::mem::swap(taken, &mut queue.entries);
         std::mem::swap(batch, &mut queue.bytes);
+        queue.queued = 0;
         drop(queue);
         shared.room.notify_waiters();
         let mut start = 0;
         for entry in taken.drain(..) {
-            if let Entry::Record { len, topic, reply } = entry {
-                pending.push(Pending {
-                    topic,
-                    start,
-                    reply,
-                });
+            if let Some(len) = take_entry(entry, start, pending, flushes) {
                 start += len as u64;
             }
         }
         return true;
     }
-    let mut taken_bytes = 0;
+    let (mut taken_bytes, mut taken_records) = (0, 0);
     while let Some(entry) = queue.entries.pop_front() {
-        match entry {
-            Entry::Record { len, topic, reply } => {
-                pending.push(Pending {
-                    topic,
-                    start: taken_bytes as u64,
-                    reply,
-                });
-                taken_bytes += len;
-            }
-            Entry::Flush(reply) => {
+        queue.queued -= entry.records().max(1);
+        taken_records += entry.records();
+        match take_entry(entry, taken_bytes as u64, pending, flushes) {
+            Some(len) => taken_bytes += len,
+            None => {
                 // Everything queued before the marker is in the batch: write it, then answer.
                 queue.flush_markers -= 1;
-                flushes.push(reply);
                 break;
             }
         }
-        if pending.len() >= MAX_BATCH_RECORDS || taken_bytes >= MAX_BATCH_BYTES {
+        if taken_records >= MAX_BATCH_RECORDS || taken_bytes >= MAX_BATCH_BYTES {
             break;
         }
     }
@@ -505,10 +575,44 @@ fn take_batch(
     true
 }
 
+/// Moves a taken entry's reply to `pending` (records, whose lines start at `start` in the batch) or
+/// `flushes`; returns the length of its lines, `None` for a flush marker.
+fn take_entry(
+    entry: Entry,
+    start: u64,
+    pending: &mut Vec<Pending>,
+    flushes: &mut Vec<oneshot::Sender<()>>,
+) -> Option<usize> {
+    match entry {
+        Entry::Record { len, topic, reply } => {
+            pending.push(Pending::Record {
+                topic,
+                start,
+                reply,
+            });
+            Some(len)
+        }
+        Entry::Batch {
+            records,
+            len,
+            reply,
+        } => {
+            pending.push(Pending::Batch { records, reply });
+            Some(len)
+        }
+        Entry::Flush(reply) => {
+            flushes.push(reply);
+            None
+        }
+    }
+}
+
 /// A batch the writer thread wrote (or failed to write), waiting to be made durable and answered.
 struct Written {
     /// Each record's reply and its metadata.
     records: Vec<(oneshot::Sender<Delivery>, RecordMetadata)>,
+    /// Each batch entry's reply and its number of records.
+    batches: Vec<(oneshot::Sender<BatchDelivery>, usize)>,
     /// Flush markers queued behind the batch.
     flushes: Vec<oneshot::Sender<()>>,
     /// Why the batch was not written: the text the sink is poisoned with.
@@ -521,6 +625,12 @@ impl Written {
         for (reply, metadata) in self.records {
             // The receiver may have been dropped: nobody waits for this delivery any more.
             let _ = reply.send(outcome.clone().map(|()| metadata));
+        }
+        for (reply, records) in self.batches {
+            let _ = reply.send(match outcome {
+                Ok(()) => BatchDelivery::delivered(),
+                Err(e) => BatchDelivery::all_failed(records, e),
+            });
         }
         for reply in self.flushes {
             let _ = reply.send(());
@@ -556,23 +666,32 @@ fn run(shared: &Arc<Shared>, mut position: Option<u64>, syncer: Option<Box<dyn S
     let mut taken = VecDeque::new();
     while take_batch(shared, &mut batch, &mut pending, &mut flushes, &mut taken) {
         let failed = write(shared, &batch).err().map(|e| e.to_string());
-        let records = pending
-            .drain(..)
-            .map(|record| {
-                let metadata = RecordMetadata {
-                    topic: record.topic,
-                    partition: None,
-                    offset: position.and_then(|base| i64::try_from(base + record.start).ok()),
-                };
-                (record.reply, metadata)
-            })
-            .collect();
+        let mut records = Vec::with_capacity(pending.len());
+        let mut batches = Vec::new();
+        for taken in pending.drain(..) {
+            match taken {
+                Pending::Record {
+                    topic,
+                    start,
+                    reply,
+                } => {
+                    let metadata = RecordMetadata {
+                        topic,
+                        partition: None,
+                        offset: position.and_then(|base| i64::try_from(base + start).ok()),
+                    };
+                    records.push((reply, metadata));
+                }
+                Pending::Batch { records: n, reply } => batches.push((reply, n)),
+            }
+        }
         if failed.is_none() {
             position = position.map(|p| p + batch.len() as u64);
         }
         batch.clear();
         let written = Written {
             records,
+            batches,
             flushes: std::mem::take(&mut flushes),
             failed,
         };

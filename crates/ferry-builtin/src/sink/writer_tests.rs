@@ -352,3 +352,88 @@ async fn a_flush_ends_the_linger_and_a_lone_record_is_written_after_it() {
     assert_eq!(fake.log().writes, 1);
     writer.close().await.unwrap();
 }
+
+/// Records queued together go out in queue order with records sent alone, are answered with one
+/// delivery once the sync covering them returns, and take no more room than the queue has.
+#[tokio::test]
+async fn a_batch_is_written_in_queue_order_and_answered_once_synced_within_the_queue_bound() {
+    let fake = Fake::default();
+    let writer = spawn(&fake);
+    let alone = writer.send(&record("a")).await.unwrap();
+    let records: Vec<SourceRecord> = (0..3).map(|i| record(&format!("b{i}"))).collect();
+    let sent = writer.try_send_batch(&records);
+    assert_eq!(sent.accepted, 3);
+    let batch = sent.delivery.expect("a delivery for the batch");
+    let after = writer.send(&record("c")).await.unwrap();
+    fake.update(|l| l.allowed_syncs = 100);
+    tokio::time::timeout(DEADLINE, alone)
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = tokio::time::timeout(DEADLINE, batch).await.unwrap();
+    assert!(outcome.failed.is_empty(), "{:?}", outcome.failed);
+    tokio::time::timeout(DEADLINE, after)
+        .await
+        .unwrap()
+        .unwrap();
+    let values: Vec<String> = String::from_utf8(fake.log().written.clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["value"].to_string())
+        .collect();
+    assert_eq!(values, ["\"a\"", "\"b0\"", "\"b1\"", "\"b2\"", "\"c\""]);
+    // Past the queue's room a batch takes what fits, then none: the caller sends the rest alone
+    // (and waits for room there).
+    fake.update(|l| l.allowed_syncs = 0);
+    let many: Vec<SourceRecord> = (0..super::QUEUE_CAPACITY + 10)
+        .map(|i| record(&i.to_string()))
+        .collect();
+    let mut taken = 0;
+    let mut deliveries = Vec::new();
+    loop {
+        let sent = writer.try_send_batch(&many[taken..]);
+        if sent.accepted == 0 {
+            break;
+        }
+        taken += sent.accepted;
+        deliveries.extend(sent.delivery);
+    }
+    assert!(
+        taken < many.len(),
+        "took all {taken} records past the queue"
+    );
+    fake.update(|l| l.allowed_syncs = 1_000);
+    for delivery in deliveries {
+        let outcome = tokio::time::timeout(DEADLINE, delivery).await.unwrap();
+        assert!(outcome.failed.is_empty());
+    }
+    writer.close().await.unwrap();
+}
+
+/// A failed sync fails every record of the batches it covered; a poisoned writer takes no batch.
+#[tokio::test]
+async fn a_failed_sync_fails_the_whole_batch_and_a_poisoned_writer_takes_none() {
+    let fake = Fake::default();
+    fake.update(|l| {
+        l.fail_sync = Some(1);
+        l.allowed_syncs = 10;
+    });
+    let writer = spawn(&fake);
+    let records: Vec<SourceRecord> = (0..4).map(|i| record(&i.to_string())).collect();
+    let sent = writer.try_send_batch(&records);
+    assert_eq!(sent.accepted, 4);
+    let outcome = tokio::time::timeout(DEADLINE, sent.delivery.expect("a delivery"))
+        .await
+        .unwrap();
+    let failed: Vec<usize> = outcome.failed.iter().map(|(at, _)| *at).collect();
+    assert_eq!(failed, [0, 1, 2, 3]);
+    assert!(
+        outcome.failed[0].1.to_string().contains("injected"),
+        "{}",
+        outcome.failed[0].1
+    );
+    assert!(writer.is_poisoned());
+    let again = writer.try_send_batch(&records);
+    assert_eq!(again.accepted, 0);
+    assert!(again.delivery.is_none());
+}

@@ -27,13 +27,14 @@ use std::time::Duration;
 
 use ferry_api::{ConnectError, DeliveredRecord, RecordMetadata, SourceRecord, SourceTask};
 use ferry_offsets::{
-    AckTracker, OffsetWriter, StoreOffsetReader, SubmittedRecord, canonical_partition,
+    AckTracker, OffsetWriter, StoreOffsetReader, SubmittedBatch, SubmittedRecord,
+    canonical_partition,
 };
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::metrics::TaskMetrics;
-use crate::sink::{Delivery, PendingDelivery, RecordSink, SinkError};
+use crate::sink::{BatchDelivery, Delivery, PendingBatch, PendingDelivery, RecordSink, SinkError};
 use crate::worker::commit::{CommitError, CommitOutcome};
 use crate::worker::context::{PartitionWatch, TaskContext};
 use crate::worker::deliveries::DeliverySet;
@@ -88,21 +89,61 @@ enum LoopEvent {
 }
 
 struct InFlight {
-    pending: PendingDelivery,
-    /// `None`: the semantics tracks nothing per record (see [`TaskHooks::record_dispatched`]).
-    submitted: Option<SubmittedRecord>,
-    /// The record, for a loop that gets its delivered records back ([`Outgoing::keeps_records`]);
-    /// boxed once when polled: it moves through the channel, the watcher and the loop's events.
-    /// `None` otherwise: the loop dropped it after `send`, on its own thread (freeing it here, on
-    /// another, cost more than the watcher's own work in the profile).
-    record: Option<Box<SourceRecord>>,
+    pending: Watched,
+    tracking: Tracking,
 }
 
-/// A record whose delivery resolved: its ack handle, the record, and the outcome.
-type Resolved = (
-    (Option<SubmittedRecord>, Option<Box<SourceRecord>>),
-    Delivery,
-);
+/// What the watcher awaits: one record's delivery, or a batch's.
+enum Watched {
+    Record(PendingDelivery),
+    Batch(PendingBatch),
+}
+
+/// What a [`Watched`] delivery resolved to.
+enum WatchedOutcome {
+    Record(Delivery),
+    Batch(BatchDelivery),
+}
+
+impl std::future::Future for Watched {
+    type Output = WatchedOutcome;
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<WatchedOutcome> {
+        match self.get_mut() {
+            Self::Record(pending) => std::pin::Pin::new(pending)
+                .poll(cx)
+                .map(WatchedOutcome::Record),
+            Self::Batch(pending) => std::pin::Pin::new(pending)
+                .poll(cx)
+                .map(WatchedOutcome::Batch),
+        }
+    }
+}
+
+/// What the watcher acknowledges once a delivery resolves.
+enum Tracking {
+    Record {
+        /// `None`: the semantics tracks nothing per record (see [`TaskHooks::record_dispatched`]).
+        submitted: Option<SubmittedRecord>,
+        /// The record, for a loop that gets its delivered records back
+        /// ([`Outgoing::keeps_records`]); boxed once when polled: it moves through the channel,
+        /// the watcher and the loop's events. `None` otherwise: the loop dropped it after `send`,
+        /// on its own thread (freeing it here, on another, cost more than the watcher's own work in
+        /// the profile).
+        record: Option<Box<SourceRecord>>,
+    },
+    /// Records the sink accepted together ([`RecordSink::try_send_batch`]); the loop kept none.
+    Batch {
+        submitted: SubmittedBatch,
+        /// The batch's topics, each run of one topic once with how many records it holds.
+        topics: Vec<(String, usize)>,
+    },
+}
+
+/// A delivery that resolved: what it tracked, and the outcome.
+type Resolved = (Tracking, WatchedOutcome);
 
 /// Most records handed to the delivery watcher as one message (and taken by it at a time).
 const WATCH_BATCH: usize = 1024;
@@ -114,6 +155,7 @@ const WATCH_QUEUE: usize = 64;
 /// once per record; [`Outgoing::flush`] hands over what is held.
 struct Outgoing {
     tx: mpsc::Sender<Vec<InFlight>>,
+    /// Records and batches, each one item.
     held: Vec<InFlight>,
     /// Whether delivered records go back to the loop (for `commit_records`, and under exactly-once,
     /// where the loop counts them per transaction); when not, the watcher gets none of them.
@@ -154,7 +196,7 @@ impl Outgoing {
 
 /// A record handed to [`TaskRunner::send`], and what of it goes to the delivery watcher.
 trait Outbound: std::ops::Deref<Target = SourceRecord> {
-    /// The record to keep until its delivery resolved (see [`InFlight::record`]).
+    /// The record to keep until its delivery resolved (see [`Tracking::Record`]).
     fn kept(self) -> Option<Box<SourceRecord>>;
 }
 
@@ -761,6 +803,9 @@ impl TaskRunner {
         records: Vec<SourceRecord>,
         state: &mut LoopState<'_>,
     ) -> Option<bool> {
+        if hooks.tracks_batches() && !state.outgoing.keeps_records && state.chain.is_empty() {
+            return self.send_batched(hooks, records, state).await;
+        }
         // A transaction ended inside the batch (the task asked): one begins before
         // the next record.
         let mut begin = false;
@@ -772,6 +817,84 @@ impl TaskRunner {
                 BatchStep::Next { begin: next } => begin = next,
                 BatchStep::Ended => return Some(false),
                 BatchStep::Stop => return None,
+            }
+        }
+        Some(true)
+    }
+
+    /// [`Self::send_records`] for a task whose records go to the sink as polled (no transformations)
+    /// and whose semantics track batches, with nothing kept for `commit_records`: the records go
+    /// over with as few [`RecordSink::try_send_batch`] calls as the sink allows, each accepted run
+    /// tracked and watched as one item. What the sink does not take at once (a full queue, an
+    /// error) and offset-only records go one by one, the way [`Self::send_record`] sends them, so
+    /// waiting, retries, tolerance and a stop keep their exact rules: a record is tracked once the
+    /// sink accepted it, and nothing after a record that was not sent is sent.
+    async fn send_batched<H: TaskHooks>(
+        &mut self,
+        hooks: &mut H,
+        mut records: Vec<SourceRecord>,
+        state: &mut LoopState<'_>,
+    ) -> Option<bool> {
+        let mut next = 0;
+        while next < records.len() {
+            let end = records[next..]
+                .iter()
+                .position(|record| record.offset_only)
+                .map_or(records.len(), |at| next + at);
+            if end > next {
+                // The lease before the records reach the client, as for every record sent alone.
+                if !self.hold_while_unconfirmed(state.failure).await {
+                    return Some(false);
+                }
+                let sent = state.sink.try_send_batch(&records[next..end]);
+                let accepted = sent.accepted.min(end - next);
+                if let Some(delivery) = sent.delivery
+                    && accepted > 0
+                {
+                    let taken = &mut records[next..next + accepted];
+                    let topics = topic_runs(taken);
+                    let Some(submitted) = hooks.records_dispatched(taken) else {
+                        // Cannot be (the semantics said it tracks batches); failing stops every
+                        // later send, so nothing after these untracked records is committed.
+                        state.failure.set(
+                            "internal error: the delivery semantics did not track a batch the \
+                             sink accepted"
+                                .to_owned(),
+                        );
+                        return Some(false);
+                    };
+                    for (key, at) in submitted.partition_keys() {
+                        let partition = taken.get(at).and_then(|r| r.source_partition.as_ref());
+                        self.watch.observe(key, partition);
+                    }
+                    let item = InFlight {
+                        pending: Watched::Batch(delivery),
+                        tracking: Tracking::Batch { submitted, topics },
+                    };
+                    if let Err(e) = state.outgoing.push(item).await {
+                        state.failure.set(e.to_string());
+                        return Some(false);
+                    }
+                    next += accepted;
+                    continue;
+                }
+            }
+            // An offset-only record, or one the sink did not take at once: alone.
+            let record = &records[next];
+            if record.offset_only {
+                self.checkpoint(hooks, record);
+                next += 1;
+                continue;
+            }
+            match self.send_in(hooks, Unkept(record), state).await {
+                Ok(Sent::Done) => next += 1,
+                // The unsent record's offset must never be committed, so no later record of the
+                // batch may be sent: they are all polled again after a restart.
+                Ok(Sent::Stopping) => return Some(false),
+                Err(e) => {
+                    state.failure.set(e.to_string());
+                    return Some(false);
+                }
             }
         }
         Some(true)
@@ -961,9 +1084,11 @@ impl TaskRunner {
                     let submitted = hooks.record_dispatched(&record);
                     self.observe(&record, submitted.as_ref());
                     let item = InFlight {
-                        pending,
-                        submitted,
-                        record: record.kept(),
+                        pending: Watched::Record(pending),
+                        tracking: Tracking::Record {
+                            submitted,
+                            record: record.kept(),
+                        },
                     };
                     outgoing.push(item).await?;
                     return Ok(Sent::Done);
@@ -1258,13 +1383,8 @@ async fn watch_deliveries(
                         Poll::Ready(0) => open = false,
                         Poll::Ready(_) => {
                             took = true;
-                            for InFlight {
-                                pending,
-                                submitted,
-                                record,
-                            } in received.drain(..).flatten()
-                            {
-                                set.push((submitted, record), pending);
+                            for InFlight { pending, tracking } in received.drain(..).flatten() {
+                                set.push(tracking, pending);
                             }
                         }
                         Poll::Pending => {}
@@ -1300,14 +1420,32 @@ async fn watch_deliveries(
 /// The topics of the acknowledged deliveries among `outcomes`, each run of one topic once. A failed
 /// delivery (even one counted as delivered under `errors.tolerance=all`) names no active topic, as in
 /// Kafka Connect.
+#[cfg(test)]
 fn acknowledged_topics<'a>(outcomes: impl Iterator<Item = &'a Delivery>) -> Vec<String> {
     let mut topics: Vec<String> = Vec::new();
     for metadata in outcomes.filter_map(|outcome| outcome.as_ref().ok()) {
-        if topics.last() != Some(&metadata.topic) {
-            topics.push(metadata.topic.clone());
-        }
+        push_topic(&mut topics, &metadata.topic);
     }
     topics
+}
+
+/// The topics of `records`, each run of one topic once with its length.
+fn topic_runs(records: &[SourceRecord]) -> Vec<(String, usize)> {
+    let mut runs: Vec<(String, usize)> = Vec::new();
+    for record in records {
+        match runs.last_mut() {
+            Some((topic, n)) if *topic == record.topic => *n += 1,
+            _ => runs.push((record.topic.clone(), 1)),
+        }
+    }
+    runs
+}
+
+/// Adds `topic` to the acknowledged topics unless it is the last one named (a run is named once).
+fn push_topic(topics: &mut Vec<String>, topic: &str) {
+    if topics.last().is_none_or(|last| last != topic) {
+        topics.push(topic.to_owned());
+    }
 }
 
 /// Where the watcher reports acknowledgements.
@@ -1321,64 +1459,150 @@ struct Acks<'a> {
 
 /// Acknowledges resolved deliveries, or records the failure.
 fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
-    let Acks {
-        events,
-        failure,
-        tolerate,
-        task,
-        metrics,
-    } = *to;
     // The records the loop kept go back to it (for `commit_records`); their topics are reported
-    // either way.
-    let keeps = resolved
-        .first()
-        .is_some_and(|((_, record), _)| record.is_some());
+    // either way. A failed delivery (even one counted as delivered under `errors.tolerance=all`)
+    // names no active topic, as in Kafka Connect.
+    let keeps = resolved.iter().any(|(tracking, _)| {
+        matches!(
+            tracking,
+            Tracking::Record {
+                record: Some(_),
+                ..
+            }
+        )
+    });
     let mut delivered: Delivered = Vec::with_capacity(if keeps { resolved.len() } else { 0 });
-    let topics = acknowledged_topics(resolved.iter().map(|(_, outcome)| outcome));
+    let mut topics: Vec<String> = Vec::new();
     let mut acks = Vec::with_capacity(resolved.len());
+    let mut batches = Vec::new();
     let (mut acknowledged, mut written) = (0, 0);
-    for ((submitted, record), outcome) in resolved.drain(..) {
-        match outcome {
-            Ok(metadata) => {
-                if let Some(record) = record {
-                    delivered.push((record, Some(metadata)));
+    for (tracking, outcome) in resolved.drain(..) {
+        match (tracking, outcome) {
+            (Tracking::Record { submitted, record }, WatchedOutcome::Record(outcome)) => {
+                let ok = acknowledge_record(outcome, record, &mut delivered, &mut topics, to);
+                if ok.is_some() {
+                    acknowledged += 1;
+                    acks.extend(submitted);
                 }
-                acknowledged += 1;
-                written += 1;
-                acks.extend(submitted);
-            }
-            Err(e) if tolerate => {
-                tracing::warn!(%task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
-                metrics.record_failure();
-                metrics.record_skipped();
-                if let Some(record) = record {
-                    delivered.push((record, None));
+                if ok == Some(true) {
+                    written += 1;
                 }
-                acknowledged += 1;
-                acks.extend(submitted);
             }
-            Err(e) => {
-                // Not acknowledged: this record's partition does not advance past it.
-                metrics.record_failure();
-                metrics.record_error();
-                failure.set(format!("delivery failed and errors.tolerance=none: {e}"));
+            (
+                Tracking::Batch {
+                    submitted,
+                    topics: runs,
+                },
+                WatchedOutcome::Batch(outcome),
+            ) => {
+                let (acked, wrote, except) = acknowledge_batch(outcome, &runs, &mut topics, to);
+                acknowledged += acked;
+                written += wrote;
+                batches.push((submitted, except));
             }
+            // Built together in `send` and `send_batch_fast`: a record's delivery with a record's
+            // tracking, a batch's with a batch's.
+            _ => to
+                .failure
+                .set("internal error: a delivery resolved with another kind's tracking".to_owned()),
         }
     }
     // The event is queued before the acks: once every record is acknowledged, a stopping task finds
     // every `commit_record` event already queued.
     if !delivered.is_empty() {
-        let _ = events.send(LoopEvent::Delivered(delivered));
+        let _ = to.events.send(LoopEvent::Delivered(delivered));
     }
     if !topics.is_empty() {
-        let _ = events.send(LoopEvent::Acknowledged(topics));
+        let _ = to.events.send(LoopEvent::Acknowledged(topics));
     }
     // Counted before the acks: once nothing is outstanding, the count is final.
-    metrics.acknowledged_many(acknowledged);
-    metrics.written(written);
+    to.metrics.acknowledged_many(acknowledged);
+    to.metrics.written(written);
     // One wake-up of the committer for the whole group, not one per record.
     SubmittedRecord::ack_all(acks);
-    metrics.sample_active();
+    for (batch, except) in batches {
+        batch.ack_except(&except);
+    }
+    to.metrics.sample_active();
+}
+
+/// One record's outcome: `Some(true)` delivered, `Some(false)` failed and counted as delivered
+/// (`errors.tolerance=all`), `None` failed (the task fails; its partition does not advance past it).
+fn acknowledge_record(
+    outcome: Delivery,
+    record: Option<Box<SourceRecord>>,
+    delivered: &mut Delivered,
+    topics: &mut Vec<String>,
+    to: &Acks<'_>,
+) -> Option<bool> {
+    match outcome {
+        Ok(metadata) => {
+            push_topic(topics, &metadata.topic);
+            if let Some(record) = record {
+                delivered.push((record, Some(metadata)));
+            }
+            Some(true)
+        }
+        Err(e) => {
+            to.metrics.record_failure();
+            if !to.tolerate {
+                to.metrics.record_error();
+                to.failure
+                    .set(format!("delivery failed and errors.tolerance=none: {e}"));
+                return None;
+            }
+            tracing::warn!(task = %to.task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+            to.metrics.record_skipped();
+            if let Some(record) = record {
+                delivered.push((record, None));
+            }
+            Some(false)
+        }
+    }
+}
+
+/// A batch's outcome, as [`acknowledge_record`] for each of its records: returns how many count as
+/// acknowledged and as written, and the positions to leave unacknowledged.
+fn acknowledge_batch(
+    outcome: BatchDelivery,
+    runs: &[(String, usize)],
+    topics: &mut Vec<String>,
+    to: &Acks<'_>,
+) -> (usize, usize, Vec<usize>) {
+    let records: usize = runs.iter().map(|(_, n)| n).sum();
+    if outcome.failed.is_empty() {
+        for (topic, _) in runs {
+            push_topic(topics, topic);
+        }
+        return (records, records, Vec::new());
+    }
+    let mut failed: Vec<usize> = outcome.failed.iter().map(|(at, _)| *at).collect();
+    failed.sort_unstable();
+    failed.dedup();
+    let mut start = 0;
+    for (topic, n) in runs {
+        if (start..start + n).any(|at| failed.binary_search(&at).is_err()) {
+            push_topic(topics, topic);
+        }
+        start += n;
+    }
+    for (_, e) in &outcome.failed {
+        to.metrics.record_failure();
+        if to.tolerate {
+            tracing::warn!(task = %to.task, "delivery failed; counted as delivered (errors.tolerance=all): {e}");
+            to.metrics.record_skipped();
+        } else {
+            to.metrics.record_error();
+            to.failure
+                .set(format!("delivery failed and errors.tolerance=none: {e}"));
+        }
+    }
+    let written = records.saturating_sub(failed.len());
+    if to.tolerate {
+        (records, written, Vec::new())
+    } else {
+        (written, written, failed)
+    }
 }
 
 /// How long continuous commits pause after a failed one (the store is unreachable or slow).

@@ -6,6 +6,7 @@
 //! Intervals are short and every wait polls for a condition up to a generous deadline; no assertion
 //! depends on how long something took.
 
+mod batches;
 mod commit;
 mod exactly_once;
 mod failures;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferry_api::SourceRecord;
-use ferry_offsets::{AckTracker, SubmittedRecord};
+use ferry_offsets::{AckTracker, SubmittedBatch, SubmittedRecord};
 
 use crate::worker::commit::{CommitOutcome, Committer};
 use crate::worker::task::semantics::{
@@ -63,6 +63,19 @@ impl TaskHooks for AtLeastOnceHooks {
 
     fn record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         self.record_dispatched(record)
+    }
+
+    fn records_dispatched(&mut self, records: &mut [SourceRecord]) -> Option<SubmittedBatch> {
+        // The loop drops the records once the sink has them: their offsets move, not copied.
+        Some(self.acks.submit_batch(
+            records,
+            |record| record.source_partition.as_ref(),
+            |record| record.source_offset.take(),
+        ))
+    }
+
+    fn tracks_batches(&self) -> bool {
+        true
     }
 
     fn periodic_committer(&self) -> Option<Arc<dyn Commit>> {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferry_api::SourceRecord;
-use ferry_offsets::{AckTracker, OffsetWriter, SubmittedRecord};
+use ferry_offsets::{AckTracker, OffsetWriter, SubmittedBatch, SubmittedRecord};
 
 use crate::metrics::TaskMetrics;
 use crate::worker::commit::{CommitError, CommitOutcome};
@@ -93,6 +93,19 @@ pub(crate) trait TaskHooks: Send {
     /// acknowledges once the sink confirms delivery, or `None` when nothing is tracked per record
     /// (exactly-once: the transaction's commit covers it). At-least-once: `AckTracker::submit`.
     fn record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
+
+    /// [`record_dispatched`](Self::record_dispatched) for records the sink accepted together
+    /// ([`crate::sink::RecordSink::try_send_batch`]), under one call; their offsets may be moved
+    /// out (the loop drops the records after this). `None`: these semantics track records one by
+    /// one only, and the loop hands every record to the sink alone.
+    fn records_dispatched(&mut self, _records: &mut [SourceRecord]) -> Option<SubmittedBatch> {
+        None
+    }
+
+    /// Whether [`records_dispatched`](Self::records_dispatched) tracks batches.
+    fn tracks_batches(&self) -> bool {
+        false
+    }
 
     /// `recordDropped`: the sink refused `record` and `errors.tolerance=all` drops it; it counts as
     /// delivered, so the returned handle is acknowledged at once.
@@ -179,6 +192,8 @@ pub(crate) trait DynTaskHooks: Send {
     ) -> BoxFuture<'a, Result<(), CommitError>>;
     fn dyn_record_dispatched(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
     fn dyn_record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord>;
+    fn dyn_records_dispatched(&mut self, records: &mut [SourceRecord]) -> Option<SubmittedBatch>;
+    fn dyn_tracks_batches(&self) -> bool;
     fn dyn_batch_dispatched(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
     fn dyn_periodic_committer(&self) -> Option<Arc<dyn Commit>>;
     fn dyn_paused(&mut self) -> BoxFuture<'_, Result<(), CommitError>>;
@@ -209,6 +224,12 @@ impl<H: TaskHooks> DynTaskHooks for H {
     }
     fn dyn_record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         TaskHooks::record_dropped(self, record)
+    }
+    fn dyn_records_dispatched(&mut self, records: &mut [SourceRecord]) -> Option<SubmittedBatch> {
+        TaskHooks::records_dispatched(self, records)
+    }
+    fn dyn_tracks_batches(&self) -> bool {
+        TaskHooks::tracks_batches(self)
     }
     fn dyn_batch_dispatched(&mut self) -> BoxFuture<'_, Result<(), CommitError>> {
         Box::pin(TaskHooks::batch_dispatched(self))
@@ -259,6 +280,12 @@ impl TaskHooks for Box<dyn DynTaskHooks> {
     }
     fn record_dropped(&mut self, record: &SourceRecord) -> Option<SubmittedRecord> {
         DynTaskHooks::dyn_record_dropped(&mut **self, record)
+    }
+    fn records_dispatched(&mut self, records: &mut [SourceRecord]) -> Option<SubmittedBatch> {
+        DynTaskHooks::dyn_records_dispatched(&mut **self, records)
+    }
+    fn tracks_batches(&self) -> bool {
+        DynTaskHooks::dyn_tracks_batches(&**self)
     }
     fn batch_dispatched(&mut self) -> impl Future<Output = Result<(), CommitError>> + Send {
         DynTaskHooks::dyn_batch_dispatched(&mut **self)

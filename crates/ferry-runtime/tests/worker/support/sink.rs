@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_api::{RecordMetadata, SourceRecord, async_trait};
-use ferry_runtime::sink::{Delivery, PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_runtime::sink::{
+    BatchDelivery, BatchSent, Delivery, PendingBatch, PendingDelivery, RecordSink, SinkError,
+    SinkErrorKind,
+};
 use tokio::sync::{oneshot, watch};
 
 use super::{key_of, lock};
@@ -51,6 +54,10 @@ pub struct TestSink {
     unblocked: watch::Sender<bool>,
     /// `send`s currently waiting under [`Plan::Block`].
     blocked: AtomicUsize,
+    /// Set by the test: `try_send_batch` takes records (else it takes none, as the default).
+    pub batches: AtomicBool,
+    /// How many records each `try_send_batch` took, in order (calls that took none not listed).
+    taken: Mutex<Vec<usize>>,
 }
 
 /// Counts a waiting `send` for as long as it waits, including when its caller drops it.
@@ -75,6 +82,8 @@ impl TestSink {
             reopens: AtomicUsize::new(0),
             unblocked: watch::Sender::new(false),
             blocked: AtomicUsize::new(0),
+            batches: AtomicBool::new(false),
+            taken: Mutex::new(Vec::new()),
         })
     }
 
@@ -103,6 +112,11 @@ impl TestSink {
     /// Releases every `send` waiting under [`Plan::Block`], and every later one.
     pub fn unblock(&self) {
         self.unblocked.send_replace(true);
+    }
+
+    /// How many records each `try_send_batch` that took some took, in order.
+    pub fn batches_taken(&self) -> Vec<usize> {
+        lock(&self.taken).clone()
     }
 
     /// How many times `key` was sent (accepted or refused).
@@ -199,6 +213,64 @@ impl RecordSink for TestSink {
                 })
             }
         })
+    }
+
+    /// Takes records while their plan accepts them at once (`Ack`, `Hold`, `FailDelivery`), under the
+    /// same policy and attempt count as `send`; stops before one it would block or refuse (that one
+    /// is not counted as an attempt: it was not handed over). One delivery for all: it resolves once
+    /// every held record of the batch is resolved, failing the positions that failed.
+    fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        if !self.batches.load(Ordering::SeqCst) {
+            return BatchSent::none();
+        }
+        let policy = lock(&self.policy).clone();
+        let mut waits = Vec::new();
+        let mut failed = Vec::new();
+        let mut taken = 0;
+        for (at, record) in records.iter().enumerate() {
+            let key = key_of(record);
+            let attempt = lock(&self.attempts).get(&key).copied().unwrap_or(0);
+            let plan = policy(&key, attempt);
+            if matches!(plan, Plan::Block | Plan::Refuse { .. }) {
+                break;
+            }
+            *lock(&self.attempts).entry(key.clone()).or_insert(0) += 1;
+            lock(&self.accepted).push(key.clone());
+            let metadata = RecordMetadata {
+                topic: record.topic.clone(),
+                partition: Some(0),
+                offset: Some(self.next_offset.fetch_add(1, Ordering::SeqCst)),
+            };
+            match plan {
+                Plan::FailDelivery(message) => failed.push((at, sink_error(&message, false))),
+                Plan::Hold => {
+                    let (tx, rx) = oneshot::channel();
+                    lock(&self.held).insert(key, Held { tx, metadata });
+                    waits.push((at, rx));
+                }
+                _ => {}
+            }
+            taken = at + 1;
+        }
+        if taken == 0 {
+            return BatchSent::none();
+        }
+        lock(&self.taken).push(taken);
+        BatchSent::accepted(
+            taken,
+            PendingBatch::new(async move {
+                for (at, rx) in waits {
+                    match rx.await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => failed.push((at, e)),
+                        Err(_) => {
+                            failed.push((at, sink_error("the test dropped a held delivery", false)))
+                        }
+                    }
+                }
+                BatchDelivery { failed }
+            }),
+        )
     }
 
     async fn flush(&self, _timeout: Duration) -> Result<(), SinkError> {
