@@ -52,7 +52,9 @@ use std::time::{Duration, Instant};
 pub use crate::retriable::is_retriable;
 use async_trait::async_trait;
 use ferry_api::{RecordMetadata, SourceRecord};
-use ferry_plugin::sink::{PendingDelivery, RecordSink, SinkError, SinkErrorKind};
+use ferry_plugin::sink::{
+    BatchDelivery, BatchSent, PendingBatch, PendingDelivery, RecordSink, SinkError, SinkErrorKind,
+};
 use ferry_plugin::{ClientOverrides, PRODUCER_PREFIX};
 use rdkafka::ClientConfig;
 use rdkafka::client::ClientContext;
@@ -471,6 +473,67 @@ impl RecordSink for KafkaSink {
         ))
     }
 
+    /// Hands records to librdkafka while each can go at once: its topic known to exist, the lease
+    /// valid, its conversion fine and room in the local queue. The first that cannot stops the
+    /// batch; `send` then waits for it or reports its error. One delivery for the batch: it
+    /// resolves once the broker acknowledged (or failed) every record of it.
+    fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        let mut deliveries = Vec::with_capacity(records.len());
+        // The batch's topics, each run once with the position it starts at (for error messages).
+        let mut topics: Vec<(usize, String)> = Vec::new();
+        for (at, record) in records.iter().enumerate() {
+            if self
+                .topics
+                .as_ref()
+                .is_some_and(|topics| !topics.is_known(&record.topic))
+                || self.lease.as_ref().is_some_and(|lease| !lease.is_valid())
+            {
+                break;
+            }
+            let Ok((key, value)) = self.convert(record) else {
+                break;
+            };
+            let header_values: Vec<Option<Vec<u8>>> = record
+                .headers
+                .iter()
+                .map(|h| header_value(&h.value))
+                .collect();
+            let out = future_record(record, key.as_deref(), value.as_deref(), &header_values);
+            let Ok(delivery) = self.shared.producer.send_result(out) else {
+                break;
+            };
+            if topics
+                .last()
+                .is_none_or(|(_, topic)| *topic != record.topic)
+            {
+                topics.push((at, record.topic.clone()));
+            }
+            deliveries.push(delivery);
+        }
+        let accepted = deliveries.len();
+        let sink = Arc::clone(&self.shared.describe);
+        BatchSent::accepted(
+            accepted,
+            PendingBatch::new(async move {
+                let mut failed = Vec::new();
+                for (at, delivery) in deliveries.into_iter().enumerate() {
+                    let error = match delivery.await {
+                        Ok(Ok(_)) => continue,
+                        Ok(Err((e, _))) => Some(e),
+                        Err(_) => None,
+                    };
+                    let topic = topics
+                        .iter()
+                        .rev()
+                        .find(|(start, _)| *start <= at)
+                        .map_or("", |(_, topic)| topic.as_str());
+                    failed.push((at, delivery_error(&sink, topic, error)));
+                }
+                BatchDelivery { failed }
+            }),
+        )
+    }
+
     async fn flush(&self, timeout: Duration) -> Result<(), SinkError> {
         let shared = Arc::clone(&self.shared);
         let flushed = tokio::task::spawn_blocking(move || shared.producer.flush(timeout))
@@ -626,23 +689,31 @@ fn pending_delivery(sink: Arc<str>, topic: String, delivery: DeliveryFuture) -> 
                 partition: Some(delivered.partition),
                 offset: Some(delivered.offset),
             }),
-            Ok(Err((e, _))) => Err(SinkError::new(
-                &*sink,
-                kind_of(&e),
-                format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
-            )
-            .with_source(e)),
-            // Retriable: the record was never acknowledged, so sending it again is what a restart does.
-            Err(_) => Err(SinkError::new(
-                &*sink,
-                SinkErrorKind::Retriable,
-                format!(
-                    "the producer was closed before the broker acknowledged a record for topic {topic}; \
-                     it was not committed and is sent again after a restart"
-                ),
-            )),
+            Ok(Err((e, _))) => Err(delivery_error(&sink, &topic, Some(e))),
+            Err(_) => Err(delivery_error(&sink, &topic, None)),
         }
     })
+}
+
+/// A failed delivery to `topic`: the client's error, or `None` when the producer was closed first.
+fn delivery_error(sink: &str, topic: &str, error: Option<KafkaError>) -> SinkError {
+    match error {
+        Some(e) => SinkError::new(
+            sink,
+            kind_of(&e),
+            format!("delivery to topic {topic} failed: {e}{}", delivery_hint(&e)),
+        )
+        .with_source(e),
+        // Retriable: the record was never acknowledged, so sending it again is what a restart does.
+        None => SinkError::new(
+            sink,
+            SinkErrorKind::Retriable,
+            format!(
+                "the producer was closed before the broker acknowledged a record for topic {topic}; \
+                 it was not committed and is sent again after a restart"
+            ),
+        ),
+    }
 }
 
 /// The kind of a client error: retriable exactly when [`is_retriable`] says so (the rule the store and

@@ -133,7 +133,7 @@ impl TopicCreator {
         Ok(())
     }
 
-    fn is_known(&self, topic: &str) -> bool {
+    pub(crate) fn is_known(&self, topic: &str) -> bool {
         self.known
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

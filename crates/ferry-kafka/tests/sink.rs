@@ -289,6 +289,84 @@ async fn many_records_resolve_in_order_per_partition() {
     assert_eq!(last, [999, 999]);
 }
 
+/// A batch goes to librdkafka in one call while every record can go at once, in order, with one
+/// delivery for all; it stops before a record it cannot convert (which `send` then refuses) and
+/// takes what came before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_produced_in_order_with_one_delivery_and_stops_before_a_bad_record() {
+    let broker = shared();
+    let bootstrap = broker.bootstrap_servers();
+    let topic = unique("batch");
+    create_topic(&bootstrap, &topic, 1).await;
+    let sink = sink(&bootstrap);
+    let mut records: Vec<SourceRecord> = (0..500_i64)
+        .map(|n| {
+            SourceRecord::from_maps(None, None, &topic, Some(json!(n)))
+                .with_value_schema(Schema::int64())
+        })
+        .collect();
+    records.push(
+        SourceRecord::from_maps(None, None, &topic, Some(json!("not a number")))
+            .with_value_schema(Schema::int32()),
+    );
+    let sent = sink.try_send_batch(&records);
+    assert_eq!(sent.accepted, 500, "every record before the bad one");
+    let outcome = tokio::time::timeout(DEADLINE, sent.delivery.expect("a delivery"))
+        .await
+        .expect("the batch is acknowledged in time");
+    assert!(outcome.failed.is_empty(), "{:?}", outcome.failed);
+    let rest = sink.try_send_batch(&records[500..]);
+    assert_eq!(
+        rest.accepted, 0,
+        "the record that cannot be converted is left to send"
+    );
+    assert!(sink.send(&records[500]).await.is_err());
+    let messages = read(&bootstrap, &topic, 500).await;
+    let values: Vec<_> = messages.iter().map(|m| text(m.payload())).collect();
+    let expected: Vec<_> = (0..500)
+        .map(|n| {
+            Some(format!(
+                r#"{{"schema":{{"type":"int64","optional":false}},"payload":{n}}}"#
+            ))
+        })
+        .collect();
+    assert_eq!(values, expected);
+}
+
+/// A batch takes no more records than the producer's local queue has room for; the rest are left
+/// to `send`, which waits for room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_takes_only_what_the_producer_queue_has_room_for() {
+    let broker = shared();
+    let bootstrap = broker.bootstrap_servers();
+    let topic = unique("batch-full");
+    create_topic(&bootstrap, &topic, 1).await;
+    // Records linger in the queue for a second: none leaves it while the batch is handed over.
+    let sink = KafkaSink::new(
+        &KafkaSinkConfig::new(&bootstrap)
+            .with_producer_setting("queue.buffering.max.messages", "5")
+            .with_producer_setting("linger.ms", "1000"),
+    )
+    .expect("sink");
+    let records: Vec<SourceRecord> = (0..20)
+        .map(|n| SourceRecord::from_maps(None, None, &topic, Some(json!(n))))
+        .collect();
+    let sent = sink.try_send_batch(&records);
+    assert_eq!(sent.accepted, 5);
+    let mut pending = Vec::new();
+    for record in &records[5..] {
+        pending.push(sink.send(record).await.expect("send waits for room"));
+    }
+    let outcome = tokio::time::timeout(DEADLINE, sent.delivery.expect("a delivery"))
+        .await
+        .expect("delivered in time");
+    assert!(outcome.failed.is_empty(), "{:?}", outcome.failed);
+    for p in pending {
+        resolve(p).await.expect("delivered");
+    }
+    assert_eq!(read(&bootstrap, &topic, 20).await.len(), 20);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_topic_fails_delivery_after_the_message_timeout() {
     // Kafka creates a topic on first use by default; this broker, like many in production, does not.
