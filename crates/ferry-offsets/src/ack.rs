@@ -25,10 +25,14 @@ use crate::codec::canonical_partition;
 /// for every record.
 const RECENT_KEYS: usize = 8;
 
-/// One submitted record, inline in its partition's queue (no allocation per record).
+/// One submitted record, or a batch's records of one partition ([`AckTracker::submit_batch`]),
+/// inline in its partition's queue (no allocation per record).
 #[derive(Debug)]
 struct Entry {
     offset: Option<SourceOffset>,
+    /// How many records the entry stands for: 1, or a batch's records of this partition (acknowledged
+    /// together, committed at the offset of the last of them).
+    records: u64,
     acked: bool,
     /// Removed before it was sent ([`AckTracker::remove`]): done, but not a committed record.
     removed: bool,
@@ -43,6 +47,8 @@ struct Queue {
     /// The index (within this queue's life) of `records.front()`.
     first: u64,
     records: VecDeque<Entry>,
+    /// The records the entries stand for.
+    pending: u64,
     /// A record was submitted since the last [`AckTracker::committable`]: a drained queue is kept
     /// while its partition is in use, so that its buffer is not dropped and grown again from one
     /// entry after every commit (that regrowth was 8 % of a task's thread in the profile).
@@ -154,19 +160,24 @@ pub struct SubmittedRecord {
     shared: Arc<Shared>,
 }
 
+/// Marks an entry acknowledged; returns how many records that newly acknowledged.
+fn acknowledge(entry: &mut Entry) -> usize {
+    if std::mem::replace(&mut entry.acked, true) {
+        0
+    } else {
+        usize::try_from(entry.records).unwrap_or(usize::MAX)
+    }
+}
+
 impl SubmittedRecord {
     /// Acknowledges the record. Returns `false` if it was already acknowledged (acks are idempotent).
     pub fn ack(&self) -> bool {
         let newly = {
             let mut queues = self.shared.queues();
-            queues
-                .entry(self)
-                .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
+            queues.entry(self).map_or(0, acknowledge)
         };
-        if newly {
-            self.shared.acknowledged(1);
-        }
-        newly
+        self.shared.acknowledged(newly);
+        newly > 0
     }
 
     /// Acknowledges every record with one lock and one wake-up of the waiters per tracker, rather
@@ -192,12 +203,10 @@ impl SubmittedRecord {
                         let found = queues.by_key.get_mut(&*current.queue_key);
                         queue = Some((Arc::clone(&current.queue_key), found));
                     }
-                    if let Some((_, Some(queue))) = &mut queue
-                        && queue
+                    if let Some((_, Some(queue))) = &mut queue {
+                        newly += queue
                             .entry(current.queue_id, current.index)
-                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
-                    {
-                        newly += 1;
+                            .map_or(0, acknowledge);
                     }
                     record = records.next_if(|next| Arc::ptr_eq(&next.shared, &shared));
                 }
@@ -228,8 +237,7 @@ impl SubmittedRecord {
 /// lock and one wake-up to acknowledge them all, where [`SubmittedRecord`]s cost that per record.
 #[derive(Debug)]
 pub struct SubmittedBatch {
-    /// One run per partition queue the batch went into. Under the one lock of the submit, a
-    /// queue's entries from this batch are contiguous in it: `first..first + len`.
+    /// One run per partition queue the batch went into: its records are one entry there.
     runs: Vec<BatchRun>,
     /// The run of each record, by its position in the batch (to find a failed one).
     run_of: Vec<usize>,
@@ -240,8 +248,8 @@ pub struct SubmittedBatch {
 struct BatchRun {
     queue_key: Arc<[u8]>,
     queue_id: u64,
-    first: u64,
-    len: u64,
+    /// The index of the run's entry in its queue.
+    index: u64,
     /// The position in the batch of the run's first record.
     at: usize,
 }
@@ -264,50 +272,35 @@ impl SubmittedBatch {
         self.runs.iter().map(|run| (&*run.queue_key, run.at))
     }
 
-    /// Acknowledges every record of the batch but those at the positions in `except` (a failed
-    /// delivery: its partition does not advance past it), under one lock. Returns how many were
+    /// Acknowledges every record of the batch but those of a partition with a record at one of the
+    /// positions in `except` (a failed delivery): such a partition does not advance past the batch's
+    /// start, its other records being one entry with it. One lock. Returns how many records were
     /// not acknowledged before.
     pub fn ack_except(&self, except: &[usize]) -> usize {
+        let mut held = vec![
+            false;
+            if except.is_empty() {
+                0
+            } else {
+                self.runs.len()
+            }
+        ];
+        for &position in except {
+            if let Some(&run) = self.run_of.get(position)
+                && let Some(flag) = held.get_mut(run)
+            {
+                *flag = true;
+            }
+        }
         let mut newly = 0;
         {
             let mut queues = self.shared.queues();
-            if except.is_empty() {
-                for run in &self.runs {
-                    let Some(queue) = queues.by_key.get_mut(&*run.queue_key) else {
-                        continue;
-                    };
-                    for index in run.first..run.first + run.len {
-                        if queue
-                            .entry(run.queue_id, index)
-                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
-                        {
-                            newly += 1;
-                        }
-                    }
+            for (r, run) in self.runs.iter().enumerate() {
+                if held.get(r).copied().unwrap_or(false) {
+                    continue;
                 }
-            } else {
-                // Failures are rare: record by record, counting each run's place.
-                let mut failed = vec![false; self.run_of.len()];
-                for &position in except {
-                    if let Some(flag) = failed.get_mut(position) {
-                        *flag = true;
-                    }
-                }
-                let mut seen = vec![0u64; self.runs.len()];
-                for (position, &r) in self.run_of.iter().enumerate() {
-                    let run = &self.runs[r];
-                    let index = run.first + seen[r];
-                    seen[r] += 1;
-                    if failed[position] {
-                        continue;
-                    }
-                    if let Some(queue) = queues.by_key.get_mut(&*run.queue_key)
-                        && queue
-                            .entry(run.queue_id, index)
-                            .is_some_and(|entry| !std::mem::replace(&mut entry.acked, true))
-                    {
-                        newly += 1;
-                    }
+                if let Some(queue) = queues.by_key.get_mut(&*run.queue_key) {
+                    newly += queue.entry(run.queue_id, run.index).map_or(0, acknowledge);
                 }
             }
         }
@@ -361,12 +354,13 @@ impl AckTracker {
     /// Submits a batch of records in poll order under one lock, each with its partition; acknowledge
     /// the returned handle on delivery.
     ///
-    /// Only the last record of each partition in the batch keeps an offset (`take_offset` moves it
-    /// out of that record); the others are tracked with none. Acknowledged whole, the batch commits
-    /// exactly what one record at a time would: each partition's last offset. If a record fails,
-    /// its partition commits no offset of this batch (the records before the failure are delivered
-    /// again after a restart): never past a failure, and the one case that costs more duplicates
-    /// than tracking every offset is a task failing on a delivery error.
+    /// A partition's records of the batch are one entry in its queue, with the offset of the last of
+    /// them (`take_offset` moves it out of that record): acknowledged whole, the batch commits
+    /// exactly what one record at a time would, each partition's last offset, and the tracker does
+    /// no work per record. If a record fails, its partition commits no offset of this batch (its
+    /// records before the failure are delivered again after a restart): never past a failure, and
+    /// the one case that costs more duplicates than tracking every record is a task failing on a
+    /// delivery error.
     pub fn submit_batch<R>(
         &self,
         records: &mut [R],
@@ -375,8 +369,8 @@ impl AckTracker {
     ) -> SubmittedBatch {
         struct Group {
             key: Arc<[u8]>,
-            /// The partition as the group's first record has it (a clone of a task's one map per
-            /// partition is recognised by pointer).
+            /// The position of the group's first record (a clone of a task's one map per
+            /// partition is recognised by pointer to its partition).
             at: usize,
             len: u64,
             last: usize,
@@ -397,19 +391,24 @@ impl AckTracker {
                 (None, None) => true,
                 _ => false,
             };
-            let found = groups.iter().position(same).or_else(|| {
-                let key = queues.key(own);
-                groups.iter().position(|g| g.key == key).or_else(|| {
-                    groups.push(Group {
-                        key,
-                        at: position,
-                        len: 0,
-                        last: position,
-                    });
-                    Some(groups.len() - 1)
-                })
-            });
-            let Some(g) = found else { continue };
+            let g = match groups.iter().position(same) {
+                Some(g) => g,
+                None => {
+                    let key = queues.key(own);
+                    match groups.iter().position(|g| g.key == key) {
+                        Some(g) => g,
+                        None => {
+                            groups.push(Group {
+                                key,
+                                at: position,
+                                len: 0,
+                                last: position,
+                            });
+                            groups.len() - 1
+                        }
+                    }
+                }
+            };
             let group = &mut groups[g];
             group.len += 1;
             group.last = position;
@@ -417,9 +416,9 @@ impl AckTracker {
         }
         let mut runs = Vec::with_capacity(groups.len());
         for group in groups {
-            let offset = take_offset(&mut records[group.last]);
-            let blank = || Entry {
-                offset: None,
+            let entry = Entry {
+                offset: take_offset(&mut records[group.last]),
+                records: group.len,
                 acked: false,
                 removed: false,
             };
@@ -433,20 +432,20 @@ impl AckTracker {
                         partition: partition(&records[group.at]).cloned(),
                         first: 0,
                         records: VecDeque::new(),
+                        pending: 0,
                         submitted: true,
                     };
                     queues.by_key.entry(Arc::clone(&group.key)).or_insert(queue)
                 }
             };
             queue.submitted = true;
-            let first = queue.first + queue.records.len() as u64;
-            queue.records.extend((1..group.len).map(|_| blank()));
-            queue.records.push_back(Entry { offset, ..blank() });
+            queue.pending += group.len;
+            let index = queue.first + queue.records.len() as u64;
+            queue.records.push_back(entry);
             runs.push(BatchRun {
                 queue_key: group.key,
                 queue_id: queue.id,
-                first,
-                len: group.len,
+                index,
                 at: group.at,
             });
         }
@@ -465,6 +464,7 @@ impl AckTracker {
     ) -> SubmittedRecord {
         let entry = Entry {
             offset,
+            records: 1,
             acked: false,
             removed: false,
         };
@@ -475,6 +475,7 @@ impl AckTracker {
         let (queue_id, index) = match queues.by_key.get_mut(&*queue_key) {
             Some(queue) => {
                 queue.submitted = true;
+                queue.pending += 1;
                 queue.records.push_back(entry);
                 (queue.id, queue.first + queue.records.len() as u64 - 1)
             }
@@ -486,6 +487,7 @@ impl AckTracker {
                     partition: partition.cloned(),
                     first: 0,
                     records: VecDeque::from([entry]),
+                    pending: 1,
                     submitted: true,
                 };
                 queues.by_key.insert(Arc::clone(&queue_key), queue);
@@ -515,11 +517,9 @@ impl AckTracker {
             }
             entry.removed = true;
             entry.offset = None;
-            !std::mem::replace(&mut entry.acked, true)
+            acknowledge(entry)
         };
-        if newly {
-            self.shared.acknowledged(1);
-        }
+        self.shared.acknowledged(newly);
         true
     }
 
@@ -536,8 +536,10 @@ impl AckTracker {
             while queue.records.front().is_some_and(|entry| entry.acked) {
                 if let Some(entry) = queue.records.pop_front() {
                     queue.first += 1;
+                    queue.pending = queue.pending.saturating_sub(entry.records);
                     if !entry.removed {
-                        result.committable_records += 1;
+                        result.committable_records +=
+                            usize::try_from(entry.records).unwrap_or(usize::MAX);
                     }
                     // A null offset commits nothing itself, and must not hide an earlier one.
                     if entry.offset.is_some() {
@@ -548,7 +550,7 @@ impl AckTracker {
             if let Some(offset) = last {
                 result.offsets.push((queue.partition.clone(), offset));
             }
-            let pending = queue.records.len();
+            let pending = usize::try_from(queue.pending).unwrap_or(usize::MAX);
             if pending > 0 {
                 result.pending_records += pending;
                 result.pending_partitions += 1;
@@ -653,6 +655,12 @@ mod tests {
         assert_eq!(batch.partition_keys().count(), 2);
         assert_eq!(tracker.submitted_total(), 8);
         assert_eq!(tracker.unacked(), 8);
+        let before_ack = tracker.committable();
+        assert_eq!(
+            before_ack.pending_records, 8,
+            "a batch's records count one by one"
+        );
+        assert_eq!(before_ack.largest_pending.map(|(_, n)| n), Some(4));
         assert_eq!(batch.ack_except(&[]), 6);
         assert_eq!(batch.ack_except(&[]), 0, "acknowledging twice counts once");
         // Partition 1 waits for the record submitted before the batch.
@@ -675,9 +683,13 @@ mod tests {
             .map(|n| (Some(map("p", n % 2)), Some(map("o", n))))
             .collect();
         let batch = submit_pairs(&tracker, &mut pairs);
-        assert_eq!(batch.ack_except(&[2]), 5);
+        // Partition 0's three records are one entry: none of them counts as acknowledged.
+        assert_eq!(batch.ack_except(&[2]), 3);
         assert_eq!(committed(&tracker), vec![(1, 5)]);
-        assert_eq!(tracker.unacked(), 1);
+        assert_eq!(tracker.unacked(), 3);
+        let pending = tracker.committable();
+        assert_eq!(pending.pending_records, 3);
+        assert_eq!(pending.pending_partitions, 1);
     }
 
     /// More partitions than the recent-key cache holds: each still gets one queue, and the batch's
