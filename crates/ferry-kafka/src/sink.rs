@@ -46,6 +46,7 @@
 //! completes for [`QUEUE_STALL_WARNING`] is logged at WARN once.
 
 use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -233,6 +234,11 @@ struct Shared {
     producer: FutureProducer<SinkContext>,
     /// Shared with every pending delivery (which names the sink only if it fails).
     describe: Arc<str>,
+    /// Records in flight when a batch last found the local queue full, or `-1`. While it is full,
+    /// `try_send_batch` takes nothing until a quarter of those records are delivered: each record
+    /// goes through `send`, which waits for room. Converting records for a batch that the full
+    /// queue then refuses, once per record, had doubled the conversions of a saturated producer.
+    full_at: AtomicI64,
 }
 
 /// Sends records to Kafka (see the [module docs](self)).
@@ -306,6 +312,7 @@ impl KafkaSink {
             shared: Arc::new(Shared {
                 producer,
                 describe: describe.into(),
+                full_at: AtomicI64::new(-1),
             }),
             converters: config.converters,
             topics: None,
@@ -478,6 +485,13 @@ impl RecordSink for KafkaSink {
     /// batch; `send` then waits for it or reports its error. One delivery for the batch: it
     /// resolves once the broker acknowledged (or failed) every record of it.
     fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
+        let full_at = self.shared.full_at.load(Ordering::Relaxed);
+        if full_at >= 0 {
+            if i64::from(self.in_flight()) > full_at - full_at / 4 {
+                return BatchSent::none();
+            }
+            self.shared.full_at.store(-1, Ordering::Relaxed);
+        }
         let mut deliveries = Vec::with_capacity(records.len());
         // The batch's topics, each run once with the position it starts at (for error messages).
         let mut topics: Vec<(usize, String)> = Vec::new();
@@ -499,8 +513,15 @@ impl RecordSink for KafkaSink {
                 .map(|h| header_value(&h.value))
                 .collect();
             let out = future_record(record, key.as_deref(), value.as_deref(), &header_values);
-            let Ok(delivery) = self.shared.producer.send_result(out) else {
-                break;
+            let delivery = match self.shared.producer.send_result(out) {
+                Ok(delivery) => delivery,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    self.shared
+                        .full_at
+                        .store(i64::from(self.in_flight()), Ordering::Relaxed);
+                    break;
+                }
+                Err(_) => break,
             };
             if topics
                 .last()

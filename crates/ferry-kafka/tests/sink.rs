@@ -353,6 +353,11 @@ async fn a_batch_takes_only_what_the_producer_queue_has_room_for() {
         .collect();
     let sent = sink.try_send_batch(&records);
     assert_eq!(sent.accepted, 5);
+    assert_eq!(
+        sink.try_send_batch(&records[5..]).accepted,
+        0,
+        "nothing while the queue is full"
+    );
     let mut pending = Vec::new();
     for record in &records[5..] {
         pending.push(sink.send(record).await.expect("send waits for room"));
@@ -364,7 +369,17 @@ async fn a_batch_takes_only_what_the_producer_queue_has_room_for() {
     for p in pending {
         resolve(p).await.expect("delivered");
     }
-    assert_eq!(read(&bootstrap, &topic, 20).await.len(), 20);
+    // Delivered, the queue has room again: the next batch is taken whole.
+    let more: Vec<SourceRecord> = (20..24)
+        .map(|n| SourceRecord::from_maps(None, None, &topic, Some(json!(n))))
+        .collect();
+    let sent = sink.try_send_batch(&more);
+    assert_eq!(sent.accepted, 4, "batches resume once the queue drained");
+    let outcome = tokio::time::timeout(DEADLINE, sent.delivery.expect("a delivery"))
+        .await
+        .expect("delivered in time");
+    assert!(outcome.failed.is_empty(), "{:?}", outcome.failed);
+    assert_eq!(read(&bootstrap, &topic, 24).await.len(), 24);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
