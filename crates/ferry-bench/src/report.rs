@@ -204,45 +204,39 @@ fn overhead_target(results: &Results) -> Target {
     }
 }
 
-/// Why the overhead target is missed: the profile (perf) of the Ferry side of the SequenceSource case.
-const OVERHEAD_PROFILE: &str = "Profile (perf record with DWARF call graphs of both sides, commit \
-    b953205, the AMD EPYC machine): the task's own thread is the bottleneck, busy throughout; the delivery \
-    watcher and the committer share the other core. Of the task thread: SequenceSource's own `poll` 62 % \
-    (it builds each value as a serde_json object, which the offsets-off loop pays too: that loop is the \
-    whole 0.23 µs per record), AckTracker::submit 18 % (8 % of it regrowing each partition's queue after \
-    every commit had dropped it: commit 008fafd keeps it, after this profile), the sink's `send` 11 % (an \
-    `async_trait` future boxed per record), dropping each record after its send 10 %, the loop itself \
-    9 %, moving records 9 %. This round's commits made both sides faster on this machine: the \
-    offsets-off loop went from 2.6–2.9 M to 4.1–4.4 M records/s (SequenceSource builds its offsets from \
-    a template instead of serde: commit dba44f0), Ferry from 1.1–1.4 M to 2.1 M (records a task does \
-    not want back are dropped on its own thread after `send` instead of boxed and freed by the watcher, \
-    9f895db; an offset map copied from a template is one allocation, 4722b7a; an acknowledged group \
-    looks its queue up once, b953205), so the overhead's share stays near half: the connector's own \
-    cost fell as much as the machinery's. Ferry's offsets-on time also waits for the committer's next \
-    100 ms tick after the last record (the row is timed until every offset is committed), up to a \
-    tenth of these 1 s runs. What remains is a dozen per-record items of 0.01–0.05 µs each; meeting \
-    the row needs the machinery at about 0.06 µs per record, which needs a batch form of the sink's \
-    `send` and of AckTracker::submit (a poll's records handed over with one call and one lock) and \
-    records that move as one allocation. Not built this round.";
+/// Where the offset machinery's cost went, and what this round changed: the profile (perf) of the
+/// SequenceSource case.
+const OVERHEAD_PROFILE: &str = "This round (commits 631cfd4, dce9e75, 145b706): a poll's records go \
+    to the sink with one `try_send_batch` call and one delivery. They are tracked with one lock and \
+    one AckTracker entry per partition, which keeps the partition's last offset, and are watched and \
+    acknowledged as one item. The offsets-off loop hands records over the same way, so it became \
+    faster too: 4.3 M records/s in the last full run, about 5.9 M now on this machine. Profile \
+    (perf record at 4 kHz of this case at dce9e75, which had the batch hand-over but still one \
+    tracker entry per record; the AMD EPYC machine). The task's own thread was the bottleneck, on \
+    CPU about 93 % of the Ferry runs. What the machinery did on it was already small: \
+    AckTracker::submit_batch 0.9 % of its samples, queuing the entries 0.6 %, the loop's batch \
+    bookkeeping under 0.5 %. The rest was the connector's own work (SequenceSource's `poll`, building \
+    each value's map, allocating and dropping records). That is the same code the offsets-off loop \
+    runs, yet it took about 1.5× the samples per run on the worker's thread (its `poll`: 334 against \
+    213). With the 100 ms flush interval the tracker's queues then held one entry per record, about \
+    400 000 between commits; one experiment with a 10 ms interval measured 22 % instead of 34 %. \
+    Commit 145b706 made a batch's records of one partition one entry, and the row went to 17–22 % \
+    in two `--only e2e` runs. The cause, the queues' memory traffic, is the likely reading, not \
+    proven by a profile. What remains beside the per-record work: Ferry's time runs until the \
+    committer's next 100 ms tick after the last record (the row is timed until every offset is \
+    committed), about 50 ms on average of these 0.4 s runs.";
 
-/// Why Ferry's file → file path is far from the copy: the profile of the Ferry side.
-const COPY_PROFILE: &str = "Profile (perf record with DWARF call graphs, the Ferry side of this \
-    case, commit c473c29, the AMD EPYC machine): the task's own thread is the bottleneck (busy about \
-    four fifths of the wall time), then the delivery watcher, the sync thread (`fdatasync`) and the \
-    writer thread. Of the task thread: FileStreamSource's `poll` 44 % (finding each line's end byte \
-    by byte, the lossy UTF-8 scan of each line and copying it into a `String`: commit e04eb3e since \
-    finds line ends with memchr and checks UTF-8 with `from_utf8` first), the file sink's `send` 23 % \
-    (formatting the line into the writer's queue, a oneshot channel and a boxed future per line), \
-    futex calls 12 % (the writer queue's and the AckTracker's locks, contended by the writer thread \
-    and the watcher: commits 62616a0 and b953205 since shortened both holders' critical sections), \
-    the offset map per line 11 %, moving records 12 %, AckTracker::submit 8 %. The copy does none of \
-    this per line. One task is one thread by design (as in Kafka Connect); files spread over tasks \
-    scale up to the cores (see the tasks curve). This round moved the row from 9.5 % (the Intel run) \
-    and 12–13 % (the AMD machine, last round's A/B) to 17–22 %: an offset map per line is one \
-    allocation (4722b7a; its clone of an `IndexMap` was a quarter of the task thread), the writer \
-    lingers up to 1 ms for 512 lines instead of being woken and writing once per line (c473c29), and \
-    the items above. What is left is per line and spread out; a batch form of the sink's `send` (a \
-    poll's lines queued with one lock and one delivery) is the next step. Not built this round.";
+/// Where Ferry's file → file time went, and what this round changed: the profile of the Ferry side.
+const COPY_PROFILE: &str = "This round the file sink takes a poll's lines under one lock and answers \
+    them with one delivery (`try_send_batch`, commit dce9e75). The tracker keeps one entry per \
+    partition per batch (145b706). The row went from 19.2 % in the last full run to the value above. \
+    Before that (perf record with DWARF call graphs of the Ferry side, commit c473c29, the AMD EPYC \
+    machine), the task's own thread was the bottleneck. Of its time: FileStreamSource's `poll` \
+    44 %, the file sink's `send` 23 % (formatting the line into the writer's queue, a oneshot \
+    channel and a boxed future per line), futex calls 12 % (the writer queue's and the tracker's \
+    locks), the offset map per line 11 %, moving records 12 %, AckTracker::submit 8 %. The batch \
+    hand-over removed the per-line channel, future and lock. One task is one thread by design (as \
+    in Kafka Connect); files spread over tasks scale up to the cores (see the tasks curve).";
 
 /// What the RSS row's heaviest process, the import, holds.
 const RSS_EXPLAINED: &str = "`ferry offsets import` still writes the whole input as one atomic batch (a \
