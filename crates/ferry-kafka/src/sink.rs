@@ -46,7 +46,6 @@
 //! completes for [`QUEUE_STALL_WARNING`] is logged at WARN once.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -234,11 +233,6 @@ struct Shared {
     producer: FutureProducer<SinkContext>,
     /// Shared with every pending delivery (which names the sink only if it fails).
     describe: Arc<str>,
-    /// Records in flight when a batch last found the local queue full, or `-1`. While it is full,
-    /// `try_send_batch` takes nothing until a quarter of those records are delivered: each record
-    /// goes through `send`, which waits for room. Converting records for a batch that the full
-    /// queue then refuses, once per record, had doubled the conversions of a saturated producer.
-    full_at: AtomicI64,
 }
 
 /// Sends records to Kafka (see the [module docs](self)).
@@ -312,7 +306,6 @@ impl KafkaSink {
             shared: Arc::new(Shared {
                 producer,
                 describe: describe.into(),
-                full_at: AtomicI64::new(-1),
             }),
             converters: config.converters,
             topics: None,
@@ -485,13 +478,6 @@ impl RecordSink for KafkaSink {
     /// batch; `send` then waits for it or reports its error. One delivery for the batch: it
     /// resolves once the broker acknowledged (or failed) every record of it.
     fn try_send_batch(&self, records: &[SourceRecord]) -> BatchSent {
-        let full_at = self.shared.full_at.load(Ordering::Relaxed);
-        if full_at >= 0 {
-            if i64::from(self.in_flight()) > full_at - full_at / 4 {
-                return BatchSent::none();
-            }
-            self.shared.full_at.store(-1, Ordering::Relaxed);
-        }
         let mut deliveries = Vec::with_capacity(records.len());
         // The batch's topics, each run once with the position it starts at (for error messages).
         let mut topics: Vec<(usize, String)> = Vec::new();
@@ -513,15 +499,10 @@ impl RecordSink for KafkaSink {
                 .map(|h| header_value(&h.value))
                 .collect();
             let out = future_record(record, key.as_deref(), value.as_deref(), &header_values);
-            let delivery = match self.shared.producer.send_result(out) {
-                Ok(delivery) => delivery,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    self.shared
-                        .full_at
-                        .store(i64::from(self.in_flight()), Ordering::Relaxed);
-                    break;
-                }
-                Err(_) => break,
+            // A full queue or an error: `send` waits for room or reports it. The runtime sends
+            // that record alone next, so its conversion here is the one repeated per refusal.
+            let Ok(delivery) = self.shared.producer.send_result(out) else {
+                break;
             };
             if topics
                 .last()

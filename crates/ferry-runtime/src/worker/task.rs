@@ -880,7 +880,11 @@ impl TaskRunner {
                         return Some(false);
                     }
                     next += accepted;
-                    continue;
+                    if next == end {
+                        continue;
+                    }
+                    // The sink could not take the next record at once: asking again at once
+                    // would only repeat its work on that record (a conversion) to be refused.
                 }
             }
             // An offset-only record, or one the sink did not take at once: alone.
