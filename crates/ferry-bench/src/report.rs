@@ -224,7 +224,10 @@ const OVERHEAD_PROFILE: &str = "This round (commits 631cfd4, dce9e75, 145b706): 
     in two `--only e2e` runs. The cause, the queues' memory traffic, is the likely reading, not \
     proven by a profile. What remains beside the per-record work: Ferry's time runs until the \
     committer's next 100 ms tick after the last record (the row is timed until every offset is \
-    committed), about 50 ms on average of these 0.4 s runs.";
+    committed). So a single Ferry run takes about 0.41 s, or about 0.51 s when its last record just \
+    misses a tick, and the median follows how two of the three runs fall: this round's four runs \
+    of the case gave 16.7 % (the full run at 145b706), 17.2 %, 33.8 % (two of three runs near \
+    0.51 s) and the value above.";
 
 /// Where Ferry's file → file time went, and what this round changed: the profile of the Ferry side.
 const COPY_PROFILE: &str = "This round the file sink takes a poll's lines under one lock and answers \
@@ -292,7 +295,12 @@ const CONNECT_RATE_EXPLAINED: &str = "Why it is missed: both workers run Kafka C
     settings and nothing to read, moves the same records slower than Ferry does (above). Twice Kafka \
     Connect's rate would need Ferry well above what the bare producer gets through this broker; with \
     Ferry's own producer defaults (idempotent, five requests in flight) the comparison would no longer \
-    be like for like.";
+    be like for like. This round's batch hand-over (commits dce9e75, 540ec94, e0ed5b9) made the row \
+    swing around its target: the full run at 145b706 measured 2.62×, a later run at e0ed5b9 2.01×, \
+    one at feef535 (with a full-queue hysteresis in the Kafka sink, since removed) 1.36×, and the \
+    value above is a fourth. Single Ferry runs took 1.4–4.8 s in these runs, Kafka Connect's \
+    3.4–5.2 s: the first of three runs is slow on both sides, and the median falls with the two \
+    others.";
 
 /// Why Ferry's peak RSS is above a tenth of Kafka Connect's.
 const CONNECT_RSS_EXPLAINED: &str = "Why it is missed (measured outside the run, same input and \
