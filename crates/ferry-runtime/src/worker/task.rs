@@ -1508,7 +1508,7 @@ fn acknowledge(resolved: &mut Vec<Resolved>, to: &Acks<'_>) {
                 written += wrote;
                 batches.push((submitted, except));
             }
-            // Built together in `send` and `send_batch_fast`: a record's delivery with a record's
+            // Built together in `send` and `send_batched`: a record's delivery with a record's
             // tracking, a batch's with a batch's.
             _ => to
                 .failure
