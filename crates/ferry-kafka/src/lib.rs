@@ -39,3 +39,4 @@ pub use plugin::{
 pub use retriable::{is_retriable, is_retriable_code};
 pub use secret::is_sensitive_client_key;
 pub use sink::{KafkaSink, KafkaSinkConfig};
+pub use topic_log::READER_SETTINGS;

@@ -184,6 +184,7 @@ impl KafkaOffsetStoreConfig {
             .set("isolation.level", "read_committed")
             .set("allow.auto.create.topics", "false")
             .set("enable.partition.eof", "true");
+        crate::topic_log::reader_settings(&mut config, &self.client_overrides);
         config
     }
 }
@@ -313,6 +314,16 @@ mod tests {
         assert_eq!(k.get("group.id"), Some("ferry-offset-store-reader"));
         assert_eq!(k.get("enable.auto.commit"), Some("false"));
         assert_eq!(k.get("isolation.level"), Some("read_committed"));
+        assert_eq!(k.get("fetch.queue.backoff.ms"), Some("10"));
+    }
+
+    /// A user's own fetch backoff is kept: the reader's setting is only a default.
+    #[test]
+    fn a_client_override_wins_over_the_reader_settings() {
+        let mut c = config();
+        c.client_overrides
+            .push(("fetch.queue.backoff.ms".to_owned(), "250".to_owned()));
+        assert_eq!(c.consumer().get("fetch.queue.backoff.ms"), Some("250"));
     }
 
     #[test]

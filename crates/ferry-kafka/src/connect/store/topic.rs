@@ -307,6 +307,7 @@ fn consumer_config(config: &InternalTopicConfig) -> ClientConfig {
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true");
+    crate::topic_log::reader_settings(&mut client, &config.client_overrides);
     client
 }
 
