@@ -28,7 +28,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const RUNS: usize = 3;
 
 pub const FERRY_STORE: &str = "Ferry KafkaOffsetStore::open";
+/// The reference: a plain consumer with the fetch settings the store's reader sets beyond
+/// librdkafka's defaults ([`ferry_kafka::READER_SETTINGS`]), so the row measures what the store does
+/// beyond reading the bytes.
 pub const PLAIN_CONSUMER: &str = "plain rdkafka consumer to end";
+/// The same plain consumer with librdkafka's defaults only, for the effect of those settings.
+pub const PLAIN_DEFAULTS: &str = "plain rdkafka consumer to end, librdkafka's defaults";
 
 /// The start-up case: `plan.load_size` offset records in a compacted 25-partition topic.
 pub async fn startup(plan: &Plan, bootstrap: &str) -> BenchResult<Case> {
@@ -36,21 +41,27 @@ pub async fn startup(plan: &Plan, bootstrap: &str) -> BenchResult<Case> {
     let topic = format!("ferry-bench-offsets-{records}");
     produce_fixture(bootstrap, &topic, records).await?;
     // One untimed read first, so neither side pays for a cold broker cache alone.
-    plain_read_to_end(bootstrap, &topic).await?;
-    let (mut ferry, mut plain) = (Vec::new(), Vec::new());
+    plain_read_to_end(bootstrap, &topic, ferry_kafka::READER_SETTINGS).await?;
+    let (mut ferry, mut plain, mut defaults) = (Vec::new(), Vec::new(), Vec::new());
     for run in 1..=RUNS {
         ferry.push(ferry_open(bootstrap, &topic, records).await?);
-        let (took, read) = plain_read_to_end(bootstrap, &topic).await?;
-        if read != records as u64 {
-            return Err(crate::BenchError::from(format!(
-                "the plain consumer read {read} records of {topic}, expected {records}"
-            )));
+        for (settings, times) in [
+            (ferry_kafka::READER_SETTINGS, &mut plain),
+            (&[][..], &mut defaults),
+        ] {
+            let (took, read) = plain_read_to_end(bootstrap, &topic, settings).await?;
+            if read != records as u64 {
+                return Err(crate::BenchError::from(format!(
+                    "the plain consumer read {read} records of {topic}, expected {records}"
+                )));
+            }
+            times.push(took);
         }
-        plain.push(took);
         eprintln!(
-            "  Kafka start-up run {run}/{RUNS}: Ferry {:.3?}, plain {:.3?}",
+            "  Kafka start-up run {run}/{RUNS}: Ferry {:.3?}, plain {:.3?}, plain with librdkafka's defaults {:.3?}",
             ferry[run - 1],
-            took
+            plain[run - 1],
+            defaults[run - 1]
         );
     }
     let work = Some(Work {
@@ -67,6 +78,7 @@ pub async fn startup(plan: &Plan, bootstrap: &str) -> BenchResult<Case> {
         contenders: vec![
             Contender::timed(FERRY_STORE, &ferry, work),
             Contender::timed(PLAIN_CONSUMER, &plain, work),
+            Contender::timed(PLAIN_DEFAULTS, &defaults, work),
         ],
         store_size: Some(records as u64),
         changed: None,
@@ -197,16 +209,26 @@ async fn ferry_open(bootstrap: &str, topic: &str, records: usize) -> BenchResult
     Ok(took)
 }
 
-/// One timed plain read of the whole topic: create a consumer, list the end offsets, assign every
-/// partition from the beginning, poll until each reached its end. Returns the time and records read.
-async fn plain_read_to_end(bootstrap: &str, topic: &str) -> BenchResult<(Duration, u64)> {
+/// One timed plain read of the whole topic: create a consumer (librdkafka's defaults and `settings`),
+/// list the end offsets, assign every partition from the beginning, poll until each reached its end.
+/// Returns the time and records read.
+async fn plain_read_to_end(
+    bootstrap: &str,
+    topic: &str,
+    settings: &'static [(&'static str, &'static str)],
+) -> BenchResult<(Duration, u64)> {
     let (bootstrap, topic) = (bootstrap.to_owned(), topic.to_owned());
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let consumer: BaseConsumer = ClientConfig::new()
+        let mut config = ClientConfig::new();
+        config
             .set("bootstrap.servers", &bootstrap)
             .set("group.id", "ferry-bench-plain-reader")
-            .set("enable.auto.commit", "false")
+            .set("enable.auto.commit", "false");
+        for (key, value) in settings {
+            config.set(*key, *value);
+        }
+        let consumer: BaseConsumer = config
             .create()
             .map_err(|e| crate::BenchError::from(format!("plain consumer: {e}")))?;
         let ends = list_end_offsets(&consumer, &topic)?;

@@ -267,12 +267,26 @@ const LOAD_PROFILE: &str = "Profile (perf record of the open, commit 92e0804, th
     methods).";
 
 /// The Kafka start-up row.
-const KAFKA_STARTUP_EXPLAINED: &str = "The profile earlier reports gave here was measured on tansu, the \
-    broker the Kafka cases ran on until commit 1ee238b; it is superseded and not repeated: this row now \
-    runs on Apache Kafka 4.4 as shipped and has not been profiled there. What does not depend on the \
-    broker stands: the failure that had the exact-start-offset fix reverted is root-caused (a stale \
-    end-of-partition event trusted after a broker restart; docs/src/guide/kafka.md) and fixed, the fix is back \
-    in, and the rule's unit tests (ferry-kafka `end_events`) fail with the old rule.";
+const KAFKA_STARTUP_EXPLAINED: &str = "The reference is a plain consumer with the one fetch setting \
+    the store's reader sets beyond librdkafka's defaults (`fetch.queue.backoff.ms=10`, \
+    `ferry_kafka::READER_SETTINGS`), so the row measures what the store does beyond reading the bytes; \
+    the same consumer with librdkafka's defaults only is the third line of the table below. Two \
+    librdkafka waits made the store's open take 4.6–6.0 s before this round's fix (commit 5bef117, \
+    found with librdkafka's `debug=fetch,topic,metadata` log): every fetch after the local queue filled \
+    waited `fetch.queue.backoff.ms`, one second by default (the plain consumer with the defaults shows \
+    it), and in 4 of 9 opens the first fetch waited 0.94–0.97 s for librdkafka's one-second topic scan, \
+    because the reading consumer was assigned partitions of a topic its metadata cache did not hold; \
+    the reader now looks its topic up before the assignment. Why the row is still missed (perf record \
+    at 1999 Hz of three opens of the fixed code): the reading thread spent 0.54–0.76 s of CPU per \
+    open, 30–38 % of it in `OffsetTable::find` and `apply_found` (looking up and adding a million new \
+    partitions to the store's index: the random memory accesses of a 1M-entry hash table) and 8–11 % \
+    growing the index (`reserve_rehash`; reserving the index up front from the end offsets changed \
+    nothing measurable within the run-to-run swing and was not kept); in one of the three opens a \
+    quarter went to reading the clock (`clock_gettime`), which the other two did not show. That index is what lets \
+    a task's `offsets()` answer at once; the plain consumer builds none. The read and the index share \
+    the two CPUs with librdkafka's fetch thread and the broker, so the index's cost adds to the time \
+    instead of hiding behind the fetch: the row needs a spare core for the index, or an index that \
+    costs less per partition than the read of its record.";
 
 /// The Kafka e2e row.
 const KAFKA_E2E_EXPLAINED: &str = "Why it is missed (profile: perf record with DWARF call graphs of this \
@@ -1606,7 +1620,8 @@ const START_UP_METHOD: &str = "Loading every offset before the first task starts
     FileStore's bytes and parses nothing. The Kafka case reads a compacted 25-partition offsets topic \
     from the Apache Kafka 4.4 broker: `KafkaOffsetStore::open` (topic lookup, compaction check, clients, read to the end \
     offsets into the index) against a plain rdkafka `BaseConsumer` that assigns every partition from \
-    the beginning and polls to the end offsets, touching nothing.";
+    the beginning and polls to the end offsets, touching nothing, with the fetch setting the store's \
+    reader sets (`ferry_kafka::READER_SETTINGS`), and the same consumer with librdkafka's defaults.";
 
 const LOOKUP_METHOD: &str = "One `offsets()` call, as a task makes in `start()`, for partitions spread \
     over a loaded store. Ferry's time is what a task sees: partitions encoded to keys, the logical \
