@@ -276,17 +276,19 @@ const KAFKA_STARTUP_EXPLAINED: &str = "The reference is a plain consumer with th
     waited `fetch.queue.backoff.ms`, one second by default (the plain consumer with the defaults shows \
     it), and in 4 of 9 opens the first fetch waited 0.94–0.97 s for librdkafka's one-second topic scan, \
     because the reading consumer was assigned partitions of a topic its metadata cache did not hold; \
-    the reader now looks its topic up before the assignment. Why the row is still missed (perf record \
-    at 1999 Hz of three opens of the fixed code): the reading thread spent 0.54–0.76 s of CPU per \
-    open, 30–38 % of it in `OffsetTable::find` and `apply_found` (looking up and adding a million new \
-    partitions to the store's index: the random memory accesses of a 1M-entry hash table) and 8–11 % \
-    growing the index (`reserve_rehash`; reserving the index up front from the end offsets changed \
-    nothing measurable within the run-to-run swing and was not kept); in one of the three opens a \
-    quarter went to reading the clock (`clock_gettime`), which the other two did not show. That index is what lets \
-    a task's `offsets()` answer at once; the plain consumer builds none. The read and the index share \
-    the two CPUs with librdkafka's fetch thread and the broker, so the index's cost adds to the time \
-    instead of hiding behind the fetch: the row needs a spare core for the index, or an index that \
-    costs less per partition than the read of its record.";
+    the reader now looks its topic up before the assignment. Why the row is still missed: the store \
+    builds the index a task's `offsets()` answers from, and the plain consumer builds none. Timed \
+    inside the read with instrumentation not kept (three opens), polling took 0.28–0.30 s and \
+    applying the records to the index 0.64–1.56 s of reads of 1.36–2.22 s; the same million keys \
+    applied alone to an empty index, outside Kafka, took 0.39–0.56 s (the difference is the two CPUs \
+    shared with librdkafka's fetch thread and the broker). perf record at 1999 Hz of three opens: the \
+    reading thread's CPU was 0.54–0.76 s per open, 30–38 % of it in `OffsetTable::find` and \
+    `apply_found` (the random memory accesses of a 1M-entry hash table) and 8–11 % growing the index \
+    (`reserve_rehash`); reserving the index up front from the end offsets changed neither the \
+    instrumented apply time nor the isolated one beyond their swing, and was not kept. So the row \
+    needs the index built for less than the read of its records costs, or a core of its own to build \
+    it beside the read. On this machine the store opens in two to four times the plain read's time, \
+    and faster than the same plain read with librdkafka's defaults (the table below).";
 
 /// The Kafka e2e row.
 const KAFKA_E2E_EXPLAINED: &str = "Why it is missed (profile: perf record with DWARF call graphs of this \
