@@ -138,8 +138,11 @@ pub struct Plan {
     pub load_size: usize,
     /// Partitions looked up with one `offsets()` call.
     pub lookup_count: usize,
-    /// SequenceSource records per end-to-end run.
+    /// SequenceSource records per end-to-end run (scaling and scale-out).
     pub sequence_records: u64,
+    /// SequenceSource records per run of the offset-overhead case: enough that the committer's
+    /// 100 ms tick, which ends a Ferry run, is a small part of it.
+    pub overhead_records: u64,
     /// Size of the FileStreamSource input for file → file.
     pub file_bytes: u64,
     /// Size of the FileStreamSource input for file → Kafka (also Ferry vs Kafka Connect's).
@@ -192,6 +195,7 @@ impl Plan {
                 load_size: 20_000,
                 lookup_count: 1_000,
                 sequence_records: 40_000,
+                overhead_records: 40_000,
                 file_bytes: 4 << 20,
                 kafka_file_bytes: 1 << 20,
                 connect_runs: 1,
@@ -223,6 +227,9 @@ impl Plan {
                 load_size: 1_000_000,
                 lookup_count: 10_000,
                 sequence_records: 2_000_000,
+                // A run of 2M records took about 0.4 s, which the tick rounded up by up to a
+                // quarter: the row swung between 17 % and 34 % from run to run.
+                overhead_records: 20_000_000,
                 file_bytes: 1 << 30,
                 kafka_file_bytes: 64 << 20,
                 connect_runs: 3,

@@ -44,7 +44,7 @@ pub fn run(
     skipped: &mut Vec<String>,
 ) -> BenchResult<Vec<Case>> {
     let mut cases = vec![
-        sequence::case(runtime, &plan.work_dir, plan.sequence_records, RUNS)?,
+        sequence::case(runtime, &plan.work_dir, plan.overhead_records, RUNS)?,
         file::case(runtime, &plan.work_dir, plan.file_bytes, RUNS)?,
     ];
     if rsyslog::available() {
