@@ -222,12 +222,12 @@ const OVERHEAD_PROFILE: &str = "This round (commits 631cfd4, dce9e75, 145b706): 
     400 000 between commits; one experiment with a 10 ms interval measured 22 % instead of 34 %. \
     Commit 145b706 made a batch's records of one partition one entry, and the row went to 17–22 % \
     in two `--only e2e` runs. The cause, the queues' memory traffic, is the likely reading, not \
-    proven by a profile. What remains beside the per-record work: Ferry's time runs until the \
-    committer's next 100 ms tick after the last record (the row is timed until every offset is \
-    committed). So a single Ferry run takes about 0.41 s, or about 0.51 s when its last record just \
-    misses a tick, and the median follows how two of the three runs fall: this round's four runs \
-    of the case gave 16.7 % (the full run at 145b706), 17.2 %, 33.8 % (two of three runs near \
-    0.51 s) and the value above.";
+    proven by a profile. A Ferry run lasts until the committer's next 100 ms tick after its last \
+    record (the row is timed until every offset is committed). With 2M records a run took about \
+    0.41 s, or about 0.51 s when its last record just missed a tick, and the row followed how two of \
+    the three runs fell: six runs of the case this round gave 16.7 % (the full run at 145b706), \
+    17.2 %, 33.8 %, 18.3 %, 31.2 % and 28.9 %. Since commit d03dc56 the case runs 20M records, so \
+    the tick is at most about 2 % of a run.";
 
 /// Where Ferry's file → file time went, and what this round changed: the profile of the Ferry side.
 const COPY_PROFILE: &str = "This round the file sink takes a poll's lines under one lock and answers \
