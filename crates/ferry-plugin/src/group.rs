@@ -120,6 +120,18 @@ impl MembershipLease {
         self.confirmed.notify_waiters();
     }
 
+    /// Extends the lease from `now` if it was still valid at `now`: what a worker that owns no slot
+    /// does, having no task to hold back. A lapsed lease is not revived this way: a worker woken
+    /// from a freeze finds its slots gone while the tasks it ran are still stopping, and those must
+    /// not send. Only a coordinator's [`confirm`](Self::confirm)ation revives it.
+    pub fn extend(&self, now: std::time::Instant) {
+        let at = self.micros(now);
+        let confirmed = self.confirmed_us.load(std::sync::atomic::Ordering::Acquire);
+        if Duration::from_micros(at.saturating_sub(confirmed)) < self.validity {
+            self.confirm(now);
+        }
+    }
+
     /// How long ago the last confirmed request was sent.
     pub fn age(&self) -> Duration {
         let now = self.micros(std::time::Instant::now());
@@ -175,5 +187,30 @@ mod lease_tests {
             .expect("woken by the confirmation")
             .expect("waiter");
         assert!(lease.is_valid());
+    }
+
+    /// A worker that owns no slot extends a valid lease, but one that lapsed (a worker frozen past
+    /// it, whose slots were taken while its tasks still stop) stays lapsed until the coordinator
+    /// confirms it. Extending it revived a frozen worker's lease as soon as it woke without its
+    /// slots, and its stopping tasks sent records another worker had already sent
+    /// (`a_frozen_worker_whose_tasks_moved_sends_and_commits_nothing_when_it_wakes`, 1 fresh-clone run).
+    #[test]
+    fn extending_keeps_a_valid_lease_and_never_revives_a_lapsed_one() {
+        let lease = MembershipLease::new(Duration::from_millis(50));
+        let start = Instant::now();
+        lease.extend(start + Duration::from_millis(40));
+        assert!(
+            lease.age() < Duration::from_millis(40),
+            "a valid lease is extended from the time given"
+        );
+        let lapsed = start + Duration::from_millis(40) + Duration::from_millis(60);
+        lease.extend(lapsed);
+        std::thread::sleep(Duration::from_millis(110).saturating_sub(start.elapsed()));
+        assert!(
+            !lease.is_valid(),
+            "a lapsed lease is not revived by extending it"
+        );
+        lease.confirm(Instant::now());
+        assert!(lease.is_valid(), "a confirmation revives it");
     }
 }

@@ -4,7 +4,9 @@
 //! the coordinator accepts a commit only from a current member of the current generation: when the
 //! next round reads the committed offsets back and finds that commit's metadata, the lease is
 //! confirmed from the moment the commit was sent. With no slot owned there are no tasks to hold
-//! back, and the lease is confirmed as it is.
+//! back, and a valid lease is extended as it is; a lapsed one is not (a worker woken from a freeze
+//! finds its slots gone while its tasks still stop), and waits for the coordinator's confirmation
+//! of a commit once the worker owns slots again.
 //!
 //! The commit is asynchronous and its outcome read back (bounded) rather than awaited: librdkafka
 //! reports an asynchronous commit's outcome only to an `offset_commit_cb`, which rdkafka does not set,
@@ -129,7 +131,9 @@ impl Checks {
             }
         };
         if assignment.count() == 0 {
-            lease.confirm(now);
+            // No task to hold back, so a valid lease is kept valid; a lapsed one is not revived
+            // (its tasks may still be stopping after the slots were taken while it was frozen).
+            lease.extend(now);
             self.pending = None;
             return;
         }
