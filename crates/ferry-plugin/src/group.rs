@@ -125,16 +125,19 @@ impl MembershipLease {
     /// from a freeze finds its slots gone while the tasks it ran are still stopping, and those must
     /// not send. Only a coordinator's [`confirm`](Self::confirm)ation revives it.
     pub fn extend(&self, now: std::time::Instant) {
-        let at = self.micros(now);
-        let confirmed = self.confirmed_us.load(std::sync::atomic::Ordering::Acquire);
-        if Duration::from_micros(at.saturating_sub(confirmed)) < self.validity {
+        if self.age_at(now) < self.validity {
             self.confirm(now);
         }
     }
 
     /// How long ago the last confirmed request was sent.
     pub fn age(&self) -> Duration {
-        let now = self.micros(std::time::Instant::now());
+        self.age_at(std::time::Instant::now())
+    }
+
+    /// How long before `now` the last confirmed request was sent.
+    fn age_at(&self, now: std::time::Instant) -> Duration {
+        let now = self.micros(now);
         let at = self.confirmed_us.load(std::sync::atomic::Ordering::Acquire);
         Duration::from_micros(now.saturating_sub(at))
     }
