@@ -71,3 +71,27 @@ fn a_map_with_many_fields_keeps_its_order_and_finds_every_field() {
         assert_eq!(map.iter().next_back().map(|(k, _)| k), Some(last.as_str()));
     }
 }
+
+/// A field added to a clone (which shares the names and values of its original) is in the clone
+/// only, below and above the size at which names are indexed.
+#[test]
+fn a_field_added_to_a_clone_is_in_the_clone_only() {
+    for fields in [0usize, 3, 8, 12] {
+        let mut map = ConnectMap::new();
+        for i in 0..fields {
+            map.insert(format!("k{i}"), i as i64).unwrap();
+        }
+        let mut clone = map.clone();
+        clone.insert("added", "x").unwrap();
+        assert_eq!(clone.len(), fields + 1);
+        assert_eq!(clone.get("added"), Some(&Value::String("x".into())));
+        assert_eq!(clone.iter().last().map(|(k, _)| k), Some("added"));
+        assert_eq!(map.len(), fields);
+        assert_eq!(map.get("added"), None, "{fields} fields");
+        for i in 0..fields {
+            let key = format!("k{i}");
+            assert_eq!(clone.get(&key), Some(&Value::Int64(i as i64)));
+            assert_eq!(map.get(&key), Some(&Value::Int64(i as i64)));
+        }
+    }
+}
