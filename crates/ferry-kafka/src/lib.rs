@@ -16,6 +16,7 @@ mod end_events;
 mod plugin;
 mod retriable;
 mod secret;
+mod settings;
 pub mod sink;
 mod store;
 mod topic_log;
@@ -38,5 +39,5 @@ pub use plugin::{
 };
 pub use retriable::{is_retriable, is_retriable_code};
 pub use secret::is_sensitive_client_key;
+pub use settings::{PRODUCER_SETTINGS, READER_SETTINGS};
 pub use sink::{KafkaSink, KafkaSinkConfig};
-pub use topic_log::READER_SETTINGS;

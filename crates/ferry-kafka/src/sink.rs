@@ -15,6 +15,7 @@
 //! | `partitioner` | `murmur2_random` | keyed records land on the partition Kafka's Java producer (and so Kafka Connect) picks |
 //! | `queue.buffering.max.kbytes` | `32768` | records waiting in the producer are bounded by their bytes as by Kafka Connect's `buffer.memory` (32 MiB), not librdkafka's 1 GiB: large records (a CDC change with its schema is kilobytes) otherwise held gigabytes while the brokers were slower than the source |
 //! | `client.id` | `ferry-producer` | |
+//! | `enable.sparse.connections` | `false` | connects to every broker at once: an exactly-once task's transactional producer otherwise waited for librdkafka's 500 ms retry timer in `initTransactions` about a third of the time ([`crate::PRODUCER_SETTINGS`]) |
 //!
 //! Kafka Connect itself uses `enable.idempotence=false` with `max.in.flight.requests.per.connection=1`
 //! for ordering; Ferry keeps ordering with the idempotent producer instead, which also allows
@@ -74,6 +75,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("partitioner", "murmur2_random"),
     ("queue.buffering.max.kbytes", "32768"),
     ("client.id", "ferry-producer"),
+    ("enable.sparse.connections", "false"),
 ];
 
 /// How often a `send` waiting for room in the full local queue tries again. librdkafka reports no
@@ -779,6 +781,22 @@ mod tests {
         lease.confirm(std::time::Instant::now());
         assert!(sink.send(&record).await.is_ok(), "sent once confirmed");
         assert_eq!(sink.producer().in_flight_count(), 1);
+    }
+
+    /// Every broker is connected at once by default (an exactly-once task's `initTransactions`
+    /// otherwise waited for a 500 ms retry timer); a worker's `producer.` setting wins.
+    #[test]
+    fn the_producer_connects_every_broker_unless_the_worker_says_otherwise() {
+        let config = crate::KafkaSinkConfig::new("127.0.0.1:1");
+        assert_eq!(
+            config.client_config().get("enable.sparse.connections"),
+            Some("false")
+        );
+        let config = config.with_producer_setting("enable.sparse.connections", "true");
+        assert_eq!(
+            config.client_config().get("enable.sparse.connections"),
+            Some("true")
+        );
     }
 
     #[test]

@@ -26,28 +26,6 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use crate::client::StoreConsumer;
 use crate::end_events::{EOF_GRACE, EndEvents, first_behind};
 
-/// What the reading consumer of every internal topic (offsets, configs, status) sets beyond
-/// librdkafka's defaults; a client override of the same key wins ([`reader_settings`]).
-///
-/// `fetch.queue.backoff.ms`: librdkafka postpones a partition's next fetch by this much (default
-/// 1 s) whenever the consumer's local queue is past `queued.min.messages` or
-/// `queued.max.messages.kbytes`. Reading a large topic to its end drains that queue much faster than
-/// a second, so with the default the read stalls about a second at a time: a 1M-record,
-/// 25-partition offsets topic took 4.6–6.0 s to open, 1.0–2.2 s with this setting (docs/benchmarks.md). The
-/// backoff only applies while the queue is past those thresholds, which an idle reader between
-/// reads is not, so a short one costs nothing when there is little to read.
-pub const READER_SETTINGS: &[(&str, &str)] = &[("fetch.queue.backoff.ms", "10")];
-
-/// Sets [`READER_SETTINGS`] on `client`, except those `overrides` (the user's client settings,
-/// already set on it) name.
-pub(crate) fn reader_settings(client: &mut rdkafka::ClientConfig, overrides: &[(String, String)]) {
-    for (key, value) in READER_SETTINGS {
-        if !overrides.iter().any(|(k, _)| k.trim() == *key) {
-            client.set(*key, *value);
-        }
-    }
-}
-
 /// A store's error, as a [`TopicLog`] reports its failures: each store keeps its own error type and
 /// wording at its boundary.
 pub(crate) trait LogError: std::fmt::Display + Sized {

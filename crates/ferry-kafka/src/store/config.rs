@@ -167,6 +167,7 @@ impl KafkaOffsetStoreConfig {
             .set("partitioner", "murmur2_random")
             // A produce must never create the topic with the broker's default (delete) policy.
             .set("allow.auto.create.topics", "false");
+        crate::settings::producer_settings(&mut config, &self.client_overrides);
         config
     }
 
@@ -184,7 +185,7 @@ impl KafkaOffsetStoreConfig {
             .set("isolation.level", "read_committed")
             .set("allow.auto.create.topics", "false")
             .set("enable.partition.eof", "true");
-        crate::topic_log::reader_settings(&mut config, &self.client_overrides);
+        crate::settings::reader_settings(&mut config, &self.client_overrides);
         config
     }
 }
@@ -315,6 +316,16 @@ mod tests {
         assert_eq!(k.get("enable.auto.commit"), Some("false"));
         assert_eq!(k.get("isolation.level"), Some("read_committed"));
         assert_eq!(k.get("fetch.queue.backoff.ms"), Some("10"));
+        assert_eq!(p.get("enable.sparse.connections"), Some("false"));
+    }
+
+    /// A user's own connection setting is kept: the producer's is only a default.
+    #[test]
+    fn a_client_override_wins_over_the_producer_settings() {
+        let mut c = config();
+        c.client_overrides
+            .push(("enable.sparse.connections".to_owned(), "true".to_owned()));
+        assert_eq!(c.producer().get("enable.sparse.connections"), Some("true"));
     }
 
     /// A user's own fetch backoff is kept: the reader's setting is only a default.

@@ -112,6 +112,7 @@ impl InternalTopic {
             // The Java client's placement, so Kafka Connect workers put a key on the same partition.
             .set("partitioner", "murmur2_random")
             .set("message.timeout.ms", timeout.as_millis().to_string());
+        crate::settings::producer_settings(&mut producer_config, &config.client_overrides);
         let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
             .map_err(|e| kafka(&store, "creating the producer", &e))?;
@@ -307,7 +308,7 @@ fn consumer_config(config: &InternalTopicConfig) -> ClientConfig {
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", "read_committed")
         .set("enable.partition.eof", "true");
-    crate::topic_log::reader_settings(&mut client, &config.client_overrides);
+    crate::settings::reader_settings(&mut client, &config.client_overrides);
     client
 }
 
