@@ -39,5 +39,5 @@ pub use plugin::{
 };
 pub use retriable::{is_retriable, is_retriable_code};
 pub use secret::is_sensitive_client_key;
-pub use settings::{PRODUCER_SETTINGS, READER_SETTINGS};
+pub use settings::{CLIENT_SETTINGS, READER_SETTINGS};
 pub use sink::{KafkaSink, KafkaSinkConfig};

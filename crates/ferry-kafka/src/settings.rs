@@ -13,22 +13,24 @@
 /// reads is not, so a short one costs nothing when there is little to read.
 pub const READER_SETTINGS: &[(&str, &str)] = &[("fetch.queue.backoff.ms", "10")];
 
-/// What every producer of the internal topics (offsets, configs, status, and the transactional
-/// writers of a connector's configurations and a task's offsets) sets beyond librdkafka's defaults;
-/// a client override of the same key wins ([`producer_settings`]). The Kafka sink has the same
-/// setting among its defaults.
+/// What every Kafka client of the internal topics (offsets, configs, status: their admin clients,
+/// readers and producers, and so the transactional writers of a connector's configurations and a
+/// task's offsets) and of the worker group's task slots sets beyond librdkafka's defaults; a client
+/// override of the same key wins ([`client_settings`]). The Kafka sink has the same setting among its
+/// defaults.
 ///
-/// `enable.sparse.connections=false`: connect to every broker the metadata names at once, not when
-/// a request first needs it. A transactional producer's `initTransactions` asks for its
-/// coordinator right after the producer is made; by then the bootstrap connection has given way to
-/// the brokers it named, and with sparse connections none of those is connected yet, so librdkafka
-/// finds "no brokers available", and tries again on a 500 ms timer. Measured on a local Apache Kafka
-/// 4.4 broker (librdkafka 2.12, 15 producers each): `initTransactions` took 60 ms, or 510 ms in 6 of
-/// 15, with the default; 7.5–13 ms in 15 of 15 with this setting. Distributed workers make such a
-/// producer for every connector they create (its configurations' writer) and every task they start
-/// (its offsets' writer), so it is start-up time. The cost: a producer holds a connection to every
-/// broker of the cluster, as a producer writing to many partitions does anyway.
-pub const PRODUCER_SETTINGS: &[(&str, &str)] = &[("enable.sparse.connections", "false")];
+/// `enable.sparse.connections=false`: connect to every broker the metadata names at once. With
+/// sparse connections a new client, once its bootstrap connection has given way to the brokers it
+/// named, connects one of those only when a request needs it and at most every
+/// `reconnect.backoff.ms / 2` (50 ms): every client Ferry made started about 50 ms late, and a
+/// transactional producer's `initTransactions`, which asks for its coordinator right away, found "no
+/// brokers available" and asked again on a 500 ms timer. Measured on a local Apache Kafka 4.4 broker
+/// (librdkafka 2.12): `initTransactions` took 60 ms, or 510 ms in 6 of 15 starts, with the default,
+/// 7.5–13 ms in 15 of 15 with this setting; a consumer's first group assignment 59–67 ms against
+/// 10–21 ms (9 of 10 joins each). A distributed worker starts many clients one after the other
+/// (its stores, its group, a producer for each connector's configurations and each task's offsets),
+/// so it is start-up time. The cost: a client holds a connection to every broker of the cluster.
+pub const CLIENT_SETTINGS: &[(&str, &str)] = &[("enable.sparse.connections", "false")];
 
 /// Sets [`READER_SETTINGS`] on `client`, except those `overrides` (the user's client settings,
 /// already set on it) name.
@@ -36,13 +38,10 @@ pub(crate) fn reader_settings(client: &mut rdkafka::ClientConfig, overrides: &[(
     set_unless_overridden(client, READER_SETTINGS, overrides);
 }
 
-/// Sets [`PRODUCER_SETTINGS`] on `client`, except those `overrides` (the user's client settings,
+/// Sets [`CLIENT_SETTINGS`] on `client`, except those `overrides` (the user's client settings,
 /// already set on it) name.
-pub(crate) fn producer_settings(
-    client: &mut rdkafka::ClientConfig,
-    overrides: &[(String, String)],
-) {
-    set_unless_overridden(client, PRODUCER_SETTINGS, overrides);
+pub(crate) fn client_settings(client: &mut rdkafka::ClientConfig, overrides: &[(String, String)]) {
+    set_unless_overridden(client, CLIENT_SETTINGS, overrides);
 }
 
 fn set_unless_overridden(

@@ -15,7 +15,7 @@
 //! | `partitioner` | `murmur2_random` | keyed records land on the partition Kafka's Java producer (and so Kafka Connect) picks |
 //! | `queue.buffering.max.kbytes` | `32768` | records waiting in the producer are bounded by their bytes as by Kafka Connect's `buffer.memory` (32 MiB), not librdkafka's 1 GiB: large records (a CDC change with its schema is kilobytes) otherwise held gigabytes while the brokers were slower than the source |
 //! | `client.id` | `ferry-producer` | |
-//! | `enable.sparse.connections` | `false` | connects to every broker at once: an exactly-once task's transactional producer otherwise waited for librdkafka's 500 ms retry timer in `initTransactions` about a third of the time ([`crate::PRODUCER_SETTINGS`]) |
+//! | `enable.sparse.connections` | `false` | connects to every broker at once: an exactly-once task's transactional producer otherwise waited for librdkafka's 500 ms retry timer in `initTransactions` about a third of the time ([`crate::CLIENT_SETTINGS`]) |
 //!
 //! Kafka Connect itself uses `enable.idempotence=false` with `max.in.flight.requests.per.connection=1`
 //! for ordering; Ferry keeps ordering with the idempotent producer instead, which also allows

@@ -144,6 +144,7 @@ impl KafkaOffsetStoreConfig {
         for (key, value) in &self.client_overrides {
             config.set(key.trim(), value);
         }
+        crate::settings::client_settings(&mut config, &self.client_overrides);
         config
     }
 
@@ -167,7 +168,6 @@ impl KafkaOffsetStoreConfig {
             .set("partitioner", "murmur2_random")
             // A produce must never create the topic with the broker's default (delete) policy.
             .set("allow.auto.create.topics", "false");
-        crate::settings::producer_settings(&mut config, &self.client_overrides);
         config
     }
 
@@ -317,15 +317,19 @@ mod tests {
         assert_eq!(k.get("isolation.level"), Some("read_committed"));
         assert_eq!(k.get("fetch.queue.backoff.ms"), Some("10"));
         assert_eq!(p.get("enable.sparse.connections"), Some("false"));
+        assert_eq!(k.get("enable.sparse.connections"), Some("false"));
+        assert_eq!(c.admin().get("enable.sparse.connections"), Some("false"));
     }
 
-    /// A user's own connection setting is kept: the producer's is only a default.
+    /// A user's own connection setting is kept: the clients' is only a default.
     #[test]
-    fn a_client_override_wins_over_the_producer_settings() {
+    fn a_client_override_wins_over_the_client_settings() {
         let mut c = config();
         c.client_overrides
             .push(("enable.sparse.connections".to_owned(), "true".to_owned()));
         assert_eq!(c.producer().get("enable.sparse.connections"), Some("true"));
+        assert_eq!(c.consumer().get("enable.sparse.connections"), Some("true"));
+        assert_eq!(c.admin().get("enable.sparse.connections"), Some("true"));
     }
 
     /// A user's own fetch backoff is kept: the reader's setting is only a default.

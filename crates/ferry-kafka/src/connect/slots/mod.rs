@@ -256,6 +256,7 @@ impl SlotsConfig {
         for (k, v) in &self.client_settings {
             config.set(k, v);
         }
+        crate::settings::client_settings(&mut config, &self.client_settings);
         config
     }
 }
@@ -782,4 +783,27 @@ fn poll_loop(
         "leaving the group: leader slot consumer closed after {:.1?}",
         closing.elapsed()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlotsConfig;
+
+    /// The slots' clients connect every broker at once (a group join took 59–67 ms instead of
+    /// 10–21 ms with sparse connections), unless the worker's client settings say otherwise.
+    #[test]
+    fn the_slots_clients_connect_every_broker_unless_the_worker_says_otherwise() {
+        let mut config = SlotsConfig::new("127.0.0.1:1", "g", "http://127.0.0.1:8083");
+        assert_eq!(
+            config.client().get("enable.sparse.connections"),
+            Some("false")
+        );
+        config
+            .client_settings
+            .push(("enable.sparse.connections".to_owned(), "true".to_owned()));
+        assert_eq!(
+            config.client().get("enable.sparse.connections"),
+            Some("true")
+        );
+    }
 }

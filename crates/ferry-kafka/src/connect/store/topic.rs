@@ -64,6 +64,7 @@ fn base(config: &InternalTopicConfig, role: &str) -> ClientConfig {
         client.set(key.trim(), value);
     }
     client.set("allow.auto.create.topics", "false");
+    crate::settings::client_settings(&mut client, &config.client_overrides);
     client
 }
 
@@ -112,7 +113,6 @@ impl InternalTopic {
             // The Java client's placement, so Kafka Connect workers put a key on the same partition.
             .set("partitioner", "murmur2_random")
             .set("message.timeout.ms", timeout.as_millis().to_string());
-        crate::settings::producer_settings(&mut producer_config, &config.client_overrides);
         let producer: FutureProducer<StoreContext> = producer_config
             .create_with_context(context.clone())
             .map_err(|e| kafka(&store, "creating the producer", &e))?;
