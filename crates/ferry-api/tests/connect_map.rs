@@ -85,7 +85,7 @@ fn a_field_added_to_a_clone_is_in_the_clone_only() {
         clone.insert("added", "x").unwrap();
         assert_eq!(clone.len(), fields + 1);
         assert_eq!(clone.get("added"), Some(&Value::String("x".into())));
-        assert_eq!(clone.iter().last().map(|(k, _)| k), Some("added"));
+        assert_eq!(clone.iter().next_back().map(|(k, _)| k), Some("added"));
         assert_eq!(map.len(), fields);
         assert_eq!(map.get("added"), None, "{fields} fields");
         for i in 0..fields {
