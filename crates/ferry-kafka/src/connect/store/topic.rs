@@ -372,8 +372,7 @@ impl TransactionalWriter {
                             .map_err(|(e, _)| failed(&format!("sending record {key}"), e))?,
                     );
                 }
-                producer
-                    .commit_transaction(timeout)
+                crate::transactional::commit_drained(&producer, timeout)
                     .map_err(|e| failed("committing the transaction", e))?;
                 Ok(deliveries)
             };
