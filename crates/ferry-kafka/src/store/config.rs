@@ -321,23 +321,17 @@ mod tests {
         assert_eq!(c.admin().get("enable.sparse.connections"), Some("false"));
     }
 
-    /// A user's own connection setting is kept: the clients' is only a default.
+    /// A user's own connection setting and fetch backoff are kept: Ferry's are only defaults.
     #[test]
-    fn a_client_override_wins_over_the_client_settings() {
+    fn client_overrides_win_over_ferrys_client_and_reader_settings() {
         let mut c = config();
         c.client_overrides
             .push(("enable.sparse.connections".to_owned(), "true".to_owned()));
+        c.client_overrides
+            .push(("fetch.queue.backoff.ms".to_owned(), "250".to_owned()));
         assert_eq!(c.producer().get("enable.sparse.connections"), Some("true"));
         assert_eq!(c.consumer().get("enable.sparse.connections"), Some("true"));
         assert_eq!(c.admin().get("enable.sparse.connections"), Some("true"));
-    }
-
-    /// A user's own fetch backoff is kept: the reader's setting is only a default.
-    #[test]
-    fn a_client_override_wins_over_the_reader_settings() {
-        let mut c = config();
-        c.client_overrides
-            .push(("fetch.queue.backoff.ms".to_owned(), "250".to_owned()));
         assert_eq!(c.consumer().get("fetch.queue.backoff.ms"), Some("250"));
     }
 
