@@ -227,8 +227,8 @@ const OVERHEAD_PROFILE: &str = "This round (commits 631cfd4, dce9e75, 145b706): 
     0.41 s, or about 0.51 s when its last record just missed a tick, and the row followed how two of \
     the three runs fell: six runs of the case this round gave 16.7 % (the full run at 145b706), \
     17.2 %, 33.8 %, 18.3 %, 31.2 % and 28.9 %. Since commit d03dc56 the case runs 20M records, so \
-    the tick is at most about 2 % of a run; its runs before this one: 13.4 % (bc4120f), 17.8 % \
-    (6f83004) and 12.9 % (76d36ae; these two not kept).";
+    the tick is at most about 2 % of a run; its runs before this one: 13.4 % (bc4120f) and 17.8 % \
+    (6f83004, a run not kept).";
 
 /// Where Ferry's file → file time went, and what this round changed: the profile of the Ferry side.
 const COPY_PROFILE: &str = "This round the file sink takes a poll's lines under one lock and answers \
@@ -319,8 +319,8 @@ const CONNECT_RATE_SWING: &str = "The row swings around its target from run to r
     runs before this one: 2.62× (the full run at 145b706), 2.01× and 1.63× (e0ed5b9), 1.36× (feef535, \
     with a full-queue hysteresis in the Kafka sink, since removed), 1.37× (53e48ec, a run started \
     right after a build and perf sessions, not kept in this report), 1.49× (c4014dd), 2.15× \
-    (bc4120f), 2.17× (6f83004) and 2.44× (76d36ae; these two not kept: the next commits changed the \
-    worker's clients again): met in 5 of those 9. Single runs took 1.4–4.8 s on Ferry's side and 3.4–5.8 s on Kafka Connect's: the first of \
+    (bc4120f) and 2.17× (6f83004, not kept: the next commit changed the worker's clients again): met \
+    in 4 of those 8. Single runs took 1.4–4.8 s on Ferry's side and 3.4–5.8 s on Kafka Connect's: the first of \
     three runs is slow on both sides, and the median falls with the two others.";
 
 /// Why Ferry's peak RSS is above a tenth of Kafka Connect's.
@@ -343,25 +343,20 @@ const CONNECT_STARTUP_EXPLAINED: &str = "Why it is missed (the worker's debug lo
     broker's metadata until the new topic shows (every 100 ms for the config and status topics, every \
     50 ms for the offsets topic's start offsets); then it creates the leader topic and joins the group \
     (0.15 s). After the connector request: its slot assigned in 0.05 s, its task configurations \
-    writer's producer initialised in 7 ms and their transaction committed 0.12 s later, the task started 0.1 s after that and its offsets writer opened in 0.03 s. Three \
-    librdkafka waits were found in that path and removed this round. Every client of the internal \
-    topics and the task slots now connects every broker at once (`enable.sparse.connections=false`, \
-    `ferry_kafka::CLIENT_SETTINGS`, commits 6f83004 and 76d36ae): with librdkafka's sparse \
-    connections each new client waited up to 50 ms for a broker connection, and a transactional \
-    producer's `initTransactions` (the connector's configurations' writer \
-    `<group>-<connector>-configs` and the task's offsets writer `<group>-<connector>-<task>`: the \
-    broker fences their previous holders) waited for a 500 ms retry timer in 6 of 15 starts \
-    (measured alone on a local broker: 60 ms or 510 ms; 7.5–13 ms with the setting). And the \
-    transactional writers commit once nothing is in flight (commit 77ecf53): rdkafka's \
-    `commit_transaction` flushes in rounds of 100 ms while a record is on its way, so the task \
-    configurations' transaction took the 0.12 s above (measured alone: 102–108 ms, then 9–30 ms). \
-    This round's medians: 1.63 s (bc4120f), 1.36 s (6f83004, producers only), 1.18 s (76d36ae), \
-    then this run's (the runs at 6f83004 and 76d36ae are not kept in this report). The first run of \
-    the three is the slowest: \
-    in the log of a section's first start the configurations' producer took 0.52 s to initialise, \
-    as the first `initTransactions` on a new broker did in the measurements above (about 1 s). What \
-    would meet the row (about 0.64 s here): the three topics created side by side or in one request \
-    and watched for without a fixed 100 ms wait, and the 0.1 s before the task starts explained. \
+    written through their transactional producer in 7 ms and read back 0.12 s later, the task started \
+    0.1 s after that and its offsets writer opened in 0.03 s. Those two transactional producers \
+    (`<group>-<connector>-configs` and `<group>-<connector>-<task>`: the broker fences their previous \
+    holders) took about 0.06 s each to initialise, or 0.5 s, until commits 6f83004 and 76d36ae: every \
+    client of the internal topics and the task slots now connects every broker at once \
+    (`enable.sparse.connections=false`, `ferry_kafka::CLIENT_SETTINGS`). With librdkafka's sparse \
+    connections each new client waited up to 50 ms for a broker connection, and `initTransactions` \
+    for a 500 ms retry timer in 6 of 15 starts (measured alone on a local broker: 60 ms or 510 ms; \
+    7.5–13 ms with the setting). This round's medians: 1.63 s (bc4120f), 1.36 s (6f83004, producers \
+    only, a run not kept), and this run's. The first run of the three is the slowest: in the log of a \
+    section's first start the configurations' producer took 0.52 s to initialise, as the first \
+    `initTransactions` on a new broker did in the measurements above (about 1 s). What would meet the \
+    row (about 0.66 s here): the three topics created side by side or in one request and watched for \
+    without a fixed 100 ms wait, and the 0.1 s steps after the connector request made event-driven. \
     Opening the stores side by side (cf56248) and looking for a new slot topic's partitions from 5 ms \
     on (4985b36) were tried and reverted (7cc601f, 33e0e11): two tests of two workers starting \
     together and forwarding writes failed in two of three fresh-clone runs after them.";
