@@ -37,8 +37,7 @@ pub(crate) fn is_fencing(error: &KafkaError) -> bool {
 }
 
 /// Commits (`true`) or aborts the open transaction of `producer`, off the runtime's threads (both
-/// calls block until the coordinator answers, at most `timeout`); a commit first waits until no
-/// record is in flight ([`commit_drained`]).
+/// calls block until the coordinator answers, at most `timeout`).
 pub(crate) async fn end_transaction<C: rdkafka::client::ClientContext + 'static>(
     producer: rdkafka::producer::FutureProducer<C>,
     commit: bool,
@@ -46,37 +45,13 @@ pub(crate) async fn end_transaction<C: rdkafka::client::ClientContext + 'static>
 ) -> Result<(), KafkaError> {
     tokio::task::spawn_blocking(move || {
         if commit {
-            commit_drained(&producer, timeout)
+            producer.commit_transaction(timeout)
         } else {
             producer.abort_transaction(timeout)
         }
     })
     .await
     .unwrap_or(Err(KafkaError::Canceled))
-}
-
-/// Commits the open transaction of `producer` once no record of it is in flight (waiting at most
-/// `timeout` for that, then committing anyway). Blocking.
-///
-/// rdkafka's `commit_transaction` first flushes, and its flush polls the producer's queue in rounds
-/// of 100 ms while any record is in flight; a `FutureProducer`'s own thread serves the delivery
-/// reports that poll waits for, so a commit called with records still on their way took at least
-/// 100 ms. Measured on a local broker, a transaction of three records committed at once took
-/// 102–108 ms (16 of 16), and 9–30 ms (16 of 16) committed once nothing was in flight. A
-/// distributed worker writes a connector's task configurations this way at every start, and the
-/// exactly-once sink each poll batch (where this wait was first found, measured by
-/// `scripts/bench --only eos`: 18 000 records/s at 2 000 records per transaction).
-pub(crate) fn commit_drained<C: rdkafka::client::ClientContext + 'static>(
-    producer: &rdkafka::producer::FutureProducer<C>,
-    timeout: Duration,
-) -> Result<(), KafkaError> {
-    let deadline = std::time::Instant::now() + timeout;
-    let mut pause = Duration::from_micros(250);
-    while producer.in_flight_count() > 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(5));
-    }
-    producer.commit_transaction(timeout)
 }
 
 /// A task's transactional producer and the offsets topics its offsets go to.
@@ -148,6 +123,22 @@ impl TransactionalKafkaSink {
     /// Commits (`true`) or aborts the open transaction, off the runtime's threads.
     async fn end(&self, commit: bool) -> Result<(), KafkaError> {
         end_transaction(self.sink.producer().clone(), commit, self.timeout).await
+    }
+
+    /// Waits, without blocking a thread and at most the call timeout, until no record of the producer
+    /// is in flight, then commits. rdkafka's `commit_transaction` first flushes, and its flush polls
+    /// in rounds of 100 ms while any record is in flight: called with the batch's last records still
+    /// on their way, every transaction took at least 100 ms (18 000 records/s at 2 000 records per
+    /// transaction, measured by `scripts/bench --only eos`). With nothing in flight it returns at
+    /// once.
+    async fn drain_then_end(&self) -> Result<(), KafkaError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut pause = Duration::from_micros(250);
+        while self.sink.producer().in_flight_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+        self.end(true).await
     }
 
     /// Sends the offset records; returns their deliveries.
@@ -249,7 +240,7 @@ impl TransactionalSink for TransactionalKafkaSink {
         }
         let sent = self.send_offsets(offsets).await;
         let result = match sent {
-            Ok(pending) => match self.end(true).await {
+            Ok(pending) => match self.drain_then_end().await {
                 Ok(()) => {
                     // Resolved by the commit (which flushes): a failure here cannot happen once the
                     // commit succeeded, but is reported rather than assumed away.

@@ -372,7 +372,8 @@ impl TransactionalWriter {
                             .map_err(|(e, _)| failed(&format!("sending record {key}"), e))?,
                     );
                 }
-                crate::transactional::commit_drained(&producer, timeout)
+                producer
+                    .commit_transaction(timeout)
                     .map_err(|e| failed("committing the transaction", e))?;
                 Ok(deliveries)
             };
