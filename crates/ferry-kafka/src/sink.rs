@@ -67,7 +67,8 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use crate::convert::{RecordConverters, Role, header_value};
 use crate::topics::TopicCreator;
 
-/// Ferry's producer defaults (see the module docs), applied before `producer.*`.
+/// Ferry's producer defaults (see the module docs), applied with [`crate::CLIENT_SETTINGS`] before
+/// `producer.*`.
 const DEFAULTS: &[(&str, &str)] = &[
     ("acks", "all"),
     ("enable.idempotence", "true"),
@@ -75,7 +76,6 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("partitioner", "murmur2_random"),
     ("queue.buffering.max.kbytes", "32768"),
     ("client.id", "ferry-producer"),
-    ("enable.sparse.connections", "false"),
 ];
 
 /// How often a `send` waiting for room in the full local queue tries again. librdkafka reports no
@@ -133,7 +133,8 @@ impl KafkaSinkConfig {
     pub fn client_config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap_servers);
-        for (key, value) in DEFAULTS {
+        // The internal topics' clients' settings are defaults of the sink's producer too.
+        for (key, value) in DEFAULTS.iter().chain(crate::CLIENT_SETTINGS) {
             config.set(*key, *value);
         }
         for (key, value) in self.producer_overrides.iter() {
